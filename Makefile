@@ -1,0 +1,28 @@
+# The two quick-start commands (`make demo`, `make test`) set up everything they need themselves.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-quick reliability bench rules check-rules clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/reactor demo --once
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+test-quick: $(STAMP)
+	$(PY) -m pytest -q -m "not promstack and not slow"
+
+rules: $(STAMP)
+	$(VENV)/bin/reactor rules render
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

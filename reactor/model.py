@@ -1,0 +1,274 @@
+"""Immutable values shared by every layer: alerts, workloads, bounds, decisions.
+
+This module holds data only. It imports nothing from Flask, `kubernetes` or
+`prometheus_client`, so the policy and its tests can be used without any of them.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType
+from typing import Mapping
+
+EMPTY: Mapping[str, str] = MappingProxyType({})
+
+
+class AlertName(str, enum.Enum):
+    """The alert names the rules emit and the reactor understands."""
+
+    UNDERUTILIZED = "GPUUnderutilized"
+    IDLE = "GPUIdle"
+    SATURATED = "GPUSaturated"
+    MEMORY_SATURATED = "GPUMemorySaturated"
+    METRICS_MISSING = "GPUMetricsMissing"
+
+
+KNOWN_ALERTS = frozenset(a.value for a in AlertName)
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """One alert of an Alertmanager v4 notification, with the workload labels already picked.
+
+    `namespace`, `pod` and `container` prefer the `exported_*` spelling: when the
+    exporter's own target labels were kept, the plain ones name the exporter.
+    """
+
+    name: str
+    status: str  # "firing" | "resolved"
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    starts_at: datetime
+    ends_at: datetime | None
+    fingerprint: str
+    generator_url: str = ""
+    namespace: str | None = None
+    pod: str | None = None
+    container: str | None = None
+    value: float | None = None  # measured utilization, 0-1 ratio
+    gpus: int | None = None
+    idle_gpus: int | None = None
+
+    @property
+    def firing(self) -> bool:
+        return self.status == "firing"
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """Identity of one firing: the fingerprint alone repeats when the alert fires again."""
+        return (self.fingerprint, self.starts_at.isoformat())
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    """One webhook request body."""
+
+    version: str
+    group_key: str
+    status: str
+    receiver: str
+    truncated_alerts: int
+    alerts: tuple[Alert, ...]
+    external_url: str = ""
+
+
+class Kind(str, enum.Enum):
+    DEPLOYMENT = "Deployment"
+    STATEFULSET = "StatefulSet"
+    CRONJOB = "CronJob"
+    JOB = "Job"
+    REPLICASET = "ReplicaSet"
+    POD = "Pod"
+
+
+PATCHABLE_KINDS = frozenset({Kind.DEPLOYMENT, Kind.STATEFULSET, Kind.CRONJOB})
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class WorkloadRef:
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}/{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    """A container of the pod template; `gpus` is its GPU limit (= request), 0 if none."""
+
+    name: str
+    gpus: int
+
+
+@dataclass(frozen=True, slots=True)
+class LastAction:
+    """What the reactor last did to a workload, as recorded in its annotation."""
+
+    action: str
+    direction: str  # "down" | "up" | "revert"
+    container: str | None
+    from_value: int | str | None
+    to_value: int | str | None
+    fingerprint: str
+    starts_at: str
+    time: datetime
+    alert: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReactorState:
+    """The workload's `gpu-reactor.io/*` annotations, parsed and validated."""
+
+    mode: str | None = None  # "off" | "recommend" | "enforce"; None = policy default
+    min_gpus: int | None = None
+    max_gpus: int | None = None
+    min_replicas: int | None = None
+    max_replicas: int | None = None
+    last_action: LastAction | None = None
+    cooldown_until: datetime | None = None
+    original: Mapping[str, object] = field(default_factory=lambda: EMPTY)
+    # Annotation keys whose value could not be parsed: surfaced, never guessed.
+    invalid: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """The owner's current state, as read once per notification."""
+
+    ref: WorkloadRef
+    resource_version: str
+    containers: tuple[Container, ...]
+    priority_class: str | None = None
+    replicas: int | None = None  # None for CronJob
+    generation: int = 0
+    observed_generation: int = 0
+    updated_replicas: int | None = None
+    max_surge: int = 0  # extra pods a template change may create at once
+    hpa_managed: bool = False
+    state: ReactorState = field(default_factory=ReactorState)
+    via: WorkloadRef | None = None  # e.g. the Job through which a CronJob was found
+    annotations: Mapping[str, str] = field(default_factory=lambda: EMPTY)
+
+    def container(self, name: str | None) -> Container | None:
+        """The named container, or the only GPU container when the alert names none."""
+        if name is not None:
+            return next((c for c in self.containers if c.name == name), None)
+        gpu = [c for c in self.containers if c.gpus > 0]
+        return gpu[0] if len(gpu) == 1 else None
+
+    @property
+    def rolling_out(self) -> bool:
+        """A previous change is not yet rolled out: touching it again would stack changes."""
+        if self.observed_generation < self.generation:
+            return True
+        return (
+            self.replicas is not None
+            and self.updated_replicas is not None
+            and self.updated_replicas < self.replicas
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """What the namespace allows, per container and in total (GPU resource only)."""
+
+    min_gpus: int | None = None  # LimitRange min (Container type)
+    max_gpus: int | None = None  # LimitRange max (Container type)
+    quota_hard: int | None = None  # tightest requests.<gpu> quota; None = no quota
+    quota_used: int = 0
+
+    @property
+    def headroom(self) -> int | None:
+        return None if self.quota_hard is None else self.quota_hard - self.quota_used
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """All alerts of one notification that target one workload, folded into one input."""
+
+    alert: str
+    status: str
+    keys: tuple[tuple[str, str], ...]  # (fingerprint, startsAt) of every alert folded in
+    container: str | None
+    value: float | None  # the highest measured utilization among the alerts (cautious for shrinking)
+    gpus: int | None = None
+    idle_gpus: int | None = None
+    pods: tuple[str, ...] = ()
+    starts_at: str = ""
+    fingerprint: str = ""
+
+
+class SkipReason(str, enum.Enum):
+    """The closed list of reasons the reactor refuses to act. Metric label values come from here."""
+
+    UNKNOWN_ALERT = "unknown-alert"
+    NO_TARGET = "no-target"
+    NAMESPACE_NOT_ALLOWED = "namespace-not-allowed"
+    NOT_FOUND = "not-found"
+    UNSUPPORTED_OWNER = "unsupported-owner"
+    MODE_OFF = "mode-off"
+    RESOLVED = "resolved"
+    METRICS_MISSING = "metrics-missing"
+    ALREADY_APPLIED = "already-applied"
+    COOLDOWN = "cooldown"
+    HYSTERESIS = "hysteresis"
+    ROLLOUT_IN_PROGRESS = "rollout-in-progress"
+    NO_GPU_CONTAINER = "no-gpu-container"
+    AT_MIN_GPUS = "at-min-gpus"
+    AT_MAX_GPUS = "at-max-gpus"
+    QUOTA_EXCEEDED = "quota-exceeded"
+    HPA_MANAGED = "hpa-managed"
+    AT_MIN_REPLICAS = "at-min-replicas"
+    AT_MAX_REPLICAS = "at-max-replicas"
+    PRIORITY_NOT_IN_LADDER = "priority-not-in-ladder"
+    PRIORITY_AT_END = "priority-at-end"
+    PRIORITY_CLASS_MISSING = "priority-class-missing"
+    NOTHING_TO_REVERT = "nothing-to-revert"
+    REVERT_HOLD = "revert-hold"
+    NOT_APPLICABLE = "not-applicable"
+    INVALID_ANNOTATION = "invalid-annotation"
+    BUDGET_EXHAUSTED = "budget-exhausted"
+    CONFLICT = "conflict"
+    API_ERROR = "api-error"
+
+
+@dataclass(frozen=True, slots=True)
+class Considered:
+    """One strategy the policy looked at, and why it did not apply (None when it did)."""
+
+    strategy: str
+    reason: SkipReason | None
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """A desired state ("set container `main` to 2 GPUs"), never a delta: applying it twice is a no-op.
+
+    The act layer turns it into one patch of the owner (the change plus the reactor's
+    bookkeeping annotations), so a decision never carries Kubernetes shapes.
+    """
+
+    action: str  # "resize-gpu" | "scale-replicas" | "set-priority" | "revert"
+    direction: str  # "down" | "up" | "revert"
+    workload: WorkloadRef
+    container: str | None
+    from_value: int | str | None
+    to_value: int | str | None
+    strategy: str
+    considered: tuple[Considered, ...] = ()
+    gpu_delta: int = 0  # GPUs requested per pod after minus before, times replicas (for metrics)
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    reason: SkipReason
+    detail: str = ""
+    considered: tuple[Considered, ...] = ()
+
+
+Decision = Action | Skip

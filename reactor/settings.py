@@ -1,0 +1,359 @@
+"""The one settings object: a YAML policy file plus `REACTOR_*` environment overrides, validated once.
+
+Every key has a default and a bound; a bad value is a `ConfigError` naming the key.
+Nothing here reads the environment at import time: `load_settings` is called at start.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+import yaml
+
+from .errors import ConfigError
+from .model import KNOWN_ALERTS
+
+STRATEGIES = frozenset(
+    {
+        "resize-gpu-down",
+        "resize-gpu-up",
+        "scale-replicas-down",
+        "scale-replicas-up",
+        "set-priority-down",
+        "set-priority-up",
+        "hold",
+    }
+)
+REVERTIBLE = frozenset({"set-priority-up", "set-priority-down", "scale-replicas-up", "resize-gpu-up"})
+MODES = ("off", "recommend", "enforce")
+DEFAULT_DENY = ("kube-system", "kube-public", "kube-node-lease")
+
+DEFAULT_ALERTS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "GPUUnderutilized": ("resize-gpu-down", "set-priority-down"),
+        "GPUIdle": ("scale-replicas-down", "resize-gpu-down"),
+        "GPUSaturated": ("scale-replicas-up", "resize-gpu-up", "set-priority-up"),
+        "GPUMemorySaturated": ("resize-gpu-up",),
+        "GPUMetricsMissing": ("hold",),
+    }
+)
+
+_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+_RESOURCE = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """At most `actions` actions per rolling `per`."""
+
+    actions: int
+    per: timedelta
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """What the reactor may do, and how eagerly. Read by the pure policy."""
+
+    dry_run: bool = False
+    gpu_resource: str = "nvidia.com/gpu"
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = DEFAULT_DENY
+    default_mode: str = "enforce"
+    target_utilization: float = 0.6
+    cooldown: timedelta = timedelta(minutes=30)
+    reverse_after: timedelta = timedelta(hours=2)
+    revert_after: timedelta = timedelta(minutes=10)
+    revert: tuple[str, ...] = ("set-priority-up",)
+    min_gpus: int = 1
+    max_gpus: int = 8
+    min_replicas: int = 1
+    max_replicas: int = 10
+    budget_global: Window = Window(20, timedelta(minutes=10))
+    budget_namespace: Window = Window(5, timedelta(minutes=10))
+    priority_ladder: tuple[str, ...] = ("medium-priority-gpu", "high-priority-gpu")
+    alerts: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: DEFAULT_ALERTS)
+
+    def namespace_allowed(self, namespace: str) -> bool:
+        """Deny wins; `*` in allow admits every namespace not denied."""
+        if namespace in self.deny:
+            return False
+        return "*" in self.allow or namespace in self.allow
+
+
+@dataclass(frozen=True, slots=True)
+class Server:
+    listen: str = "0.0.0.0:8080"
+    token_file: str | None = None
+    max_body_bytes: int = 1 << 20
+    threads: int = 8
+    timeout: timedelta = timedelta(seconds=25)
+    tls_cert: str | None = None
+    tls_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Kube:
+    kubeconfig: str | None = None
+    context: str | None = None
+    qps: float = 20.0
+    burst: int = 40
+    timeout: timedelta = timedelta(seconds=10)
+    conflict_retries: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    policy: Policy = field(default_factory=Policy)
+    server: Server = field(default_factory=Server)
+    kube: Kube = field(default_factory=Kube)
+    log_format: str = "json"
+    log_level: str = "INFO"
+
+
+# --- parsing helpers: each takes (key, raw) and returns a value or raises ConfigError ---
+
+
+def parse_duration(key: str, raw: Any) -> timedelta:
+    """Durations are written like Prometheus's: `30s`, `10m`, `2h`, `1h30m`."""
+    if isinstance(raw, bool) or not isinstance(raw, (str, int)):
+        raise ConfigError(key, f"expected a duration like '30m', got {raw!r}")
+    if isinstance(raw, int):
+        return timedelta(seconds=raw)
+    m = _DURATION.match(raw.strip())
+    if not raw.strip() or m is None:
+        raise ConfigError(key, f"expected a duration like '30s', '10m' or '2h', got {raw!r}")
+    h, mi, s = (int(g or 0) for g in m.groups())
+    return timedelta(hours=h, minutes=mi, seconds=s)
+
+
+def _bounded(kind: type, lo: float | None, hi: float | None) -> Callable[[str, Any], Any]:
+    def parse(key: str, raw: Any) -> Any:
+        if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+            raise ConfigError(key, f"expected a number, got {raw!r}")
+        if kind is int and not float(raw).is_integer():
+            raise ConfigError(key, f"expected a whole number, got {raw!r}")
+        value = kind(raw)
+        if lo is not None and value < lo or hi is not None and value > hi:
+            raise ConfigError(key, f"must be between {lo} and {hi}, got {raw!r}")
+        return value
+
+    return parse
+
+
+def _duration_in(lo: timedelta, hi: timedelta) -> Callable[[str, Any], timedelta]:
+    def parse(key: str, raw: Any) -> timedelta:
+        value = parse_duration(key, raw)
+        if not lo <= value <= hi:
+            raise ConfigError(key, f"must be between {lo} and {hi}, got {raw!r}")
+        return value
+
+    return parse
+
+
+def _boolean(key: str, raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    raise ConfigError(key, f"expected true or false, got {raw!r}")
+
+
+def _choice(*options: str) -> Callable[[str, Any], str]:
+    def parse(key: str, raw: Any) -> str:
+        if raw not in options:
+            raise ConfigError(key, f"must be one of {', '.join(options)}, got {raw!r}")
+        return str(raw)
+
+    return parse
+
+
+def _opt_str(key: str, raw: Any) -> str | None:
+    if raw is None or raw == "":
+        return None
+    if not isinstance(raw, str):
+        raise ConfigError(key, f"expected a string, got {raw!r}")
+    return raw
+
+
+def _resource(key: str, raw: Any) -> str:
+    if not isinstance(raw, str) or not _RESOURCE.match(raw):
+        raise ConfigError(key, f"expected an extended resource name like 'nvidia.com/gpu', got {raw!r}")
+    return raw
+
+
+def _names(key: str, raw: Any, *, star: bool = False) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if isinstance(raw, str):
+        raw = [p.strip() for p in raw.split(",") if p.strip()]
+    if not isinstance(raw, list):
+        raise ConfigError(key, f"expected a list of names, got {raw!r}")
+    for i, name in enumerate(raw):
+        ok = isinstance(name, str) and (_DNS_LABEL.match(name) or (star and name == "*"))
+        if not ok or len(name) > 253:
+            raise ConfigError(f"{key}[{i}]", f"not a valid Kubernetes name: {name!r}")
+    return tuple(raw)
+
+
+def _alerts(key: str, raw: Any) -> Mapping[str, tuple[str, ...]]:
+    if not isinstance(raw, dict):
+        raise ConfigError(key, "expected a mapping of alert name to a list of strategies")
+    merged = dict(DEFAULT_ALERTS)
+    for name, strategies in raw.items():
+        if name not in KNOWN_ALERTS:
+            raise ConfigError(f"{key}.{name}", f"unknown alert; known: {', '.join(sorted(KNOWN_ALERTS))}")
+        if not isinstance(strategies, list) or not strategies:
+            raise ConfigError(f"{key}.{name}", "expected a non-empty list of strategies")
+        for i, s in enumerate(strategies):
+            if s not in STRATEGIES:
+                raise ConfigError(f"{key}.{name}[{i}]", f"unknown strategy {s!r}; known: {', '.join(sorted(STRATEGIES))}")
+        merged[name] = tuple(strategies)
+    return MappingProxyType(merged)
+
+
+def _revert(key: str, raw: Any) -> tuple[str, ...]:
+    if not isinstance(raw, list):
+        raise ConfigError(key, "expected a list of strategies whose effect is undone when the alert resolves")
+    for i, s in enumerate(raw):
+        if s not in REVERTIBLE:
+            raise ConfigError(f"{key}[{i}]", f"not revertible: {s!r}; revertible: {', '.join(sorted(REVERTIBLE))}")
+    return tuple(raw)
+
+
+def _window(key: str, raw: Any) -> Window:
+    if not isinstance(raw, dict) or set(raw) - {"actions", "per"}:
+        raise ConfigError(key, "expected {actions: N, per: DURATION}")
+    actions = _bounded(int, 0, 10_000)(f"{key}.actions", raw.get("actions", 0))
+    per = _duration_in(timedelta(seconds=1), timedelta(days=1))(f"{key}.per", raw.get("per", "10m"))
+    return Window(actions, per)
+
+
+# The schema: YAML path -> (section, field, parser). The environment override of a path is
+# REACTOR_ + its parts in upper snake case joined by "__", e.g. REACTOR_BUDGET__GLOBAL.
+_SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
+    "dryRun": ("policy", "dry_run", _boolean),
+    "gpuResource": ("policy", "gpu_resource", _resource),
+    "namespaces.allow": ("policy", "allow", lambda k, v: _names(k, v, star=True)),
+    "namespaces.deny": ("policy", "deny", _names),
+    "defaultMode": ("policy", "default_mode", _choice(*MODES)),
+    "targetUtilization": ("policy", "target_utilization", _bounded(float, 0.05, 1.0)),
+    "cooldown": ("policy", "cooldown", _duration_in(timedelta(0), timedelta(days=7))),
+    "reverseAfter": ("policy", "reverse_after", _duration_in(timedelta(0), timedelta(days=30))),
+    "revertAfter": ("policy", "revert_after", _duration_in(timedelta(0), timedelta(days=7))),
+    "revert": ("policy", "revert", _revert),
+    "gpus.min": ("policy", "min_gpus", _bounded(int, 1, 1024)),
+    "gpus.max": ("policy", "max_gpus", _bounded(int, 1, 1024)),
+    "replicas.min": ("policy", "min_replicas", _bounded(int, 0, 10_000)),
+    "replicas.max": ("policy", "max_replicas", _bounded(int, 1, 10_000)),
+    "budget.global": ("policy", "budget_global", _window),
+    "budget.namespace": ("policy", "budget_namespace", _window),
+    "priorityLadder": ("policy", "priority_ladder", _names),
+    "alerts": ("policy", "alerts", _alerts),
+    "server.listen": ("server", "listen", lambda k, v: _listen(k, v)),
+    "server.tokenFile": ("server", "token_file", _opt_str),
+    "server.maxBodyBytes": ("server", "max_body_bytes", _bounded(int, 1024, 64 << 20)),
+    "server.threads": ("server", "threads", _bounded(int, 1, 256)),
+    "server.timeout": ("server", "timeout", _duration_in(timedelta(seconds=1), timedelta(minutes=10))),
+    "server.tlsCert": ("server", "tls_cert", _opt_str),
+    "server.tlsKey": ("server", "tls_key", _opt_str),
+    "kube.kubeconfig": ("kube", "kubeconfig", _opt_str),
+    "kube.context": ("kube", "context", _opt_str),
+    "kube.qps": ("kube", "qps", _bounded(float, 0.1, 10_000)),
+    "kube.burst": ("kube", "burst", _bounded(int, 1, 100_000)),
+    "kube.timeout": ("kube", "timeout", _duration_in(timedelta(seconds=1), timedelta(minutes=5))),
+    "kube.conflictRetries": ("kube", "conflict_retries", _bounded(int, 0, 20)),
+    "logging.format": ("top", "log_format", _choice("json", "text")),
+    "logging.level": ("top", "log_level", _choice("DEBUG", "INFO", "WARNING", "ERROR")),
+}
+_SECTIONS = {"namespaces", "gpus", "replicas", "budget", "server", "kube", "logging"}
+
+
+def _listen(key: str, raw: Any) -> str:
+    if not isinstance(raw, str) or not re.match(r"^[\w.\-\[\]:]*:\d{1,5}$", raw):
+        raise ConfigError(key, f"expected HOST:PORT, got {raw!r}")
+    return raw
+
+
+def env_name(path: str) -> str:
+    parts = [re.sub(r"(?<!^)(?=[A-Z])", "_", p).upper() for p in path.split(".")]
+    return "REACTOR_" + "__".join(parts)
+
+
+def _flatten(doc: Mapping[str, Any]) -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in doc.items():
+        if not isinstance(key, str):
+            raise ConfigError(str(key), "keys must be strings")
+        if key in _SECTIONS and key not in _SCHEMA:
+            if not isinstance(value, dict):
+                raise ConfigError(key, "expected a mapping")
+            for sub, subvalue in value.items():
+                flat[f"{key}.{sub}"] = subvalue
+        else:
+            flat[key] = value
+    for key in flat:
+        if key not in _SCHEMA:
+            raise ConfigError(key, "unknown key (see the README's policy reference)")
+    return flat
+
+
+def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for path in _SCHEMA:
+        name = env_name(path)
+        if name in environ:
+            try:
+                found[path] = yaml.safe_load(environ[name])
+            except yaml.YAMLError as e:
+                raise ConfigError(name, f"not a YAML value: {e}") from e
+    return found
+
+
+def build_settings(doc: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:
+    """Validate a parsed policy document (+ environment overrides) into `Settings`."""
+    if not isinstance(doc, dict):
+        raise ConfigError("(top)", "the policy file must be a YAML mapping")
+    flat = _flatten(doc)
+    flat.update(_from_env(environ or {}))
+    values: dict[str, dict[str, Any]] = {"policy": {}, "server": {}, "kube": {}, "top": {}}
+    for path, raw in flat.items():
+        section, name, parse = _SCHEMA[path]
+        values[section][name] = parse(path, raw)
+    policy = Policy(**values["policy"])
+    _check_policy(policy)
+    server = Server(**values["server"])
+    if (server.tls_cert is None) != (server.tls_key is None):
+        raise ConfigError("server.tlsCert", "tlsCert and tlsKey must be set together")
+    return Settings(policy=policy, server=server, kube=Kube(**values["kube"]), **values["top"])
+
+
+def _check_policy(p: Policy) -> None:
+    if p.min_gpus > p.max_gpus:
+        raise ConfigError("gpus.min", f"must not exceed gpus.max ({p.max_gpus})")
+    if p.min_replicas > p.max_replicas:
+        raise ConfigError("replicas.min", f"must not exceed replicas.max ({p.max_replicas})")
+    if len(set(p.priority_ladder)) != len(p.priority_ladder):
+        raise ConfigError("priorityLadder", "lists a class twice")
+    if p.reverse_after < p.cooldown:
+        raise ConfigError("reverseAfter", f"must be at least the cooldown ({p.cooldown})")
+
+
+def load_settings(path: str | os.PathLike[str] | None, environ: Mapping[str, str] | None = None) -> Settings:
+    """Read the policy file (if any) and the `REACTOR_*` environment; raise `ConfigError` on anything wrong."""
+    doc: Any = {}
+    if path is not None:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as e:
+            raise ConfigError(str(path), f"cannot read: {e.strerror}") from e
+        try:
+            doc = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise ConfigError(str(path), f"not valid YAML: {e}") from e
+        doc = {} if doc is None else doc
+    return build_settings(doc, os.environ if environ is None else environ)
