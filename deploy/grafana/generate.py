@@ -1,0 +1,149 @@
+"""Writes gpu-reactor-dashboard.json, the Grafana dashboard SREs open first for the reactor.
+
+Plain Grafana JSON (schemaVersion 39), stdlib only. Run after editing, commit both files:
+    python deploy/grafana/generate.py
+tests/deploy checks that the committed JSON equals this script's output and that every query uses
+only the reactor's metric names and the recording rules.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+OUT = Path(__file__).with_name("gpu-reactor-dashboard.json")
+DS = {"type": "prometheus", "uid": "${datasource}"}
+NS = 'namespace=~"$namespace"'
+RATE = "$__rate_interval"
+
+
+def target(expr: str, legend: str, ref: str) -> dict[str, Any]:
+    return {"datasource": DS, "expr": expr, "legendFormat": legend, "refId": ref, "range": True}
+
+
+def panel(
+    title: str,
+    targets: list[tuple[str, str]],
+    *,
+    grid: tuple[int, int, int, int],
+    kind: str = "timeseries",
+    unit: str = "short",
+    description: str = "",
+    stack: bool = False,
+) -> dict[str, Any]:
+    x, y, w, h = grid
+    custom: dict[str, Any] = {}
+    if kind == "timeseries":
+        custom = {"drawStyle": "line", "fillOpacity": 20 if stack else 0, "showPoints": "never",
+                  "stacking": {"mode": "normal" if stack else "none", "group": "A"}}
+    return {
+        "type": kind,
+        "title": title,
+        "description": description,
+        "datasource": DS,
+        "gridPos": {"x": x, "y": y, "w": w, "h": h},
+        "fieldConfig": {"defaults": {"unit": unit, "custom": custom}, "overrides": []},
+        "options": {"legend": {"displayMode": "table", "placement": "right", "calcs": ["lastNotNull", "max"]}}
+        if kind == "timeseries"
+        else {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False}},
+        "targets": [target(expr, legend, chr(ord("A") + i)) for i, (expr, legend) in enumerate(targets)],
+    }
+
+
+def row(title: str, y: int) -> dict[str, Any]:
+    return {"type": "row", "title": title, "collapsed": False, "gridPos": {"x": 0, "y": y, "w": 24, "h": 1}, "panels": []}
+
+
+def panels() -> list[dict[str, Any]]:
+    return [
+        row("Overview", 0),
+        panel("Actions applied (range)", [(f'sum(increase(reactor_actions_total{{result="applied",{NS}}}[$__range]))', "applied")],
+              grid=(0, 1, 5, 4), kind="stat", description="Changes written to workloads in the selected range."),
+        panel("Actions failed (range)", [(f'sum(increase(reactor_actions_total{{result="failed",{NS}}}[$__range]))', "failed")],
+              grid=(5, 1, 5, 4), kind="stat"),
+        panel("GPUs released (range)", [(f'sum(increase(reactor_gpus_changed_total{{direction="released",{NS}}}[$__range]))', "released")],
+              grid=(10, 1, 5, 4), kind="stat", description="GPU requests removed from pod templates: what lets the Cluster Autoscaler free nodes."),
+        panel("Webhook 5xx ratio", [(f'sum(rate(reactor_webhook_requests_total{{code=~"5.."}}[{RATE}])) / sum(rate(reactor_webhook_requests_total[{RATE}]))', "5xx")],
+              grid=(15, 1, 4, 4), kind="stat", unit="percentunit"),
+        panel("Replicas and version", [("count by (version) (reactor_build_info)", "{{version}}")],
+              grid=(19, 1, 5, 4), kind="stat"),
+        row("Decisions", 5),
+        panel("Actions by action and result", [(f"sum by (action, result) (rate(reactor_actions_total{{{NS}}}[{RATE}]))", "{{action}} {{result}}")],
+              grid=(0, 6, 12, 8), unit="ops", stack=True,
+              description="applied: written; recommended: dry run or recommend mode; failed: the write failed."),
+        panel("Skips by reason", [(f"sum by (reason) (rate(reactor_skips_total[{RATE}]))", "{{reason}}")],
+              grid=(12, 6, 12, 8), unit="ops", stack=True, description="Alerts the safety rails declined to act on."),
+        panel("GPUs released and added", [(f"sum by (direction) (increase(reactor_gpus_changed_total{{{NS}}}[{RATE}]))", "{{direction}}")],
+              grid=(0, 14, 12, 8), kind="timeseries", unit="short"),
+        panel("Alerts received", [(f"sum by (alertname, status) (rate(reactor_alerts_received_total[{RATE}]))", "{{alertname}} {{status}}")],
+              grid=(12, 14, 12, 8), unit="ops"),
+        panel("Action budget use", [
+            ("max by (scope) (reactor_budget_used) / max by (scope) (reactor_budget_limit)", "{{scope}}"),
+        ], grid=(0, 22, 12, 8), unit="percentunit",
+              description="Share of the storm brake's window used. At 100% the reactor skips with reason budget."),
+        panel("Kubernetes API errors", [(f'sum by (code, verb, resource) (rate(reactor_kube_requests_total{{code!~"2.."}}[{RATE}]))', "{{code}} {{verb}} {{resource}}")],
+              grid=(12, 22, 12, 8), unit="reqps",
+              description="409: lost a race to another replica or controller (retried). 403: RBAC. 422: invalid patch."),
+        row("Webhook", 30),
+        panel("Webhook requests by code", [(f"sum by (code) (rate(reactor_webhook_requests_total[{RATE}]))", "{{code}}")],
+              grid=(0, 31, 8, 8), unit="reqps", stack=True),
+        panel("Webhook error rate", [
+            (f'sum(rate(reactor_webhook_requests_total{{code=~"5.."}}[{RATE}])) / sum(rate(reactor_webhook_requests_total[{RATE}]))', "5xx (Alertmanager retries)"),
+            (f'sum(rate(reactor_webhook_requests_total{{code=~"4.."}}[{RATE}])) / sum(rate(reactor_webhook_requests_total[{RATE}]))', "4xx (dropped: bad payload or token)"),
+        ], grid=(8, 31, 8, 8), unit="percentunit"),
+        panel("Webhook latency", [
+            (f"histogram_quantile(0.5, sum by (le) (rate(reactor_webhook_duration_seconds_bucket[{RATE}])))", "p50"),
+            (f"histogram_quantile(0.99, sum by (le) (rate(reactor_webhook_duration_seconds_bucket[{RATE}])))", "p99"),
+            (f"sum(rate(reactor_webhook_duration_seconds_sum[{RATE}])) / sum(rate(reactor_webhook_duration_seconds_count[{RATE}]))", "mean"),
+        ], grid=(16, 31, 8, 8), unit="s"),
+        row("GPU utilization (recording rules)", 39),
+        panel("GPU utilization by namespace", [(f"avg by (namespace) (gpu_reactor:container_gpu_utilization:ratio{{{NS}}})", "{{namespace}}")],
+              grid=(0, 40, 12, 8), unit="percentunit"),
+        panel("GPUs held and idle by namespace", [
+            (f"sum by (namespace) (gpu_reactor:container_gpus:count{{{NS}}})", "{{namespace}} held"),
+            (f"sum by (namespace) (gpu_reactor:container_idle_gpus:count{{{NS}}})", "{{namespace}} idle"),
+        ], grid=(12, 40, 12, 8), unit="short"),
+    ]
+
+
+def dashboard() -> dict[str, Any]:
+    return {
+        "uid": "gpu-reactor",
+        "title": "GPU Reactor",
+        "description": "What the GPU Reactor did, what it declined, and how its webhook and API calls behave.",
+        "tags": ["gpu", "gpu-reactor"],
+        "schemaVersion": 39,
+        "version": 1,
+        "editable": True,
+        "graphTooltip": 1,
+        "refresh": "1m",
+        "time": {"from": "now-6h", "to": "now"},
+        "timezone": "browser",
+        "annotations": {"list": []},
+        "links": [],
+        "templating": {
+            "list": [
+                {"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
+                 "current": {}, "hide": 0, "refresh": 1, "regex": "", "options": []},
+                {"name": "namespace", "label": "Namespace", "type": "query", "datasource": DS,
+                 "query": {"query": "label_values(gpu_reactor:container_gpus:count, namespace)", "refId": "namespace"},
+                 "definition": "label_values(gpu_reactor:container_gpus:count, namespace)",
+                 "refresh": 2, "includeAll": True, "multi": True, "allValue": ".*", "sort": 1,
+                 "current": {"text": "All", "value": "$__all"}, "hide": 0, "options": []},
+            ]
+        },
+        "panels": _numbered(panels()),
+    }
+
+
+def _numbered(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"id": i, **p} for i, p in enumerate(items, start=1)]
+
+
+def render() -> str:
+    return json.dumps(dashboard(), indent=2, sort_keys=False) + "\n"
+
+
+if __name__ == "__main__":
+    OUT.write_text(render(), encoding="utf-8")
