@@ -1,0 +1,242 @@
+"""The codec of the `gpu-reactor.io/*` annotations: the reactor's only memory, kept on the workload.
+
+Pure: no I/O and no clock reads (the time is an argument). A value that cannot be parsed is
+reported in `ReactorState.invalid` and never guessed at, so the policy can refuse to act on it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timedelta, timezone
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from .model import Action, LastAction, ReactorState, Signal, Workload
+from .settings import MODES, Policy
+
+PREFIX = "gpu-reactor.io/"
+# Set by people.
+MODE = PREFIX + "mode"
+MIN_GPUS = PREFIX + "min-gpus"
+MAX_GPUS = PREFIX + "max-gpus"
+MIN_REPLICAS = PREFIX + "min-replicas"
+MAX_REPLICAS = PREFIX + "max-replicas"
+# Written by the reactor, in the same patch as the change they record.
+LAST_ACTION = PREFIX + "last-action"
+COOLDOWN_UNTIL = PREFIX + "cooldown-until"
+ORIGINAL = PREFIX + "original"
+
+# Keys of the `original` JSON: one per dimension the reactor changes.
+GPUS = "gpus"
+REPLICAS = "replicas"
+PRIORITY_CLASS = "priorityClassName"
+
+_DIRECTIONS = frozenset({"up", "down", "revert"})
+_COUNT = re.compile(r"^[0-9]{1,6}$")
+_PAIRS = ((MIN_GPUS, MAX_GPUS), (MIN_REPLICAS, MAX_REPLICAS))
+_COUNTS = {MIN_GPUS: "min_gpus", MAX_GPUS: "max_gpus", MIN_REPLICAS: "min_replicas", MAX_REPLICAS: "max_replicas"}
+
+
+class _Invalid(ValueError):
+    """A value that does not parse; the key goes to `ReactorState.invalid`."""
+
+
+def changed_field(strategy: str) -> str:
+    """The `original` key a strategy (e.g. "set-priority-up") changes: gpus, replicas or priorityClassName."""
+    if strategy.startswith("resize-gpu"):
+        return GPUS
+    if strategy.startswith("scale-replicas"):
+        return REPLICAS
+    if strategy.startswith("set-priority"):
+        return PRIORITY_CLASS
+    raise ValueError(f"strategy {strategy!r} changes nothing")
+
+
+def format_time(moment: datetime) -> str:
+    """RFC 3339 in UTC with a `Z`, to the second, as people read it in `kubectl describe`."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(raw: object) -> datetime:
+    """An RFC 3339 time with an explicit offset; a naive time would be a guess about the zone."""
+    if not isinstance(raw, str):
+        raise _Invalid(raw)
+    try:
+        moment = datetime.fromisoformat(raw)
+    except ValueError as e:
+        raise _Invalid(raw) from e
+    if moment.tzinfo is None:
+        raise _Invalid(raw)
+    return moment
+
+
+def read_state(annotations: Mapping[str, str]) -> ReactorState:
+    """Parse the reactor's annotations; never raises, an unparseable key lands in `invalid`."""
+    values: dict[str, Any] = {}
+    invalid: list[str] = []
+    readers = {MODE: ("mode", _mode), LAST_ACTION: ("last_action", _last_action),
+               COOLDOWN_UNTIL: ("cooldown_until", parse_time), ORIGINAL: ("original", _original)}
+    readers.update({key: (name, _count) for key, name in _COUNTS.items()})
+    for key, (name, read) in readers.items():
+        if key not in annotations:
+            continue
+        try:
+            values[name] = read(annotations[key])
+        except _Invalid:
+            invalid.append(key)
+    for low, high in _PAIRS:
+        lo, hi = values.get(_COUNTS[low]), values.get(_COUNTS[high])
+        if lo is not None and hi is not None and lo > hi:
+            # Contradictory bounds: which one the person meant is a guess, so neither is used.
+            invalid.extend((low, high))
+            del values[_COUNTS[low]], values[_COUNTS[high]]
+    return ReactorState(**values, invalid=tuple(sorted(invalid)))
+
+
+def _mode(raw: str) -> str:
+    if raw not in MODES:
+        raise _Invalid(raw)
+    return raw
+
+
+def _count(raw: str) -> int:
+    if not isinstance(raw, str) or not _COUNT.match(raw):
+        raise _Invalid(raw)
+    return int(raw)
+
+
+def _json(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except (TypeError, ValueError) as e:
+        raise _Invalid(raw) from e
+
+
+def _scalar(raw: object) -> int | str | None:
+    """`from` / `to` values: a count, a class name, or null (no class)."""
+    if raw is None or isinstance(raw, str) or (isinstance(raw, int) and not isinstance(raw, bool)):
+        return raw
+    raise _Invalid(raw)
+
+
+def _text(doc: Mapping[str, Any], key: str, *, required: bool = True) -> str:
+    raw = doc.get(key, None if required else "")
+    if not isinstance(raw, str) or (required and not raw):
+        raise _Invalid(key)
+    return raw
+
+
+def _last_action(raw: str) -> LastAction:
+    doc = _json(raw)
+    if not isinstance(doc, dict):
+        raise _Invalid(raw)
+    direction = _text(doc, "direction")
+    container = doc.get("container")
+    if direction not in _DIRECTIONS or not (container is None or isinstance(container, str)):
+        raise _Invalid(raw)
+    return LastAction(
+        action=_text(doc, "action"),
+        direction=direction,
+        container=container,
+        from_value=_scalar(doc.get("from")),
+        to_value=_scalar(doc.get("to")),
+        fingerprint=_text(doc, "fingerprint"),
+        starts_at=_text(doc, "startsAt"),
+        time=parse_time(doc.get("time")),
+        alert=_text(doc, "alert", required=False),
+    )
+
+
+def _original(raw: str) -> Mapping[str, object]:
+    doc = _json(raw)
+    if not isinstance(doc, dict) or set(doc) - {GPUS, REPLICAS, PRIORITY_CLASS}:
+        raise _Invalid(raw)
+    gpus = doc.get(GPUS, {})
+    if not isinstance(gpus, dict) or not all(_is_count(v) for v in gpus.values()):
+        raise _Invalid(raw)
+    if REPLICAS in doc and not _is_count(doc[REPLICAS]):
+        raise _Invalid(raw)
+    if PRIORITY_CLASS in doc and not (doc[PRIORITY_CLASS] is None or isinstance(doc[PRIORITY_CLASS], str)):
+        raise _Invalid(raw)
+    if GPUS in doc:
+        doc[GPUS] = MappingProxyType(dict(gpus))
+    return MappingProxyType(doc)
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def original_value(original: Mapping[str, object], *, strategy: str, container: str | None) -> object:
+    """The value recorded before the first change of this strategy's dimension; `KeyError` if none."""
+    name = changed_field(strategy)
+    if name != GPUS:
+        return original[name]
+    gpus = original.get(GPUS)
+    if not isinstance(gpus, Mapping) or container is None:
+        raise KeyError(container)
+    return gpus[container]
+
+
+def state_annotations(
+    action: Action, signal: Signal, workload: Workload, policy: Policy, now: datetime
+) -> dict[str, str | None]:
+    """The bookkeeping to write in the same patch as `action`; a None value deletes the key.
+
+    `original` keeps the first value of each dimension until a revert restores that dimension;
+    only the reverted dimension is dropped, so an earlier unreverted change (a shrink) stays on
+    record, and the key itself is deleted once nothing is left in it.
+    """
+    fingerprint, starts_at = signal_key(signal)
+    last = {
+        "action": action.action,
+        "direction": action.direction,
+        "container": action.container,
+        "from": action.from_value,
+        "to": action.to_value,
+        "alert": signal.alert,
+        "fingerprint": fingerprint,
+        "startsAt": starts_at,
+        "time": format_time(now),
+    }
+    original = _next_original(action, workload)
+    return {
+        LAST_ACTION: json.dumps(last, separators=(",", ":"), sort_keys=True),
+        COOLDOWN_UNTIL: format_time(_ceil_second(now + policy.cooldown)),
+        ORIGINAL: json.dumps(original, separators=(",", ":"), sort_keys=True) if original else None,
+    }
+
+
+def signal_key(signal: Signal) -> tuple[str, str]:
+    """The firing a decision is recorded under: the signal's own, else its first key."""
+    if signal.fingerprint:
+        return signal.fingerprint, signal.starts_at
+    return signal.keys[0] if signal.keys else ("", "")
+
+
+def _next_original(action: Action, workload: Workload) -> dict[str, Any]:
+    original: dict[str, Any] = {k: (dict(v) if isinstance(v, Mapping) else v)
+                                for k, v in workload.state.original.items()}
+    name = changed_field(action.strategy)
+    if action.action == "revert":
+        if name == GPUS:
+            gpus = original.get(GPUS, {})
+            gpus.pop(action.container, None)
+            if not gpus:
+                original.pop(GPUS, None)
+        else:
+            original.pop(name, None)
+    elif name == GPUS:
+        original.setdefault(GPUS, {}).setdefault(action.container, action.from_value)
+    else:
+        original.setdefault(name, action.from_value)
+    return original
+
+
+def _ceil_second(moment: datetime) -> datetime:
+    """Round up so the written cooldown is never shorter than the policy's."""
+    if moment.microsecond == 0:
+        return moment
+    return moment + timedelta(microseconds=1_000_000 - moment.microsecond)
+

@@ -1,0 +1,86 @@
+"""The inputs of one decision, bundled, and the limits derived from them (GPU and replica ranges).
+
+Pure values and arithmetic; no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..model import Bounds, Kind, ReactorState, Signal, Workload
+from ..settings import Policy
+
+_NO_LIMIT = 1 << 30
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """Everything `decide` was given, so each rail and strategy takes one argument."""
+
+    signal: Signal
+    workload: Workload
+    bounds: Bounds
+    policy: Policy
+    now: datetime
+    priority_classes: frozenset[str] | None = None
+
+    @property
+    def state(self) -> ReactorState:
+        return self.workload.state
+
+    @property
+    def cronjob(self) -> bool:
+        return self.workload.ref.kind == Kind.CRONJOB.value
+
+    @property
+    def replicas(self) -> int:
+        """Pods a template change affects; a CronJob's next run counts as one (parallelism ignored)."""
+        if self.cronjob:
+            return 1
+        return self.workload.replicas or 0
+
+    @property
+    def surge(self) -> int:
+        """Extra pods a template change creates while the old ones still count against quota."""
+        return 0 if self.cronjob else max(0, self.workload.max_surge)
+
+
+def effective_mode(workload: Workload, policy: Policy) -> str:
+    """The workload's `mode` annotation, else the policy's default (an invalid one reads as unset)."""
+    return workload.state.mode or policy.default_mode
+
+
+def gpu_range(ctx: Context) -> tuple[int, int]:
+    """(lowest, highest) GPUs a container may be set to.
+
+    Annotations only tighten the policy, and are first clamped into the LimitRange: the API
+    server rejects pods outside it, so no annotation may lead the reactor there.
+    """
+    lr_min, lr_max = ctx.bounds.min_gpus, ctx.bounds.max_gpus
+    ann_min, ann_max = _inside(ctx.state.min_gpus, lr_min, lr_max), _inside(ctx.state.max_gpus, lr_min, lr_max)
+    lo = max(1, ctx.policy.min_gpus, ann_min or 0, lr_min or 0)
+    hi = min(ctx.policy.max_gpus, _or_none(ann_max), _or_none(lr_max))
+    return lo, hi
+
+
+def replica_range(ctx: Context) -> tuple[int, int]:
+    """(lowest, highest) replicas: the annotations replace the policy's defaults for this workload."""
+    state, policy = ctx.state, ctx.policy
+    lo = policy.min_replicas if state.min_replicas is None else state.min_replicas
+    hi = policy.max_replicas if state.max_replicas is None else state.max_replicas
+    return lo, hi
+
+
+def _inside(value: int | None, lo: int | None, hi: int | None) -> int | None:
+    if value is None:
+        return None
+    if hi is not None:
+        value = min(value, hi)
+    if lo is not None:
+        value = max(value, lo)
+    return value
+
+
+def _or_none(value: int | None) -> int:
+    return _NO_LIMIT if value is None else value

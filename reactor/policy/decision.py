@@ -1,0 +1,73 @@
+"""`decide`: one alert signal and one workload in, one `Action` or `Skip` out.
+
+Pure: no I/O, no clock reads, no logging. Dry run and recommend mode are the engine's business:
+`decide` returns the Action it would take and the engine chooses not to apply it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+from ..model import Action, Bounds, Considered, Signal, Skip, SkipReason, Workload
+from ..settings import Policy
+from . import rails
+from .context import Context, effective_mode
+from .revert import revert
+from .strategies import run
+
+__all__ = ["decide", "effective_mode"]
+
+# Reasons that say a strategy does not fit this kind of workload at all; a Skip summarising a
+# fall-through prefers a reason that tells what blocked a strategy that could have applied.
+_STRUCTURAL = frozenset({SkipReason.NOT_APPLICABLE, SkipReason.HPA_MANAGED})
+
+
+def decide(
+    signal: Signal,
+    workload: Workload,
+    bounds: Bounds,
+    policy: Policy,
+    now: datetime,
+    *,
+    priority_classes: frozenset[str] | None = None,
+) -> Action | Skip:
+    """The rails in order, then the alert's strategies in order; the first that applies wins.
+
+    Rails: unknown alert, invalid annotation, mode off, metrics missing; a resolved signal then
+    goes to `revert`; a firing one meets already-applied, cooldown, rollout and owner kind.
+    `priority_classes` None means "not read": the ladder is trusted (see `check_priority_class`).
+    """
+    ctx = Context(signal, workload, bounds, policy, now, priority_classes)
+    refused = rails.first_refusal(ctx, rails.BEFORE_STATUS)
+    if refused is not None:
+        return refused
+    if signal.status != "firing":
+        return revert(ctx)
+    refused = rails.first_refusal(ctx, rails.BEFORE_STRATEGIES)
+    if refused is not None:
+        return refused
+    return _first_that_applies(ctx)
+
+
+def _first_that_applies(ctx: Context) -> Action | Skip:
+    considered: list[Considered] = []
+    for name in ctx.policy.alerts[ctx.signal.alert]:
+        result = run(name, ctx)
+        if isinstance(result, Action):
+            result = rails.hysteresis(ctx, result.direction) or result
+        if isinstance(result, Action):
+            return replace(result, considered=(*considered, Considered(name, None)))
+        considered.append(Considered(name, result.reason, result.detail))
+        if result.reason is SkipReason.METRICS_MISSING:
+            break  # `hold` ends the list: holding means trying nothing else
+    return _summary(tuple(considered))
+
+
+def _summary(considered: tuple[Considered, ...]) -> Skip:
+    telling = [c for c in considered if c.reason not in _STRUCTURAL] or list(considered)
+    if not telling:
+        return Skip(SkipReason.NOT_APPLICABLE, "no strategies configured", considered)
+    first = telling[0]
+    assert first.reason is not None
+    return Skip(first.reason, f"{first.strategy}: {first.detail}", considered)

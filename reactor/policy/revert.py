@@ -1,0 +1,102 @@
+"""What a resolved alert may do: undo the change its own firing caused, and nothing else.
+
+Alertmanager sends a resolve once. A resolve that arrives before `revert_after` is answered
+REVERT_HOLD and the change stays: the hold is a minimum boost time, not a delay, and the next
+firing of the alert decides again. A revert bypasses the cooldown (it ends the episode) but not
+the mode, the rollout rail, the owner kind, the quota or the PriorityClass check.
+"""
+
+from __future__ import annotations
+
+from ..annotations import changed_field, original_value
+from ..model import Action, LastAction, Skip, SkipReason
+from . import rails
+from .context import Context
+from .quota import check_quota, pod_gpus, template_need
+from .strategies import check_priority_class
+
+
+def revert(ctx: Context) -> Action | Skip:
+    """Action(revert) back to `original`, or why not."""
+    last = ctx.state.last_action
+    if last is None or last.fingerprint not in _fingerprints(ctx):
+        return Skip(SkipReason.RESOLVED, "resolved alerts never trigger a change; no action of this alert to undo")
+    if last.action == "revert":
+        if rails.recorded_in(last, ctx.signal.keys):
+            return Skip(SkipReason.ALREADY_APPLIED, f"already reverted at {last.time.isoformat()}")
+        return Skip(SkipReason.NOTHING_TO_REVERT, "the last action was a revert")
+    strategy = f"{last.action}-{last.direction}"
+    if strategy not in ctx.policy.revert:
+        return Skip(SkipReason.RESOLVED, f"{strategy} is not reverted by policy (revert: {list(ctx.policy.revert)})")
+    target = _target(ctx, last, strategy)
+    if isinstance(target, Skip):
+        return target
+    ready = last.time + ctx.policy.revert_after
+    if ctx.now < ready:
+        return Skip(SkipReason.REVERT_HOLD, f"{strategy} at {last.time.isoformat()} is kept until {ready.isoformat()}")
+    blocked = rails.first_refusal(ctx, (rails.rollout, rails.unsupported_owner))
+    if blocked is not None:
+        return blocked
+    return _checked(ctx, last, strategy, target)
+
+
+def _fingerprints(ctx: Context) -> set[str]:
+    found = {fp for fp, _ in ctx.signal.keys}
+    if ctx.signal.fingerprint:
+        found.add(ctx.signal.fingerprint)
+    return found
+
+
+def _target(ctx: Context, last: LastAction, strategy: str) -> tuple[object, object] | Skip:
+    """(current, original) of the dimension `strategy` changed; NOTHING_TO_REVERT when they agree."""
+    try:
+        original = original_value(ctx.state.original, strategy=strategy, container=last.container)
+    except KeyError:
+        return Skip(SkipReason.NOTHING_TO_REVERT, f"no original value recorded for {strategy}")
+    current = _current(ctx, strategy, last.container)
+    if current is None or current == original:
+        return Skip(SkipReason.NOTHING_TO_REVERT, f"{changed_field(strategy)} is already {original!r}")
+    return current, original
+
+
+def _current(ctx: Context, strategy: str, container: str | None) -> object:
+    name = changed_field(strategy)
+    if name == "gpus":
+        found = ctx.workload.container(container) if container is not None else None
+        return None if found is None else found.gpus
+    if name == "replicas":
+        return ctx.workload.replicas
+    return ctx.workload.priority_class
+
+
+def _checked(ctx: Context, last: LastAction, strategy: str, target: tuple[object, object]) -> Action | Skip:
+    """The revert, after the checks its dimension needs (class exists, autoscaler, quota)."""
+    current, original = target
+    field = changed_field(strategy)
+    per_pod = pod_gpus(ctx.workload)
+    container: str | None = None
+    if field == "replicas" and isinstance(original, int) and isinstance(current, int):
+        if ctx.workload.hpa_managed:
+            return Skip(SkipReason.HPA_MANAGED, "an autoscaler owns the replica count now")
+        delta = (original - current) * per_pod
+        blocked = check_quota(ctx, need=max(0, delta), what=f"revert of {strategy}")
+    elif field == "gpus" and isinstance(original, int):
+        container = last.container
+        new_pod = pod_gpus(ctx.workload, container=container, gpus=original)
+        delta = ctx.replicas * (new_pod - per_pod)
+        blocked = check_quota(ctx, need=template_need(ctx, new_pod_gpus=new_pod), what=f"revert of {strategy}")
+    elif field == "priorityClassName" and isinstance(original, str):
+        delta = 0
+        blocked = check_priority_class(ctx, original) or check_quota(
+            ctx, need=template_need(ctx, new_pod_gpus=per_pod), what=f"revert of {strategy}"
+        )
+    else:
+        return Skip(SkipReason.NOTHING_TO_REVERT, f"recorded original {original!r} does not fit {field}")
+    if blocked is not None:
+        return blocked
+    return Action(action="revert", direction="revert", workload=ctx.workload.ref, container=container,
+                  from_value=_scalar(current), to_value=original, strategy=strategy, gpu_delta=delta)
+
+
+def _scalar(value: object) -> int | str | None:
+    return value if value is None or isinstance(value, (int, str)) else str(value)

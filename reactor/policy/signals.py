@@ -1,0 +1,62 @@
+"""Fold the alerts of one notification that target one workload into one `Signal`.
+
+Pure. One workload gets one decision per notification, so when several alert names target it
+the most urgent wins: missing metrics always hold, and starving beats wasting.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..model import Alert, AlertName, Signal
+
+PRECEDENCE: tuple[str, ...] = (
+    AlertName.METRICS_MISSING.value,
+    AlertName.SATURATED.value,
+    AlertName.MEMORY_SATURATED.value,
+    AlertName.UNDERUTILIZED.value,
+    AlertName.IDLE.value,
+)
+
+
+def fold(alerts: Sequence[Alert]) -> Signal:
+    """One Signal from the alerts on one workload; `ValueError` on an empty sequence.
+
+    The name: among names with a firing alert, by `PRECEDENCE` (unknown names last, then by
+    name); only when nothing fires, the same order over the resolved ones, which may revert.
+    A firing signal is built from the firing alerts only: a resolved alert still re-sent in the
+    group must neither lend its stale value nor its key (its key would make a new firing look
+    already applied).
+    """
+    if not alerts:
+        raise ValueError("fold needs at least one alert")
+    firing = [a for a in alerts if a.firing]
+    pool = firing or list(alerts)
+    name = min({a.name for a in pool}, key=_rank)
+    chosen = [a for a in pool if a.name == name]
+    first = min(chosen, key=lambda a: (a.starts_at, a.fingerprint))  # the oldest firing names the episode
+    values = [a.value for a in chosen if a.value is not None]
+    gpus = [a.gpus for a in chosen if a.gpus is not None]
+    idle = [a.idle_gpus for a in chosen if a.idle_gpus is not None]
+    return Signal(
+        alert=name,
+        status="firing" if firing else "resolved",
+        keys=tuple(sorted({a.key for a in chosen})),
+        container=_container(chosen),
+        value=max(values) if values else None,
+        gpus=max(gpus) if gpus else None,
+        idle_gpus=min(idle) if idle else None,
+        pods=tuple(sorted({a.pod for a in chosen if a.pod})),
+        starts_at=first.key[1],
+        fingerprint=first.fingerprint,
+    )
+
+
+def _rank(name: str) -> tuple[int, str]:
+    return (PRECEDENCE.index(name) if name in PRECEDENCE else len(PRECEDENCE), name)
+
+
+def _container(alerts: Sequence[Alert]) -> str | None:
+    """The container all alerts name; when they disagree, the first named one."""
+    named = [a.container for a in alerts if a.container]
+    return named[0] if named else None

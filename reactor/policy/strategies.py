@@ -1,0 +1,142 @@
+"""The strategies an alert can be mapped to; each proposes one desired state or says why not.
+
+One function per strategy family, each pure: `(ctx, direction) -> Action | Skip`. The rails
+(mode, cooldown, hysteresis, ...) are checked elsewhere; these look only at the workload's shape,
+its bounds and its quota.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from ..model import Action, Kind, Skip, SkipReason
+from .context import Context, gpu_range, replica_range
+from .quota import check_quota, pod_gpus, template_need
+
+Strategy = Callable[[Context, str], "Action | Skip"]
+
+# float noise: 4 × 0.3 / 0.6 is 2.0000000000000004, and must size to 2 GPUs, not 3.
+_SIZING_DIGITS = 9
+
+
+def resize_gpu(ctx: Context, direction: str) -> Action | Skip:
+    """Set the alert's container one step (or, shrinking with a measured value, to its need)."""
+    container = ctx.workload.container(ctx.signal.container)
+    if container is None or container.gpus <= 0:
+        named = ctx.signal.container or "(none named, and not exactly one GPU container)"
+        return Skip(SkipReason.NO_GPU_CONTAINER, f"container {named} holds no GPU")
+    current = container.gpus
+    lo, hi = gpu_range(ctx)
+    if direction == "down":
+        target = max(lo, min(_needed_gpus(ctx, current), hi))
+        if target >= current:
+            return Skip(SkipReason.AT_MIN_GPUS, f"{current} GPUs; lowest allowed {lo}, sized to {target}")
+    else:
+        target = current + 1
+        if target > hi:
+            return Skip(SkipReason.AT_MAX_GPUS, f"{current} GPUs; highest allowed {hi}")
+    new_pod = pod_gpus(ctx.workload, container=container.name, gpus=target)
+    need = template_need(ctx, new_pod_gpus=new_pod)
+    blocked = check_quota(ctx, need=need, what=f"{container.name} {current}→{target} GPUs")
+    if blocked is not None:
+        return blocked
+    return _action(ctx, "resize-gpu", direction, container=container.name,
+                   from_value=current, to_value=target, gpu_delta=ctx.replicas * (target - current))
+
+
+def _needed_gpus(ctx: Context, current: int) -> int:
+    """GPUs that would run the measured load at the target utilization; one step without a measure."""
+    value = ctx.signal.value
+    if value is None:
+        return current - 1
+    return math.ceil(round(current * value / ctx.policy.target_utilization, _SIZING_DIGITS))
+
+
+def scale_replicas(ctx: Context, direction: str) -> Action | Skip:
+    """One replica more or less, for Deployments only.
+
+    StatefulSets are left alone: their replicas carry identity and storage (a shard, a member of
+    a quorum), so adding or removing one is an application decision, not a utilization one.
+    """
+    workload = ctx.workload
+    if workload.ref.kind != Kind.DEPLOYMENT.value or workload.replicas is None:
+        return Skip(SkipReason.NOT_APPLICABLE, f"replicas are only changed on Deployments, not {workload.ref.kind}")
+    if workload.hpa_managed:
+        return Skip(SkipReason.HPA_MANAGED, "an autoscaler owns the replica count")
+    current = workload.replicas
+    lo, hi = replica_range(ctx)
+    per_pod = pod_gpus(workload)
+    if direction == "down":
+        target = current - 1
+        if target < lo:
+            return Skip(SkipReason.AT_MIN_REPLICAS, f"{current} replicas; lowest allowed {lo}")
+    else:
+        target = current + 1
+        if target > hi:
+            return Skip(SkipReason.AT_MAX_REPLICAS, f"{current} replicas; highest allowed {hi}")
+        blocked = check_quota(ctx, need=per_pod, what=f"replicas {current}→{target}")
+        if blocked is not None:
+            return blocked
+    return _action(ctx, "scale-replicas", direction, container=None,
+                   from_value=current, to_value=target, gpu_delta=(target - current) * per_pod)
+
+
+def set_priority(ctx: Context, direction: str) -> Action | Skip:
+    """Move the pod template's PriorityClass one step along the ladder."""
+    ladder = ctx.policy.priority_ladder
+    current = ctx.workload.priority_class
+    if current not in ladder:
+        return Skip(SkipReason.PRIORITY_NOT_IN_LADDER, f"class {current!r} is not in the ladder {list(ladder)}")
+    index = ladder.index(current) + (1 if direction == "up" else -1)
+    if not 0 <= index < len(ladder):
+        return Skip(SkipReason.PRIORITY_AT_END, f"class {current!r} is the {'top' if direction == 'up' else 'bottom'}")
+    target = ladder[index]
+    blocked = check_priority_class(ctx, target) or check_quota(
+        ctx, need=template_need(ctx, new_pod_gpus=pod_gpus(ctx.workload)), what=f"class {current}→{target}"
+    )
+    if blocked is not None:
+        return blocked
+    return _action(ctx, "set-priority", direction, container=None, from_value=current, to_value=target, gpu_delta=0)
+
+
+def check_priority_class(ctx: Context, target: str | None) -> Skip | None:
+    """PRIORITY_CLASS_MISSING when the cluster is known to lack the class.
+
+    Unknown (`priority_classes` None, the caller did not read them): the ladder is trusted, since
+    it is validated configuration naming the classes `deploy/` creates. Callers that can list
+    PriorityClasses should, because pods with a missing class fail at admission.
+    """
+    known = ctx.priority_classes
+    if target is None or known is None or target in known:
+        return None
+    return Skip(SkipReason.PRIORITY_CLASS_MISSING, f"PriorityClass {target!r} does not exist in the cluster")
+
+
+def hold(ctx: Context, direction: str) -> Skip:
+    """Do nothing: a metric source that is down must never read as idle."""
+    return Skip(SkipReason.METRICS_MISSING, f"{ctx.signal.alert}: holding the current state")
+
+
+def _action(ctx: Context, action: str, direction: str, *, container: str | None,
+            from_value: int | str | None, to_value: int | str | None, gpu_delta: int) -> Action:
+    return Action(action=action, direction=direction, workload=ctx.workload.ref, container=container,
+                  from_value=from_value, to_value=to_value, strategy=f"{action}-{direction}", gpu_delta=gpu_delta)
+
+
+FAMILIES: dict[str, Strategy] = {
+    "resize-gpu": resize_gpu,
+    "scale-replicas": scale_replicas,
+    "set-priority": set_priority,
+}
+
+
+def run(name: str, ctx: Context) -> Action | Skip:
+    """Evaluate the strategy called `name` ("resize-gpu-down", "hold", ...)."""
+    if name == "hold":
+        return hold(ctx, "")
+    family, _, direction = name.rpartition("-")
+    fn = FAMILIES.get(family)
+    if fn is None or direction not in ("up", "down"):
+        return Skip(SkipReason.NOT_APPLICABLE, f"unknown strategy {name!r}")
+    return fn(ctx, direction)
