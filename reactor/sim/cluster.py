@@ -1,0 +1,194 @@
+"""`SimCluster`: the embedded Kubernetes API server as tests and the demo use it.
+
+Wires store, registry, operations, controllers and the HTTP server together and offers the admin
+helpers (apply, get, list, settle, faults). Nothing here talks to a real cluster.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from . import kubeconfig
+from .controllers import Controllers
+from .faults import Fault, Faults
+from .objects import Clock
+from .operations import Api
+from .registry import Registry, Resource
+from .server import Context, SimHTTPServer
+from .status import ApiError
+from .store import Store
+
+Obj = dict[str, Any]
+APPLY_ORDER = ("Namespace", "PriorityClass", "Node", "LimitRange", "ResourceQuota")
+BUILTIN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+SYSTEM_PRIORITY_CLASSES = (("system-cluster-critical", 2000000000), ("system-node-critical", 2000001000))
+
+
+def _utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class SimCluster:
+    def __init__(self, rbac: bool = False, *, clock: Clock | None = None, seed: int = 0) -> None:
+        if rbac:
+            raise NotImplementedError("rbac mode is not implemented yet")
+        self.rbac = rbac
+        self.registry = Registry()
+        self.store = Store()
+        self.api = Api(self.store, self.registry, clock or _utcnow, seed=seed)
+        self.faults = Faults()
+        self._ctx = Context(self.api, self.faults)
+        self.controllers = Controllers(self.api)
+        self._server: SimHTTPServer | None = None
+        self._threads: list[threading.Thread] = []
+        self._stop = threading.Event()
+        self._bootstrap()
+
+    def _bootstrap(self) -> None:
+        for ns in BUILTIN_NAMESPACES:
+            self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        for name, value in SYSTEM_PRIORITY_CLASSES:
+            self.apply({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+                        "value": value, "description": "Used for system critical pods that must not be moved "
+                        "from their current node.", "preemptionPolicy": "PreemptLowerPriority"})
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def start(self, host: str = "127.0.0.1", port: int = 0) -> "SimCluster":
+        self._server = SimHTTPServer((host, port), self._ctx)
+        thread = threading.Thread(target=self._server.serve_forever, name="sim-apiserver", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+        return self
+
+    @property
+    def url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("the simulator is not started")
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        for thread in self._threads:
+            thread.join(timeout=5)
+        self._threads.clear()
+
+    def __enter__(self) -> "SimCluster":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- admin helpers ----------------------------------------------------------------------------
+
+    def _resource_for(self, obj: Obj) -> Resource:
+        api_version, kind = obj.get("apiVersion", ""), obj.get("kind", "")
+        res = self.registry.by_kind(api_version, kind)
+        if res is None:
+            namespaced = bool((obj.get("metadata") or {}).get("namespace"))
+            res = self.registry.add_generic(api_version, kind, namespaced=namespaced)
+        return res
+
+    def apply(self, obj: Obj | list[Obj]) -> Any:
+        """Create or replace as an admin, through the same defaulting/admission/validation as the API."""
+        if isinstance(obj, list):
+            ordered = sorted(obj, key=lambda o: APPLY_ORDER.index(o.get("kind")) if o.get("kind") in APPLY_ORDER
+                             else len(APPLY_ORDER))
+            return [self.apply(o) for o in ordered]
+        res = self._resource_for(obj)
+        meta = obj.get("metadata") or {}
+        ns = (meta.get("namespace") or "default") if res.namespaced else None
+        with self.store.lock:
+            if meta.get("name") and self.store.exists(res.plural, ns, meta["name"]):
+                body = {**obj, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}}
+                return self.api.update(res, ns, meta["name"], body)
+            return self.api.create(res, ns, obj)
+
+    def load_manifests(self, text_or_path: str | Path) -> list[Obj]:
+        """Apply every document of a multi-document YAML string or file (a `List` is unpacked)."""
+        text = str(text_or_path)
+        if isinstance(text_or_path, Path) or ("\n" not in text and Path(text).is_file()):
+            text = Path(text).read_text()
+        docs: list[Obj] = []
+        for doc in yaml.safe_load_all(text):
+            if not doc:
+                continue
+            if not isinstance(doc, dict) or "kind" not in doc or "apiVersion" not in doc:
+                raise ValueError(f"not a Kubernetes object (needs apiVersion and kind): {str(doc)[:80]}")
+            docs.extend(doc.get("items") or [] if doc["kind"].endswith("List") and "items" in doc else [doc])
+        return self.apply(docs)
+
+    def get(self, resource: str, namespace: str | None, name: str) -> Obj:
+        res = self.registry.by_plural(resource)
+        with self.store.lock:
+            return self.api.get(res, namespace, name)
+
+    def list(self, resource: str, namespace: str | None = None, label_selector: str | None = None) -> list[Obj]:
+        res = self.registry.by_plural(resource)
+        with self.store.lock:
+            return self.api.list(res, namespace, label_selector)[0]
+
+    def delete(self, resource: str, namespace: str | None, name: str) -> None:
+        res = self.registry.by_plural(resource)
+        with self.store.lock:
+            self.api.delete(res, namespace, name)
+
+    # -- controllers ------------------------------------------------------------------------------
+
+    def settle(self, max_rounds: int = 100) -> None:
+        """Run every controller until a round changes nothing; raises if that takes too many rounds."""
+        for _ in range(max_rounds):
+            with self.store.lock:
+                before = self.store.resource_version
+                self.controllers.run_once()
+                if self.store.resource_version == before:
+                    return
+        raise RuntimeError(f"the simulated cluster did not settle within {max_rounds} rounds")
+
+    def run_controllers(self, interval: float = 0.2) -> None:
+        def loop() -> None:
+            while not self._stop.wait(interval):
+                with self.store.lock:
+                    self.controllers.run_once()
+        thread = threading.Thread(target=loop, name="sim-controllers", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    # -- counters, faults, kubeconfig -------------------------------------------------------------
+
+    @property
+    def requests(self) -> Counter[tuple[str, str, str]]:
+        return self._ctx.requests
+
+    def reset_counters(self) -> None:
+        with self._ctx.counter_lock:
+            self._ctx.requests.clear()
+
+    def inject_fault(self, *, verb: str | None = None, resource: str | None = None,
+                     subresource: str | None = None, status: int = 500, count: int = 1,
+                     retry_after: int | None = None, mode: str = "status", delay: float = 5.0) -> None:
+        self.faults.add(Fault(verb, resource, subresource, status, count, retry_after, mode, delay))
+
+    def clear_faults(self) -> None:
+        self.faults.clear()
+
+    def write_kubeconfig(self, path: str | Path, token: str | None = None) -> str:
+        return kubeconfig.write(path, self.url, token)
+
+
+def _as_list(objs: Iterable[Obj]) -> list[Obj]:
+    return list(objs)
+
+
+__all__ = ["SimCluster", "ApiError"]

@@ -1,0 +1,98 @@
+"""Per-kind storage strategy: what create resets, which kinds carry `generation`, and the status
+each kind starts with. Pure functions on object dicts, no store access.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+Obj = dict[str, Any]
+Clock = Callable[[], datetime]
+
+GENERATION_KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob", "DaemonSet"})
+# Create resets status for these (PrepareForCreate); Node keeps what it is given (capacity/allocatable).
+RESET_STATUS_KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob",
+                                "HorizontalPodAutoscaler", "ResourceQuota"})
+NO_UNCONDITIONAL_UPDATE = frozenset({"leases"})
+
+
+def timestamp(clock: Clock) -> str:
+    return clock().astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def micro_timestamp(clock: Clock) -> str:
+    return clock().astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def qos_class(pod: Obj) -> str:
+    """Guaranteed / Burstable / BestEffort from cpu and memory requests and limits."""
+    containers = (pod.get("spec") or {}).get("containers") or []
+    any_set, guaranteed = False, True
+    for c in containers:
+        res = c.get("resources") or {}
+        req, lim = res.get("requests") or {}, res.get("limits") or {}
+        if any(k in req or k in lim for k in ("cpu", "memory")):
+            any_set = True
+        for k in ("cpu", "memory"):
+            if k not in lim or req.get(k, lim[k]) != lim[k]:
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def initial_status(obj: Obj) -> Obj | None:
+    """The status a freshly created object starts with, or None to keep the one given."""
+    kind = obj.get("kind")
+    if kind == "Pod":
+        return {"phase": "Pending", "qosClass": qos_class(obj)}
+    if kind == "Namespace":
+        return {"phase": "Active"}
+    if kind in RESET_STATUS_KINDS:
+        return {}
+    return None
+
+
+def prepare_create(obj: Obj, *, uid: str, clock: Clock) -> None:
+    meta = obj["metadata"]
+    meta["uid"] = uid
+    meta["creationTimestamp"] = timestamp(clock)
+    meta.pop("resourceVersion", None)
+    meta.pop("deletionTimestamp", None)
+    if obj.get("kind") in GENERATION_KINDS:
+        meta["generation"] = 1
+    status = initial_status(obj)
+    if status is not None:
+        obj["status"] = status
+    if obj.get("kind") == "Pod":
+        obj["spec"].setdefault("restartPolicy", "Always")
+        obj["spec"].setdefault("schedulerName", "default-scheduler")
+        obj["spec"].setdefault("terminationGracePeriodSeconds", 30)
+        obj["spec"].setdefault("dnsPolicy", "ClusterFirst")
+    if obj.get("kind") == "Namespace":
+        obj.setdefault("spec", {})["finalizers"] = ["kubernetes"]
+        meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta["name"]
+
+
+def prepare_update(old: Obj, new: Obj, *, has_status: bool) -> None:
+    """Carry over what a client may not change through the main resource."""
+    meta, old_meta = new.setdefault("metadata", {}), old["metadata"]
+    for key in ("uid", "creationTimestamp", "namespace", "name", "generation", "deletionTimestamp"):
+        if key in old_meta:
+            meta[key] = old_meta[key]
+        else:
+            meta.pop(key, None)
+    if has_status:
+        if "status" in old:
+            new["status"] = old["status"]
+        else:
+            new.pop("status", None)
+    if old.get("kind") in GENERATION_KINDS and old.get("spec") != new.get("spec"):
+        meta["generation"] = int(old_meta.get("generation", 1)) + 1
+
+
+def strip_rv(obj: Obj) -> Obj:
+    out = dict(obj)
+    out["metadata"] = {k: v for k, v in obj.get("metadata", {}).items() if k != "resourceVersion"}
+    return out

@@ -1,0 +1,229 @@
+"""The API verbs with kube-apiserver semantics: get, list, create, update, patch, delete, scale.
+
+This is the one path every write takes, from HTTP and from the controllers alike: defaulting,
+admission, validation, optimistic concurrency, then the store. It speaks no HTTP.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from typing import Any
+
+from . import admission, objects, patch as patches, validation
+from .objects import Clock, Obj
+from .registry import Registry, Resource
+from .selectors import SelectorError, parse_fields, parse_labels, selector_string
+from .status import ApiError, FieldError, bad_request, conflict, generic_invalid, invalid, not_found
+from .store import Store
+
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+class Api:
+    def __init__(self, store: Store, registry: Registry, clock: Clock, seed: int = 0) -> None:
+        self.store, self.registry, self.clock = store, registry, clock
+        self.rng = random.Random(seed)
+
+    def plurals(self) -> list[tuple[str, str]]:
+        return [(r.plural, r.qualified) for r in self.registry.resources]
+
+    def get(self, res: Resource, ns: str | None, name: str) -> Obj:
+        obj = self.store.get(res.plural, ns if res.namespaced else None, name)
+        if obj is None:
+            raise not_found(res, name)
+        return obj
+
+    def list(self, res: Resource, ns: str | None, label_selector: str | None = None,
+             field_selector: str | None = None) -> tuple[list[Obj], str]:
+        try:
+            labels, fields = parse_labels(label_selector), parse_fields(field_selector, res.plural)
+        except SelectorError as e:
+            raise bad_request(str(e)) from e
+        items = [o for o in self.store.items(res.plural, ns if res.namespaced else None)
+                 if labels(o["metadata"].get("labels") or {}) and fields(o)]
+        return items, str(self.store.resource_version)
+
+    def random_suffix(self, length: int = 5) -> str:
+        return "".join(self.rng.choice(NAME_ALPHABET) for _ in range(length))
+
+    # -- create -----------------------------------------------------------------------------------
+
+    def create(self, res: Resource, ns: str | None, body: Obj, *, dry_run: bool = False) -> Obj:
+        obj = self._normalise(res, ns, body)
+        meta = obj["metadata"]
+        if res.namespaced and not self.store.exists("namespaces", None, meta["namespace"]):
+            raise not_found(self.registry.by_plural("namespaces"), meta["namespace"])
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + self.random_suffix()
+        if not meta.get("name"):
+            raise invalid(res, "", [FieldError("metadata.name", "Required value",
+                                               "name or generateName is required")])
+        if self.store.exists(res.plural, meta.get("namespace"), meta["name"]):
+            from .status import already_exists
+            raise already_exists(res, meta["name"])
+        objects.prepare_create(obj, uid=self.store.next_uid(), clock=self.clock)
+        self._admit_create(res, obj)
+        if dry_run:
+            return obj
+        stored = self.store.put(res.plural, obj)
+        self.after_write(res, meta.get("namespace"))
+        return stored
+
+    def _normalise(self, res: Resource, ns: str | None, body: Obj) -> Obj:
+        if not isinstance(body, dict):
+            raise bad_request("the body of the request was not a JSON object")
+        obj = copy.deepcopy(body)
+        obj["apiVersion"], obj["kind"] = body.get("apiVersion") or res.api_version, body.get("kind") or res.kind
+        if obj["kind"] != res.kind:
+            raise bad_request(f"the API version in the data ({obj['apiVersion']}) does not match the expected "
+                              f"API version ({res.api_version})")
+        meta = obj.setdefault("metadata", {})
+        if res.namespaced:
+            if meta.get("namespace") and ns and meta["namespace"] != ns:
+                raise bad_request("the namespace of the provided object does not match the namespace sent "
+                                  "on the request")
+            meta["namespace"] = ns or meta.get("namespace") or "default"
+        else:
+            meta.pop("namespace", None)
+        return obj
+
+    def _admit_create(self, res: Resource, obj: Obj) -> None:
+        kind = obj["kind"]
+        if kind == "Pod":
+            validation.default_pod(obj)
+            admission.mutate_pod(self.store, res, obj)
+        if kind == "LimitRange":
+            admission.default_limit_range(obj)
+        errors = validation.validate_object(obj, kind)
+        if errors:
+            raise invalid(res, obj["metadata"]["name"], errors)
+        if kind == "Pod":
+            admission.validate_pod(self.store, res, obj, self.plurals())
+
+    # -- update and patch -------------------------------------------------------------------------
+
+    def update(self, res: Resource, ns: str | None, name: str, body: Obj, *, subresource: str = "",
+               dry_run: bool = False) -> Obj:
+        old = self.get(res, ns, name)
+        new = self._normalise(res, ns, body)
+        if new["metadata"].get("name") != name:
+            raise bad_request(f"the name of the object ({new['metadata'].get('name')}) does not match the "
+                              f"name on the URL ({name})")
+        if not new["metadata"].get("resourceVersion") and res.plural in objects.NO_UNCONDITIONAL_UPDATE:
+            raise invalid(res, name, [FieldError("metadata.resourceVersion", "Invalid value",
+                                                 "must be specified for an update", _Hex0())])
+        return self._write_update(res, old, new, subresource=subresource, dry_run=dry_run)
+
+    def patch(self, res: Resource, ns: str | None, name: str, content_type: str, body: Any, *,
+              subresource: str = "", dry_run: bool = False) -> Obj:
+        old = self.get(res, ns, name)
+        try:
+            new = patches.apply(content_type, old, body)
+        except patches.PatchError as e:
+            raise generic_invalid() from e
+        if not isinstance(new, dict):
+            raise generic_invalid()
+        return self._write_update(res, old, new, subresource=subresource, dry_run=dry_run)
+
+    def _write_update(self, res: Resource, old: Obj, new: Obj, *, subresource: str, dry_run: bool) -> Obj:
+        name = old["metadata"]["name"]
+        rv = new.get("metadata", {}).get("resourceVersion")
+        if rv and rv != old["metadata"]["resourceVersion"]:
+            raise conflict(res, name)
+        if subresource == "status":
+            new = dict(copy.deepcopy(old), status=new.get("status", {}))
+        else:
+            objects.prepare_update(old, new, has_status="status" in res.subresources)
+            self._validate_update(res, old, new)
+        new["apiVersion"], new["kind"] = old.get("apiVersion", res.api_version), old.get("kind", res.kind)
+        if objects.strip_rv(new) == objects.strip_rv(old) or dry_run:
+            return new if dry_run else old
+        stored = self.store.put(res.plural, new)
+        self.after_write(res, new["metadata"].get("namespace"))
+        return stored
+
+    def _validate_update(self, res: Resource, old: Obj, new: Obj) -> None:
+        kind = old.get("kind", res.kind)
+        if kind == "LimitRange":
+            admission.default_limit_range(new)
+        errors = validation.validate_object(new, kind)
+        if kind == "Pod":
+            errors = validation.validate_pod_update(old, new) + errors
+        if kind == "Job":
+            errors = validation.validate_job_update(old, new) + errors
+        if errors:
+            raise invalid(res, old["metadata"]["name"], errors)
+
+    # -- delete -----------------------------------------------------------------------------------
+
+    def delete(self, res: Resource, ns: str | None, name: str) -> Obj:
+        obj = self.get(res, ns, name)
+        self.store.delete(res.plural, obj["metadata"].get("namespace"), name)
+        self._cascade(obj)
+        self.after_write(res, obj["metadata"].get("namespace"))
+        if res.kind == "Pod":
+            obj["metadata"]["deletionTimestamp"] = objects.timestamp(self.clock)
+            obj["metadata"]["deletionGracePeriodSeconds"] = 0
+            return obj
+        details = {"name": name, **({"group": res.group} if res.group else {}), "kind": res.plural,
+                   "uid": obj["metadata"]["uid"]}
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+
+    def _cascade(self, owner: Obj) -> None:
+        """Background garbage collection, done at once: dependents and a namespace's contents go too."""
+        uid, is_ns = owner["metadata"]["uid"], owner.get("kind") == "Namespace"
+        for plural, ns, name in self.store.all_keys():
+            obj = self.store.get(plural, ns, name)
+            if obj is None:
+                continue
+            owned = any(ref.get("uid") == uid for ref in obj["metadata"].get("ownerReferences") or [])
+            if owned or (is_ns and ns == owner["metadata"]["name"]):
+                self.store.delete(plural, ns, name)
+                self._cascade(obj)
+
+    # -- scale subresource ------------------------------------------------------------------------
+
+    def get_scale(self, res: Resource, ns: str | None, name: str) -> Obj:
+        obj = self.get(res, ns, name)
+        meta = obj["metadata"]
+        return {"kind": "Scale", "apiVersion": "autoscaling/v1",
+                "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion",
+                                                  "creationTimestamp") if k in meta},
+                "spec": {"replicas": obj.get("spec", {}).get("replicas", 1)},
+                "status": {"replicas": obj.get("status", {}).get("replicas", 0),
+                           "selector": selector_string(obj.get("spec", {}).get("selector"))}}
+
+    def write_scale(self, res: Resource, ns: str | None, name: str, scale: Obj) -> Obj:
+        obj = self.get(res, ns, name)
+        rv = (scale.get("metadata") or {}).get("resourceVersion")
+        if rv and rv != obj["metadata"]["resourceVersion"]:
+            raise conflict(res, name)
+        replicas = (scale.get("spec") or {}).get("replicas")
+        if not isinstance(replicas, int) or replicas < 0:
+            raise invalid(_SCALE, name, [FieldError("spec.replicas", "Invalid value",
+                                                    "must be greater than or equal to 0", replicas)])
+        obj["spec"]["replicas"] = replicas
+        self._write_update(res, self.get(res, ns, name), obj, subresource="", dry_run=False)
+        return self.get_scale(res, ns, name)
+
+    # -- side effects of writes -------------------------------------------------------------------
+
+    def after_write(self, res: Resource, ns: str | None) -> None:
+        """The resource-quota controller's part, done synchronously: keep status.used current."""
+        if not ns:
+            return
+        for quota in self.store.items("resourcequotas", ns):
+            hard = (quota.get("spec") or {}).get("hard") or {}
+            status = {"hard": dict(hard), "used": admission.quota_used(self.store, self.plurals(), quota)}
+            if quota.get("status") != status:
+                quota["status"] = status
+                self.store.put("resourcequotas", quota)
+
+
+class _Hex0(str):
+    def __new__(cls) -> "_Hex0":
+        return super().__new__(cls, "0x0")
+
+
+_SCALE = Resource("autoscaling", "v1", "Scale", "scale", True)

@@ -1,0 +1,124 @@
+"""The resource table: which group/version/kind/plural the simulated API server serves.
+
+It holds metadata only: it stores no objects and knows nothing about HTTP.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    other_versions: tuple[str, ...] = ()
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def qualified(self) -> str:
+        """`deployments.apps`, or `pods` for the core group, as in upstream messages."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def qualified_kind(self) -> str:
+        """`Deployment.apps`, or `Pod`, as in upstream 422 messages."""
+        return f"{self.kind}.{self.group}" if self.group else self.kind
+
+    def serves(self, group: str, version: str) -> bool:
+        return group == self.group and (version == self.version or version in self.other_versions)
+
+
+def _r(group: str, version: str, kind: str, plural: str, namespaced: bool = True, **kw: object) -> Resource:
+    return Resource(group, version, kind, plural, namespaced, **kw)  # type: ignore[arg-type]
+
+
+BUILTIN: tuple[Resource, ...] = (
+    _r("", "v1", "Namespace", "namespaces", False, short_names=("ns",), subresources=("status",)),
+    _r("", "v1", "Pod", "pods", short_names=("po",), subresources=("status",), categories=("all",)),
+    _r("", "v1", "Event", "events", short_names=("ev",)),
+    _r("", "v1", "LimitRange", "limitranges", short_names=("limits",)),
+    _r("", "v1", "ResourceQuota", "resourcequotas", short_names=("quota",), subresources=("status",)),
+    _r("", "v1", "Node", "nodes", False, short_names=("no",), subresources=("status",)),
+    _r("", "v1", "ConfigMap", "configmaps", short_names=("cm",)),
+    _r("", "v1", "ServiceAccount", "serviceaccounts", short_names=("sa",)),
+    _r("apps", "v1", "Deployment", "deployments", short_names=("deploy",),
+       subresources=("status", "scale"), categories=("all",)),
+    _r("apps", "v1", "ReplicaSet", "replicasets", short_names=("rs",),
+       subresources=("status", "scale"), categories=("all",)),
+    _r("apps", "v1", "StatefulSet", "statefulsets", short_names=("sts",),
+       subresources=("status", "scale"), categories=("all",)),
+    _r("batch", "v1", "Job", "jobs", subresources=("status",), categories=("all",)),
+    _r("batch", "v1", "CronJob", "cronjobs", short_names=("cj",), subresources=("status",), categories=("all",)),
+    _r("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", short_names=("hpa",),
+       subresources=("status",), categories=("all",), other_versions=("v1",)),
+    _r("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, short_names=("pc",)),
+    _r("coordination.k8s.io", "v1", "Lease", "leases"),
+    _r("events.k8s.io", "v1", "Event", "events", short_names=("ev",)),
+)
+
+
+def _guess_plural(kind: str) -> str:
+    low = kind.lower()
+    if low.endswith("y") and low[-2:-1] not in "aeiou":
+        return low[:-1] + "ies"
+    if low.endswith(("s", "x", "ch", "sh")):
+        return low + "es"
+    return low + "s"
+
+
+@dataclass
+class Registry:
+    """The resources one simulated cluster serves; generic kinds can be added at run time."""
+
+    resources: list[Resource] = field(default_factory=lambda: list(BUILTIN))
+
+    def by_path(self, group: str, version: str, plural: str) -> Resource | None:
+        for res in self.resources:
+            if res.plural == plural and res.serves(group, version):
+                return res
+        return None
+
+    def by_plural(self, plural: str) -> Resource:
+        """The preferred resource for a plural (core before events.k8s.io)."""
+        for res in self.resources:
+            if res.plural == plural or res.qualified == plural:
+                return res
+        raise KeyError(f"unknown resource {plural!r}")
+
+    def by_kind(self, api_version: str, kind: str) -> Resource | None:
+        group, _, version = api_version.rpartition("/")
+        for res in self.resources:
+            if res.kind == kind and res.serves(group, version):
+                return res
+        return None
+
+    def add_generic(self, api_version: str, kind: str, *, namespaced: bool) -> Resource:
+        """Register an unknown kind so it can be stored and served as plain JSON."""
+        group, _, version = api_version.rpartition("/")
+        if not version or not kind:
+            raise ValueError(f"cannot store an object without apiVersion and kind: {api_version!r} {kind!r}")
+        res = Resource(group, version, kind, _guess_plural(kind), namespaced)
+        self.resources.append(res)
+        return res
+
+    def groups(self) -> dict[str, list[str]]:
+        """group -> versions, in table order; the core group is ''."""
+        out: dict[str, list[str]] = {}
+        for res in self.resources:
+            versions = out.setdefault(res.group, [])
+            for v in (res.version, *res.other_versions):
+                if v not in versions:
+                    versions.append(v)
+        return out

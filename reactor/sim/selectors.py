@@ -1,0 +1,128 @@
+"""Label and field selectors as kube-apiserver parses them for LIST requests.
+
+Pure parsing and matching; a selector the API server would reject raises SelectorError (a 400).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+Matcher = Callable[[dict[str, Any]], bool]
+
+_SET_RE = re.compile(r"^\s*(\S+)\s+(in|notin)\s*\(([^)]*)\)\s*$")
+_EQ_RE = re.compile(r"^\s*([^!=\s]+)\s*(==|=|!=)\s*(\S*)\s*$")
+_EXISTS_RE = re.compile(r"^\s*(!?)\s*([^!=\s()]+)\s*$")
+
+
+class SelectorError(ValueError):
+    pass
+
+
+def _split(text: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    return [p for p in parts if p.strip()]
+
+
+def _requirement(term: str) -> Callable[[dict[str, str]], bool]:
+    if m := _SET_RE.match(term):
+        key, op, values = m.group(1), m.group(2), {v.strip() for v in m.group(3).split(",") if v.strip()}
+        if op == "in":
+            return lambda labels: labels.get(key) in values
+        return lambda labels: key not in labels or labels[key] not in values
+    if m := _EQ_RE.match(term):
+        key, op, value = m.groups()
+        if op == "!=":
+            return lambda labels: labels.get(key) != value
+        return lambda labels: labels.get(key) == value
+    if m := _EXISTS_RE.match(term):
+        neg, key = m.groups()
+        return (lambda labels: key not in labels) if neg else (lambda labels: key in labels)
+    raise SelectorError(f"unable to parse requirement: {term!r}")
+
+
+def parse_labels(text: str | None) -> Callable[[dict[str, str]], bool]:
+    """`a=b,c!=d,e in (x,y),f notin (z),g,!h` -> predicate on a label map."""
+    reqs = [_requirement(t) for t in _split(text or "")]
+    return lambda labels: all(r(labels) for r in reqs)
+
+
+def match_label_selector(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """A metav1.LabelSelector (matchLabels + matchExpressions) against labels; empty matches all."""
+    selector = selector or {}
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr["key"], expr["operator"], set(expr.get("values") or [])
+        ok = {"In": lambda: labels.get(key) in values,
+              "NotIn": lambda: labels.get(key) not in values,
+              "Exists": lambda: key in labels,
+              "DoesNotExist": lambda: key not in labels}[op]()
+        if not ok:
+            return False
+    return True
+
+
+def selector_string(selector: dict[str, Any] | None) -> str:
+    """The label-selector string form (`a=b,c in (x)`) of a metav1.LabelSelector."""
+    selector = selector or {}
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expr in selector.get("matchExpressions") or []:
+        op, key = expr["operator"], expr["key"]
+        vals = ",".join(sorted(expr.get("values") or []))
+        parts.append({"In": f"{key} in ({vals})", "NotIn": f"{key} notin ({vals})",
+                      "Exists": key, "DoesNotExist": f"!{key}"}[op])
+    return ",".join(parts)
+
+
+COMMON_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+FIELDS_BY_RESOURCE: dict[str, frozenset[str]] = {
+    "events": frozenset({"involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
+                         "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
+                         "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"}),
+    "pods": frozenset({"spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+                       "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName"}),
+    "nodes": frozenset({"spec.unschedulable"}),
+    "namespaces": frozenset({"status.phase"}),
+    "replicasets": frozenset({"status.replicas"}),
+    "jobs": frozenset({"status.successful"}),
+}
+
+
+def _field_value(obj: dict[str, Any], path: str) -> str:
+    node: Any = obj
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    if path == "source" and isinstance(node, dict):
+        node = node.get("component")
+    if isinstance(node, bool):
+        return str(node).lower()
+    return "" if node is None else str(node)
+
+
+def parse_fields(text: str | None, plural: str) -> Matcher:
+    """Field selector with `=`, `==`, `!=` on the fields upstream supports for this resource."""
+    allowed = COMMON_FIELDS | FIELDS_BY_RESOURCE.get(plural, frozenset())
+    tests: list[Matcher] = []
+    for term in _split(text or ""):
+        m = _EQ_RE.match(term)
+        if not m:
+            raise SelectorError(f"invalid selector: '{text}'; can't understand '{term}'")
+        path, op, value = m.groups()
+        if path not in allowed:
+            raise SelectorError(f'field label not supported: {path}')
+        if op == "!=":
+            tests.append(lambda o, p=path, v=value: _field_value(o, p) != v)
+        else:
+            tests.append(lambda o, p=path, v=value: _field_value(o, p) == v)
+    return lambda obj: all(t(obj) for t in tests)

@@ -1,0 +1,231 @@
+"""The HTTP front: kube-apiserver's REST protocol over `http.server`, dispatching to `Api`.
+
+It parses requests, counts them, applies injected faults and writes JSON answers; all API
+semantics live in `operations`. It must not keep any state of its own besides counters.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from . import discovery, routing
+from .faults import Faults
+from .operations import Api
+from .status import ApiError, bad_request, method_not_allowed, path_not_found, unsupported_media_type
+from .patch import JSON_PATCH, MERGE, STRATEGIC
+
+Obj = dict[str, Any]
+PATCH_TYPES = (STRATEGIC, MERGE, JSON_PATCH)
+LIST_KINDS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+class Context:
+    """What the request handlers share: the API, the lock, counters and faults."""
+
+    def __init__(self, api: Api, faults: Faults) -> None:
+        self.api, self.faults = api, faults
+        self.requests: Counter[tuple[str, str, str]] = Counter()
+        self.counter_lock = threading.Lock()
+
+    def count(self, key: tuple[str, str, str]) -> None:
+        with self.counter_lock:
+            self.requests[key] += 1
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: "SimHTTPServer"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature
+        pass
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def do_PUT(self) -> None:
+        self._handle("PUT")
+
+    def do_PATCH(self) -> None:
+        self._handle("PATCH")
+
+    def do_DELETE(self) -> None:
+        self._handle("DELETE")
+
+    def _handle(self, method: str) -> None:
+        ctx = self.server.ctx
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        body = self._read_body()
+        route = routing.parse(ctx.api.registry, url.path)
+        if route is None:
+            ctx.count((LIST_KINDS.get(method, method.lower()), url.path, ""))
+            self._answer_nonresource(method, url.path)
+            return
+        verb = _verb(method, route, query)
+        ctx.count((verb, route.resource.plural, route.subresource))
+        fault = ctx.faults.take(verb, route.resource.plural, route.subresource)
+        if fault is not None and self._apply_fault(fault):
+            return
+        try:
+            with ctx.api.store.lock:
+                code, answer = dispatch(ctx.api, method, verb, route, query, body,
+                                        self.headers.get("Content-Type", ""))
+        except ApiError as e:
+            self._send(e.code, e.body(), e.headers)
+            return
+        if verb == "watch":
+            self._send_watch(answer)
+        else:
+            self._send(code, answer)
+
+    def _read_body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _apply_fault(self, fault: Any) -> bool:
+        if fault.mode == "status":
+            from .status import for_code
+            err = for_code(fault.status, retry_after=fault.retry_after)
+            self._send(err.code, err.body(), err.headers)
+            return True
+        if fault.mode == "timeout":
+            time.sleep(fault.delay)
+        self.close_connection = True
+        return True
+
+    def _answer_nonresource(self, method: str, path: str) -> None:
+        doc = nonresource(self.server.ctx.api, path, f"{self.server.server_address[0]}:{self.server.server_address[1]}")
+        if doc is None:
+            err = path_not_found()
+            self._send(err.code, err.body())
+        elif method != "GET":
+            err = method_not_allowed()
+            self._send(err.code, err.body())
+        else:
+            self._send(200, doc)
+
+    def _send(self, code: int, body: Obj, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_watch(self, answer: Obj) -> None:
+        """A watch answers the current objects as ADDED events, then ends (no long-lived streams yet)."""
+        lines = b"".join(json.dumps({"type": "ADDED", "object": o}).encode() + b"\n" for o in answer["items"])
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(lines)))
+        self.end_headers()
+        self.wfile.write(lines)
+
+
+def _verb(method: str, route: routing.Route, query: dict[str, str]) -> str:
+    if method == "GET" and route.name is None:
+        return "watch" if query.get("watch") in ("true", "1") else "list"
+    if method == "DELETE" and route.name is None:
+        return "deletecollection"
+    return LIST_KINDS.get(method, method.lower())
+
+
+def nonresource(api: Api, path: str, address: str) -> Obj | None:
+    path = path.rstrip("/") or "/"
+    if path == "/version":
+        return dict(discovery.VERSION)
+    if path == "/api":
+        return discovery.api_versions(address)
+    if path == "/apis":
+        return discovery.api_group_list(api.registry)
+    if path in ("/healthz", "/readyz", "/livez"):
+        return {"status": "ok"}
+    prefix = routing.split_prefix(path)
+    if prefix is not None and not prefix[2]:
+        return discovery.api_resource_list(api.registry, prefix[0], prefix[1])
+    parts = [p for p in path.split("/") if p]
+    if len(parts) == 2 and parts[0] == "apis":
+        return discovery.api_group(api.registry, parts[1])
+    return None
+
+
+def _json(body: bytes) -> Any:
+    try:
+        return json.loads(body or b"null")
+    except ValueError as e:
+        raise bad_request(f"couldn't get version/kind; json parse error: {e}") from e
+
+
+def dispatch(api: Api, method: str, verb: str, route: routing.Route, query: dict[str, str], body: bytes,
+             content_type: str) -> tuple[int, Obj]:
+    res, ns, name, sub = route.resource, route.namespace, route.name, route.subresource
+    dry_run = query.get("dryRun") == "All"
+    if verb in ("list", "watch"):
+        items, rv = api.list(res, ns, query.get("labelSelector"), query.get("fieldSelector"))
+        return 200, {"kind": f"{res.kind}List", "apiVersion": res.api_version,
+                     "metadata": {"resourceVersion": rv}, "items": items}
+    if verb == "create":
+        return 201, api.create(res, ns, _json(body), dry_run=dry_run)
+    if verb == "deletecollection":
+        items, rv = api.list(res, ns, query.get("labelSelector"), query.get("fieldSelector"))
+        for item in items:
+            api.delete(res, item["metadata"].get("namespace"), item["metadata"]["name"])
+        return 200, {"kind": f"{res.kind}List", "apiVersion": res.api_version,
+                     "metadata": {"resourceVersion": rv}, "items": items}
+    assert name is not None
+    if sub == "scale":
+        return _scale(api, verb, route, body, content_type)
+    if verb == "get":
+        return 200, api.get(res, ns, name)
+    if verb == "update":
+        return 200, api.update(res, ns, name, _json(body), subresource=sub, dry_run=dry_run)
+    if verb == "patch":
+        ctype = content_type.split(";")[0].strip()
+        if ctype not in PATCH_TYPES:
+            raise unsupported_media_type(ctype)
+        return 200, api.patch(res, ns, name, ctype, _json(body), subresource=sub, dry_run=dry_run)
+    if verb == "delete":
+        return 200, api.delete(res, ns, name)
+    raise method_not_allowed()
+
+
+def _scale(api: Api, verb: str, route: routing.Route, body: bytes, content_type: str) -> tuple[int, Obj]:
+    from . import patch as patches
+
+    res, ns, name = route.resource, route.namespace, route.name
+    assert name is not None
+    if verb == "get":
+        return 200, api.get_scale(res, ns, name)
+    if verb == "update":
+        return 200, api.write_scale(res, ns, name, _json(body))
+    if verb == "patch":
+        ctype = content_type.split(";")[0].strip()
+        if ctype not in PATCH_TYPES:
+            raise unsupported_media_type(ctype)
+        try:
+            scale = patches.apply(ctype, api.get_scale(res, ns, name), _json(body))
+        except patches.PatchError as e:
+            from .status import generic_invalid
+            raise generic_invalid() from e
+        return 200, api.write_scale(res, ns, name, scale)
+    raise method_not_allowed()
+
+
+class SimHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, address: tuple[str, int], ctx: Context) -> None:
+        super().__init__(address, Handler)
+        self.ctx = ctx
