@@ -1,0 +1,145 @@
+"""Values -> Prometheus rule groups (plain dicts, ready to dump as YAML).
+
+Pure: no I/O. Each section overridden for a namespace gets its own rule variant with
+a `namespace="x"` matcher, and the default variant excludes that namespace, so every
+container is judged by exactly one threshold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Iterator
+
+from . import promql
+from .promql import duration
+from .values import Tunables, Values
+
+ROUTING_LABELS = {"reactor": "gpu"}
+RECORDING_GROUP = "gpu-reactor.recording"
+ALERTING_GROUP = "gpu-reactor.alerts"
+
+# Alert name -> (values section, recorded series, comparison) for the window-average alerts.
+_WINDOW_ALERTS = {
+    "GPUUnderutilized": ("underutilized", promql.UTILIZATION, "<"),
+    "GPUIdle": ("idle", promql.UTILIZATION, "<"),
+    "GPUSaturated": ("saturated", promql.UTILIZATION, ">"),
+    "GPUMemorySaturated": ("memorySaturated", promql.FB_USED, ">"),
+}
+_SUMMARY = {
+    "GPUUnderutilized": "GPUs of {{ $labels.namespace }}/{{ $labels.pod }} are underutilized",
+    "GPUIdle": "GPUs of {{ $labels.namespace }}/{{ $labels.pod }} are idle",
+    "GPUSaturated": "GPUs of {{ $labels.namespace }}/{{ $labels.pod }} are saturated",
+    "GPUMemorySaturated": "GPU memory of {{ $labels.namespace }}/{{ $labels.pod }} is nearly full",
+    "GPUMetricsMissing": "GPU metrics of {{ $labels.namespace }}/{{ $labels.pod }} are missing",
+}
+_WHAT = {
+    "GPUUnderutilized": "averaged {{ $value | humanizePercentage }} GPU utilization over {window}, below {threshold}",
+    "GPUIdle": "averaged {{ $value | humanizePercentage }} GPU utilization over {window}, below {threshold}: idle",
+    "GPUSaturated": "averaged {{ $value | humanizePercentage }} GPU utilization over {window}, above {threshold}",
+    "GPUMemorySaturated": "used {{ $value | humanizePercentage }} of GPU memory on average over {window}, above {threshold}",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One rule variant: its namespace matcher, its tunables, and the label that tells it apart.
+
+    The label (`thresholds: namespaces.<ns>`, the values key it came from) keeps two
+    rules of one name from having the same labels, which promtool rejects as duplicates.
+    """
+
+    selector: str
+    tunables: Tunables
+    labels: dict[str, str]
+
+
+def variants(values: Values, section: str) -> Iterator[Variant]:
+    """The default rule, then one per namespace that overrides `section`."""
+    overridden = values.namespaces_overriding(section)
+    yield Variant(promql.selector(exclude=overridden), values.defaults[section], {})
+    for ns in overridden:
+        yield Variant(promql.selector(only=ns), values.overrides[ns][section], {"thresholds": f"namespaces.{ns}"})
+
+
+def recording_rules(values: Values) -> list[dict[str, Any]]:
+    rules = [
+        {"record": promql.GPU_UTILIZATION, "expr": promql.gpu_utilization()},
+        {"record": promql.GPU_FB_USED, "expr": promql.gpu_fb_used()},
+        {"record": promql.UTILIZATION, "expr": promql.container_utilization()},
+        {"record": promql.FB_USED, "expr": promql.container_fb_used()},
+        {"record": promql.GPUS, "expr": promql.container_gpus()},
+    ]
+    for v in variants(values, "idleGpu"):
+        rule = {"record": promql.IDLE_GPUS, "expr": promql.container_idle_gpus(v.selector, v.tunables.threshold, v.tunables.window)}
+        rules.append({**rule, "labels": v.labels} if v.labels else rule)
+    return rules
+
+
+def _annotations(
+    values: Values, alert: str, description: str, *, gpus_window: timedelta, idle_known: bool
+) -> dict[str, str]:
+    annotations = {
+        "value": '{{ printf "%.3f" $value }}',
+        "gpus": promql.lookup(promql.GPUS, gpus_window),
+    }
+    if idle_known:
+        annotations["idle_gpus"] = promql.lookup(promql.IDLE_GPUS, values.stale_after)
+    annotations["summary"] = _SUMMARY[alert]
+    annotations["description"] = description
+    annotations["runbook_url"] = f"{values.runbook_url}#{alert.lower()}"
+    return annotations
+
+
+def _alert(alert: str, expr: str, v: Variant, annotations: dict[str, str]) -> dict[str, Any]:
+    t = v.tunables
+    rule: dict[str, Any] = {"alert": alert, "expr": expr, "for": duration(t.for_)}
+    if t.keep_firing_for > timedelta(0):
+        rule["keep_firing_for"] = duration(t.keep_firing_for)
+    rule["labels"] = {"severity": t.severity, **ROUTING_LABELS, **v.labels}
+    rule["annotations"] = annotations
+    return rule
+
+
+def _window_alert(values: Values, alert: str, v: Variant) -> dict[str, Any]:
+    section, series, op = _WINDOW_ALERTS[alert]
+    t = v.tunables
+    expr = promql.window_compare(series, v.selector, op, t.threshold, t.window, values.stale_after)
+    what = _WHAT[alert].replace("{window}", duration(t.window)).replace("{threshold}", f"{t.threshold * 100:g}%")
+    description = (
+        "Container {{ $labels.container }} of {{ $labels.namespace }}/{{ $labels.pod }} "
+        f"{what}; value is the {'framebuffer used' if section == 'memorySaturated' else 'utilization'} ratio."
+    )
+    annotations = _annotations(values, alert, description, gpus_window=values.stale_after, idle_known=True)
+    return _alert(alert, expr, v, annotations)
+
+
+def _missing_alert(values: Values, v: Variant) -> dict[str, Any]:
+    t = v.tunables
+    description = (
+        "No GPU utilization for container {{ $labels.container }} of {{ $labels.namespace }}/{{ $labels.pod }}, "
+        f"which held GPUs within the last {duration(t.window)} (exporter down, series dropped, or MIG without "
+        "profiling metrics); value is the last utilization seen, NaN if none. Hold: a missing metric is never idle."
+    )
+    expr = promql.metrics_missing(v.selector, t.window)
+    annotations = _annotations(values, "GPUMetricsMissing", description, gpus_window=t.window, idle_known=False)
+    return _alert("GPUMetricsMissing", expr, v, annotations)
+
+
+def alerting_rules(values: Values) -> list[dict[str, Any]]:
+    rules = []
+    for alert, (section, _, _) in _WINDOW_ALERTS.items():
+        rules += [_window_alert(values, alert, v) for v in variants(values, section)]
+    rules += [_missing_alert(values, v) for v in variants(values, "metricsMissing")]
+    return rules
+
+
+def rule_groups(values: Values) -> dict[str, Any]:
+    """The whole rule file as a dict: `{"groups": [recording, alerting]}`."""
+    interval = duration(values.evaluation_interval)
+    return {
+        "groups": [
+            {"name": RECORDING_GROUP, "interval": interval, "rules": recording_rules(values)},
+            {"name": ALERTING_GROUP, "interval": interval, "rules": alerting_rules(values)},
+        ]
+    }

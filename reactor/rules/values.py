@@ -1,0 +1,204 @@
+"""The rule values SREs tune (`rules/thresholds.yaml`): schema, defaults and validation.
+
+Pure: parses an already-loaded YAML document into frozen values, or raises a
+`ConfigError` that names the offending key. Reading files is the caller's job.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+from ..errors import ConfigError
+from ..settings import parse_duration
+
+SEVERITIES = ("info", "warning", "critical")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Tunables:
+    """The knobs of one section. `threshold` is a 0-1 ratio; unused knobs keep their defaults."""
+
+    threshold: float = 0.0
+    window: timedelta = timedelta(minutes=30)
+    for_: timedelta = timedelta(minutes=30)
+    keep_firing_for: timedelta = timedelta(0)
+    severity: str = "warning"
+
+
+# Section name -> (the keys it accepts, its default tunables).
+SECTIONS: Mapping[str, tuple[frozenset[str], Tunables]] = MappingProxyType(
+    {
+        "underutilized": (
+            frozenset({"threshold", "window", "for", "keepFiringFor", "severity"}),
+            Tunables(0.30, timedelta(minutes=30), timedelta(minutes=30), timedelta(minutes=15)),
+        ),
+        "idle": (
+            frozenset({"threshold", "window", "for", "keepFiringFor", "severity"}),
+            Tunables(0.02, timedelta(hours=1), timedelta(hours=1), timedelta(minutes=15)),
+        ),
+        "saturated": (
+            frozenset({"threshold", "window", "for", "keepFiringFor", "severity"}),
+            Tunables(0.95, timedelta(minutes=15), timedelta(minutes=15), timedelta(minutes=10)),
+        ),
+        "memorySaturated": (
+            frozenset({"threshold", "window", "for", "keepFiringFor", "severity"}),
+            Tunables(0.95, timedelta(minutes=15), timedelta(minutes=10), timedelta(minutes=10)),
+        ),
+        "metricsMissing": (
+            frozenset({"window", "for", "keepFiringFor", "severity"}),
+            Tunables(0.0, timedelta(hours=1), timedelta(minutes=10), timedelta(0), "info"),
+        ),
+        "idleGpu": (
+            frozenset({"threshold", "window"}),
+            Tunables(0.05, timedelta(minutes=30)),
+        ),
+    }
+)
+_TOP = frozenset(
+    {"evaluationInterval", "staleAfter", "runbookUrl", "prometheusRule", "defaults", "namespaces"}
+)
+_PROMETHEUS_RULE = frozenset({"name", "namespace", "labels"})
+
+
+@dataclass(frozen=True, slots=True)
+class Values:
+    """Everything the renderer needs. `overrides[ns][section]` is the namespace's effective section."""
+
+    evaluation_interval: timedelta = timedelta(minutes=1)
+    stale_after: timedelta = timedelta(minutes=10)
+    runbook_url: str = "https://github.com/gpu-reactor/gpu-reactor/blob/main/docs/runbooks.md"
+    rule_name: str = "gpu-reactor"
+    rule_namespace: str = "monitoring"
+    rule_labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({"release": "kube-prometheus-stack"}))
+    defaults: Mapping[str, Tunables] = field(default_factory=lambda: MappingProxyType({k: v[1] for k, v in SECTIONS.items()}))
+    overrides: Mapping[str, Mapping[str, Tunables]] = field(default_factory=lambda: MappingProxyType({}))
+
+    def namespaces_overriding(self, section: str) -> tuple[str, ...]:
+        return tuple(sorted(ns for ns, sections in self.overrides.items() if section in sections))
+
+
+def _mapping(key: str, raw: Any, allowed: frozenset[str] | None = None) -> Mapping[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(key, f"expected a mapping, got {raw!r}")
+    for sub in raw:
+        if allowed is not None and sub not in allowed:
+            raise ConfigError(f"{key}.{sub}" if key else str(sub), f"unknown key; known: {', '.join(sorted(allowed))}")
+    return raw
+
+
+def _ratio(key: str, raw: Any) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0.0 <= raw <= 1.0:
+        raise ConfigError(key, f"expected a ratio between 0 and 1, got {raw!r}")
+    return float(raw)
+
+
+def _severity(key: str, raw: Any) -> str:
+    if raw not in SEVERITIES:
+        raise ConfigError(key, f"must be one of {', '.join(SEVERITIES)}, got {raw!r}")
+    return str(raw)
+
+
+_FIELDS: Mapping[str, tuple[str, Callable[[str, Any], Any]]] = {
+    "threshold": ("threshold", _ratio),
+    "window": ("window", parse_duration),
+    "for": ("for_", parse_duration),
+    "keepFiringFor": ("keep_firing_for", parse_duration),
+    "severity": ("severity", _severity),
+}
+
+
+def _section(key: str, name: str, raw: Any, base: Tunables) -> Tunables:
+    doc = _mapping(key, raw, SECTIONS[name][0])
+    changes = {_FIELDS[k][0]: _FIELDS[k][1](f"{key}.{k}", v) for k, v in doc.items()}
+    tunables = replace(base, **changes)
+    if "window" in doc and tunables.window <= timedelta(0):
+        raise ConfigError(f"{key}.window", "must be longer than 0s")
+    return tunables
+
+
+def _sections(key: str, raw: Any, base: Mapping[str, Tunables]) -> dict[str, Tunables]:
+    doc = _mapping(key, raw, frozenset(SECTIONS))
+    return {name: _section(f"{key}.{name}", name, sub, base[name]) for name, sub in doc.items()}
+
+
+def _namespaces(raw: Any, defaults: Mapping[str, Tunables]) -> dict[str, Mapping[str, Tunables]]:
+    doc = _mapping("namespaces", raw)
+    out: dict[str, Mapping[str, Tunables]] = {}
+    for ns, sections in doc.items():
+        if not isinstance(ns, str) or not _DNS_LABEL.match(ns) or len(ns) > 63:
+            raise ConfigError(f"namespaces.{ns}", "not a valid Kubernetes namespace name")
+        out[ns] = MappingProxyType(_sections(f"namespaces.{ns}", sections, defaults))
+    return out
+
+
+def _check_order(prefix: str, sections: Mapping[str, Tunables]) -> None:
+    """Idle below underutilized below saturated: otherwise the alerts contradict each other."""
+    idle, under, sat = sections["idle"], sections["underutilized"], sections["saturated"]
+    if idle.threshold > under.threshold:
+        raise ConfigError(f"{prefix}idle.threshold", f"must not exceed underutilized.threshold ({under.threshold})")
+    if under.threshold >= sat.threshold:
+        raise ConfigError(f"{prefix}underutilized.threshold", f"must be below saturated.threshold ({sat.threshold})")
+
+
+def _rule_meta(raw: Any) -> dict[str, Any]:
+    doc = _mapping("prometheusRule", raw, _PROMETHEUS_RULE)
+    meta: dict[str, Any] = {}
+    for key in ("name", "namespace"):
+        if key in doc:
+            if not isinstance(doc[key], str) or not _DNS_LABEL.match(doc[key]):
+                raise ConfigError(f"prometheusRule.{key}", f"not a valid Kubernetes name: {doc[key]!r}")
+            meta[f"rule_{key}"] = doc[key]
+    if "labels" in doc:
+        labels = _mapping("prometheusRule.labels", doc["labels"])
+        for k, v in labels.items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise ConfigError(f"prometheusRule.labels.{k}", "label names and values must be strings")
+        meta["rule_labels"] = MappingProxyType(dict(labels))
+    return meta
+
+
+def build_values(doc: Any) -> Values:
+    """Validate a parsed values document into `Values`; every error names its key."""
+    if doc is None:
+        doc = {}
+    top = _mapping("", doc, _TOP) if isinstance(doc, dict) else None
+    if top is None:
+        raise ConfigError("(top)", "the values file must be a YAML mapping")
+    fields: dict[str, Any] = {}
+    for key, name in (("evaluationInterval", "evaluation_interval"), ("staleAfter", "stale_after")):
+        if key in top:
+            fields[name] = parse_duration(key, top[key])
+            if fields[name] <= timedelta(0):
+                raise ConfigError(key, "must be longer than 0s")
+    if "runbookUrl" in top:
+        if not isinstance(top["runbookUrl"], str) or not top["runbookUrl"].startswith(("http://", "https://")):
+            raise ConfigError("runbookUrl", f"expected an http(s) URL, got {top['runbookUrl']!r}")
+        fields["runbook_url"] = top["runbookUrl"]
+    fields.update(_rule_meta(top.get("prometheusRule")))
+    defaults = {**Values().defaults, **_sections("defaults", top.get("defaults"), Values().defaults)}
+    _check_order("defaults.", defaults)
+    overrides = _namespaces(top.get("namespaces"), defaults)
+    for ns, sections in overrides.items():
+        _check_order(f"namespaces.{ns}.", {**defaults, **sections})
+    values = Values(
+        **fields, defaults=MappingProxyType(defaults), overrides=MappingProxyType(overrides)
+    )
+    _check_windows(values)
+    return values
+
+
+def _check_windows(values: Values) -> None:
+    """A window shorter than two evaluations averages one sample: no smoothing at all."""
+    pairs = [(f"defaults.{n}", t) for n, t in values.defaults.items()]
+    pairs += [(f"namespaces.{ns}.{n}", t) for ns, s in values.overrides.items() for n, t in s.items()]
+    for key, tunables in pairs:
+        if tunables.window < 2 * values.evaluation_interval:
+            raise ConfigError(f"{key}.window", f"must be at least twice evaluationInterval ({values.evaluation_interval})")
