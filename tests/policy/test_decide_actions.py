@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from policy_builders import NOW, POLICY, bounds, cooldown, last_action, original, signal, workload
+from tests.policy.policy_builders import NOW, POLICY, bounds, cooldown, last_action, original, signal, workload
 from reactor.model import Action, Considered, Container, SkipReason, WorkloadRef
 from reactor.policy import decide
 
@@ -38,6 +38,9 @@ CASES = [
      bounds(), POLICY, ("resize-gpu", "down", "server", 4, 3, -2)),
     ("resize-down-stops-at-limitrange-min", signal(value=0.0), workload(), bounds(lr_min=2), POLICY,
      ("resize-gpu", "down", "server", 4, 2, -4)),
+    ("resize-down-annotation-min-clamped-into-limitrange", signal(value=0.1),
+     workload(annotations={"gpu-reactor.io/min-gpus": "6"}), bounds(lr_max=3), POLICY,
+     ("resize-gpu", "down", "server", 4, 3, -2)),
     ("resize-down-idle-fallback-on-one-replica", signal(IDLE), workload(replicas=1), bounds(), POLICY,
      ("resize-gpu", "down", "server", 4, 3, -1)),
     ("resize-down-cronjob-counts-one-run", signal(value=0.2), workload(kind="CronJob"), bounds(hard=2, used=2), POLICY,

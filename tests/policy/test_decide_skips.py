@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from policy_builders import KEY, NOW, POLICY, bounds, cooldown, last_action, original, signal, workload
+from tests.policy.policy_builders import KEY, NOW, POLICY, bounds, cooldown, last_action, original, signal, workload
 from reactor.model import Considered, Container, Skip, SkipReason as R
 from reactor.policy import decide
 
