@@ -1,6 +1,30 @@
-"""Placeholder, replaced below."""
+"""One round of every controller, in a fixed order so that `settle()` is deterministic.
+
+Garbage collection, Deployments, ReplicaSets, StatefulSets, then scheduling and the kubelet.
+"""
+
+from __future__ import annotations
+
+from . import deployments, replicasets, scheduler, statefulsets
+from .operations import Api
+
+
 class Controllers:
-    def __init__(self, api):
+    def __init__(self, api: Api) -> None:
         self.api = api
-    def run_once(self):
-        pass
+
+    def run_once(self) -> None:
+        self.collect_garbage()
+        deployments.sync_all(self.api)
+        replicasets.sync_all(self.api)
+        statefulsets.sync_all(self.api)
+        scheduler.schedule(self.api)
+
+    def collect_garbage(self) -> None:
+        """Delete objects whose controlling owner no longer exists (background propagation)."""
+        uids = self.api.store.uids()
+        for plural, ns, name in self.api.store.all_keys():
+            obj = self.api.store.get(plural, ns, name)
+            refs = (obj or {}).get("metadata", {}).get("ownerReferences") or []
+            if refs and all(r.get("uid") not in uids for r in refs):
+                self.api.store.delete(plural, ns, name)

@@ -96,3 +96,49 @@ def strip_rv(obj: Obj) -> Obj:
     out = dict(obj)
     out["metadata"] = {k: v for k, v in obj.get("metadata", {}).items() if k != "resourceVersion"}
     return out
+
+
+def default_workload(obj: Obj) -> None:
+    """Decode-time defaults of apps/v1 workloads (replicas, strategy, history limits)."""
+    kind, spec = obj.get("kind"), obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    if kind == "Deployment":
+        spec.setdefault("replicas", 1)
+        strategy = spec.setdefault("strategy", {})
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            rolling = strategy.setdefault("rollingUpdate", {})
+            rolling.setdefault("maxSurge", "25%")
+            rolling.setdefault("maxUnavailable", "25%")
+        spec.setdefault("revisionHistoryLimit", 10)
+        spec.setdefault("progressDeadlineSeconds", 600)
+    elif kind == "StatefulSet":
+        spec.setdefault("replicas", 1)
+        spec.setdefault("podManagementPolicy", "OrderedReady")
+        update = spec.setdefault("updateStrategy", {"type": "RollingUpdate"})
+        if update.get("type") == "RollingUpdate":
+            update.setdefault("rollingUpdate", {}).setdefault("partition", 0)
+        spec.setdefault("revisionHistoryLimit", 10)
+    elif kind == "ReplicaSet":
+        spec.setdefault("replicas", 1)
+
+
+def set_condition(conditions: list[Obj], ctype: str, status: str, reason: str, message: str,
+                  now: str, *, update_time: bool = False) -> list[Obj]:
+    """Conditions with one replaced; timestamps move only when status, reason or message change."""
+    out = [dict(c) for c in conditions if c.get("type") != ctype]
+    old = next((c for c in conditions if c.get("type") == ctype), None)
+    cond: Obj = {"type": ctype, "status": status, "reason": reason, "message": message}
+    if old and old.get("status") == status and old.get("reason") == reason and old.get("message") == message:
+        return [dict(c) for c in conditions]
+    if update_time:
+        cond["lastUpdateTime"] = now
+    cond["lastTransitionTime"] = old["lastTransitionTime"] if old and old.get("status") == status \
+        and "lastTransitionTime" in old else now
+    out.append(cond)
+    return out
+
+
+def drop_condition(conditions: list[Obj], ctype: str) -> list[Obj]:
+    return [c for c in conditions if c.get("type") != ctype]

@@ -63,6 +63,7 @@ class Api:
             from .status import already_exists
             raise already_exists(res, meta["name"])
         objects.prepare_create(obj, uid=self.store.next_uid(), clock=self.clock)
+        objects.default_workload(obj)
         self._admit_create(res, obj)
         if dry_run:
             return obj
@@ -134,6 +135,7 @@ class Api:
         if subresource == "status":
             new = dict(copy.deepcopy(old), status=new.get("status", {}))
         else:
+            objects.default_workload(new)
             objects.prepare_update(old, new, has_status="status" in res.subresources)
             self._validate_update(res, old, new)
         new["apiVersion"], new["kind"] = old.get("apiVersion", res.api_version), old.get("kind", res.kind)

@@ -1,0 +1,118 @@
+"""The scheduler and the kubelet in one step: bind Pending pods to a Node with room, then run them.
+
+Resources fit against `status.allocatable` minus the requests of the pods already bound. With no
+Node objects at all the cluster has unlimited capacity. Never evicts or preempts.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from . import events, quantity
+from .admission import pod_usage
+from .objects import set_condition, timestamp
+from .operations import Api
+from .ownership import is_active
+from .selectors import match_label_selector
+
+Obj = dict[str, Any]
+VIRTUAL_NODE = "sim-node"
+
+
+def requests_of(pod: Obj) -> dict[str, Fraction]:
+    usage = pod_usage(pod)
+    out = {k[len("requests."):]: v for k, v in usage.items() if k.startswith("requests.")}
+    out["pods"] = Fraction(1)
+    return out
+
+
+def _free(node: Obj, pods: list[Obj]) -> dict[str, Fraction]:
+    alloc = (node.get("status") or {}).get("allocatable") or (node.get("status") or {}).get("capacity") or {}
+    free = {k: quantity.parse(v) for k, v in alloc.items()}
+    for pod in pods:
+        if pod.get("spec", {}).get("nodeName") == node["metadata"]["name"] and is_active(pod):
+            for key, value in requests_of(pod).items():
+                if key in free:
+                    free[key] -= value
+    return free
+
+
+def _misfits(node: Obj, pod: Obj, pods: list[Obj]) -> list[str]:
+    """Why the pod does not fit the node (empty when it fits)."""
+    if (node.get("spec") or {}).get("unschedulable"):
+        return ["node(s) were unschedulable"]
+    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+    if not match_label_selector({"matchLabels": selector}, node["metadata"].get("labels") or {}):
+        return ["node(s) didn't match Pod's node affinity/selector"]
+    free = _free(node, pods)
+    out = []
+    for key, need in sorted(requests_of(pod).items()):
+        if not need:
+            continue
+        if key in free and free[key] < need:
+            out.append("Too many pods" if key == "pods" else f"Insufficient {key}")
+        elif key not in free and key not in ("cpu", "memory", "ephemeral-storage"):
+            out.append(f"Insufficient {key}")
+    return out
+
+
+def schedule(api: Api) -> None:
+    nodes = list(api.store.items("nodes"))
+    pods = list(api.store.items("pods"))
+    for pod in pods:
+        if is_active(pod) and not pod["spec"].get("nodeName"):
+            _schedule_one(api, pod, nodes, pods)
+    for pod in api.store.items("pods"):
+        if pod["spec"].get("nodeName") and pod.get("status", {}).get("phase") == "Pending":
+            _run(api, pod)
+
+
+def _schedule_one(api: Api, pod: Obj, nodes: list[Obj], pods: list[Obj]) -> None:
+    if not nodes:
+        pod["spec"]["nodeName"] = VIRTUAL_NODE
+        api.store.put("pods", pod)
+        return
+    reasons: dict[str, int] = {}
+    for node in nodes:
+        misfits = _misfits(node, pod, pods)
+        if not misfits:
+            pod["spec"]["nodeName"] = node["metadata"]["name"]
+            pods[:] = [p for p in pods if p["metadata"]["uid"] != pod["metadata"]["uid"]] + [pod]
+            api.store.put("pods", pod)
+            return
+        for why in misfits:
+            reasons[why] = reasons.get(why, 0) + 1
+    detail = ", ".join(f"{n} {why}" for why, n in sorted(reasons.items()))
+    message = f"0/{len(nodes)} nodes are available: {detail}."
+    _unschedulable(api, pod, message)
+
+
+def _unschedulable(api: Api, pod: Obj, message: str) -> None:
+    now = timestamp(api.clock)
+    conds = set_condition(pod["status"].get("conditions") or [], "PodScheduled", "False", "Unschedulable",
+                          message, now)
+    if conds != (pod["status"].get("conditions") or []):
+        pod["status"]["conditions"] = conds
+        api.store.put("pods", pod)
+    events.record(api, pod, type_="Warning", reason="FailedScheduling", message=message,
+                  component="default-scheduler")
+
+
+def _run(api: Api, pod: Obj) -> None:
+    """What the kubelet reports once the containers started: Running and Ready."""
+    now = timestamp(api.clock)
+    seq = int(pod["metadata"]["uid"][-6:], 16)
+    conditions = [{"type": t, "status": "True", "lastTransitionTime": now}
+                  for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")]
+    pod["status"].update({
+        "phase": "Running", "conditions": conditions, "hostIP": "10.0.0.1",
+        "podIP": f"10.1.{seq // 250 % 250}.{seq % 250 + 1}", "startTime": now,
+        "containerStatuses": [{"name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": True,
+                               "started": True, "restartCount": 0,
+                               "containerID": f"containerd://{pod['metadata']['uid'].replace('-', '')}",
+                               "state": {"running": {"startedAt": now}}}
+                              for c in pod["spec"].get("containers") or []],
+    })
+    api.store.put("pods", pod)
+    api.after_write(api.registry.by_plural("pods"), pod["metadata"]["namespace"])
