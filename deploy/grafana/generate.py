@@ -16,6 +16,11 @@ OUT = Path(__file__).with_name("gpu-reactor-dashboard.json")
 DS = {"type": "prometheus", "uid": "${datasource}"}
 NS = 'namespace=~"$namespace"'
 RATE = "$__rate_interval"
+# Recording rules from rules/gpu-reactor.rules.yaml (labels namespace, pod, container).
+UTIL = "gpu_reactor:container_gpu_utilization:ratio"
+FB_USED = "gpu_reactor:container_gpu_fb_used:max_ratio"
+GPUS = "gpu_reactor:container_gpus:count"
+IDLE = "gpu_reactor:container_idle_gpus:count"
 
 
 def target(expr: str, legend: str, ref: str) -> dict[str, Any]:
@@ -98,12 +103,14 @@ def panels() -> list[dict[str, Any]]:
             (f"sum(rate(reactor_webhook_duration_seconds_sum[{RATE}])) / sum(rate(reactor_webhook_duration_seconds_count[{RATE}]))", "mean"),
         ], grid=(16, 31, 8, 8), unit="s"),
         row("GPU utilization (recording rules)", 39),
-        panel("GPU utilization by namespace", [(f"avg by (namespace) (gpu_reactor:container_gpu_utilization:ratio{{{NS}}})", "{{namespace}}")],
-              grid=(0, 40, 12, 8), unit="percentunit"),
+        panel("GPU utilization by namespace", [(f"avg by (namespace) ({UTIL}{{{NS}}})", "{{namespace}}")],
+              grid=(0, 40, 8, 8), unit="percentunit", description="Mean over the namespace's GPU containers."),
+        panel("GPU memory used by namespace (fullest container)", [(f"max by (namespace) ({FB_USED}{{{NS}}})", "{{namespace}}")],
+              grid=(8, 40, 8, 8), unit="percentunit"),
         panel("GPUs held and idle by namespace", [
-            (f"sum by (namespace) (gpu_reactor:container_gpus:count{{{NS}}})", "{{namespace}} held"),
-            (f"sum by (namespace) (gpu_reactor:container_idle_gpus:count{{{NS}}})", "{{namespace}} idle"),
-        ], grid=(12, 40, 12, 8), unit="short"),
+            (f"sum by (namespace) ({GPUS}{{{NS}}})", "{{namespace}} held"),
+            (f"sum by (namespace) ({IDLE}{{{NS}}})", "{{namespace}} idle"),
+        ], grid=(16, 40, 8, 8), unit="short", description="Idle GPUs as the recording rule defines them (rules/thresholds.yaml)."),
     ]
 
 
@@ -127,8 +134,8 @@ def dashboard() -> dict[str, Any]:
                 {"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
                  "current": {}, "hide": 0, "refresh": 1, "regex": "", "options": []},
                 {"name": "namespace", "label": "Namespace", "type": "query", "datasource": DS,
-                 "query": {"query": "label_values(gpu_reactor:container_gpus:count, namespace)", "refId": "namespace"},
-                 "definition": "label_values(gpu_reactor:container_gpus:count, namespace)",
+                 "query": {"query": f"label_values({GPUS}, namespace)", "refId": "namespace"},
+                 "definition": f"label_values({GPUS}, namespace)",
                  "refresh": 2, "includeAll": True, "multi": True, "allValue": ".*", "sort": 1,
                  "current": {"text": "All", "value": "$__all"}, "hide": 0, "options": []},
             ]

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from deploy_helpers import containers, objects, one, pod_spec, render
+from tests.deploy.deploy_helpers import containers, objects, one, pod_spec, render
 
 GPU = "nvidia.com/gpu"
 OTHER_SCHEDULERS = {50, 75, 100, 125}  # KAI's class values

@@ -13,7 +13,7 @@ import kubernetes_validate
 import pytest
 from packaging.version import Version
 
-from deploy_helpers import DEPLOY, ENTRY_POINTS, load_all, manifest_files, render
+from tests.deploy.deploy_helpers import DEPLOY, ENTRY_POINTS, load_all, manifest_files, render
 
 OLDEST, NEWEST_SUPPORTED = Version("1.28"), Version("1.35")
 # Custom resources have no bundled schema; their shape is checked in test_deploy_reactor.py.

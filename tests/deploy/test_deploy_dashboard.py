@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from deploy_helpers import DEPLOY
+from tests.deploy.deploy_helpers import DEPLOY, ROOT
 
 GRAFANA = DEPLOY / "grafana"
 # What the reactor exports (reactor/metrics); histograms add their three series.
@@ -31,13 +31,24 @@ REACTOR_METRICS = {
     "reactor_budget_limit",
     "reactor_build_info",
 }
-# Recording rules from rules/ (level:metric:operations).
+# Recording rules (level:metric:operations) must be recorded in rules/*.rules.yaml.
 RECORDING = re.compile(r"^gpu_reactor:[a-z0-9_]+:[a-z0-9_]+$")
 MUST_SHOW = REACTOR_METRICS - {"reactor_webhook_duration_seconds_sum", "reactor_webhook_duration_seconds_count"} | {
     "gpu_reactor:container_gpu_utilization:ratio",
     "gpu_reactor:container_gpus:count",
     "gpu_reactor:container_idle_gpus:count",
 }
+
+
+def recorded() -> set[str]:
+    names = set()
+    for path in sorted((ROOT / "rules").glob("*.rules.yaml")):
+        for group in yaml.safe_load(path.read_text(encoding="utf-8"))["groups"]:
+            names.update(r["record"] for r in group["rules"] if "record" in r)
+    return names
+
+
+RECORDED = recorded()
 PROMQL_WORDS = {
     "by", "without", "on", "ignoring", "group_left", "group_right", "bool", "offset",
     "and", "or", "unless", "inf", "nan",
@@ -63,7 +74,12 @@ def metric_names(expr: str) -> set[str]:
 
 
 def _allowed(name: str) -> bool:
-    return name in REACTOR_METRICS or bool(RECORDING.match(name))
+    return name in REACTOR_METRICS or (bool(RECORDING.match(name)) and name in RECORDED)
+
+
+def test_rules_record_the_series_the_dashboard_needs() -> None:
+    assert RECORDED, "no recording rules found in rules/*.rules.yaml"
+    assert {n for n in MUST_SHOW if RECORDING.match(n)} <= RECORDED
 
 
 @pytest.fixture(scope="module")

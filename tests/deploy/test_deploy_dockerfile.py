@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from deploy_helpers import DEPLOY, ROOT
+from tests.deploy.deploy_helpers import DEPLOY, ROOT
 
 Instruction = tuple[str, str]
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from deploy_helpers import DEPLOY, ROOT, objects, one, render
+from tests.deploy.deploy_helpers import DEPLOY, ROOT, objects, one, render
 from reactor.settings import Settings, build_settings, load_settings
 
 SA = {"kind": "ServiceAccount", "name": "gpu-reactor", "namespace": "gpu-reactor"}
