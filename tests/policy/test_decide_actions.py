@@ -28,8 +28,8 @@ REVERTED = {**last_action("set-priority", "up", ago=timedelta(minutes=15), from_
 CASES = [
     ("resize-down-sized-by-value", signal(value=0.20), workload(), bounds(), POLICY,
      ("resize-gpu", "down", "server", 4, 2, -4)),
-    ("resize-down-float-noise-0.3-of-4-is-2", signal(value=0.30), workload(), bounds(), POLICY,
-     ("resize-gpu", "down", "server", 4, 2, -4)),
+    ("resize-down-float-noise-0.4-of-3-is-2", signal(value=0.40), workload(gpus=3), bounds(), POLICY,
+     ("resize-gpu", "down", "server", 3, 2, -2)),
     ("resize-down-one-step-without-value", signal(), workload(), bounds(), POLICY,
      ("resize-gpu", "down", "server", 4, 3, -2)),
     ("resize-down-zero-value-stops-at-policy-min", signal(value=0.0), workload(), bounds(), POLICY,

@@ -1,0 +1,171 @@
+"""Strict parsing of Alertmanager v4 webhook payloads into immutable `Alert` values.
+
+Anything that is not a valid v4 payload raises `InvalidPayload` naming the field, so the
+webhook answers 400 (Alertmanager does not retry a 4xx). Unknown extra fields are ignored:
+newer Alertmanager releases add some. This module does no I/O and knows no Kubernetes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime, timezone
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from .errors import InvalidPayload
+from .model import Alert, Notification
+
+_STATUSES = ("firing", "resolved")
+_ZERO_TIME = "0001-01-01T00:00:00Z"
+# RFC 3339 as Go prints it: fractional seconds up to nanoseconds, `Z` or an offset.
+_TIME = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$"
+)
+_FINGERPRINT = re.compile(r"^[0-9a-f]{1,64}$")
+MAX_LABEL_BYTES = 4096
+
+
+def parse_time(field: str, raw: Any) -> datetime:
+    """An RFC 3339 timestamp as a UTC-aware datetime (nanoseconds truncated to microseconds)."""
+    if not isinstance(raw, str):
+        raise InvalidPayload(field, f"expected an RFC 3339 timestamp string, got {_kind(raw)}")
+    m = _TIME.match(raw)
+    if m is None:
+        raise InvalidPayload(field, f"not an RFC 3339 timestamp: {_clip(raw)!r}")
+    year, month, day, hour, minute, second, frac, zone = m.groups()
+    micros = int((frac or "0").ljust(6, "0")[:6])
+    offset = "+00:00" if zone in ("Z", "z") else zone
+    try:
+        stamp = datetime.fromisoformat(
+            f"{year}-{month}-{day}T{hour}:{minute}:{second}.{micros:06d}{offset}"
+        )
+    except ValueError as e:
+        raise InvalidPayload(field, f"not a valid date and time: {_clip(raw)!r}") from e
+    return stamp.astimezone(timezone.utc)
+
+
+def parse_notification(body: Any) -> Notification:
+    """Validate a decoded JSON body and return the `Notification` it describes."""
+    if not isinstance(body, dict):
+        raise InvalidPayload("(body)", f"expected a JSON object, got {_kind(body)}")
+    if body.get("version") != "4":
+        raise InvalidPayload("version", f'expected "4", got {_clip(repr(body.get("version")))}')
+    status = _choice(body, "status", _STATUSES, "(body)")
+    raw_alerts = body.get("alerts")
+    if not isinstance(raw_alerts, list):
+        raise InvalidPayload("alerts", f"expected a list, got {_kind(raw_alerts)}")
+    truncated = body.get("truncatedAlerts", 0)
+    if isinstance(truncated, bool) or not isinstance(truncated, int) or truncated < 0:
+        raise InvalidPayload("truncatedAlerts", f"expected a non-negative integer, got {_clip(repr(truncated))}")
+    for key in ("groupLabels", "commonLabels", "commonAnnotations"):
+        if key in body:
+            _string_map(body[key], key)
+    return Notification(
+        version="4",
+        group_key=_string(body, "groupKey", "(body)"),
+        status=status,
+        receiver=_string(body, "receiver", "(body)"),
+        truncated_alerts=truncated,
+        alerts=tuple(_alert(raw, f"alerts[{i}]") for i, raw in enumerate(raw_alerts)),
+        external_url=_string(body, "externalURL", "(body)", required=False),
+    )
+
+
+def _alert(raw: Any, where: str) -> Alert:
+    if not isinstance(raw, dict):
+        raise InvalidPayload(where, f"expected an object, got {_kind(raw)}")
+    labels = _string_map(raw.get("labels"), f"{where}.labels")
+    annotations = _string_map(raw.get("annotations", {}), f"{where}.annotations")
+    name = labels.get("alertname")
+    if not name:
+        raise InvalidPayload(f"{where}.labels.alertname", "missing: every alert has an alertname label")
+    fingerprint = _string(raw, "fingerprint", where)
+    if not _FINGERPRINT.match(fingerprint):
+        raise InvalidPayload(f"{where}.fingerprint", f"expected lowercase hex, got {_clip(fingerprint)!r}")
+    ends_raw = raw.get("endsAt", _ZERO_TIME)
+    ends_at = None if ends_raw == _ZERO_TIME else parse_time(f"{where}.endsAt", ends_raw)
+    return Alert(
+        name=name,
+        status=_choice(raw, "status", _STATUSES, where),
+        labels=labels,
+        annotations=annotations,
+        starts_at=parse_time(f"{where}.startsAt", raw.get("startsAt")),
+        ends_at=ends_at,
+        fingerprint=fingerprint,
+        generator_url=_string(raw, "generatorURL", where, required=False),
+        namespace=_workload_label(labels, "namespace"),
+        pod=_workload_label(labels, "pod"),
+        container=_workload_label(labels, "container"),
+        value=_number(annotations, "value", where),
+        gpus=_count(annotations, "gpus", where),
+        idle_gpus=_count(annotations, "idle_gpus", where),
+    )
+
+
+def _workload_label(labels: Mapping[str, str], name: str) -> str | None:
+    """The `exported_*` spelling names the workload when the exporter's target labels were kept."""
+    return labels.get(f"exported_{name}") or labels.get(name) or None
+
+
+def _number(annotations: Mapping[str, str], key: str, where: str) -> float | None:
+    raw = annotations.get(key)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError as e:
+        raise InvalidPayload(f"{where}.annotations.{key}", f"expected a number, got {_clip(raw)!r}") from e
+    if not math.isfinite(value) or value < 0:
+        raise InvalidPayload(f"{where}.annotations.{key}", f"expected a finite ratio >= 0, got {_clip(raw)!r}")
+    return value
+
+
+def _count(annotations: Mapping[str, str], key: str, where: str) -> int | None:
+    value = _number(annotations, key, where)
+    if value is None:
+        return None
+    if not value.is_integer() or value > 1_000_000:
+        raise InvalidPayload(f"{where}.annotations.{key}", f"expected a whole number, got {_clip(annotations[key])!r}")
+    return int(value)
+
+
+def _string_map(raw: Any, where: str) -> Mapping[str, str]:
+    if not isinstance(raw, dict):
+        raise InvalidPayload(where, f"expected an object of strings, got {_kind(raw)}")
+    for key, value in raw.items():
+        if not isinstance(value, str):
+            raise InvalidPayload(f"{where}.{_clip(key)}", f"expected a string, got {_kind(value)}")
+        if len(key) > MAX_LABEL_BYTES or len(value) > MAX_LABEL_BYTES:
+            raise InvalidPayload(f"{where}.{_clip(key)}", f"longer than {MAX_LABEL_BYTES} characters")
+    return MappingProxyType(raw)
+
+
+def _string(raw: dict[str, Any], key: str, where: str, *, required: bool = True) -> str:
+    value = raw.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        field = key if where == "(body)" else f"{where}.{key}"
+        problem = "missing" if value is None else f"expected a string, got {_kind(value)}"
+        raise InvalidPayload(field, problem)
+    return value
+
+
+def _choice(raw: dict[str, Any], key: str, options: tuple[str, ...], where: str) -> str:
+    value = raw.get(key)
+    if value not in options:
+        field = key if where == "(body)" else f"{where}.{key}"
+        raise InvalidPayload(field, f"expected one of {', '.join(options)}, got {_clip(repr(value))}")
+    return str(value)
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__
+    )
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[:limit] + "…"

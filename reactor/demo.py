@@ -1,0 +1,187 @@
+"""`reactor demo`: the reactor acting on the embedded cluster, shown as a table.
+
+The embedded cluster runs in this process; the reactor runs as a real `reactor serve` child
+process (gunicorn, the official client over HTTP), and is fed notifications shaped like the
+ones Alertmanager sends. Nothing here is special-cased for the demo inside the reactor.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from typing import Any, Callable
+
+from .payloads import AlertSpec, notification
+from .sim import SimCluster
+
+NAMESPACE = "ml-workloads"
+WORKLOADS = (("deployments", "llm-inference"), ("statefulsets", "trainer"), ("deployments", "embedder"), ("deployments", "chat"))
+
+
+@dataclass(frozen=True)
+class Step:
+    title: str
+    build: Callable[["Demo"], dict[str, Any]]
+
+
+class Demo:
+    """The cluster, the reactor child process, and what the table needs."""
+
+    def __init__(self, sim: SimCluster, url: str, token: str) -> None:
+        self.sim, self.url, self.token = sim, url, token
+        self.started = datetime.now(timezone.utc)
+        self.sent: dict[str, dict[str, Any]] = {}
+
+    def pods(self, app: str) -> list[str]:
+        pods = self.sim.list("pods", NAMESPACE, label_selector=f"app={app}")
+        return sorted(p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp"))
+
+    def specs(self, name: str, app: str, container: str, value: float, gpus: int, **kw: Any) -> list[AlertSpec]:
+        return [AlertSpec(name, NAMESPACE, pod, container, value, gpus, starts_at=self.started, **kw) for pod in self.pods(app)]
+
+    def post(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        request = urllib.request.Request(
+            f"{self.url}/alerts", data=json.dumps(body).encode(), method="POST",
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.token}"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, json.load(response)
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}")
+
+
+def _steps() -> list[Step]:
+    def remember(key: str, body: dict[str, Any], demo: Demo) -> dict[str, Any]:
+        demo.sent[key] = body
+        return body
+
+    return [
+        Step("llm-inference sits idle", lambda d: remember("idle", notification(
+            d.specs("GPUUnderutilized", "llm-inference", "server", 0.03, 4)), d)),
+        Step("the same notification again (Alertmanager repeat / HA twin)", lambda d: d.sent["idle"]),
+        Step("trainer is saturated on both pods", lambda d: notification(
+            d.specs("GPUSaturated", "trainer", "trainer", 0.98, 1))),
+        Step("embedder is saturated (HPA-managed, at its max-gpus)", lambda d: remember("embedder", notification(
+            d.specs("GPUSaturated", "embedder", "embedder", 0.97, 1)), d)),
+        Step("chat is saturated", lambda d: notification(d.specs("GPUSaturated", "chat", "chat", 0.96, 1))),
+        Step("the trainer's exporter disappeared", lambda d: notification(
+            d.specs("GPUMetricsMissing", "trainer", "trainer", 0.77, 2)[:1])),
+        Step("an alert from a system namespace", lambda d: notification(
+            [AlertSpec("GPUIdle", "kube-system", "nvidia-dcgm-exporter-abcde", "exporter", 0.0, 1)])),
+        Step("embedder's saturation resolved", lambda d: notification(
+            d.specs("GPUSaturated", "embedder", "embedder", 0.97, 1, status="resolved"))),
+    ]
+
+
+def run_demo(*, once: bool, port: int = 0) -> int:
+    with tempfile.TemporaryDirectory(prefix="gpu-reactor-demo-") as tmp:
+        sim = SimCluster().start()
+        try:
+            sim.load_manifests(resources.files("reactor.demo_data").joinpath("cluster.yaml").read_text())
+            sim.settle()
+            token = secrets.token_hex(16)
+            child, url = _start_reactor(sim, Path(tmp), token, port)
+            try:
+                _show(Demo(sim, url, token), sim, url)
+                if not once:
+                    print(f"\nServing on {url} (embedded cluster at {sim.url}); Ctrl-C to stop.")
+                    sim.run_controllers()
+                    child.wait()
+            except KeyboardInterrupt:
+                pass
+            finally:
+                child.terminate()
+                child.wait(timeout=15)
+        finally:
+            sim.stop()
+    return 0
+
+
+def _start_reactor(sim: SimCluster, tmp: Path, token: str, port: int) -> tuple[subprocess.Popen[bytes], str]:
+    (tmp / "token").write_text(token)
+    kubeconfig = sim.write_kubeconfig(str(tmp / "kubeconfig"))
+    port = port or _free_port()
+    policy = resources.files("reactor.demo_data").joinpath("policy.yaml")
+    env = dict(os.environ, REACTOR_SERVER__TOKEN_FILE=str(tmp / "token"), REACTOR_KUBE__KUBECONFIG=kubeconfig,
+               REACTOR_SERVER__LISTEN=f"127.0.0.1:{port}")
+    env.pop("KUBERNETES_SERVICE_HOST", None)
+    child = subprocess.Popen([sys.executable, "-m", "reactor", "serve", "--config", str(policy)], env=env)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if child.poll() is not None:
+            raise SystemExit(f"the reactor exited with code {child.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/readyz", timeout=1) as r:
+                if r.status == 200:
+                    return child, url
+        except OSError:
+            time.sleep(0.2)
+    child.terminate()
+    raise SystemExit("the reactor did not become ready within 30 s")
+
+
+def _show(demo: Demo, sim: SimCluster, url: str) -> None:
+    print(f"GPU Reactor demo — embedded cluster {sim.url}, reactor {url}\n")
+    _print_workloads(sim, "Before")
+    rows: list[tuple[str, ...]] = []
+    for n, step in enumerate(_steps(), 1):
+        code, answer = demo.post(step.build(demo))
+        outcomes = answer.get("outcomes", [])
+        summaries = sorted({(o["alert"], o["status"], o.get("workload") or f"{o['namespace']}/{o['pod']}",
+                             _summary(o)) for o in outcomes})
+        for alert, status, workload, summary in summaries or [("-", "-", "-", f"HTTP {code}: {answer.get('error')}")]:
+            rows.append((str(n), step.title, f"{alert} ({status})", workload.removeprefix("ml-workloads/"), summary))
+        sim.settle()
+    _table(("#", "step", "alert", "workload", "outcome"), rows)
+    _print_workloads(sim, "After")
+    print(f"\nMetrics: {url}/metrics   (e.g. reactor_actions_total, reactor_skips_total)")
+
+
+def _summary(o: dict[str, Any]) -> str:
+    if o["result"] in ("applied", "recommended"):
+        target = f"{o['container']} " if o.get("container") else ""
+        return f"{o['result']}: {o['action']} {target}{o['from']} → {o['to']}"
+    return f"{o['result']}: {o.get('reason')}"
+
+
+def _print_workloads(sim: SimCluster, title: str) -> None:
+    rows = []
+    for resource, name in WORKLOADS:
+        obj = sim.get(resource, NAMESPACE, name)
+        spec = obj["spec"]["template"]["spec"]
+        gpus = ", ".join(f"{c['name']}={c.get('resources', {}).get('limits', {}).get('nvidia.com/gpu', '0')}" for c in spec["containers"])
+        rows.append((f"{obj['kind']}/{name}", str(obj["spec"].get("replicas", 1)), gpus, spec.get("priorityClassName", "")))
+    quota = sim.get("resourcequotas", NAMESPACE, "gpu-quota").get("status", {})
+    used, hard = quota.get("used", {}).get("requests.nvidia.com/gpu"), quota.get("hard", {}).get("requests.nvidia.com/gpu")
+    print(f"{title}: (quota requests.nvidia.com/gpu used {used} of {hard})")
+    _table(("workload", "replicas", "GPUs per pod", "priority class"), rows)
+    print()
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    line = "  ".join("{:<%d}" % w for w in widths)
+    print(line.format(*header))
+    print(line.format(*("-" * w for w in widths)))
+    for row in rows:
+        print(line.format(*row))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -1,0 +1,266 @@
+"""One notification in, one outcome per alert out: screen → resolve → decide → act → record.
+
+Alerts on the same workload are folded into one signal and get one decision and at most one
+write. Reads are shared through the notification's `Reader`. A transient failure on one
+workload does not stop the others; it is raised at the end so the webhook answers 503 and
+Alertmanager retries (idempotence makes the retry safe).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict, defaultdict
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from typing import Any, Callable, Sequence
+
+from . import act
+from .annotations import state_annotations
+from .budget import Budget
+from .errors import ConflictError, PermanentError, TemporaryError
+from .kube import KubeGateway
+from .metrics import Metrics
+from .model import KNOWN_ALERTS, PATCHABLE_KINDS, Action, Alert, Bounds, Notification, Signal, Skip, SkipReason, Workload, WorkloadRef
+from .outcome import Outcome, outcome_for
+from .policy import decide, effective_mode, fold
+from .resolve import Owner, Reader, resolve_owner, valid_name, valid_namespace
+from .settings import Settings
+from .workloads import hpa_targets, to_bounds, to_workload
+
+log = logging.getLogger(__name__)
+
+DEDUP_SIZE = 10_000
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass(slots=True)
+class _Namespace:
+    """What one notification learned about a namespace: bounds, and GPUs its own actions reserved."""
+
+    bounds: Bounds | None = None
+    reserved: int = 0
+
+
+class Engine:
+    """Handles notifications; safe to call from several threads at once."""
+
+    def __init__(
+        self, *, settings: Settings, kube: KubeGateway, metrics: Metrics,
+        budget: Budget | None = None, clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.settings = settings
+        self.policy = settings.policy
+        self.kube = kube
+        self.metrics = metrics
+        self.budget = budget or Budget(self.policy.budget_global, self.policy.budget_namespace)
+        self.clock = clock
+        self._applied: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._lock = threading.Lock()
+        self.metrics.budget_limit.labels(scope="global").set(self.policy.budget_global.actions)
+        self.metrics.budget_limit.labels(scope="namespace").set(self.policy.budget_namespace.actions)
+
+    # --- the notification ---------------------------------------------------------------
+
+    def handle(self, notification: Notification) -> list[Outcome]:
+        now = self.clock()
+        alerts = notification.alerts
+        outcomes: dict[int, Outcome] = {}
+        pending: list[int] = []
+        for i, alert in enumerate(alerts):
+            self.metrics.alerts_received.labels(alertname=_alertname(alert), status=alert.status).inc()
+            skip = self._screen(alert)
+            if skip is None:
+                pending.append(i)
+            else:
+                outcomes[i] = self._record_skip(alert, None, skip)
+        reader = Reader(self.kube)
+        groups, unresolved = self._resolve(reader, alerts, pending)
+        outcomes.update(unresolved)
+        failures = self._decide_all(reader, alerts, groups, outcomes, now)
+        self._update_budget_gauge(now)
+        if failures:
+            raise TemporaryError("; ".join(failures))
+        return [outcomes[i] for i in range(len(alerts))]
+
+    def _screen(self, alert: Alert) -> Skip | None:
+        """Refusals that need no API call."""
+        if alert.name not in KNOWN_ALERTS:
+            return Skip(SkipReason.UNKNOWN_ALERT, f"alert {alert.name!r} is not one the reactor acts on")
+        if not alert.namespace or not alert.pod:
+            return Skip(SkipReason.NO_TARGET, "the alert has no namespace/pod (or exported_*) label")
+        if not valid_namespace(alert.namespace) or not valid_name(alert.pod):
+            return Skip(SkipReason.NO_TARGET, "namespace or pod label is not a valid Kubernetes name")
+        if not self.policy.namespace_allowed(alert.namespace):
+            return Skip(SkipReason.NAMESPACE_NOT_ALLOWED, f"namespace {alert.namespace!r} is not in the allow list")
+        if alert.firing:
+            with self._lock:
+                if alert.key in self._applied:
+                    self._applied.move_to_end(alert.key)
+                    return Skip(SkipReason.ALREADY_APPLIED, "this firing was already acted on")
+        return None
+
+    def _resolve(self, reader: Reader, alerts: Sequence[Alert], pending: list[int]) -> tuple[dict[WorkloadRef, tuple[Owner, list[int]]], dict[int, Outcome]]:
+        by_namespace: dict[str, set[str]] = defaultdict(set)
+        for i in pending:
+            by_namespace[alerts[i].namespace].add(alerts[i].pod)  # type: ignore[index,arg-type]
+        for namespace, pods in by_namespace.items():
+            reader.prime_pods(namespace, pods)
+        groups: dict[WorkloadRef, tuple[Owner, list[int]]] = {}
+        unresolved: dict[int, Outcome] = {}
+        for i in pending:
+            alert = alerts[i]
+            owner = resolve_owner(reader, alert.namespace, alert.pod)  # type: ignore[arg-type]
+            skip = _owner_skip(alert, owner)
+            if skip is not None:
+                unresolved[i] = self._record_skip(alert, owner.ref if owner else None, skip)
+                continue
+            assert owner is not None
+            groups.setdefault(owner.ref, (owner, []))[1].append(i)
+        return groups, unresolved
+
+    def _decide_all(self, reader: Reader, alerts: Sequence[Alert], groups: dict[WorkloadRef, tuple[Owner, list[int]]],
+                    outcomes: dict[int, Outcome], now: datetime) -> list[str]:
+        failures: list[str] = []
+        namespaces: dict[str, _Namespace] = defaultdict(_Namespace)
+        for ref in sorted(groups):
+            owner, indexes = groups[ref]
+            group = [alerts[i] for i in indexes]
+            try:
+                decision, result = self._workload(reader, owner, fold(group), namespaces[ref.namespace], now)
+            except TemporaryError as e:
+                failures.append(f"{ref}: {e}")
+                decision, result = Skip(SkipReason.API_ERROR, str(e)), "failed"
+            for i, alert in zip(indexes, group):
+                outcomes[i] = outcome_for(alert, ref, decision, result)
+        return failures
+
+    # --- one workload -------------------------------------------------------------------
+
+    def _workload(self, reader: Reader, owner: Owner, signal: Signal, ns: _Namespace, now: datetime) -> tuple[Action | Skip, str]:
+        ref = owner.ref
+        obj = owner.obj
+        spent = False
+        for _attempt in range(self.settings.kube.conflict_retries + 1):
+            assert obj is not None
+            workload, decision = self._decide(reader, obj, owner, signal, ns, now)
+            if isinstance(decision, Skip):
+                return self._finish_skip(ref, signal, decision)
+            if self.policy.dry_run or effective_mode(workload, self.policy) == "recommend":
+                return self._finish_action(ref, signal, decision, "recommended", now)
+            if not spent:
+                if not self.budget.try_spend(ref.namespace, now):
+                    return self._finish_skip(ref, signal, Skip(SkipReason.BUDGET_EXHAUSTED, "the action budget for this window is spent"))
+                spent = True
+            annotations = state_annotations(decision, signal, workload, self.policy, now)
+            try:
+                written = act.apply(self.kube, decision, workload, annotations, self.policy.gpu_resource)
+            except ConflictError:
+                reader.forget(ref.kind, ref.namespace, ref.name)
+                obj = reader.get(ref.kind, ref.namespace, ref.name)
+                if obj is None:
+                    return self._finish_skip(ref, signal, Skip(SkipReason.NOT_FOUND, f"{ref} was deleted"))
+                continue
+            except PermanentError as e:
+                self.metrics.actions.labels(action=decision.action, result="failed", namespace=ref.namespace).inc()
+                self._log_decision(ref, signal, decision, "failed", str(e))
+                return Skip(SkipReason.API_ERROR, str(e)), "failed"
+            ns.reserved += max(0, decision.gpu_delta)
+            act.record_event(self.kube, decision, written, _message(decision, signal), now)
+            return self._finish_action(ref, signal, decision, "applied", now)
+        return self._finish_skip(ref, signal, Skip(SkipReason.CONFLICT, "the workload kept changing while the reactor acted"))
+
+    def _decide(self, reader: Reader, obj: dict[str, Any], owner: Owner, signal: Signal, ns: _Namespace,
+                now: datetime) -> tuple[Workload, Action | Skip]:
+        ref = owner.ref
+        strategies = self.policy.alerts.get(signal.alert, ())
+        hpa = False
+        if any(s.startswith("scale-replicas") for s in strategies):
+            hpa = (ref.kind, ref.name) in hpa_targets(reader.list("HorizontalPodAutoscaler", ref.namespace))
+        workload = to_workload(obj, ref.kind, self.policy.gpu_resource, hpa_managed=hpa, via=owner.via)
+        if ns.bounds is None:
+            ns.bounds = to_bounds(reader.list("LimitRange", ref.namespace), reader.list("ResourceQuota", ref.namespace), self.policy.gpu_resource)
+        bounds = replace(ns.bounds, quota_used=ns.bounds.quota_used + ns.reserved)
+        classes = None
+        if any(s.startswith("set-priority") for s in strategies) or signal.status != "firing":
+            classes = reader.priority_classes()
+        return workload, decide(signal, workload, bounds, self.policy, now, priority_classes=classes)
+
+    # --- recording ----------------------------------------------------------------------
+
+    def _finish_skip(self, ref: WorkloadRef, signal: Signal, skip: Skip) -> tuple[Skip, str]:
+        self.metrics.skips.labels(reason=skip.reason.value).inc()
+        if skip.reason is SkipReason.ALREADY_APPLIED:
+            self._remember(signal.keys)
+        self._log_decision(ref, signal, skip, "skipped", skip.detail)
+        return skip, "skipped"
+
+    def _finish_action(self, ref: WorkloadRef, signal: Signal, action: Action, result: str, now: datetime) -> tuple[Action, str]:
+        self.metrics.actions.labels(action=action.action, result=result, namespace=ref.namespace).inc()
+        if result == "applied":
+            if action.gpu_delta:
+                direction = "added" if action.gpu_delta > 0 else "released"
+                self.metrics.gpus_changed.labels(direction=direction, namespace=ref.namespace).inc(abs(action.gpu_delta))
+            if signal.status == "firing":
+                self._remember(signal.keys)
+        self._log_decision(ref, signal, action, result, "")
+        return action, result
+
+    def _record_skip(self, alert: Alert, ref: WorkloadRef | None, skip: Skip) -> Outcome:
+        self.metrics.skips.labels(reason=skip.reason.value).inc()
+        log.info("decision", extra={"alert": alert.name, "fingerprint": alert.fingerprint, "namespace": alert.namespace,
+                                    "pod": alert.pod, "workload": str(ref) if ref else None, "result": "skipped",
+                                    "reason": skip.reason.value, "detail": skip.detail})
+        return outcome_for(alert, ref, skip, "skipped")
+
+    def _log_decision(self, ref: WorkloadRef, signal: Signal, decision: Action | Skip, result: str, detail: str) -> None:
+        fields: dict[str, Any] = {"workload": str(ref), "alert": signal.alert, "status": signal.status,
+                                  "fingerprint": signal.fingerprint, "pods": len(signal.pods), "result": result, "detail": detail}
+        if isinstance(decision, Action):
+            fields.update(action=decision.action, direction=decision.direction, container=decision.container,
+                          **{"from": decision.from_value, "to": decision.to_value})
+        else:
+            fields["reason"] = decision.reason.value
+        log.info("decision", extra=fields)
+
+    def _remember(self, keys: Sequence[tuple[str, str]]) -> None:
+        with self._lock:
+            for key in keys:
+                self._applied[key] = None
+                self._applied.move_to_end(key)
+            while len(self._applied) > DEDUP_SIZE:
+                self._applied.popitem(last=False)
+
+    def _update_budget_gauge(self, now: datetime) -> None:
+        used = self.budget.used(now)
+        self.metrics.budget_used.labels(scope="global").set(used.get("global", 0))
+        self.metrics.budget_used.labels(scope="namespace").set(max((v for k, v in used.items() if k != "global"), default=0))
+
+
+def _owner_skip(alert: Alert, owner: Owner | None) -> Skip | None:
+    if owner is None:
+        return Skip(SkipReason.NOT_FOUND, f"pod {alert.namespace}/{alert.pod} does not exist (replaced or deleted)")
+    kind = owner.ref.kind
+    if owner.obj is None:
+        return Skip(SkipReason.UNSUPPORTED_OWNER, f"owned by {kind} {owner.ref.name}, which the reactor does not change")
+    if kind == "Pod":
+        return Skip(SkipReason.UNSUPPORTED_OWNER, "a bare pod: its GPU resources and priority are immutable")
+    if kind == "Job":
+        return Skip(SkipReason.UNSUPPORTED_OWNER, "a Job not owned by a CronJob: its pod template is immutable")
+    if kind not in {k.value for k in PATCHABLE_KINDS}:
+        return Skip(SkipReason.UNSUPPORTED_OWNER, f"owned by {kind} {owner.ref.name} with no patchable controller")
+    return None
+
+
+def _alertname(alert: Alert) -> str:
+    """Metric label: known names as they are, anything else folded so series stay bounded."""
+    return alert.name if alert.name in KNOWN_ALERTS else "other"
+
+
+def _message(action: Action, signal: Signal) -> str:
+    target = f"container {action.container} " if action.container else ""
+    return (f"gpu-reactor {action.action} ({action.strategy}): {target}{action.from_value} -> {action.to_value} "
+            f"on {signal.alert} ({signal.status}, value {signal.value}) for pods {', '.join(signal.pods[:5])}")

@@ -1,0 +1,216 @@
+"""The Kubernetes gateway: the only module that imports the `kubernetes` package.
+
+It speaks raw JSON (`_preload_content=False`) because the reactor reads a handful of fields
+and the client's model deserialisation costs more than the request. Every call goes through
+a client-side rate limit (QPS, burst) so an alert storm cannot flood the API server, and through
+bounded retries for 429/5xx/timeouts that honour `Retry-After`. `ApiException`s become the
+reactor's own errors, typed by what the caller should do next.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import urllib3
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+
+from .errors import ConflictError, PermanentError, TemporaryError
+from .metrics import Metrics
+from .settings import Kube
+
+log = logging.getLogger(__name__)
+
+STRATEGIC = "application/strategic-merge-patch+json"
+MAX_RETRY_AFTER = 5.0
+
+
+class NotFound(PermanentError):
+    """The object does not exist (404)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    api: type
+    resource: str
+    suffix: str  # method name suffix, e.g. "namespaced_deployment"
+
+
+_ROUTES: dict[str, _Route] = {
+    "Pod": _Route(k8s.CoreV1Api, "pods", "namespaced_pod"),
+    "ReplicaSet": _Route(k8s.AppsV1Api, "replicasets", "namespaced_replica_set"),
+    "Deployment": _Route(k8s.AppsV1Api, "deployments", "namespaced_deployment"),
+    "StatefulSet": _Route(k8s.AppsV1Api, "statefulsets", "namespaced_stateful_set"),
+    "Job": _Route(k8s.BatchV1Api, "jobs", "namespaced_job"),
+    "CronJob": _Route(k8s.BatchV1Api, "cronjobs", "namespaced_cron_job"),
+    "LimitRange": _Route(k8s.CoreV1Api, "limitranges", "namespaced_limit_range"),
+    "ResourceQuota": _Route(k8s.CoreV1Api, "resourcequotas", "namespaced_resource_quota"),
+    "HorizontalPodAutoscaler": _Route(k8s.AutoscalingV2Api, "horizontalpodautoscalers", "namespaced_horizontal_pod_autoscaler"),
+}
+
+
+class RateLimiter:
+    """Token bucket: `burst` requests at once, then `qps` per second; callers wait, never fail."""
+
+    def __init__(self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self._qps, self._burst, self._clock = qps, float(burst), clock
+        self._tokens, self._last = float(burst), clock()
+        self._lock = threading.Lock()
+
+    def acquire(self) -> float:
+        """Take one token, sleeping if needed; returns the seconds waited."""
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
+            self._last = now
+            self._tokens -= 1.0
+            wait = 0.0 if self._tokens >= 0 else -self._tokens / self._qps
+        if wait:
+            time.sleep(wait)
+        return wait
+
+
+class KubeGateway:
+    """Reads and writes the few objects the reactor needs, as plain dicts."""
+
+    def __init__(self, api_client: k8s.ApiClient, *, settings: Kube, metrics: Metrics, retries: int = 3) -> None:
+        self._client = api_client
+        self._apis = {api: api(api_client) for api in {r.api for r in _ROUTES.values()} | {k8s.SchedulingV1Api}}
+        self._timeout = settings.timeout.total_seconds()
+        self._limiter = RateLimiter(settings.qps, settings.burst)
+        self._metrics = metrics
+        self._retries = retries
+
+    # --- construction -------------------------------------------------------------------
+
+    @classmethod
+    def connect(cls, settings: Kube, metrics: Metrics) -> "KubeGateway":
+        """In-cluster config when running in a pod, else the kubeconfig (file or default)."""
+        configuration = k8s.Configuration()
+        try:
+            k8s_config.load_incluster_config(client_configuration=configuration)
+        except k8s_config.ConfigException:
+            k8s_config.load_kube_config(
+                config_file=settings.kubeconfig, context=settings.context, client_configuration=configuration
+            )
+        return cls(_api_client(configuration, settings), settings=settings, metrics=metrics)
+
+    @classmethod
+    def for_url(cls, url: str, settings: Kube, metrics: Metrics, *, token: str | None = None) -> "KubeGateway":
+        """A gateway to an API server at `url` (the embedded cluster, in the demo and tests)."""
+        configuration = k8s.Configuration(host=url)
+        if token:
+            configuration.api_key = {"BearerToken": token}
+            configuration.api_key_prefix = {"BearerToken": "Bearer"}
+        return cls(_api_client(configuration, settings), settings=settings, metrics=metrics)
+
+    def close(self) -> None:
+        self._client.close()
+
+    # --- calls ----------------------------------------------------------------------------
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
+        route = _ROUTES[kind]
+        method = getattr(self._apis[route.api], f"read_{route.suffix}")
+        return self._call("get", route.resource, lambda **kw: method(name, namespace, **kw))
+
+    def list(self, kind: str, namespace: str) -> list[dict[str, Any]]:
+        route = _ROUTES[kind]
+        method = getattr(self._apis[route.api], f"list_{route.suffix}")
+        return self._call("list", route.resource, lambda **kw: method(namespace, **kw)).get("items") or []
+
+    def list_priority_classes(self) -> list[dict[str, Any]]:
+        api = self._apis[k8s.SchedulingV1Api]
+        return self._call("list", "priorityclasses", lambda **kw: api.list_priority_class(**kw)).get("items") or []
+
+    def patch(self, kind: str, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Strategic merge patch; a `metadata.resourceVersion` in `body` makes it conditional (409 if stale)."""
+        route = _ROUTES[kind]
+        method = getattr(self._apis[route.api], f"patch_{route.suffix}")
+        return self._call(
+            "patch", route.resource, lambda **kw: method(name, namespace, body, _content_type=STRATEGIC, **kw)
+        )
+
+    def create_event(self, namespace: str, body: dict[str, Any]) -> None:
+        api = self._apis[k8s.CoreV1Api]
+        self._call("create", "events", lambda **kw: api.create_namespaced_event(namespace, body, **kw))
+
+    def version(self) -> dict[str, Any]:
+        api = k8s.VersionApi(self._client)
+        return self._call("get", "version", lambda **kw: api.get_code(**kw), retries=0)
+
+    # --- the one place requests are sent ---------------------------------------------------
+
+    def _call(self, verb: str, resource: str, send: Callable[..., Any], *, retries: int | None = None) -> Any:
+        attempts = (self._retries if retries is None else retries) + 1
+        for attempt in range(attempts):
+            self._limiter.acquire()
+            try:
+                response = send(_preload_content=False, _request_timeout=self._timeout)
+                self._count(verb, resource, "200")
+                return json.loads(response.data or b"{}")
+            except ApiException as e:
+                self._count(verb, resource, str(e.status))
+                error = _translate(e, verb, resource)
+                delay = _retry_after(e, attempt)
+            except (urllib3.exceptions.HTTPError, OSError) as e:
+                self._count(verb, resource, "error")
+                error = TemporaryError(f"{verb} {resource}: {type(e).__name__}: {e}")
+                delay = _backoff(attempt)
+            if not isinstance(error, TemporaryError) or attempt + 1 == attempts:
+                raise error
+            log.info("kube request retried", extra={"verb": verb, "resource": resource, "error": str(error), "delay": delay})
+            time.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def _count(self, verb: str, resource: str, code: str) -> None:
+        self._metrics.kube_requests.labels(verb=verb, resource=resource, code=code).inc()
+
+
+def _api_client(configuration: k8s.Configuration, settings: Kube) -> k8s.ApiClient:
+    # Retries are ours (bounded, rate limited, Retry-After aware); urllib3 must not add its own.
+    configuration.retries = False
+    configuration.connection_pool_maxsize = max(4, settings.burst)
+    api_client = k8s.ApiClient(configuration)
+    api_client.user_agent = "gpu-reactor"
+    return api_client
+
+
+def _translate(e: ApiException, verb: str, resource: str) -> Exception:
+    status_body = _status_body(e)
+    message = status_body.get("message") or e.reason or "no message"
+    reason = status_body.get("reason", "")
+    text = f"{verb} {resource}: {e.status} {reason}: {message}".replace(" : ", " ")
+    if e.status == 409:
+        return ConflictError(text)
+    if e.status == 404:
+        return NotFound(text, status=404, reason=reason)
+    if e.status == 429 or (e.status or 0) >= 500:
+        return TemporaryError(text)
+    return PermanentError(text, status=e.status, reason=reason)
+
+
+def _status_body(e: ApiException) -> dict[str, Any]:
+    try:
+        body = json.loads(e.body or "{}")
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _retry_after(e: ApiException, attempt: int) -> float:
+    header = (e.headers or {}).get("Retry-After") if e.headers is not None else None
+    try:
+        return min(MAX_RETRY_AFTER, max(0.0, float(header))) if header else _backoff(attempt)
+    except ValueError:
+        return _backoff(attempt)
+
+
+def _backoff(attempt: int) -> float:
+    return min(MAX_RETRY_AFTER, 0.1 * (2**attempt))

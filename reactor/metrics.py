@@ -1,0 +1,67 @@
+"""Every metric the reactor exports, created in one place on an injectable registry.
+
+Label values come from closed sets (action, result, reason, code, verb) or from namespaces,
+never from pod names or fingerprints, so the number of series stays bounded. Known label
+combinations are set to zero at start so that dashboards see them before the first event.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+
+from . import __version__
+from .model import KNOWN_ALERTS, SkipReason
+
+ACTIONS = ("resize-gpu", "scale-replicas", "set-priority", "revert")
+RESULTS = ("applied", "recommended", "failed")
+WEBHOOK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+class Metrics:
+    """The reactor's metrics on one registry (a fresh `CollectorRegistry()` in tests)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        self.alerts_received = Counter(
+            "reactor_alerts_received", "Alerts received in webhook notifications.",
+            ["alertname", "status"], registry=r,
+        )
+        self.actions = Counter(
+            "reactor_actions", "Actions decided, by what happened to them.",
+            ["action", "result", "namespace"], registry=r,
+        )
+        self.skips = Counter("reactor_skips", "Decisions that refused to act, by reason.", ["reason"], registry=r)
+        self.gpus_changed = Counter(
+            "reactor_gpus_changed", "GPUs requested by workloads, released or added by applied actions.",
+            ["direction", "namespace"], registry=r,
+        )
+        self.webhook_requests = Counter(
+            "reactor_webhook_requests", "Webhook requests answered, by HTTP status.", ["code"], registry=r,
+        )
+        self.webhook_duration = Histogram(
+            "reactor_webhook_duration_seconds", "Time to answer one webhook request.",
+            buckets=WEBHOOK_BUCKETS, registry=r,
+        )
+        self.kube_requests = Counter(
+            "reactor_kube_requests", "Kubernetes API requests, by verb, resource and HTTP status.",
+            ["verb", "resource", "code"], registry=r,
+        )
+        self.budget_used = Gauge(
+            "reactor_budget_used", "Actions counted in the current budget window.", ["scope"], registry=r,
+        )
+        self.budget_limit = Gauge(
+            "reactor_budget_limit", "Actions allowed per budget window.", ["scope"], registry=r,
+        )
+        self.build_info = Info("reactor_build", "Version of the running reactor.", registry=r)
+        self.build_info.info({"version": __version__})
+        self._zero()
+
+    def _zero(self) -> None:
+        for name in sorted(KNOWN_ALERTS):
+            for status in ("firing", "resolved"):
+                self.alerts_received.labels(alertname=name, status=status)
+        for reason in SkipReason:
+            self.skips.labels(reason=reason.value)
+        for code in ("200", "400", "401", "413", "415", "503"):
+            self.webhook_requests.labels(code=code)

@@ -1,0 +1,64 @@
+"""The per-alert outcome returned in the webhook answer and printed by `demo` and `plan`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .model import Action, Alert, Skip, WorkloadRef
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    alert: str
+    fingerprint: str
+    starts_at: str
+    status: str
+    namespace: str | None
+    pod: str | None
+    workload: str | None
+    result: str  # "applied" | "recommended" | "skipped" | "failed"
+    action: str | None = None
+    container: str | None = None
+    from_value: int | str | None = None
+    to_value: int | str | None = None
+    reason: str | None = None
+    detail: str = ""
+    considered: tuple[tuple[str, str | None], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "alert": self.alert, "fingerprint": self.fingerprint, "startsAt": self.starts_at,
+            "status": self.status, "namespace": self.namespace, "pod": self.pod,
+            "workload": self.workload, "result": self.result,
+        }
+        if self.action is not None:
+            out.update(action=self.action, container=self.container, **{"from": self.from_value, "to": self.to_value})
+        if self.reason is not None:
+            out["reason"] = self.reason
+        if self.detail:
+            out["detail"] = self.detail
+        if self.considered:
+            out["considered"] = [{"strategy": s, "reason": r} for s, r in self.considered]
+        return out
+
+    @property
+    def summary(self) -> str:
+        """`4 → 3` for an action, the reason for a skip: the demo table's last column."""
+        if self.action is not None:
+            target = f"{self.container}: " if self.container else ""
+            return f"{self.action} {target}{self.from_value} → {self.to_value}"
+        return f"skip: {self.reason}" + (f" ({self.detail})" if self.detail else "")
+
+
+def outcome_for(alert: Alert, ref: WorkloadRef | None, decision: Action | Skip, result: str) -> Outcome:
+    considered = tuple((c.strategy, c.reason.value if c.reason else None) for c in decision.considered)
+    common: dict[str, Any] = dict(
+        alert=alert.name, fingerprint=alert.fingerprint, starts_at=alert.starts_at.isoformat(),
+        status=alert.status, namespace=alert.namespace, pod=alert.pod,
+        workload=str(ref) if ref else None, result=result, considered=considered,
+    )
+    if isinstance(decision, Action):
+        return Outcome(action=decision.action, container=decision.container,
+                       from_value=decision.from_value, to_value=decision.to_value, **common)
+    return Outcome(reason=decision.reason.value, detail=decision.detail, **common)

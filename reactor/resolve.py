@@ -1,0 +1,123 @@
+"""Resolve alerts to the workloads that own their pods, reading each object at most once per notification.
+
+Pod → ReplicaSet → Deployment, Pod → StatefulSet, Pod → Job → CronJob; a Job without a CronJob,
+a bare Pod or any other owner is reported as such (the policy refuses it). The `Reader` is the
+notification's cache: API reads grow with the pods, workloads and namespaces touched, never
+with the number of alerts.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from .kube import KubeGateway, NotFound
+from .model import WorkloadRef
+from .workloads import controller_of
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+MAX_DEPTH = 4
+# Above this many distinct pods in a namespace, one LIST is cheaper than a GET per pod.
+LIST_PODS_ABOVE = 4
+
+
+def valid_namespace(name: str) -> bool:
+    return len(name) <= 63 and bool(_DNS_LABEL.match(name))
+
+
+def valid_name(name: str) -> bool:
+    return len(name) <= 253 and bool(_DNS_SUBDOMAIN.match(name))
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """What a pod resolved to: the workload, the object found for it, and the Job it came through."""
+
+    ref: WorkloadRef
+    obj: dict[str, Any] | None  # None for unsupported owners (not read)
+    via: WorkloadRef | None = None
+
+
+class Reader:
+    """Reads shared within one notification; thread-safe so workloads can be handled in parallel."""
+
+    def __init__(self, kube: KubeGateway) -> None:
+        self.kube = kube
+        self._objects: dict[tuple[str, str, str], dict[str, Any] | None] = {}
+        self._lists: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """The object, or None if it does not exist; each (kind, namespace, name) is read once."""
+        key = (kind, namespace, name)
+        with self._lock:
+            if key in self._objects:
+                return self._objects[key]
+        try:
+            obj: dict[str, Any] | None = self.kube.get(kind, namespace, name)
+        except NotFound:
+            obj = None
+        with self._lock:
+            self._objects[key] = obj
+        return obj
+
+    def list(self, kind: str, namespace: str) -> list[dict[str, Any]]:
+        key = (kind, namespace)
+        with self._lock:
+            if key in self._lists:
+                return self._lists[key]
+        items = self.kube.list(kind, namespace)
+        with self._lock:
+            self._lists[key] = items
+        return items
+
+    def priority_classes(self) -> frozenset[str]:
+        """Names of the cluster's PriorityClasses, listed once per notification."""
+        with self._lock:
+            cached = self._lists.get(("PriorityClass", ""))
+        if cached is None:
+            cached = self.kube.list_priority_classes()
+            with self._lock:
+                self._lists[("PriorityClass", "")] = cached
+        return frozenset((pc.get("metadata") or {}).get("name", "") for pc in cached)
+
+    def prime_pods(self, namespace: str, names: set[str]) -> None:
+        """Fill the pod cache for many pods of one namespace with a single LIST."""
+        if len(names) <= LIST_PODS_ABOVE:
+            return
+        found = {(p.get("metadata") or {}).get("name"): p for p in self.list("Pod", namespace)}
+        with self._lock:
+            for name in names:
+                self._objects.setdefault(("Pod", namespace, name), found.get(name))
+
+    def forget(self, kind: str, namespace: str, name: str) -> None:
+        """Drop a cached object after a write or a conflict, so the next read is fresh."""
+        with self._lock:
+            self._objects.pop((kind, namespace, name), None)
+
+
+def resolve_owner(reader: Reader, namespace: str, pod_name: str) -> Owner | None:
+    """The workload that owns the pod, or None if the pod does not exist."""
+    pod = reader.get("Pod", namespace, pod_name)
+    if pod is None:
+        return None
+    kind, name, obj = "Pod", pod_name, pod
+    via: WorkloadRef | None = None
+    for _ in range(MAX_DEPTH):
+        owner = controller_of(obj)
+        if owner is None:
+            break
+        owner_kind, owner_name = owner
+        if owner_kind not in ("ReplicaSet", "Deployment", "StatefulSet", "Job", "CronJob"):
+            return Owner(WorkloadRef(owner_kind, namespace, owner_name), None)
+        parent = reader.get(owner_kind, namespace, owner_name)
+        if parent is None:
+            # The owner is gone (being deleted): nothing safe to patch.
+            return Owner(WorkloadRef(owner_kind, namespace, owner_name), None)
+        if kind == "Job":
+            via = WorkloadRef("Job", namespace, name)
+        kind, name, obj = owner_kind, owner_name, parent
+    return Owner(WorkloadRef(kind, namespace, name), obj, via)

@@ -1,0 +1,55 @@
+"""Assembles the parts — metrics, gateway, engine, web app — from one `Settings`."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Callable
+
+from flask import Flask
+from prometheus_client import CollectorRegistry
+
+from .engine import Engine, utcnow
+from .errors import ConfigError, PermanentError
+from .kube import KubeGateway
+from .metrics import Metrics
+from .settings import Settings
+from .web import Readiness, TokenFile, create_app
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Service:
+    app: Flask
+    engine: Engine
+    metrics: Metrics
+    kube: KubeGateway
+
+
+def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Metrics | None = None,
+             registry: CollectorRegistry | None = None, clock: Callable[[], datetime] = utcnow) -> Service:
+    if settings.server.token_file is None:
+        raise ConfigError("server.tokenFile", "required: the webhook changes workloads and must be authenticated")
+    try:
+        token = TokenFile(settings.server.token_file)
+    except OSError as e:
+        raise ConfigError("server.tokenFile", f"cannot read {settings.server.token_file}: {e.strerror}") from e
+    metrics = metrics or Metrics(registry)
+    kube = kube or KubeGateway.connect(settings.kube, metrics)
+    engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock)
+    app = create_app(settings, engine=engine, metrics=metrics, token=token, readiness=Readiness(kube.version))
+    if not settings.policy.allow:
+        log.warning("no namespace is allowed: every alert will be skipped (set namespaces.allow)")
+    return Service(app=app, engine=engine, metrics=metrics, kube=kube)
+
+
+def check_ladder(service: Service) -> list[str]:
+    """PriorityClasses of the ladder that do not exist in the cluster (checked at start, and again before acting)."""
+    try:
+        names = {(pc.get("metadata") or {}).get("name") for pc in service.kube.list_priority_classes()}
+    except PermanentError as e:
+        log.warning("cannot list PriorityClasses", extra={"error": str(e)})
+        return []
+    return [c for c in service.engine.policy.priority_ladder if c not in names]

@@ -1,0 +1,170 @@
+"""The HTTP face: `POST /alerts` (Alertmanager webhook), `/metrics`, `/healthz`, `/readyz`.
+
+Intake checks run in this order — token (401), size (413), content type (415), payload (400) —
+so an unauthenticated caller learns nothing about what a valid body looks like. A bad payload
+is a 4xx (Alertmanager does not retry it); a transient failure is a 503 (it does).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import os
+import threading
+import time
+from typing import Any, Callable
+
+from flask import Flask, Response, jsonify, request
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from werkzeug.exceptions import HTTPException
+
+from .alerts import parse_notification
+from .engine import Engine
+from .errors import InvalidPayload, ReactorError, TemporaryError
+from .metrics import Metrics
+from .settings import Settings
+
+log = logging.getLogger(__name__)
+READY_CACHE_SECONDS = 5.0
+
+
+class TokenFile:
+    """The webhook's bearer token, re-read when the file changes so a rotated Secret needs no restart."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._stamp: tuple[float, int] | None = None
+        self._token = b""
+        self._lock = threading.Lock()
+        self.current()  # fail at start, not at the first request, if it is unreadable
+
+    def current(self) -> bytes:
+        st = os.stat(self.path)
+        stamp = (st.st_mtime, st.st_size)
+        with self._lock:
+            if stamp != self._stamp:
+                with open(self.path, "rb") as f:
+                    token = f.read().strip()
+                if not token:
+                    raise ReactorError(f"token file {self.path} is empty")
+                self._token, self._stamp = token, stamp
+            return self._token
+
+    def matches(self, header: str | None) -> bool:
+        """Constant-time comparison of `Authorization: Bearer <token>`."""
+        if not header or not header.startswith("Bearer "):
+            return False
+        return hmac.compare_digest(header[7:].strip().encode("utf-8", "replace"), self.current())
+
+
+class Readiness:
+    """`/readyz`: the API server answered within the last few seconds (cached, so probes do not hammer it)."""
+
+    def __init__(self, probe: Callable[[], Any]) -> None:
+        self._probe = probe
+        self._checked = 0.0
+        self._ok = False
+        self._error = ""
+        self._lock = threading.Lock()
+
+    def check(self) -> tuple[bool, str]:
+        with self._lock:
+            if time.monotonic() - self._checked < READY_CACHE_SECONDS:
+                return self._ok, self._error
+        try:
+            self._probe()
+            ok, error = True, ""
+        except ReactorError as e:
+            ok, error = False, str(e)
+        with self._lock:
+            self._ok, self._error, self._checked = ok, error, time.monotonic()
+        return ok, error
+
+
+def create_app(settings: Settings, *, engine: Engine, metrics: Metrics, token: TokenFile,
+               readiness: Readiness | None = None, max_inflight: int | None = None) -> Flask:
+    """The application factory; everything it uses is passed in, so tests build it with their own parts."""
+    app = Flask("reactor")
+    app.config["MAX_CONTENT_LENGTH"] = settings.server.max_body_bytes
+    inflight = threading.BoundedSemaphore(max_inflight or settings.server.threads)
+    ready = readiness or Readiness(lambda: None)
+
+    def answer(code: int, body: dict[str, Any]) -> Response:
+        metrics.webhook_requests.labels(code=str(code)).inc()
+        response = jsonify(body)
+        response.status_code = code
+        return response
+
+    @app.post("/alerts")
+    def alerts() -> Response:
+        started = time.perf_counter()
+        try:
+            return _intake(answer)
+        finally:
+            metrics.webhook_duration.observe(time.perf_counter() - started)
+
+    def _intake(answer: Callable[[int, dict[str, Any]], Response]) -> Response:
+        if not token.matches(request.headers.get("Authorization")):
+            return answer(401, {"error": "missing or wrong bearer token"})
+        length = request.content_length
+        if length is not None and length > settings.server.max_body_bytes:
+            return answer(413, {"error": f"body larger than {settings.server.max_body_bytes} bytes"})
+        if request.mimetype != "application/json":
+            return answer(415, {"error": f"expected Content-Type application/json, got {request.mimetype or 'none'!r}"})
+        try:
+            notification = parse_notification(_decode(request.get_data(cache=False)))
+        except InvalidPayload as e:
+            return answer(400, {"error": f"invalid Alertmanager payload: {e}", "field": e.field})
+        if not inflight.acquire(timeout=1.0):
+            return answer(503, {"error": "overloaded: too many notifications in flight; retry"})
+        try:
+            outcomes = engine.handle(notification)
+        except TemporaryError as e:
+            log.warning("notification failed, Alertmanager will retry", extra={"error": str(e)})
+            return answer(503, {"error": f"temporary failure, retry: {e}"})
+        finally:
+            inflight.release()
+        counts: dict[str, int] = {}
+        for o in outcomes:
+            counts[o.result] = counts.get(o.result, 0) + 1
+        return answer(200, {"status": "ok", "summary": counts, "outcomes": [o.to_json() for o in outcomes]})
+
+    @app.get("/metrics")
+    def metrics_endpoint() -> Response:
+        return Response(generate_latest(metrics.registry), mimetype=CONTENT_TYPE_LATEST)
+
+    @app.get("/healthz")
+    def healthz() -> Response:
+        return jsonify({"status": "ok"})
+
+    @app.get("/readyz")
+    def readyz() -> Response:
+        ok, error = ready.check()
+        response = jsonify({"status": "ready" if ok else "not ready", **({"error": error} if error else {})})
+        response.status_code = 200 if ok else 503
+        return response
+
+    @app.errorhandler(HTTPException)
+    def http_error(e: HTTPException) -> Response:
+        code = e.code or 500
+        if request.path == "/alerts":
+            metrics.webhook_requests.labels(code=str(code)).inc()
+        response = jsonify({"error": e.description if code != 413 else f"body larger than {settings.server.max_body_bytes} bytes"})
+        response.status_code = code
+        return response
+
+    return app
+
+
+def _decode(raw: bytes) -> Any:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InvalidPayload("(body)", f"not valid UTF-8 at byte {e.start}") from e
+    try:
+        return json.loads(text)
+    except RecursionError as e:
+        raise InvalidPayload("(body)", "JSON nested too deeply") from e
+    except ValueError as e:
+        raise InvalidPayload("(body)", f"not valid JSON: {e}") from e

@@ -1,0 +1,38 @@
+"""Fixtures: the embedded cluster over real HTTP, and the reactor assembled against it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from reactor.sim import SimCluster
+from tests.support import HERE, TOKEN, Reactor, build_reactor, make_settings
+
+
+@pytest.fixture
+def sim() -> Iterator[SimCluster]:
+    cluster = SimCluster().start()
+    cluster.load_manifests((HERE / "fixtures" / "cluster.yaml").read_text())
+    cluster.settle()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def token_file(tmp_path: Path) -> Path:
+    path = tmp_path / "token"
+    path.write_text(TOKEN + "\n")
+    return path
+
+
+@pytest.fixture
+def reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
+    r = build_reactor(sim, make_settings(token_file))
+    try:
+        yield r
+    finally:
+        r.service.kube.close()

@@ -1,0 +1,70 @@
+"""Helpers shared by the test suites: samples, and the reactor assembled against the embedded cluster."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from flask.testing import FlaskClient
+from prometheus_client import CollectorRegistry
+
+from reactor.kube import KubeGateway
+from reactor.metrics import Metrics
+from reactor.payloads import AlertSpec, notification
+from reactor.service import Service, assemble
+from reactor.settings import Settings, build_settings
+from reactor.sim import SimCluster
+
+HERE = Path(__file__).parent
+SAMPLES = HERE / "samples"
+TOKEN = "test-token-0123456789abcdef"
+NAMESPACE = "ml-workloads"
+
+
+def sample(name: str) -> dict[str, Any]:
+    return json.loads((SAMPLES / f"am-0.25-{name}.json").read_text())
+
+
+def make_settings(token_file: Path, **policy: Any) -> Settings:
+    doc: dict[str, Any] = {"namespaces": {"allow": [NAMESPACE]}, "server": {"tokenFile": str(token_file)},
+                           "kube": {"timeout": "2s", "qps": 1000, "burst": 1000}, "logging": {"format": "text"}}
+    doc.update(policy)
+    return build_settings(doc, {})
+
+
+@dataclass
+class Reactor:
+    """The assembled service with a Flask test client, and the cluster it acts on."""
+
+    service: Service
+    client: FlaskClient
+    sim: SimCluster
+    registry: CollectorRegistry
+
+    def post(self, body: Any, *, token: str | None = TOKEN, **kw: Any) -> Any:
+        headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+        return self.client.post("/alerts", json=body, headers=headers, **kw)
+
+    def metric(self, name: str, **labels: str) -> float:
+        return self.registry.get_sample_value(name, labels) or 0.0
+
+    def pods(self, app: str) -> list[str]:
+        pods = self.sim.list("pods", NAMESPACE, label_selector=f"app={app}")
+        return sorted(p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp"))
+
+    def alerts(self, name: str, app: str, container: str, *, value: float | None = None, gpus: int | None = None,
+               **kw: Any) -> dict[str, Any]:
+        """A notification with one alert per current pod of `app`, shaped as Alertmanager sends it."""
+        specs = [AlertSpec(name, NAMESPACE, pod, container, value, gpus, **kw) for pod in self.pods(app)]
+        return notification(specs)
+
+
+def build_reactor(sim: SimCluster, settings: Settings) -> Reactor:
+    registry = CollectorRegistry()
+    metrics = Metrics(registry)
+    kube = KubeGateway.for_url(sim.url, settings.kube, metrics)
+    service = assemble(settings, kube=kube, metrics=metrics)
+    service.app.testing = True
+    return Reactor(service, service.app.test_client(), sim, registry)

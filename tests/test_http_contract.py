@@ -1,0 +1,126 @@
+"""Every answer of the webhook's HTTP contract (DESIGN.md), each with its clear message."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reactor.sim import SimCluster
+from tests.support import TOKEN, Reactor, build_reactor, make_settings, sample
+
+
+def test_200_with_an_outcome_per_alert(reactor: Reactor) -> None:
+    r = reactor.post(sample("grouped-firing"))
+    assert r.status_code == 200
+    body = r.get_json()
+    assert body["status"] == "ok"
+    assert len(body["outcomes"]) == 4
+    # The captured pods do not exist in this cluster: every alert is answered, none is dropped.
+    assert {o["reason"] for o in body["outcomes"]} == {"not-found"}
+    assert reactor.metric("reactor_webhook_requests_total", code="200") == 1
+
+
+@pytest.mark.parametrize("header", [None, "", "Bearer", "Bearer ", "Basic dGVzdA==", f"Bearer {TOKEN}x",
+                                    f"Bearer {TOKEN[:-1]}", f"bearer {TOKEN}", "Bearer wrong"],
+                         ids=["missing", "empty", "no-token", "blank-token", "basic", "longer", "shorter",
+                              "lowercase-scheme", "wrong"])
+def test_401_for_missing_or_wrong_token(reactor: Reactor, header: str | None) -> None:
+    headers = {} if header is None else {"Authorization": header}
+    r = reactor.client.post("/alerts", json=sample("underutilized-firing"), headers=headers)
+    assert r.status_code == 401
+    assert r.get_json() == {"error": "missing or wrong bearer token"}
+    assert reactor.sim.requests == {} or all(v == 0 for v in reactor.sim.requests.values())
+
+
+def test_401_comes_before_any_other_check(reactor: Reactor) -> None:
+    r = reactor.client.post("/alerts", data=b"x" * 10, headers={"Content-Type": "text/plain"})
+    assert r.status_code == 401
+
+
+def test_413_for_a_body_over_the_limit(sim: SimCluster, token_file: Path) -> None:
+    r = build_reactor(sim, make_settings(token_file, server={"tokenFile": str(token_file), "maxBodyBytes": 2048}))
+    big = sample("underutilized-firing")
+    big["commonAnnotations"]["padding"] = "x" * 4000
+    resp = r.post(big)
+    assert resp.status_code == 413
+    assert resp.get_json() == {"error": "body larger than 2048 bytes"}
+    assert r.metric("reactor_webhook_requests_total", code="413") == 1
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None])
+def test_415_when_not_json(reactor: Reactor, content_type: str | None) -> None:
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    if content_type:
+        headers["Content-Type"] = content_type
+    r = reactor.client.post("/alerts", data=json.dumps(sample("underutilized-firing")), headers=headers)
+    assert r.status_code == 415
+    assert "expected Content-Type application/json" in r.get_json()["error"]
+
+
+def test_json_with_charset_is_accepted(reactor: Reactor) -> None:
+    r = reactor.client.post("/alerts", data=json.dumps(sample("underutilized-firing")),
+                            headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json; charset=utf-8"})
+    assert r.status_code == 200
+
+
+@pytest.mark.parametrize("raw,message", [
+    (b"{not json", "(body): not valid JSON"),
+    (b"\xff\xfe{}", "(body): not valid UTF-8"),
+    (b"[" * 100_000 + b"]" * 100_000, "(body)"),
+    (json.dumps({"version": "3"}).encode(), "version: expected \"4\""),
+], ids=["syntax", "utf8", "deep-nesting", "version"])
+def test_400_names_what_is_wrong(reactor: Reactor, raw: bytes, message: str) -> None:
+    r = reactor.client.post("/alerts", data=raw, headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"})
+    assert r.status_code == 400
+    assert message in r.get_json()["error"]
+
+
+def test_400_for_a_broken_alert_names_the_field(reactor: Reactor) -> None:
+    body = sample("underutilized-firing")
+    del body["alerts"][0]["startsAt"]
+    r = reactor.post(body)
+    assert r.status_code == 400
+    assert r.get_json()["field"] == "alerts[0].startsAt"
+    assert r.get_json()["error"] == "invalid Alertmanager payload: alerts[0].startsAt: expected an RFC 3339 timestamp string, got null"
+
+
+def test_503_when_the_api_server_fails(reactor: Reactor) -> None:
+    reactor.sim.inject_fault(verb="get", status=500, count=100)
+    r = reactor.post(sample("underutilized-firing"))
+    assert r.status_code == 503
+    assert r.get_json()["error"].startswith("temporary failure, retry:")
+    assert reactor.metric("reactor_webhook_requests_total", code="503") == 1
+
+
+def test_healthz_and_metrics(reactor: Reactor) -> None:
+    assert reactor.client.get("/healthz").get_json() == {"status": "ok"}
+    text = reactor.client.get("/metrics").get_data(as_text=True)
+    for name in ("reactor_alerts_received_total", "reactor_actions_total", "reactor_skips_total",
+                 "reactor_webhook_requests_total", "reactor_webhook_duration_seconds_bucket",
+                 "reactor_build_info", "reactor_budget_limit"):
+        assert name in text
+    assert 'reactor_skips_total{reason="cooldown"} 0.0' in text, "skip reasons are visible before the first event"
+
+
+def test_readyz_follows_the_api_server(sim: SimCluster, token_file: Path) -> None:
+    up = build_reactor(sim, make_settings(token_file))
+    down = build_reactor(sim, make_settings(token_file))
+    assert up.client.get("/readyz").status_code == 200
+    sim.stop()
+    resp = down.client.get("/readyz")
+    assert resp.status_code == 503
+    assert resp.get_json()["status"] == "not ready"
+
+
+def test_unknown_route_and_method_are_json(reactor: Reactor) -> None:
+    assert reactor.client.get("/nope").status_code == 404
+    r = reactor.client.get("/alerts")
+    assert r.status_code == 405 and "error" in r.get_json()
+
+
+def test_token_rotation_needs_no_restart(reactor: Reactor, token_file: Path) -> None:
+    token_file.write_text("rotated-token-value-that-is-longer\n")
+    assert reactor.post(sample("underutilized-firing")).status_code == 401
+    assert reactor.post(sample("underutilized-firing"), token="rotated-token-value-that-is-longer").status_code == 200
