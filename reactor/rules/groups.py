@@ -16,8 +16,7 @@ from .promql import duration
 from .values import Tunables, Values
 
 ROUTING_LABELS = {"reactor": "gpu"}
-RECORDING_GROUP = "gpu-reactor.recording"
-ALERTING_GROUP = "gpu-reactor.alerts"
+GROUP = "gpu-reactor"
 
 # Alert name -> (values section, recorded series, comparison) for the window-average alerts.
 _WINDOW_ALERTS = {
@@ -135,11 +134,11 @@ def alerting_rules(values: Values) -> list[dict[str, Any]]:
 
 
 def rule_groups(values: Values) -> dict[str, Any]:
-    """The whole rule file as a dict: `{"groups": [recording, alerting]}`."""
-    interval = duration(values.evaluation_interval)
-    return {
-        "groups": [
-            {"name": RECORDING_GROUP, "interval": interval, "rules": recording_rules(values)},
-            {"name": ALERTING_GROUP, "interval": interval, "rules": alerting_rules(values)},
-        ]
-    }
+    """The whole rule file as a dict.
+
+    One group: rules in a group run in order, so each alert reads the series recorded in
+    the same evaluation. Separate groups run at independent offsets (and in random order
+    under `promtool test rules`), which would make every `for` drift by an interval.
+    """
+    rules = recording_rules(values) + alerting_rules(values)
+    return {"groups": [{"name": GROUP, "interval": duration(values.evaluation_interval), "rules": rules}]}

@@ -15,13 +15,15 @@ _GPU = ("gpu", "UUID", "GPU_I_ID")  # GPU_I_ID tells MIG instances of one GPU ap
 BY_GPU = ", ".join(WORKLOAD + _GPU)
 BY_WORKLOAD = ", ".join(WORKLOAD)
 
-# Recorded series, named level:metric:operations.
-GPU_UTILIZATION = "namespace_pod_container_gpu:gpu_utilization:ratio"
-GPU_FB_USED = "namespace_pod_container_gpu:gpu_fb_used:ratio"
-UTILIZATION = "namespace_pod_container:gpu_utilization:ratio"
-FB_USED = "namespace_pod_container:gpu_fb_used:max_ratio"
-GPUS = "namespace_pod_container:gpus:count"
-IDLE_GPUS = "namespace_pod_container:gpus_idle:count"
+# Recorded series, named level:metric:operations with the project as the level prefix (the
+# Grafana dashboard reads the container_* ones). Per GPU: namespace, pod, container, gpu, UUID,
+# GPU_I_ID; per container: namespace, pod, container.
+GPU_UTILIZATION = "gpu_reactor:gpu_utilization:ratio"
+GPU_FB_USED = "gpu_reactor:gpu_fb_used:ratio"
+UTILIZATION = "gpu_reactor:container_gpu_utilization:ratio"
+FB_USED = "gpu_reactor:container_gpu_fb_used:max_ratio"
+GPUS = "gpu_reactor:container_gpus:count"
+IDLE_GPUS = "gpu_reactor:container_idle_gpus:count"
 
 GR_ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"

@@ -100,6 +100,13 @@ def _ratio(key: str, raw: Any) -> float:
     return float(raw)
 
 
+def _duration(key: str, raw: Any) -> timedelta:
+    value = parse_duration(key, raw)
+    if value < timedelta(0):
+        raise ConfigError(key, f"expected a duration like '30s', '10m' or '2h', got {raw!r}")
+    return value
+
+
 def _severity(key: str, raw: Any) -> str:
     if raw not in SEVERITIES:
         raise ConfigError(key, f"must be one of {', '.join(SEVERITIES)}, got {raw!r}")
@@ -108,9 +115,9 @@ def _severity(key: str, raw: Any) -> str:
 
 _FIELDS: Mapping[str, tuple[str, Callable[[str, Any], Any]]] = {
     "threshold": ("threshold", _ratio),
-    "window": ("window", parse_duration),
-    "for": ("for_", parse_duration),
-    "keepFiringFor": ("keep_firing_for", parse_duration),
+    "window": ("window", _duration),
+    "for": ("for_", _duration),
+    "keepFiringFor": ("keep_firing_for", _duration),
     "severity": ("severity", _severity),
 }
 
@@ -175,7 +182,7 @@ def build_values(doc: Any) -> Values:
     fields: dict[str, Any] = {}
     for key, name in (("evaluationInterval", "evaluation_interval"), ("staleAfter", "stale_after")):
         if key in top:
-            fields[name] = parse_duration(key, top[key])
+            fields[name] = _duration(key, top[key])
             if fields[name] <= timedelta(0):
                 raise ConfigError(key, "must be longer than 0s")
     if "runbookUrl" in top:

@@ -1,0 +1,32 @@
+"""Reading the rendered rule file and the promtool test files, for the contract checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+import yaml
+
+from reactor.model import KNOWN_ALERTS
+
+CONTRACT_LABELS = {"severity", "reactor"}
+WORKLOAD_LABELS = {"namespace", "pod", "container"}
+CONTRACT_ANNOTATIONS = {"value", "gpus", "summary", "description", "runbook_url"}
+
+
+def load(path: Path) -> Any:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def alert_rules(rule_file: Path) -> list[dict[str, Any]]:
+    return [r for g in load(rule_file)["groups"] for r in g["rules"] if "alert" in r]
+
+
+def alert_cases(test_file: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(test name, alert_rule_test entry) for every alert case of a promtool test file."""
+    for test in load(test_file)["tests"]:
+        for case in test.get("alert_rule_test", []):
+            yield test.get("name", "?"), case
+
+
+__all__ = ["KNOWN_ALERTS", "alert_rules", "alert_cases", "load"]

@@ -1,0 +1,105 @@
+"""The rendered rules against the real promtool, and the alert contract with the reactor."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from reactor.rules import RULES_FILE, render_to
+from tests.rules.conftest import REPO, RULE_TESTS_DIR
+from tests.rules.rule_files import (
+    CONTRACT_ANNOTATIONS,
+    CONTRACT_LABELS,
+    KNOWN_ALERTS,
+    WORKLOAD_LABELS,
+    alert_rules,
+    alert_cases,
+)
+
+RULE_FILE = REPO / RULES_FILE
+TEST_FILES = sorted(RULE_TESTS_DIR.glob("*.test.yaml"))
+
+
+def run(*cmd: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_there_are_promtool_test_files() -> None:
+    assert len(TEST_FILES) >= 3
+
+
+def test_promtool_check_rules_accepts_the_committed_rules(promtool: str) -> None:
+    result = run(promtool, "check", "rules", str(RULE_FILE))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+
+
+def test_promtool_check_rules_accepts_the_fast_test_rules(promtool: str, tmp_path: Path) -> None:
+    rendered = render_to(RULE_TESTS_DIR / "thresholds-fast.yaml", tmp_path)
+    result = run(promtool, "check", "rules", str(rendered))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("test_file", TEST_FILES, ids=[p.name for p in TEST_FILES])
+def test_promtool_unit_tests_pass(promtool: str, test_file: Path) -> None:
+    result = run(promtool, "test", "rules", str(test_file))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_wrong_expectation_fails_promtool(promtool: str, tmp_path: Path) -> None:
+    """Guards the guard: the test files really constrain the rules (a changed value fails)."""
+    source = (RULE_TESTS_DIR / "utilization.test.yaml").read_text()
+    assert 'value: "0.200"' in source
+    broken = tmp_path / "broken.test.yaml"
+    broken.write_text(source.replace("../gpu-reactor.rules.yaml", str(RULE_FILE)).replace('value: "0.200"', 'value: "0.201"'))
+    assert run(promtool, "test", "rules", str(broken)).returncode != 0
+
+
+def test_every_alert_of_the_contract_is_defined_and_no_other() -> None:
+    assert {r["alert"] for r in alert_rules(RULE_FILE)} == KNOWN_ALERTS
+
+
+@pytest.mark.parametrize("rule", alert_rules(RULE_FILE), ids=lambda r: f"{r['alert']}-{r['labels'].get('thresholds', 'default')}")
+def test_every_alert_rule_carries_the_contract_labels_and_annotations(rule: dict) -> None:
+    assert CONTRACT_LABELS <= set(rule["labels"])
+    assert rule["labels"]["reactor"] == "gpu"
+    assert rule["labels"]["severity"] in {"info", "warning", "critical"}
+    assert CONTRACT_ANNOTATIONS <= set(rule["annotations"])
+    assert "$value" in rule["annotations"]["value"]
+    if rule["alert"] != "GPUMetricsMissing":
+        assert "idle_gpus" in rule["annotations"]
+    # The result keeps the workload labels: aggregated by them, never beyond.
+    assert "on (namespace, pod, container)" in rule["expr"]
+
+
+def test_every_alertname_in_the_test_files_exists_in_the_rules() -> None:
+    """promtool passes a misspelled alertname with `exp_alerts: []` silently."""
+    defined = {r["alert"] for r in alert_rules(RULE_FILE)}
+    used = {case["alertname"] for f in TEST_FILES for _, case in alert_cases(f)}
+    assert used - defined == set()
+    assert used == defined, f"alerts never tested: {defined - used}"
+
+
+def test_every_expected_alert_names_the_workload_and_checks_every_annotation() -> None:
+    checked = 0
+    for test_file in TEST_FILES:
+        for name, case in alert_cases(test_file):
+            for alert in case.get("exp_alerts") or []:
+                where = f"{test_file.name}: {name} @ {case['eval_time']}"
+                assert WORKLOAD_LABELS | CONTRACT_LABELS <= set(alert["exp_labels"]), where
+                assert CONTRACT_ANNOTATIONS <= set(alert.get("exp_annotations", {})), where
+                assert not any(k.startswith("exported_") for k in alert["exp_labels"]), where
+                checked += 1
+    assert checked >= 10
+
+
+def test_every_alert_is_tested_firing_and_not_firing() -> None:
+    firing: set[str] = set()
+    quiet: set[str] = set()
+    for test_file in TEST_FILES:
+        for _, case in alert_cases(test_file):
+            (firing if case.get("exp_alerts") else quiet).add(case["alertname"])
+    assert firing == KNOWN_ALERTS
+    assert quiet == KNOWN_ALERTS
