@@ -16,7 +16,7 @@ from .quota import check_quota, pod_gpus, template_need
 
 Strategy = Callable[[Context, str], "Action | Skip"]
 
-# float noise: 4 × 0.3 / 0.6 is 2.0000000000000004, and must size to 2 GPUs, not 3.
+# float noise: 3 × 0.4 / 0.6 is 2.0000000000000004, and must size to 2 GPUs, not 3.
 _SIZING_DIGITS = 9
 
 
@@ -86,7 +86,7 @@ def set_priority(ctx: Context, direction: str) -> Action | Skip:
     """Move the pod template's PriorityClass one step along the ladder."""
     ladder = ctx.policy.priority_ladder
     current = ctx.workload.priority_class
-    if current not in ladder:
+    if current is None or current not in ladder:
         return Skip(SkipReason.PRIORITY_NOT_IN_LADDER, f"class {current!r} is not in the ladder {list(ladder)}")
     index = ladder.index(current) + (1 if direction == "up" else -1)
     if not 0 <= index < len(ladder):
