@@ -62,7 +62,7 @@ class SimCluster:
 
     def start(self, host: str = "127.0.0.1", port: int = 0) -> "SimCluster":
         self._server = SimHTTPServer((host, port), self._ctx)
-        thread = threading.Thread(target=self._server.serve_forever, name="sim-apiserver", daemon=True)
+        thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="sim-apiserver", daemon=True)
         thread.start()
         self._threads.append(thread)
         return self

@@ -14,6 +14,10 @@ GENERATION_KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "Job", 
 # Create resets status for these (PrepareForCreate); Node keeps what it is given (capacity/allocatable).
 RESET_STATUS_KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet", "Job", "CronJob",
                                 "HorizontalPodAutoscaler", "ResourceQuota"})
+# Status fields without `omitempty` upstream: a fresh object serialises them as 0.
+REQUIRED_STATUS: dict[str, Obj] = {"ReplicaSet": {"replicas": 0},
+                                   "StatefulSet": {"replicas": 0, "availableReplicas": 0},
+                                   "HorizontalPodAutoscaler": {"currentReplicas": 0, "desiredReplicas": 0}}
 NO_UNCONDITIONAL_UPDATE = frozenset({"leases"})
 
 
@@ -50,7 +54,7 @@ def initial_status(obj: Obj) -> Obj | None:
     if kind == "Namespace":
         return {"phase": "Active"}
     if kind in RESET_STATUS_KINDS:
-        return {}
+        return dict(REQUIRED_STATUS.get(kind, {}))
     return None
 
 

@@ -1,0 +1,34 @@
+"""Manifest builders for the simulator tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+GPU = "nvidia.com/gpu"
+
+
+def container(name: str = "main", gpus: int | None = 1, image: str = "img:1") -> dict[str, Any]:
+    out: dict[str, Any] = {"name": name, "image": image}
+    if gpus is not None:
+        out["resources"] = {"limits": {GPU: str(gpus)}, "requests": {GPU: str(gpus)}}
+    return out
+
+
+def deployment(name: str = "web", ns: str = "ml", replicas: int = 1, gpus: int | None = 1,
+               containers: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": containers or [container(gpus=gpus)]}}}}
+
+
+def statefulset(name: str = "db", ns: str = "ml", replicas: int = 2, gpus: int | None = 1) -> dict[str, Any]:
+    body = deployment(name, ns, replicas, gpus)
+    body["kind"] = "StatefulSet"
+    body["spec"]["serviceName"] = name
+    return body
+
+
+def pod(name: str = "p", ns: str = "ml", gpus: int | None = 1, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
+            "spec": {"containers": [container(gpus=gpus)], **spec}}
