@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
-from .payloads import AlertSpec, notification
+from .payloads import AlertSpec, notification, rfc3339
 from .sim import SimCluster
 
 NAMESPACE = "ml-workloads"
@@ -68,6 +68,12 @@ def _steps() -> list[Step]:
         demo.sent[key] = body
         return body
 
+    def resolved(body: dict[str, Any]) -> dict[str, Any]:
+        """The notification Alertmanager sends when the same alerts resolve: labels unchanged."""
+        end = rfc3339(datetime.now(timezone.utc))
+        alerts = [dict(a, status="resolved", endsAt=end) for a in body["alerts"]]
+        return dict(body, status="resolved", alerts=alerts)
+
     return [
         Step("llm-inference sits idle", lambda d: remember("idle", notification(
             d.specs("GPUUnderutilized", "llm-inference", "server", 0.03, 4)), d)),
@@ -81,8 +87,7 @@ def _steps() -> list[Step]:
             d.specs("GPUMetricsMissing", "trainer", "trainer", 0.77, 2)[:1])),
         Step("an alert from a system namespace", lambda d: notification(
             [AlertSpec("GPUIdle", "kube-system", "nvidia-dcgm-exporter-abcde", "exporter", 0.0, 1)])),
-        Step("embedder's saturation resolved", lambda d: notification(
-            d.specs("GPUSaturated", "embedder", "embedder", 0.97, 1, status="resolved"))),
+        Step("embedder's saturation resolved (its pod was replaced meanwhile)", lambda d: resolved(d.sent["embedder"])),
     ]
 
 

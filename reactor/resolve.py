@@ -100,11 +100,15 @@ class Reader:
 
 
 def resolve_owner(reader: Reader, namespace: str, pod_name: str) -> Owner | None:
-    """The workload that owns the pod, or None if the pod does not exist."""
+    """The workload that owns the pod, or None if neither the pod nor a former owner can be found."""
     pod = reader.get("Pod", namespace, pod_name)
     if pod is None:
-        return None
-    kind, name, obj = "Pod", pod_name, pod
+        found = _former_owner(reader, namespace, pod_name)
+        if found is None:
+            return None
+        kind, name, obj = found
+    else:
+        kind, name, obj = "Pod", pod_name, pod
     via: WorkloadRef | None = None
     for _ in range(MAX_DEPTH):
         owner = controller_of(obj)
@@ -121,3 +125,22 @@ def resolve_owner(reader: Reader, namespace: str, pod_name: str) -> Owner | None
             via = WorkloadRef("Job", namespace, name)
         kind, name, obj = owner_kind, owner_name, parent
     return Owner(WorkloadRef(kind, namespace, name), obj, via)
+
+
+def _former_owner(reader: Reader, namespace: str, pod_name: str) -> tuple[str, str, dict[str, Any]] | None:
+    """The controller a vanished pod was created by, found through the name it gave the pod.
+
+    After the reactor changes a template, the alerting pod is replaced; its resolve (and late
+    repeats of its firing) still name it. Controllers name pods `<replicaset>-<suffix>`,
+    `<job>-<suffix>` and `<statefulset>-<ordinal>`, and a Deployment keeps its old ReplicaSets,
+    so the owner is still there. Only an object that exists and controls pods is accepted.
+    """
+    base, _, suffix = pod_name.rpartition("-")
+    if not base or not suffix:
+        return None
+    kinds = ("StatefulSet",) if suffix.isdigit() else ("ReplicaSet", "Job")
+    for kind in kinds:
+        obj = reader.get(kind, namespace, base)
+        if obj is not None:
+            return kind, base, obj
+    return None

@@ -5,10 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
+import freezegun
 import pytest
 
 from reactor.sim import SimCluster
 from tests.support import HERE, TOKEN, Reactor, build_reactor, make_settings
+
+# The official client validates calls with pydantic, which cannot build a schema for freezegun's
+# FakeDatetime: freezegun must leave those libraries' modules alone (the reactor still sees the fake clock).
+freezegun.configure(extend_ignore_list=["kubernetes", "pydantic", "pydantic_core", "urllib3"])
 
 
 @pytest.fixture
