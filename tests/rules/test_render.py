@@ -42,10 +42,11 @@ def test_check_fails_with_a_diff_when_the_values_changed(tmp_path: Path, capsys:
     assert "< 0.25" in (root / PROMETHEUS_RULE_FILE).read_text()
 
 
-def test_check_fails_when_an_output_is_missing(tmp_path: Path) -> None:
+def test_check_fails_when_an_output_is_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = copy_repo_subset(tmp_path)
     (root / PROMETHEUS_RULE_FILE).unlink()
     assert render_command(["render", "--check", "--root", str(root)]) == 1
+    assert f"b/{PROMETHEUS_RULE_FILE} (rendered)" in capsys.readouterr().out
 
 
 def test_prometheus_rule_wraps_the_same_groups_with_the_release_label() -> None:

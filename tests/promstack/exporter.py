@@ -1,0 +1,148 @@
+"""A fake dcgm-exporter for the end-to-end tests: dcgm-exporter's metric names and labels, over HTTP.
+
+Its own `CollectorRegistry` (nothing global), served on 127.0.0.1 on an ephemeral port. GPUs of
+one node are handed to pods by `set_pod`; the rest are exported without pod labels, as
+dcgm-exporter does. Every change is atomic: one scrape sees all of it or none of it.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Iterator, Sequence
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+_LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname")
+_POD_LABELS = ("namespace", "pod", "container")
+FB_TOTAL_MIB = 143_771  # an H200
+
+
+@dataclass
+class _Pod:
+    namespace: str
+    pod: str
+    container: str
+    gpus: list[int]
+    utilization: list[float]  # 0-1 per GPU
+    fb_used: float
+
+
+@dataclass
+class _State:
+    pods: dict[tuple[str, str], _Pod] = field(default_factory=dict)
+
+
+class FakeDcgmExporter(Collector):
+    """`set_pod(...)`, `remove_pod(...)`, `stop()`; `address` is what Prometheus scrapes."""
+
+    def __init__(self, *, gpus: int = 8, hostname: str = "gpu-node-1", model: str = "NVIDIA H200", profiling: bool = False) -> None:
+        self.gpu_count = gpus
+        self.hostname = hostname
+        self.model = model
+        self.profiling = profiling  # also export DCGM_FI_PROF_GR_ENGINE_ACTIVE
+        self._lock = threading.Lock()
+        self._state = _State()
+        self._server: object | None = None
+        self.registry = CollectorRegistry()
+        self.registry.register(self)
+        self.port = 0
+
+    # --- lifecycle ---
+
+    def start(self) -> FakeDcgmExporter:
+        server, _thread = start_http_server(0, addr="127.0.0.1", registry=self.registry)
+        self._server = server
+        self.port = server.server_address[1]
+        return self
+
+    def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()  # type: ignore[attr-defined]
+            server.server_close()  # type: ignore[attr-defined]
+
+    def __enter__(self) -> FakeDcgmExporter:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    # --- the test API ---
+
+    def set_pod(
+        self,
+        namespace: str,
+        pod: str,
+        container: str = "main",
+        *,
+        utilization: float | Sequence[float],
+        gpus: int | None = None,
+        fb_used: float = 0.5,
+    ) -> None:
+        """Give the pod `gpus` GPUs (kept on later calls) at `utilization` (0-1, one value or one per GPU)."""
+        with self._lock:
+            current = self._state.pods.get((namespace, pod))
+            count = gpus or (len(current.gpus) if current else None) or (1 if isinstance(utilization, (int, float)) else len(utilization))
+            held = current.gpus if current and len(current.gpus) == count else self._free_gpus(count, current)
+            per_gpu = [float(utilization)] * count if isinstance(utilization, (int, float)) else [float(u) for u in utilization]
+            if len(per_gpu) != count:
+                raise ValueError(f"{len(per_gpu)} utilization values for {count} GPUs")
+            self._state.pods[(namespace, pod)] = _Pod(namespace, pod, container, held, per_gpu, fb_used)
+
+    def remove_pod(self, namespace: str, pod: str) -> None:
+        """Drop every series of the pod (its GPUs go back to the pool, unassigned)."""
+        with self._lock:
+            self._state.pods.pop((namespace, pod), None)
+
+    def _free_gpus(self, count: int, current: _Pod | None) -> list[int]:
+        taken = {g for p in self._state.pods.values() if p is not current for g in p.gpus}
+        free = [g for g in range(self.gpu_count) if g not in taken]
+        if len(free) < count:
+            raise ValueError(f"only {len(free)} free GPUs on {self.hostname}, {count} asked")
+        return free[:count]
+
+    # --- the Collector protocol ---
+
+    def _gpu_labels(self, index: int) -> list[str]:
+        host = sum(map(ord, self.hostname)) % 256
+        return [
+            str(index),
+            f"GPU-{host:02x}{index:02x}0000-0000-0000-0000-000000000000",
+            f"00000000:{host:02X}:{index:02X}.0",
+            f"nvidia{index}",
+            self.model,
+            self.hostname,
+        ]
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            pods = list(self._state.pods.values())
+        owner = {g: (p, i) for p in pods for i, g in enumerate(p.gpus)}
+        labels = list(_LABELS + _POD_LABELS)
+        families = {
+            "util": GaugeMetricFamily("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", labels=labels),
+            "gr": GaugeMetricFamily("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.", labels=labels),
+            "used": GaugeMetricFamily("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", labels=labels),
+            "free": GaugeMetricFamily("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", labels=labels),
+        }
+        for index in range(self.gpu_count):
+            pod, i = owner.get(index, (None, 0))
+            values = self._gpu_labels(index) + ([pod.namespace, pod.pod, pod.container] if pod else ["", "", ""])
+            util = pod.utilization[i] if pod else 0.0
+            used = round(FB_TOTAL_MIB * (pod.fb_used if pod else 0.0))
+            families["util"].add_metric(values, round(util * 100))
+            families["gr"].add_metric(values, util)
+            families["used"].add_metric(values, used)
+            families["free"].add_metric(values, FB_TOTAL_MIB - used)
+        yield families["util"]
+        if self.profiling:
+            yield families["gr"]
+        yield families["used"]
+        yield families["free"]
