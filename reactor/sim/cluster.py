@@ -10,7 +10,7 @@ import threading
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
@@ -185,10 +185,6 @@ class SimCluster:
 
     def write_kubeconfig(self, path: str | Path, token: str | None = None) -> str:
         return kubeconfig.write(path, self.url, token)
-
-
-def _as_list(objs: Iterable[Obj]) -> list[Obj]:
-    return list(objs)
 
 
 __all__ = ["SimCluster", "ApiError"]

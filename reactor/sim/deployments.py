@@ -72,9 +72,7 @@ def _create_rs(api: Api, deploy: Obj, key: str, existing: list[Obj]) -> Obj:
                        "annotations": {REVISION: str(revision),
                                        "deployment.kubernetes.io/desired-replicas": str(deploy["spec"]["replicas"])}},
           "spec": {"replicas": 0, "selector": selector, "template": template}}
-    created = api.create(api.registry.by_plural("replicasets"), deploy["metadata"]["namespace"], rs)
-    deploy.setdefault("metadata", {}).setdefault("annotations", {})[REVISION] = str(revision)
-    return created
+    return api.create(api.registry.by_plural("replicasets"), deploy["metadata"]["namespace"], rs)
 
 
 def _scale(api: Api, rs: Obj, replicas: int) -> None:
