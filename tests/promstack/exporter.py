@@ -86,14 +86,19 @@ class FakeDcgmExporter(Collector):
         gpus: int | None = None,
         fb_used: float = 0.5,
     ) -> None:
-        """Give the pod `gpus` GPUs (kept on later calls) at `utilization` (0-1, one value or one per GPU)."""
+        """Give the pod `gpus` GPUs at `utilization` (0-1: one value for all, or one per GPU).
+
+        A later call without `gpus` keeps the pod's GPUs; `fb_used` is the framebuffer used ratio.
+        """
+        per_gpu = [float(utilization)] if isinstance(utilization, (int, float)) else [float(u) for u in utilization]
         with self._lock:
             current = self._state.pods.get((namespace, pod))
-            count = gpus or (len(current.gpus) if current else None) or (1 if isinstance(utilization, (int, float)) else len(utilization))
-            held = current.gpus if current and len(current.gpus) == count else self._free_gpus(count, current)
-            per_gpu = [float(utilization)] * count if isinstance(utilization, (int, float)) else [float(u) for u in utilization]
+            count = gpus or (len(current.gpus) if current else len(per_gpu))
+            if len(per_gpu) == 1:
+                per_gpu *= count
             if len(per_gpu) != count:
                 raise ValueError(f"{len(per_gpu)} utilization values for {count} GPUs")
+            held = current.gpus if current and len(current.gpus) == count else self._free_gpus(count, current)
             self._state.pods[(namespace, pod)] = _Pod(namespace, pod, container, held, per_gpu, fb_used)
 
     def remove_pod(self, namespace: str, pod: str) -> None:
