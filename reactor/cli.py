@@ -67,7 +67,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         from .demo import run_demo
         return run_demo(once=args.once, port=args.port)
     if args.command == "sim":
-        from .sim_cli import run_sim
+        from .simulator import run_sim
         return run_sim(seeds=args.seed, port=args.port, kubeconfig=args.kubeconfig)
     if args.command == "plan":
         from .plan import run_plan
