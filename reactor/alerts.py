@@ -116,8 +116,11 @@ def _number(annotations: Mapping[str, str], key: str, where: str) -> float | Non
         value = float(raw)
     except ValueError as e:
         raise InvalidPayload(f"{where}.annotations.{key}", f"expected a number, got {_clip(raw)!r}") from e
+    if math.isnan(value):
+        # The rules print NaN when nothing was ever measured: unknown, never "idle".
+        return None
     if not math.isfinite(value) or value < 0:
-        raise InvalidPayload(f"{where}.annotations.{key}", f"expected a finite ratio >= 0, got {_clip(raw)!r}")
+        raise InvalidPayload(f"{where}.annotations.{key}", f"expected a finite number >= 0, got {_clip(raw)!r}")
     return value
 
 

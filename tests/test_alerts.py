@@ -59,6 +59,14 @@ def test_grouped_sample_keeps_every_alert_in_order() -> None:
         "llm-inference-7d9f8c6b5-w5t7r", "llm-inference-7d9f8c6b5-x2k4p"]
 
 
+def test_nan_value_means_unknown_never_idle() -> None:
+    """GPUMetricsMissing prints NaN when no utilization was ever seen (e.g. MIG without profiling)."""
+    body = sample("metrics-missing-firing")
+    body["alerts"][0]["annotations"]["value"] = "NaN"
+    (a,) = parse_notification(body).alerts
+    assert a.value is None and a.name == "GPUMetricsMissing"
+
+
 def test_unknown_fields_are_accepted() -> None:
     body = sample("saturated-firing")
     body["notification_reason"] = "repeat"
@@ -96,7 +104,8 @@ BROKEN = [
     ("no-fingerprint", _set("alerts.0.fingerprint", KeyError), "alerts[0].fingerprint"),
     ("alert-status", _set("alerts.0.status", "ok"), "alerts[0].status"),
     ("value-not-number", _set("alerts.0.annotations.value", "high"), "alerts[0].annotations.value"),
-    ("value-nan", _set("alerts.0.annotations.value", "NaN"), "alerts[0].annotations.value"),
+    ("value-infinite", _set("alerts.0.annotations.value", "+Inf"), "alerts[0].annotations.value"),
+    ("value-negative", _set("alerts.0.annotations.value", "-0.5"), "alerts[0].annotations.value"),
     ("gpus-fraction", _set("alerts.0.annotations.gpus", "1.5"), "alerts[0].annotations.gpus"),
     ("truncated-negative", _set("truncatedAlerts", -1), "truncatedAlerts"),
     ("group-key-missing", _set("groupKey", KeyError), "groupKey"),
