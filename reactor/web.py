@@ -87,7 +87,9 @@ def create_app(settings: Settings, *, engine: Engine, metrics: Metrics, token: T
     """The application factory; everything it uses is passed in, so tests build it with their own parts."""
     app = Flask("reactor")
     app.config["MAX_CONTENT_LENGTH"] = settings.server.max_body_bytes
-    inflight = threading.BoundedSemaphore(max_inflight or settings.server.threads)
+    # Notifications may use all threads but two, so /healthz, /readyz and /metrics still answer in a storm
+    # (a liveness probe that times out would restart a busy reactor); the rest wait ≤ 1 s, then get 503.
+    inflight = threading.BoundedSemaphore(max_inflight or max(1, settings.server.threads - 2))
     ready = readiness or Readiness(lambda: None)
 
     def answer(code: int, body: dict[str, Any]) -> Response:
