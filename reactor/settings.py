@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping
 import yaml
 
 from .errors import ConfigError
+from .fields import boolean, bounded, choice, duration_in, listen, names, opt_str, resource
 from .model import KNOWN_ALERTS
 
 STRATEGIES = frozenset(
@@ -44,9 +45,6 @@ DEFAULT_ALERTS: Mapping[str, tuple[str, ...]] = MappingProxyType(
     }
 )
 
-_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
-_RESOURCE = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,89 +115,6 @@ class Settings:
     log_level: str = "INFO"
 
 
-# --- parsing helpers: each takes (key, raw) and returns a value or raises ConfigError ---
-
-
-def parse_duration(key: str, raw: Any) -> timedelta:
-    """Durations are written like Prometheus's: `30s`, `10m`, `2h`, `1h30m`."""
-    if isinstance(raw, bool) or not isinstance(raw, (str, int)):
-        raise ConfigError(key, f"expected a duration like '30m', got {raw!r}")
-    if isinstance(raw, int):
-        return timedelta(seconds=raw)
-    m = _DURATION.match(raw.strip())
-    if not raw.strip() or m is None:
-        raise ConfigError(key, f"expected a duration like '30s', '10m' or '2h', got {raw!r}")
-    h, mi, s = (int(g or 0) for g in m.groups())
-    return timedelta(hours=h, minutes=mi, seconds=s)
-
-
-def _bounded(kind: type, lo: float | None, hi: float | None) -> Callable[[str, Any], Any]:
-    def parse(key: str, raw: Any) -> Any:
-        if isinstance(raw, bool) or not isinstance(raw, (int, float)):
-            raise ConfigError(key, f"expected a number, got {raw!r}")
-        if kind is int and not float(raw).is_integer():
-            raise ConfigError(key, f"expected a whole number, got {raw!r}")
-        value = kind(raw)
-        if lo is not None and value < lo or hi is not None and value > hi:
-            raise ConfigError(key, f"must be between {lo} and {hi}, got {raw!r}")
-        return value
-
-    return parse
-
-
-def _duration_in(lo: timedelta, hi: timedelta) -> Callable[[str, Any], timedelta]:
-    def parse(key: str, raw: Any) -> timedelta:
-        value = parse_duration(key, raw)
-        if not lo <= value <= hi:
-            raise ConfigError(key, f"must be between {lo} and {hi}, got {raw!r}")
-        return value
-
-    return parse
-
-
-def _boolean(key: str, raw: Any) -> bool:
-    if isinstance(raw, bool):
-        return raw
-    raise ConfigError(key, f"expected true or false, got {raw!r}")
-
-
-def _choice(*options: str) -> Callable[[str, Any], str]:
-    def parse(key: str, raw: Any) -> str:
-        if raw not in options:
-            raise ConfigError(key, f"must be one of {', '.join(options)}, got {raw!r}")
-        return str(raw)
-
-    return parse
-
-
-def _opt_str(key: str, raw: Any) -> str | None:
-    if raw is None or raw == "":
-        return None
-    if not isinstance(raw, str):
-        raise ConfigError(key, f"expected a string, got {raw!r}")
-    return raw
-
-
-def _resource(key: str, raw: Any) -> str:
-    if not isinstance(raw, str) or not _RESOURCE.match(raw):
-        raise ConfigError(key, f"expected an extended resource name like 'nvidia.com/gpu', got {raw!r}")
-    return raw
-
-
-def _names(key: str, raw: Any, *, star: bool = False) -> tuple[str, ...]:
-    if raw is None:
-        return ()
-    if isinstance(raw, str):
-        raw = [p.strip() for p in raw.split(",") if p.strip()]
-    if not isinstance(raw, list):
-        raise ConfigError(key, f"expected a list of names, got {raw!r}")
-    for i, name in enumerate(raw):
-        ok = isinstance(name, str) and (_DNS_LABEL.match(name) or (star and name == "*"))
-        if not ok or len(name) > 253:
-            raise ConfigError(f"{key}[{i}]", f"not a valid Kubernetes name: {name!r}")
-    return tuple(raw)
-
-
 def _alerts(key: str, raw: Any) -> Mapping[str, tuple[str, ...]]:
     if not isinstance(raw, dict):
         raise ConfigError(key, "expected a mapping of alert name to a list of strategies")
@@ -228,55 +143,49 @@ def _revert(key: str, raw: Any) -> tuple[str, ...]:
 def _window(key: str, raw: Any) -> Window:
     if not isinstance(raw, dict) or set(raw) - {"actions", "per"}:
         raise ConfigError(key, "expected {actions: N, per: DURATION}")
-    actions = _bounded(int, 0, 10_000)(f"{key}.actions", raw.get("actions", 0))
-    per = _duration_in(timedelta(seconds=1), timedelta(days=1))(f"{key}.per", raw.get("per", "10m"))
+    actions = bounded(int, 0, 10_000)(f"{key}.actions", raw.get("actions", 0))
+    per = duration_in(timedelta(seconds=1), timedelta(days=1))(f"{key}.per", raw.get("per", "10m"))
     return Window(actions, per)
 
 
 # The schema: YAML path -> (section, field, parser). The environment override of a path is
 # REACTOR_ + its parts in upper snake case joined by "__", e.g. REACTOR_BUDGET__GLOBAL.
 _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
-    "dryRun": ("policy", "dry_run", _boolean),
-    "gpuResource": ("policy", "gpu_resource", _resource),
-    "namespaces.allow": ("policy", "allow", lambda k, v: _names(k, v, star=True)),
-    "namespaces.deny": ("policy", "deny", _names),
-    "defaultMode": ("policy", "default_mode", _choice(*MODES)),
-    "targetUtilization": ("policy", "target_utilization", _bounded(float, 0.05, 1.0)),
-    "cooldown": ("policy", "cooldown", _duration_in(timedelta(0), timedelta(days=7))),
-    "reverseAfter": ("policy", "reverse_after", _duration_in(timedelta(0), timedelta(days=30))),
-    "revertAfter": ("policy", "revert_after", _duration_in(timedelta(0), timedelta(days=7))),
+    "dryRun": ("policy", "dry_run", boolean),
+    "gpuResource": ("policy", "gpu_resource", resource),
+    "namespaces.allow": ("policy", "allow", lambda k, v: names(k, v, star=True)),
+    "namespaces.deny": ("policy", "deny", names),
+    "defaultMode": ("policy", "default_mode", choice(*MODES)),
+    "targetUtilization": ("policy", "target_utilization", bounded(float, 0.05, 1.0)),
+    "cooldown": ("policy", "cooldown", duration_in(timedelta(0), timedelta(days=7))),
+    "reverseAfter": ("policy", "reverse_after", duration_in(timedelta(0), timedelta(days=30))),
+    "revertAfter": ("policy", "revert_after", duration_in(timedelta(0), timedelta(days=7))),
     "revert": ("policy", "revert", _revert),
-    "gpus.min": ("policy", "min_gpus", _bounded(int, 1, 1024)),
-    "gpus.max": ("policy", "max_gpus", _bounded(int, 1, 1024)),
-    "replicas.min": ("policy", "min_replicas", _bounded(int, 0, 10_000)),
-    "replicas.max": ("policy", "max_replicas", _bounded(int, 1, 10_000)),
+    "gpus.min": ("policy", "min_gpus", bounded(int, 1, 1024)),
+    "gpus.max": ("policy", "max_gpus", bounded(int, 1, 1024)),
+    "replicas.min": ("policy", "min_replicas", bounded(int, 0, 10_000)),
+    "replicas.max": ("policy", "max_replicas", bounded(int, 1, 10_000)),
     "budget.global": ("policy", "budget_global", _window),
     "budget.namespace": ("policy", "budget_namespace", _window),
-    "priorityLadder": ("policy", "priority_ladder", _names),
+    "priorityLadder": ("policy", "priority_ladder", names),
     "alerts": ("policy", "alerts", _alerts),
-    "server.listen": ("server", "listen", lambda k, v: _listen(k, v)),
-    "server.tokenFile": ("server", "token_file", _opt_str),
-    "server.maxBodyBytes": ("server", "max_body_bytes", _bounded(int, 1024, 64 << 20)),
-    "server.threads": ("server", "threads", _bounded(int, 1, 256)),
-    "server.timeout": ("server", "timeout", _duration_in(timedelta(seconds=1), timedelta(minutes=10))),
-    "server.tlsCert": ("server", "tls_cert", _opt_str),
-    "server.tlsKey": ("server", "tls_key", _opt_str),
-    "kube.kubeconfig": ("kube", "kubeconfig", _opt_str),
-    "kube.context": ("kube", "context", _opt_str),
-    "kube.qps": ("kube", "qps", _bounded(float, 0.1, 10_000)),
-    "kube.burst": ("kube", "burst", _bounded(int, 1, 100_000)),
-    "kube.timeout": ("kube", "timeout", _duration_in(timedelta(seconds=1), timedelta(minutes=5))),
-    "kube.conflictRetries": ("kube", "conflict_retries", _bounded(int, 0, 20)),
-    "logging.format": ("top", "log_format", _choice("json", "text")),
-    "logging.level": ("top", "log_level", _choice("DEBUG", "INFO", "WARNING", "ERROR")),
+    "server.listen": ("server", "listen", listen),
+    "server.tokenFile": ("server", "token_file", opt_str),
+    "server.maxBodyBytes": ("server", "max_body_bytes", bounded(int, 1024, 64 << 20)),
+    "server.threads": ("server", "threads", bounded(int, 1, 256)),
+    "server.timeout": ("server", "timeout", duration_in(timedelta(seconds=1), timedelta(minutes=10))),
+    "server.tlsCert": ("server", "tls_cert", opt_str),
+    "server.tlsKey": ("server", "tls_key", opt_str),
+    "kube.kubeconfig": ("kube", "kubeconfig", opt_str),
+    "kube.context": ("kube", "context", opt_str),
+    "kube.qps": ("kube", "qps", bounded(float, 0.1, 10_000)),
+    "kube.burst": ("kube", "burst", bounded(int, 1, 100_000)),
+    "kube.timeout": ("kube", "timeout", duration_in(timedelta(seconds=1), timedelta(minutes=5))),
+    "kube.conflictRetries": ("kube", "conflict_retries", bounded(int, 0, 20)),
+    "logging.format": ("top", "log_format", choice("json", "text")),
+    "logging.level": ("top", "log_level", choice("DEBUG", "INFO", "WARNING", "ERROR")),
 }
 _SECTIONS = {"namespaces", "gpus", "replicas", "budget", "server", "kube", "logging"}
-
-
-def _listen(key: str, raw: Any) -> str:
-    if not isinstance(raw, str) or not re.match(r"^[\w.\-\[\]:]*:\d{1,5}$", raw):
-        raise ConfigError(key, f"expected HOST:PORT, got {raw!r}")
-    return raw
 
 
 def env_name(path: str) -> str:

@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 from ..errors import ConfigError
-from ..settings import parse_duration
+from ..fields import parse_duration
 
 SEVERITIES = ("info", "warning", "critical")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

@@ -1,0 +1,102 @@
+"""Typed parsers for the policy file's values: each takes (key, raw) and returns a value or raises ConfigError.
+
+They say what was expected and what was found, naming the key, so a bad policy file is fixed in one go.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Any, Callable
+
+from .errors import ConfigError
+
+_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+_RESOURCE = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def parse_duration(key: str, raw: Any) -> timedelta:
+    """Durations are written like Prometheus's: `30s`, `10m`, `2h`, `1h30m`."""
+    if isinstance(raw, bool) or not isinstance(raw, (str, int)):
+        raise ConfigError(key, f"expected a duration like '30m', got {raw!r}")
+    if isinstance(raw, int):
+        return timedelta(seconds=raw)
+    m = _DURATION.match(raw.strip())
+    if not raw.strip() or m is None:
+        raise ConfigError(key, f"expected a duration like '30s', '10m' or '2h', got {raw!r}")
+    h, mi, s = (int(g or 0) for g in m.groups())
+    return timedelta(hours=h, minutes=mi, seconds=s)
+
+
+def bounded(kind: type, lo: float | None, hi: float | None) -> Callable[[str, Any], Any]:
+    def parse(key: str, raw: Any) -> Any:
+        if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+            raise ConfigError(key, f"expected a number, got {raw!r}")
+        if kind is int and not float(raw).is_integer():
+            raise ConfigError(key, f"expected a whole number, got {raw!r}")
+        value = kind(raw)
+        if lo is not None and value < lo or hi is not None and value > hi:
+            raise ConfigError(key, f"must be between {lo} and {hi}, got {raw!r}")
+        return value
+
+    return parse
+
+
+def duration_in(lo: timedelta, hi: timedelta) -> Callable[[str, Any], timedelta]:
+    def parse(key: str, raw: Any) -> timedelta:
+        value = parse_duration(key, raw)
+        if not lo <= value <= hi:
+            raise ConfigError(key, f"must be between {lo} and {hi}, got {raw!r}")
+        return value
+
+    return parse
+
+
+def boolean(key: str, raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    raise ConfigError(key, f"expected true or false, got {raw!r}")
+
+
+def choice(*options: str) -> Callable[[str, Any], str]:
+    def parse(key: str, raw: Any) -> str:
+        if raw not in options:
+            raise ConfigError(key, f"must be one of {', '.join(options)}, got {raw!r}")
+        return str(raw)
+
+    return parse
+
+
+def opt_str(key: str, raw: Any) -> str | None:
+    if raw is None or raw == "":
+        return None
+    if not isinstance(raw, str):
+        raise ConfigError(key, f"expected a string, got {raw!r}")
+    return raw
+
+
+def resource(key: str, raw: Any) -> str:
+    if not isinstance(raw, str) or not _RESOURCE.match(raw):
+        raise ConfigError(key, f"expected an extended resource name like 'nvidia.com/gpu', got {raw!r}")
+    return raw
+
+
+def names(key: str, raw: Any, *, star: bool = False) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if isinstance(raw, str):
+        raw = [p.strip() for p in raw.split(",") if p.strip()]
+    if not isinstance(raw, list):
+        raise ConfigError(key, f"expected a list of names, got {raw!r}")
+    for i, name in enumerate(raw):
+        ok = isinstance(name, str) and (_DNS_LABEL.match(name) or (star and name == "*"))
+        if not ok or len(name) > 253:
+            raise ConfigError(f"{key}[{i}]", f"not a valid Kubernetes name: {name!r}")
+    return tuple(raw)
+
+
+def listen(key: str, raw: Any) -> str:
+    if not isinstance(raw, str) or not re.match(r"^[\w.\-\[\]:]*:\d{1,5}$", raw):
+        raise ConfigError(key, f"expected HOST:PORT, got {raw!r}")
+    return raw
