@@ -28,6 +28,7 @@ class _Pod:
     gpus: list[int]
     utilization: list[float]  # 0-1 per GPU
     fb_used: float
+    mig_profile: str | None = None  # its GPUs are MIG instances of this profile
 
 
 @dataclass
@@ -85,10 +86,13 @@ class FakeDcgmExporter(Collector):
         utilization: float | Sequence[float],
         gpus: int | None = None,
         fb_used: float = 0.5,
+        mig_profile: str | None = None,
     ) -> None:
         """Give the pod `gpus` GPUs at `utilization` (0-1: one value for all, or one per GPU).
 
         A later call without `gpus` keeps the pod's GPUs; `fb_used` is the framebuffer used ratio.
+        With `mig_profile` (e.g. "1g.18gb") each GPU is a MIG instance: its series carry
+        `GPU_I_PROFILE` and `GPU_I_ID`, and `DCGM_FI_DEV_GPU_UTIL` reads 0, as on real MIG devices.
         """
         per_gpu = [float(utilization)] if isinstance(utilization, (int, float)) else [float(u) for u in utilization]
         with self._lock:
@@ -99,7 +103,7 @@ class FakeDcgmExporter(Collector):
             if len(per_gpu) != count:
                 raise ValueError(f"{len(per_gpu)} utilization values for {count} GPUs")
             held = current.gpus if current and len(current.gpus) == count else self._free_gpus(count, current)
-            self._state.pods[(namespace, pod)] = _Pod(namespace, pod, container, held, per_gpu, fb_used)
+            self._state.pods[(namespace, pod)] = _Pod(namespace, pod, container, held, per_gpu, fb_used, mig_profile)
 
     def remove_pod(self, namespace: str, pod: str) -> None:
         """Drop every series of the pod (its GPUs go back to the pool, unassigned)."""
@@ -130,24 +134,32 @@ class FakeDcgmExporter(Collector):
         with self._lock:
             pods = list(self._state.pods.values())
         owner = {g: (p, i) for p in pods for i, g in enumerate(p.gpus)}
-        labels = list(_LABELS + _POD_LABELS)
         families = {
-            "util": GaugeMetricFamily("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", labels=labels),
-            "gr": GaugeMetricFamily("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.", labels=labels),
-            "used": GaugeMetricFamily("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", labels=labels),
-            "free": GaugeMetricFamily("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", labels=labels),
+            "util": GaugeMetricFamily("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %)."),
+            "gr": GaugeMetricFamily("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active."),
+            "used": GaugeMetricFamily("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB)."),
+            "free": GaugeMetricFamily("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB)."),
         }
         for index in range(self.gpu_count):
             pod, i = owner.get(index, (None, 0))
-            values = self._gpu_labels(index) + ([pod.namespace, pod.pod, pod.container] if pod else ["", "", ""])
+            workload = [pod.namespace, pod.pod, pod.container] if pod else ["", "", ""]
+            labels = dict(zip(_LABELS + _POD_LABELS, self._gpu_labels(index) + workload))
+            mig = pod.mig_profile if pod else None
+            if mig:
+                labels.update(GPU_I_PROFILE=mig, GPU_I_ID=str(i + 1))
             util = pod.utilization[i] if pod else 0.0
             used = round(FB_TOTAL_MIB * (pod.fb_used if pod else 0.0))
-            families["util"].add_metric(values, round(util * 100))
-            families["gr"].add_metric(values, util)
-            families["used"].add_metric(values, used)
-            families["free"].add_metric(values, FB_TOTAL_MIB - used)
+            self._sample(families["util"], labels, 0 if mig else round(util * 100))
+            self._sample(families["gr"], labels, util)
+            self._sample(families["used"], labels, used)
+            self._sample(families["free"], labels, FB_TOTAL_MIB - used)
         yield families["util"]
         if self.profiling:
             yield families["gr"]
         yield families["used"]
         yield families["free"]
+
+    @staticmethod
+    def _sample(family: GaugeMetricFamily, labels: dict[str, str], value: float) -> None:
+        # Per-sample label sets: MIG series carry two labels the others do not.
+        family.add_sample(family.name, labels, value)

@@ -16,7 +16,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
@@ -220,11 +220,18 @@ def promstack(
 
 @dataclass(frozen=True)
 class Delivery:
-    """One webhook request as received: when, its Authorization header, its JSON body."""
+    """One webhook request as received: when, its Authorization header, its JSON body.
+
+    With `forward_to` set, also what the relay target answered (`status`, `answer`: its JSON
+    body or None) and when (`answered`, time.monotonic()); the delivery is recorded once answered.
+    """
 
     at: float  # time.monotonic()
     authorization: str
     body: dict[str, Any]
+    status: int = 200
+    answer: Any = None
+    answered: float | None = None
 
 
 class WebhookSink:
@@ -276,9 +283,15 @@ class WebhookSink:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                arrived = time.monotonic()
                 raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                sink._record(Delivery(time.monotonic(), self.headers.get("Authorization", ""), json.loads(raw or b"{}")))
-                status, body = sink._relay(raw, self.headers) if sink.forward_to else (200, b"{}")
+                delivery = Delivery(arrived, self.headers.get("Authorization", ""), json.loads(raw or b"{}"))
+                if sink.forward_to:
+                    status, body = sink._relay(raw, self.headers)
+                    delivery = replace(delivery, status=status, answer=_json_or_none(body), answered=time.monotonic())
+                else:
+                    status, body = 200, b"{}"
+                sink._record(delivery)
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -302,3 +315,10 @@ class WebhookSink:
             return e.code, e.read()
         except OSError:
             return 503, b'{"error": "relay target unreachable"}'
+
+
+def _json_or_none(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None

@@ -42,3 +42,13 @@ def test_pods_get_gpus_in_percent_and_mib_and_lose_them_on_removal() -> None:
 def test_without_profiling_there_is_no_gr_engine_metric() -> None:
     with FakeDcgmExporter(gpus=1) as exporter:
         assert "DCGM_FI_PROF_GR_ENGINE_ACTIVE" not in scrape(exporter)
+
+
+def test_mig_instances_carry_their_labels_and_read_zero_gpu_util() -> None:
+    with FakeDcgmExporter(gpus=2) as exporter:
+        exporter.set_pod("ml", "nb-0", "notebook", gpus=1, utilization=0.7, mig_profile="1g.18gb")
+        exporter.set_pod("ml", "p-0", "main", gpus=1, utilization=0.7)
+        util = {s.labels["pod"]: s for s in scrape(exporter)["DCGM_FI_DEV_GPU_UTIL"]}
+        assert util["nb-0"].value == 0  # GPU_UTIL is not measured on MIG instances
+        assert (util["nb-0"].labels["GPU_I_PROFILE"], util["nb-0"].labels["GPU_I_ID"]) == ("1g.18gb", "1")
+        assert util["p-0"].value == 70 and "GPU_I_ID" not in util["p-0"].labels
