@@ -1,0 +1,113 @@
+"""One wired pipeline for the whole package: it takes ~6 s before Prometheus and Alertmanager deliver.
+
+Started in the order that lets the slow parts overlap: the cluster and the exporter, then
+Prometheus + Alertmanager (whose discovery clock starts now), then the reactor. Every process is
+stopped by PID by the fixture that started it, also when a test fails. Missing Prometheus binaries
+skip, or fail under PROMSTACK_REQUIRED=1 (tests/rules/conftest.py's `require_tool`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from reactor.sim import SimCluster
+from tests.e2e.mirror import ClusterMirror
+from tests.e2e.pipeline import DELAYS, NAMESPACE, NORMAL, POLICY, Pipeline
+from tests.e2e.reactor_process import start_reactor
+from tests.promstack.exporter import FakeDcgmExporter
+from tests.promstack.stack import (
+    ALERTMANAGER_BIN,
+    PROMETHEUS_BIN,
+    WebhookSink,
+    promstack,
+)
+from tests.rules.conftest import require_tool
+
+SEED = Path(__file__).with_name("seed.yaml")
+TOKEN = "e2e-webhook-token-0123456789abcdef"
+
+@pytest.fixture(scope="package")
+def e2e_binaries() -> dict[str, str]:
+    return {
+        "prometheus_bin": require_tool(Path(PROMETHEUS_BIN).name),
+        "alertmanager_bin": require_tool(Path(ALERTMANAGER_BIN).name),
+    }
+
+
+@pytest.fixture(scope="package")
+def e2e_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("e2e")
+
+
+@pytest.fixture(scope="package")
+def e2e_cluster(e2e_binaries: dict[str, str]) -> Iterator[SimCluster]:
+    sim = SimCluster().start()
+    try:
+        sim.load_manifests(SEED)
+        sim.settle()
+        sim.run_controllers(interval=0.2)
+        yield sim
+    finally:
+        sim.stop()
+
+
+@pytest.fixture(scope="package")
+def e2e_mirror(e2e_cluster: SimCluster) -> Iterator[ClusterMirror]:
+    # One node's exporter (the simulator's virtual node); enough GPUs for every rollout's surge.
+    with FakeDcgmExporter(gpus=32, hostname="sim-node") as exporter:
+        mirror = ClusterMirror(e2e_cluster, exporter, NAMESPACE)
+        for app, (resource, name, demand) in NORMAL.items():
+            mirror.set_demand(app, resource, name, demand)
+        mirror.start()
+        try:
+            yield mirror
+        finally:
+            mirror.stop()
+
+
+@pytest.fixture(scope="package")
+def e2e_pipeline(e2e_binaries: dict[str, str], e2e_dir: Path, e2e_cluster: SimCluster,
+                 e2e_mirror: ClusterMirror) -> Iterator[Pipeline]:
+    token_file = e2e_dir / "token"
+    token_file.write_text(TOKEN + "\n")
+    sink = WebhookSink().start()
+    try:
+        with promstack(e2e_dir / "promstack", exporter=e2e_mirror.exporter.address, webhook_url=sink.url,
+                       token_file=token_file, **e2e_binaries) as stack:
+            reactor = start_reactor(e2e_dir / "reactor", sim=e2e_cluster, policy=POLICY, token_file=token_file)
+            try:
+                sink.forward_to = f"{reactor.url}/alerts"
+                pipeline = Pipeline(e2e_cluster, e2e_mirror, reactor, sink, stack)
+                _wait_warm(pipeline)
+                yield pipeline
+            finally:
+                reactor.stop()
+                _keep_record(sink, e2e_dir / "deliveries.jsonl")
+    finally:
+        sink.stop()
+
+
+def _wait_warm(pipeline: Pipeline) -> None:
+    """Every running pod's utilization is recorded by the rules: the scenarios start from a known state."""
+    expected = len(pipeline.mirror.reported())
+    expr = f'count(gpu_reactor:container_gpu_utilization:ratio{{namespace="{NAMESPACE}"}}) >= {expected}'
+    pipeline.wait(lambda: pipeline.stack.query(expr), timeout=30, what=f"{expected} pods recorded by Prometheus", every=0.2)
+
+
+def _keep_record(sink: WebhookSink, path: Path) -> None:
+    """Every notification and the reactor's answer, kept with the processes' logs for a post-mortem."""
+    with path.open("w") as out:
+        for d in sink.deliveries:
+            out.write(json.dumps({"at": d.at, "answered": d.answered, "status": d.status, "body": d.body, "answer": d.answer}) + "\n")
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if DELAYS:
+        terminalreporter.write_sep("-", "end-to-end delays (metric change -> ...)")
+        for delay in DELAYS:
+            terminalreporter.write_line(delay.line())
+

@@ -1,0 +1,127 @@
+"""dcgm-exporter's pod attribution over the embedded cluster, for the end-to-end tests.
+
+The fake exporter reports the GPU containers of the pods that run in the cluster now: a pod a
+rollout created gains series, a deleted one loses them, as dcgm-exporter's kubelet pod-resources
+mapping does. Utilization comes from a demand per workload (GPU-equivalents of work spread over
+its desired replicas), so an action changes what the exporter reports the way it would on a real
+cluster: shrinking a workload that wastes GPUs raises their utilization, adding capacity to a
+saturated one lowers it. Nothing here talks to the reactor.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from reactor.sim import SimCluster
+from tests.promstack.exporter import FakeDcgmExporter
+
+GPU = "nvidia.com/gpu"
+
+
+@dataclass(frozen=True)
+class WorkloadDemand:
+    resource: str  # "deployments" | "statefulsets"
+    name: str
+    demand: float  # GPU-equivalents of work across all replicas
+    mig_profile: str | None = None  # the pods' GPUs are MIG instances (no GPU_UTIL, no profiling metrics)
+
+
+class ClusterMirror:
+    """Keeps `exporter` in line with the running pods of `namespace`; `start()` syncs in a thread."""
+
+    def __init__(self, sim: SimCluster, exporter: FakeDcgmExporter, namespace: str) -> None:
+        self.sim, self.exporter, self.namespace = sim, exporter, namespace
+        self._lock = threading.Lock()
+        self._demand: dict[str, WorkloadDemand] = {}  # by the pods' `app` label
+        self._silenced: set[str] = set()
+        self._reported: dict[str, tuple[str, int, float]] = {}  # pod -> (container, gpus, utilization)
+        self._mig: dict[str, str | None] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.errors: list[str] = []
+
+    # --- what the test drives ---
+
+    def set_demand(self, app: str, resource: str, name: str, demand: float, *, mig_profile: str | None = None) -> None:
+        """Report the pods labelled `app` (only those of workloads with a demand are reported)."""
+        with self._lock:
+            self._demand[app] = WorkloadDemand(resource, name, demand, mig_profile)
+
+    def silence(self, pod: str) -> None:
+        """Drop the pod's series for good, like an exporter that lost track of it."""
+        with self._lock:
+            self._silenced.add(pod)
+
+    def reported(self) -> dict[str, tuple[str, int, float]]:
+        """What the exporter reports now: pod -> (container, GPUs, utilization)."""
+        with self._lock:
+            return dict(self._reported)
+
+    # --- the sync ---
+
+    def sync(self) -> None:
+        with self._lock:
+            demand, silenced = dict(self._demand), set(self._silenced)
+        replicas = {app: self._replicas(d) for app, d in demand.items()}
+        wanted: dict[str, tuple[str, int, float]] = {}
+        mig: dict[str, str | None] = {}
+        for pod in self.sim.list("pods", self.namespace):
+            app = (pod["metadata"].get("labels") or {}).get("app", "")
+            name = pod["metadata"]["name"]
+            if app not in demand or name in silenced or not _running(pod):
+                continue
+            container, gpus = _gpu_container(pod)
+            if gpus:
+                wanted[name] = (container, gpus, _utilization(demand[app].demand, replicas[app], gpus))
+                mig[name] = demand[app].mig_profile
+        for name in set(self._reported) - set(wanted):
+            self.exporter.remove_pod(self.namespace, name)
+        for name, (container, gpus, utilization) in sorted(wanted.items()):
+            if self._reported.get(name) != (container, gpus, utilization) or self._mig.get(name) != mig[name]:
+                self.exporter.set_pod(self.namespace, name, container, gpus=gpus, utilization=utilization,
+                                      mig_profile=mig[name])
+        with self._lock:
+            self._reported, self._mig = wanted, mig
+
+    def _replicas(self, demand: WorkloadDemand) -> int:
+        obj = self.sim.get(demand.resource, self.namespace, demand.name)
+        return max(1, int(obj["spec"].get("replicas", 1)))
+
+    def start(self, interval: float = 0.1) -> ClusterMirror:
+        self.sync()
+        self._thread = threading.Thread(target=self._loop, args=(interval,), name="cluster-mirror", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _loop(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            try:
+                self.sync()
+            except Exception:  # noqa: BLE001 - a test thread must not die silently; the test reads `errors`
+                self.errors.append(traceback.format_exc())
+
+
+def _running(pod: Mapping[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") == "Running" and not pod["metadata"].get("deletionTimestamp")
+
+
+def _gpu_container(pod: Mapping[str, Any]) -> tuple[str, int]:
+    """The pod's GPU container (these workloads have one) and its GPUs."""
+    for container in pod["spec"]["containers"]:
+        gpus = int(((container.get("resources") or {}).get("limits") or {}).get(GPU, 0))
+        if gpus:
+            return container["name"], gpus
+    return "", 0
+
+
+def _utilization(demand: float, replicas: int, gpus: int) -> float:
+    """Each replica carries an equal share of the demand over its GPUs; whole percent, as DCGM reports."""
+    return round(min(1.0, demand / (replicas * gpus)), 2)

@@ -1,0 +1,154 @@
+"""The wired pipeline the end-to-end tests drive, and what they read back from it.
+
+fake dcgm-exporter (mirroring the cluster's pods) → Prometheus (FAST rules) → Alertmanager (the
+deploy/ route) → webhook sink (records, relays) → `reactor serve` → embedded cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, TypeVar
+
+from reactor.sim import SimCluster
+from tests.e2e.mirror import ClusterMirror
+from tests.e2e.reactor_process import ReactorProcess
+from tests.promstack.stack import Delivery, PromStack, WebhookSink
+
+NAMESPACE = "ml-workloads"
+GPU = "nvidia.com/gpu"
+ANNOTATION = "gpu-reactor.io/"
+T = TypeVar("T")
+
+# Short timers, so several actions fit in one session; otherwise the documented defaults.
+POLICY: dict[str, Any] = {
+    "namespaces": {"allow": [NAMESPACE]},
+    "targetUtilization": 0.6,
+    "cooldown": "5s",
+    "reverseAfter": "5s",
+    "revertAfter": "0s",
+    "budget": {"global": {"actions": 100, "per": "1m"}, "namespace": {"actions": 100, "per": "1m"}},
+    "logging": {"format": "text", "level": "INFO"},
+}
+
+# GPU-equivalents of work per workload at rest: every GPU between the alert thresholds (0.30-0.95).
+NORMAL = {
+    "llm-inference": ("deployments", "llm-inference", 4.96),  # 2 pods x 4 GPUs at 0.62
+    "chat": ("deployments", "chat", 0.60),  # 1 pod x 1 GPU at 0.60
+    "trainer": ("statefulsets", "trainer", 2.40),  # 2 pods x 2 GPUs at 0.60
+    "embedder": ("deployments", "embedder", 1.00),  # 2 pods x 1 GPU at 0.50
+}
+
+
+@dataclass(frozen=True)
+class Delay:
+    """One measured path through the pipeline, in seconds from the metric change."""
+
+    scenario: str
+    webhook: float  # change -> first notification carrying the alert reached the reactor
+    answered: float  # change -> the reactor answered that notification
+    applied: float | None  # change -> the change was seen on the workload (None: no change expected)
+
+    def line(self) -> str:
+        applied = "-" if self.applied is None else f"{self.applied:5.1f} s (webhook + {self.applied - self.webhook:.1f} s)"
+        return f"{self.scenario:<50} webhook {self.webhook:5.1f} s   answered {self.answered:5.1f} s   applied {applied}"
+
+
+DELAYS: list[Delay] = []
+
+
+@dataclass
+class Pipeline:
+    sim: SimCluster
+    mirror: ClusterMirror
+    reactor: ReactorProcess
+    sink: WebhookSink
+    stack: PromStack
+    notes: list[str] = field(default_factory=list)
+
+    # --- the cluster ---
+
+    def workload(self, resource: str, name: str) -> dict[str, Any]:
+        return self.sim.get(resource, NAMESPACE, name)
+
+    def pods(self, app: str) -> list[str]:
+        pods = self.sim.list("pods", NAMESPACE, label_selector=f"app={app}")
+        return sorted(p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp"))
+
+    def patches(self) -> dict[str, int]:
+        """PATCH requests the API server answered, by resource (the reactor is the only HTTP writer)."""
+        return {resource: n for (verb, resource, _sub), n in self.sim.requests.items() if verb == "patch"}
+
+    # --- waiting ---
+
+    def wait(self, probe: Callable[[], T | None], *, timeout: float, what: str, every: float = 0.05) -> T:
+        """`probe()`'s first truthy value; an AssertionError that shows the pipeline's state after `timeout`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = probe()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what}: not within {timeout:.0f} s\n{self.diagnostics()}")
+            time.sleep(every)
+
+    def delivery(self, match: Callable[[Delivery], bool], *, timeout: float, what: str) -> Delivery:
+        return self.wait(lambda: next((d for d in list(self.sink.deliveries) if match(d)), None), timeout=timeout, what=what,
+                         every=0.1)
+
+    def diagnostics(self) -> str:
+        alerts = sorted(
+            (a["labels"].get("alertname", ""), a["labels"].get("pod", ""), a["status"]["state"]) for a in _safe(self.stack.alerts)
+        )
+        lines = [f"alertmanager alerts: {alerts}", f"exporter: {self.mirror.reported()}",
+                 f"patches: {self.patches()}", f"deliveries: {len(self.sink.deliveries)}"]
+        for d in self.sink.deliveries[-5:]:
+            lines.append(f"  {summary(d)}")
+        if self.mirror.errors:
+            lines.append("mirror errors:\n" + self.mirror.errors[-1])
+        lines.append("reactor log:\n" + self.reactor.tail())
+        return "\n".join(lines)
+
+
+# --- reading notifications and answers ---
+
+
+def alerts_in(delivery: Delivery, alertname: str, status: str, pods: Iterable[str]) -> list[dict[str, Any]]:
+    wanted = set(pods)
+    return [a for a in delivery.body.get("alerts", [])
+            if a["labels"].get("alertname") == alertname and a["status"] == status and a["labels"].get("pod") in wanted]
+
+
+def outcomes_for(delivery: Delivery, alertname: str, status: str, pods: Iterable[str]) -> list[dict[str, Any]]:
+    """The reactor's per-alert outcomes in its answer to `delivery`, for these alerts."""
+    wanted = set(pods)
+    answer = delivery.answer if isinstance(delivery.answer, dict) else {}
+    return [o for o in answer.get("outcomes", [])
+            if o.get("alert") == alertname and o.get("status") == status and o.get("pod") in wanted]
+
+
+def summary(delivery: Delivery) -> str:
+    alerts = [(a["labels"].get("alertname"), a["labels"].get("pod"), a["status"]) for a in delivery.body.get("alerts", [])]
+    outcomes = [(o.get("pod"), o.get("result"), o.get("action") or o.get("reason")) for o in
+                (delivery.answer or {}).get("outcomes", [])] if isinstance(delivery.answer, dict) else delivery.answer
+    return f"{delivery.status} {alerts} -> {outcomes}"
+
+
+def last_action(obj: dict[str, Any]) -> dict[str, Any] | None:
+    raw = (obj["metadata"].get("annotations") or {}).get(ANNOTATION + "last-action")
+    return json.loads(raw) if raw else None
+
+
+def gpus(obj: dict[str, Any], container: str) -> tuple[str | None, str | None]:
+    """(limit, request) of the GPU resource in the pod template's container."""
+    (c,) = [c for c in obj["spec"]["template"]["spec"]["containers"] if c["name"] == container]
+    resources = c.get("resources") or {}
+    return (resources.get("limits") or {}).get(GPU), (resources.get("requests") or {}).get(GPU)
+
+
+def _safe(read: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    try:
+        return read()
+    except OSError:
+        return []
