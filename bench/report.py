@@ -1,0 +1,112 @@
+"""The printed table of `make bench`, rendered from the results dict (also `python -m bench.report FILE`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Sequence
+
+TARGET_RATIO = 0.5
+TARGET_US_PER_ALERT = 25.0
+TARGET_IDLE_MB = 100.0
+TARGET_GROWTH_MB = 50.0
+
+
+def _table(header: Sequence[str], rows: list[Sequence[Any]]) -> list[str]:
+    cells = [[str(c) for c in header]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+             for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
+
+
+def _ok(good: bool) -> str:
+    return "met" if good else "MISSED"
+
+
+def marginal_us(webhook: dict[str, Any], server: str) -> float:
+    """CPU per extra alert: (CPU per 1,000-alert notification − CPU per 1-alert one) / 999."""
+    big, one = webhook["1000"][server]["cpu_us_per_request"], webhook["1"][server]["cpu_us_per_request"]
+    return (big - one) / 999
+
+
+def render(r: dict[str, Any]) -> str:
+    meta = r.get("meta", {})
+    out = [f"GPU Reactor bench — {meta.get('date', '')}, commit {meta.get('commit', '?')}, {meta.get('cpus')} CPUs, "
+           f"Python {meta.get('python')}; took {meta.get('seconds', '?')} s (cluster set-up {r.get('setup_s', '?')} s)", ""]
+    out += _webhook(r["webhook"], meta.get("threads", 4))
+    out += _storm(r["storm"], r["naive"])
+    out += _latency(r["latency"])
+    out += _memory(r["memory"])
+    return "\n".join(out)
+
+
+def _webhook(w: dict[str, Any], threads: int) -> list[str]:
+    out = [f"1. Webhook overhead — POST /alerts on the cooldown path (decides, writes nothing); "
+           f"load generator: {threads} threads, keep-alive; gunicorn gthread, 1 worker, same settings for both"]
+    rows = []
+    for size, by in w.items():
+        for server in ("generator", "echo", "reactor"):
+            m = by[server]
+            rows.append((size, {"generator": "raw 200 (generator ceiling)"}.get(server, server), m["rps"],
+                         m["p50_ms"], m["p99_ms"], m["cpu_us_per_request"], m["cpu_us_per_alert"],
+                         m.get("api_per_notification", "")))
+        rows.append(("", "reactor / echo", f"{by['reactor']['rps'] / by['echo']['rps']:.2f}", "", "", "", "", ""))
+    out += _table(("alerts", "server", "req/s", "p50 ms", "p99 ms", "CPU µs/req", "CPU µs/alert", "API req/notif"), rows)
+    ratio = w["1"]["reactor"]["rps"] / w["1"]["echo"]["rps"]
+    reactor_marginal, echo_marginal = marginal_us(w, "reactor"), marginal_us(w, "echo")
+    out += ["", f"   1-alert req/s reactor/echo: {ratio:.2f} (target ≥ {TARGET_RATIO}: {_ok(ratio >= TARGET_RATIO)}); "
+                f"marginal CPU per alert (1,000 vs 1): reactor {reactor_marginal:.1f} µs, echo {echo_marginal:.1f} µs "
+                f"(target ≤ {TARGET_US_PER_ALERT:.0f} µs: {_ok(reactor_marginal <= TARGET_US_PER_ALERT)})",
+            "   CPU: utime+stime of the server's processes (gunicorn master + worker); the embedded cluster runs "
+            "in another process and is not counted.", ""]
+    return out
+
+
+def _storm(s: dict[str, Any], n: dict[str, Any]) -> list[str]:
+    out = [f"2. Alert storm — one notification of {s['alerts']:,} alerts on {s['pods']:,} pods, {s['workloads']} "
+           f"Deployments, 5 namespaces (API requests counted by the embedded API server)"]
+    rows = [("reactor", s["requests"], s["reads"], s["writes"], s["seconds"], s["alerts_per_s"]),
+            ("naive per-pod script", n["requests"], f"{n['prometheus_queries']} queries + lists",
+             sum(v for k, v in n["by_resource"].items() if not k.startswith(("get", "list"))), n["seconds"], ""),
+            ("naive / reactor", f"{n['requests'] / max(1, s['requests']):.1f}×", "", "", "", "")]
+    out += _table(("", "requests", "reads", "writes", "wall s", "alerts/s"), rows)
+    out += ["", "   reactor by verb and resource: " + ", ".join(f"{k} {v}" for k, v in s["by_resource"].items()),
+            "   naive: " + ", ".join(f"{k} {v}" for k, v in n["by_resource"].items())
+            + f", prometheus queries {n['prometheus_queries']}; pod patches answered "
+            + ", ".join(f"{k}×{v}" for k, v in n["patch_codes"].items()),
+            f"   workloads changed {s['workloads_changed']} of {s['workloads']} (budget-limited "
+            f"{s['workloads_budget_limited']}); patches {s['patches']} ≤ workloads changed: "
+            f"{_ok(s['patches'] <= s['workloads_changed'])}; at the default rate limit (20 QPS, burst 40) these "
+            f"requests would wait ≥ {s['default_limiter_s']} s", ""]
+    return out
+
+
+def _latency(la: dict[str, Any]) -> list[str]:
+    return [f"3. Latency to effect — {la['runs']} one-alert notifications, each on its own Deployment, until the "
+            f"patch is visible",
+            *_table(("", "p50 ms", "p99 ms"), [("to effect (PATCH answered)", la["effect_p50_ms"], la["effect_p99_ms"]),
+                                              ("to webhook answer", la["answer_p50_ms"], la["answer_p99_ms"])]),
+            "", f"   API calls before the effect: {la['api_calls_to_effect']} per run; share of the time to effect "
+            f"spent in them (client-side timing): p50 {la['api_share_p50']:.0%}, mean {la['api_share_mean']:.0%}", ""]
+
+
+def _memory(m: dict[str, Any]) -> list[str]:
+    growth = m["after_alerts_mb"] - m["idle_mb"]
+    return ["4. Memory — RSS of the reactor's gunicorn worker",
+            *_table(("idle MB", "after storm MB", f"after {m['after_alerts']:,} more alerts MB", "growth MB"),
+                    [(f"{m['idle_mb']:.1f}", f"{m['after_storm_mb']:.1f}", f"{m['after_alerts_mb']:.1f}", f"{growth:.1f}")]),
+            "", f"   idle ≤ {TARGET_IDLE_MB:.0f} MB: {_ok(m['idle_mb'] <= TARGET_IDLE_MB)}; growth ≤ "
+            f"{TARGET_GROWTH_MB:.0f} MB: {_ok(growth <= TARGET_GROWTH_MB)}"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    path = (argv or sys.argv[1:] or ["bench/results.json"])[0]
+    with open(path) as f:
+        print(render(json.load(f)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

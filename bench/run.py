@@ -1,0 +1,188 @@
+"""`make bench`: run every measurement, print the table, write `bench/results.json`.
+
+1. webhook overhead: the reactor (`reactor serve`, gunicorn) on its cooldown path against a bare
+   Flask echo under the same gunicorn settings, and the load generator against a raw socket server;
+2. the alert storm on the embedded cluster, and the same storm handled the naive way;
+3. latency to effect; 4. the reactor worker's memory.
+Nothing is asserted on time: the machine is shared and noisy; the numbers are reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+if __package__ in (None, ""):  # `python bench/run.py`
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import procs  # noqa: E402
+from bench.latency import run_latency  # noqa: E402
+from bench.loadgen import write_bodies  # noqa: E402
+from bench.report import render  # noqa: E402
+from bench.scenario import (DEPLOYMENTS_PER_TEAM, GPUS_PER_POD, IDLE_GPUS, TEAMS, Fleet, build_cluster, now,  # noqa: E402
+                            policy_yaml, restamp, start_sim, storm_body, webhook_bodies)
+from bench.storm import run_naive_storm, run_storm  # noqa: E402
+from reactor.sim import SimCluster  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+SIZES = (1, 100, 1000)
+THREADS = 4
+STORM_WORKLOADS = len(TEAMS) * DEPLOYMENTS_PER_TEAM
+
+
+class Bench:
+    """The cluster, the children, and the measurements taken on them."""
+
+    sim: SimCluster
+
+    def __init__(self, tmp: Path, duration: float, memory_notifications: int, latency_runs: int) -> None:
+        self.tmp, self.duration = tmp, duration
+        self.memory_notifications, self.latency_runs = memory_notifications, latency_runs
+        self.token = secrets.token_hex(16)
+        self.children: list[procs.Child] = []
+        self.results: dict[str, Any] = {}
+
+    def run(self) -> dict[str, Any]:
+        self.sim = start_sim()
+        try:
+            self._run()
+        finally:
+            for child in self.children:
+                child.stop()
+            self.sim.stop()
+        return self.results
+
+    # --- the steps ------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        build_cluster(self.sim)
+        fleet = Fleet.read(self.sim)
+        self.results["setup_s"] = round(time.monotonic() - started, 1)
+        reactor = start_reactor(self.sim, self.tmp, self.token)
+        self.children.append(reactor)
+        policy = self.tmp / "policy.yaml"
+        worker = procs.worker_of(reactor.pid)
+        memory: dict[str, float] = {"idle_mb": procs.rss_mb(worker)}
+
+        storm_at = now() - timedelta(minutes=30)
+        alerts = len(fleet.all()) * (GPUS_PER_POD + IDLE_GPUS)
+        self.results["storm"] = run_storm(self.sim, reactor.port, self.token, storm_body(fleet, storm_at),
+                                          alerts, STORM_WORKLOADS)
+        memory["after_storm_mb"] = procs.rss_mb(worker)
+        self.results["naive"] = run_naive_storm(self.sim, list(TEAMS))
+
+        raw = self._start("generator", ["-m", "bench.rawserver", "{port}"], ready=None)
+        echo = self._start("echo", ["-m", "bench.echo", "--config", str(policy)])
+        webhook: dict[str, Any] = {}
+        for size in SIZES:
+            first = storm_at + timedelta(minutes=1 + size)
+            bodies = self.tmp / f"bodies-{size}"
+            write_bodies(str(bodies), webhook_bodies(fleet, size, 64 if size == 1 else 8, first))
+            webhook[str(size)] = {
+                "generator": self._load(raw, bodies, size),
+                "echo": self._load(echo, bodies, size),
+                "reactor": self._load(reactor, bodies, size, api=True),
+            }
+        self.results["webhook"] = webhook
+        raw.stop()
+        echo.stop()
+
+        memory.update(self._memory(reactor, worker, fleet, storm_at))
+        self.results["memory"] = memory
+        self.results["latency"] = run_latency(self.sim, self.tmp, self.token, self.latency_runs)
+
+    def _start(self, name: str, args: list[str], ready: str | None = "/readyz") -> procs.Child:
+        child = serve(name, args, self.tmp, ready=ready)
+        self.children.append(child)
+        return child
+
+    def _load(self, child: procs.Child, bodies: Path, size: int, *, api: bool = False) -> dict[str, Any]:
+        headers = [f"Authorization: Bearer {self.token}"]
+        procs.load(child.port, bodies, threads=THREADS, duration=min(0.5, self.duration), max_requests=10_000,
+                   headers=headers)  # warm-up
+        pids = procs.tree(child.pid)
+        self.sim.reset_counters()
+        cpu = procs.cpu_seconds(pids)
+        result = procs.load(child.port, bodies, threads=THREADS, duration=self.duration, max_requests=100_000,
+                            headers=headers)
+        cpu = procs.cpu_seconds(pids) - cpu
+        n = max(1, result["requests"])
+        result["cpu_us_per_request"] = round(cpu / n * 1e6, 1)
+        result["cpu_us_per_alert"] = round(cpu / n / size * 1e6, 2)
+        if api:
+            result["api_per_notification"] = round(sum(self.sim.requests.values()) / n, 2)
+        return result
+
+    def _memory(self, reactor: procs.Child, worker: int, fleet: Fleet, storm_at: datetime) -> dict[str, Any]:
+        """`memory_notifications` new 100-alert notifications (each its own startsAt), then the worker's RSS."""
+        base = storm_at + timedelta(hours=2)
+        templates = webhook_bodies(fleet, 100, 100, base)
+        stamps = -(-self.memory_notifications // len(templates))
+        bodies = [restamp(t, base + timedelta(seconds=k), base + timedelta(minutes=5 + j))
+                  for j in range(stamps) for k, t in enumerate(templates)][:self.memory_notifications]
+        path = self.tmp / "bodies-memory"
+        write_bodies(str(path), bodies)
+        result = procs.load(reactor.port, path, threads=THREADS, duration=300, max_requests=len(bodies),
+                            headers=[f"Authorization: Bearer {self.token}"], timeout=330)
+        return {"after_alerts": result["requests"] * 100, "after_alerts_mb": procs.rss_mb(worker),
+                "alerts_run_codes": result["codes"]}
+
+
+def serve(name: str, args: list[str], tmp: Path, *, ready: str | None = "/readyz", **env: str) -> procs.Child:
+    """A child server on a free port (`{port}` in `args` is replaced); its output goes to TMP/NAME.log."""
+    port = procs.free_port()
+    args = [a.replace("{port}", str(port)) for a in args]
+    return procs.start(args, port=port, log=tmp / f"{name}.log", ready_path=ready,
+                       env={"REACTOR_SERVER__LISTEN": f"127.0.0.1:{port}", **env})
+
+
+def start_reactor(sim: SimCluster, tmp: Path, token: str) -> procs.Child:
+    """`reactor serve` with the bench policy (TMP/policy.yaml) against the embedded cluster."""
+    policy = tmp / "policy.yaml"
+    policy.write_text(policy_yaml())
+    (tmp / "token").write_text(token)
+    return serve("reactor", ["-m", "reactor", "serve", "--config", str(policy)], tmp,
+                 REACTOR_SERVER__TOKEN_FILE=str(tmp / "token"),
+                 REACTOR_KUBE__KUBECONFIG=sim.write_kubeconfig(tmp / "kubeconfig"))
+
+
+def _meta() -> dict[str, Any]:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE.parent, capture_output=True,
+                                text=True, timeout=10, check=False).stdout.strip()
+    except OSError:
+        commit = ""
+    return {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit,
+            "cpus": os.cpu_count(), "python": platform.python_version(), "threads": THREADS}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="bench/run.py", description=__doc__.splitlines()[0])
+    p.add_argument("--duration", type=float, default=3.0, help="seconds per measured load run")
+    p.add_argument("--memory-notifications", type=int, default=1000)
+    p.add_argument("--latency-runs", type=int, default=200)
+    p.add_argument("--out", default=str(HERE / "results.json"), help="where to write the results ('' = nowhere)")
+    args = p.parse_args(argv)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="gpu-reactor-bench-") as tmp:
+        results = Bench(Path(tmp), args.duration, args.memory_notifications, args.latency_runs).run()
+    results["meta"] = {**_meta(), "seconds": round(time.monotonic() - started, 1)}
+    print(render(results))
+    if args.out:
+        Path(args.out).write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

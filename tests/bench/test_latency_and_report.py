@@ -1,0 +1,53 @@
+"""The latency run acts and times each run; the report renders what the bench measured."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.latency import run_latency
+from bench.report import marginal_us, render
+from reactor.sim import SimCluster
+
+
+def test_latency_runs_act_on_their_own_deployment_and_time_the_api_calls(small_sim: SimCluster, tmp_path: Path) -> None:
+    result = run_latency(small_sim, tmp_path, "latency-token", runs=3)
+    assert result["runs"] == 3
+    assert result["api_calls_to_effect"] >= 3  # at least pod, owner, patch
+    assert 0 < result["effect_p50_ms"] <= result["answer_p99_ms"]
+    assert 0 < result["api_share_p50"] <= 1
+    for i in range(3):
+        ns, name = f"latency-{i}", f"svc-{i:03d}"
+        limits = small_sim.get("deployments", ns, name)["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+        assert limits["nvidia.com/gpu"] == "1"
+    assert (tmp_path / "latency.log").read_text().count('"msg": "decision"') >= 3
+
+
+def _load(**kw: float) -> dict[str, float]:
+    return {"requests": 10, "errors": 0, "rps": kw.get("rps", 100.0), "p50_ms": 1.0, "p99_ms": 2.0,
+            "cpu_us_per_request": kw.get("cpu", 100.0), "cpu_us_per_alert": 1.0, "codes": {"200": 10},
+            "api_per_notification": 3.0}
+
+
+def test_report_renders_every_section_and_judges_the_targets() -> None:
+    webhook = {size: {"generator": _load(rps=5000), "echo": _load(rps=1000, cpu=300 + 10 * int(size)),
+                      "reactor": _load(rps=600, cpu=500 + 20 * int(size))} for size in ("1", "100", "1000")}
+    results = {
+        "webhook": webhook, "setup_s": 5,
+        "storm": {"alerts": 10000, "pods": 1000, "workloads": 50, "workloads_changed": 50,
+                  "workloads_budget_limited": 0, "requests": 126, "reads": 26, "writes": 100, "patches": 50,
+                  "seconds": 2.0, "alerts_per_s": 5000.0, "default_limiter_s": 4.3,
+                  "by_resource": {"patch deployments": 50, "create events": 50, "list pods": 5}},
+        "naive": {"requests": 2005, "prometheus_queries": 1000, "by_resource": {"patch pods": 1000, "list pods": 5},
+                  "patch_codes": {"422": 1000}, "seconds": 3.0},
+        "latency": {"runs": 200, "api_calls_to_effect": 4.0, "effect_p50_ms": 3.0, "effect_p99_ms": 9.0,
+                    "answer_p50_ms": 4.0, "answer_p99_ms": 11.0, "api_share_p50": 0.7, "api_share_mean": 0.72},
+        "memory": {"idle_mb": 80.0, "after_storm_mb": 120.0, "after_alerts": 100000, "after_alerts_mb": 125.0},
+        "meta": {"date": "today", "commit": "abc", "cpus": 2, "python": "3.11", "seconds": 100, "threads": 4},
+    }
+    assert marginal_us(webhook, "reactor") == 20.0
+    text = render(json.loads(json.dumps(results)))
+    assert "reactor / echo" in text and "0.60" in text
+    assert "target ≥ 0.5: met" in text and "target ≤ 25 µs: met" in text
+    assert "15.9×" in text  # naive 2005 / reactor 126
+    assert "growth ≤ 50 MB: met" in text
