@@ -6,15 +6,15 @@ helpers (apply, get, list, settle, faults). Nothing here talks to a real cluster
 
 from __future__ import annotations
 
+import secrets
 import threading
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
-import yaml
-
-from . import kubeconfig
+from . import cronjobs, kubeconfig, manifests, rbac, scheduler
+from .authn import MASTERS, Tokens, make_user
 from .controllers import Controllers
 from .faults import Fault, Faults
 from .objects import Clock
@@ -25,7 +25,8 @@ from .status import ApiError
 from .store import Store
 
 Obj = dict[str, Any]
-APPLY_ORDER = ("Namespace", "PriorityClass", "Node", "LimitRange", "ResourceQuota")
+APPLY_ORDER = ("Namespace", "CustomResourceDefinition", "PriorityClass", "Node", "LimitRange", "ResourceQuota")
+ADMIN_USER = "admin"
 BUILTIN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 SYSTEM_PRIORITY_CLASSES = (("system-cluster-critical", 2000000000), ("system-node-critical", 2000001000))
 
@@ -36,14 +37,17 @@ def _utcnow() -> datetime:
 
 class SimCluster:
     def __init__(self, rbac: bool = False, *, clock: Clock | None = None, seed: int = 0) -> None:
-        if rbac:
-            raise NotImplementedError("rbac mode is not implemented yet")
+        """`rbac=True`: every request needs a bearer token (`add_token`; anonymous requests are 401, as with
+        `--anonymous-auth=false`) and RBAC decides it. The admin token (`admin_token`, group system:masters)
+        is what `write_kubeconfig` writes by default. Admin helpers (`apply`, `get`, ...) bypass both."""
         self.rbac = rbac
         self.registry = Registry()
         self.store = Store()
         self.api = Api(self.store, self.registry, clock or _utcnow, seed=seed)
         self.faults = Faults()
-        self._ctx = Context(self.api, self.faults)
+        self.tokens = Tokens() if rbac else None
+        self.admin_token = secrets.token_hex(16) if rbac else None
+        self._ctx = Context(self.api, self.faults, self.tokens)
         self.controllers = Controllers(self.api)
         self._server: SimHTTPServer | None = None
         self._threads: list[threading.Thread] = []
@@ -57,6 +61,9 @@ class SimCluster:
             self.apply({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
                         "value": value, "description": "Used for system critical pods that must not be moved "
                         "from their current node.", "preemptionPolicy": "PreemptLowerPriority"})
+        if self.tokens is not None and self.admin_token is not None:
+            self.apply(rbac.bootstrap_policy())
+            self.tokens.add(self.admin_token, make_user(ADMIN_USER, (MASTERS,)))
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -116,18 +123,12 @@ class SimCluster:
             return self.api.create(res, ns, obj)
 
     def load_manifests(self, text_or_path: str | Path) -> list[Obj]:
-        """Apply every document of a multi-document YAML string or file (a `List` is unpacked)."""
+        """Apply every document of a multi-document YAML string or file (a `List` is unpacked), or every
+        object under a folder (a kustomize entry point is rendered first: see `manifests.read`)."""
         text = str(text_or_path)
-        if isinstance(text_or_path, Path) or ("\n" not in text and Path(text).is_file()):
-            text = Path(text).read_text()
-        docs: list[Obj] = []
-        for doc in yaml.safe_load_all(text):
-            if not doc:
-                continue
-            if not isinstance(doc, dict) or "kind" not in doc or "apiVersion" not in doc:
-                raise ValueError(f"not a Kubernetes object (needs apiVersion and kind): {str(doc)[:80]}")
-            docs.extend(doc.get("items") or [] if doc["kind"].endswith("List") and "items" in doc else [doc])
-        return self.apply(docs)
+        if isinstance(text_or_path, Path) or ("\n" not in text and text.strip() and Path(text).exists()):
+            return self.apply(manifests.read(Path(text)))
+        return self.apply(manifests.parse(text))
 
     def get(self, resource: str, namespace: str | None, name: str) -> Obj:
         res = self.registry.by_plural(resource)
@@ -156,6 +157,20 @@ class SimCluster:
                     return
         raise RuntimeError(f"the simulated cluster did not settle within {max_rounds} rounds")
 
+    def trigger_cronjob(self, namespace: str, name: str, at: datetime | None = None) -> Obj | None:
+        """Start the run the CronJob's schedule would start at `at` (default: now): a Job `<name>-<minutes
+        since the epoch>` from its jobTemplate, controlled by the CronJob. None when suspended, or when a
+        run is still active under concurrencyPolicy Forbid (then a `JobAlreadyActive` Event)."""
+        with self.store.lock:
+            return cronjobs.trigger(self.api, namespace, name, at)
+
+    def finish_pod(self, namespace: str, name: str, exit_code: int = 0) -> Obj:
+        """Let a running pod's containers exit: Succeeded/Failed under restartPolicy Never (OnFailure:
+        Succeeded on 0, else restarted), restarted in place under Always. Controllers react on `settle()`."""
+        with self.store.lock:
+            pod = self.api.get(self.registry.by_plural("pods"), namespace, name)
+            return scheduler.finish(self.api, pod, exit_code)
+
     def run_controllers(self, interval: float = 0.2) -> None:
         def loop() -> None:
             while not self._stop.wait(interval):
@@ -169,11 +184,31 @@ class SimCluster:
 
     @property
     def requests(self) -> Counter[tuple[str, str, str]]:
+        """Every request received, by (verb, resource plural or path, subresource), refused or not."""
         return self._ctx.requests
+
+    @property
+    def denied(self) -> Counter[tuple[str, str, str]]:
+        """The requests RBAC refused (403), by the same keys as `requests`."""
+        return self._ctx.denied
 
     def reset_counters(self) -> None:
         with self._ctx.counter_lock:
             self._ctx.requests.clear()
+            self._ctx.denied.clear()
+
+    # -- authentication ---------------------------------------------------------------------------
+
+    def add_token(self, token: str, *, user: str, groups: Iterable[str] = ()) -> None:
+        """Let `token` authenticate as `user`. A `system:serviceaccount:NS:NAME` user also gets the
+        ServiceAccount groups and is refused (401) while that ServiceAccount does not exist."""
+        if self.tokens is None:
+            raise RuntimeError("tokens need SimCluster(rbac=True): without RBAC every request is admitted")
+        self.tokens.add(token, make_user(user, groups))
+
+    def remove_token(self, token: str) -> None:
+        if self.tokens is not None:
+            self.tokens.remove(token)
 
     def inject_fault(self, *, verb: str | None = None, resource: str | None = None,
                      subresource: str | None = None, status: int = 500, count: int = 1,
@@ -184,7 +219,8 @@ class SimCluster:
         self.faults.clear()
 
     def write_kubeconfig(self, path: str | Path, token: str | None = None) -> str:
-        return kubeconfig.write(path, self.url, token)
+        """A kubeconfig for this cluster; with RBAC on, the admin token unless another is given."""
+        return kubeconfig.write(path, self.url, token or self.admin_token)
 
 
 __all__ = ["SimCluster", "ApiError"]

@@ -67,6 +67,11 @@ class Api:
         self._admit_create(res, obj)
         if dry_run:
             return obj
+        if res.kind == "CustomResourceDefinition":
+            try:
+                self.registry.add_crd(obj)
+            except ValueError as e:
+                raise invalid(res, meta["name"], [FieldError("spec", "Required value", str(e))]) from e
         stored = self.store.put(res.plural, obj)
         self.after_write(res, meta.get("namespace"))
         return stored

@@ -6,7 +6,9 @@ It holds metadata only: it stores no objects and knows nothing about HTTP.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
+RBAC_GROUP = "rbac.authorization.k8s.io"
 VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 
 
@@ -53,6 +55,8 @@ BUILTIN: tuple[Resource, ...] = (
     _r("", "v1", "Node", "nodes", False, short_names=("no",), subresources=("status",)),
     _r("", "v1", "ConfigMap", "configmaps", short_names=("cm",)),
     _r("", "v1", "ServiceAccount", "serviceaccounts", short_names=("sa",)),
+    _r("", "v1", "Secret", "secrets"),
+    _r("", "v1", "Service", "services", short_names=("svc",), subresources=("status",), categories=("all",)),
     _r("apps", "v1", "Deployment", "deployments", short_names=("deploy",),
        subresources=("status", "scale"), categories=("all",)),
     _r("apps", "v1", "ReplicaSet", "replicasets", short_names=("rs",),
@@ -66,6 +70,14 @@ BUILTIN: tuple[Resource, ...] = (
     _r("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, short_names=("pc",)),
     _r("coordination.k8s.io", "v1", "Lease", "leases"),
     _r("events.k8s.io", "v1", "Event", "events", short_names=("ev",)),
+    _r("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", short_names=("pdb",), subresources=("status",)),
+    _r("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", short_names=("netpol",)),
+    _r("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False,
+       short_names=("crd", "crds"), subresources=("status",)),
+    _r(RBAC_GROUP, "v1", "Role", "roles"),
+    _r(RBAC_GROUP, "v1", "RoleBinding", "rolebindings"),
+    _r(RBAC_GROUP, "v1", "ClusterRole", "clusterroles", False),
+    _r(RBAC_GROUP, "v1", "ClusterRoleBinding", "clusterrolebindings", False),
 )
 
 
@@ -111,6 +123,23 @@ class Registry:
             raise ValueError(f"cannot store an object without apiVersion and kind: {api_version!r} {kind!r}")
         res = Resource(group, version, kind, _guess_plural(kind), namespaced)
         self.resources.append(res)
+        return res
+
+    def add_crd(self, crd: dict[str, Any]) -> Resource:
+        """Serve the resource a CustomResourceDefinition defines (its served versions, storage first),
+        replacing a generic entry guessed for the same group and kind."""
+        spec = crd.get("spec") or {}
+        names = spec.get("names") or {}
+        versions = [v for v in spec.get("versions") or [] if v.get("served", True)]
+        versions.sort(key=lambda v: not v.get("storage"))
+        if not versions or not names.get("kind") or not names.get("plural"):
+            raise ValueError(f"CustomResourceDefinition {crd.get('metadata', {}).get('name')} needs names and versions")
+        subresources = tuple(k for k in ("status", "scale") if k in (versions[0].get("subresources") or {}))
+        res = Resource(spec.get("group", ""), versions[0]["name"], names["kind"], names["plural"],
+                       spec.get("scope") == "Namespaced", short_names=tuple(names.get("shortNames") or ()),
+                       subresources=subresources, categories=tuple(names.get("categories") or ()),
+                       other_versions=tuple(v["name"] for v in versions[1:]))
+        self.resources = [r for r in self.resources if not (r.group == res.group and r.kind == res.kind)] + [res]
         return res
 
     def groups(self) -> dict[str, list[str]]:

@@ -14,7 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from . import discovery, routing
+from . import discovery, rbac, routing
+from .authn import Tokens
 from .faults import Faults
 from .operations import Api
 from .status import ApiError, bad_request, method_not_allowed, path_not_found, unsupported_media_type
@@ -26,16 +27,30 @@ LIST_KINDS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch",
 
 
 class Context:
-    """What the request handlers share: the API, the lock, counters and faults."""
+    """What the request handlers share: the API, the lock, counters, faults, and the tokens when
+    authentication and RBAC are on (None: every request is served, as an admin's would be)."""
 
-    def __init__(self, api: Api, faults: Faults) -> None:
-        self.api, self.faults = api, faults
+    def __init__(self, api: Api, faults: Faults, tokens: Tokens | None = None) -> None:
+        self.api, self.faults, self.tokens = api, faults, tokens
         self.requests: Counter[tuple[str, str, str]] = Counter()
+        self.denied: Counter[tuple[str, str, str]] = Counter()
         self.counter_lock = threading.Lock()
 
-    def count(self, key: tuple[str, str, str]) -> None:
+    def count(self, key: tuple[str, str, str], *, denied: bool = False) -> None:
         with self.counter_lock:
-            self.requests[key] += 1
+            (self.denied if denied else self.requests)[key] += 1
+
+    def admit(self, authorization: str | None, method: str, path: str, query: dict[str, str]) -> ApiError | None:
+        """Authentication, then authorization, before the server even looks the resource up."""
+        if self.tokens is None:
+            return None
+        with self.api.store.lock:
+            user = self.tokens.authenticate(authorization, self.api.store)
+            if user is None:
+                return rbac.unauthorized()
+            info = routing.request_info(method, path, query)
+            allowed, reason = rbac.authorize(self.api.store, user, info)
+        return None if allowed else rbac.forbidden(user, info, reason)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -67,11 +82,20 @@ class Handler(BaseHTTPRequestHandler):
         body = self._read_body()
         route = routing.parse(ctx.api.registry, url.path)
         if route is None:
-            ctx.count((LIST_KINDS.get(method, method.lower()), url.path, ""))
+            key = (LIST_KINDS.get(method, method.lower()), url.path, "")
+        else:
+            verb = _verb(method, route, query)
+            key = (verb, route.resource.plural, route.subresource)
+        ctx.count(key)
+        denial = ctx.admit(self.headers.get("Authorization"), method, url.path, query)
+        if denial is not None:
+            if denial.code == 403:
+                ctx.count(key, denied=True)
+            self._send(denial.code, denial.body(), denial.headers)
+            return
+        if route is None:
             self._answer_nonresource(method, url.path)
             return
-        verb = _verb(method, route, query)
-        ctx.count((verb, route.resource.plural, route.subresource))
         fault = ctx.faults.take(verb, route.resource.plural, route.subresource)
         if fault is not None and self._apply_fault(fault):
             return

@@ -17,8 +17,11 @@ class ApiError(Exception):
     """An error the API server answers with a `Status` body."""
 
     def __init__(self, code: int, reason: str, message: str, details: Body | None = None,
-                 headers: dict[str, str] | None = None) -> None:
+                 headers: dict[str, str] | None = None, *, keep_empty_details: bool = False) -> None:
         super().__init__(message)
+        # Upstream sends `"details": {}` where it builds a StatusDetails with nothing in it (a
+        # forbidden non-resource path); most errors build none and send no `details` at all.
+        self.keep_empty_details = keep_empty_details
         self.code = code
         self.reason = reason
         self.message = message
@@ -28,7 +31,7 @@ class ApiError(Exception):
     def body(self) -> Body:
         out: Body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                      "message": self.message, "reason": self.reason}
-        if self.details:
+        if self.details or self.keep_empty_details:
             out["details"] = self.details
         out["code"] = self.code
         return out
@@ -92,10 +95,12 @@ class FieldError:
     def __init__(self, path: str, kind: str, detail: str, value: object = None) -> None:
         self.path, self.kind, self.detail, self.value = path, kind, detail, value
 
+    # field.Error.ErrorBody: these types print no value; every other type prints the bad value.
+    _NO_VALUE = ("Required value", "Forbidden", "Too long", "Internal error")
+
     def cause_message(self) -> str:
-        if self.kind == "Invalid value":
-            return f"Invalid value: {_render(self.value)}: {self.detail}"
-        return f"{self.kind}: {self.detail}" if self.detail else self.kind
+        head = self.kind if self.kind in self._NO_VALUE else f"{self.kind}: {_render(self.value)}"
+        return f"{head}: {self.detail}" if self.detail else head
 
     def __str__(self) -> str:
         return f"{self.path}: {self.cause_message()}"

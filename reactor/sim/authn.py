@@ -1,0 +1,82 @@
+"""Bearer-token authentication: each token names a user and its groups, as kube-apiserver's token
+authenticators and its group adder do.
+
+A ServiceAccount's user also carries the ServiceAccount groups, and its token stops working once the
+ServiceAccount object is gone. Every authenticated user is in `system:authenticated`. This module
+decides who is asking, never what they may do.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Iterable
+
+from .store import Store
+
+SA_PREFIX = "system:serviceaccount:"
+SA_GROUP = "system:serviceaccounts"
+AUTHENTICATED = "system:authenticated"
+UNAUTHENTICATED = "system:unauthenticated"
+MASTERS = "system:masters"
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    name: str
+    groups: tuple[str, ...]
+
+    @property
+    def service_account(self) -> tuple[str, str] | None:
+        """(namespace, name) for `system:serviceaccount:NS:NAME`, else None."""
+        if not self.name.startswith(SA_PREFIX):
+            return None
+        namespace, sep, name = self.name[len(SA_PREFIX):].partition(":")
+        return (namespace, name) if sep and namespace and name and ":" not in name else None
+
+
+def make_user(name: str, groups: Iterable[str] = ()) -> User:
+    """The user as the authenticator chain hands it on: ServiceAccount groups, then system:authenticated."""
+    if not name:
+        raise ValueError("a user needs a name")
+    out = list(groups)
+    sa = User(name, ()).service_account
+    if name.startswith(SA_PREFIX) and sa is None:
+        raise ValueError(f"not a ServiceAccount user name (system:serviceaccount:NAMESPACE:NAME): {name!r}")
+    if sa is not None:
+        out += [SA_GROUP, f"{SA_GROUP}:{sa[0]}"]
+    out.append(AUTHENTICATED)
+    return User(name, tuple(dict.fromkeys(out)))
+
+
+class Tokens:
+    """token -> user; thread-safe, as tests add tokens while the server runs."""
+
+    def __init__(self) -> None:
+        self._users: dict[str, User] = {}
+        self._lock = threading.Lock()
+
+    def add(self, token: str, user: User) -> None:
+        if not token or any(c.isspace() for c in token):
+            raise ValueError("a bearer token must be non-empty and contain no whitespace")
+        with self._lock:
+            self._users[token] = user
+
+    def remove(self, token: str) -> None:
+        with self._lock:
+            self._users.pop(token, None)
+
+    def authenticate(self, authorization: str | None, store: Store) -> User | None:
+        """The user behind an `Authorization: Bearer …` header, or None (a 401)."""
+        scheme, _, token = (authorization or "").strip().partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            return None
+        with self._lock:
+            user = self._users.get(token)
+        if user is None:
+            return None
+        sa = user.service_account
+        if sa is not None and not store.exists("serviceaccounts", sa[0], sa[1]):
+            return None
+        return user
