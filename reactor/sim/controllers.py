@@ -1,11 +1,11 @@
 """One round of every controller, in a fixed order so that `settle()` is deterministic.
 
-Garbage collection, Deployments, ReplicaSets, StatefulSets, then scheduling and the kubelet.
+Garbage collection, Deployments, ReplicaSets, StatefulSets, Jobs, CronJobs, then scheduling and the kubelet.
 """
 
 from __future__ import annotations
 
-from . import deployments, replicasets, scheduler, statefulsets
+from . import cronjobs, deployments, jobs, replicasets, scheduler, statefulsets
 from .operations import Api
 
 
@@ -18,6 +18,8 @@ class Controllers:
         deployments.sync_all(self.api)
         replicasets.sync_all(self.api)
         statefulsets.sync_all(self.api)
+        jobs.sync_all(self.api)
+        cronjobs.sync_all(self.api)
         scheduler.schedule(self.api)
 
     def collect_garbage(self) -> None:

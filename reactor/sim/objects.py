@@ -74,6 +74,8 @@ def prepare_create(obj: Obj, *, uid: str, clock: Clock) -> None:
         obj["spec"].setdefault("schedulerName", "default-scheduler")
         obj["spec"].setdefault("terminationGracePeriodSeconds", 30)
         obj["spec"].setdefault("dnsPolicy", "ClusterFirst")
+    if obj.get("kind") == "Job":
+        generate_job_selector(obj)
     if obj.get("kind") == "Namespace":
         obj.setdefault("spec", {})["finalizers"] = ["kubernetes"]
         meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta["name"]
@@ -126,6 +128,47 @@ def default_workload(obj: Obj) -> None:
         spec.setdefault("revisionHistoryLimit", 10)
     elif kind == "ReplicaSet":
         spec.setdefault("replicas", 1)
+    elif kind == "Job":
+        _default_job(spec)
+    elif kind == "CronJob":
+        for key, value in (("concurrencyPolicy", "Allow"), ("suspend", False), ("successfulJobsHistoryLimit", 3),
+                           ("failedJobsHistoryLimit", 1)):
+            spec.setdefault(key, value)
+
+
+def _default_job(spec: Obj) -> None:
+    """SetDefaults_Job: one pod to one completion unless told, 6 retries, NonIndexed, not suspended."""
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+    if spec.get("parallelism") is None:
+        spec["parallelism"] = 1
+    if spec.get("backoffLimit") is None and spec.get("backoffLimitPerIndex") is None:
+        spec["backoffLimit"] = 6
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    spec.setdefault("podReplacementPolicy", "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed")
+
+
+JOB_NAME_LABELS = ("job-name", "batch.kubernetes.io/job-name")
+CONTROLLER_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
+
+
+def generate_job_selector(job: Obj) -> None:
+    """The Job strategy's generateSelector: template labels naming the Job and its uid, a selector on the
+    uid; then the Job takes its template's labels if it has none (what a read-back defaulting shows)."""
+    spec = job.get("spec")
+    if not isinstance(spec, dict) or spec.get("manualSelector") or not isinstance(spec.get("template"), dict):
+        return
+    meta = job["metadata"]
+    labels = spec["template"].setdefault("metadata", {}).setdefault("labels", {})
+    for key in JOB_NAME_LABELS:
+        labels.setdefault(key, meta["name"])
+    for key in CONTROLLER_UID_LABELS:
+        labels.setdefault(key, meta["uid"])
+    selector = spec.setdefault("selector", {})
+    selector.setdefault("matchLabels", {}).setdefault(CONTROLLER_UID_LABELS[1], meta["uid"])
+    if not meta.get("labels"):
+        meta["labels"] = dict(labels)
 
 
 def set_condition(conditions: list[Obj], ctype: str, status: str, reason: str, message: str,

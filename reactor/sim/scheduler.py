@@ -116,3 +116,30 @@ def _run(api: Api, pod: Obj) -> None:
     })
     api.store.put("pods", pod)
     api.after_write(api.registry.by_plural("pods"), pod["metadata"]["namespace"])
+
+
+def finish(api: Api, pod: Obj, exit_code: int) -> Obj:
+    """What the kubelet reports when a running pod's containers exit with `exit_code`: restarted in
+    place under restartPolicy Always (or OnFailure after a failure), else Succeeded or Failed."""
+    if (pod.get("status") or {}).get("phase") != "Running":
+        raise ValueError(f"pod {pod['metadata']['name']} is not Running")
+    now = timestamp(api.clock)
+    policy = pod["spec"].get("restartPolicy", "Always")
+    terminated = {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error", "finishedAt": now}
+    for c in pod["status"].get("containerStatuses") or []:
+        started = (c.get("state") or {}).get("running", {}).get("startedAt", now)
+        ended = {"terminated": {**terminated, "startedAt": started, "containerID": c.get("containerID", "")}}
+        if policy == "Always" or (policy == "OnFailure" and exit_code != 0):
+            c.update(restartCount=int(c.get("restartCount", 0)) + 1, lastState=ended, state={"running": {"startedAt": now}})
+        else:
+            c.update(ready=False, started=False, state=ended)
+    if policy == "Never" or (policy == "OnFailure" and exit_code == 0):
+        pod["status"]["phase"] = "Succeeded" if exit_code == 0 else "Failed"
+        reason = "PodCompleted" if exit_code == 0 else "PodFailed"
+        conds = pod["status"].get("conditions") or []
+        for ctype in ("Ready", "ContainersReady"):
+            conds = set_condition(conds, ctype, "False", reason, "", now)
+        pod["status"]["conditions"] = conds
+    stored = api.store.put("pods", pod)
+    api.after_write(api.registry.by_plural("pods"), pod["metadata"]["namespace"])
+    return stored

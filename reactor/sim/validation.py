@@ -113,7 +113,18 @@ def validate_object(obj: Obj, kind: str) -> list[FieldError]:
         errors += validate_resources(spec, prefix)
     if kind in ("Deployment", "ReplicaSet", "StatefulSet"):
         errors += _validate_selector(obj)
+    if kind in ("Job", "CronJob") and spec is not None:
+        errors += _job_restart_policy(spec, ".".join(POD_SPEC_PATHS[kind]))
     return errors
+
+
+def _job_restart_policy(spec: Obj, prefix: str) -> list[FieldError]:
+    """A Job's pods must not restart forever: OnFailure or Never (an unset policy defaults to Always)."""
+    policy = spec.get("restartPolicy") or "Always"
+    if policy in ("OnFailure", "Never"):
+        return []
+    return [FieldError(f"{prefix}.restartPolicy", "Unsupported value", 'supported values: "OnFailure", "Never"',
+                       policy)]
 
 
 def _validate_selector(obj: Obj) -> list[FieldError]:
