@@ -1,7 +1,8 @@
 """The Deployment controller: one ReplicaSet per pod template (`<deploy>-<pod-template-hash>`),
 rolling updates bounded by maxSurge (rounded up) and maxUnavailable (rounded down), and status.
 
-It scales ReplicaSets only; pods are the ReplicaSet controller's business.
+It scales ReplicaSets only (pods are the ReplicaSet controller's business) and, once a rollout is
+complete, deletes scaled-down ReplicaSets beyond `revisionHistoryLimit`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from .ownership import controlled_by, owner_ref, template_hash
 Obj = dict[str, Any]
 HASH_LABEL = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"
+REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
 
 
 def sync_all(api: Api) -> None:
@@ -52,12 +54,63 @@ def sync(api: Api, deploy: Obj) -> None:
     if not deploy["spec"].get("paused"):
         template_key = template_hash(deploy["spec"]["template"])
         new_rs = next((rs for rs in rss if rs["metadata"]["labels"].get(HASH_LABEL) == template_key), None)
+        old = [rs for rs in rss if new_rs is None or rs["metadata"]["uid"] != new_rs["metadata"]["uid"]]
         if new_rs is None:
             new_rs = _create_rs(api, deploy, template_key, rss)
-            rss.append(new_rs)
-        old = [rs for rs in rss if rs["metadata"]["uid"] != new_rs["metadata"]["uid"]]
+        else:
+            _refresh_new_rs(api, deploy, new_rs, old)
         _roll(api, deploy, new_rs, old)
     _write_status(api, deploy)
+    _clean_up_history(api, deploy)
+
+
+def revision(rs: Obj) -> int:
+    return int((rs["metadata"].get("annotations") or {}).get(REVISION, 0))
+
+
+def _refresh_new_rs(api: Api, deploy: Obj, rs: Obj, old: list[Obj]) -> None:
+    """SetNewReplicaSetAnnotations: a template seen before (a rollback, a revert) is the newest revision
+    again and its earlier number goes to `revision-history`; minReadySeconds follows the Deployment."""
+    changed = False
+    want = 1 + max([revision(r) for r in old] or [0])
+    annotations = rs["metadata"].setdefault("annotations", {})
+    if revision(rs) < want:
+        if REVISION in annotations:
+            history = [h for h in annotations.get(REVISION_HISTORY, "").split(",") if h]
+            annotations[REVISION_HISTORY] = ",".join([*history, annotations[REVISION]])
+        annotations[REVISION] = str(want)
+        changed = True
+    min_ready = int(deploy["spec"].get("minReadySeconds", 0))
+    if int(rs["spec"].get("minReadySeconds", 0)) != min_ready:
+        rs["spec"]["minReadySeconds"] = min_ready
+        _bump_generation(rs)
+        changed = True
+    if changed:
+        rs.update(api.store.put("replicasets", rs))
+
+
+def _complete(deploy: Obj) -> bool:
+    """DeploymentComplete: every desired replica updated and available, the latest spec observed."""
+    status, desired = deploy.get("status") or {}, int(deploy["spec"].get("replicas", 1))
+    return (status.get("updatedReplicas", 0) == status.get("replicas", 0) == status.get("availableReplicas", 0)
+            == desired and int(status.get("observedGeneration", 0)) >= int(deploy["metadata"].get("generation", 1)))
+
+
+def _clean_up_history(api: Api, deploy: Obj) -> None:
+    """cleanupDeployment: once a rollout is complete, delete the oldest scaled-down ReplicaSets beyond
+    revisionHistoryLimit (lowest revision first); one still holding pods is skipped, never deleted."""
+    current = api.store.get("deployments", deploy["metadata"]["namespace"], deploy["metadata"]["name"])
+    if current is None or current["spec"].get("revisionHistoryLimit") is None or not _complete(current):
+        return
+    key = template_hash(current["spec"]["template"])
+    old = [rs for rs in replica_sets(api, current) if rs["metadata"]["labels"].get(HASH_LABEL) != key]
+    excess = len(old) - int(current["spec"]["revisionHistoryLimit"])
+    for rs in sorted(old, key=lambda r: (revision(r), r["metadata"]["creationTimestamp"]))[:max(0, excess)]:
+        status = rs.get("status") or {}
+        if int(rs["spec"].get("replicas", 0)) or int(status.get("replicas", 0)) \
+                or int(status.get("observedGeneration", 0)) < int(rs["metadata"].get("generation", 1)):
+            continue
+        api.delete(api.registry.by_plural("replicasets"), rs["metadata"]["namespace"], rs["metadata"]["name"])
 
 
 def _create_rs(api: Api, deploy: Obj, key: str, existing: list[Obj]) -> Obj:
@@ -65,13 +118,15 @@ def _create_rs(api: Api, deploy: Obj, key: str, existing: list[Obj]) -> Obj:
     template.setdefault("metadata", {}).setdefault("labels", {})[HASH_LABEL] = key
     selector = copy.deepcopy(deploy["spec"]["selector"])
     selector.setdefault("matchLabels", {})[HASH_LABEL] = key
-    revision = 1 + max([int(rs["metadata"].get("annotations", {}).get(REVISION, 0)) for rs in existing] or [0])
+    number = 1 + max([revision(rs) for rs in existing] or [0])
     rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
           "metadata": {"name": f"{deploy['metadata']['name']}-{key}", "namespace": deploy["metadata"]["namespace"],
                        "labels": dict(template["metadata"]["labels"]), "ownerReferences": [owner_ref(deploy)],
-                       "annotations": {REVISION: str(revision),
+                       "annotations": {REVISION: str(number),
                                        "deployment.kubernetes.io/desired-replicas": str(deploy["spec"]["replicas"])}},
           "spec": {"replicas": 0, "selector": selector, "template": template}}
+    if deploy["spec"].get("minReadySeconds"):
+        rs["spec"]["minReadySeconds"] = int(deploy["spec"]["minReadySeconds"])
     return api.create(api.registry.by_plural("replicasets"), deploy["metadata"]["namespace"], rs)
 
 

@@ -6,6 +6,7 @@ Pure functions on object dicts.
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 Obj = dict[str, Any]
@@ -38,6 +39,17 @@ def is_active(pod: Obj) -> bool:
 def is_ready(pod: Obj) -> bool:
     conds = pod.get("status", {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
+
+
+def is_available(pod: Obj, min_ready_seconds: int, now: datetime) -> bool:
+    """Ready for at least minReadySeconds (podutil.IsPodAvailable)."""
+    if not is_ready(pod):
+        return False
+    if min_ready_seconds <= 0:
+        return True
+    cond = next(c for c in pod["status"]["conditions"] if c.get("type") == "Ready")
+    since = datetime.strptime(cond.get("lastTransitionTime", ""), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    return since + timedelta(seconds=min_ready_seconds) <= now
 
 
 def pod_from_template(template: Obj, owner: Obj, namespace: str) -> Obj:

@@ -11,7 +11,7 @@ from typing import Any
 from . import events
 from .objects import drop_condition, set_condition, timestamp
 from .operations import Api
-from .ownership import controlled_by, is_active, is_ready, pod_from_template
+from .ownership import controlled_by, is_active, is_available, is_ready, pod_from_template
 from .status import ApiError
 
 Obj = dict[str, Any]
@@ -75,10 +75,12 @@ def _write_status(api: Api, rs: Obj, failure: str | None) -> None:
         return
     pods = owned_pods(api, current)
     ready = sum(1 for p in pods if is_ready(p))
+    now, min_ready = api.clock(), int(current["spec"].get("minReadySeconds", 0))
+    available = sum(1 for p in pods if is_available(p, min_ready, now))
     complete = len(pods) >= int(current["spec"].get("replicas", 1))
     conds = _conditions(api, current.get("status", {}).get("conditions") or [], failure, complete)
     status = {"replicas": len(pods), "fullyLabeledReplicas": len(pods), "readyReplicas": ready,
-              "availableReplicas": ready, "observedGeneration": current["metadata"].get("generation", 1)}
+              "availableReplicas": available, "observedGeneration": current["metadata"].get("generation", 1)}
     if conds:
         status["conditions"] = conds
     if current.get("status") != status:

@@ -10,7 +10,7 @@ from typing import Any
 
 from . import events
 from .operations import Api
-from .ownership import controlled_by, is_active, is_ready, pod_from_template, template_hash
+from .ownership import controlled_by, is_active, is_available, is_ready, pod_from_template, template_hash
 from .status import ApiError
 
 Obj = dict[str, Any]
@@ -100,8 +100,10 @@ def _write_status(api: Api, sts: Obj) -> None:
     if updated == replicas == len(pods):
         current_rev = update
     ready = sum(1 for p in pods if is_ready(p))
+    now, min_ready = api.clock(), int(current["spec"].get("minReadySeconds", 0))
+    available = sum(1 for p in pods if is_available(p, min_ready, now))
     status = {"observedGeneration": current["metadata"].get("generation", 1), "replicas": len(pods),
-              "readyReplicas": ready, "availableReplicas": ready,
+              "readyReplicas": ready, "availableReplicas": available,
               "currentReplicas": sum(1 for p in pods if p["metadata"]["labels"].get(REVISION_LABEL) == current_rev),
               "updatedReplicas": updated, "currentRevision": current_rev, "updateRevision": update,
               "collisionCount": 0}
