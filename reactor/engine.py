@@ -23,9 +23,10 @@ from .kube import KubeGateway
 from .metrics import Metrics
 from .model import KNOWN_ALERTS, PATCHABLE_KINDS, Action, Alert, Bounds, Notification, Signal, Skip, SkipReason, Workload, WorkloadRef
 from .outcome import Outcome, outcome_for
-from .policy import decide, effective_mode, fold
+from .policy import decide, effective_mode, fold, rails
+from .policy.context import Context as PolicyContext
 from .resolve import Owner, Reader, resolve_owner, valid_name, valid_namespace
-from .settings import Settings
+from .settings import Policy, Settings
 from .workloads import hpa_targets, to_bounds, to_workload
 
 log = logging.getLogger(__name__)
@@ -177,10 +178,13 @@ class Engine:
                 now: datetime) -> tuple[Workload, Action | Skip]:
         ref = owner.ref
         strategies = self.policy.alerts.get(signal.alert, ())
-        hpa = False
+        workload = to_workload(obj, ref.kind, self.policy.gpu_resource, via=owner.via)
+        refused = _early_refusal(signal, workload, self.policy, now)
+        if refused is not None:
+            return workload, refused
         if any(s.startswith("scale-replicas") for s in strategies):
             hpa = (ref.kind, ref.name) in hpa_targets(reader.list("HorizontalPodAutoscaler", ref.namespace))
-        workload = to_workload(obj, ref.kind, self.policy.gpu_resource, hpa_managed=hpa, via=owner.via)
+            workload = replace(workload, hpa_managed=hpa)
         if ns.bounds is None:
             ns.bounds = to_bounds(reader.list("LimitRange", ref.namespace), reader.list("ResourceQuota", ref.namespace), self.policy.gpu_resource)
         bounds = replace(ns.bounds, quota_used=ns.bounds.quota_used + ns.reserved)
@@ -238,6 +242,18 @@ class Engine:
         used = self.budget.used(now)
         self.metrics.budget_used.labels(scope="global").set(used.get("global", 0))
         self.metrics.budget_used.labels(scope="namespace").set(max((v for k, v in used.items() if k != "global"), default=0))
+
+
+def _early_refusal(signal: Signal, workload: Workload, policy: Policy, now: datetime) -> Skip | None:
+    """The rails `decide` checks before any strategy, checked before the namespace is read.
+
+    They look at the signal and the workload only (never bounds, PriorityClasses or HPAs), so on
+    the common refusals (cooldown, already applied, rollout, mode off) a workload costs no
+    LimitRange, ResourceQuota, PriorityClass or HPA read; `decide` then runs the same rails in
+    the same order and reaches the same Skip.
+    """
+    chain = rails.BEFORE_STATUS + (rails.BEFORE_STRATEGIES if signal.status == "firing" else ())
+    return rails.first_refusal(PolicyContext(signal, workload, Bounds(), policy, now), chain)
 
 
 def _owner_skip(alert: Alert, owner: Owner | None) -> Skip | None:
