@@ -40,9 +40,10 @@ def parse_time(field: str, raw: Any) -> datetime:
         stamp = datetime.fromisoformat(
             f"{year}-{month}-{day}T{hour}:{minute}:{second}.{micros:06d}{offset}"
         )
-    except ValueError as e:
+        # An offset can carry a valid local time out of datetime's range (year 1 or 9999) in UTC.
+        return stamp.astimezone(timezone.utc)
+    except (ValueError, OverflowError) as e:
         raise InvalidPayload(field, f"not a valid date and time: {_clip(raw)!r}") from e
-    return stamp.astimezone(timezone.utc)
 
 
 def parse_notification(body: Any) -> Notification:
