@@ -1,0 +1,400 @@
+"""The RBAC of deploy/reactor is sufficient and minimal, shown by running the reactor as its ServiceAccount.
+
+The rendered deploy/reactor and the test GPU namespace are loaded into the embedded cluster with RBAC on;
+the reactor talks to it with the ServiceAccount's token and the deployed policy. Every webhook flow below
+succeeds with the grants as committed; then each grant (one verb of one resource) is taken away in turn
+and the flow that needs it is shown to fail, exactly as the refusal surfaces.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+import yaml
+from kubernetes import client as k8s
+from kubernetes.client import ApiException
+from prometheus_client import CollectorRegistry
+
+from reactor.errors import PermanentError
+from reactor.kube import KubeGateway
+from reactor.metrics import Metrics
+from reactor.payloads import AlertSpec, notification
+from reactor.service import assemble
+from reactor.settings import build_settings
+from reactor.sim import SimCluster
+from tests.deploy.deploy_helpers import DEPLOY, render
+from tests.support import HERE, NAMESPACE, Reactor
+
+SA_USER = "system:serviceaccount:gpu-reactor:gpu-reactor"
+SA_TOKEN = "gpu-reactor-sa-token"
+GPU = "nvidia.com/gpu"
+ENFORCE = {"gpu-reactor.io/mode": "enforce"}
+
+
+# -- the cluster and the reactor as deployed ---------------------------------------------------------
+
+
+def _cluster(reactor_objects: list[dict[str, Any]]) -> SimCluster:
+    sim = SimCluster(rbac=True).start()
+    fixture = yaml.safe_load_all((HERE / "fixtures" / "cluster.yaml").read_text())
+    sim.apply([*[d for d in fixture if d], *copy.deepcopy(reactor_objects)])
+    for kind, name in (("deployments", "llm-inference"), ("statefulsets", "trainer")):
+        _annotate(sim, kind, name, ENFORCE)  # the deployed policy's defaultMode is recommend: teams opt in
+    sim.apply({"apiVersion": "batch/v1", "kind": "CronJob",
+               "metadata": {"name": "nightly", "namespace": NAMESPACE, "annotations": ENFORCE},
+               "spec": {"schedule": "0 2 * * *", "jobTemplate": {"spec": {"template": {"spec": {
+                   "restartPolicy": "Never", "containers": [{"name": "train", "image": "registry.example.com/train:1",
+                                                             "resources": {"limits": {GPU: "4"}, "requests": {GPU: "4"}}}]}}}}}})
+    sim.settle()
+    sim.add_token(SA_TOKEN, user=SA_USER)
+    return sim
+
+
+def _annotate(sim: SimCluster, resource: str, name: str, annotations: dict[str, str]) -> None:
+    obj = sim.get(resource, NAMESPACE, name)
+    obj["metadata"].setdefault("annotations", {}).update(annotations)
+    sim.apply(obj)
+
+
+def _reactor(sim: SimCluster, token_file: Path) -> Reactor:
+    """tests.support.build_reactor, but with the deployed policy and the ServiceAccount's token."""
+    doc = yaml.safe_load((DEPLOY / "reactor" / "policy.yaml").read_text())
+    doc.update(server={"tokenFile": str(token_file)}, kube={"timeout": "2s", "qps": 1000, "burst": 1000, "conflictRetries": 3},
+               logging={"format": "text"})
+    settings = build_settings(doc, {})
+    registry = CollectorRegistry()
+    metrics = Metrics(registry)
+    kube = KubeGateway.for_url(sim.url, settings.kube, metrics, token=SA_TOKEN)
+    service = assemble(settings, kube=kube, metrics=metrics)
+    service.app.testing = True
+    return Reactor(service, service.app.test_client(), sim, registry)
+
+
+@pytest.fixture(scope="module")
+def reactor_objects() -> list[dict[str, Any]]:
+    return render("reactor")
+
+
+@pytest.fixture
+def sim(reactor_objects: list[dict[str, Any]]) -> Iterator[SimCluster]:
+    cluster = _cluster(reactor_objects)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
+    r = _reactor(sim, token_file)
+    try:
+        yield r
+    finally:
+        r.service.kube.close()
+
+
+# -- the flows: each returns the outcomes of one notification ----------------------------------------
+
+
+@dataclass(frozen=True)
+class Answer:
+    code: int
+    outcomes: list[dict[str, Any]]
+    error: str = ""
+
+    @property
+    def results(self) -> set[tuple[str, ...]]:
+        return {(o["result"], o.get("action") or o.get("reason") or "") for o in self.outcomes}
+
+
+def _post(r: Reactor, specs: list[AlertSpec]) -> Answer:
+    answer = r.post(notification(specs, group_by=("namespace",)))
+    body = answer.get_json()
+    return Answer(answer.status_code, body.get("outcomes", []), body.get("error", ""))
+
+
+def _pods(r: Reactor, app: str) -> list[str]:
+    return r.pods(app)
+
+
+def deployment_resize(r: Reactor) -> Answer:
+    """GPUUnderutilized on the three pods of a Deployment: shrink its template 4 → 3 GPUs."""
+    return _post(r, [AlertSpec("GPUUnderutilized", NAMESPACE, p, "server") for p in _pods(r, "llm-inference")])
+
+
+def statefulset_resize(r: Reactor) -> Answer:
+    """GPUSaturated on a StatefulSet's two pods: grow its template 2 → 3 GPUs."""
+    return _post(r, [AlertSpec("GPUSaturated", NAMESPACE, p, "trainer", 0.98, 2) for p in _pods(r, "trainer")])
+
+
+def cronjob_via_job(r: Reactor) -> Answer:
+    """GPUUnderutilized on a pod of a CronJob's run: the CronJob's jobTemplate shrinks 4 → 1 for the next run."""
+    job = r.sim.trigger_cronjob(NAMESPACE, "nightly")
+    assert job is not None
+    r.sim.settle()
+    (pod,) = [p["metadata"]["name"] for p in r.sim.list("pods", NAMESPACE)
+              if p["metadata"]["ownerReferences"][0]["name"] == job["metadata"]["name"]]
+    return _post(r, [AlertSpec("GPUUnderutilized", NAMESPACE, pod, "train", 0.1, 4)])
+
+
+def hpa_check(r: Reactor) -> Answer:
+    """GPUIdle on a Deployment an HPA scales: scale-replicas is considered and refused (hpa-managed), so the
+    template shrinks 4 → 1 instead."""
+    r.sim.apply({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+                 "metadata": {"name": "llm-inference", "namespace": NAMESPACE},
+                 "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "llm-inference"},
+                          "minReplicas": 1, "maxReplicas": 5}})
+    return _post(r, [AlertSpec("GPUIdle", NAMESPACE, p, "server", 0.0, 4) for p in _pods(r, "llm-inference")])
+
+
+def set_priority(r: Reactor) -> Answer:
+    """GPUSaturated on the StatefulSet with the quota spent: no more GPUs or replicas fit, so its priority
+    class goes up the ladder (medium → high), which needs the cluster's PriorityClasses."""
+    quota = r.sim.get("resourcequotas", NAMESPACE, "gpu-quota")
+    quota["spec"]["hard"][f"requests.{GPU}"] = "16"  # 3×4 + 2×2 GPUs are in use
+    r.sim.apply(quota)
+    return _post(r, [AlertSpec("GPUSaturated", NAMESPACE, p, "trainer", 0.98, 2) for p in _pods(r, "trainer")])
+
+
+def namespace_wide(r: Reactor) -> Answer:
+    """One notification on five pods of a namespace: the reactor lists the namespace's pods once instead
+    of reading each, then shrinks both workloads."""
+    specs = [AlertSpec("GPUUnderutilized", NAMESPACE, p, "server") for p in _pods(r, "llm-inference")]
+    specs += [AlertSpec("GPUUnderutilized", NAMESPACE, p, "trainer") for p in _pods(r, "trainer")]
+    return _post(r, specs)
+
+
+Flow = Callable[[Reactor], Answer]
+# What each flow does when every grant is there.
+EXPECTED: dict[str, tuple[Flow, set[tuple[str, ...]]]] = {
+    "deployment-resize": (deployment_resize, {("applied", "resize-gpu")}),
+    "statefulset-resize": (statefulset_resize, {("applied", "resize-gpu")}),
+    "cronjob-via-job": (cronjob_via_job, {("applied", "resize-gpu")}),
+    "hpa-check": (hpa_check, {("applied", "resize-gpu")}),
+    "set-priority": (set_priority, {("applied", "set-priority")}),
+    "namespace-wide": (namespace_wide, {("applied", "resize-gpu")}),
+}
+
+
+def _template_gpus(sim: SimCluster, resource: str, name: str) -> str:
+    spec = sim.get(resource, NAMESPACE, name)["spec"]
+    pod = (spec["jobTemplate"]["spec"] if resource == "cronjobs" else spec)["template"]["spec"]
+    return str(pod["containers"][0]["resources"]["limits"][GPU])
+
+
+# What each flow changes: (resource, name) -> the template's GPUs (or priority class) after it ran.
+CHANGES: dict[str, Callable[[SimCluster], tuple[str, ...]]] = {
+    "deployment-resize": lambda s: (_template_gpus(s, "deployments", "llm-inference"),),
+    "statefulset-resize": lambda s: (_template_gpus(s, "statefulsets", "trainer"),),
+    "cronjob-via-job": lambda s: (_template_gpus(s, "cronjobs", "nightly"),),
+    "hpa-check": lambda s: (_template_gpus(s, "deployments", "llm-inference"),),
+    "set-priority": lambda s: (s.get("statefulsets", NAMESPACE, "trainer")["spec"]["template"]["spec"]["priorityClassName"],),
+    "namespace-wide": lambda s: (_template_gpus(s, "deployments", "llm-inference"), _template_gpus(s, "statefulsets", "trainer")),
+}
+BEFORE = {"deployment-resize": ("4",), "statefulset-resize": ("2",), "cronjob-via-job": ("4",), "hpa-check": ("4",),
+          "set-priority": ("medium-priority-gpu",), "namespace-wide": ("4", "2")}
+AFTER = {"deployment-resize": ("3",), "statefulset-resize": ("3",), "cronjob-via-job": ("1",), "hpa-check": ("1",),
+         "set-priority": ("high-priority-gpu",), "namespace-wide": ("3", "1")}
+
+
+def _gpu_reactor_events(sim: SimCluster) -> list[dict[str, Any]]:
+    return [e for e in sim.list("events", NAMESPACE) if (e.get("source") or {}).get("component") == "gpu-reactor"]
+
+
+@pytest.mark.parametrize("flow", sorted(EXPECTED))
+def test_every_flow_succeeds_with_the_deployed_grants(reactor: Reactor, sim: SimCluster, flow: str) -> None:
+    """As deployed, the ServiceAccount may make every call each flow needs: the change is written, an
+    Event recorded, and no request is refused."""
+    run, expected = EXPECTED[flow]
+    assert CHANGES[flow](sim) == BEFORE[flow]
+    answer = run(reactor)
+    assert (answer.code, answer.results) == (200, expected), answer
+    assert CHANGES[flow](sim) == AFTER[flow]
+    assert _gpu_reactor_events(sim), "the action is recorded as an Event on the workload"
+    assert not sim.denied
+
+
+def test_readiness_needs_no_grant(reactor: Reactor, sim: SimCluster) -> None:
+    """/readyz asks the API server for `/version/` (the client's path), which system:discovery and
+    system:public-info-viewer grant every authenticated user."""
+    assert reactor.client.get("/readyz").status_code == 200
+    assert sim.requests[("get", "/version/", "")] == 1 and not sim.denied
+
+
+# -- minimality: every grant is needed ---------------------------------------------------------------
+
+Grant = tuple[str, str, str, str]  # (role, apiGroup, resource, verb)
+
+
+def _grants(objs: list[dict[str, Any]]) -> list[Grant]:
+    out: list[Grant] = []
+    for obj in objs:
+        if obj["kind"] in ("ClusterRole", "Role"):
+            for rule in obj["rules"]:
+                for group in rule["apiGroups"]:
+                    for resource in rule["resources"]:
+                        out += [(obj["metadata"]["name"], group, resource, verb) for verb in rule["verbs"]]
+    return out
+
+
+def _without(objs: list[dict[str, Any]], grant: Grant) -> list[dict[str, Any]]:
+    """The rendered manifests with one verb of one resource taken out of one role, all else kept."""
+    role, group, resource, verb = grant
+    out = copy.deepcopy(objs)
+    for obj in out:
+        if obj["kind"] in ("ClusterRole", "Role") and obj["metadata"]["name"] == role:
+            rules = []
+            for rule in obj["rules"]:
+                for g in rule["apiGroups"]:
+                    for r in rule["resources"]:
+                        verbs = [v for v in rule["verbs"] if (g, r, v) != (group, resource, verb)]
+                        if verbs:
+                            rules.append({"apiGroups": [g], "resources": [r], "verbs": verbs})
+            obj["rules"] = rules
+    return out
+
+
+# (apiGroup, resource, verb) -> the flow that needs it and how losing it shows:
+#   read  - the call is refused and the flow writes nothing;
+#   write - the patch is refused: the alerts' outcome is `failed`/`api-error` with the 403 message;
+#   event - the change is written, but its Event (the audit trail in `kubectl describe`) is refused.
+NEEDED_BY: dict[tuple[str, str, str], tuple[str, str]] = {
+    ("scheduling.k8s.io", "priorityclasses", "list"): ("set-priority", "read"),
+    ("", "pods", "get"): ("deployment-resize", "read"),
+    ("", "pods", "list"): ("namespace-wide", "read"),
+    ("", "limitranges", "list"): ("deployment-resize", "read"),
+    ("", "resourcequotas", "list"): ("deployment-resize", "read"),
+    ("", "events", "create"): ("deployment-resize", "event"),
+    ("apps", "replicasets", "get"): ("deployment-resize", "read"),
+    ("apps", "deployments", "get"): ("deployment-resize", "read"),
+    ("apps", "deployments", "patch"): ("deployment-resize", "write"),
+    ("apps", "statefulsets", "get"): ("statefulset-resize", "read"),
+    ("apps", "statefulsets", "patch"): ("statefulset-resize", "write"),
+    ("batch", "jobs", "get"): ("cronjob-via-job", "read"),
+    ("batch", "cronjobs", "get"): ("cronjob-via-job", "read"),
+    ("batch", "cronjobs", "patch"): ("cronjob-via-job", "write"),
+    ("autoscaling", "horizontalpodautoscalers", "list"): ("hpa-check", "read"),
+}
+
+
+def _forbidden_text(group: str, resource: str, verb: str) -> str:
+    scope = "at the cluster scope" if resource == "priorityclasses" else f'in the namespace "{NAMESPACE}"'
+    return f'User "{SA_USER}" cannot {verb} resource "{resource}" in API group "{group}" {scope}'
+
+
+def test_the_table_names_every_grant_of_the_manifests(reactor_objects: list[dict[str, Any]]) -> None:
+    """A grant added to deploy/reactor without a flow here that needs it fails this test (and the reverse)."""
+    assert sorted((g, r, v) for _, g, r, v in _grants(reactor_objects)) == sorted(NEEDED_BY)
+
+
+@pytest.mark.parametrize("grant", sorted(NEEDED_BY), ids=lambda g: f"{g[2]}-{g[1] or 'core'}-{g[0]}")
+def test_each_grant_is_needed(reactor_objects: list[dict[str, Any]], token_file: Path, grant: tuple[str, str, str]) -> None:
+    """Without this one grant (everything else as deployed), the flow that needs it is refused exactly that
+    call — a 403 with the upstream message — and fails the way the table says."""
+    group, resource, verb = grant
+    flow, how = NEEDED_BY[grant]
+    (role,) = {g[0] for g in _grants(reactor_objects) if g[1:] == grant}
+    sim = _cluster(_without(reactor_objects, (role, group, resource, verb)))
+    r = _reactor(sim, token_file)
+    try:
+        answer, escaped = None, ""
+        try:
+            answer = EXPECTED[flow][0](r)
+        except PermanentError as e:  # see test_a_refused_read_is_answered_with_an_outcome
+            escaped = str(e)
+        assert sim.denied == {(verb, resource, ""): 1}
+        if how == "event":
+            assert answer is not None and (answer.code, answer.results) == (200, EXPECTED[flow][1])
+            assert CHANGES[flow](sim) == AFTER[flow] and _gpu_reactor_events(sim) == []
+            return
+        assert CHANGES[flow](sim) == BEFORE[flow], "nothing is written"
+        if how == "write":
+            assert answer is not None and answer.code == 200 and answer.results == {("failed", "api-error")}
+            assert all(_forbidden_text(group, resource, verb) in o["detail"] for o in answer.outcomes)
+        else:
+            surfaced = escaped or " ".join(o.get("detail", "") for o in (answer.outcomes if answer else []))
+            assert _forbidden_text(group, resource, verb) in surfaced
+    finally:
+        r.service.kube.close()
+        sim.stop()
+
+
+@pytest.mark.xfail(raises=PermanentError, strict=True,
+                   reason="engine: a PermanentError (403) from a read during resolve or decide escapes Engine.handle, "
+                          "so the webhook answers 500 and the notification's other alerts are lost")
+@pytest.mark.parametrize("grant", [("", "pods", "get"), ("", "limitranges", "list"),
+                                   ("scheduling.k8s.io", "priorityclasses", "list")],
+                         ids=["pods-get-resolve", "limitranges-list-decide", "priorityclasses-list-cluster"])
+def test_a_refused_read_is_answered_with_an_outcome(reactor_objects: list[dict[str, Any]], token_file: Path,
+                                                    grant: tuple[str, str, str]) -> None:
+    """A 403 is a PermanentError: answered 200 with `failed`/`api-error` outcomes naming the refusal, never an
+    exception out of the webhook (STYLE: PermanentError → counted, answered 200 with the reason)."""
+    group, resource, verb = grant
+    (role,) = {g[0] for g in _grants(reactor_objects) if g[1:] == grant}
+    sim = _cluster(_without(reactor_objects, (role, group, resource, verb)))
+    r = _reactor(sim, token_file)
+    try:
+        answer = EXPECTED[NEEDED_BY[grant][0]][0](r)
+        assert answer.code == 200 and answer.results == {("failed", "api-error")}
+        assert all(_forbidden_text(group, resource, verb) in o["detail"] for o in answer.outcomes)
+    finally:
+        r.service.kube.close()
+        sim.stop()
+
+
+# -- what the ServiceAccount can never do ------------------------------------------------------------
+
+
+def _sa_client(sim: SimCluster) -> k8s.ApiClient:
+    config = k8s.Configuration(host=sim.url)
+    config.api_key = {"BearerToken": SA_TOKEN}
+    config.api_key_prefix = {"BearerToken": "Bearer"}
+    return k8s.ApiClient(config)
+
+
+def _refused(call: Callable[[], Any]) -> str:
+    with pytest.raises(ApiException) as info:
+        call()
+    assert info.value.status == 403, info.value.body
+    return str(json.loads(info.value.body)["message"])
+
+
+@pytest.mark.parametrize("namespace", ["gpu-reactor", NAMESPACE])
+def test_the_service_account_cannot_read_secrets(sim: SimCluster, namespace: str) -> None:
+    """Not the webhook token in its own namespace, not the workloads' Secrets."""
+    sim.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "gpu-reactor-webhook-token", "namespace": namespace},
+               "stringData": {"token": "t"}})
+    with _sa_client(sim) as c:
+        core = k8s.CoreV1Api(c)
+        message = _refused(lambda: core.read_namespaced_secret("gpu-reactor-webhook-token", namespace))
+        assert message == (f'secrets "gpu-reactor-webhook-token" is forbidden: User "{SA_USER}" cannot get resource '
+                           f'"secrets" in API group "" in the namespace "{namespace}"')
+        _refused(lambda: core.list_namespaced_secret(namespace))
+        _refused(lambda: core.list_secret_for_all_namespaces())
+
+
+def test_the_service_account_cannot_touch_a_namespace_without_its_role_binding(sim: SimCluster) -> None:
+    """other-team has no RoleBinding for the reactor: reading its pods and patching its workloads are refused."""
+    team = "other-team"
+    for body in (copy.deepcopy(sim.get("deployments", NAMESPACE, "llm-inference")),
+                 copy.deepcopy(sim.get("statefulsets", NAMESPACE, "trainer")),
+                 copy.deepcopy(sim.get("cronjobs", NAMESPACE, "nightly"))):
+        body["metadata"] = {"name": body["metadata"]["name"], "namespace": team, "annotations": ENFORCE}
+        sim.apply(body)
+    sim.settle()
+    patch = {"metadata": {"annotations": {"gpu-reactor.io/mode": "off"}}}
+    with _sa_client(sim) as c:
+        apps, batch, core = k8s.AppsV1Api(c), k8s.BatchV1Api(c), k8s.CoreV1Api(c)
+        for call, resource, group in ((lambda: apps.patch_namespaced_deployment("llm-inference", team, patch), "deployments", "apps"),
+                                      (lambda: apps.patch_namespaced_stateful_set("trainer", team, patch), "statefulsets", "apps"),
+                                      (lambda: batch.patch_namespaced_cron_job("nightly", team, patch), "cronjobs", "batch")):
+            assert _refused(call).endswith(f'cannot patch resource "{resource}" in API group "{group}" in the namespace "{team}"')
+        _refused(lambda: core.list_namespaced_pod(team))
+        _refused(lambda: apps.read_namespaced_deployment("llm-inference", team))
+        _refused(lambda: apps.patch_namespaced_deployment("gpu-reactor", "gpu-reactor", patch))
+    assert sim.get("deployments", team, "llm-inference")["metadata"]["annotations"]["gpu-reactor.io/mode"] == "enforce"
