@@ -37,6 +37,16 @@ class Budget:
             self._namespaces.setdefault(namespace, deque()).append(now)
             return True
 
+    def refund(self, namespace: str, spent_at: datetime) -> None:
+        """Give back one action spent at `spent_at` that was not applied (a lost race, a failed write)."""
+        with self._lock:
+            _remove_one(self._global, spent_at)
+            times = self._namespaces.get(namespace)
+            if times is not None:
+                _remove_one(times, spent_at)
+                if not times:
+                    del self._namespaces[namespace]
+
     def used(self, now: datetime) -> dict[str, int]:
         """Actions within the windows at `now`: {"global": n, <namespace>: n, ...}, for a gauge.
 
@@ -64,3 +74,11 @@ def _drop_before(times: deque[datetime], cutoff: datetime) -> None:
     """An entry at t counts while now < t + per, i.e. while t > now − per."""
     while times and times[0] <= cutoff:
         times.popleft()
+
+
+def _remove_one(times: deque[datetime], moment: datetime) -> None:
+    """Drop the latest entry at `moment`, if it is still in the window."""
+    for i in range(len(times) - 1, -1, -1):
+        if times[i] == moment:
+            del times[i]
+            return

@@ -25,7 +25,7 @@ from .model import KNOWN_ALERTS, PATCHABLE_KINDS, Action, Alert, Bounds, Notific
 from .outcome import Outcome, outcome_for
 from .policy import decide, effective_mode, fold, rails
 from .policy.context import Context as PolicyContext
-from .resolve import Owner, Reader, resolve_owner, valid_name, valid_namespace
+from .resolve import Owner, Owners, Reader, resolve_owner, valid_name, valid_namespace
 from .settings import Policy, Settings
 from .workloads import hpa_targets, to_bounds, to_workload
 
@@ -60,6 +60,7 @@ class Engine:
         self.budget = budget or Budget(self.policy.budget_global, self.policy.budget_namespace)
         self.clock = clock
         self._applied: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._owners = Owners()
         self._lock = threading.Lock()
         self.metrics.budget_limit.labels(scope="global").set(self.policy.budget_global.actions)
         self.metrics.budget_limit.labels(scope="namespace").set(self.policy.budget_namespace.actions)
@@ -109,12 +110,16 @@ class Engine:
         for i in pending:
             by_namespace[alerts[i].namespace].add(alerts[i].pod)  # type: ignore[index,arg-type]
         for namespace, pods in by_namespace.items():
-            reader.prime_pods(namespace, pods)
+            reader.prime_pods(namespace, {p for p in pods if self._owners.get(namespace, p) is None})
         groups: dict[WorkloadRef, tuple[Owner, list[int]]] = {}
         unresolved: dict[int, Outcome] = {}
+        resolved: dict[tuple[str, str], Owner | None] = {}  # alerts per pod: one resolve per pod
         for i in pending:
             alert = alerts[i]
-            owner = resolve_owner(reader, alert.namespace, alert.pod)  # type: ignore[arg-type]
+            pod = (alert.namespace, alert.pod)
+            if pod not in resolved:
+                resolved[pod] = resolve_owner(reader, *pod, self._owners)  # type: ignore[arg-type]
+            owner = resolved[pod]
             skip = _owner_skip(alert, owner)
             if skip is not None:
                 unresolved[i] = self._record_skip(alert, owner.ref if owner else None, skip)
@@ -144,35 +149,41 @@ class Engine:
     def _workload(self, reader: Reader, owner: Owner, signal: Signal, ns: _Namespace, now: datetime) -> tuple[Action | Skip, str]:
         ref = owner.ref
         obj = owner.obj
-        spent = False
-        for _attempt in range(self.settings.kube.conflict_retries + 1):
-            assert obj is not None
-            workload, decision = self._decide(reader, obj, owner, signal, ns, now)
-            if isinstance(decision, Skip):
-                return self._finish_skip(ref, signal, decision)
-            if self.policy.dry_run or effective_mode(workload, self.policy) == "recommend":
-                return self._finish_action(ref, signal, decision, "recommended", now)
-            if not spent:
-                if not self.budget.try_spend(ref.namespace, now):
-                    return self._finish_skip(ref, signal, Skip(SkipReason.BUDGET_EXHAUSTED, "the action budget for this window is spent"))
-                spent = True
-            annotations = state_annotations(decision, signal, workload, self.policy, now)
-            try:
-                written = act.apply(self.kube, decision, workload, annotations, self.policy.gpu_resource)
-            except ConflictError:
-                reader.forget(ref.kind, ref.namespace, ref.name)
-                obj = reader.get(ref.kind, ref.namespace, ref.name)
-                if obj is None:
-                    return self._finish_skip(ref, signal, Skip(SkipReason.NOT_FOUND, f"{ref} was deleted"))
-                continue
-            except PermanentError as e:
-                self.metrics.actions.labels(action=decision.action, result="failed", namespace=ref.namespace).inc()
-                self._log_decision(ref, signal, decision, "failed", str(e))
-                return Skip(SkipReason.API_ERROR, str(e)), "failed"
-            ns.reserved += max(0, decision.gpu_delta)
-            act.record_event(self.kube, decision, written, _message(decision, signal), now)
-            return self._finish_action(ref, signal, decision, "applied", now)
-        return self._finish_skip(ref, signal, Skip(SkipReason.CONFLICT, "the workload kept changing while the reactor acted"))
+        spent = applied = False
+        try:
+            for _attempt in range(self.settings.kube.conflict_retries + 1):
+                assert obj is not None
+                workload, decision = self._decide(reader, obj, owner, signal, ns, now)
+                if isinstance(decision, Skip):
+                    return self._finish_skip(ref, signal, decision)
+                if self.policy.dry_run or effective_mode(workload, self.policy) == "recommend":
+                    return self._finish_action(ref, signal, decision, "recommended", now)
+                if not spent:
+                    if not self.budget.try_spend(ref.namespace, now):
+                        return self._finish_skip(ref, signal, Skip(SkipReason.BUDGET_EXHAUSTED, "the action budget for this window is spent"))
+                    spent = True
+                annotations = state_annotations(decision, signal, workload, self.policy, now)
+                try:
+                    written = act.apply(self.kube, decision, workload, annotations, self.policy.gpu_resource)
+                except ConflictError:
+                    reader.forget(ref.kind, ref.namespace, ref.name)
+                    obj = reader.get(ref.kind, ref.namespace, ref.name)
+                    if obj is None:
+                        return self._finish_skip(ref, signal, Skip(SkipReason.NOT_FOUND, f"{ref} was deleted"))
+                    continue
+                except PermanentError as e:
+                    self.metrics.actions.labels(action=decision.action, result="failed", namespace=ref.namespace).inc()
+                    self._log_decision(ref, signal, decision, "failed", str(e))
+                    return Skip(SkipReason.API_ERROR, str(e)), "failed"
+                applied = True
+                ns.reserved += max(0, decision.gpu_delta)
+                act.record_event(self.kube, decision, written, _message(decision, signal), now)
+                return self._finish_action(ref, signal, decision, "applied", now)
+            return self._finish_skip(ref, signal, Skip(SkipReason.CONFLICT, "the workload kept changing while the reactor acted"))
+        finally:
+            if spent and not applied:
+                # Nothing was written with it (a lost race, a failed write): a spent unit would starve other workloads.
+                self.budget.refund(ref.namespace, now)
 
     def _decide(self, reader: Reader, obj: dict[str, Any], owner: Owner, signal: Signal, ns: _Namespace,
                 now: datetime) -> tuple[Workload, Action | Skip]:
