@@ -16,7 +16,14 @@ import pytest
 
 from reactor.sim import SimCluster
 from tests.e2e.mirror import ClusterMirror
-from tests.e2e.pipeline import DELAYS, NAMESPACE, NORMAL, POLICY, Pipeline
+from tests.e2e.pipeline import (
+    DELAYS,
+    NAMESPACE,
+    NORMAL,
+    POLICY,
+    GenerationWatch,
+    Pipeline,
+)
 from tests.e2e.reactor_process import start_reactor
 from tests.promstack.exporter import FakeDcgmExporter
 from tests.promstack.stack import (
@@ -79,12 +86,14 @@ def e2e_pipeline(e2e_binaries: dict[str, str], e2e_dir: Path, e2e_cluster: SimCl
         with promstack(e2e_dir / "promstack", exporter=e2e_mirror.exporter.address, webhook_url=sink.url,
                        token_file=token_file, **e2e_binaries) as stack:
             reactor = start_reactor(e2e_dir / "reactor", sim=e2e_cluster, policy=POLICY, token_file=token_file)
+            watch = GenerationWatch(e2e_cluster).start()
             try:
                 sink.forward_to = f"{reactor.url}/alerts"
-                pipeline = Pipeline(e2e_cluster, e2e_mirror, reactor, sink, stack)
+                pipeline = Pipeline(e2e_cluster, e2e_mirror, reactor, sink, stack, watch)
                 _wait_warm(pipeline)
                 yield pipeline
             finally:
+                watch.stop()
                 reactor.stop()
                 _keep_record(sink, e2e_dir / "deliveries.jsonl")
     finally:

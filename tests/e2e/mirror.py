@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import traceback
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from reactor.sim import SimCluster
 from tests.promstack.exporter import FakeDcgmExporter
@@ -39,6 +39,7 @@ class ClusterMirror:
         self._silenced: set[str] = set()
         self._reported: dict[str, tuple[str, int, float]] = {}  # pod -> (container, gpus, utilization)
         self._mig: dict[str, str | None] = {}
+        self._triggers: list[tuple[Callable[[], bool], Callable[[], None]]] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.errors: list[str] = []
@@ -55,6 +56,11 @@ class ClusterMirror:
         with self._lock:
             self._silenced.add(pod)
 
+    def when(self, condition: Callable[[], bool], then: Callable[[], None]) -> None:
+        """Run `then` once, at the first sync where `condition()` holds (e.g. demand served by an action)."""
+        with self._lock:
+            self._triggers.append((condition, then))
+
     def reported(self) -> dict[str, tuple[str, int, float]]:
         """What the exporter reports now: pod -> (container, GPUs, utilization)."""
         with self._lock:
@@ -63,6 +69,7 @@ class ClusterMirror:
     # --- the sync ---
 
     def sync(self) -> None:
+        self._fire_triggers()
         with self._lock:
             demand, silenced = dict(self._demand), set(self._silenced)
         replicas = {app: self._replicas(d) for app, d in demand.items()}
@@ -85,6 +92,16 @@ class ClusterMirror:
                                       mig_profile=mig[name])
         with self._lock:
             self._reported, self._mig = wanted, mig
+
+    def _fire_triggers(self) -> None:
+        with self._lock:
+            triggers = list(self._triggers)
+        for trigger in triggers:
+            condition, then = trigger
+            if condition():
+                then()
+                with self._lock:
+                    self._triggers.remove(trigger)
 
     def _replicas(self, demand: WorkloadDemand) -> int:
         obj = self.sim.get(demand.resource, self.namespace, demand.name)

@@ -7,8 +7,9 @@ deploy/ route) → webhook sink (records, relays) → `reactor serve` → embedd
 from __future__ import annotations
 
 import json
+import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, TypeVar
 
 from reactor.sim import SimCluster
@@ -28,6 +29,7 @@ POLICY: dict[str, Any] = {
     "cooldown": "5s",
     "reverseAfter": "5s",
     "revertAfter": "0s",
+    "revert": ["set-priority-up"],  # the default, spelled out: scenario 3 relies on it
     "budget": {"global": {"actions": 100, "per": "1m"}, "namespace": {"actions": 100, "per": "1m"}},
     "logging": {"format": "text", "level": "INFO"},
 }
@@ -37,6 +39,7 @@ NORMAL = {
     "llm-inference": ("deployments", "llm-inference", 4.96),  # 2 pods x 4 GPUs at 0.62
     "chat": ("deployments", "chat", 0.60),  # 1 pod x 1 GPU at 0.60
     "trainer": ("statefulsets", "trainer", 2.40),  # 2 pods x 2 GPUs at 0.60
+    "burst": ("deployments", "burst", 0.50),  # 1 pod x 1 GPU at 0.50
     "embedder": ("deployments", "embedder", 1.00),  # 2 pods x 1 GPU at 0.50
 }
 
@@ -58,6 +61,41 @@ class Delay:
 DELAYS: list[Delay] = []
 
 
+class GenerationWatch:
+    """When each workload's spec changed: the first time each `metadata.generation` was seen (every 50 ms)."""
+
+    def __init__(self, sim: SimCluster, resources: tuple[str, ...] = ("deployments", "statefulsets")) -> None:
+        self.sim, self.resources = sim, resources
+        self.seen: dict[tuple[str, str, int], float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="generation-watch", daemon=True)
+
+    def start(self) -> GenerationWatch:
+        self._poll()
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def changed_at(self, resource: str, name: str, generation: int) -> float | None:
+        return self.seen.get((resource, name, generation))
+
+    def _poll(self) -> None:
+        now = time.monotonic()
+        for resource in self.resources:
+            for obj in self.sim.list(resource, NAMESPACE):
+                self.seen.setdefault((resource, obj["metadata"]["name"], obj["metadata"]["generation"]), now)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(0.05):
+            try:
+                self._poll()
+            except Exception:  # noqa: BLE001 - the sim stopping under us at the end; nothing to report
+                return
+
+
 @dataclass
 class Pipeline:
     sim: SimCluster
@@ -65,7 +103,7 @@ class Pipeline:
     reactor: ReactorProcess
     sink: WebhookSink
     stack: PromStack
-    notes: list[str] = field(default_factory=list)
+    watch: GenerationWatch
 
     # --- the cluster ---
 

@@ -34,7 +34,9 @@ pytestmark = pytest.mark.promstack
 
 # Bounded but generous: a change reaches the reactor in ~10 s here; other suites may share the CPUs.
 TIMEOUT = 60.0
-LLM, CHAT, TRAINER, EMBEDDER, NOTEBOOK = "llm-inference", "chat", "trainer", "embedder", "notebook"
+LLM, CHAT, TRAINER, BURST = "llm-inference", "chat", "trainer", "burst"
+EMBEDDER, NOTEBOOK = "embedder", "notebook"
+HIGH, MEDIUM = "high-priority-gpu", "medium-priority-gpu"
 
 
 @dataclass
@@ -50,19 +52,30 @@ class Drive:
 @pytest.fixture(scope="module")
 def drive(e2e_pipeline: Pipeline) -> Drive:
     p = e2e_pipeline
-    pods = {app: p.pods(app) for app in (LLM, CHAT, TRAINER)}
+    pods = {app: p.pods(app) for app in (LLM, CHAT, TRAINER, BURST)}
     resolved_before = p.reactor.metric("reactor_alerts_received_total", alertname="GPUSaturated", status="resolved")
     changed = time.monotonic()
     p.mirror.set_demand(LLM, "deployments", LLM, 1.60)  # 2 pods x 4 GPUs at 0.20: below 0.30
     p.mirror.set_demand(CHAT, "deployments", CHAT, 0.99)  # 1 pod x 1 GPU at 0.99: above 0.95
     p.mirror.set_demand(TRAINER, "statefulsets", TRAINER, 3.92)  # 2 pods x 2 GPUs at 0.98
+    p.mirror.set_demand(BURST, "deployments", BURST, 0.99)  # 1 pod x 1 GPU at 0.99
+    # Scheduled ahead, the burst's work is served: back to normal once the boost is seen.
+    p.mirror.when(lambda: _priority(p, BURST) == HIGH, lambda: p.mirror.set_demand(BURST, "deployments", BURST, 0.50))
     return Drive(changed, pods, resolved_before)
 
 
+def _priority(p: Pipeline, name: str) -> str:
+    return str(p.workload("deployments", name)["spec"]["template"]["spec"].get("priorityClassName"))
+
+
 def _seen(p: Pipeline, drive: Drive, key: str, check: Any, what: str) -> float:
-    """Wait for `check()` on the cluster; remember (once) when it was first seen."""
-    if key not in drive.applied:
-        drive.applied[key] = p.wait(lambda: time.monotonic() if check() else None, timeout=TIMEOUT, what=what)
+    """Wait for `check()` on the cluster; remember (once) when that spec change happened (the watch's time)."""
+    if key in drive.applied:
+        return drive.applied[key]
+    resource = "statefulsets" if key == TRAINER else "deployments"
+    p.wait(lambda: check(), timeout=TIMEOUT, what=what)
+    generation = p.workload(resource, key)["metadata"]["generation"]
+    drive.applied[key] = p.wait(lambda: p.watch.changed_at(resource, key, generation), timeout=5, what=f"{what} (watched)")
     return drive.applied[key]
 
 
@@ -137,7 +150,8 @@ def test_underutilized_deployment_gives_gpus_back(e2e_pipeline: Pipeline, drive:
 
 
 def test_saturated_workloads_grow_by_their_first_applicable_strategy(e2e_pipeline: Pipeline, drive: Drive) -> None:
-    """Scenario 2: GPUSaturated → scale-replicas-up for the Deployment; resize-gpu-up for the StatefulSet."""
+    """Scenario 2: GPUSaturated → scale-replicas-up for a Deployment; resize-gpu-up for a StatefulSet;
+    set-priority-up for a Deployment whose annotations cap its replicas and GPUs."""
     p = e2e_pipeline
     chat_at = _seen(p, drive, CHAT, lambda: p.workload("deployments", CHAT)["spec"]["replicas"] == 2, "chat scaled to 2 replicas")
     trainer_at = _seen(p, drive, TRAINER, lambda: gpus(p.workload("statefulsets", TRAINER), "trainer") == ("3", "3"),
@@ -164,10 +178,24 @@ def test_saturated_workloads_grow_by_their_first_applicable_strategy(e2e_pipelin
     assert outcome["considered"] == [{"strategy": "scale-replicas-up", "reason": "not-applicable"},
                                      {"strategy": "resize-gpu-up", "reason": None}]
 
+    burst_at = _seen(p, drive, BURST, lambda: _priority(p, BURST) == HIGH, "burst boosted to high-priority-gpu")
+    burst = p.workload("deployments", BURST)
+    assert (burst["spec"]["replicas"], gpus(burst, "burst")) == (1, ("1", "1"))
+    last = last_action(burst)
+    assert last is not None
+    assert {k: last[k] for k in ("action", "direction", "from", "to")} == {
+        "action": "set-priority", "direction": "up", "from": MEDIUM, "to": HIGH}
+    (outcome, *_) = outcomes_for(_acting(p, "GPUSaturated", drive.pods[BURST]), "GPUSaturated", "firing", drive.pods[BURST])
+    assert outcome["considered"] == [{"strategy": "scale-replicas-up", "reason": "at-max-replicas"},
+                                     {"strategy": "resize-gpu-up", "reason": "at-max-gpus"},
+                                     {"strategy": "set-priority-up", "reason": None}]
+
     _record("2 GPUSaturated -> scale-replicas 1->2 (Deployment)", drive.changed,
             _first(p, "GPUSaturated", "firing", drive.pods[CHAT]), chat_at)
     _record("2 GPUSaturated -> resize-gpu 2->3 (StatefulSet)", drive.changed,
             _first(p, "GPUSaturated", "firing", drive.pods[TRAINER]), trainer_at)
+    _record("2 GPUSaturated -> set-priority medium->high", drive.changed,
+            _first(p, "GPUSaturated", "firing", drive.pods[BURST]), burst_at)
 
 
 def test_resolved_saturation_reaches_the_reactor_and_resizes_nothing(e2e_pipeline: Pipeline, drive: Drive) -> None:
@@ -245,7 +273,8 @@ def test_missing_metrics_hold_the_workload(e2e_pipeline: Pipeline) -> None:
 
 def test_each_workload_changed_exactly_once(e2e_pipeline: Pipeline, drive: Drive) -> None:
     """No flapping: once the demand is served, later notifications (re-sends, resolves, new pods, the
-    rollouts' vanished pods) change nothing, well past the 5 s cooldown and hysteresis."""
+    rollouts' vanished pods) change nothing, well past the 5 s cooldown and hysteresis. (The burst's
+    boost is left out: its revert is expected, see the xfail below.)"""
     p = e2e_pipeline
     _seen(p, drive, LLM, lambda: gpus(p.workload("deployments", LLM), "server") == ("2", "2"), "llm-inference resized")
     _seen(p, drive, CHAT, lambda: p.workload("deployments", CHAT)["spec"]["replicas"] == 2, "chat scaled")
@@ -256,7 +285,8 @@ def test_each_workload_changed_exactly_once(e2e_pipeline: Pipeline, drive: Drive
                    for resource, name in (("deployments", LLM), ("deployments", CHAT), ("statefulsets", TRAINER),
                                           ("deployments", EMBEDDER), ("deployments", NOTEBOOK))}
     assert generations == {LLM: 2, CHAT: 2, TRAINER: 2, EMBEDDER: 1, NOTEBOOK: 1}
-    assert p.reactor.metric("reactor_actions_total", result="applied") == 3
+    applied = {a: p.reactor.metric("reactor_actions_total", action=a, result="applied") for a in ("resize-gpu", "scale-replicas")}
+    assert applied == {"resize-gpu": 2, "scale-replicas": 1}
     assert p.reactor.metric("reactor_actions_total", result="failed") == 0
     assert not p.mirror.errors
 
@@ -286,3 +316,30 @@ def test_free_gpus_belong_to_no_workload(e2e_pipeline: Pipeline) -> None:
     assert free > 0
     assert p.stack.query(f'gpu_reactor:container_gpus:count{{namespace!="{NAMESPACE}"}}') == []
     assert p.stack.query(f'ALERTS{{alertstate="firing",namespace!="{NAMESPACE}"}}') == []
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="rules: GPUMetricsMissing fires for every pod a "
+                   "rollout deleted (its series are gone because the pod is), so each reactor action raises it")
+def test_pods_a_rollout_deleted_raise_no_metrics_missing(e2e_pipeline: Pipeline, drive: Drive) -> None:
+    """dcgm-exporter drops a deleted pod's series and reports its GPU free: that is not a metric source
+    going down. (With the deployed values, `for: 10m` over a 1h window: an info alert per replaced pod
+    for ~50 minutes after every rollout, including the ones the reactor's own actions cause.)"""
+    p = e2e_pipeline
+    _seen(p, drive, LLM, lambda: gpus(p.workload("deployments", LLM), "server") == ("2", "2"), "llm-inference resized")
+    p.wait(lambda: not set(p.pods(LLM)) & set(drive.pods[LLM]), timeout=TIMEOUT, what="llm-inference's old pods deleted")
+    time.sleep(max(0.0, drive.applied[LLM] + 10 - time.monotonic()))  # past the FAST `for: 3s`, with margin
+    old = "|".join(drive.pods[LLM])
+    fired = p.stack.query(f'max_over_time(ALERTS{{alertname="GPUMetricsMissing",alertstate="firing",pod=~"{old}"}}[5m])')
+    assert fired == [], [r["metric"]["pod"] for r in fired]
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="rules + Alertmanager: the boosted Deployment's old "
+                   "pod is deleted by the boost's rollout; its GPUMetricsMissing inhibits its GPUSaturated, so the "
+                   "resolve that would revert the boost is muted and never sent")
+def test_priority_boost_is_reverted_when_the_saturation_resolves(e2e_pipeline: Pipeline, drive: Drive) -> None:
+    """Scenario 3, for the one action the policy reverts (revert: [set-priority-up], revertAfter: 0s): the
+    boost serves the burst, its GPUSaturated resolves, the reactor puts medium-priority-gpu back."""
+    p = e2e_pipeline
+    boosted = _seen(p, drive, BURST, lambda: _priority(p, BURST) == HIGH, "burst boosted to high-priority-gpu")
+    left = boosted + 20 - time.monotonic()  # vanish (~2 s) + resolve (5 s window) + group interval, generously
+    p.wait(lambda: _priority(p, BURST) == MEDIUM, timeout=max(left, 1.0), what="burst's boost reverted", every=0.2)
