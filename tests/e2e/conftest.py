@@ -37,6 +37,7 @@ from tests.rules.conftest import require_tool
 SEED = Path(__file__).with_name("seed.yaml")
 TOKEN = "e2e-webhook-token-0123456789abcdef"
 
+
 @pytest.fixture(scope="package")
 def e2e_binaries() -> dict[str, str]:
     return {
