@@ -32,6 +32,7 @@ from .workloads import hpa_targets, to_bounds, to_workload
 log = logging.getLogger(__name__)
 
 DEDUP_SIZE = 10_000
+WORKLOAD_LOCKS = 64
 
 
 def utcnow() -> datetime:
@@ -61,6 +62,9 @@ class Engine:
         self.clock = clock
         self._applied: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._lock = threading.Lock()
+        # One thread at a time per workload in this process (striped: bounded memory), so concurrent
+        # copies of a notification meet the dedup cache instead of racing to a 409 and spending budget.
+        self._workload_locks = tuple(threading.Lock() for _ in range(WORKLOAD_LOCKS))
         self.metrics.budget_limit.labels(scope="global").set(self.policy.budget_global.actions)
         self.metrics.budget_limit.labels(scope="namespace").set(self.policy.budget_namespace.actions)
 
@@ -131,7 +135,8 @@ class Engine:
             owner, indexes = groups[ref]
             group = [alerts[i] for i in indexes]
             try:
-                decision, result = self._workload(reader, owner, fold(group), namespaces[ref.namespace], now)
+                with self._workload_locks[hash(ref) % len(self._workload_locks)]:
+                    decision, result = self._workload(reader, owner, fold(group), namespaces[ref.namespace], now)
             except TemporaryError as e:
                 failures.append(f"{ref}: {e}")
                 decision, result = Skip(SkipReason.API_ERROR, str(e)), "failed"
@@ -144,6 +149,9 @@ class Engine:
     def _workload(self, reader: Reader, owner: Owner, signal: Signal, ns: _Namespace, now: datetime) -> tuple[Action | Skip, str]:
         ref = owner.ref
         obj = owner.obj
+        if signal.status == "firing" and self._seen(signal.keys):
+            # Another thread of this process acted on this firing while this one waited for the workload.
+            return self._finish_skip(ref, signal, Skip(SkipReason.ALREADY_APPLIED, "this firing was already acted on"))
         spent = applied = False
         try:
             for _attempt in range(self.settings.kube.conflict_retries + 1):
@@ -235,6 +243,10 @@ class Engine:
         else:
             fields["reason"] = decision.reason.value
         log.info("decision", extra=fields)
+
+    def _seen(self, keys: Sequence[tuple[str, str]]) -> bool:
+        with self._lock:
+            return any(key in self._applied for key in keys)
 
     def _remember(self, keys: Sequence[tuple[str, str]]) -> None:
         with self._lock:
