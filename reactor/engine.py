@@ -25,7 +25,7 @@ from .model import KNOWN_ALERTS, PATCHABLE_KINDS, Action, Alert, Bounds, Notific
 from .outcome import Outcome, outcome_for
 from .policy import decide, effective_mode, fold, rails
 from .policy.context import Context as PolicyContext
-from .resolve import Owner, Reader, resolve_owner, valid_name, valid_namespace
+from .resolve import Owner, Owners, Reader, resolve_owner, valid_name, valid_namespace
 from .settings import Policy, Settings
 from .workloads import hpa_targets, to_bounds, to_workload
 
@@ -61,6 +61,7 @@ class Engine:
         self.budget = budget or Budget(self.policy.budget_global, self.policy.budget_namespace)
         self.clock = clock
         self._applied: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._owners = Owners()
         self._lock = threading.Lock()
         # One thread at a time per workload in this process (striped: bounded memory), so concurrent
         # copies of a notification meet the dedup cache instead of racing to a 409 and spending budget.
@@ -113,12 +114,16 @@ class Engine:
         for i in pending:
             by_namespace[alerts[i].namespace].add(alerts[i].pod)  # type: ignore[index,arg-type]
         for namespace, pods in by_namespace.items():
-            reader.prime_pods(namespace, pods)
+            reader.prime_pods(namespace, {p for p in pods if self._owners.get(namespace, p) is None})
         groups: dict[WorkloadRef, tuple[Owner, list[int]]] = {}
         unresolved: dict[int, Outcome] = {}
+        resolved: dict[tuple[str, str], Owner | None] = {}  # alerts per pod: one resolve per pod
         for i in pending:
             alert = alerts[i]
-            owner = resolve_owner(reader, alert.namespace, alert.pod)  # type: ignore[arg-type]
+            pod = (alert.namespace, alert.pod)
+            if pod not in resolved:
+                resolved[pod] = resolve_owner(reader, *pod, self._owners)  # type: ignore[arg-type]
+            owner = resolved[pod]
             skip = _owner_skip(alert, owner)
             if skip is not None:
                 unresolved[i] = self._record_skip(alert, owner.ref if owner else None, skip)

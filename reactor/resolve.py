@@ -3,15 +3,18 @@
 Pod → ReplicaSet → Deployment, Pod → StatefulSet, Pod → Job → CronJob; a Job without a CronJob,
 a bare Pod or any other owner is reported as such (the policy refuses it). The `Reader` is the
 notification's cache: API reads grow with the pods, workloads and namespaces touched, never
-with the number of alerts.
+with the number of alerts. `Owners` remembers pod → workload across notifications, so a pod
+seen before costs only the read of its workload.
 """
 
 from __future__ import annotations
 
 import re
 import threading
+import time
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from .kube import KubeGateway, NotFound
 from .model import WorkloadRef
@@ -22,6 +25,10 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 MAX_DEPTH = 4
 # Above this many distinct pods in a namespace, one LIST is cheaper than a GET per pod.
 LIST_PODS_ABOVE = 4
+# Pods whose owner is remembered across notifications (see `Owners`), and for how long.
+OWNERS_SIZE = 10_000
+OWNERS_TTL_SECONDS = 600.0
+REMEMBERED = frozenset({"Deployment", "StatefulSet", "CronJob"})
 
 
 def valid_namespace(name: str) -> bool:
@@ -99,8 +106,67 @@ class Reader:
             self._objects.pop((kind, namespace, name), None)
 
 
-def resolve_owner(reader: Reader, namespace: str, pod_name: str) -> Owner | None:
-    """The workload that owns the pod, or None if neither the pod nor a former owner can be found."""
+class Owners:
+    """Which workload each pod belongs to, remembered across notifications: bounded and expiring.
+
+    A pod's controller does not change while the pod lives, and controllers do not hand a pod's
+    name to another owner, so once a pod is resolved a notification on it reads only the workload
+    (whose state is always read fresh), not the pod and its ReplicaSet or Job again. Entries expire
+    after `ttl` seconds, so a name reused after all, or an orphaned pod, is resolved afresh.
+    """
+
+    def __init__(self, size: int = OWNERS_SIZE, ttl: float = OWNERS_TTL_SECONDS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._size, self._ttl, self._clock = size, ttl, clock
+        self._entries: OrderedDict[tuple[str, str], tuple[float, WorkloadRef, WorkloadRef | None]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, namespace: str, pod: str) -> tuple[WorkloadRef, WorkloadRef | None] | None:
+        """(workload, via) of a pod resolved within `ttl`, else None."""
+        key = (namespace, pod)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            if self._clock() - entry[0] > self._ttl:
+                del self._entries[key]
+                return None
+            self._entries.move_to_end(key)
+            return entry[1], entry[2]
+
+    def put(self, namespace: str, pod: str, owner: Owner) -> None:
+        with self._lock:
+            self._entries[(namespace, pod)] = (self._clock(), owner.ref, owner.via)
+            self._entries.move_to_end((namespace, pod))
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+
+    def forget(self, namespace: str, pod: str) -> None:
+        with self._lock:
+            self._entries.pop((namespace, pod), None)
+
+
+def resolve_owner(reader: Reader, namespace: str, pod_name: str, owners: Owners | None = None) -> Owner | None:
+    """The workload that owns the pod, or None if neither the pod nor a former owner can be found.
+
+    With `owners`, a pod resolved before costs one read (its workload), and a newly resolved
+    patchable owner is remembered there.
+    """
+    if owners is not None:
+        known = owners.get(namespace, pod_name)
+        if known is not None:
+            obj = reader.get(known[0].kind, namespace, known[0].name)
+            if obj is not None:
+                return Owner(known[0], obj, known[1])
+            owners.forget(namespace, pod_name)  # the workload is gone: walk the chain again
+    owner = _walk(reader, namespace, pod_name)
+    if owners is not None and owner is not None and owner.obj is not None and owner.ref.kind in REMEMBERED:
+        owners.put(namespace, pod_name, owner)
+    return owner
+
+
+def _walk(reader: Reader, namespace: str, pod_name: str) -> Owner | None:
+    """Up the controller chain from the pod (or from the owner a vanished pod was created by)."""
     pod = reader.get("Pod", namespace, pod_name)
     if pod is None:
         found = _former_owner(reader, namespace, pod_name)
