@@ -107,7 +107,13 @@ def create_app(settings: Settings, *, engine: Engine, metrics: Metrics, token: T
             metrics.webhook_duration.observe(time.perf_counter() - started)
 
     def _intake(answer: Callable[[int, dict[str, Any]], Response]) -> Response:
-        if not token.matches(request.headers.get("Authorization")):
+        try:
+            authorized = token.matches(request.headers.get("Authorization"))
+        except (OSError, ReactorError) as e:
+            # Fail closed, and as a transient failure: the Secret is being replaced or not mounted yet.
+            log.error("webhook token unreadable", extra={"error": str(e)})
+            return answer(503, {"error": "the webhook token cannot be read; retry"})
+        if not authorized:
             return answer(401, {"error": "missing or wrong bearer token"})
         length = request.content_length
         if length is not None and length > settings.server.max_body_bytes:
