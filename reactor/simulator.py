@@ -36,7 +36,9 @@ def seed(sim: SimCluster, seeds: list[str]) -> list[dict[str, Any]]:
 
 
 def run_sim(*, seeds: list[str], port: int, kubeconfig: str, rbac: bool = False) -> int:
-    sim = SimCluster(rbac=rbac).start(host="127.0.0.1", port=port)
+    """Serve until SIGINT/SIGTERM. `rbac`: tokens and RBAC, over https (kubectl sends a token only there);
+    the kubeconfig then holds the admin token and the CA."""
+    sim = SimCluster(rbac=rbac).start(host="127.0.0.1", port=port, tls=rbac)
     try:
         try:
             seed(sim, seeds)

@@ -23,6 +23,7 @@ from .registry import Registry, Resource
 from .server import Context, SimHTTPServer
 from .status import ApiError
 from .store import Store
+from .tls import Certificate
 
 Obj = dict[str, Any]
 APPLY_ORDER = ("Namespace", "CustomResourceDefinition", "PriorityClass", "Node", "LimitRange", "ResourceQuota")
@@ -50,6 +51,7 @@ class SimCluster:
         self._ctx = Context(self.api, self.faults, self.tokens)
         self.controllers = Controllers(self.api)
         self._server: SimHTTPServer | None = None
+        self._tls: Certificate | None = None
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
         self._bootstrap()
@@ -67,8 +69,15 @@ class SimCluster:
 
     # -- lifecycle --------------------------------------------------------------------------------
 
-    def start(self, host: str = "127.0.0.1", port: int = 0) -> "SimCluster":
+    def start(self, host: str = "127.0.0.1", port: int = 0, *, tls: bool = False) -> "SimCluster":
+        """Serve on host:port (0: any free port). `tls`: https with a self-signed certificate (`ca_file`;
+        `write_kubeconfig` embeds it), which kubectl needs before it sends a token."""
         self._server = SimHTTPServer((host, port), self._ctx)
+        if tls:
+            self._tls = self._tls or Certificate()
+            # The handshake happens in the handler's thread, on first read, not in the accepting loop.
+            self._server.socket = self._tls.server_context().wrap_socket(
+                self._server.socket, server_side=True, do_handshake_on_connect=False)
         thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="sim-apiserver", daemon=True)
         thread.start()
         self._threads.append(thread)
@@ -79,7 +88,12 @@ class SimCluster:
         if self._server is None:
             raise RuntimeError("the simulator is not started")
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{'https' if self._tls else 'http'}://{host}:{port}"
+
+    @property
+    def ca_file(self) -> str | None:
+        """The CA (the self-signed certificate itself) to trust with `start(tls=True)`; else None."""
+        return str(self._tls.cert_file) if self._tls else None
 
     def stop(self) -> None:
         self._stop.set()
@@ -90,6 +104,9 @@ class SimCluster:
         for thread in self._threads:
             thread.join(timeout=5)
         self._threads.clear()
+        if self._tls is not None:
+            self._tls.cleanup()
+            self._tls = None
 
     def __enter__(self) -> "SimCluster":
         return self
@@ -220,7 +237,7 @@ class SimCluster:
 
     def write_kubeconfig(self, path: str | Path, token: str | None = None) -> str:
         """A kubeconfig for this cluster; with RBAC on, the admin token unless another is given."""
-        return kubeconfig.write(path, self.url, token or self.admin_token)
+        return kubeconfig.write(path, self.url, token or self.admin_token, ca_pem=self._tls.pem if self._tls else None)
 
 
 __all__ = ["SimCluster", "ApiError"]

@@ -22,42 +22,57 @@ Rule = dict[str, Any]
 
 
 def authorize(store: Store, user: User, info: RequestInfo) -> tuple[bool, str]:
-    """(allowed, reason); the reason of a refusal names the roles that could not be resolved."""
+    """(allowed, reason): which binding allowed it, or the roles that could not be resolved."""
     if MASTERS in user.groups:
         return True, ""
     errors: list[str] = []
-    for rules, error in _bound_rules(store, user, info.namespace):
+    for source, rules, error in _bound_rules(store, user, info.namespace):
         if error:
             errors.append(error)
         elif any(rule_allows(info, rule) for rule in rules):
-            return True, ""
+            return True, f"RBAC: allowed by {source}"
     return False, f"RBAC: {_aggregate(errors)}" if errors else ""
 
 
-def _bound_rules(store: Store, user: User, namespace: str) -> Iterator[tuple[list[Rule], str]]:
-    """The rules (or a resolution error) of each binding that applies, cluster bindings first."""
+def _bound_rules(store: Store, user: User, namespace: str) -> Iterator[tuple[str, list[Rule], str]]:
+    """(binding described, its role's rules, a resolution error) for each binding that applies, cluster
+    bindings first."""
     for binding in store.items("clusterrolebindings"):
-        if _applies(user, binding.get("subjects") or [], ""):
-            yield _role_rules(store, binding.get("roleRef") or {}, "")
+        subject = _applies(user, binding.get("subjects") or [], "")
+        if subject is not None:
+            yield (_describe(binding, subject, ""), *_role_rules(store, binding.get("roleRef") or {}, ""))
     if namespace:
         for binding in store.items("rolebindings", namespace):
-            if _applies(user, binding.get("subjects") or [], namespace):
-                yield _role_rules(store, binding.get("roleRef") or {}, namespace)
+            subject = _applies(user, binding.get("subjects") or [], namespace)
+            if subject is not None:
+                yield (_describe(binding, subject, namespace),
+                       *_role_rules(store, binding.get("roleRef") or {}, namespace))
 
 
-def _applies(user: User, subjects: list[Obj], namespace: str) -> bool:
+def _describe(binding: Obj, subject: Obj, namespace: str) -> str:
+    """`RoleBinding "name/ns" of ClusterRole "role" to ServiceAccount "sa/ns"`, as upstream's describers."""
+    ref, name = binding.get("roleRef") or {}, binding["metadata"]["name"]
+    who = f'{subject.get("kind")} "{subject.get("name")}"'
+    if subject.get("kind") == "ServiceAccount":
+        who = f'ServiceAccount "{subject.get("name")}/{subject.get("namespace") or namespace}"'
+    where = f'RoleBinding "{name}/{namespace}"' if namespace else f'ClusterRoleBinding "{name}"'
+    return f'{where} of {ref.get("kind")} "{ref.get("name")}" to {who}'
+
+
+def _applies(user: User, subjects: list[Obj], namespace: str) -> Obj | None:
+    """The first subject that names the user, if any."""
     for subject in subjects:
         kind, name = subject.get("kind"), subject.get("name")
         if kind == "User" and name == user.name:
-            return True
+            return subject
         if kind == "Group" and name in user.groups:
-            return True
+            return subject
         if kind == "ServiceAccount":
             # A RoleBinding may name a ServiceAccount of its own namespace without a namespace.
             sa_namespace = subject.get("namespace") or namespace
             if sa_namespace and user.name == f"system:serviceaccount:{sa_namespace}:{name}":
-                return True
-    return False
+                return subject
+    return None
 
 
 def _role_rules(store: Store, ref: Obj, namespace: str) -> tuple[list[Rule], str]:
@@ -126,6 +141,29 @@ def forbidden(user: User, info: RequestInfo, reason: str) -> ApiError:
 
 def unauthorized() -> ApiError:
     return ApiError(401, "Unauthorized", "Unauthorized")
+
+
+def self_review(store: Store, user: User | None, review: Any) -> Obj:
+    """A SelfSubjectAccessReview (what `kubectl auth can-i` asks): the request's own user against the
+    attributes in its spec; without RBAC every request is allowed."""
+    spec = (review or {}).get("spec") if isinstance(review, dict) else None
+    if not isinstance(spec, dict) or not (spec.get("resourceAttributes") or spec.get("nonResourceAttributes")):
+        raise ApiError(422, "Invalid", 'SelfSubjectAccessReview.authorization.k8s.io "" is invalid: '
+                       "spec.resourceAttributes: Invalid value: \"null\": exactly one of nonResourceAttributes or "
+                       "resourceAttributes must be specified", {"group": "authorization.k8s.io",
+                                                                 "kind": "SelfSubjectAccessReview"})
+    if spec.get("resourceAttributes"):
+        a = spec["resourceAttributes"]
+        info = RequestInfo(path="", verb=a.get("verb", ""), resource_request=True, api_group=a.get("group", ""),
+                           api_version=a.get("version", ""), namespace=a.get("namespace", ""),
+                           resource=a.get("resource", ""), subresource=a.get("subresource", ""), name=a.get("name", ""))
+    else:
+        a = spec["nonResourceAttributes"]
+        info = RequestInfo(path=a.get("path", ""), verb=a.get("verb", ""))
+    allowed, reason = authorize(store, user, info) if user is not None else (True, "")
+    status: Obj = {"allowed": allowed, **({"reason": reason} if reason else {})}
+    return {"kind": "SelfSubjectAccessReview", "apiVersion": "authorization.k8s.io/v1",
+            "metadata": {"creationTimestamp": None}, "spec": spec, "status": status}
 
 
 # -- the bootstrap policy (plugin/pkg/auth/authorizer/rbac/bootstrappolicy) -------------------------

@@ -7,6 +7,7 @@ semantics live in `operations`. It must not keep any state of its own besides co
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 from collections import Counter
@@ -14,8 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from . import discovery, rbac, routing
-from .authn import Tokens
+from . import discovery, protobuf, rbac, routing
+from .authn import Tokens, User
 from .faults import Faults
 from .operations import Api
 from .status import ApiError, bad_request, method_not_allowed, path_not_found, unsupported_media_type
@@ -40,17 +41,19 @@ class Context:
         with self.counter_lock:
             (self.denied if denied else self.requests)[key] += 1
 
-    def admit(self, authorization: str | None, method: str, path: str, query: dict[str, str]) -> ApiError | None:
-        """Authentication, then authorization, before the server even looks the resource up."""
+    def admit(self, authorization: str | None, method: str, path: str,
+              query: dict[str, str]) -> tuple[User | None, ApiError | None]:
+        """Authentication, then authorization, before the server even looks the resource up:
+        (the user, None) to go on, (None, the error) to refuse; (None, None) without RBAC."""
         if self.tokens is None:
-            return None
+            return None, None
         with self.api.store.lock:
             user = self.tokens.authenticate(authorization, self.api.store)
             if user is None:
-                return rbac.unauthorized()
+                return None, rbac.unauthorized()
             info = routing.request_info(method, path, query)
             allowed, reason = rbac.authorize(self.api.store, user, info)
-        return None if allowed else rbac.forbidden(user, info, reason)
+        return (user, None) if allowed else (None, rbac.forbidden(user, info, reason))
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -59,6 +62,13 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature
         pass
+
+    def setup(self) -> None:
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.settimeout(10)
+            self.request.do_handshake()  # here, in the connection's thread (see SimCluster.start)
+            self.request.settimeout(None)
+        super().setup()
 
     def do_GET(self) -> None:
         self._handle("GET")
@@ -87,7 +97,7 @@ class Handler(BaseHTTPRequestHandler):
             verb = _verb(method, route, query)
             key = (verb, route.resource.plural, route.subresource)
         ctx.count(key)
-        denial = ctx.admit(self.headers.get("Authorization"), method, url.path, query)
+        user, denial = ctx.admit(self.headers.get("Authorization"), method, url.path, query)
         if denial is not None:
             if denial.code == 403:
                 ctx.count(key, denied=True)
@@ -98,6 +108,9 @@ class Handler(BaseHTTPRequestHandler):
             return
         fault = ctx.faults.take(verb, route.resource.plural, route.subresource)
         if fault is not None and self._apply_fault(fault):
+            return
+        if route.resource.plural == "selfsubjectaccessreviews" and verb == "create":
+            self._answer_review(user, body)
             return
         try:
             with ctx.api.store.lock:
@@ -110,6 +123,22 @@ class Handler(BaseHTTPRequestHandler):
             self._send_watch(answer)
         else:
             self._send(code, answer)
+
+    def _answer_review(self, user: User | None, body: bytes) -> None:
+        try:
+            if self.headers.get("Content-Type", "").startswith(protobuf.CONTENT_TYPE):
+                try:
+                    sent = protobuf.decode_self_subject_access_review(body)
+                except ValueError as e:
+                    raise bad_request(f"unable to decode the protobuf body: {e}") from e
+            else:
+                sent = _json(body)
+            with self.server.ctx.api.store.lock:
+                review = rbac.self_review(self.server.ctx.api.store, user, sent)
+        except ApiError as e:
+            self._send(e.code, e.body(), e.headers)
+            return
+        self._send(201, review)
 
     def _read_body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)

@@ -5,8 +5,11 @@ with the Status bodies of kube-apiserver's authentication and authorization filt
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
@@ -19,6 +22,7 @@ from tests.sim.helpers import status_of
 SA = "system:serviceaccount:gpu-reactor:gpu-reactor"
 TOKEN = "sa-token"
 RBAC_V1 = "rbac.authorization.k8s.io/v1"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _role(kind: str, name: str, rules: list[dict[str, Any]], ns: str | None = None) -> dict[str, Any]:
@@ -303,3 +307,102 @@ def test_roles_created_over_the_api_are_enforced(rsim: SimCluster, sa_apps: k8s.
                                                                 "verbs": ["list"]}], "ml"))
         rbac.create_namespaced_role_binding("ml", _binding("RoleBinding", "r", "Role", "r", "ml"))
     assert [d.metadata.name for d in sa_apps.list_namespaced_deployment("ml").items] == ["web"]
+
+
+# -- SelfSubjectAccessReview, TLS and kubectl -----------------------------------------------------------
+
+
+def test_a_self_subject_access_review_answers_for_the_caller(rsim: SimCluster) -> None:
+    """POST selfsubjectaccessreviews (`kubectl auth can-i`): status.allowed for the caller's own user, with the
+    RBAC authorizer's reason naming the binding that allowed it; no 403 for asking."""
+    _grant(rsim, [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["patch"]}])
+
+    def review(attributes: dict[str, str]) -> Any:
+        with _client(rsim, TOKEN) as c:
+            return k8s.AuthorizationV1Api(c).create_self_subject_access_review(
+                {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                 "spec": {"resourceAttributes": attributes}}).status
+    allowed = review({"namespace": "ml", "verb": "patch", "group": "apps", "resource": "deployments"})
+    assert allowed.allowed is True
+    assert allowed.reason == ('RBAC: allowed by RoleBinding "workloads/ml" of ClusterRole "workloads" to '
+                              'ServiceAccount "gpu-reactor/gpu-reactor"')
+    refused = review({"namespace": "ml", "verb": "get", "resource": "secrets"})
+    assert (refused.allowed, refused.reason) == (False, None)
+    assert not rsim.denied
+
+
+def test_without_rbac_every_review_is_allowed(sim: SimCluster, client: k8s.ApiClient) -> None:
+    status = k8s.AuthorizationV1Api(client).create_self_subject_access_review(
+        {"spec": {"nonResourceAttributes": {"path": "/anything", "verb": "get"}}}).status
+    assert status.allowed is True
+
+
+def test_tls_serves_https_with_a_ca_in_the_kubeconfig(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """start(tls=True): https with a self-signed certificate for 127.0.0.1; write_kubeconfig embeds it as
+    certificate-authority-data, so the official client verifies the server."""
+    from kubernetes import config as k8s_config
+
+    with SimCluster(rbac=True).start(tls=True) as sim:
+        assert sim.url.startswith("https://127.0.0.1:") and sim.ca_file
+        config = k8s.Configuration()
+        k8s_config.load_kube_config(config_file=sim.write_kubeconfig(tmp_path / "kc"), client_configuration=config)
+        with k8s.ApiClient(config) as c:
+            assert "default" in {n.metadata.name for n in k8s.CoreV1Api(c).list_namespace().items}
+        unverified = k8s.Configuration(host=sim.url)
+        unverified.retries = False
+        with k8s.ApiClient(unverified) as c, pytest.raises(Exception, match="CERTIFICATE_VERIFY_FAILED"):
+            k8s.CoreV1Api(c).list_namespace()
+
+
+KUBECTL = shutil.which("kubectl")
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed on this machine")
+def test_kubectl_with_rbac(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """kubectl sends a kubeconfig's token only over https: with tls the admin kubeconfig applies a kustomization
+    (`--validate=false`: no OpenAPI document is served), a ServiceAccount's kubeconfig gets the upstream
+    Forbidden message, and `kubectl auth can-i` (a protobuf SelfSubjectAccessReview) answers yes/no."""
+    with SimCluster(rbac=True).start(tls=True) as sim:
+        sim.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "gpu-reactor", "namespace": "default"}})
+        sim.add_token(TOKEN, user="system:serviceaccount:default:gpu-reactor")
+        admin, sa = sim.write_kubeconfig(tmp_path / "admin"), sim.write_kubeconfig(tmp_path / "sa", token=TOKEN)
+
+        def kubectl(config: str, *args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([str(KUBECTL), "--kubeconfig", config, *args], capture_output=True, text=True, timeout=30)
+        done = kubectl(admin, "apply", "-k", str(ROOT / "deploy" / "base"), "--validate=false")
+        assert done.returncode == 0 and "resourcequota/gpu-quota created" in done.stdout, done.stderr
+        done = kubectl(sa, "get", "pods", "-n", "ml-workloads")
+        assert done.returncode == 1
+        assert ('Error from server (Forbidden): pods is forbidden: User "system:serviceaccount:default:gpu-reactor" '
+                'cannot list resource "pods" in API group "" in the namespace "ml-workloads"') in done.stderr
+        assert kubectl(admin, "auth", "can-i", "delete", "nodes").stdout.strip() == "yes"
+        assert kubectl(sa, "auth", "can-i", "get", "/healthz").stdout.strip() == "yes"
+        assert kubectl(sa, "auth", "can-i", "list", "secrets", "-n", "ml-workloads").stdout.strip() == "no"
+
+
+# Bodies kubectl 1.32 sent for `auth can-i patch deployments --subresource=scale -n ml-workloads` and
+# `auth can-i get /healthz` (Content-Type application/vnd.kubernetes.protobuf).
+CAN_I_SCALE = bytes.fromhex(
+    "6b3873000a320a17617574686f72697a6174696f6e2e6b38732e696f2f7631121753656c665375626a65637441636365737352657669657712"
+    "530a100a0012001a0022002a0032003800420012350a330a0c6d6c2d776f726b6c6f616473120570617463681a046170707322002a0b6465"
+    "706c6f796d656e747332057363616c653a001a08080012001a0020001a002200")
+CAN_I_HEALTHZ = bytes.fromhex(
+    "6b3873000a320a17617574686f72697a6174696f6e2e6b38732e696f2f7631121753656c665375626a65637441636365737352657669657712"
+    "2f0a100a0012001a0022002a003200380042001211120f0a082f6865616c74687a12036765741a08080012001a0020001a002200")
+
+
+def test_a_protobuf_self_subject_access_review_is_read(rsim: SimCluster) -> None:
+    """kubectl sends SelfSubjectAccessReview as Kubernetes protobuf (`k8s\\0` + runtime.Unknown); the answer is
+    JSON, which kubectl accepts too."""
+    rsim.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml-workloads"}})
+    _grant(rsim, [{"apiGroups": ["apps"], "resources": ["deployments/scale"], "verbs": ["patch"]}], ns="ml-workloads")
+    for body, allowed in ((CAN_I_SCALE, True), (CAN_I_HEALTHZ, True), (CAN_I_SCALE.replace(b"patch", b"watch"), False)):
+        request = urllib.request.Request(f"{rsim.url}/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", data=body,
+                                         headers={"Authorization": f"Bearer {TOKEN}",
+                                                  "Content-Type": "application/vnd.kubernetes.protobuf"})
+        with urllib.request.urlopen(request) as r:
+            review = json.loads(r.read())
+        assert r.status == 201 and review["status"]["allowed"] is allowed, review
+    assert review["spec"]["resourceAttributes"] == {"namespace": "ml-workloads", "verb": "watch", "group": "apps",
+                                                    "version": "", "resource": "deployments", "subresource": "scale",
+                                                    "name": ""}
