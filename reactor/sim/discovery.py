@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .registry import VERBS, Registry, Resource
+from .registry import Registry, Resource
 
 Obj = dict[str, Any]
 VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-sim", "gitCommit": "sim",
@@ -39,7 +39,7 @@ def api_group(registry: Registry, group: str) -> Obj | None:
 
 def _entry(res: Resource) -> list[Obj]:
     out: list[Obj] = [{"name": res.plural, "singularName": res.kind.lower(), "namespaced": res.namespaced,
-                       "kind": res.kind, "verbs": list(VERBS)}]
+                       "kind": res.kind, "verbs": list(res.verbs)}]
     if res.short_names:
         out[0]["shortNames"] = list(res.short_names)
     if res.categories:

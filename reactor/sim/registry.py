@@ -23,6 +23,7 @@ class Resource:
     subresources: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     other_versions: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = VERBS
 
     @property
     def api_version(self) -> str:
@@ -75,7 +76,7 @@ BUILTIN: tuple[Resource, ...] = (
     _r("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False,
        short_names=("crd", "crds"), subresources=("status",)),
     _r(RBAC_GROUP, "v1", "Role", "roles"),
-    _r("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False),
+    _r("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False, verbs=("create",)),
     _r(RBAC_GROUP, "v1", "RoleBinding", "rolebindings"),
     _r(RBAC_GROUP, "v1", "ClusterRole", "clusterroles", False),
     _r(RBAC_GROUP, "v1", "ClusterRoleBinding", "clusterrolebindings", False),

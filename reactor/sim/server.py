@@ -109,7 +109,11 @@ class Handler(BaseHTTPRequestHandler):
         fault = ctx.faults.take(verb, route.resource.plural, route.subresource)
         if fault is not None and self._apply_fault(fault):
             return
-        if route.resource.plural == "selfsubjectaccessreviews" and verb == "create":
+        if verb not in route.resource.verbs:
+            err = method_not_allowed()
+            self._send(err.code, err.body())
+            return
+        if route.resource.plural == "selfsubjectaccessreviews":
             self._answer_review(user, body)
             return
         try:

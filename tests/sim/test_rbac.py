@@ -406,3 +406,13 @@ def test_a_protobuf_self_subject_access_review_is_read(rsim: SimCluster) -> None
     assert review["spec"]["resourceAttributes"] == {"namespace": "ml-workloads", "verb": "watch", "group": "apps",
                                                     "version": "", "resource": "deployments", "subresource": "scale",
                                                     "name": ""}
+
+
+def test_a_review_can_only_be_created(sim: SimCluster) -> None:
+    """selfsubjectaccessreviews supports `create` only (discovery says so): a GET is 405 MethodNotAllowed."""
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(f"{sim.url}/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
+    assert info.value.code == 405 and json.loads(info.value.read())["reason"] == "MethodNotAllowed"
+    with urllib.request.urlopen(f"{sim.url}/apis/authorization.k8s.io/v1") as r:
+        (entry,) = json.loads(r.read())["resources"]
+    assert entry["verbs"] == ["create"]
