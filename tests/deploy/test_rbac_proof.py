@@ -118,18 +118,14 @@ def _post(r: Reactor, specs: list[AlertSpec]) -> Answer:
     return Answer(answer.status_code, body.get("outcomes", []), body.get("error", ""))
 
 
-def _pods(r: Reactor, app: str) -> list[str]:
-    return r.pods(app)
-
-
 def deployment_resize(r: Reactor) -> Answer:
     """GPUUnderutilized on the three pods of a Deployment: shrink its template 4 → 3 GPUs."""
-    return _post(r, [AlertSpec("GPUUnderutilized", NAMESPACE, p, "server") for p in _pods(r, "llm-inference")])
+    return _post(r, [AlertSpec("GPUUnderutilized", NAMESPACE, p, "server") for p in r.pods("llm-inference")])
 
 
 def statefulset_resize(r: Reactor) -> Answer:
     """GPUSaturated on a StatefulSet's two pods: grow its template 2 → 3 GPUs."""
-    return _post(r, [AlertSpec("GPUSaturated", NAMESPACE, p, "trainer", 0.98, 2) for p in _pods(r, "trainer")])
+    return _post(r, [AlertSpec("GPUSaturated", NAMESPACE, p, "trainer", 0.98, 2) for p in r.pods("trainer")])
 
 
 def cronjob_via_job(r: Reactor) -> Answer:
@@ -149,7 +145,7 @@ def hpa_check(r: Reactor) -> Answer:
                  "metadata": {"name": "llm-inference", "namespace": NAMESPACE},
                  "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "llm-inference"},
                           "minReplicas": 1, "maxReplicas": 5}})
-    return _post(r, [AlertSpec("GPUIdle", NAMESPACE, p, "server", 0.0, 4) for p in _pods(r, "llm-inference")])
+    return _post(r, [AlertSpec("GPUIdle", NAMESPACE, p, "server", 0.0, 4) for p in r.pods("llm-inference")])
 
 
 def set_priority(r: Reactor) -> Answer:
@@ -158,14 +154,14 @@ def set_priority(r: Reactor) -> Answer:
     quota = r.sim.get("resourcequotas", NAMESPACE, "gpu-quota")
     quota["spec"]["hard"][f"requests.{GPU}"] = "16"  # 3×4 + 2×2 GPUs are in use
     r.sim.apply(quota)
-    return _post(r, [AlertSpec("GPUSaturated", NAMESPACE, p, "trainer", 0.98, 2) for p in _pods(r, "trainer")])
+    return _post(r, [AlertSpec("GPUSaturated", NAMESPACE, p, "trainer", 0.98, 2) for p in r.pods("trainer")])
 
 
 def namespace_wide(r: Reactor) -> Answer:
     """One notification on five pods of a namespace: the reactor lists the namespace's pods once instead
     of reading each, then shrinks both workloads."""
-    specs = [AlertSpec("GPUUnderutilized", NAMESPACE, p, "server") for p in _pods(r, "llm-inference")]
-    specs += [AlertSpec("GPUUnderutilized", NAMESPACE, p, "trainer") for p in _pods(r, "trainer")]
+    specs = [AlertSpec("GPUUnderutilized", NAMESPACE, p, "server") for p in r.pods("llm-inference")]
+    specs += [AlertSpec("GPUUnderutilized", NAMESPACE, p, "trainer") for p in r.pods("trainer")]
     return _post(r, specs)
 
 

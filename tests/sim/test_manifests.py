@@ -97,3 +97,18 @@ def test_reactor_sim_refuses_a_broken_seed(tmp_path: Path) -> None:
                            "--kubeconfig", str(tmp_path / "k")], cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
     assert "cannot load the seeds: not a Kubernetes object" in done.stderr
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed: cannot render the kustomizations under deploy/")
+def test_seeding_the_whole_deploy_folder(sim: SimCluster, capsys: pytest.CaptureFixture[str]) -> None:
+    """`reactor sim --seed deploy`: each kustomize entry point directly under deploy/ is rendered, plain YAML
+    files are read, non-objects skipped; all is applied at once, and a namespace the seeds use without
+    defining (`monitoring`, kube-prometheus-stack's) is created with a note."""
+    from reactor.simulator import seed
+
+    loaded = seed(sim, [str(ROOT / "deploy")])
+    kinds = {o["kind"] for o in loaded}
+    assert {"ClusterRole", "RoleBinding", "ResourceQuota", "CronJob", "PrometheusRule", "NetworkPolicy"} <= kinds
+    assert "creating namespace monitoring" in capsys.readouterr().out
+    running = {p["metadata"]["namespace"] for p in sim.list("pods") if p["status"]["phase"] == "Running"}
+    assert running == {"gpu-reactor", "ml-workloads"}
