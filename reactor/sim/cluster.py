@@ -28,6 +28,7 @@ from .tls import Certificate
 Obj = dict[str, Any]
 APPLY_ORDER = ("Namespace", "CustomResourceDefinition", "PriorityClass", "Node", "LimitRange", "ResourceQuota")
 ADMIN_USER = "admin"
+SHUTDOWN_POLL = 0.01  # seconds: how long stop() may wait for the serving loop to notice
 BUILTIN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 SYSTEM_PRIORITY_CLASSES = (("system-cluster-critical", 2000000000), ("system-node-critical", 2000001000))
 
@@ -78,7 +79,7 @@ class SimCluster:
             # The handshake happens in the handler's thread, on first read, not in the accepting loop.
             self._server.socket = self._tls.server_context().wrap_socket(
                 self._server.socket, server_side=True, do_handshake_on_connect=False)
-        thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="sim-apiserver", daemon=True)
+        thread = threading.Thread(target=self._server.serve_forever, args=(SHUTDOWN_POLL,), name="sim-apiserver", daemon=True)
         thread.start()
         self._threads.append(thread)
         return self
