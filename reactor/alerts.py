@@ -7,6 +7,7 @@ newer Alertmanager releases add some. This module does no I/O and knows no Kuber
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from datetime import datetime, timezone
@@ -24,15 +25,25 @@ _TIME = re.compile(
 )
 _FINGERPRINT = re.compile(r"^[0-9a-f]{1,64}$")
 MAX_LABEL_BYTES = 4096
+_EXPORTED = {name: f"exported_{name}" for name in ("namespace", "pod", "container")}
 
 
 def parse_time(field: str, raw: Any) -> datetime:
     """An RFC 3339 timestamp as a UTC-aware datetime (nanoseconds truncated to microseconds)."""
     if not isinstance(raw, str):
         raise InvalidPayload(field, f"expected an RFC 3339 timestamp string, got {_kind(raw)}")
+    try:
+        return _utc(raw)
+    except ValueError as e:
+        raise InvalidPayload(field, str(e)) from e
+
+
+@functools.lru_cache(maxsize=4096)
+def _utc(raw: str) -> datetime:
+    """Cached: the alerts of one notification mostly share their startsAt and endsAt spellings."""
     m = _TIME.match(raw)
     if m is None:
-        raise InvalidPayload(field, f"not an RFC 3339 timestamp: {_clip(raw)!r}")
+        raise ValueError(f"not an RFC 3339 timestamp: {_clip(raw)!r}")
     year, month, day, hour, minute, second, frac, zone = m.groups()
     micros = int((frac or "0").ljust(6, "0")[:6])
     offset = "+00:00" if zone in ("Z", "z") else zone
@@ -43,7 +54,7 @@ def parse_time(field: str, raw: Any) -> datetime:
         # An offset can carry a valid local time out of datetime's range (year 1 or 9999) in UTC.
         return stamp.astimezone(timezone.utc)
     except (ValueError, OverflowError) as e:
-        raise InvalidPayload(field, f"not a valid date and time: {_clip(raw)!r}") from e
+        raise ValueError(f"not a valid date and time: {_clip(raw)!r}") from e
 
 
 def parse_notification(body: Any) -> Notification:
@@ -106,7 +117,7 @@ def _alert(raw: Any, where: str) -> Alert:
 
 def _workload_label(labels: Mapping[str, str], name: str) -> str | None:
     """The `exported_*` spelling names the workload when the exporter's target labels were kept."""
-    return labels.get(f"exported_{name}") or labels.get(name) or None
+    return labels.get(_EXPORTED[name]) or labels.get(name) or None
 
 
 def _number(annotations: Mapping[str, str], key: str, where: str) -> float | None:
