@@ -1,5 +1,7 @@
-"""An embedded Kubernetes API server for tests and the demo: real REST over HTTP, in-memory store,
-deterministic controllers. It imports nothing from the rest of `reactor` and not the `kubernetes` package.
+"""An embedded Kubernetes API server for tests and the demo: real REST over HTTP (or HTTPS), in-memory
+store, admission, deterministic controllers (Deployment, ReplicaSet, StatefulSet, Job, CronJob, scheduler,
+GC) and, with `SimCluster(rbac=True)`, bearer tokens and RBAC. It imports nothing from the rest of
+`reactor` and not the `kubernetes` package.
 """
 
 from .cluster import SimCluster

@@ -1,7 +1,8 @@
 """`SimCluster`: the embedded Kubernetes API server as tests and the demo use it.
 
 Wires store, registry, operations, controllers and the HTTP server together and offers the admin
-helpers (apply, get, list, settle, faults). Nothing here talks to a real cluster.
+helpers (apply, get, list, settle, faults), the test controls a real cluster has no API for
+(trigger_cronjob, finish_pod), and, in RBAC mode, the tokens. Nothing here talks to a real cluster.
 """
 
 from __future__ import annotations
