@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict, defaultdict
+from collections import Counter, OrderedDict, defaultdict
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
@@ -32,6 +32,7 @@ from .workloads import hpa_targets, to_bounds, to_workload
 log = logging.getLogger(__name__)
 
 DEDUP_SIZE = 10_000
+_PATCHABLE = frozenset(k.value for k in PATCHABLE_KINDS)
 WORKLOAD_LOCKS = 64
 
 
@@ -76,13 +77,17 @@ class Engine:
         alerts = notification.alerts
         outcomes: dict[int, Outcome] = {}
         pending: list[int] = []
+        received: Counter[tuple[str, str]] = Counter()
+        targets: dict[tuple[str | None, str | None], Skip | None] = {}
         for i, alert in enumerate(alerts):
-            self.metrics.alerts_received.labels(alertname=_alertname(alert), status=alert.status).inc()
-            skip = self._screen(alert)
+            received[_alertname(alert), alert.status] += 1
+            skip = self._screen(alert, targets)
             if skip is None:
                 pending.append(i)
             else:
                 outcomes[i] = self._record_skip(alert, None, skip)
+        for (name, status), count in received.items():
+            self.metrics.alerts_received.labels(alertname=name, status=status).inc(count)
         reader = Reader(self.kube)
         groups, unresolved = self._resolve(reader, alerts, pending)
         outcomes.update(unresolved)
@@ -92,21 +97,30 @@ class Engine:
             raise TemporaryError("; ".join(failures))
         return [outcomes[i] for i in range(len(alerts))]
 
-    def _screen(self, alert: Alert) -> Skip | None:
-        """Refusals that need no API call."""
+    def _screen(self, alert: Alert, targets: dict[tuple[str | None, str | None], Skip | None]) -> Skip | None:
+        """Refusals that need no API call; `targets` holds the verdict on each pod named so far."""
         if alert.name not in KNOWN_ALERTS:
             return Skip(SkipReason.UNKNOWN_ALERT, f"alert {alert.name!r} is not one the reactor acts on")
-        if not alert.namespace or not alert.pod:
-            return Skip(SkipReason.NO_TARGET, "the alert has no namespace/pod (or exported_*) label")
-        if not valid_namespace(alert.namespace) or not valid_name(alert.pod):
-            return Skip(SkipReason.NO_TARGET, "namespace or pod label is not a valid Kubernetes name")
-        if not self.policy.namespace_allowed(alert.namespace):
-            return Skip(SkipReason.NAMESPACE_NOT_ALLOWED, f"namespace {alert.namespace!r} is not in the allow list")
+        target = (alert.namespace, alert.pod)
+        if target not in targets:
+            targets[target] = self._target_skip(alert.namespace, alert.pod)
+        skip = targets[target]
+        if skip is not None:
+            return skip
         if alert.firing:
             with self._lock:
                 if alert.key in self._applied:
                     self._applied.move_to_end(alert.key)
                     return Skip(SkipReason.ALREADY_APPLIED, "this firing was already acted on")
+        return None
+
+    def _target_skip(self, namespace: str | None, pod: str | None) -> Skip | None:
+        if not namespace or not pod:
+            return Skip(SkipReason.NO_TARGET, "the alert has no namespace/pod (or exported_*) label")
+        if not valid_namespace(namespace) or not valid_name(pod):
+            return Skip(SkipReason.NO_TARGET, "namespace or pod label is not a valid Kubernetes name")
+        if not self.policy.namespace_allowed(namespace):
+            return Skip(SkipReason.NAMESPACE_NOT_ALLOWED, f"namespace {namespace!r} is not in the allow list")
         return None
 
     def _resolve(self, reader: Reader, alerts: Sequence[Alert], pending: list[int]) -> tuple[dict[WorkloadRef, tuple[Owner, list[int]]], dict[int, Outcome]]:
@@ -117,14 +131,14 @@ class Engine:
             reader.prime_pods(namespace, {p for p in pods if self._owners.get(namespace, p) is None})
         groups: dict[WorkloadRef, tuple[Owner, list[int]]] = {}
         unresolved: dict[int, Outcome] = {}
-        resolved: dict[tuple[str, str], Owner | None] = {}  # alerts per pod: one resolve per pod
+        resolved: dict[tuple[str | None, str | None], tuple[Owner | None, Skip | None]] = {}  # one resolve per pod
         for i in pending:
             alert = alerts[i]
             pod = (alert.namespace, alert.pod)
             if pod not in resolved:
-                resolved[pod] = resolve_owner(reader, *pod, self._owners)  # type: ignore[arg-type]
-            owner = resolved[pod]
-            skip = _owner_skip(alert, owner)
+                found = resolve_owner(reader, alert.namespace, alert.pod, self._owners)  # type: ignore[arg-type]
+                resolved[pod] = found, _owner_skip(alert, found)
+            owner, skip = resolved[pod]
             if skip is not None:
                 unresolved[i] = self._record_skip(alert, owner.ref if owner else None, skip)
                 continue
@@ -289,7 +303,7 @@ def _owner_skip(alert: Alert, owner: Owner | None) -> Skip | None:
         return Skip(SkipReason.UNSUPPORTED_OWNER, "a bare pod: its GPU resources and priority are immutable")
     if kind == "Job":
         return Skip(SkipReason.UNSUPPORTED_OWNER, "a Job not owned by a CronJob: its pod template is immutable")
-    if kind not in {k.value for k in PATCHABLE_KINDS}:
+    if kind not in _PATCHABLE:
         return Skip(SkipReason.UNSUPPORTED_OWNER, f"owned by {kind} {owner.ref.name} with no patchable controller")
     return None
 
