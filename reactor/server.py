@@ -35,7 +35,10 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         "bind": [server.listen],
         "workers": 1,
         "worker_class": "gthread",
-        "threads": server.threads,
+        # server.threads bounds the notifications at work (see web.create_app) and as many waiting;
+        # the other threads answer at once — probes, /metrics, 4xx, and the 503 of a full waiting
+        # room — so overload is a quick 503 Alertmanager retries, not a queue inside gunicorn.
+        "threads": 3 * server.threads,
         "timeout": int(server.timeout.total_seconds()) + 5,
         "graceful_timeout": 10,
         "keepalive": 5,

@@ -92,6 +92,10 @@ def create_app(settings: Settings, *, engine: Engine, metrics: Metrics, token: T
     # Notifications may use all threads but two, so /healthz, /readyz and /metrics still answer in a storm
     # (a liveness probe that times out would restart a busy reactor); the rest wait ≤ 1 s, then get 503.
     inflight = threading.BoundedSemaphore(max_inflight or max(1, settings.server.threads - 2))
+    # As many may wait as may work; one more gets its 503 at once. A waiting room without a bound only
+    # moves the queue: under a storm every request waited its second, the server's threads were all
+    # waiting, and new notifications queued in gunicorn, unanswered past Alertmanager's timeout.
+    waiting = threading.BoundedSemaphore(max_inflight or max(1, settings.server.threads - 2))
     ready = readiness or Readiness(lambda: None)
 
     def answer(code: int, body: dict[str, Any]) -> Response:
@@ -126,7 +130,7 @@ def create_app(settings: Settings, *, engine: Engine, metrics: Metrics, token: T
             notification = parse_notification(_decode(request.get_data(cache=False)))
         except InvalidPayload as e:
             return answer(400, {"error": f"invalid Alertmanager payload: {e}", "field": e.field})
-        if not inflight.acquire(timeout=1.0):
+        if not _admit(inflight, waiting):
             return answer(503, {"error": "overloaded: too many notifications in flight; retry"})
         try:
             outcomes = engine.handle(notification)
@@ -165,6 +169,18 @@ def create_app(settings: Settings, *, engine: Engine, metrics: Metrics, token: T
         return response
 
     return app
+
+
+def _admit(inflight: threading.BoundedSemaphore, waiting: threading.BoundedSemaphore) -> bool:
+    """A free slot; else a wait of at most 1 s if the waiting room has a seat; else no, at once."""
+    if inflight.acquire(blocking=False):
+        return True
+    if not waiting.acquire(blocking=False):
+        return False
+    try:
+        return inflight.acquire(timeout=1.0)
+    finally:
+        waiting.release()
 
 
 def _decode(raw: bytes) -> Any:
