@@ -29,8 +29,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=0, help="reactor port (0 = any free port)")
 
     p = sub.add_parser("sim", help="run the embedded Kubernetes API server standalone")
-    p.add_argument("--seed", action="append", default=[], help="manifests (YAML) to load; may repeat")
+    p.add_argument("--seed", action="append", default=[], help="manifests: a YAML file, a folder or a kustomize entry point; may repeat")
     p.add_argument("--port", type=int, default=6443)
+    p.add_argument("--rbac", action="store_true", help="enforce Roles and bindings from the seeds (serves https)")
     p.add_argument("--kubeconfig", default="sim.kubeconfig", help="where to write the kubeconfig")
 
     p = sub.add_parser("plan", help="print what the reactor would do for a notification, writing nothing")
@@ -68,7 +69,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_demo(once=args.once, port=args.port)
     if args.command == "sim":
         from .simulator import run_sim
-        return run_sim(seeds=args.seed, port=args.port, kubeconfig=args.kubeconfig)
+        return run_sim(seeds=args.seed, port=args.port, kubeconfig=args.kubeconfig, rbac=args.rbac)
     if args.command == "plan":
         from .plan import run_plan
         return run_plan(alerts=args.alerts, config=args.config, kubeconfig=args.kubeconfig, seeds=args.seed)

@@ -136,8 +136,12 @@ class Engine:
             alert = alerts[i]
             pod = (alert.namespace, alert.pod)
             if pod not in resolved:
-                found = resolve_owner(reader, alert.namespace, alert.pod, self._owners)  # type: ignore[arg-type]
-                resolved[pod] = found, _owner_skip(alert, found)
+                try:
+                    found = resolve_owner(reader, alert.namespace, alert.pod, self._owners)  # type: ignore[arg-type]
+                    resolved[pod] = found, _owner_skip(alert, found)
+                except PermanentError as e:
+                    # A refused read (403, 422) is this pod's outcome, never a lost notification.
+                    resolved[pod] = None, Skip(SkipReason.API_ERROR, str(e))
             owner, skip = resolved[pod]
             if skip is not None:
                 unresolved[i] = self._record_skip(alert, owner.ref if owner else None, skip)
@@ -158,6 +162,11 @@ class Engine:
                     decision, result = self._workload(reader, owner, fold(group), namespaces[ref.namespace], now)
             except TemporaryError as e:
                 failures.append(f"{ref}: {e}")
+                decision, result = Skip(SkipReason.API_ERROR, str(e)), "failed"
+            except PermanentError as e:
+                # E.g. RBAC refuses a read: answer it for this workload, go on with the others.
+                self.metrics.skips.labels(reason=SkipReason.API_ERROR.value).inc()
+                log.warning("workload not handled", extra={"workload": str(ref), "error": str(e)})
                 decision, result = Skip(SkipReason.API_ERROR, str(e)), "failed"
             for i, alert in zip(indexes, group):
                 outcomes[i] = outcome_for(alert, ref, decision, result)
@@ -247,11 +256,12 @@ class Engine:
         return action, result
 
     def _record_skip(self, alert: Alert, ref: WorkloadRef | None, skip: Skip) -> Outcome:
+        result = "failed" if skip.reason is SkipReason.API_ERROR else "skipped"
         self.metrics.skips.labels(reason=skip.reason.value).inc()
         log.info("decision", extra={"alert": alert.name, "fingerprint": alert.fingerprint, "namespace": alert.namespace,
-                                    "pod": alert.pod, "workload": str(ref) if ref else None, "result": "skipped",
+                                    "pod": alert.pod, "workload": str(ref) if ref else None, "result": result,
                                     "reason": skip.reason.value, "detail": skip.detail})
-        return outcome_for(alert, ref, skip, "skipped")
+        return outcome_for(alert, ref, skip, result)
 
     def _log_decision(self, ref: WorkloadRef, signal: Signal, decision: Action | Skip, result: str, detail: str) -> None:
         fields: dict[str, Any] = {"workload": str(ref), "alert": signal.alert, "status": signal.status,

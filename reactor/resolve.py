@@ -16,6 +16,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .errors import PermanentError
 from .kube import KubeGateway, NotFound
 from .model import WorkloadRef
 from .workloads import controller_of
@@ -55,6 +56,7 @@ class Reader:
         self.kube = kube
         self._objects: dict[tuple[str, str, str], dict[str, Any] | None] = {}
         self._lists: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._refused: dict[tuple[str, ...], PermanentError] = {}
         self._lock = threading.Lock()
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
@@ -63,10 +65,17 @@ class Reader:
         with self._lock:
             if key in self._objects:
                 return self._objects[key]
+            if key in self._refused:
+                raise self._refused[key]
         try:
             obj: dict[str, Any] | None = self.kube.get(kind, namespace, name)
         except NotFound:
             obj = None
+        except PermanentError as e:
+            # Refused (403, 422): asking again within this notification gets the same answer.
+            with self._lock:
+                self._refused[key] = e
+            raise
         with self._lock:
             self._objects[key] = obj
         return obj
@@ -76,7 +85,14 @@ class Reader:
         with self._lock:
             if key in self._lists:
                 return self._lists[key]
-        items = self.kube.list(kind, namespace)
+            if key in self._refused:
+                raise self._refused[key]
+        try:
+            items = self.kube.list(kind, namespace)
+        except PermanentError as e:
+            with self._lock:
+                self._refused[key] = e
+            raise
         with self._lock:
             self._lists[key] = items
         return items
@@ -86,7 +102,15 @@ class Reader:
         with self._lock:
             cached = self._lists.get(("PriorityClass", ""))
         if cached is None:
-            cached = self.kube.list_priority_classes()
+            with self._lock:
+                if ("PriorityClass", "") in self._refused:
+                    raise self._refused[("PriorityClass", "")]
+            try:
+                cached = self.kube.list_priority_classes()
+            except PermanentError as e:
+                with self._lock:
+                    self._refused[("PriorityClass", "")] = e
+                raise
             with self._lock:
                 self._lists[("PriorityClass", "")] = cached
         return frozenset((pc.get("metadata") or {}).get("name", "") for pc in cached)
@@ -95,7 +119,16 @@ class Reader:
         """Fill the pod cache for many pods of one namespace with a single LIST."""
         if len(names) <= LIST_PODS_ABOVE:
             return
-        found = {(p.get("metadata") or {}).get("name"): p for p in self.list("Pod", namespace)}
+        try:
+            pods = self.list("Pod", namespace)
+        except PermanentError as e:
+            # A refused LIST fails these pods' alerts with the refusal named: no silent fallback
+            # that would hide a broken RBAC grant behind one read per pod.
+            with self._lock:
+                for name in names:
+                    self._refused.setdefault(("Pod", namespace, name), e)
+            return
+        found = {(p.get("metadata") or {}).get("name"): p for p in pods}
         with self._lock:
             for name in names:
                 self._objects.setdefault(("Pod", namespace, name), found.get(name))
