@@ -6,6 +6,7 @@ the most urgent wins: missing metrics always hold, and starving beats wasting.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Sequence
 
 from ..model import Alert, AlertName, Signal
@@ -41,7 +42,7 @@ def fold(alerts: Sequence[Alert]) -> Signal:
     return Signal(
         alert=name,
         status="firing" if firing else "resolved",
-        keys=tuple(sorted({a.key for a in chosen})),
+        keys=_keys(chosen),
         container=_container(chosen),
         value=max(values) if values else None,
         gpus=max(gpus) if gpus else None,
@@ -50,6 +51,19 @@ def fold(alerts: Sequence[Alert]) -> Signal:
         starts_at=first.key[1],
         fingerprint=first.fingerprint,
     )
+
+
+def _keys(alerts: Sequence[Alert]) -> tuple[tuple[str, str], ...]:
+    """Every `Alert.key`, sorted; each distinct startsAt is spelled once (a pod's alerts share a few)."""
+    spelled: dict[tuple[datetime, timedelta | None], str] = {}
+    keys = set()
+    for a in alerts:
+        stamp = (a.starts_at, a.starts_at.utcoffset())
+        text = spelled.get(stamp)
+        if text is None:
+            text = spelled[stamp] = a.starts_at.isoformat()
+        keys.add((a.fingerprint, text))
+    return tuple(sorted(keys))
 
 
 def _rank(name: str) -> tuple[int, str]:
