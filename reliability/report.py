@@ -1,0 +1,53 @@
+"""`make reliability`: run the reliability scenarios in their long form and print the figures.
+
+The scenarios live in tests/reliability (pytest); with RELIABILITY_LONG=1 the storm runs a minute,
+the fuzz tries ten times more cases and the chaos rounds are more and nastier. The table is printed
+by the suite's conftest at the end of the run and kept in reliability/last-run.json; this script
+prints it once more with the verdict, and exits non-zero when a test failed or a promise broke.
+
+    python reliability/report.py            # long form
+    python reliability/report.py --short    # the short form, as `make test` runs it
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+LAST_RUN = REPO / "reliability" / "last-run.json"
+COLUMNS = ("deliveries", "duplicates", "faults", "applied", "expected", "double", "lost", "fuzz_cases",
+           "bad_input_5xx", "answers_503", "peak_rss_mib")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--short", action="store_true", help="the short form (as in make test)")
+    parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments, e.g. -k storm")
+    args = parser.parse_args(argv)
+    env = dict(os.environ, RELIABILITY_LONG="0" if args.short else "1")
+    LAST_RUN.unlink(missing_ok=True)
+    rc = subprocess.call([sys.executable, "-m", "pytest", "-q", "tests/reliability", *args.pytest_args], cwd=REPO, env=env)
+    if not LAST_RUN.exists():
+        print("reliability: no figures were written (did the suite run?)", file=sys.stderr)
+        return rc or 1
+    doc = json.loads(LAST_RUN.read_text())
+    total = doc["total"]
+    print("\nreliability figures (" + ("short" if args.short else "long") + " form), totals:")
+    width = max(len(c) for c in COLUMNS)
+    for column in COLUMNS:
+        value = total[column]
+        print(f"  {column.ljust(width)}  {value:.0f}" if isinstance(value, float) else f"  {column.ljust(width)}  {value}")
+    if doc["broken"]:
+        print("PROMISES BROKEN: " + "; ".join(doc["broken"]))
+        return 1
+    print("promises kept: no double action, no alert lost, no 5xx on bad input")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""The figures of the reliability run: what was sent, what broke on purpose, what the cluster shows.
+
+Scenarios add to one process-wide collector; the conftest prints the table at the end of the
+session and writes it to `reliability/last-run.json`. Counts come from the answers and from the
+cluster's own state (generations, annotations), never from the reactor's opinion of itself.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+# Columns of the table, in order: (field, header).
+COLUMNS = (
+    ("deliveries", "deliveries"),
+    ("duplicates", "dupes"),
+    ("faults", "faults"),
+    ("applied", "applied"),
+    ("expected", "expected"),
+    ("double", "double"),
+    ("lost", "lost"),
+    ("fuzz_cases", "fuzz"),
+    ("bad_input_5xx", "5xx-bad"),
+    ("answers_503", "503s"),
+    ("peak_rss_mib", "peak RSS MiB"),
+)
+
+
+@dataclass
+class Row:
+    deliveries: int = 0      # notifications POSTed (every try counts)
+    duplicates: int = 0      # of those, repeats of a notification already delivered
+    faults: int = 0          # faults injected (API errors, hangs, drops, lost answers, kills)
+    applied: int = 0         # actions seen in the cluster (template generations bumped)
+    expected: int = 0        # actions the scenario should cause
+    double: int = 0          # workloads changed more often than expected (must be 0)
+    lost: int = 0            # alerts without an outcome, or expected actions never applied (must be 0)
+    fuzz_cases: int = 0      # hostile inputs tried
+    bad_input_5xx: int = 0   # 5xx answers to hostile input (must be 0)
+    answers_503: int = 0     # 503s (overload or API failure): Alertmanager retries them
+    peak_rss_mib: float = 0.0
+
+    def merge(self, other: "Row") -> None:
+        for f in fields(self):
+            if f.name == "peak_rss_mib":
+                self.peak_rss_mib = max(self.peak_rss_mib, other.peak_rss_mib)
+            else:
+                setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+
+class Figures:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.rows: dict[str, Row] = {}
+
+    def add(self, scenario: str, **counts: Any) -> None:
+        row = Row(**counts)
+        with self._lock:
+            self.rows.setdefault(scenario, Row()).merge(row)
+
+    def total(self) -> Row:
+        total = Row()
+        with self._lock:
+            for row in self.rows.values():
+                total.merge(row)
+        return total
+
+    def table(self) -> str:
+        with self._lock:
+            rows = [(name, row) for name, row in sorted(self.rows.items())]
+        rows.append(("TOTAL", self.total()))
+        header = ("scenario", *(h for _, h in COLUMNS))
+        cells = [header] + [(name, *(_cell(getattr(r, f)) for f, _ in COLUMNS)) for name, r in rows]
+        widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
+        lines = []
+        for n, c in enumerate(cells):
+            lines.append("  ".join(v.ljust(widths[0]) if i == 0 else v.rjust(widths[i]) for i, v in enumerate(c)))
+            if n == 0 or n == len(cells) - 2:
+                lines.append("  ".join("-" * w for w in widths))
+        return "\n".join(lines)
+
+    def verdict(self) -> list[str]:
+        """The promises the totals must keep; empty when they are kept."""
+        t = self.total()
+        broken = []
+        if t.double:
+            broken.append(f"{t.double} double action(s)")
+        if t.lost:
+            broken.append(f"{t.lost} alert(s) lost")
+        if t.bad_input_5xx:
+            broken.append(f"{t.bad_input_5xx} 5xx answer(s) to bad input")
+        if t.applied != t.expected:
+            broken.append(f"{t.applied} action(s) applied, {t.expected} expected")
+        return broken
+
+    def write(self, path: Path) -> None:
+        with self._lock:
+            doc = {"scenarios": {k: asdict(v) for k, v in sorted(self.rows.items())}}
+        doc["total"] = asdict(self.total())
+        doc["broken"] = self.verdict()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def _cell(value: Any) -> str:
+    return f"{value:.0f}" if isinstance(value, float) else str(value)
+
+
+FIGURES = Figures()
