@@ -63,11 +63,13 @@ def variants(values: Values, section: str) -> Iterator[Variant]:
 
 def recording_rules(values: Values) -> list[dict[str, Any]]:
     rules = [
-        {"record": promql.GPU_UTILIZATION, "expr": promql.gpu_utilization()},
-        {"record": promql.GPU_FB_USED, "expr": promql.gpu_fb_used()},
+        {"record": promql.GPU_UTILIZATION, "expr": promql.gpu_utilization(values.scrape_labels, values.exporter_container)},
+        {"record": promql.GPU_FB_USED, "expr": promql.gpu_fb_used(values.scrape_labels, values.exporter_container)},
         {"record": promql.UTILIZATION, "expr": promql.container_utilization()},
         {"record": promql.FB_USED, "expr": promql.container_fb_used()},
         {"record": promql.GPUS, "expr": promql.container_gpus()},
+        {"record": promql.GPU_REPORTED, "expr": promql.gpu_reported()},
+        {"record": promql.GPU_SEEN, "expr": promql.container_gpu_seen()},
     ]
     for v in variants(values, "idleGpu"):
         rule = {"record": promql.IDLE_GPUS, "expr": promql.container_idle_gpus(v.selector, v.tunables.threshold, v.tunables.window)}
@@ -115,12 +117,14 @@ def _window_alert(values: Values, alert: str, v: Variant) -> dict[str, Any]:
 
 def _missing_alert(values: Values, v: Variant) -> dict[str, Any]:
     t = v.tunables
+    dropped = ", its series dropped while the pod exists" if values.kube_state_metrics else ""
     description = (
         "No GPU utilization for container {{ $labels.container }} of {{ $labels.namespace }}/{{ $labels.pod }}, "
-        f"which held GPUs within the last {duration(t.window)} (exporter down, series dropped, or MIG without "
-        "profiling metrics); value is the last utilization seen, NaN if none. Hold: a missing metric is never idle."
+        f"whose GPUs are not being measured (exporter down or not scraped, GPU lost{dropped}, or MIG without "
+        f"profiling metrics); value is the last utilization seen within {duration(t.window)}, NaN if none. "
+        "Hold: a missing metric is never idle."
     )
-    expr = promql.metrics_missing(v.selector, t.window)
+    expr = promql.metrics_missing(v.selector, t.window, kube_state_metrics=values.kube_state_metrics)
     annotations = _annotations(values, "GPUMetricsMissing", description, gpus_window=t.window, idle_known=False)
     return _alert("GPUMetricsMissing", expr, v, annotations)
 

@@ -1,8 +1,9 @@
 """PromQL text for the rules: recorded series names and the expressions that build them.
 
-Pure string building, no I/O. The recording rules turn dcgm-exporter's raw series, in
-whichever label spelling the scrape produced, into clean series keyed by the workload's
-`namespace`, `pod` and `container`; every alert reads only those.
+Pure string building, no I/O. The recording rules turn dcgm-exporter's raw series, in the
+label spelling the scrape produces (values `scrape.labels`), into clean series keyed by the
+workload's `namespace`, `pod` and `container`; every alert reads only those (GPUMetricsMissing
+also `kube_pod_info`, where enabled).
 """
 
 from __future__ import annotations
@@ -24,9 +25,16 @@ UTILIZATION = "gpu_reactor:container_gpu_utilization:ratio"
 FB_USED = "gpu_reactor:container_gpu_fb_used:max_ratio"
 GPUS = "gpu_reactor:container_gpus:count"
 IDLE_GPUS = "gpu_reactor:container_idle_gpus:count"
+# Freshness, for GPUMetricsMissing: per GPU (UUID) and per container and GPU, the last evaluation
+# time it was reported. A pod that ends leaves its GPU reported (free, or by the next pod); an
+# exporter that stops reporting takes the GPU's series with it.
+GPU_REPORTED = "gpu_reactor:gpu_reported:timestamp"
+GPU_SEEN = "gpu_reactor:container_gpu_seen:timestamp"
 
 GR_ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
+FB_USED_RAW = "DCGM_FI_DEV_FB_USED"
+POD_INFO = "kube_pod_info"
 
 
 def duration(value: timedelta) -> str:
@@ -47,35 +55,52 @@ def selector(*, only: str | None = None, exclude: tuple[str, ...] = ()) -> str:
     return ""
 
 
-def workload_series(build: Callable[[str], str]) -> str:
-    """A per-GPU expression `build(matchers)`, labelled by the workload in either spelling.
+def workload_series(build: Callable[[str], str], labels: str, exporter_container: str) -> str:
+    """A per-GPU expression `build(matchers)`, labelled by the workload in the scrape's spelling.
 
-    Where `exported_pod` is set the scrape renamed the exporter's labels (honor_labels:
-    false) and the plain `namespace`/`pod`/`container` name the exporter, so the
-    `exported_*` values are copied over them.
+    "exported" (honor_labels false): the plain `namespace`/`pod`/`container` name the exporter
+    and the `exported_*` ones the workload, so those are copied over them; a series without
+    `exported_pod` is a GPU no pod holds, whatever its plain labels say. "plain" (honor_labels
+    true): the plain labels name the workload, but a free GPU's series may carry the exporter's
+    own target labels, so a container matching `exporter_container` is never a workload.
     """
-    copied = build('exported_pod!=""')
-    for label in WORKLOAD:
-        copied = f'label_replace({copied}, "{label}", "$1", "exported_{label}", "(.*)")'
-    plain = build('exported_pod="", pod!=""')
-    return f"max by ({BY_GPU}) (\n  {copied}\n  or\n  {plain}\n)"
+    if labels == "exported":
+        series = build('exported_pod!=""')
+        for label in WORKLOAD:
+            series = f'label_replace({series}, "{label}", "$1", "exported_{label}", "(.*)")'
+    else:
+        series = build(f'pod!="", container!="", container!~"{exporter_container}"')
+    return f"max by ({BY_GPU}) (\n  {series}\n)"
 
 
-def gpu_utilization() -> str:
+def gpu_utilization(labels: str, exporter_container: str) -> str:
     """GR_ENGINE_ACTIVE where present; GPU_UTIL/100 otherwise, but never on MIG, where it reads 0."""
-    preferred = workload_series(lambda m: f"{GR_ENGINE_ACTIVE}{{{m}}}")
-    fallback = workload_series(lambda m: f'{GPU_UTIL}{{{m}, GPU_I_ID=""}} / 100')
+    preferred = workload_series(lambda m: f"{GR_ENGINE_ACTIVE}{{{m}}}", labels, exporter_container)
+    fallback = workload_series(lambda m: f'{GPU_UTIL}{{{m}, GPU_I_ID=""}} / 100', labels, exporter_container)
     return f"{preferred}\nor\n{fallback}"
 
 
-def gpu_fb_used() -> str:
+def gpu_fb_used(labels: str, exporter_container: str) -> str:
     """Framebuffer used / total, per GPU; FB_RESERVED counts in the total where exported."""
 
     def ratio(m: str) -> str:
         used, free, reserved = (f"DCGM_FI_DEV_FB_{name}{{{m}}}" for name in ("USED", "FREE", "RESERVED"))
         return f"{used} / ({used} + {free} + ({reserved} or {used} * 0))"
 
-    return workload_series(ratio)
+    return workload_series(ratio, labels, exporter_container)
+
+
+def gpu_reported() -> str:
+    """Per GPU (`UUID`), the evaluation time whenever the exporter reports it at all, held or free.
+
+    Read in any spelling: a GPU is reported as long as any series the rules read carries its UUID.
+    """
+    return f"time() * group by (UUID) ({FB_USED_RAW} or {GPU_UTIL} or {GR_ENGINE_ACTIVE})"
+
+
+def container_gpu_seen() -> str:
+    """Per container and GPU (`UUID`) it holds, the evaluation time whenever it is reported on it."""
+    return f"time() * group by ({BY_WORKLOAD}, UUID) ({GPU_UTILIZATION} or {GPU_FB_USED})"
 
 
 def container_utilization() -> str:
@@ -109,17 +134,44 @@ def window_compare(series: str, sel: str, op: str, threshold: float, window: tim
     )
 
 
-def metrics_missing(sel: str, window: timedelta) -> str:
-    """A container that held GPUs within `window` but has no utilization now.
+def metrics_missing(sel: str, window: timedelta, *, kube_state_metrics: bool = False) -> str:
+    """A container seen within `window` that reports no utilization now, and
 
-    Its value is the last utilization seen, or NaN when none ever was (e.g. MIG without
+    - still holds GPUs (MIG without profiling metrics: its GPUs report, but no utilization), or
+    - a GPU it held stopped being reported at all while it held it (exporter down or not
+      scraped, GPU lost): the GPU was last reported no later than the container was last seen
+      on it. Not when the GPU was reported after the pod left it (free, or by the next pod):
+      the pod ended (a rollout, a Job), or the exporter lost its pod mapping, which reads the
+      same in the exporter's series.
+
+    With `kube_state_metrics`, while kube-state-metrics reports any pod: exactly the pods that
+    still exist in `kube_pod_info`, so one whose series were dropped alerts too, and a deleted
+    pod never does, whatever its node did afterwards.
+
+    A container that reports utilization on some of its GPUs is measured (it averages those).
+    The value is the last utilization seen, or NaN when none ever was (e.g. MIG without
     profiling metrics): NaN compares false with every threshold, so it never reads as idle.
     """
     w = duration(window)
-    return (
+    silent = (
         f"(\n  last_over_time({UTILIZATION}{sel}[{w}])\n  or\n  last_over_time({GPUS}{sel}[{w}]) * NaN\n)\n"
         f"unless on ({BY_WORKLOAD})\n{UTILIZATION}"
     )
+    unmeasured = (
+        f"{silent}\nand on ({BY_WORKLOAD})\n(\n  {GPUS}\n  or\n  count by ({BY_WORKLOAD}) (\n"
+        f"    (last_over_time({GPU_SEEN}[{w}]) unless {GPU_SEEN})\n    >= on (UUID) group_left ()\n"
+        f"    last_over_time({GPU_REPORTED}[{w}])\n  )\n)"
+    )
+    if not kube_state_metrics:
+        return unmeasured
+    return (
+        f"(\n{_indent(silent)}\n  and on (namespace, pod)\n  group by (namespace, pod) ({POD_INFO})\n)\nor\n"
+        f"(\n{_indent(unmeasured)}\n  unless on ()\n  group ({POD_INFO})\n)"
+    )
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"  {line}" for line in text.splitlines())
 
 
 def lookup(series: str, window: timedelta) -> str:

@@ -16,6 +16,11 @@ from ..errors import ConfigError
 from ..fields import parse_duration
 
 SEVERITIES = ("info", "warning", "critical")
+# How the scrape spells the workload's labels on dcgm-exporter series (see `Values.scrape_labels`).
+LABEL_SPELLINGS = ("exported", "plain")
+# The exporter's own container: `nvidia-dcgm-exporter` (GPU Operator), `exporter` (NVIDIA's
+# dcgm-exporter Helm chart), `dcgm-exporter` (other manifests).
+DEFAULT_EXPORTER_CONTAINER = "nvidia-dcgm-exporter|dcgm-exporter|exporter"
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 
@@ -61,18 +66,36 @@ SECTIONS: Mapping[str, tuple[frozenset[str], Tunables]] = MappingProxyType(
     }
 )
 _TOP = frozenset(
-    {"evaluationInterval", "staleAfter", "runbookUrl", "prometheusRule", "defaults", "namespaces"}
+    {
+        "evaluationInterval", "staleAfter", "runbookUrl", "scrape", "exporter", "kubeStateMetrics",
+        "prometheusRule", "defaults", "namespaces",
+    }
 )
 _PROMETHEUS_RULE = frozenset({"name", "namespace", "labels"})
+_SCRAPE = frozenset({"labels"})
+_EXPORTER = frozenset({"container"})
+_KUBE_STATE_METRICS = frozenset({"enabled"})
 
 
 @dataclass(frozen=True, slots=True)
 class Values:
-    """Everything the renderer needs. `overrides[ns][section]` is the namespace's effective section."""
+    """Everything the renderer needs. `overrides[ns][section]` is the namespace's effective section.
+
+    `scrape_labels`: which spelling of the workload's labels the scrape produces. "exported"
+    (honor_labels false with the exporter's own namespace/pod/container target labels, the
+    dcgm-exporter chart's default): only `exported_*` name a workload and every series without
+    `exported_pod` is a GPU no pod holds. "plain" (honor_labels true, or targets without those
+    labels): `namespace`/`pod`/`container` name the workload, except on the series of a free GPU
+    that carry the exporter's own target labels: a container matching `exporter_container` is
+    never a workload. `kube_state_metrics`: GPUMetricsMissing also reads `kube_pod_info`.
+    """
 
     evaluation_interval: timedelta = timedelta(minutes=1)
     stale_after: timedelta = timedelta(minutes=10)
     runbook_url: str = "https://github.com/gpu-reactor/gpu-reactor/blob/main/docs/runbooks.md"
+    scrape_labels: str = "exported"
+    exporter_container: str = DEFAULT_EXPORTER_CONTAINER
+    kube_state_metrics: bool = False
     rule_name: str = "gpu-reactor"
     rule_namespace: str = "monitoring"
     rule_labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({"release": "kube-prometheus-stack"}))
@@ -172,6 +195,40 @@ def _rule_meta(raw: Any) -> dict[str, Any]:
     return meta
 
 
+def _scrape(raw: Any) -> dict[str, Any]:
+    doc = _mapping("scrape", raw, _SCRAPE)
+    if "labels" not in doc:
+        return {}
+    if doc["labels"] not in LABEL_SPELLINGS:
+        raise ConfigError("scrape.labels", f"must be one of {', '.join(LABEL_SPELLINGS)}, got {doc['labels']!r}")
+    return {"scrape_labels": doc["labels"]}
+
+
+def _exporter(raw: Any) -> dict[str, Any]:
+    doc = _mapping("exporter", raw, _EXPORTER)
+    if "container" not in doc:
+        return {}
+    pattern = doc["container"]
+    if not isinstance(pattern, str) or not pattern or any(c in pattern for c in '"\\\n'):
+        raise ConfigError("exporter.container", f"expected a regular expression without quotes or backslashes, got {pattern!r}")
+    try:
+        compiled = re.compile(pattern)
+    except re.error as e:
+        raise ConfigError("exporter.container", f"not a valid regular expression: {e}") from e
+    if compiled.fullmatch(""):
+        raise ConfigError("exporter.container", f"{pattern!r} matches the empty name: it would match every container")
+    return {"exporter_container": pattern}
+
+
+def _kube_state_metrics(raw: Any) -> dict[str, Any]:
+    doc = _mapping("kubeStateMetrics", raw, _KUBE_STATE_METRICS)
+    if "enabled" not in doc:
+        return {}
+    if not isinstance(doc["enabled"], bool):
+        raise ConfigError("kubeStateMetrics.enabled", f"expected true or false, got {doc['enabled']!r}")
+    return {"kube_state_metrics": doc["enabled"]}
+
+
 def build_values(doc: Any) -> Values:
     """Validate a parsed values document into `Values`; every error names its key."""
     if doc is None:
@@ -189,6 +246,9 @@ def build_values(doc: Any) -> Values:
         if not isinstance(top["runbookUrl"], str) or not top["runbookUrl"].startswith(("http://", "https://")):
             raise ConfigError("runbookUrl", f"expected an http(s) URL, got {top['runbookUrl']!r}")
         fields["runbook_url"] = top["runbookUrl"]
+    fields.update(_scrape(top.get("scrape")))
+    fields.update(_exporter(top.get("exporter")))
+    fields.update(_kube_state_metrics(top.get("kubeStateMetrics")))
     fields.update(_rule_meta(top.get("prometheusRule")))
     defaults = {**Values().defaults, **_sections("defaults", top.get("defaults"), Values().defaults)}
     _check_order("defaults.", defaults)

@@ -13,12 +13,46 @@ from __future__ import annotations
 import threading
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
+
+from prometheus_client.core import Metric
 
 from reactor.sim import SimCluster
-from tests.promstack.exporter import FakeDcgmExporter
+from tests.promstack.exporter import FakeDcgmExporter, _Pod
 
 GPU = "nvidia.com/gpu"
+
+
+class NodeExporter(FakeDcgmExporter):
+    """The simulated node's dcgm-exporter, which can also lose GPUs: a lost GPU has no series at all, as
+    when DCGM stops reading it or the exporter stops reporting it, and is never handed to a pod again.
+    (A GPU whose pod ended stays reported, free: that is how the rules tell the two apart.)"""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._lost: set[int] = set()
+
+    def lose_pod_gpus(self, namespace: str, pod: str) -> None:
+        """The GPUs the pod holds stop being reported, and with them every series of the pod."""
+        with self._lock:
+            held = self._state.pods.pop((namespace, pod), None)
+            if held is not None:
+                self._lost.update(held.gpus)
+
+    def _free_gpus(self, count: int, current: _Pod | None) -> list[int]:
+        # Called under the lock by set_pod.
+        taken = {g for p in self._state.pods.values() if p is not current for g in p.gpus} | self._lost
+        free = [g for g in range(self.gpu_count) if g not in taken]
+        if len(free) < count:
+            raise ValueError(f"only {len(free)} free GPUs on {self.hostname}, {count} asked")
+        return free[:count]
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            lost = {str(g) for g in self._lost}
+        for family in super().collect():
+            family.samples = [s for s in family.samples if s.labels["gpu"] not in lost]
+            yield family
 
 
 @dataclass(frozen=True)
@@ -32,7 +66,7 @@ class WorkloadDemand:
 class ClusterMirror:
     """Keeps `exporter` in line with the running pods of `namespace`; `start()` syncs in a thread."""
 
-    def __init__(self, sim: SimCluster, exporter: FakeDcgmExporter, namespace: str) -> None:
+    def __init__(self, sim: SimCluster, exporter: NodeExporter, namespace: str) -> None:
         self.sim, self.exporter, self.namespace = sim, exporter, namespace
         self._lock = threading.Lock()
         self._demand: dict[str, WorkloadDemand] = {}  # by the pods' `app` label
@@ -52,7 +86,8 @@ class ClusterMirror:
             self._demand[app] = WorkloadDemand(resource, name, demand, mig_profile)
 
     def silence(self, pod: str) -> None:
-        """Drop the pod's series for good, like an exporter that lost track of it."""
+        """Stop measuring the running pod for good: the exporter loses its GPUs, so their series vanish
+        with the pod's (not the pod going away: then its GPUs stay reported, free)."""
         with self._lock:
             self._silenced.add(pod)
 
@@ -85,7 +120,10 @@ class ClusterMirror:
                 wanted[name] = (container, gpus, _utilization(demand[app].demand, replicas[app], gpus))
                 mig[name] = demand[app].mig_profile
         for name in set(self._reported) - set(wanted):
-            self.exporter.remove_pod(self.namespace, name)
+            if name in silenced:
+                self.exporter.lose_pod_gpus(self.namespace, name)
+            else:
+                self.exporter.remove_pod(self.namespace, name)
         for name, (container, gpus, utilization) in sorted(wanted.items()):
             if self._reported.get(name) != (container, gpus, utilization) or self._mig.get(name) != mig[name]:
                 self.exporter.set_pod(self.namespace, name, container, gpus=gpus, utilization=utilization,

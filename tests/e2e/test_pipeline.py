@@ -305,8 +305,6 @@ def _all_rolled_out(p: Pipeline) -> Any:
     return check
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="rules: GPUs no pod holds are recorded as the dcgm-exporter pod's own "
-                   "(its target labels namespace/pod/container) and raise GPUIdle/GPUUnderutilized on it")
 def test_free_gpus_belong_to_no_workload(e2e_pipeline: Pipeline) -> None:
     """dcgm-exporter exports a GPU no pod holds without pod labels. Scraped the chart's way (honor_labels
     false, the target labelled with the exporter's own namespace/pod/container), such a GPU must not be
@@ -318,8 +316,6 @@ def test_free_gpus_belong_to_no_workload(e2e_pipeline: Pipeline) -> None:
     assert p.stack.query(f'ALERTS{{alertstate="firing",namespace!="{NAMESPACE}"}}') == []
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="rules: GPUMetricsMissing fires for every pod a "
-                   "rollout deleted (its series are gone because the pod is), so each reactor action raises it")
 def test_pods_a_rollout_deleted_raise_no_metrics_missing(e2e_pipeline: Pipeline, drive: Drive) -> None:
     """dcgm-exporter drops a deleted pod's series and reports its GPU free: that is not a metric source
     going down. (With the deployed values, `for: 10m` over a 1h window: an info alert per replaced pod
@@ -333,9 +329,6 @@ def test_pods_a_rollout_deleted_raise_no_metrics_missing(e2e_pipeline: Pipeline,
     assert fired == [], [r["metric"]["pod"] for r in fired]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="rules + Alertmanager: the boosted Deployment's old "
-                   "pod is deleted by the boost's rollout; its GPUMetricsMissing inhibits its GPUSaturated, so the "
-                   "resolve that would revert the boost is muted and never sent")
 def test_priority_boost_is_reverted_when_the_saturation_resolves(e2e_pipeline: Pipeline, drive: Drive) -> None:
     """Scenario 3, for the one action the policy reverts (revert: [set-priority-up], revertAfter: 0s): the
     boost serves the burst, its GPUSaturated resolves, the reactor puts medium-priority-gpu back."""

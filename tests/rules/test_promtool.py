@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -20,6 +21,10 @@ from tests.rules.rule_files import (
 
 RULE_FILE = REPO / RULES_FILE
 TEST_FILES = sorted(RULE_TESTS_DIR.glob("*.test.yaml"))
+# Other values (scrape.labels: plain, kubeStateMetrics): each folder's thresholds.yaml is rendered into
+# a temporary directory, where its *.test.yaml files run next to the rendered gpu-reactor.rules.yaml.
+VARIANTS = sorted(p for p in (RULE_TESTS_DIR / "variants").iterdir() if p.is_dir())
+VARIANT_TEST_FILES = sorted(f for v in VARIANTS for f in v.glob("*.test.yaml"))
 
 
 def run(*cmd: str) -> subprocess.CompletedProcess[str]:
@@ -45,6 +50,28 @@ def test_promtool_check_rules_accepts_the_fast_test_rules(promtool: str, tmp_pat
 @pytest.mark.parametrize("test_file", TEST_FILES, ids=[p.name for p in TEST_FILES])
 def test_promtool_unit_tests_pass(promtool: str, test_file: Path) -> None:
     result = run(promtool, "test", "rules", str(test_file))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_there_are_variant_test_files() -> None:
+    assert {v.name for v in VARIANTS} >= {"plain", "kube-state-metrics"}
+    assert all(list(v.glob("*.test.yaml")) and (v / "thresholds.yaml").exists() for v in VARIANTS)
+
+
+def render_variant(variant: Path, root: Path) -> Path:
+    rule_file = render_to(variant / "thresholds.yaml", root)
+    for test_file in variant.glob("*.test.yaml"):
+        shutil.copy(test_file, rule_file.parent / test_file.name)
+    return rule_file
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=[v.name for v in VARIANTS])
+def test_promtool_unit_tests_pass_for_other_values(promtool: str, variant: Path, tmp_path: Path) -> None:
+    rule_file = render_variant(variant, tmp_path)
+    checked = run(promtool, "check", "rules", str(rule_file))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    tests = sorted(str(rule_file.parent / f.name) for f in variant.glob("*.test.yaml"))
+    result = run(promtool, "test", "rules", *tests)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -80,11 +107,13 @@ def test_every_alertname_in_the_test_files_exists_in_the_rules() -> None:
     used = {case["alertname"] for f in TEST_FILES for _, case in alert_cases(f)}
     assert used - defined == set()
     assert used == defined, f"alerts never tested: {defined - used}"
+    in_variants = {case["alertname"] for f in VARIANT_TEST_FILES for _, case in alert_cases(f)}
+    assert in_variants and in_variants - defined == set()
 
 
 def test_every_expected_alert_names_the_workload_and_checks_every_annotation() -> None:
     checked = 0
-    for test_file in TEST_FILES:
+    for test_file in TEST_FILES + VARIANT_TEST_FILES:
         for name, case in alert_cases(test_file):
             for alert in case.get("exp_alerts") or []:
                 where = f"{test_file.name}: {name} @ {case['eval_time']}"

@@ -95,6 +95,14 @@ BAD_VALUES = [
     ({"runbookUrl": "docs/runbooks.md"}, "runbookUrl", "URL"),
     ({"prometheusRule": {"labels": {"release": 3}}}, "prometheusRule.labels.release", "strings"),
     ({"thresholds": {}}, "thresholds", "unknown key"),
+    ({"scrape": {"labels": "auto"}}, "scrape.labels", "one of exported, plain"),
+    ({"scrape": {"honorLabels": True}}, "scrape.honorLabels", "unknown key"),
+    ({"exporter": {"container": ".*"}}, "exporter.container", "every container"),
+    ({"exporter": {"container": "dcgm|"}}, "exporter.container", "every container"),
+    ({"exporter": {"container": "dcgm-(exporter"}}, "exporter.container", "regular expression"),
+    ({"exporter": {"container": 'a"b'}}, "exporter.container", "without quotes"),
+    ({"exporter": {"container": ""}}, "exporter.container", "regular expression"),
+    ({"kubeStateMetrics": {"enabled": "yes"}}, "kubeStateMetrics.enabled", "true or false"),
     ([], "(top)", "mapping"),
 ]
 
@@ -118,3 +126,44 @@ def test_the_command_prints_the_key_of_a_bad_values_file(tmp_path: Path, capsys:
 
 def test_an_empty_values_file_renders_the_defaults() -> None:
     assert rule_groups(build_values(None)) == rule_groups(build_values({}))
+
+
+def _expr(values: object, name: str) -> str:
+    rules = rule_groups(build_values(values))["groups"][0]["rules"]
+    (rule,) = [r for r in rules if r.get("record") == name or r.get("alert") == name]
+    return str(rule["expr"])
+
+
+def test_the_exported_spelling_reads_only_exported_labels() -> None:
+    """The dcgm-exporter chart's default (honor_labels false): a series without exported_pod is a free GPU
+    whose plain labels name the exporter itself, never a workload."""
+    for name in ("gpu_reactor:gpu_utilization:ratio", "gpu_reactor:gpu_fb_used:ratio"):
+        expr = _expr({}, name)
+        assert 'exported_pod!=""' in expr and 'pod!=""' not in expr.replace('exported_pod!=""', "")
+        assert _expr({"scrape": {"labels": "exported"}}, name) == expr
+    assert build_values({}).scrape_labels == "exported"
+
+
+def test_the_plain_spelling_never_reads_the_exporters_own_container() -> None:
+    expr = _expr({"scrape": {"labels": "plain"}}, "gpu_reactor:gpu_utilization:ratio")
+    assert 'container!~"nvidia-dcgm-exporter|dcgm-exporter|exporter"' in expr
+    assert 'container!=""' in expr and "exported_" not in expr
+    custom = _expr({"scrape": {"labels": "plain"}, "exporter": {"container": "gpu-metrics"}}, "gpu_reactor:gpu_fb_used:ratio")
+    assert 'container!~"gpu-metrics"' in custom and "nvidia-dcgm-exporter" not in custom
+
+
+def test_kube_pod_info_is_read_only_when_enabled() -> None:
+    assert "kube_pod_info" not in yaml.safe_dump(rule_groups(build_values({})))
+    expr = _expr({"kubeStateMetrics": {"enabled": True}}, "GPUMetricsMissing")
+    assert "and on (namespace, pod)\n  group by (namespace, pod) (kube_pod_info)" in expr
+    assert "unless on ()\n  group (kube_pod_info)" in expr  # kube-state-metrics down: the exporter's data decides
+    assert _expr({"kubeStateMetrics": {"enabled": False}}, "GPUMetricsMissing") == _expr({}, "GPUMetricsMissing")
+
+
+def test_the_committed_rules_keep_the_dashboards_series() -> None:
+    recorded = {r["record"] for r in yaml.safe_load((REPO / RULES_FILE).read_text())["groups"][0]["rules"] if "record" in r}
+    assert recorded >= {
+        "gpu_reactor:container_gpu_utilization:ratio", "gpu_reactor:container_gpus:count",
+        "gpu_reactor:container_idle_gpus:count", "gpu_reactor:container_gpu_fb_used:max_ratio",
+        "gpu_reactor:gpu_utilization:ratio", "gpu_reactor:gpu_fb_used:ratio",
+    }
