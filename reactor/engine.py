@@ -230,10 +230,13 @@ class Engine:
         if ns.bounds is None:
             ns.bounds = to_bounds(reader.list("LimitRange", ref.namespace), reader.list("ResourceQuota", ref.namespace), self.policy.gpu_resource)
         bounds = replace(ns.bounds, quota_used=ns.bounds.quota_used + ns.reserved)
-        classes = None
-        if any(s.startswith("set-priority") for s in strategies) or signal.status != "firing":
-            classes = reader.priority_classes()
-        return workload, decide(signal, workload, bounds, self.policy, now, priority_classes=classes)
+        classes = reader.priority_classes() if signal.status != "firing" else None
+        decision = decide(signal, workload, bounds, self.policy, now, priority_classes=classes)
+        if classes is None and any(c.strategy.startswith("set-priority") for c in decision.considered):
+            # Only a set-priority strategy (or a revert) looks at the PriorityClasses: they are read
+            # when the decision reached one, and the pure decision is taken again knowing them.
+            decision = decide(signal, workload, bounds, self.policy, now, priority_classes=reader.priority_classes())
+        return workload, decision
 
     # --- recording ----------------------------------------------------------------------
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 from reactor.model import WorkloadRef
 from reactor.resolve import Owner, Owners
-from tests.support import NAMESPACE, Reactor
+from reactor.sim import SimCluster
+from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 START = datetime.now(timezone.utc) - timedelta(minutes=5)
 
@@ -51,3 +53,16 @@ def test_owners_expire_and_stay_bounded() -> None:
     assert owners.get("ns", "c") == (ref, None)
     now[0] = 61
     assert owners.get("ns", "c") is None
+
+
+def test_priority_classes_are_listed_only_when_a_set_priority_strategy_is_reached(
+        reactor: Reactor, sim: SimCluster, token_file: Path) -> None:
+    resize = reactor.post(_firing(reactor, 0)).get_json()["outcomes"]
+    assert {o["action"] for o in resize} == {"resize-gpu"}  # resize-gpu-down applies before set-priority-down
+    assert ("list", "priorityclasses", "") not in sim.requests
+    priority_only = build_reactor(sim, make_settings(token_file, alerts={"GPUUnderutilized": ["set-priority-down"]}))
+    sim.reset_counters()
+    body = priority_only.alerts("GPUUnderutilized", "trainer", "trainer", value=0.1, gpus=2, starts_at=START)
+    outcomes = priority_only.post(body).get_json()["outcomes"]
+    assert {o.get("considered", [{}])[0].get("strategy") for o in outcomes} == {"set-priority-down"}
+    assert sim.requests[("list", "priorityclasses", "")] == 1
