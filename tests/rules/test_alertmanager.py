@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import subprocess
-from typing import Any
+import time
+import urllib.request
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Iterator
 
 import pytest
 import yaml
 
 from reactor.model import KNOWN_ALERTS
-from tests.rules.conftest import REPO
+from reactor.settings import DEFAULT_ALERTS, REVERTIBLE
+from tests.promstack.stack import WebhookSink, free_port
+from tests.rules.conftest import REPO, require_tool
 
 CONFIG = REPO / "deploy/alertmanager/alertmanager.yaml"
 
@@ -73,9 +82,150 @@ def test_webhook_sends_resolved_with_a_bearer_token_from_a_file() -> None:
     assert "credentials" not in auth  # never a token in the config
 
 
-def test_missing_metrics_inhibit_every_acting_alert_of_the_same_container() -> None:
+def inhibited_targets() -> dict[str, set[str]]:
+    """Alert names each inhibit rule can mute (its target), by source alert name."""
+    out: dict[str, set[str]] = {}
+    for rule in yaml.safe_load(CONFIG.read_text())["inhibit_rules"]:
+        (source,) = [m for m in rule["source_matchers"] if m.startswith("alertname")]
+        (target,) = [m for m in rule["target_matchers"] if m.startswith("alertname")]
+        names = set(target.split('"')[1].split("|"))
+        out.setdefault(source.split('"')[1], set()).update(names)
+    return out
+
+
+def test_no_inhibit_rule_can_mute_a_resolve_the_reactor_may_revert_on() -> None:
+    """A muted resolve is never sent later (see the promstack test below): an alert whose firing can take
+    a revertible action (policy `revert`) must never be an inhibit target."""
+    revertible = {alert for alert, strategies in DEFAULT_ALERTS.items() if set(strategies) & REVERTIBLE}
+    assert revertible == {"GPUSaturated", "GPUMemorySaturated", "GPUUnderutilized"}  # as documented in the config
+    for source, targets in inhibited_targets().items():
+        assert not targets & revertible, f"{source} would mute the resolves of {targets & revertible}"
+
+
+def test_missing_metrics_hold_the_idle_signal_of_the_same_container() -> None:
     inhibit = yaml.safe_load(CONFIG.read_text())["inhibit_rules"]
-    missing = next(r for r in inhibit if 'alertname="GPUMetricsMissing"' in r["source_matchers"])
+    (missing,) = [r for r in inhibit if 'alertname="GPUMetricsMissing"' in r["source_matchers"]]
     assert missing["equal"] == ["namespace", "pod", "container"]
-    target = next(m for m in missing["target_matchers"] if m.startswith("alertname=~"))
-    assert set(target.split('"')[1].split("|")) == KNOWN_ALERTS - {"GPUMetricsMissing"}
+    assert 'reactor="gpu"' in missing["source_matchers"] and 'reactor="gpu"' in missing["target_matchers"]
+    assert inhibited_targets() == {"GPUMetricsMissing": {"GPUIdle"}}
+
+
+# --- the real Alertmanager: what an inhibit rule does to a resolve ---
+
+LABELS = {"namespace": "ml-workloads", "pod": "burst-6b7c9-x2k4q", "container": "burst", "reactor": "gpu", "severity": "warning"}
+
+
+@dataclass
+class RunningAlertmanager:
+    url: str
+    sink: WebhookSink
+
+    def post(self, alertname: str, *, resolved: bool = False) -> None:
+        now = datetime.now(timezone.utc)
+        alert = {"labels": {**LABELS, "alertname": alertname}, "annotations": {"value": "0.990", "gpus": "1"},
+                 "startsAt": (now - timedelta(minutes=5)).isoformat(),
+                 "endsAt": (now if resolved else now + timedelta(hours=1)).isoformat()}
+        request = urllib.request.Request(f"{self.url}/api/v2/alerts", data=json.dumps([alert]).encode(), method="POST",
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=5) as response:
+            assert response.status == 200
+
+    def inhibited(self) -> dict[str, list[str]]:
+        with urllib.request.urlopen(f"{self.url}/api/v2/alerts", timeout=5) as response:
+            return {a["labels"]["alertname"]: a["status"]["inhibitedBy"] for a in json.load(response)}
+
+    def delivered(self, alertname: str, status: str) -> bool:
+        return any(a["labels"]["alertname"] == alertname and a["status"] == status
+                   for d in list(self.sink.deliveries) for a in d.body.get("alerts", []))
+
+
+@contextlib.contextmanager
+def running_alertmanager(binary: str, workdir: Path, config: dict[str, Any]) -> Iterator[RunningAlertmanager]:
+    """Alertmanager on a loopback port with `config` (the webhook pointing at a fresh sink); stopped by PID."""
+    sink = WebhookSink().start()
+    workdir.mkdir(parents=True, exist_ok=True)
+    token = workdir / "token"
+    token.write_text("inhibit-test-token\n")
+    hook = next(r for r in config["receivers"] if r["name"] == "gpu-reactor")["webhook_configs"][0]
+    hook["url"], hook["http_config"]["authorization"]["credentials_file"] = sink.url, str(token)
+    (workdir / "alertmanager.yaml").write_text(yaml.safe_dump(config))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with (workdir / "alertmanager.log").open("wb") as log:
+        process = subprocess.Popen(
+            [binary, f"--config.file={workdir / 'alertmanager.yaml'}", f"--storage.path={workdir / 'data'}",
+             f"--web.listen-address=127.0.0.1:{port}", f"--web.external-url={url}", "--cluster.listen-address="],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait(lambda: _ready(url), timeout=20, what=f"Alertmanager ready ({workdir / 'alertmanager.log'})")
+        yield RunningAlertmanager(url, sink)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+        sink.stop()
+
+
+def _ready(url: str) -> bool:
+    with contextlib.suppress(OSError):
+        with urllib.request.urlopen(f"{url}/-/ready", timeout=1) as response:
+            return response.status == 200
+    return False
+
+
+def wait(probe: Any, *, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not probe():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout:.0f} s")
+        time.sleep(0.1)
+
+
+def _config(**timers: str) -> dict[str, Any]:
+    config = yaml.safe_load(CONFIG.read_text())
+    route = next(r for r in config["route"]["routes"] if r["receiver"] == "gpu-reactor")
+    route.update(timers)
+    return config
+
+
+@pytest.mark.promstack
+def test_a_resolve_reaches_the_reactor_while_metrics_are_missing(tmp_path: Path) -> None:
+    """deploy/'s config: with GPUMetricsMissing firing on the container, GPUIdle is held back, and the
+    resolve of a GPUSaturated (the one that reverts a priority boost) is still delivered."""
+    binary = require_tool("prometheus-alertmanager")
+    with running_alertmanager(binary, tmp_path / "deployed", _config(group_wait="1s", group_interval="1s")) as am:
+        for alertname in ("GPUMetricsMissing", "GPUSaturated", "GPUIdle", "GPUUnderutilized"):
+            am.post(alertname)
+        wait(lambda: am.delivered("GPUSaturated", "firing") and am.delivered("GPUUnderutilized", "firing"),
+             timeout=15, what="the firing alerts delivered")
+        inhibited = am.inhibited()
+        assert inhibited["GPUIdle"] and not inhibited["GPUSaturated"] and not inhibited["GPUUnderutilized"]
+        assert not am.delivered("GPUIdle", "firing")
+
+        am.post("GPUSaturated", resolved=True)
+        wait(lambda: am.delivered("GPUSaturated", "resolved"), timeout=15, what="the resolved GPUSaturated delivered")
+
+
+@pytest.mark.promstack
+def test_an_inhibited_resolve_is_never_delivered(tmp_path: Path) -> None:
+    """Why no inhibit rule targets an alert the reactor reverts on: Alertmanager drops a resolve that is
+    muted when it happens, and does not send it when the source alert resolves later (the e2e's
+    never-reverted boost)."""
+    binary = require_tool("prometheus-alertmanager")
+    config = _config(group_wait="1s", group_interval="1s")
+    config["inhibit_rules"] = [{"source_matchers": ['alertname="GPUMetricsMissing"'],
+                                "target_matchers": ['alertname="GPUSaturated"'], "equal": ["namespace", "pod", "container"]}]
+    with running_alertmanager(binary, tmp_path / "muting", config) as am:
+        am.post("GPUSaturated")
+        wait(lambda: am.delivered("GPUSaturated", "firing"), timeout=15, what="GPUSaturated delivered")
+        am.post("GPUMetricsMissing")
+        wait(lambda: bool(am.inhibited().get("GPUSaturated")), timeout=10, what="GPUSaturated inhibited")
+        am.post("GPUSaturated", resolved=True)
+        time.sleep(3)  # three group intervals: the muted resolve was flushed (and dropped)
+        am.post("GPUMetricsMissing", resolved=True)
+        wait(lambda: am.delivered("GPUMetricsMissing", "resolved"), timeout=15, what="GPUMetricsMissing's resolve delivered")
+        time.sleep(2)
+        assert not am.delivered("GPUSaturated", "resolved")
