@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 LAST_RUN = REPO / "reliability" / "last-run.json"
 COLUMNS = ("deliveries", "duplicates", "faults", "applied", "expected", "double", "lost", "fuzz_cases",
-           "bad_input_5xx", "answers_503", "peak_rss_mib")
+           "bad_input_5xx", "answers_503", "max_latency_s", "peak_rss_mib")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     width = max(len(c) for c in COLUMNS)
     for column in COLUMNS:
         value = total[column]
-        print(f"  {column.ljust(width)}  {value:.0f}" if isinstance(value, float) else f"  {column.ljust(width)}  {value}")
+        print(f"  {column.ljust(width)}  {value:.1f}" if isinstance(value, float) else f"  {column.ljust(width)}  {value}")
     if doc["broken"]:
         print("PROMISES BROKEN: " + "; ".join(doc["broken"]))
         return 1

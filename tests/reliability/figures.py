@@ -25,6 +25,7 @@ COLUMNS = (
     ("fuzz_cases", "fuzz"),
     ("bad_input_5xx", "5xx-bad"),
     ("answers_503", "503s"),
+    ("max_latency_s", "max s"),
     ("peak_rss_mib", "peak RSS MiB"),
 )
 
@@ -41,12 +42,13 @@ class Row:
     fuzz_cases: int = 0      # hostile inputs tried
     bad_input_5xx: int = 0   # 5xx answers to hostile input (must be 0)
     answers_503: int = 0     # 503s (overload or API failure): Alertmanager retries them
-    peak_rss_mib: float = 0.0
+    max_latency_s: float = 0.0  # slowest answer, from the moment it was due (storms)
+    peak_rss_mib: float = 0.0   # resident memory of the reactor (arbiter + worker), sampled
 
     def merge(self, other: "Row") -> None:
         for f in fields(self):
-            if f.name == "peak_rss_mib":
-                self.peak_rss_mib = max(self.peak_rss_mib, other.peak_rss_mib)
+            if f.name in ("peak_rss_mib", "max_latency_s"):
+                setattr(self, f.name, max(getattr(self, f.name), getattr(other, f.name)))
             else:
                 setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
@@ -106,7 +108,7 @@ class Figures:
 
 
 def _cell(value: Any) -> str:
-    return f"{value:.0f}" if isinstance(value, float) else str(value)
+    return (f"{value:.1f}" if value < 100 else f"{value:.0f}") if isinstance(value, float) else str(value)
 
 
 FIGURES = Figures()
