@@ -119,17 +119,3 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_sep("-", "end-to-end delays (metric change -> ...)")
         for delay in DELAYS:
             terminalreporter.write_line(delay.line())
-
-
-
-# The metrics-missing hold asserts that nothing at all writes while it runs ("when nothing else is
-# changing"); the boost's revert is such a write, a few seconds after the boost, so its test (which
-# waits for it) runs first.
-_BEFORE_THE_HOLD = "test_priority_boost_is_reverted_when_the_saturation_resolves"
-_HOLD = "test_missing_metrics_hold_the_workload"
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    names = [item.name for item in items]
-    if _BEFORE_THE_HOLD in names and _HOLD in names and names.index(_BEFORE_THE_HOLD) > names.index(_HOLD):
-        items.insert(names.index(_HOLD), items.pop(names.index(_BEFORE_THE_HOLD)))

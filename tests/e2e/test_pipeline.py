@@ -234,6 +234,16 @@ def test_resolved_saturation_reaches_the_reactor_and_resizes_nothing(e2e_pipelin
     print(f"\nchat's resolve answered {chat_resolve.answered - drive.applied[CHAT]:.1f} s after its scale-up was seen")
 
 
+# Runs before the hold below, which asserts that nothing at all writes: the boost's revert is such a write.
+def test_priority_boost_is_reverted_when_the_saturation_resolves(e2e_pipeline: Pipeline, drive: Drive) -> None:
+    """Scenario 3, for the one action the policy reverts (revert: [set-priority-up], revertAfter: 0s): the
+    boost serves the burst, its GPUSaturated resolves, the reactor puts medium-priority-gpu back."""
+    p = e2e_pipeline
+    boosted = _seen(p, drive, BURST, lambda: _priority(p, BURST) == HIGH, "burst boosted to high-priority-gpu")
+    left = boosted + 20 - time.monotonic()  # vanish (~2 s) + resolve (5 s window) + group interval, generously
+    p.wait(lambda: _priority(p, BURST) == MEDIUM, timeout=max(left, 1.0), what="burst's boost reverted", every=0.2)
+
+
 def test_missing_metrics_hold_the_workload(e2e_pipeline: Pipeline) -> None:
     """Scenario 4: GPUMetricsMissing → the reactor holds, with no write at all. Two ways to lose the metric:
     a pod's series vanish (value: the last utilization seen), and a MIG pod without profiling metrics
@@ -327,12 +337,3 @@ def test_pods_a_rollout_deleted_raise_no_metrics_missing(e2e_pipeline: Pipeline,
     old = "|".join(drive.pods[LLM])
     fired = p.stack.query(f'max_over_time(ALERTS{{alertname="GPUMetricsMissing",alertstate="firing",pod=~"{old}"}}[5m])')
     assert fired == [], [r["metric"]["pod"] for r in fired]
-
-
-def test_priority_boost_is_reverted_when_the_saturation_resolves(e2e_pipeline: Pipeline, drive: Drive) -> None:
-    """Scenario 3, for the one action the policy reverts (revert: [set-priority-up], revertAfter: 0s): the
-    boost serves the burst, its GPUSaturated resolves, the reactor puts medium-priority-gpu back."""
-    p = e2e_pipeline
-    boosted = _seen(p, drive, BURST, lambda: _priority(p, BURST) == HIGH, "burst boosted to high-priority-gpu")
-    left = boosted + 20 - time.monotonic()  # vanish (~2 s) + resolve (5 s window) + group interval, generously
-    p.wait(lambda: _priority(p, BURST) == MEDIUM, timeout=max(left, 1.0), what="burst's boost reverted", every=0.2)
