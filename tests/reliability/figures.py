@@ -108,7 +108,9 @@ class Figures:
 
 
 def _cell(value: Any) -> str:
-    return (f"{value:.1f}" if value < 100 else f"{value:.0f}") if isinstance(value, float) else str(value)
+    if isinstance(value, float):  # measured only by some scenarios: "-" where not measured
+        return "-" if value == 0 else f"{value:.1f}" if value < 100 else f"{value:.0f}"
+    return str(value)
 
 
 FIGURES = Figures()
