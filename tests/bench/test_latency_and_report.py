@@ -42,7 +42,8 @@ def test_report_renders_every_section_and_judges_the_targets() -> None:
                   "patch_codes": {"422": 1000}, "seconds": 3.0},
         "latency": {"runs": 200, "api_calls_to_effect": 4.0, "effect_p50_ms": 3.0, "effect_p99_ms": 9.0,
                     "answer_p50_ms": 4.0, "answer_p99_ms": 11.0, "api_share_p50": 0.7, "api_share_mean": 0.72},
-        "memory": {"idle_mb": 80.0, "after_storm_mb": 120.0, "after_alerts": 100000, "after_alerts_mb": 125.0},
+        "memory": {"idle_mb": 80.0, "after_storm_mb": 120.0, "after_alerts": 100000, "after_half_mb": 124.0,
+                   "after_alerts_mb": 125.0},
         "meta": {"date": "today", "commit": "abc", "cpus": 2, "python": "3.11", "seconds": 100, "threads": 4},
     }
     assert marginal_us(webhook, "reactor") == 20.0
