@@ -17,7 +17,7 @@ from typing import Any, Iterable
 import yaml
 
 from reactor.payloads import AlertSpec, notification, rfc3339
-from reactor.sim import SimCluster, server
+from reactor.sim import SimCluster
 
 GPU = "nvidia.com/gpu"
 TEAMS = tuple(f"team-{i}" for i in range(5))
@@ -88,15 +88,7 @@ def manifests(*, replicas: int = REPLICAS, latency_workloads: int = LATENCY_WORK
 
 
 def start_sim() -> SimCluster:
-    """The embedded cluster, answering like a real API server on the wire.
-
-    kube-apiserver (Go net/http) sets TCP_NODELAY on every connection. The simulator's handler
-    does not, and writes the headers and the body in two send() calls: with Nagle's algorithm on
-    and the client's delayed ACK, every answer then waits ~40 ms, whatever the reactor does.
-    Until the simulator sets it itself, the bench switches it on (the stdlib handler's own flag),
-    so the figures are the reactor's and not that artefact's.
-    """
-    server.Handler.disable_nagle_algorithm = True
+    """The embedded cluster (it sets TCP_NODELAY like kube-apiserver, so no delayed-ACK stalls)."""
     return SimCluster().start()
 
 

@@ -58,6 +58,9 @@ class Context:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # kube-apiserver (Go) sets TCP_NODELAY: without it, headers and body written in two sends wait
+    # ~40 ms for the client's delayed ACK on every keep-alive request.
+    disable_nagle_algorithm = True
     server: "SimHTTPServer"
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature

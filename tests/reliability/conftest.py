@@ -23,19 +23,6 @@ LAST_RUN = REPO / "reliability" / "last-run.json"
 long_only = pytest.mark.skipif(not LONG, reason="long form: run with RELIABILITY_LONG=1 (make reliability)")
 
 
-@pytest.fixture(scope="session", autouse=True)
-def api_server_without_nagle() -> Iterator[None]:
-    """The embedded API server answers in two TCP segments (headers, then body) with Nagle's algorithm
-    on, so every answer waits for the client's delayed ACK (~40 ms); a real kube-apiserver (Go) sets
-    TCP_NODELAY. Without this, latency and throughput figures would measure that stall, not the reactor
-    (reported to the simulator's owner; remove once `Handler.disable_nagle_algorithm` is set there)."""
-    import reactor.sim.server as sim_server
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(sim_server.Handler, "disable_nagle_algorithm", True, raising=False)
-        yield
-
-
 @pytest.fixture
 def cluster() -> Iterator[SimCluster]:
     """An empty embedded cluster (scenarios seed their own namespaces)."""
