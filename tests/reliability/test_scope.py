@@ -9,7 +9,6 @@ they may, so the refusals are not just a broken pipeline.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
