@@ -89,7 +89,9 @@ class Policy:
 class Server:
     listen: str = "0.0.0.0:8080"
     token_file: str | None = None
-    max_body_bytes: int = 1 << 20
+    # A notification carries its whole group (Alertmanager's max_alerts: 0): ~700 bytes an alert, so
+    # 8 MiB takes ~12,000 alerts. A group over the limit gets 413 on every delivery and is lost.
+    max_body_bytes: int = 8 << 20
     threads: int = 8
     timeout: timedelta = timedelta(seconds=25)
     tls_cert: str | None = None

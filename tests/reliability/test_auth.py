@@ -45,7 +45,7 @@ ALMOST = {
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, api_server_without_nagle: None) -> Iterator[tuple[SimCluster, Child]]:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimCluster, Child]]:
     sim = SimCluster().start()
     seed(sim, namespace_docs("ml") + [deployment_doc("ml", "web")])
     child = Child(sim, tmp_path_factory.mktemp("auth"), policy=POLICY, name="auth")

@@ -36,7 +36,7 @@ _names = (f"faults-{i}" for i in itertools.count())
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory, api_server_without_nagle: None) -> Iterator[tuple[SimCluster, Child]]:
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimCluster, Child]]:
     sim = SimCluster().start()
     child = Child(sim, tmp_path_factory.mktemp("faults"), policy=POLICY, name="faults")
     try:

@@ -27,7 +27,7 @@ POLICY = {"namespaces": {"allow": ["*"]}, "kube": {"qps": 1000, "burst": 1000}, 
 
 
 @pytest.fixture(scope="module")
-def replicas(tmp_path_factory: pytest.TempPathFactory, api_server_without_nagle: None) -> Iterator[tuple[SimCluster, Child, Child]]:
+def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimCluster, Child, Child]]:
     """One cluster, two replicas of the reactor; each test works in namespaces of its own."""
     sim = SimCluster().start()
     workdir = tmp_path_factory.mktemp("replicas")

@@ -97,7 +97,7 @@ def test_allow_star_still_denies_the_system_namespaces(cluster: SimCluster, spaw
 
 
 @pytest.fixture(scope="module")
-def inprocess(tmp_path_factory: pytest.TempPathFactory, api_server_without_nagle: None) -> Iterator[tuple[Reactor, dict[str, str]]]:
+def inprocess(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Reactor, dict[str, str]]]:
     sim = SimCluster().start()
     pods = build(sim)
     token = tmp_path_factory.mktemp("scope") / "token"
