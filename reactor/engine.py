@@ -210,7 +210,9 @@ class Engine:
                 ns.reserved += max(0, decision.gpu_delta)
                 act.record_event(self.kube, decision, written, _message(decision, signal), now)
                 return self._finish_action(ref, signal, decision, "applied", now)
-            return self._finish_skip(ref, signal, Skip(SkipReason.CONFLICT, "the workload kept changing while the reactor acted"))
+            # Transient: a 503 makes Alertmanager retry within seconds instead of at the next group_interval.
+            self.metrics.skips.labels(reason=SkipReason.CONFLICT.value).inc()
+            raise TemporaryError(f"{ref} kept changing while the reactor acted ({self.settings.kube.conflict_retries + 1} conflicts)")
         finally:
             if spent and not applied:
                 # Nothing was written with it (a lost race, a failed write): a spent unit would starve other workloads.
