@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-quick reliability bench rules check-rules clean
+.PHONY: demo test test-quick reliability bench rules clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,14 @@ test: $(STAMP)
 
 test-quick: $(STAMP)
 	$(PY) -m pytest -q -m "not promstack and not slow"
+
+# The long reliability run (storm minute, big fuzz, chaos) with its figures table; `make test` runs the short form.
+reliability: $(STAMP)
+	$(PY) reliability/report.py
+
+# Measures and prints (never asserts a time); writes bench/results.json.
+bench: $(STAMP)
+	$(PY) bench/run.py
 
 rules: $(STAMP)
 	$(VENV)/bin/reactor rules render
