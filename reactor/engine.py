@@ -23,10 +23,9 @@ from .kube import KubeGateway
 from .metrics import Metrics
 from .model import KNOWN_ALERTS, PATCHABLE_KINDS, Action, Alert, Bounds, Notification, Signal, Skip, SkipReason, Workload, WorkloadRef
 from .outcome import Outcome, outcome_for
-from .policy import decide, effective_mode, fold, rails
-from .policy.context import Context as PolicyContext
+from .policy import decide, early_refusal, effective_mode, fold
 from .resolve import Owner, Owners, Reader, resolve_owner, valid_name, valid_namespace
-from .settings import Policy, Settings
+from .settings import Settings
 from .workloads import hpa_targets, to_bounds, to_workload
 
 log = logging.getLogger(__name__)
@@ -223,7 +222,7 @@ class Engine:
         ref = owner.ref
         strategies = self.policy.alerts.get(signal.alert, ())
         workload = to_workload(obj, ref.kind, self.policy.gpu_resource, via=owner.via)
-        refused = _early_refusal(signal, workload, self.policy, now)
+        refused = early_refusal(signal, workload, self.policy, now)
         if refused is not None:
             return workload, refused
         if any(s.startswith("scale-replicas") for s in strategies):
@@ -294,18 +293,6 @@ class Engine:
         used = self.budget.used(now)
         self.metrics.budget_used.labels(scope="global").set(used.get("global", 0))
         self.metrics.budget_used.labels(scope="namespace").set(max((v for k, v in used.items() if k != "global"), default=0))
-
-
-def _early_refusal(signal: Signal, workload: Workload, policy: Policy, now: datetime) -> Skip | None:
-    """The rails `decide` checks before any strategy, checked before the namespace is read.
-
-    They look at the signal and the workload only (never bounds, PriorityClasses or HPAs), so on
-    the common refusals (cooldown, already applied, rollout, mode off) a workload costs no
-    LimitRange, ResourceQuota, PriorityClass or HPA read; `decide` then runs the same rails in
-    the same order and reaches the same Skip.
-    """
-    chain = rails.BEFORE_STATUS + (rails.BEFORE_STRATEGIES if signal.status == "firing" else ())
-    return rails.first_refusal(PolicyContext(signal, workload, Bounds(), policy, now), chain)
 
 
 def _owner_skip(alert: Alert, owner: Owner | None) -> Skip | None:

@@ -6,7 +6,7 @@ Imports only `reactor.model`, `reactor.settings` and `reactor.annotations`; neve
 
 from __future__ import annotations
 
-from .decision import decide, effective_mode
+from .decision import decide, early_refusal, effective_mode
 from .signals import PRECEDENCE, fold
 
-__all__ = ["PRECEDENCE", "decide", "effective_mode", "fold"]
+__all__ = ["PRECEDENCE", "decide", "early_refusal", "effective_mode", "fold"]

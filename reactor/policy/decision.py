@@ -16,7 +16,7 @@ from .context import Context, effective_mode
 from .revert import revert
 from .strategies import run
 
-__all__ = ["decide", "effective_mode"]
+__all__ = ["decide", "early_refusal", "effective_mode"]
 
 # Reasons that say a strategy does not fit this kind of workload at all; a Skip summarising a
 # fall-through prefers a reason that tells what blocked a strategy that could have applied.
@@ -48,6 +48,18 @@ def decide(
     if refused is not None:
         return refused
     return _first_that_applies(ctx)
+
+
+def early_refusal(signal: Signal, workload: Workload, policy: Policy, now: datetime) -> Skip | None:
+    """The refusals `decide` reaches before any strategy and without bounds, in the same order.
+
+    They look at the signal and the workload only, so the engine can stop before reading the
+    namespace (LimitRange, ResourceQuota, PriorityClasses, HPAs) on the common refusals —
+    cooldown, already applied, rollout in progress, mode off. `decide` reaches the same Skip.
+    """
+    ctx = Context(signal, workload, Bounds(), policy, now, None)
+    chain = rails.BEFORE_STATUS + (rails.BEFORE_STRATEGIES if signal.status == "firing" else ())
+    return rails.first_refusal(ctx, chain)
 
 
 def _first_that_applies(ctx: Context) -> Action | Skip:

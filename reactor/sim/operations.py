@@ -14,7 +14,7 @@ from . import admission, objects, patch as patches, validation
 from .objects import Clock, Obj
 from .registry import Registry, Resource
 from .selectors import SelectorError, parse_fields, parse_labels, selector_string
-from .status import ApiError, FieldError, bad_request, conflict, generic_invalid, invalid, not_found
+from .status import FieldError, bad_request, conflict, generic_invalid, invalid, not_found
 from .store import Store
 
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"

@@ -234,3 +234,31 @@ def test_already_applied_detail_names_the_firing():
     decision = decide(signal(value=0.2), wl, bounds(), POLICY, NOW)
     assert decision == Skip(R.ALREADY_APPLIED,
                             f"firing fp-a at {KEY[1]} was handled at 2025-03-01T11:20:00+00:00")
+
+
+def test_early_refusal_agrees_with_decide_on_every_rail_it_covers() -> None:
+    """The engine stops before reading the namespace on `early_refusal`; it must be the very Skip `decide` gives."""
+    from datetime import datetime, timedelta, timezone
+
+    from reactor.annotations import COOLDOWN_UNTIL, MODE
+    from reactor.model import Bounds, Container, Signal, Workload, WorkloadRef
+    from reactor.policy import decide, early_refusal
+    from reactor.settings import Policy
+
+    now = datetime(2026, 11, 30, 12, tzinfo=timezone.utc)
+    ref = WorkloadRef("Deployment", "ml", "w")
+    signal = Signal("GPUUnderutilized", "firing", (("f", now.isoformat()),), "main", 0.1, pods=("w-1",), fingerprint="f")
+    from reactor.annotations import read_state
+    cases = {
+        "cooldown": {COOLDOWN_UNTIL: (now + timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")},
+        "mode-off": {MODE: "off"},
+        "none": {},
+    }
+    for name, annotations in cases.items():
+        workload = Workload(ref, "1", (Container("main", 4),), replicas=1, annotations=annotations, state=read_state(annotations))
+        early = early_refusal(signal, workload, Policy(), now)
+        full = decide(signal, workload, Bounds(quota_hard=100), Policy(), now)
+        if name == "none":
+            assert early is None and full.__class__.__name__ == "Action"
+        else:
+            assert early is not None and early.reason == full.reason and early.reason.value == name
