@@ -5,9 +5,13 @@ They say what was expected and what was found, naming the key, so a bad policy f
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, Callable
+
+import yaml
 
 from .errors import ConfigError
 
@@ -100,3 +104,15 @@ def listen(key: str, raw: Any) -> str:
     if not isinstance(raw, str) or not re.match(r"^[\w.\-\[\]:]*:\d{1,5}$", raw):
         raise ConfigError(key, f"expected HOST:PORT, got {raw!r}")
     return raw
+
+
+def read_yaml_file(path: str | os.PathLike[str]) -> Any:
+    """A YAML file's content; an unreadable or unparseable file is a ConfigError naming the file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(str(path), f"cannot read: {e.strerror}") from e
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError(str(path), f"not valid YAML: {e}") from e

@@ -61,59 +61,38 @@ class Reader:
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         """The object, or None if it does not exist; each (kind, namespace, name) is read once."""
-        key = (kind, namespace, name)
-        with self._lock:
-            if key in self._objects:
-                return self._objects[key]
-            if key in self._refused:
-                raise self._refused[key]
-        try:
-            obj: dict[str, Any] | None = self.kube.get(kind, namespace, name)
-        except NotFound:
-            obj = None
-        except PermanentError as e:
-            # Refused (403, 422): asking again within this notification gets the same answer.
-            with self._lock:
-                self._refused[key] = e
-            raise
-        with self._lock:
-            self._objects[key] = obj
-        return obj
+        return self._once((kind, namespace, name), self._objects, lambda: self._get_or_none(kind, namespace, name))
 
     def list(self, kind: str, namespace: str) -> list[dict[str, Any]]:
-        key = (kind, namespace)
-        with self._lock:
-            if key in self._lists:
-                return self._lists[key]
-            if key in self._refused:
-                raise self._refused[key]
-        try:
-            items = self.kube.list(kind, namespace)
-        except PermanentError as e:
-            with self._lock:
-                self._refused[key] = e
-            raise
-        with self._lock:
-            self._lists[key] = items
-        return items
+        return self._once((kind, namespace), self._lists, lambda: self.kube.list(kind, namespace))
 
     def priority_classes(self) -> frozenset[str]:
         """Names of the cluster's PriorityClasses, listed once per notification."""
+        items = self._once(("PriorityClass", ""), self._lists, self.kube.list_priority_classes)
+        return frozenset((pc.get("metadata") or {}).get("name", "") for pc in items)
+
+    def _get_or_none(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return self.kube.get(kind, namespace, name)
+        except NotFound:
+            return None
+
+    def _once(self, key: tuple[str, ...], cache: dict[Any, Any], fetch: Callable[[], Any]) -> Any:
+        """`fetch()` once per key; a refusal (403, 422) is remembered too: asking again gets the same answer."""
         with self._lock:
-            cached = self._lists.get(("PriorityClass", ""))
-        if cached is None:
+            if key in cache:
+                return cache[key]
+            if key in self._refused:
+                raise self._refused[key]
+        try:
+            value = fetch()
+        except PermanentError as e:
             with self._lock:
-                if ("PriorityClass", "") in self._refused:
-                    raise self._refused[("PriorityClass", "")]
-            try:
-                cached = self.kube.list_priority_classes()
-            except PermanentError as e:
-                with self._lock:
-                    self._refused[("PriorityClass", "")] = e
-                raise
-            with self._lock:
-                self._lists[("PriorityClass", "")] = cached
-        return frozenset((pc.get("metadata") or {}).get("name", "") for pc in cached)
+                self._refused[key] = e
+            raise
+        with self._lock:
+            cache[key] = value
+        return value
 
     def prime_pods(self, namespace: str, names: set[str]) -> None:
         """Fill the pod cache for many pods of one namespace with a single LIST."""

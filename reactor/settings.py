@@ -10,14 +10,13 @@ import os
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 import yaml
 
 from .errors import ConfigError
-from .fields import boolean, bounded, choice, duration_in, listen, names, opt_str, resource
+from .fields import boolean, bounded, choice, duration_in, listen, names, opt_str, read_yaml_file, resource
 from .model import KNOWN_ALERTS
 
 STRATEGIES = frozenset(
@@ -258,13 +257,6 @@ def load_settings(path: str | os.PathLike[str] | None, environ: Mapping[str, str
     """Read the policy file (if any) and the `REACTOR_*` environment; raise `ConfigError` on anything wrong."""
     doc: Any = {}
     if path is not None:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as e:
-            raise ConfigError(str(path), f"cannot read: {e.strerror}") from e
-        try:
-            doc = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise ConfigError(str(path), f"not valid YAML: {e}") from e
+        doc = read_yaml_file(path)
         doc = {} if doc is None else doc
     return build_settings(doc, os.environ if environ is None else environ)

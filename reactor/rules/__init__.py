@@ -11,9 +11,8 @@ import os
 import sys
 from pathlib import Path
 
-import yaml
-
 from ..errors import ConfigError
+from ..fields import read_yaml_file
 from .groups import rule_groups
 from .output import PROMETHEUS_RULE_FILE, RULES_FILE, Rendered, render_texts, stale_files, write_files
 from .values import Values, build_values
@@ -34,15 +33,7 @@ __all__ = [
 
 def load_values(path: str | os.PathLike[str]) -> Values:
     """Read and validate a values file; `ConfigError` names the file or the key that is wrong."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(str(path), f"cannot read: {e.strerror}") from e
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ConfigError(str(path), f"not valid YAML: {e}") from e
-    return build_values(doc)
+    return build_values(read_yaml_file(path))
 
 
 def _source_name(values_path: Path, root: Path) -> str:
