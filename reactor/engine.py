@@ -23,6 +23,7 @@ from .kube import KubeGateway
 from .metrics import Metrics
 from .model import KNOWN_ALERTS, PATCHABLE_KINDS, Action, Alert, Bounds, Notification, Signal, Skip, SkipReason, Workload, WorkloadRef
 from .outcome import Outcome, outcome_for
+from .record import Recorder
 from .policy import decide, early_refusal, effective_mode, fold
 from .resolve import Owner, Owners, Reader, resolve_owner, valid_name, valid_namespace
 from .settings import Settings
@@ -62,6 +63,7 @@ class Engine:
         self.clock = clock
         self._applied: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._owners = Owners()
+        self.record = Recorder(metrics)
         self._lock = threading.Lock()
         # One thread at a time per workload in this process (striped: bounded memory), so concurrent
         # copies of a notification meet the dedup cache instead of racing to a 409 and spending budget.
@@ -84,14 +86,14 @@ class Engine:
             if skip is None:
                 pending.append(i)
             else:
-                outcomes[i] = self._record_skip(alert, None, skip)
+                outcomes[i] = self.record.alert_skip(alert, None, skip)
         for (name, status), count in received.items():
             self.metrics.alerts_received.labels(alertname=name, status=status).inc(count)
         reader = Reader(self.kube)
         groups, unresolved = self._resolve(reader, alerts, pending)
         outcomes.update(unresolved)
         failures = self._decide_all(reader, alerts, groups, outcomes, now)
-        self._update_budget_gauge(now)
+        self.record.budget(self.budget, now)
         if failures:
             raise TemporaryError("; ".join(failures))
         return [outcomes[i] for i in range(len(alerts))]
@@ -143,7 +145,7 @@ class Engine:
                     resolved[pod] = None, Skip(SkipReason.API_ERROR, str(e))
             owner, skip = resolved[pod]
             if skip is not None:
-                unresolved[i] = self._record_skip(alert, owner.ref if owner else None, skip)
+                unresolved[i] = self.record.alert_skip(alert, owner.ref if owner else None, skip)
                 continue
             assert owner is not None
             groups.setdefault(owner.ref, (owner, []))[1].append(i)
@@ -187,7 +189,7 @@ class Engine:
                 if isinstance(decision, Skip):
                     return self._finish_skip(ref, signal, decision)
                 if self.policy.dry_run or effective_mode(workload, self.policy) == "recommend":
-                    return self._finish_action(ref, signal, decision, "recommended", now)
+                    return self._finish_action(ref, signal, decision, "recommended")
                 if not spent:
                     if not self.budget.try_spend(ref.namespace, now):
                         return self._finish_skip(ref, signal, Skip(SkipReason.BUDGET_EXHAUSTED, "the action budget for this window is spent"))
@@ -202,13 +204,12 @@ class Engine:
                         return self._finish_skip(ref, signal, Skip(SkipReason.NOT_FOUND, f"{ref} was deleted"))
                     continue
                 except PermanentError as e:
-                    self.metrics.actions.labels(action=decision.action, result="failed", namespace=ref.namespace).inc()
-                    self._log_decision(ref, signal, decision, "failed", str(e))
+                    self.record.action(ref, signal, decision, "failed", str(e))
                     return Skip(SkipReason.API_ERROR, str(e)), "failed"
                 applied = True
                 ns.reserved += max(0, decision.gpu_delta)
                 act.record_event(self.kube, decision, written, _message(decision, signal), now)
-                return self._finish_action(ref, signal, decision, "applied", now)
+                return self._finish_action(ref, signal, decision, "applied")
             # Transient: a 503 makes Alertmanager retry within seconds instead of at the next group_interval.
             self.metrics.skips.labels(reason=SkipReason.CONFLICT.value).inc()
             raise TemporaryError(f"{ref} kept changing while the reactor acted ({self.settings.kube.conflict_retries + 1} conflicts)")
@@ -242,40 +243,16 @@ class Engine:
     # --- recording ----------------------------------------------------------------------
 
     def _finish_skip(self, ref: WorkloadRef, signal: Signal, skip: Skip) -> tuple[Skip, str]:
-        self.metrics.skips.labels(reason=skip.reason.value).inc()
+        self.record.skip(ref, signal, skip)
         if skip.reason is SkipReason.ALREADY_APPLIED:
             self._remember(signal.keys)
-        self._log_decision(ref, signal, skip, "skipped", skip.detail)
         return skip, "skipped"
 
-    def _finish_action(self, ref: WorkloadRef, signal: Signal, action: Action, result: str, now: datetime) -> tuple[Action, str]:
-        self.metrics.actions.labels(action=action.action, result=result, namespace=ref.namespace).inc()
-        if result == "applied":
-            if action.gpu_delta:
-                direction = "added" if action.gpu_delta > 0 else "released"
-                self.metrics.gpus_changed.labels(direction=direction, namespace=ref.namespace).inc(abs(action.gpu_delta))
-            if signal.status == "firing":
-                self._remember(signal.keys)
-        self._log_decision(ref, signal, action, result, "")
+    def _finish_action(self, ref: WorkloadRef, signal: Signal, action: Action, result: str) -> tuple[Action, str]:
+        self.record.action(ref, signal, action, result)
+        if result == "applied" and signal.status == "firing":
+            self._remember(signal.keys)
         return action, result
-
-    def _record_skip(self, alert: Alert, ref: WorkloadRef | None, skip: Skip) -> Outcome:
-        result = "failed" if skip.reason is SkipReason.API_ERROR else "skipped"
-        self.metrics.skips.labels(reason=skip.reason.value).inc()
-        log.info("decision", extra={"alert": alert.name, "fingerprint": alert.fingerprint, "namespace": alert.namespace,
-                                    "pod": alert.pod, "workload": str(ref) if ref else None, "result": result,
-                                    "reason": skip.reason.value, "detail": skip.detail})
-        return outcome_for(alert, ref, skip, result)
-
-    def _log_decision(self, ref: WorkloadRef, signal: Signal, decision: Action | Skip, result: str, detail: str) -> None:
-        fields: dict[str, Any] = {"workload": str(ref), "alert": signal.alert, "status": signal.status,
-                                  "fingerprint": signal.fingerprint, "pods": len(signal.pods), "result": result, "detail": detail}
-        if isinstance(decision, Action):
-            fields.update(action=decision.action, direction=decision.direction, container=decision.container,
-                          **{"from": decision.from_value, "to": decision.to_value})
-        else:
-            fields["reason"] = decision.reason.value
-        log.info("decision", extra=fields)
 
     def _seen(self, keys: Sequence[tuple[str, str]]) -> bool:
         with self._lock:
@@ -288,11 +265,6 @@ class Engine:
                 self._applied.move_to_end(key)
             while len(self._applied) > DEDUP_SIZE:
                 self._applied.popitem(last=False)
-
-    def _update_budget_gauge(self, now: datetime) -> None:
-        used = self.budget.used(now)
-        self.metrics.budget_used.labels(scope="global").set(used.get("global", 0))
-        self.metrics.budget_used.labels(scope="namespace").set(max((v for k, v in used.items() if k != "global"), default=0))
 
 
 def _owner_skip(alert: Alert, owner: Owner | None) -> Skip | None:
