@@ -29,21 +29,44 @@ def micro_timestamp(clock: Clock) -> str:
     return clock().astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+QOS_RESOURCES = ("cpu", "memory")
+
+
 def qos_class(pod: Obj) -> str:
-    """Guaranteed / Burstable / BestEffort from cpu and memory requests and limits."""
-    containers = (pod.get("spec") or {}).get("containers") or []
-    any_set, guaranteed = False, True
-    for c in containers:
+    """ComputePodQOS (pkg/apis/core/helper/qos): only positive cpu and memory quantities count,
+    summed over containers and init containers. Guaranteed when every container limits both and the
+    summed requests equal the summed limits; BestEffort when nothing is set; else Burstable."""
+    from .quantity import parse
+
+    def positive(values: object) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, raw in (values or {}).items() if isinstance(values, dict) else ():
+            try:
+                value = parse(raw)
+            except ValueError:
+                continue
+            if name in QOS_RESOURCES and value > 0:
+                out[name] = value
+        return out
+
+    spec = pod.get("spec") or {}
+    requests: dict[str, Any] = {}
+    limits: dict[str, Any] = {}
+    guaranteed = True
+    for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):
         res = c.get("resources") or {}
-        req, lim = res.get("requests") or {}, res.get("limits") or {}
-        if any(k in req or k in lim for k in ("cpu", "memory")):
-            any_set = True
-        for k in ("cpu", "memory"):
-            if k not in lim or req.get(k, lim[k]) != lim[k]:
-                guaranteed = False
-    if not any_set:
+        for name, value in positive(res.get("requests")).items():
+            requests[name] = requests.get(name, 0) + value
+        found = positive(res.get("limits"))
+        for name, value in found.items():
+            limits[name] = limits.get(name, 0) + value
+        if not set(QOS_RESOURCES) <= set(found):
+            guaranteed = False
+    if not requests and not limits:
         return "BestEffort"
-    return "Guaranteed" if guaranteed else "Burstable"
+    if guaranteed and len(requests) == len(limits) and all(limits.get(k) == v for k, v in requests.items()):
+        return "Guaranteed"
+    return "Burstable"
 
 
 def initial_status(obj: Obj) -> Obj | None:

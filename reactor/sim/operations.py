@@ -139,6 +139,8 @@ class Api:
             raise conflict(res, name)
         if subresource == "status":
             new = dict(copy.deepcopy(old), status=new.get("status", {}))
+        elif subresource == "resize":
+            new = self._prepare_resize(res, old, new)
         else:
             objects.default_workload(new)
             objects.prepare_update(old, new, has_status="status" in res.subresources)
@@ -149,6 +151,18 @@ class Api:
         stored = self.store.put(res.plural, new)
         self.after_write(res, new["metadata"].get("namespace"))
         return stored
+
+    @staticmethod
+    def _prepare_resize(res: Resource, old: Obj, new: Obj) -> Obj:
+        """pods/NAME/resize (podResizeStrategy): only containers' resources and resizePolicy are taken
+        from the request (defaulted like any decoded Pod), then ValidatePodResize. The desired resources
+        are stored in spec; the kubelet step (scheduler) reports them in status.containerStatuses."""
+        validation.default_pod(new)
+        resized = validation.drop_non_resize_updates(new, old)
+        errors = validation.validate_object(resized, "Pod") + validation.validate_pod_resize(old, resized)
+        if errors:
+            raise invalid(res, old["metadata"]["name"], errors)
+        return resized
 
     def _validate_update(self, res: Resource, old: Obj, new: Obj) -> None:
         kind = old.get("kind", res.kind)

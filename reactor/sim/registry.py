@@ -49,7 +49,7 @@ def _r(group: str, version: str, kind: str, plural: str, namespaced: bool = True
 
 BUILTIN: tuple[Resource, ...] = (
     _r("", "v1", "Namespace", "namespaces", False, short_names=("ns",), subresources=("status",)),
-    _r("", "v1", "Pod", "pods", short_names=("po",), subresources=("status",), categories=("all",)),
+    _r("", "v1", "Pod", "pods", short_names=("po",), subresources=("status", "resize"), categories=("all",)),
     _r("", "v1", "Event", "events", short_names=("ev",)),
     _r("", "v1", "LimitRange", "limitranges", short_names=("limits",)),
     _r("", "v1", "ResourceQuota", "resourcequotas", short_names=("quota",), subresources=("status",)),

@@ -6,6 +6,7 @@ Node objects at all the cluster has unlimited capacity. Never evicts or preempts
 
 from __future__ import annotations
 
+import copy
 from fractions import Fraction
 from typing import Any
 
@@ -66,6 +67,29 @@ def schedule(api: Api) -> None:
     for pod in api.store.items("pods"):
         if pod["spec"].get("nodeName") and pod.get("status", {}).get("phase") == "Pending":
             _run(api, pod)
+        elif pod.get("status", {}).get("phase") == "Running":
+            _actuate_resize(api, pod)
+
+
+def _status_resources(container: Obj) -> Obj:
+    """What a resize-capable kubelet reports in containerStatuses[*].resources: the container's
+    resources as applied (here: as in spec, at once)."""
+    return copy.deepcopy(container.get("resources") or {})
+
+
+def _actuate_resize(api: Api, pod: Obj) -> None:
+    """The kubelet's part of an in-place resize (pods/NAME/resize): the spec's resources applied to
+    the running containers in one step, no PodResizePending/InProgress conditions in between."""
+    specs = {c["name"]: c for c in pod["spec"].get("containers") or []}
+    changed = False
+    for status in pod["status"].get("containerStatuses") or []:
+        spec = specs.get(status.get("name"))
+        if spec is not None and "running" in (status.get("state") or {}) \
+                and status.get("resources") != _status_resources(spec):
+            status["resources"] = _status_resources(spec)
+            changed = True
+    if changed:
+        api.store.put("pods", pod)
 
 
 def _schedule_one(api: Api, pod: Obj, nodes: list[Obj], pods: list[Obj]) -> None:
@@ -111,7 +135,7 @@ def _run(api: Api, pod: Obj) -> None:
         "containerStatuses": [{"name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": True,
                                "started": True, "restartCount": 0,
                                "containerID": f"containerd://{pod['metadata']['uid'].replace('-', '')}",
-                               "state": {"running": {"startedAt": now}}}
+                               "state": {"running": {"startedAt": now}}, "resources": _status_resources(c)}
                               for c in pod["spec"].get("containers") or []],
     })
     api.store.put("pods", pod)

@@ -231,6 +231,8 @@ def dispatch(api: Api, method: str, verb: str, route: routing.Route, query: dict
              content_type: str) -> tuple[int, Obj]:
     res, ns, name, sub = route.resource, route.namespace, route.name, route.subresource
     dry_run = query.get("dryRun") == "All"
+    if sub and verb not in ("get", "update", "patch"):
+        raise method_not_allowed()  # subresources (status, scale, resize) serve get, update and patch only
     if verb in ("list", "watch"):
         items, rv = api.list(res, ns, query.get("labelSelector"), query.get("fieldSelector"))
         return 200, {"kind": f"{res.kind}List", "apiVersion": res.api_version,

@@ -9,6 +9,7 @@ import copy
 from typing import Any
 
 from . import quantity
+from .objects import qos_class
 from .status import FieldError
 
 Obj = dict[str, Any]
@@ -176,3 +177,151 @@ def validate_job_update(old: Obj, new: Obj) -> list[FieldError]:
     if old_t != new_t:
         return [FieldError("spec.template", "Invalid value", "field is immutable", _Raw("core.PodTemplateSpec{...}"))]
     return []
+
+
+# -- the pods/resize subresource (in-place pod resize, GA in 1.35) -----------------------------------
+#
+# Upstream: podResizeStrategy in pkg/registry/core/pod/strategy.go keeps only containers[*].resources
+# and resizePolicy from the request; ValidatePodResize in pkg/apis/core/validation/validation.go
+# then decides what of that may change.
+
+RESIZABLE = ("cpu", "memory")
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+ONLY_CPU_MEMORY = "only cpu and memory resources are mutable"
+
+
+def drop_non_resize_updates(new: Obj, old: Obj) -> Obj:
+    """dropNonResizeUpdates: the old pod with each container's `resources` and `resizePolicy` taken from
+    the request; every other change (spec, metadata, status) is silently dropped. A request that adds,
+    removes, reorders or renames containers keeps that list as sent, for validation to refuse."""
+    out = copy.deepcopy(old)
+    new_spec, spec = new.get("spec") or {}, out.setdefault("spec", {})
+    if any(len(new_spec.get(lst) or []) != len(spec.get(lst) or []) for lst in CONTAINER_LISTS):
+        out["spec"] = copy.deepcopy(new_spec)
+        return out
+    for lst in CONTAINER_LISTS:
+        sent, kept = new_spec.get(lst) or [], spec.get(lst) or []
+        if any(s.get("name") != k.get("name") for s, k in zip(sent, kept)):
+            spec[lst] = copy.deepcopy(sent)
+            continue
+        for s, k in zip(sent, kept):
+            for key in ("resources", "resizePolicy"):
+                if key in s:
+                    k[key] = copy.deepcopy(s[key])
+                else:
+                    k.pop(key, None)
+    return out
+
+
+def validate_pod_resize(old: Obj, new: Obj) -> list[FieldError]:
+    """ValidatePodResize: `new` is what drop_non_resize_updates made of the request. The 1.33 rule
+    against decreasing memory limits is not applied: 1.34 lifted it (kubernetes#133012)."""
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    if _pod_level_resources(old_spec) or _pod_level_resources(new_spec):
+        return [FieldError("", "Forbidden", "pods with pod-level resources cannot be resized")]
+    if MIRROR_POD_ANNOTATION in ((old.get("metadata") or {}).get("annotations") or {}):
+        return [FieldError("", "Forbidden", "static pods cannot be resized")]
+    if ((old_spec.get("os") or {}).get("name")) == "windows":
+        return [FieldError("", "Forbidden", "windows pods cannot be resized")]
+    errors: list[FieldError] = []
+    old_qos = (old.get("status") or {}).get("qosClass") or qos_class(old)
+    if old_qos != qos_class(new):
+        errors.append(FieldError("spec", "Invalid value", "Pod QOS Class may not change as a result of resizing",
+                                 (new.get("status") or {}).get("qosClass") or ""))
+    if not _resize_supported(old):
+        errors.append(FieldError("spec", "Forbidden", "Pod running on node without support for resize"))
+    pairs = {lst: list(zip(new_spec.get(lst) or [], old_spec.get(lst) or [])) for lst in CONTAINER_LISTS}
+    for lst in ("initContainers", "containers"):
+        for i, (n, o) in enumerate(pairs[lst]):
+            if lst == "containers" or _restartable(o):
+                errors += _container_resize(n, o, f"spec.{lst}[{i}].resources")
+    for n, o in pairs["containers"]:
+        if not _same_container(_keep_old_cpu_memory(n, o), o):
+            errors.append(FieldError("spec", "Forbidden", ONLY_CPU_MEMORY))
+    for n, o in pairs["initContainers"]:
+        if _restartable(o) and not _same_container(_keep_old_cpu_memory(n, o), o):
+            errors.append(FieldError("spec", "Forbidden", "only cpu and memory resources for sidecar containers "
+                                                          "are mutable"))
+        elif not _restartable(o) and not _same_container(n, o):
+            errors.append(FieldError("spec", "Forbidden", "resources for non-sidecar init containers are immutable"))
+    if errors:
+        return errors
+    munged = copy.deepcopy(new_spec)
+    for lst in CONTAINER_LISTS:
+        if lst in munged and len(munged[lst] or []) == len(old_spec.get(lst) or []):
+            munged[lst] = [_keep_old_cpu_memory(n, o) if lst == "containers" or _restartable(o) else n
+                           for n, o in zip(munged[lst] or [], old_spec.get(lst) or [])]
+    if not _same_spec(munged, old_spec):
+        errors.append(FieldError("spec", "Forbidden", ONLY_CPU_MEMORY))
+    return errors
+
+
+def _pod_level_resources(spec: Obj) -> bool:
+    res = spec.get("resources") or {}
+    return bool(res.get("requests") or res.get("limits"))
+
+
+def _restartable(container: Obj) -> bool:
+    """A sidecar: an init container with restartPolicy Always."""
+    return container.get("restartPolicy") == "Always"
+
+
+def _resize_supported(pod: Obj) -> bool:
+    """isPodResizeRequestSupported: the first running container's status must report `resources`
+    (the node's kubelet supports resize); with no running container, assume it does."""
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        if (status.get("state") or {}).get("running") is not None:
+            return status.get("resources") is not None
+    return True
+
+
+def _container_resize(new: Obj, old: Obj, path: str) -> list[FieldError]:
+    """validateContainerResize: requests and limits may change but not be removed."""
+    errors: list[FieldError] = []
+    new_res, old_res = new.get("resources") or {}, old.get("resources") or {}
+    for section in ("requests", "limits"):
+        kept = new_res.get(section) or {}
+        if any(name not in kept for name in old_res.get(section) or {}):
+            errors.append(FieldError(f"{path}.{section}", "Forbidden", f"resource {section} cannot be removed"))
+    return errors
+
+
+def _keep_old_cpu_memory(new: Obj, old: Obj) -> Obj:
+    """dropCPUMemoryResourcesFromContainer: `new` with cpu and memory as they were in `old`, so that
+    any difference left is a change to something else. (Upstream skips a section `old` did not have at
+    all, which lets an extended resource be added there; here that counts as a change.)"""
+    out = copy.deepcopy(new)
+    new_res, old_res = new.get("resources") or {}, old.get("resources") or {}
+    res: Obj = {}
+    for section in ("limits", "requests"):
+        kept = {k: v for k, v in (new_res.get(section) or {}).items() if k not in RESIZABLE}
+        kept.update({k: v for k, v in (old_res.get(section) or {}).items() if k in RESIZABLE})
+        if kept:
+            res[section] = kept
+    out["resources"] = res
+    return out
+
+
+def _normal_container(c: Obj) -> Obj:
+    """A container for semantic comparison: quantities by value, empty resource sections dropped."""
+    out = dict(c)
+    res = c.get("resources") or {}
+    norm = {key: value for key, value in res.items() if value}
+    for section in ("limits", "requests"):
+        if isinstance(norm.get(section), dict):
+            norm[section] = {k: v if _safe(v) is None else _safe(v) for k, v in norm[section].items()}
+    out.pop("resources", None)
+    if norm:
+        out["resources"] = norm
+    return out
+
+
+def _same_container(a: Obj, b: Obj) -> bool:
+    return _normal_container(a) == _normal_container(b)
+
+
+def _same_spec(a: Obj, b: Obj) -> bool:
+    def norm(spec: Obj) -> Obj:
+        return {**spec, **{lst: [_normal_container(c) for c in spec.get(lst) or []]
+                           for lst in CONTAINER_LISTS if spec.get(lst)}}
+    return norm(a) == norm(b)
