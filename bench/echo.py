@@ -1,7 +1,7 @@
 """The ceiling for the webhook: a bare Flask JSON echo under the reactor's own gunicorn settings.
 
 `POST /alerts` parses the JSON body and answers it back, nothing else: no token, no validation,
-no cluster. It is served by `reactor.server` with the options `gunicorn_options` derives from the
+no cluster. It is served by `reactor.app.runner` with the options `gunicorn_options` derives from the
 same settings file the reactor uses, so both run with the same worker class and threads.
 Run as a child process: `python -m bench.echo --config POLICY.yaml` (REACTOR_* env applies).
 """
@@ -15,7 +15,7 @@ from typing import Sequence
 
 from flask import Flask, Response, jsonify, request
 
-from reactor.server import run
+from reactor.app.runner import run
 from reactor.settings import load_settings
 
 

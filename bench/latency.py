@@ -20,10 +20,10 @@ from typing import Any, Callable
 from prometheus_client import CollectorRegistry
 
 from reactor.kube import KubeGateway
-from reactor.logs import JsonFormatter
+from reactor.app.logs import JsonFormatter
 from reactor.metrics import Metrics
-from reactor.payloads import AlertSpec, notification
-from reactor.service import assemble
+from reactor.tools.payloads import AlertSpec, notification
+from reactor.app.assembly import assemble
 from reactor.settings import build_settings
 from reactor.sim import SimCluster
 

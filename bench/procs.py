@@ -18,81 +18,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from reactor.tools.launcher import Child, free_port, start_process  # noqa: F401 (free_port for the callers)
+
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@dataclass
-class Child:
-    """A child process in its own process group, with its port and the file its output goes to."""
-
-    process: subprocess.Popen[bytes]
-    port: int
-    log: Path
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            try:
-                os.killpg(self.process.pid, signal.SIGTERM)
-                self.process.wait(timeout=10)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                try:
-                    os.killpg(self.process.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                self.process.wait(timeout=5)
-
-    def tail(self, lines: int = 20) -> str:
-        try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
-
-
 def start(args: Sequence[str], *, port: int, log: Path, env: dict[str, str] | None = None,
           ready_path: str | None = "/readyz", timeout: float = 30.0) -> Child:
     """Start `python args...` from the repository root; wait until it answers 200 on `ready_path` (or accepts)."""
-    environ = dict(os.environ, **(env or {}))
-    environ.pop("KUBERNETES_SERVICE_HOST", None)
-    environ["PYTHONPATH"] = str(ROOT) + os.pathsep + environ.get("PYTHONPATH", "")
-    out = open(log, "wb")
-    try:
-        process = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=environ, stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
-    finally:
-        out.close()
-    child = Child(process, port, log)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{' '.join(args)} exited with {process.returncode}:\n{child.tail()}")
-        if _ready(port, ready_path):
-            return child
-        time.sleep(0.1)
-    child.stop()
-    raise RuntimeError(f"{' '.join(args)} was not ready within {timeout:.0f} s:\n{child.tail()}")
-
-
-def _ready(port: int, path: str | None) -> bool:
-    try:
-        if path is None:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return True
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as r:
-            return bool(r.status == 200)
-    except OSError:
-        return False
+    environ = dict(env or {}, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return start_process([sys.executable, *args], port=port, log=log, env=environ, cwd=ROOT, ready_path=ready_path,
+                         timeout=timeout)
 
 
 def tree(pid: int) -> list[int]:

@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 import yaml
 
-from reactor.payloads import AlertSpec, notification, rfc3339
+from reactor.tools.payloads import AlertSpec, notification, rfc3339
 from reactor.sim import SimCluster
 
 GPU = "nvidia.com/gpu"

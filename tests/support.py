@@ -12,8 +12,8 @@ from prometheus_client import CollectorRegistry
 
 from reactor.kube import KubeGateway
 from reactor.metrics import Metrics
-from reactor.payloads import AlertSpec, notification
-from reactor.service import Service, assemble
+from reactor.tools.payloads import AlertSpec, notification
+from reactor.app.assembly import Service, assemble
 from reactor.settings import Settings, build_settings
 from reactor.sim import SimCluster
 

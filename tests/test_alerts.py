@@ -11,7 +11,7 @@ import pytest
 
 from reactor.alerts import parse_notification, parse_time
 from reactor.errors import InvalidPayload
-from reactor.payloads import fingerprint
+from reactor.tools.payloads import fingerprint
 
 from tests.support import SAMPLES, sample
 

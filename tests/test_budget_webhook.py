@@ -8,7 +8,7 @@ from pathlib import Path
 
 from freezegun import freeze_time
 
-from reactor.payloads import AlertSpec, notification
+from reactor.tools.payloads import AlertSpec, notification
 from reactor.sim import SimCluster
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from reactor.cli import main
-from reactor.payloads import AlertSpec, notification
+from reactor.app.cli import main
+from reactor.tools.payloads import AlertSpec, notification
 from reactor.settings import env_name, load_settings
 
 ROOT = Path(__file__).parents[1]
-DEMO = ROOT / "reactor" / "demo_data"
+DEMO = ROOT / "reactor" / "tools" / "demo_data"
 
 
 def test_check_config_accepts_the_demo_policy(capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reactor.payloads import AlertSpec, notification
+from reactor.tools.payloads import AlertSpec, notification
 from reactor.sim import SimCluster
 from tests.support import NAMESPACE, Reactor
 

@@ -111,4 +111,4 @@ def test_the_generator_child_against_the_raw_server_and_the_echo_app(tmp_path: P
     assert (raw["requests"], raw["errors"], raw["codes"]) == (40, 0, {"200": 40})
     assert (echo["requests"], echo["errors"], echo["codes"]) == (25, 0, {"200": 25})
     assert echoed == json.loads(body)
-    assert all(child.process.poll() is not None for child in children)
+    assert all(child.popen.poll() is not None for child in children)

@@ -23,8 +23,8 @@ from prometheus_client import CollectorRegistry
 from reactor.errors import PermanentError
 from reactor.kube import KubeGateway
 from reactor.metrics import Metrics
-from reactor.payloads import AlertSpec, notification
-from reactor.service import assemble
+from reactor.tools.payloads import AlertSpec, notification
+from reactor.app.assembly import assemble
 from reactor.settings import build_settings
 from reactor.sim import SimCluster
 from tests.deploy.deploy_helpers import DEPLOY, render

@@ -21,18 +21,24 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from reactor.sim import SimCluster
-from tests.promstack.stack import StackError, free_port
+from reactor.tools.launcher import Child, LaunchError, start_serve
+from tests.promstack.stack import StackError
 
 
 @dataclass
 class ReactorProcess:
-    url: str
-    popen: subprocess.Popen[bytes]
-    log: Path
+    child: Child
+
+    @property
+    def url(self) -> str:
+        return self.child.url
+
+    @property
+    def popen(self) -> subprocess.Popen[bytes]:
+        return self.child.popen
 
     def tail(self, lines: int = 40) -> str:
-        text = self.log.read_text(errors="replace") if self.log.exists() else ""
-        return "\n".join(text.splitlines()[-lines:])
+        return self.child.tail(lines)
 
     def samples(self) -> Iterator[tuple[str, dict[str, str], float]]:
         with urllib.request.urlopen(f"{self.url}/metrics", timeout=5) as response:
@@ -46,14 +52,7 @@ class ReactorProcess:
         return sum(v for n, ls, v in self.samples() if n == name and labels.items() <= ls.items())
 
     def stop(self) -> None:
-        if self.popen.poll() is None:
-            self.popen.terminate()
-            try:
-                self.popen.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                # Its own session: this reaches gunicorn's master and worker, and nothing else.
-                os.killpg(self.popen.pid, signal.SIGKILL)
-                self.popen.wait(timeout=5)
+        self.child.stop()
 
 
 def start_reactor(workdir: Path, *, sim: SimCluster, policy: Mapping[str, Any], token_file: Path,
@@ -62,33 +61,9 @@ def start_reactor(workdir: Path, *, sim: SimCluster, policy: Mapping[str, Any], 
     config = workdir / "policy.yaml"
     config.write_text(yaml.safe_dump(dict(policy)))
     kubeconfig = sim.write_kubeconfig(str(workdir / "kubeconfig"))
-    port = free_port()
-    env = dict(os.environ, REACTOR_SERVER__TOKEN_FILE=str(token_file), REACTOR_KUBE__KUBECONFIG=kubeconfig,
-               REACTOR_SERVER__LISTEN=f"127.0.0.1:{port}")
-    env.pop("KUBERNETES_SERVICE_HOST", None)
-    log = workdir / "reactor.log"
-    with log.open("wb") as out:
-        popen = subprocess.Popen([sys.executable, "-m", "reactor", "serve", "--config", str(config)], env=env,
-                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    process = ReactorProcess(f"http://127.0.0.1:{port}", popen, log)
     try:
-        _wait_ready(process, ready_timeout)
-    except BaseException:
-        process.stop()
-        raise
-    return process
-
-
-def _wait_ready(process: ReactorProcess, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.popen.poll() is not None:
-            raise StackError(f"the reactor exited with {process.popen.returncode}:\n{process.tail()}")
-        try:
-            with urllib.request.urlopen(f"{process.url}/readyz", timeout=1) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise StackError(f"the reactor was not ready at {process.url} within {timeout}s:\n{process.tail()}")
+        child = start_serve(config, token_file=token_file, kubeconfig=kubeconfig, log=workdir / "reactor.log",
+                            timeout=ready_timeout)
+    except LaunchError as e:
+        raise StackError(str(e)) from e
+    return ReactorProcess(child)

@@ -23,7 +23,9 @@ from typing import Any, Callable, Iterator, Mapping
 
 import yaml
 
-from reactor.rules import render_to
+from reactor.tools.launcher import free_port
+
+from reactor.tools.rules import render_to
 
 REPO = Path(__file__).resolve().parents[2]
 FAST_VALUES = REPO / "rules/tests/thresholds-fast.yaml"
@@ -41,12 +43,6 @@ EXPORTER_TARGET_LABELS = {
 
 class StackError(RuntimeError):
     """A process did not start or did not become ready; the message carries its log."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def alertmanager_config(*, webhook_url: str, token_file: Path, group_wait: str = "1s", group_interval: str = "2s") -> dict[str, Any]:

@@ -23,22 +23,15 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 from urllib.parse import urlsplit
 
-from reactor.payloads import AlertSpec, notification
+from reactor.annotations import COOLDOWN_UNTIL, LAST_ACTION, ORIGINAL
+from reactor.tools.launcher import LaunchError, start_serve
+from reactor.tools.payloads import AlertSpec, notification
 from reactor.sim import SimCluster
 
 GPU = "nvidia.com/gpu"
 TOKEN = "reliability-token-5f0c2a7e9d41b863"
 WRITE_VERBS = ("patch", "create", "update", "delete", "deletecollection")
 READY_TIMEOUT = 30.0
-LAST_ACTION = "gpu-reactor.io/last-action"
-COOLDOWN_UNTIL = "gpu-reactor.io/cooldown-until"
-ORIGINAL = "gpu-reactor.io/original"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -95,35 +88,14 @@ class Child:
         doc = {"logging": {"format": "text", "level": "WARNING"}, **self.policy}
         config = self.workdir / f"{self.name}.policy.json"
         config.write_text(json.dumps(doc))  # JSON is YAML
-        self.port = self.port or free_port()
-        env = dict(os.environ, REACTOR_SERVER__TOKEN_FILE=str(token_file), REACTOR_KUBE__KUBECONFIG=str(kubeconfig),
-                   REACTOR_SERVER__LISTEN=f"127.0.0.1:{self.port}")
-        if self.tls:
-            env.update(REACTOR_SERVER__TLS_CERT=str(self.tls[0]), REACTOR_SERVER__TLS_KEY=str(self.tls[1]))
-        env.pop("KUBERNETES_SERVICE_HOST", None)
-        log = self.log_path.open("ab")
+        tls = (str(self.tls[0]), str(self.tls[1])) if self.tls else None
         try:
-            self.proc = subprocess.Popen([sys.executable, "-m", "reactor", "serve", "--config", str(config)],
-                                         env=env, stdout=log, stderr=log, start_new_session=True)
-        finally:
-            log.close()
-        self._wait_ready()
+            child = start_serve(config, token_file=token_file, kubeconfig=kubeconfig, port=self.port,
+                                log=self.log_path, tls=tls, timeout=READY_TIMEOUT)
+        except LaunchError as e:
+            raise AssertionError(f"{self.name}: {e}") from e
+        self.port, self.proc = child.port, child.popen
         return self
-
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while time.monotonic() < deadline:
-            assert self.proc is not None
-            if self.proc.poll() is not None:
-                raise AssertionError(f"{self.name} exited with {self.proc.returncode}:\n{self.log_tail()}")
-            try:
-                if self.get("/readyz", timeout=1)[0] == 200:
-                    return
-            except (OSError, http.client.HTTPException):
-                pass
-            time.sleep(0.1)
-        self.kill()
-        raise AssertionError(f"{self.name} not ready within {READY_TIMEOUT} s:\n{self.log_tail()}")
 
     # --- HTTP ---------------------------------------------------------------------------
 

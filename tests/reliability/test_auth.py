@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from reactor.payloads import AlertSpec, notification
+from reactor.tools.payloads import AlertSpec, notification
 from reactor.sim import SimCluster
 from reactor.web import TokenFile
 from tests.reliability.figures import FIGURES

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from reactor.payloads import AlertSpec
+from reactor.tools.payloads import AlertSpec
 from reactor.sim import SimCluster
 from tests.reliability.conftest import LONG, long_only
 from tests.reliability.figures import FIGURES

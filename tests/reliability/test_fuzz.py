@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from reactor.payloads import AlertSpec, notification
+from reactor.tools.payloads import AlertSpec, notification
 from reactor.sim import SimCluster
 from tests.reliability.conftest import LONG
 from tests.reliability.figures import FIGURES

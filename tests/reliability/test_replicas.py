@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from reactor.payloads import AlertSpec
+from reactor.tools.payloads import AlertSpec
 from reactor.sim import SimCluster
 from tests.reliability.figures import FIGURES
 from tests.reliability.harness import (Answer, Child, alerts_for, assert_whole, body_of, deployment_doc,

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
-from reactor.payloads import AlertSpec, notification
+from reactor.tools.payloads import AlertSpec, notification
 from reactor.sim import SimCluster
 from tests.reliability.conftest import LONG
 from tests.reliability.figures import FIGURES

@@ -17,7 +17,8 @@ import yaml
 
 from reactor.model import KNOWN_ALERTS
 from reactor.settings import DEFAULT_ALERTS, REVERTIBLE
-from tests.promstack.stack import WebhookSink, free_port
+from reactor.tools.launcher import free_port
+from tests.promstack.stack import WebhookSink
 from tests.rules.conftest import REPO, require_tool
 
 CONFIG = REPO / "deploy/alertmanager/alertmanager.yaml"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reactor.rules import RULES_FILE, render_to
+from reactor.tools.rules import RULES_FILE, render_to
 from tests.rules.conftest import REPO, RULE_TESTS_DIR
 from tests.rules.rule_files import (
     CONTRACT_ANNOTATIONS,

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from reactor.errors import ConfigError
-from reactor.rules import PROMETHEUS_RULE_FILE, RULES_FILE, render_command, rule_groups
-from reactor.rules.values import build_values
+from reactor.tools.rules import PROMETHEUS_RULE_FILE, RULES_FILE, render_command, rule_groups
+from reactor.tools.rules.values import build_values
 from tests.rules.conftest import REPO
 
 
@@ -61,7 +61,7 @@ def test_prometheus_rule_wraps_the_same_groups_with_the_release_label() -> None:
 
 def test_module_entry_point_works() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "reactor.rules", "render", "--check"], cwd=REPO, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "reactor.tools.rules", "render", "--check"], cwd=REPO, capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stdout + result.stderr
 

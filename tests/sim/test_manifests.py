@@ -104,7 +104,7 @@ def test_seeding_the_whole_deploy_folder(sim: SimCluster, capsys: pytest.Capture
     """`reactor sim --seed deploy`: each kustomize entry point directly under deploy/ is rendered, plain YAML
     files are read, non-objects skipped; all is applied at once, and a namespace the seeds use without
     defining (`monitoring`, kube-prometheus-stack's) is created with a note."""
-    from reactor.simulator import seed
+    from reactor.tools.sim_command import seed
 
     loaded = seed(sim, [str(ROOT / "deploy")])
     kinds = {o["kind"] for o in loaded}

@@ -14,7 +14,7 @@ from flask import Flask
 from gunicorn.app.base import BaseApplication
 from gunicorn.workers import gthread
 
-from .settings import Settings
+from ..settings import Settings
 
 
 class _Connection(gthread.TConn):  # type: ignore[misc]
@@ -64,7 +64,7 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
     options: dict[str, Any] = {
         "bind": [server.listen],
         "workers": 1,
-        "worker_class": "reactor.server.ReadTimeoutWorker",
+        "worker_class": "reactor.app.runner.ReadTimeoutWorker",
         # server.threads bounds the notifications at work (see web.create_app) and as many waiting;
         # the other threads answer at once — probes, /metrics, 4xx, and the 503 of a full waiting
         # room — so overload is a quick 503 Alertmanager retries, not a queue inside gunicorn.

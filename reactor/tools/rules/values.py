@@ -12,8 +12,8 @@ from datetime import timedelta
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
-from ..errors import ConfigError
-from ..fields import parse_duration
+from ...errors import ConfigError
+from ...fields import parse_duration
 
 SEVERITIES = ("info", "warning", "critical")
 # How the scrape spells the workload's labels on dcgm-exporter series (see `Values.scrape_labels`).

@@ -11,8 +11,8 @@ import os
 import sys
 from pathlib import Path
 
-from ..errors import ConfigError
-from ..fields import read_yaml_file
+from ...errors import ConfigError
+from ...fields import read_yaml_file
 from .groups import rule_groups
 from .output import PROMETHEUS_RULE_FILE, RULES_FILE, Rendered, render_texts, stale_files, write_files
 from .values import Values, build_values

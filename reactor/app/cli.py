@@ -8,8 +8,8 @@ import sys
 from typing import Sequence
 
 from . import logs
-from .errors import ConfigError, ReactorError
-from .settings import load_settings
+from ..errors import ConfigError, ReactorError
+from ..settings import load_settings
 
 log = logging.getLogger("reactor")
 
@@ -65,23 +65,23 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "serve":
         return _serve(args.config)
     if args.command == "demo":
-        from .demo import run_demo
+        from ..tools.demo import run_demo
         return run_demo(once=args.once, port=args.port)
     if args.command == "sim":
-        from .simulator import run_sim
+        from ..tools.sim_command import run_sim
         return run_sim(seeds=args.seed, port=args.port, kubeconfig=args.kubeconfig, rbac=args.rbac)
     if args.command == "plan":
-        from .plan import run_plan
+        from ..tools.plan import run_plan
         return run_plan(alerts=args.alerts, config=args.config, kubeconfig=args.kubeconfig, seeds=args.seed)
     if args.command == "rules":
-        from .rules import render_command
+        from ..tools.rules import render_command
         return render_command(list(args.rules_args))
     raise AssertionError(args.command)
 
 
 def _serve(config: str | None) -> int:
-    from .server import run
-    from .service import assemble, check_ladder
+    from .runner import run
+    from .assembly import assemble, check_ladder
 
     settings = load_settings(config)
     logs.configure(settings.log_format, settings.log_level)

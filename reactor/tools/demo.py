@@ -23,8 +23,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
+from .launcher import Child, LaunchError, start_serve
 from .payloads import AlertSpec, notification, rfc3339
-from .sim import SimCluster
+from ..sim import SimCluster
 
 NAMESPACE = "ml-workloads"
 WORKLOADS = (("deployments", "llm-inference"), ("statefulsets", "trainer"), ("deployments", "embedder"), ("deployments", "chat"))
@@ -95,48 +96,34 @@ def run_demo(*, once: bool, port: int = 0) -> int:
     with tempfile.TemporaryDirectory(prefix="gpu-reactor-demo-") as tmp:
         sim = SimCluster().start()
         try:
-            sim.load_manifests(resources.files("reactor.demo_data").joinpath("cluster.yaml").read_text())
+            sim.load_manifests(resources.files("reactor.tools.demo_data").joinpath("cluster.yaml").read_text())
             sim.settle()
             token = secrets.token_hex(16)
-            child, url = _start_reactor(sim, Path(tmp), token, port)
+            child = _start_reactor(sim, Path(tmp), token, port)
+            url = child.url
             try:
                 _show(Demo(sim, url, token), sim, url)
                 if not once:
                     print(f"\nServing on {url} (embedded cluster at {sim.url}); Ctrl-C to stop.")
                     sim.run_controllers()
-                    child.wait()
+                    child.popen.wait()
             except KeyboardInterrupt:
                 pass
             finally:
-                child.terminate()
-                child.wait(timeout=15)
+                child.stop()
         finally:
             sim.stop()
     return 0
 
 
-def _start_reactor(sim: SimCluster, tmp: Path, token: str, port: int) -> tuple[subprocess.Popen[bytes], str]:
+def _start_reactor(sim: SimCluster, tmp: Path, token: str, port: int) -> Child:
     (tmp / "token").write_text(token)
-    kubeconfig = sim.write_kubeconfig(str(tmp / "kubeconfig"))
-    port = port or _free_port()
-    policy = resources.files("reactor.demo_data").joinpath("policy.yaml")
-    env = dict(os.environ, REACTOR_SERVER__TOKEN_FILE=str(tmp / "token"), REACTOR_KUBE__KUBECONFIG=kubeconfig,
-               REACTOR_SERVER__LISTEN=f"127.0.0.1:{port}")
-    env.pop("KUBERNETES_SERVICE_HOST", None)
-    child = subprocess.Popen([sys.executable, "-m", "reactor", "serve", "--config", str(policy)], env=env)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if child.poll() is not None:
-            raise SystemExit(f"the reactor exited with code {child.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/readyz", timeout=1) as r:
-                if r.status == 200:
-                    return child, url
-        except OSError:
-            time.sleep(0.2)
-    child.terminate()
-    raise SystemExit("the reactor did not become ready within 30 s")
+    policy = resources.files("reactor.tools.demo_data").joinpath("policy.yaml")
+    try:
+        return start_serve(str(policy), token_file=tmp / "token", kubeconfig=sim.write_kubeconfig(str(tmp / "kubeconfig")),
+                           port=port)
+    except LaunchError as e:
+        raise SystemExit(f"reactor demo: {e}") from e
 
 
 def _show(demo: Demo, sim: SimCluster, url: str) -> None:
@@ -184,9 +171,3 @@ def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
     print(line.format(*("-" * w for w in widths)))
     for row in rows:
         print(line.format(*row))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])

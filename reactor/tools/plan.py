@@ -13,13 +13,13 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from .alerts import parse_notification
-from .engine import Engine
-from .errors import ConfigError, InvalidPayload, TemporaryError
-from .kube import KubeGateway
-from .metrics import Metrics
-from .outcome import Outcome
-from .settings import Settings, load_settings
+from ..alerts import parse_notification
+from ..engine import Engine
+from ..errors import ConfigError, InvalidPayload, TemporaryError
+from ..kube import KubeGateway
+from ..metrics import Metrics
+from ..outcome import Outcome
+from ..settings import Settings, load_settings
 
 
 def run_plan(*, alerts: str, config: str | None, kubeconfig: str | None, seeds: list[str] | None) -> int:
@@ -56,7 +56,7 @@ def _read_notification(path: str) -> Any:
 
 
 def _embedded(stack: ExitStack, seeds: list[str], settings: Settings, metrics: Metrics) -> KubeGateway:
-    from .sim import SimCluster
+    from ..sim import SimCluster
 
     sim = SimCluster().start()
     stack.callback(sim.stop)

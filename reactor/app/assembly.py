@@ -10,12 +10,12 @@ from typing import Callable
 from flask import Flask
 from prometheus_client import CollectorRegistry
 
-from .engine import Engine, utcnow
-from .errors import ConfigError, PermanentError
-from .kube import KubeGateway
-from .metrics import Metrics
-from .settings import Settings
-from .web import Readiness, TokenFile, create_app
+from ..engine import Engine, utcnow
+from ..errors import ConfigError, PermanentError
+from ..kube import KubeGateway
+from ..metrics import Metrics
+from ..settings import Settings
+from ..web import Readiness, TokenFile, create_app
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .sim import SimCluster
-from .sim import manifests
+from ..sim import SimCluster
+from ..sim import manifests
 
 
 def seed(sim: SimCluster, seeds: list[str]) -> list[dict[str, Any]]:
