@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-quick reliability bench rules clean
+.PHONY: demo test test-quick lint reliability bench rules clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# ruff (rules in pyproject.toml) and mypy on the package; both must report nothing.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check reactor
+	$(VENV)/bin/mypy
 
 test-quick: $(STAMP)
 	$(PY) -m pytest -q -m "not promstack and not slow"

@@ -14,18 +14,19 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from reactor.kube import KubeGateway
-from reactor.app.logs import JsonFormatter
-from reactor.metrics import Metrics
-from reactor.tools.payloads import AlertSpec, notification
 from reactor.app.assembly import assemble
+from reactor.app.logs import JsonFormatter
+from reactor.kube import KubeGateway
+from reactor.metrics import Metrics
 from reactor.settings import build_settings
 from reactor.sim import SimCluster
+from reactor.tools.payloads import AlertSpec, notification
 
 from .loadgen import quantile
 from .scenario import CONTAINER, GPU, LATENCY_WORKLOADS, POLICY, latency_workload

@@ -17,8 +17,8 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Sequence
 
 MAX_REQUESTS = 1_000_000
 

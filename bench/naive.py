@@ -15,9 +15,10 @@ import time
 import urllib.parse
 import urllib.request
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Sequence
+from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
@@ -29,7 +30,7 @@ QUERY = 'avg by (namespace, pod) (DCGM_FI_DEV_GPU_UTIL{{namespace="{ns}", pod="{
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # as Prometheus (Go) does: no 40 ms delayed-ACK stalls
-    server: "_Server"
+    server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature
         pass
@@ -65,7 +66,7 @@ class FakePrometheus:
         self._server = _Server(value)
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
 
-    def __enter__(self) -> "FakePrometheus":
+    def __enter__(self) -> FakePrometheus:
         self._thread.start()
         return self
 

@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from reactor.tools.launcher import Child, free_port, start_process  # noqa: F401 (free_port for the callers)
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 TARGET_RATIO = 0.5
 TARGET_US_PER_ALERT = 25.0

@@ -18,9 +18,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 if __package__ in (None, ""):  # `python bench/run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -29,8 +30,20 @@ from bench import procs  # noqa: E402
 from bench.latency import run_latency  # noqa: E402
 from bench.loadgen import write_bodies  # noqa: E402
 from bench.report import render  # noqa: E402
-from bench.scenario import (DEPLOYMENTS_PER_TEAM, GPUS_PER_POD, IDLE_GPUS, TEAMS, Fleet, build_cluster, now,  # noqa: E402
-                            policy_yaml, restamp, start_sim, storm_body, webhook_bodies)
+from bench.scenario import (  # noqa: E402
+    DEPLOYMENTS_PER_TEAM,
+    GPUS_PER_POD,
+    IDLE_GPUS,
+    TEAMS,
+    Fleet,
+    build_cluster,
+    now,
+    policy_yaml,
+    restamp,
+    start_sim,
+    storm_body,
+    webhook_bodies,
+)
 from bench.storm import run_naive_storm, run_storm  # noqa: E402
 from reactor.sim import SimCluster  # noqa: E402
 
@@ -183,7 +196,7 @@ def _meta() -> dict[str, Any]:
                                 text=True, timeout=10, check=False).stdout.strip()
     except OSError:
         commit = ""
-    return {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit,
+    return {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit,
             "cpus": os.cpu_count(), "python": platform.python_version(), "threads": THREADS}
 
 

@@ -10,14 +10,15 @@ one-pod Deployments of 2 GPUs, one per latency run, so no run meets a workload i
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import yaml
 
-from reactor.tools.payloads import AlertSpec, notification, rfc3339
 from reactor.sim import SimCluster
+from reactor.tools.payloads import AlertSpec, notification, rfc3339
 
 GPU = "nvidia.com/gpu"
 TEAMS = tuple(f"team-{i}" for i in range(5))
@@ -114,7 +115,7 @@ class Fleet:
     pods: dict[str, list[str]]
 
     @classmethod
-    def read(cls, sim: SimCluster, namespaces: Iterable[str] = TEAMS) -> "Fleet":
+    def read(cls, sim: SimCluster, namespaces: Iterable[str] = TEAMS) -> Fleet:
         return cls({ns: sorted(p["metadata"]["name"] for p in sim.list("pods", ns)) for ns in namespaces})
 
     def all(self) -> list[tuple[str, str]]:
@@ -169,4 +170,4 @@ def restamp(raw: bytes, old: datetime, new: datetime) -> bytes:
 
 
 def now() -> datetime:
-    return datetime.now(timezone.utc).replace(microsecond=0)
+    return datetime.now(UTC).replace(microsecond=0)

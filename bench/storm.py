@@ -45,7 +45,7 @@ class ApiCount:
     by_resource: dict[str, int]
 
     @classmethod
-    def of(cls, requests: Counter[tuple[str, str, str]]) -> "ApiCount":
+    def of(cls, requests: Counter[tuple[str, str, str]]) -> ApiCount:
         verbs: Counter[str] = Counter()
         resources: Counter[str] = Counter()
         for (verb, resource, sub), n in requests.items():

@@ -10,9 +10,10 @@ from __future__ import annotations
 import functools
 import math
 import re
-from datetime import datetime, timezone
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import InvalidPayload
 from .model import Alert, Notification
@@ -52,7 +53,7 @@ def _utc(raw: str) -> datetime:
             f"{year}-{month}-{day}T{hour}:{minute}:{second}.{micros:06d}{offset}"
         )
         # An offset can carry a valid local time out of datetime's range (year 1 or 9999) in UTC.
-        return stamp.astimezone(timezone.utc)
+        return stamp.astimezone(UTC)
     except (ValueError, OverflowError) as e:
         raise ValueError(f"not a valid date and time: {_clip(raw)!r}") from e
 

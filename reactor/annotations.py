@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timedelta, timezone
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from .model import Action, LastAction, ReactorState, Signal, Workload
 from .settings import MODES, Policy
@@ -55,7 +56,7 @@ def changed_field(strategy: str) -> str:
 
 def format_time(moment: datetime) -> str:
     """RFC 3339 in UTC with a `Z`, to the second, as people read it in `kubectl describe`."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_time(raw: object) -> datetime:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter, OrderedDict, defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
-from typing import Any, Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 from . import act
 from .annotations import state_annotations
@@ -21,10 +22,22 @@ from .budget import Budget
 from .errors import ConflictError, PermanentError, TemporaryError
 from .kube import KubeGateway
 from .metrics import Metrics
-from .model import KNOWN_ALERTS, PATCHABLE_KINDS, Action, Alert, Bounds, Notification, Signal, Skip, SkipReason, Workload, WorkloadRef
+from .model import (
+    KNOWN_ALERTS,
+    PATCHABLE_KINDS,
+    Action,
+    Alert,
+    Bounds,
+    Notification,
+    Signal,
+    Skip,
+    SkipReason,
+    Workload,
+    WorkloadRef,
+)
 from .outcome import Outcome, outcome_for
-from .record import Recorder
 from .policy import decide, early_refusal, effective_mode, fold
+from .record import Recorder
 from .resolve import Owner, Owners, Reader, resolve_owner, valid_name, valid_namespace
 from .settings import Settings
 from .workloads import hpa_targets, to_bounds, to_workload
@@ -37,7 +50,7 @@ WORKLOAD_LOCKS = 64
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 @dataclass(slots=True)

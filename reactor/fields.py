@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 

@@ -13,8 +13,9 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import urllib3
 from kubernetes import client as k8s
@@ -90,7 +91,7 @@ class KubeGateway:
     # --- construction -------------------------------------------------------------------
 
     @classmethod
-    def connect(cls, settings: Kube, metrics: Metrics) -> "KubeGateway":
+    def connect(cls, settings: Kube, metrics: Metrics) -> KubeGateway:
         """In-cluster config when running in a pod, else the kubeconfig (file or default)."""
         configuration = k8s.Configuration()
         try:
@@ -102,7 +103,7 @@ class KubeGateway:
         return cls(_api_client(configuration, settings), settings=settings, metrics=metrics)
 
     @classmethod
-    def for_url(cls, url: str, settings: Kube, metrics: Metrics, *, token: str | None = None) -> "KubeGateway":
+    def for_url(cls, url: str, settings: Kube, metrics: Metrics, *, token: str | None = None) -> KubeGateway:
         """A gateway to an API server at `url` (the embedded cluster, in the demo and tests)."""
         configuration = k8s.Configuration(host=url)
         if token:

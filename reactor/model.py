@@ -7,10 +7,10 @@ This module holds data only. It imports nothing from Flask, `kubernetes` or
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
-from typing import Mapping
 
 EMPTY: Mapping[str, str] = MappingProxyType({})
 

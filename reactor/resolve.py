@@ -13,8 +13,9 @@ import re
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .errors import PermanentError
 from .kube import KubeGateway, NotFound

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import yaml
 

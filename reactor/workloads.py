@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Mapping
 from decimal import Decimal, InvalidOperation
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .annotations import read_state
 from .model import Bounds, Container, Workload, WorkloadRef

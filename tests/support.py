@@ -10,12 +10,12 @@ from typing import Any
 from flask.testing import FlaskClient
 from prometheus_client import CollectorRegistry
 
+from reactor.app.assembly import Service, assemble
 from reactor.kube import KubeGateway
 from reactor.metrics import Metrics
-from reactor.tools.payloads import AlertSpec, notification
-from reactor.app.assembly import Service, assemble
 from reactor.settings import Settings, build_settings
 from reactor.sim import SimCluster
+from reactor.tools.payloads import AlertSpec, notification
 
 HERE = Path(__file__).parent
 SAMPLES = HERE / "samples"

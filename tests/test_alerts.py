@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import copy
 import json
-from datetime import datetime, timezone
-from typing import Any, Callable
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
 from reactor.alerts import parse_notification, parse_time
 from reactor.errors import InvalidPayload
 from reactor.tools.payloads import fingerprint
-
 from tests.support import SAMPLES, sample
 
 ALL_SAMPLES = sorted(p.stem.removeprefix("am-0.25-") for p in SAMPLES.glob("*.json"))
@@ -131,9 +131,9 @@ def test_body_must_be_an_object(body: Any) -> None:
 
 
 @pytest.mark.parametrize("raw,expected", [
-    ("2026-11-30T04:01:28.341Z", datetime(2026, 11, 30, 4, 1, 28, 341000, tzinfo=timezone.utc)),
-    ("2026-11-30T04:01:28.123456789Z", datetime(2026, 11, 30, 4, 1, 28, 123456, tzinfo=timezone.utc)),
-    ("2026-11-30T06:01:28+02:00", datetime(2026, 11, 30, 4, 1, 28, tzinfo=timezone.utc)),
+    ("2026-11-30T04:01:28.341Z", datetime(2026, 11, 30, 4, 1, 28, 341000, tzinfo=UTC)),
+    ("2026-11-30T04:01:28.123456789Z", datetime(2026, 11, 30, 4, 1, 28, 123456, tzinfo=UTC)),
+    ("2026-11-30T06:01:28+02:00", datetime(2026, 11, 30, 4, 1, 28, tzinfo=UTC)),
 ], ids=["millis", "nanos", "offset"])
 def test_rfc3339_times_as_go_prints_them(raw: str, expected: datetime) -> None:
     assert parse_time("t", raw) == expected

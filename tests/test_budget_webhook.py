@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from freezegun import freeze_time
 
-from reactor.tools.payloads import AlertSpec, notification
 from reactor.sim import SimCluster
+from reactor.tools.payloads import AlertSpec, notification
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 
@@ -38,7 +38,7 @@ def test_global_budget_stops_actions_then_refills_after_the_window(sim: SimClust
     _add_deployments(sim, apps)
     r = build_reactor(sim, make_settings(token_file, budget={"global": {"actions": 2, "per": "10m"},
                                                              "namespace": {"actions": 100, "per": "10m"}}))
-    start = datetime.now(timezone.utc)
+    start = datetime.now(UTC)
     with freeze_time(start, tick=True):
         first = _storm(r, apps, start)
     assert sorted(first.values()) == ["applied", "applied", "budget-exhausted", "budget-exhausted"]
@@ -57,7 +57,7 @@ def test_namespace_budget_is_separate_from_the_global_one(sim: SimCluster, token
     _add_deployments(sim, apps)
     r = build_reactor(sim, make_settings(token_file, budget={"global": {"actions": 100, "per": "10m"},
                                                              "namespace": {"actions": 1, "per": "10m"}}))
-    results = _storm(r, apps, datetime.now(timezone.utc))
+    results = _storm(r, apps, datetime.now(UTC))
     assert sorted(results.values()) == ["applied", "budget-exhausted", "budget-exhausted"]
     patched = [k for k, v in sim.requests.items() if k[0] == "patch" for _ in range(v)]
     assert len(patched) == 1

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from reactor.app.cli import main
-from reactor.tools.payloads import AlertSpec, notification
 from reactor.settings import env_name, load_settings
+from reactor.tools.payloads import AlertSpec, notification
 
 ROOT = Path(__file__).parents[1]
 DEMO = ROOT / "reactor" / "tools" / "demo_data"

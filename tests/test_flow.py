@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +73,7 @@ def test_the_same_notification_to_a_fresh_reactor_is_recognised_from_the_annotat
 
 
 def test_after_the_cooldown_a_new_firing_acts_again(reactor: Reactor) -> None:
-    start = datetime.now(timezone.utc)
+    start = datetime.now(UTC)
     with freeze_time(start, tick=True):
         assert reactor.post(reactor.alerts("GPUUnderutilized", "llm-inference", "server")).status_code == 200
         reactor.sim.settle()

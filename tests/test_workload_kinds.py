@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from reactor.tools.payloads import AlertSpec, notification
 from reactor.sim import SimCluster
+from reactor.tools.payloads import AlertSpec, notification
 from tests.support import NAMESPACE, Reactor
 
 GPU = "nvidia.com/gpu"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
-from . import logs
 from ..errors import ConfigError, ReactorError
 from ..settings import load_settings
+from . import logs
 
 log = logging.getLogger("reactor")
 
@@ -80,8 +80,8 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _serve(config: str | None) -> int:
-    from .runner import run
     from .assembly import assemble, check_ladder
+    from .runner import run
 
     settings = load_settings(config)
     logs.configure(settings.log_format, settings.log_level)

@@ -6,8 +6,8 @@ the first rail that refuses names the reason.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Callable, Sequence
 
 from ..model import KNOWN_ALERTS, PATCHABLE_KINDS, AlertName, LastAction, Skip, SkipReason
 from .context import Context, effective_mode

@@ -6,8 +6,8 @@ the most urgent wins: missing metrics always hold, and starving beats wasting.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Sequence
 
 from ..model import Alert, AlertName, Signal
 

@@ -8,7 +8,7 @@ its bounds and its quota.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 from ..model import Action, Kind, Skip, SkipReason
 from .context import Context, gpu_range, replica_range

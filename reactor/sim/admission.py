@@ -6,8 +6,9 @@ resource-quota controller maintains. Reads the store, never writes it; denials a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from fractions import Fraction
-from typing import Any, Iterable
+from typing import Any
 
 from . import quantity
 from .registry import Resource

@@ -9,8 +9,8 @@ decides who is asking, never what they may do.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from .store import Store
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 import secrets
 import threading
 from collections import Counter
-from datetime import datetime, timezone
+from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from . import cronjobs, kubeconfig, manifests, rbac, scheduler
 from .authn import MASTERS, Tokens, make_user
@@ -35,7 +36,7 @@ SYSTEM_PRIORITY_CLASSES = (("system-cluster-critical", 2000000000), ("system-nod
 
 
 def _utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class SimCluster:
@@ -71,7 +72,7 @@ class SimCluster:
 
     # -- lifecycle --------------------------------------------------------------------------------
 
-    def start(self, host: str = "127.0.0.1", port: int = 0, *, tls: bool = False) -> "SimCluster":
+    def start(self, host: str = "127.0.0.1", port: int = 0, *, tls: bool = False) -> SimCluster:
         """Serve on host:port (0: any free port). `tls`: https with a self-signed certificate (`ca_file`;
         `write_kubeconfig` embeds it), which kubectl needs before it sends a token."""
         self._server = SimHTTPServer((host, port), self._ctx)
@@ -110,7 +111,7 @@ class SimCluster:
             self._tls.cleanup()
             self._tls = None
 
-    def __enter__(self) -> "SimCluster":
+    def __enter__(self) -> SimCluster:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -7,7 +7,7 @@ finished Jobs beyond the history limits, with the upstream Events.
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -90,7 +90,7 @@ def trigger(api: Api, namespace: str, name: str, at: datetime | None = None) -> 
     suspended or a run is active under concurrencyPolicy Forbid."""
     cronjob = api.get(api.registry.by_plural("cronjobs"), namespace, name)
     spec = cronjob["spec"]
-    scheduled = (at or api.clock()).astimezone(timezone.utc).replace(second=0, microsecond=0)
+    scheduled = (at or api.clock()).astimezone(UTC).replace(second=0, microsecond=0)
     sync(api, cronjob)
     cronjob = api.get(api.registry.by_plural("cronjobs"), namespace, name)
     active = (cronjob.get("status") or {}).get("active") or []

@@ -4,8 +4,9 @@ each kind starts with. Pure functions on object dicts, no store access.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any, Callable
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
 
 Obj = dict[str, Any]
 Clock = Callable[[], datetime]
@@ -22,11 +23,11 @@ NO_UNCONDITIONAL_UPDATE = frozenset({"leases"})
 
 
 def timestamp(clock: Clock) -> str:
-    return clock().astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return clock().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def micro_timestamp(clock: Clock) -> str:
-    return clock().astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return clock().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 QOS_RESOURCES = ("cpu", "memory")

@@ -10,7 +10,8 @@ import copy
 import random
 from typing import Any
 
-from . import admission, objects, patch as patches, validation
+from . import admission, objects, validation
+from . import patch as patches
 from .objects import Clock, Obj
 from .registry import Registry, Resource
 from .selectors import SelectorError, parse_fields, parse_labels, selector_string
@@ -243,7 +244,7 @@ class Api:
 
 
 class _Hex0(str):
-    def __new__(cls) -> "_Hex0":
+    def __new__(cls) -> _Hex0:
         return super().__new__(cls, "0x0")
 
 

@@ -6,7 +6,7 @@ Pure functions on object dicts.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 Obj = dict[str, Any]
@@ -48,7 +48,7 @@ def is_available(pod: Obj, min_ready_seconds: int, now: datetime) -> bool:
     if min_ready_seconds <= 0:
         return True
     cond = next(c for c in pod["status"]["conditions"] if c.get("type") == "Ready")
-    since = datetime.strptime(cond.get("lastTransitionTime", ""), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    since = datetime.strptime(cond.get("lastTransitionTime", ""), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     return since + timedelta(seconds=min_ready_seconds) <= now
 
 

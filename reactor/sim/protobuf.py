@@ -7,7 +7,8 @@ k8s.io/api/authorization/v1/generated.proto. Everything else of the wire format 
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 MAGIC = b"k8s\x00"
 CONTENT_TYPE = "application/vnd.kubernetes.protobuf"

@@ -9,7 +9,8 @@ cluster starts with.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from .authn import AUTHENTICATED, MASTERS, UNAUTHENTICATED, User
 from .registry import RBAC_GROUP

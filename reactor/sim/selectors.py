@@ -6,7 +6,8 @@ Pure parsing and matching; a selector the API server would reject raises Selecto
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 Matcher = Callable[[dict[str, Any]], bool]
 

@@ -19,8 +19,8 @@ from . import discovery, protobuf, rbac, routing
 from .authn import Tokens, User
 from .faults import Faults
 from .operations import Api
-from .status import ApiError, bad_request, method_not_allowed, path_not_found, unsupported_media_type
 from .patch import JSON_PATCH, MERGE, STRATEGIC
+from .status import ApiError, bad_request, method_not_allowed, path_not_found, unsupported_media_type
 
 Obj = dict[str, Any]
 PATCH_TYPES = (STRATEGIC, MERGE, JSON_PATCH)
@@ -61,7 +61,7 @@ class Handler(BaseHTTPRequestHandler):
     # kube-apiserver (Go) sets TCP_NODELAY: without it, headers and body written in two sends wait
     # ~40 ms for the client's delayed ACK on every keep-alive request.
     disable_nagle_algorithm = True
-    server: "SimHTTPServer"
+    server: SimHTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature
         pass

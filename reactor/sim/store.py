@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import copy
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 Obj = dict[str, Any]
 Key = tuple[str, str, str]

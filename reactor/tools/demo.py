@@ -8,24 +8,20 @@ ones Alertmanager sends. Nothing here is special-cased for the demo inside the r
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import socket
-import subprocess
-import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from ..sim import SimCluster
 from .launcher import Child, LaunchError, start_serve
 from .payloads import AlertSpec, notification, rfc3339
-from ..sim import SimCluster
 
 NAMESPACE = "ml-workloads"
 WORKLOADS = (("deployments", "llm-inference"), ("statefulsets", "trainer"), ("deployments", "embedder"), ("deployments", "chat"))
@@ -34,7 +30,7 @@ WORKLOADS = (("deployments", "llm-inference"), ("statefulsets", "trainer"), ("de
 @dataclass(frozen=True)
 class Step:
     title: str
-    build: Callable[["Demo"], dict[str, Any]]
+    build: Callable[[Demo], dict[str, Any]]
 
 
 class Demo:
@@ -42,7 +38,7 @@ class Demo:
 
     def __init__(self, sim: SimCluster, url: str, token: str) -> None:
         self.sim, self.url, self.token = sim, url, token
-        self.started = datetime.now(timezone.utc)
+        self.started = datetime.now(UTC)
         self.sent: dict[str, dict[str, Any]] = {}
 
     def pods(self, app: str) -> list[str]:
@@ -71,7 +67,7 @@ def _steps() -> list[Step]:
 
     def resolved(body: dict[str, Any]) -> dict[str, Any]:
         """The notification Alertmanager sends when the same alerts resolve: labels unchanged."""
-        end = rfc3339(datetime.now(timezone.utc))
+        end = rfc3339(datetime.now(UTC))
         alerts = [dict(a, status="resolved", endsAt=end) for a in body["alerts"]]
         return dict(body, status="resolved", alerts=alerts)
 

@@ -7,9 +7,10 @@ the group key, and fingerprints computed as Alertmanager computes them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 _FNV_OFFSET = 14695981039346656037
 _FNV_PRIME = 1099511628211
@@ -29,7 +30,7 @@ def fingerprint(labels: Mapping[str, str]) -> str:
 
 
 def rfc3339(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ def alert_body(spec: AlertSpec, now: datetime, prometheus: str = "http://prometh
 def notification(specs: Iterable[AlertSpec], now: datetime | None = None, *, receiver: str = "gpu-reactor",
                  group_by: tuple[str, ...] = ("alertname", "namespace")) -> dict[str, Any]:
     """A webhook body grouping `specs` as a route with `group_by` would."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     alerts = sorted((alert_body(s, now) for s in specs), key=lambda a: sorted(a["labels"].items()))
     common_labels = _common([a["labels"] for a in alerts])
     group_labels = {k: common_labels[k] for k in sorted(group_by) if k in common_labels}

@@ -13,8 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..sim import SimCluster
-from ..sim import manifests
+from ..sim import SimCluster, manifests
 
 
 def seed(sim: SimCluster, seeds: list[str]) -> list[dict[str, Any]]:

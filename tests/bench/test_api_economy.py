@@ -4,7 +4,7 @@ notification, pods resolved once across notifications, and no namespace reads on
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from reactor.model import WorkloadRef
@@ -12,7 +12,7 @@ from reactor.resolve import Owner, Owners
 from reactor.sim import SimCluster
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
-START = datetime.now(timezone.utc) - timedelta(minutes=5)
+START = datetime.now(UTC) - timedelta(minutes=5)
 
 
 def _firing(reactor: Reactor, minutes: int) -> dict[str, object]:

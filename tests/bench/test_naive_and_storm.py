@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bench.naive import FakePrometheus, run_naive
@@ -13,7 +13,7 @@ from bench.scenario import GPUS_PER_POD, IDLE_GPUS, TEAMS, Fleet, pod_alerts, re
 from bench.storm import ApiCount, limiter_seconds, run_naive_storm, run_storm
 from reactor.sim import SimCluster
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def test_naive_baseline_queries_once_and_patches_once_per_pod(small_sim: SimCluster) -> None:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from functools import lru_cache
+from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import yaml
@@ -62,7 +63,7 @@ def _kustomize_cmd() -> list[str] | None:
     return None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _render(entry: str) -> tuple[dict[str, Any], ...]:
     cmd = _kustomize_cmd()
     assert cmd is not None

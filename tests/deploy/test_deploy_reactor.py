@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.deploy.deploy_helpers import DEPLOY, ROOT, objects, one, render
 from reactor.settings import Settings, build_settings, load_settings
+from tests.deploy.deploy_helpers import DEPLOY, ROOT, objects, one, render
 
 SA = {"kind": "ServiceAccount", "name": "gpu-reactor", "namespace": "gpu-reactor"}
 POD_LABELS = {"app.kubernetes.io/name": "gpu-reactor", "app.kubernetes.io/component": "server"}

@@ -4,7 +4,8 @@ examples' pods pass its admission (LimitRange, PriorityClass, ResourceQuota) und
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 

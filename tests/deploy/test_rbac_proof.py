@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 import yaml
@@ -20,13 +21,13 @@ from kubernetes import client as k8s
 from kubernetes.client import ApiException
 from prometheus_client import CollectorRegistry
 
+from reactor.app.assembly import assemble
 from reactor.errors import PermanentError
 from reactor.kube import KubeGateway
 from reactor.metrics import Metrics
-from reactor.tools.payloads import AlertSpec, notification
-from reactor.app.assembly import assemble
 from reactor.settings import build_settings
 from reactor.sim import SimCluster
+from reactor.tools.payloads import AlertSpec, notification
 from tests.deploy.deploy_helpers import DEPLOY, render
 from tests.support import HERE, NAMESPACE, Reactor
 

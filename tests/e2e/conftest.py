@@ -9,8 +9,9 @@ skip, or fail under PROMSTACK_REQUIRED=1 (tests/rules/conftest.py's `require_too
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 

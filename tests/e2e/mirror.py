@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import threading
 import traceback
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 from prometheus_client.core import Metric
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, TypeVar
 
 from reactor.sim import SimCluster
 from tests.e2e.mirror import ClusterMirror

@@ -7,15 +7,12 @@ answers 200. Stopped by its PID (gunicorn's master stops its worker), also when 
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
-import time
 import urllib.request
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 import yaml
 from prometheus_client.parser import text_string_to_metric_families

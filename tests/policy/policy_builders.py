@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
-from typing import Any, Mapping
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from reactor.annotations import COOLDOWN_UNTIL, LAST_ACTION, ORIGINAL, read_state
 from reactor.model import Alert, Bounds, Container, Signal, Workload, WorkloadRef
 from reactor.settings import Policy
 
-NOW = datetime(2025, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
 STARTS = "2025-03-01T11:00:00+00:00"
 KEY = ("fp-a", STARTS)
 POLICY = Policy(allow=("*",))
@@ -66,6 +67,6 @@ def alert(name: str = "GPUUnderutilized", *, fingerprint: str = "fp-a", status: 
           pod: str | None = "trainer-1") -> Alert:
     return Alert(
         name=name, status=status, labels={"alertname": name}, annotations={},
-        starts_at=datetime.fromisoformat(starts).replace(tzinfo=timezone.utc), ends_at=None,
+        starts_at=datetime.fromisoformat(starts).replace(tzinfo=UTC), ends_at=None,
         fingerprint=fingerprint, namespace="ml", pod=pod, container=container, value=value,
     )

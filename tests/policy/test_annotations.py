@@ -4,18 +4,26 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from types import MappingProxyType
 
 import pytest
 
-from tests.policy.policy_builders import KEY, NOW, POLICY, bounds, last_action, original, signal, workload
 from reactor.annotations import (
-    COOLDOWN_UNTIL, LAST_ACTION, MAX_GPUS, MAX_REPLICAS, MIN_GPUS, MIN_REPLICAS, MODE, ORIGINAL, read_state,
+    COOLDOWN_UNTIL,
+    LAST_ACTION,
+    MAX_GPUS,
+    MAX_REPLICAS,
+    MIN_GPUS,
+    MIN_REPLICAS,
+    MODE,
+    ORIGINAL,
+    read_state,
     state_annotations,
 )
 from reactor.model import Action, LastAction, ReactorState, Skip, SkipReason, WorkloadRef
 from reactor.policy import decide
+from tests.policy.policy_builders import KEY, NOW, POLICY, bounds, original, signal, workload
 
 REF = WorkloadRef("Deployment", "ml", "trainer")
 
@@ -36,7 +44,7 @@ def test_read_everything_valid():
         ORIGINAL: '{"gpus": {"server": 4}, "replicas": 3, "priorityClassName": "medium-priority-gpu"}',
         "gpu-reactor.io/unknown": "x", "app.kubernetes.io/name": "trainer",
     })
-    utc = timezone.utc
+    utc = UTC
     assert state == ReactorState(
         mode="recommend", min_gpus=1, max_gpus=4, min_replicas=0, max_replicas=6,
         last_action=LastAction("resize-gpu", "down", "server", 4, 2, "fp-a", "2025-03-01T11:00:00Z",

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from reactor.budget import Budget
 from reactor.settings import Window
 
-T0 = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)
 
 

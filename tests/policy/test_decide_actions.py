@@ -7,9 +7,9 @@ from datetime import timedelta
 
 import pytest
 
-from tests.policy.policy_builders import NOW, POLICY, bounds, cooldown, last_action, original, signal, workload
 from reactor.model import Action, Considered, Container, SkipReason, WorkloadRef
 from reactor.policy import decide
+from tests.policy.policy_builders import NOW, POLICY, bounds, cooldown, last_action, original, signal, workload
 
 SAT = "GPUSaturated"
 MEM = "GPUMemorySaturated"

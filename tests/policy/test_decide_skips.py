@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 import pytest
 
-from tests.policy.policy_builders import KEY, NOW, POLICY, bounds, cooldown, last_action, original, signal, workload
-from reactor.model import Considered, Container, Skip, SkipReason as R
+from reactor.model import Considered, Container, Skip
+from reactor.model import SkipReason as R
 from reactor.policy import decide
+from tests.policy.policy_builders import KEY, NOW, POLICY, bounds, cooldown, last_action, original, signal, workload
 
 SAT, MEM, IDLE, MISSING = "GPUSaturated", "GPUMemorySaturated", "GPUIdle", "GPUMetricsMissing"
 CLASSES = frozenset({"medium-priority-gpu", "high-priority-gpu"})
@@ -238,14 +239,14 @@ def test_already_applied_detail_names_the_firing():
 
 def test_early_refusal_agrees_with_decide_on_every_rail_it_covers() -> None:
     """The engine stops before reading the namespace on `early_refusal`; it must be the very Skip `decide` gives."""
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from reactor.annotations import COOLDOWN_UNTIL, MODE
     from reactor.model import Bounds, Container, Signal, Workload, WorkloadRef
     from reactor.policy import decide, early_refusal
     from reactor.settings import Policy
 
-    now = datetime(2026, 11, 30, 12, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 30, 12, tzinfo=UTC)
     ref = WorkloadRef("Deployment", "ml", "w")
     signal = Signal("GPUUnderutilized", "firing", (("f", now.isoformat()),), "main", 0.1, pods=("w-1",), fingerprint="f")
     from reactor.annotations import read_state

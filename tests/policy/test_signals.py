@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.policy.policy_builders import alert
 from reactor.model import Signal
 from reactor.policy import fold
+from tests.policy.policy_builders import alert
 
 T1, T2 = "2025-03-01T11:00:00", "2025-03-01T11:05:00"
 K1, K2 = "2025-03-01T11:00:00+00:00", "2025-03-01T11:05:00+00:00"

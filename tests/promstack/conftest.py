@@ -6,8 +6,8 @@ it is started once per session. Missing binaries skip, or fail under PROMSTACK_R
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 

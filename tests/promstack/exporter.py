@@ -8,8 +8,8 @@ dcgm-exporter does. Every change is atomic: one scrape sees all of it or none of
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
 
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import GaugeMetricFamily, Metric

@@ -9,22 +9,21 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
 import subprocess
 import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import yaml
 
 from reactor.tools.launcher import free_port
-
 from reactor.tools.rules import render_to
 
 REPO = Path(__file__).resolve().parents[2]
@@ -136,10 +135,9 @@ def _wait_ready(process: _Process, url: str, timeout: float) -> None:
     while time.monotonic() < deadline:
         if process.popen.poll() is not None:
             raise StackError(f"{process.name} exited with {process.popen.returncode}:\n{process.tail()}")
-        with contextlib.suppress(OSError):
-            with urllib.request.urlopen(f"{url}/-/ready", timeout=1) as response:
-                if response.status == 200:
-                    return
+        with contextlib.suppress(OSError), urllib.request.urlopen(f"{url}/-/ready", timeout=1) as response:
+            if response.status == 200:
+                return
         time.sleep(0.1)
     raise StackError(f"{process.name} not ready at {url} within {timeout}s:\n{process.tail()}")
 

@@ -7,8 +7,9 @@ are skipped with a visible reason, and the short forms run inside `make test`.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 

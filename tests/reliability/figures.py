@@ -45,7 +45,7 @@ class Row:
     max_latency_s: float = 0.0  # slowest answer, from the moment it was due (storms)
     peak_rss_mib: float = 0.0   # resident memory of the reactor (arbiter + worker), sampled
 
-    def merge(self, other: "Row") -> None:
+    def merge(self, other: Row) -> None:
         for f in fields(self):
             if f.name in ("peak_rss_mib", "max_latency_s"):
                 setattr(self, f.name, max(getattr(self, f.name), getattr(other, f.name)))

@@ -11,22 +11,21 @@ import http.client
 import json
 import os
 import signal
-import socket
 import ssl
 import subprocess
-import sys
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from reactor.annotations import COOLDOWN_UNTIL, LAST_ACTION, ORIGINAL
+from reactor.sim import SimCluster
 from reactor.tools.launcher import LaunchError, start_serve
 from reactor.tools.payloads import AlertSpec, notification
-from reactor.sim import SimCluster
 
 GPU = "nvidia.com/gpu"
 TOKEN = "reliability-token-5f0c2a7e9d41b863"
@@ -74,7 +73,7 @@ class Child:
     def log_path(self) -> Path:
         return self.workdir / f"{self.name}.log"
 
-    def start(self) -> "Child":
+    def start(self) -> Child:
         self.workdir.mkdir(parents=True, exist_ok=True)
         token_file = self.workdir / f"{self.name}.token"
         if not token_file.exists():

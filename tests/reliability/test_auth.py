@@ -16,13 +16,14 @@ import ssl
 import statistics
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
-from reactor.tools.payloads import AlertSpec, notification
 from reactor.sim import SimCluster
+from reactor.tools.payloads import AlertSpec, notification
 from reactor.web import TokenFile
 from tests.reliability.figures import FIGURES
 from tests.reliability.harness import TOKEN, Child, deployment_doc, namespace_docs, seed, writes

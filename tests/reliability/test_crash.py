@@ -11,14 +11,26 @@ from __future__ import annotations
 import http.client
 import threading
 import time
-from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from reactor.tools.payloads import AlertSpec
 from reactor.sim import SimCluster
+from reactor.tools.payloads import AlertSpec
 from tests.reliability.figures import FIGURES
-from tests.reliability.harness import (Answer, Child, alerts_for, assert_whole, body_of, deployment_doc, missing_outcomes,
-                                       namespace_docs, reactor_events, seed, state)
+from tests.reliability.harness import (
+    Answer,
+    Child,
+    alerts_for,
+    assert_whole,
+    body_of,
+    deployment_doc,
+    missing_outcomes,
+    namespace_docs,
+    reactor_events,
+    seed,
+    state,
+)
 
 NS = "crash"
 # The client waits long enough on a hung request for the test to kill the process while it waits.
@@ -62,13 +74,13 @@ def kill_during(sim: SimCluster, child: Child, body: dict[str, Any], verb: str, 
 
 def world(cluster: SimCluster) -> dict[str, Any]:
     seed(cluster, namespace_docs(NS) + [deployment_doc(NS, "web")])
-    return body_of(alerts_for(cluster, NS, ["web"], starts_at=datetime.now(timezone.utc) - timedelta(minutes=3)))
+    return body_of(alerts_for(cluster, NS, ["web"], starts_at=datetime.now(UTC) - timedelta(minutes=3)))
 
 
 def check_cooldown_survives(cluster: SimCluster, child: Child, body: dict[str, Any]) -> Answer:
     """A new firing of the same alerts (new startsAt): refused by the cooldown read from the annotations."""
     later = [AlertSpec(a["labels"]["alertname"], NS, a["labels"]["pod"], a["labels"]["container"],
-                       starts_at=datetime.now(timezone.utc)) for a in body["alerts"]]
+                       starts_at=datetime.now(UTC)) for a in body["alerts"]]
     refire = body_of(later)
     answer = child.post(refire)
     assert answer.status == 200 and answer.reasons() == {("skipped", "cooldown")}, answer.body

@@ -8,15 +8,25 @@ The reactor is a real `reactor serve` child process; the cluster's own state is 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 from reactor.sim import SimCluster
 from tests.reliability.figures import FIGURES
-from tests.reliability.harness import (Answer, Child, alerts_for, assert_whole, body_of, missing_outcomes, patches,
-                                       reactor_events, state)
+from tests.reliability.harness import (
+    Answer,
+    Child,
+    alerts_for,
+    assert_whole,
+    body_of,
+    missing_outcomes,
+    patches,
+    reactor_events,
+    state,
+)
 
 NS = "ml-workloads"
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "cluster.yaml"

@@ -12,18 +12,35 @@ from __future__ import annotations
 import itertools
 import random
 import time
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
-from reactor.tools.payloads import AlertSpec
 from reactor.sim import SimCluster
+from reactor.tools.payloads import AlertSpec
 from tests.reliability.conftest import LONG, long_only
 from tests.reliability.figures import FIGURES
-from tests.reliability.harness import (COOLDOWN_UNTIL, Answer, Child, LossyProxy, alerts_for, assert_whole, body_of, deliver,
-                                       deployment_doc, missing_outcomes, namespace_docs, patches, reactor_events,
-                                       seed, state, statefulset_doc, writes)
+from tests.reliability.harness import (
+    COOLDOWN_UNTIL,
+    Answer,
+    Child,
+    LossyProxy,
+    alerts_for,
+    assert_whole,
+    body_of,
+    deliver,
+    deployment_doc,
+    missing_outcomes,
+    namespace_docs,
+    patches,
+    reactor_events,
+    seed,
+    state,
+    statefulset_doc,
+    writes,
+)
 
 RETRIES = 3  # the gateway's bounded retries per request (KubeGateway default): 4 attempts
 KUBE_TIMEOUT = 1.0
@@ -287,7 +304,7 @@ def test_retries_go_through_the_client_rate_limit(cluster: SimCluster, spawn: Ca
 def wait_out_cooldown(states: list[Any]) -> None:
     """`cooldown: 0s` is written rounded up to the next second: wait for it to pass (bounded)."""
     until = max(datetime.fromisoformat(s.annotations[COOLDOWN_UNTIL].replace("Z", "+00:00")) for s in states)
-    time.sleep(min(2.0, max(0.0, (until - datetime.now(timezone.utc)).total_seconds() + 0.01)))
+    time.sleep(min(2.0, max(0.0, (until - datetime.now(UTC)).total_seconds() + 0.01)))
 
 
 CHAOS_ROUNDS = 40 if LONG else 3

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from reactor.tools.payloads import AlertSpec, notification
 from reactor.sim import SimCluster
+from reactor.tools.payloads import AlertSpec, notification
 from tests.reliability.conftest import LONG
 from tests.reliability.figures import FIGURES
 from tests.reliability.harness import deployment_doc, namespace_docs, writes

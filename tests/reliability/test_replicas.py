@@ -9,16 +9,28 @@ test insists on seeing at least one 409, and counts every PATCH the cluster rece
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timedelta, timezone
-from typing import Any, Iterator
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
-from reactor.tools.payloads import AlertSpec
 from reactor.sim import SimCluster
+from reactor.tools.payloads import AlertSpec
 from tests.reliability.figures import FIGURES
-from tests.reliability.harness import (Answer, Child, alerts_for, assert_whole, body_of, deployment_doc,
-                                       missing_outcomes, namespace_docs, patches, seed, state)
+from tests.reliability.harness import (
+    Answer,
+    Child,
+    alerts_for,
+    assert_whole,
+    body_of,
+    deployment_doc,
+    missing_outcomes,
+    namespace_docs,
+    patches,
+    seed,
+    state,
+)
 
 WORKLOADS = 30
 ROUNDS = 3  # fresh namespaces until a race has been seen (almost always in the first)
@@ -105,7 +117,7 @@ def test_two_replicas_with_different_firings_of_one_workload_act_once(replicas: 
     before_409, before_patches = conflicts([a, b]), patches(cluster, "deployments")
     ns = "ha-firings"
     seed(cluster, namespace_docs(ns) + [deployment_doc(ns, n) for n in names()])
-    start = datetime.now(timezone.utc) - timedelta(minutes=5)
+    start = datetime.now(UTC) - timedelta(minutes=5)
     bodies = [body_of(AlertSpec(s.name, s.namespace, s.pod, s.container, starts_at=start + timedelta(seconds=k))
                       for s in alerts_for(cluster, ns, names())) for k in (0, 1)]
     answers = race([a, b], bodies)

@@ -9,14 +9,15 @@ they may, so the refusals are not just a broken pipeline.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reactor.tools.payloads import AlertSpec, notification
 from reactor.sim import SimCluster
+from reactor.tools.payloads import AlertSpec, notification
 from tests.reliability.conftest import LONG
 from tests.reliability.figures import FIGURES
 from tests.reliability.harness import Child, deployment_doc, namespace_docs, pods_of, seed, state, writes

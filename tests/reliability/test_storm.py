@@ -13,16 +13,26 @@ import json
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from reactor.tools.payloads import AlertSpec, notification
 from reactor.sim import SimCluster
+from reactor.tools.payloads import AlertSpec, notification
 from tests.reliability.conftest import LONG
 from tests.reliability.figures import FIGURES
-from tests.reliability.harness import (Answer, Child, deployment_doc, missing_outcomes, namespace_docs, patches, pods_of,
-                                       seed, state)
+from tests.reliability.harness import (
+    Answer,
+    Child,
+    deployment_doc,
+    missing_outcomes,
+    namespace_docs,
+    patches,
+    pods_of,
+    seed,
+    state,
+)
 
 ALERTMANAGER_TIMEOUT = 10.0
 BUDGET_GLOBAL, BUDGET_NAMESPACE = 20, 5  # the defaults
@@ -37,7 +47,7 @@ class RssSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> "RssSampler":
+    def __enter__(self) -> RssSampler:
         self._thread.start()
         return self
 
@@ -95,7 +105,7 @@ def test_one_notification_of_ten_thousand_alerts(cluster: SimCluster, spawn: Cal
 def mixed_notifications(cluster: SimCluster, namespaces: list[str], apps: list[str], count: int) -> list[dict[str, Any]]:
     """What a busy Alertmanager sends: new firings, repeats, pods already gone, alerts the reactor ignores."""
     pods = [(ns, p) for ns in namespaces for a in apps for p in pods_of(cluster, ns, a)]
-    t0 = datetime.now(timezone.utc) - timedelta(minutes=10)
+    t0 = datetime.now(UTC) - timedelta(minutes=10)
     out = []
     for k in range(count):
         ns, pod = pods[k % len(pods)]

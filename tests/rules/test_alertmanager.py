@@ -7,10 +7,11 @@ import json
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import yaml
@@ -122,7 +123,7 @@ class RunningAlertmanager:
     sink: WebhookSink
 
     def post(self, alertname: str, *, resolved: bool = False) -> None:
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         alert = {"labels": {**LABELS, "alertname": alertname}, "annotations": {"value": "0.990", "gpus": "1"},
                  "startsAt": (now - timedelta(minutes=5)).isoformat(),
                  "endsAt": (now if resolved else now + timedelta(hours=1)).isoformat()}
@@ -171,9 +172,8 @@ def running_alertmanager(binary: str, workdir: Path, config: dict[str, Any]) -> 
 
 
 def _ready(url: str) -> bool:
-    with contextlib.suppress(OSError):
-        with urllib.request.urlopen(f"{url}/-/ready", timeout=1) as response:
-            return response.status == 200
+    with contextlib.suppress(OSError), urllib.request.urlopen(f"{url}/-/ready", timeout=1) as response:
+        return response.status == 200
     return False
 
 

@@ -15,8 +15,8 @@ from tests.rules.rule_files import (
     CONTRACT_LABELS,
     KNOWN_ALERTS,
     WORKLOAD_LABELS,
-    alert_rules,
     alert_cases,
+    alert_rules,
 )
 
 RULE_FILE = REPO / RULES_FILE
@@ -90,10 +90,10 @@ def test_every_alert_of_the_contract_is_defined_and_no_other() -> None:
 
 @pytest.mark.parametrize("rule", alert_rules(RULE_FILE), ids=lambda r: f"{r['alert']}-{r['labels'].get('thresholds', 'default')}")
 def test_every_alert_rule_carries_the_contract_labels_and_annotations(rule: dict) -> None:
-    assert CONTRACT_LABELS <= set(rule["labels"])
+    assert set(rule["labels"]) >= CONTRACT_LABELS
     assert rule["labels"]["reactor"] == "gpu"
     assert rule["labels"]["severity"] in {"info", "warning", "critical"}
-    assert CONTRACT_ANNOTATIONS <= set(rule["annotations"])
+    assert set(rule["annotations"]) >= CONTRACT_ANNOTATIONS
     assert "$value" in rule["annotations"]["value"]
     if rule["alert"] != "GPUMetricsMissing":
         assert "idle_gpus" in rule["annotations"]
@@ -117,8 +117,8 @@ def test_every_expected_alert_names_the_workload_and_checks_every_annotation() -
         for name, case in alert_cases(test_file):
             for alert in case.get("exp_alerts") or []:
                 where = f"{test_file.name}: {name} @ {case['eval_time']}"
-                assert WORKLOAD_LABELS | CONTRACT_LABELS <= set(alert["exp_labels"]), where
-                assert CONTRACT_ANNOTATIONS <= set(alert.get("exp_annotations", {})), where
+                assert set(alert["exp_labels"]) >= WORKLOAD_LABELS | CONTRACT_LABELS, where
+                assert set(alert.get("exp_annotations", {})) >= CONTRACT_ANNOTATIONS, where
                 assert not any(k.startswith("exported_") for k in alert["exp_labels"]), where
                 checked += 1
     assert checked >= 10

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 from kubernetes import client as k8s
 
 from reactor.sim import SimCluster
+
 
 @pytest.fixture
 def sim() -> Iterator[SimCluster]:

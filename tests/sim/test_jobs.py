@@ -4,7 +4,7 @@ driven by settle(), with `trigger_cronjob` standing in for the schedule and `fin
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client as k8s
@@ -34,7 +34,7 @@ def reasons(sim: SimCluster, name: str) -> list[tuple[str, str]]:
     return [(e["reason"], e["message"]) for e in sim.list("events", "ml") if e["involvedObject"]["name"] == name]
 
 
-AT = datetime(2026, 11, 30, 2, 0, tzinfo=timezone.utc)
+AT = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 
 
 # -- Job ----------------------------------------------------------------------------------------------

@@ -9,8 +9,9 @@ import shutil
 import subprocess
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from kubernetes import client as k8s

@@ -3,7 +3,7 @@ SetNewReplicaSetAnnotations; podutil.IsPodAvailable)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from reactor.sim import SimCluster
@@ -103,7 +103,7 @@ def test_old_replicasets_are_kept_while_a_rollout_is_incomplete() -> None:
 def test_min_ready_seconds_delays_availability_and_the_rollout() -> None:
     """minReadySeconds 30: a Ready pod counts as available only 30 s after it became Ready, so the rolling
     update (maxUnavailable 0) keeps the old pod until then."""
-    now = [datetime(2026, 11, 30, 2, 0, tzinfo=timezone.utc)]
+    now = [datetime(2026, 11, 30, 2, 0, tzinfo=UTC)]
     sim = _cluster(clock=lambda: now[0])
     body = deployment(replicas=1)
     body["spec"].update(minReadySeconds=30, strategy={"type": "RollingUpdate",

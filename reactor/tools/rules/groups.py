@@ -7,9 +7,10 @@ container is judged by exactly one threshold.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Iterator
+from typing import Any
 
 from . import promql
 from .promql import duration

@@ -8,8 +8,8 @@ also `kube_pod_info`, where enabled).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Callable
 
 WORKLOAD = ("namespace", "pod", "container")
 _GPU = ("gpu", "UUID", "GPU_I_ID")  # GPU_I_ID tells MIG instances of one GPU apart

@@ -7,10 +7,11 @@ Pure: parses an already-loaded YAML document into frozen values, or raises a
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ...errors import ConfigError
 from ...fields import parse_duration
