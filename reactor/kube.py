@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import urllib3
+import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
@@ -101,8 +102,9 @@ class KubeGateway:
                 k8s_config.load_kube_config(
                     config_file=settings.kubeconfig, context=settings.context, client_configuration=configuration
                 )
-            except k8s_config.ConfigException as e:
-                raise ConfigError("kube.kubeconfig", f"no usable kubeconfig ({e}); set kube.kubeconfig") from e
+            except (k8s_config.ConfigException, yaml.YAMLError, OSError) as e:
+                problem = str(e).replace("\n", " ")
+                raise ConfigError("kube.kubeconfig", f"no usable kubeconfig: {problem}") from e
         return cls(_api_client(configuration, settings), settings=settings, metrics=metrics)
 
     @classmethod

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..alerts import parse_notification
 from ..engine import Engine
-from ..errors import InvalidPayload, TemporaryError, UsageError
+from ..errors import ConfigError, InvalidPayload, TemporaryError, UsageError
 from ..kube import KubeGateway
 from ..metrics import Metrics
 from ..outcome import Outcome
@@ -69,11 +69,18 @@ def _plan(notification: Any, settings: Settings, *, kubeconfig: str | None, seed
     metrics = Metrics()
     with ExitStack() as stack:
         if kubeconfig is not None:
-            kube = KubeGateway.connect(dataclasses.replace(settings.kube, kubeconfig=kubeconfig), metrics)
+            kube = _connect(settings, kubeconfig, metrics)
         else:
             kube = _embedded(stack, seeds, settings, metrics)
         stack.callback(kube.close)
         return Engine(settings=settings, kube=kube, metrics=metrics).handle(notification)
+
+
+def _connect(settings: Settings, kubeconfig: str, metrics: Metrics) -> KubeGateway:
+    try:
+        return KubeGateway.connect(dataclasses.replace(settings.kube, kubeconfig=kubeconfig), metrics)
+    except ConfigError as e:
+        raise UsageError(f"--kubeconfig {kubeconfig}", e.problem) from e
 
 
 def _embedded(stack: ExitStack, seeds: list[str], settings: Settings, metrics: Metrics) -> KubeGateway:
