@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import socket
 import subprocess
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reactor.app.cli import main
+from reactor.app.cli import build_parser, main
 
 ROOT = Path(__file__).parents[1]
 DEMO = ROOT / "reactor" / "tools" / "demo_data"
@@ -135,3 +136,27 @@ def test_as_a_process_no_traceback_reaches_the_terminal(argv: list[str], tmp_pat
                           env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, timeout=60)
     assert done.returncode == 2
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def _commands(parser: argparse.ArgumentParser, prefix: str = "reactor") -> list[tuple[str, argparse.ArgumentParser]]:
+    found = [(prefix, parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += _commands(sub, f"{prefix} {name}")
+    return found
+
+
+@pytest.mark.parametrize("command,parser", _commands(build_parser()), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_command_and_argument_has_help(command: str, parser: argparse.ArgumentParser) -> None:
+    assert parser.description, command
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            assert all(choice.help for choice in action._choices_actions), command
+        else:
+            assert action.help and action.help != argparse.SUPPRESS, f"{command} {action.dest}"
+
+
+def test_the_rules_help_lists_render(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["rules", "--help"]) == 0
+    assert "render" in capsys.readouterr().out

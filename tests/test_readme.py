@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -97,3 +102,65 @@ def test_the_tuning_steps_keep_the_rule_checks_green(tmp_path: Path) -> None:
                           text=True, timeout=600, env=clean_env(PROMSTACK_REQUIRED=required))
     assert done.returncode == 0, done.stdout[-3000:]
     assert " passed" in done.stdout and "skipped" not in done.stdout.splitlines()[-1]
+
+
+def _printed(process: subprocess.Popen[str], timeout: float = 60) -> list[str]:
+    """What `reactor sim` printed up to its last line ("Ctrl-C stops the cluster.")."""
+    assert process.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not (lines and lines[-1].startswith("Ctrl-C")):
+        line = process.stdout.readline()
+        if not line:
+            break
+        lines.append(line.rstrip("\n"))
+    assert lines and lines[-1].startswith("Ctrl-C"), lines
+    return lines
+
+
+def _shape(line: str) -> list[str]:
+    """A command's words with paths and ports left out: variable names, the program's name, curl's flags."""
+    words = [w.split("=", 1)[0] + "=" if "=" in w and w.startswith("REACTOR_") else w for w in shlex.split(line)]
+    return [Path(w).name if "/" in w and not w.startswith(("http", "@", "Authorization")) else w for w in words
+            if not w.startswith(("http://", "@", "Authorization"))]
+
+
+@pytest.mark.slow
+def test_the_local_run_recipe_works_as_written(tmp_path: Path) -> None:
+    sim_line, serve_line, curl_line = sh_block("### Run the reactor locally")
+    (tmp_path / ".venv").symlink_to(Path(sys.executable).parent.parent)
+    sim = subprocess.Popen(sim_line, shell=True, cwd=tmp_path, stdout=subprocess.PIPE, text=True,
+                           env=clean_env(), start_new_session=True)
+    serve: subprocess.Popen[bytes] | None = None
+    try:
+        printed = _printed(sim)
+        serve_cmd = next(line.strip() for line in printed if line.strip().startswith("REACTOR_"))
+        curl_cmd = next(line.strip() for line in printed if line.strip().startswith("curl "))
+        assert _shape(serve_cmd) == _shape(serve_line) and _shape(curl_cmd) == _shape(curl_line)
+        listen = re.search(r"REACTOR_SERVER__LISTEN=(\S+)", serve_cmd)
+        assert listen is not None
+        serve = subprocess.Popen(serve_cmd, shell=True, cwd=tmp_path, env=clean_env(), start_new_session=True,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _wait_ready(f"http://{listen[1]}/readyz")
+        answer = subprocess.run(curl_cmd, shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        (outcome,) = json.loads(answer.stdout)["outcomes"]
+        assert (outcome["result"], outcome["action"], outcome["from"], outcome["to"]) == ("applied", "resize-gpu", 4, 1)
+    finally:
+        for process in (serve, sim):
+            if process is not None and process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+                process.wait(timeout=30)
+        if sim.stdout is not None:
+            sim.stdout.close()
+
+
+def _wait_ready(url: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"{url} never answered 200")
