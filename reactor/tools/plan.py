@@ -41,6 +41,9 @@ def run_plan(*, alerts: str, config: str | None, kubeconfig: str | None, seeds: 
     except TemporaryError as e:
         print(f"reactor plan: the cluster did not answer: {e}", file=sys.stderr)
         return 1
+    if kubeconfig is None and not seeds and any(o.reason == "not-found" for o in outcomes):
+        print("reactor plan: note: planned against the demo cluster, which has no such pod; its pods are named in "
+              "reactor/tools/demo_data/alerts-*.json — or pass --seed or --kubeconfig for your own", file=sys.stderr)
     if output == "json":
         print(json.dumps({"outcomes": [o.to_json() for o in outcomes]}, indent=2))
     else:
