@@ -116,12 +116,15 @@ def test_a_bad_argument_is_one_line_and_a_non_zero_status(
     assert all(s in err for s in bad.says), err
 
 
-def test_the_sim_port_in_use_is_named(tmp_path: Path, clean_env: None, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("command", ["sim", "demo"])
+def test_a_port_in_use_is_named(command: str, tmp_path: Path, clean_env: None,
+                                capsys: pytest.CaptureFixture[str]) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        status = run(["sim", "--port", str(port), "--kubeconfig", str(tmp_path / "k")])
+        extra = ["--kubeconfig", str(tmp_path / "k")] if command == "sim" else ["--once"]
+        status = run([command, "--port", str(port), *extra])
     err = capsys.readouterr().err
     assert status == 2
     assert f"--port {port}: cannot listen on 127.0.0.1:{port}" in err and "0 for any free one" in err

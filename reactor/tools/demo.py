@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import secrets
 import signal
+import socket
 import sys
 import tempfile
 import urllib.error
@@ -20,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..errors import UsageError
 from ..sim import SimCluster
 from .launcher import Child, LaunchError, start_serve
 from .payloads import AlertSpec, notification, rfc3339
@@ -96,6 +98,8 @@ def _steps() -> list[Step]:
 
 def run_demo(*, once: bool, port: int = 0) -> int:
     """0 when done; 128 + N when signal N (Ctrl-C, SIGTERM, SIGHUP) stopped it — the child is stopped either way."""
+    if port:
+        _check_free(port)
     try:
         with raising_on_stop_signals(), tempfile.TemporaryDirectory(prefix="gpu-reactor-demo-") as tmp:
             _run(once=once, port=port, tmp=Path(tmp))
@@ -104,6 +108,16 @@ def run_demo(*, once: bool, port: int = 0) -> int:
         print(f"\nreactor demo: stopped by {name}; its reactor serve was stopped too", file=sys.stderr)
         return e.exit_status
     return 0
+
+
+def _check_free(port: int) -> None:
+    """Said before anything starts, rather than as gunicorn's retries a few seconds later."""
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as e:
+            raise UsageError(f"--port {port}", f"cannot listen on 127.0.0.1:{port}: {e.strerror}; "
+                                               "pick another port, or 0 for any free one") from e
 
 
 def _run(*, once: bool, port: int, tmp: Path) -> None:
