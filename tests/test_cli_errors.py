@@ -27,6 +27,7 @@ class Bad:
     argv: tuple[str, ...]
     status: int
     says: tuple[str, ...]
+    lines: int = 1  # one per problem: a heading and a line each when there are several
 
 
 def run(argv: list[str]) -> int:
@@ -44,9 +45,11 @@ def files(tmp: Path) -> dict[str, str]:
     (tmp / "kubeconfig-empty").write_text("just: text\n")
     (tmp / "not-k8s.yaml").write_text("metadata: {name: x}\n")
     (tmp / "token").write_text("t0ken\n")
+    (tmp / "tls.yaml").write_text(f"server: {{tokenFile: {tmp / 'token'}, tlsCert: /no.pem, tlsKey: /no.key}}\n")
     (tmp / "gone.yaml").write_text(f"server: {{tokenFile: {tmp / 'token'}}}\nkube: {{kubeconfig: {tmp / 'nope'}}}\n")
-    return {k: str(tmp / k) for k in ("bad.json", "not-am.json", "kubeconfig-not-yaml", "kubeconfig-empty",
-                                      "not-k8s.yaml", "gone.yaml")} | {"tmp": str(tmp), "missing": str(tmp / "nope")}
+    names = ("bad.json", "not-am.json", "kubeconfig-not-yaml", "kubeconfig-empty", "not-k8s.yaml", "gone.yaml",
+             "tls.yaml")
+    return {k: str(tmp / k) for k in names} | {"tmp": str(tmp), "missing": str(tmp / "nope")}
 
 
 CASES: dict[str, Callable[[dict[str, str]], Bad]] = {
@@ -87,6 +90,9 @@ CASES: dict[str, Callable[[dict[str, str]], Bad]] = {
     "serve-config-missing": lambda f: Bad(("serve", "--config", f["missing"]), 2, ("cannot read",)),
     "serve-without-token-file": lambda f: Bad(("serve",), 2, ("server.tokenFile: required",
                                                                "REACTOR_SERVER__TOKEN_FILE")),
+    "serve-tls-files-missing": lambda f: Bad(("serve", "--config", f["tls.yaml"]), 2,
+                                             ("2 problems", "server.tlsCert: no such file",
+                                              "server.tlsKey: no such file"), lines=3),
     "serve-kubeconfig-missing": lambda f: Bad(("serve", "--config", f["gone.yaml"]), 2,
                                               ("kube.kubeconfig", "no usable kubeconfig")),
 }
@@ -112,7 +118,7 @@ def test_a_bad_argument_is_one_line_and_a_non_zero_status(
     out, err = capsys.readouterr()
     assert status == bad.status, err
     assert "Traceback" not in out + err
-    assert len(err.strip().splitlines()) == 1, err
+    assert len(err.strip().splitlines()) == bad.lines, err
     assert all(s in err for s in bad.says), err
 
 

@@ -11,10 +11,11 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
-from ..errors import ConfigError, ReactorError, UsageError
-from ..settings import load_settings
+from ..errors import ConfigError, ConfigErrors, ReactorError, UsageError
+from ..settings import Settings, load_settings
 from ..settings import warnings as settings_warnings
 from . import logs
 
@@ -178,11 +179,21 @@ def _plan(args: argparse.Namespace) -> int:
                     output=args.output)
 
 
+def _check_tls_files(settings: Settings) -> None:
+    """Said here in one line each, not as the traceback gunicorn prints when it cannot load them."""
+    missing = [ConfigError(key, f"no such file: {path}") for key, path in
+               (("server.tlsCert", settings.server.tls_cert), ("server.tlsKey", settings.server.tls_key))
+               if path is not None and not Path(path).is_file()]
+    if missing:
+        raise ConfigErrors(missing)
+
+
 def _serve(args: argparse.Namespace) -> int:
     from .assembly import assemble, check_ladder
     from .runner import run
 
     settings = load_settings(args.config)
+    _check_tls_files(settings)
     logs.configure(settings.log_format, settings.log_level)
     service = assemble(settings)
     missing = check_ladder(service)
