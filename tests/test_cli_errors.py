@@ -84,6 +84,8 @@ CASES: dict[str, Callable[[dict[str, str]], Bad]] = {
     "rules-values-missing": lambda f: Bad(("rules", "render", "--values", f["missing"]), 2, ("--values",)),
     "sim-seed-missing": lambda f: Bad(("sim", "--seed", "nope", "--kubeconfig", f["missing"]), 2,
                                       ("--seed nope", "no such file")),
+    "sim-kubeconfig-unwritable": lambda f: Bad(("sim", "--kubeconfig", f["missing"] + "/k"), 2,
+                                               ("--kubeconfig", "cannot write")),
     "sim-port-not-a-number": lambda f: Bad(("sim", "--port", "x"), 2, ("--port", "not a port number")),
     "sim-port-too-big": lambda f: Bad(("sim", "--port", "70000"), 2, ("--port", "0-65535")),
     "demo-port-negative": lambda f: Bad(("demo", "--port", "-1"), 2, ("--port",)),

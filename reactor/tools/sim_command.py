@@ -37,7 +37,7 @@ def run_sim(*, seeds: list[str], port: int, kubeconfig: str, rbac: bool = False)
     sim = _start(rbac=rbac, port=port)
     try:
         loaded = seed(sim, seeds)
-        path = sim.write_kubeconfig(kubeconfig)
+        path = _write_kubeconfig(sim, kubeconfig)
         print(f"embedded cluster at {sim.url}")
         print(f"kubeconfig: {Path(path).resolve()}   (kubectl --kubeconfig {path} get deploy -A)", flush=True)
         print_serve_recipe(Path(path), write_token(Path(path)), allowed_namespaces(loaded), demo=not seeds)
@@ -59,3 +59,11 @@ def _start(*, rbac: bool, port: int) -> SimCluster:
                                           "pick another port, or 0 for any free one") from e
     except RuntimeError as e:  # --rbac without the openssl command
         raise UsageError("--rbac", str(e)) from e
+
+
+def _write_kubeconfig(sim: SimCluster, kubeconfig: str) -> str:
+    try:
+        return sim.write_kubeconfig(kubeconfig)
+    except OSError as e:
+        raise UsageError(f"--kubeconfig {kubeconfig}", f"cannot write: {e.strerror}; give a path in a folder "
+                                                       "you can write to") from e
