@@ -1,6 +1,7 @@
 """The one settings object: a YAML policy file plus `REACTOR_*` environment overrides, validated once.
 
-Every key has a default and a bound; a bad value is a `ConfigError` naming the key.
+Every key has a default and a bound; every bad value is reported at once (`ConfigErrors`), each named by its
+source — the file and key, or the `REACTOR_*` variable (`config_sources`).
 Nothing here reads the environment at import time: `load_settings` is called at start.
 """
 
