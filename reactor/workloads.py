@@ -111,7 +111,9 @@ def hpa_targets(hpas: Iterable[Mapping[str, Any]]) -> frozenset[tuple[str, str]]
     return frozenset(targets)
 
 
-def to_bounds(limit_ranges: Iterable[Mapping[str, Any]], quotas: Iterable[Mapping[str, Any]], gpu_resource: str) -> Bounds:
+def to_bounds(
+    limit_ranges: Iterable[Mapping[str, Any]], quotas: Iterable[Mapping[str, Any]], gpu_resource: str
+) -> Bounds:
     """The tightest LimitRange min/max and the ResourceQuota with the least headroom for the GPU resource."""
     lo: int | None = None
     hi: int | None = None
