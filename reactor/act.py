@@ -21,12 +21,12 @@ from .annotations import state_annotations
 from .budget import Budget
 from .errors import ConflictError, PermanentError, ReactorError, TemporaryError
 from .kube import KubeGateway
-from .model import Action, Decision, Mode, Result, Signal, Skip, SkipReason, Workload, WorkloadRef
+from .model import Action, Decision, Kind, Mode, Result, Signal, Skip, SkipReason, Workload, WorkloadRef
 from .workloads import template_path
 
 log = logging.getLogger(__name__)
 
-API_VERSIONS = {"Deployment": "apps/v1", "StatefulSet": "apps/v1", "CronJob": "batch/v1", "Job": "batch/v1"}
+API_VERSIONS: dict[str, str] = {Kind.DEPLOYMENT: "apps/v1", Kind.STATEFULSET: "apps/v1", Kind.CRONJOB: "batch/v1", Kind.JOB: "batch/v1"}
 EVENT_REASONS = {
     "resize-gpu": "GPUResized",
     "scale-replicas": "ReplicasScaled",
