@@ -284,6 +284,8 @@ def _owner_skip(alert: Alert, owner: Owner | None) -> Skip | None:
     if owner is None:
         return Skip(SkipReason.NOT_FOUND, f"pod {alert.namespace}/{alert.pod} does not exist (replaced or deleted)")
     kind = owner.ref.kind
+    if owner.unverified:
+        return Skip(SkipReason.OWNER_UNVERIFIED, owner.unverified)
     if owner.obj is None:
         return Skip(SkipReason.UNSUPPORTED_OWNER, f"owned by {kind} {owner.ref.name}, which the reactor does not change")
     if kind == "Pod":

@@ -234,6 +234,12 @@ class SkipReason(str, enum.Enum):
     BUDGET_EXHAUSTED = "budget-exhausted"
     CONFLICT = "conflict"
     API_ERROR = "api-error"
+    OWNER_UNVERIFIED = "owner-unverified"
+    UNAUTHENTICATED_STATE = "unauthenticated-state"
+    OTHER_CLUSTER = "other-cluster"
+    DEADLINE_EXCEEDED = "deadline-exceeded"
+    TOO_MANY_UNKNOWN_PODS = "too-many-unknown-pods"
+    INTERNAL_ERROR = "internal-error"
 
 
 @dataclass(frozen=True, slots=True)
