@@ -19,7 +19,7 @@ from typing import Any
 from . import act
 from .annotations import state_annotations
 from .budget import Budget
-from .errors import ConflictError, PermanentError, TemporaryError
+from .errors import ConfigError, ConflictError, PermanentError, TemporaryError
 from .kube import KubeGateway
 from .metrics import Metrics
 from .model import (
@@ -40,6 +40,7 @@ from .policy import decide, early_refusal, effective_mode, fold
 from .record import Recorder
 from .resolve import Owner, Owners, Reader, resolve_owner, valid_name, valid_namespace
 from .settings import Settings
+from .statemac import StateKeys, authenticate
 from .workloads import hpa_targets, to_bounds, to_workload
 
 log = logging.getLogger(__name__)
@@ -66,8 +67,12 @@ class Engine:
 
     def __init__(
         self, *, settings: Settings, kube: KubeGateway, metrics: Metrics,
-        budget: Budget | None = None, clock: Callable[[], datetime] = utcnow,
+        budget: Budget | None = None, clock: Callable[[], datetime] = utcnow, state_keys: StateKeys | None = None,
     ) -> None:
+        if state_keys is None and not settings.policy.dry_run:
+            raise ConfigError("state.keyFile", "required unless dryRun: the reactor signs the state annotations it "
+                                               "writes, and acts on none it cannot verify (see the README)")
+        self.state_keys = state_keys
         self.settings = settings
         self.policy = settings.policy
         self.kube = kube
@@ -156,6 +161,10 @@ class Engine:
                 except PermanentError as e:
                     # A refused read (403, 422) is this pod's outcome, never a lost notification.
                     resolved[pod] = None, Skip(SkipReason.API_ERROR, str(e))
+                except TemporaryError:
+                    raise  # the whole notification is retried (503): the API server may answer next time
+                except Exception as e:  # noqa: BLE001 - as in _decide_all: fails this pod's alerts only
+                    resolved[pod] = None, self._internal_error(WorkloadRef("Pod", *pod), e)  # type: ignore[arg-type]
             owner, skip = resolved[pod]
             if skip is not None:
                 unresolved[i] = self.record.alert_skip(alert, owner.ref if owner else None, skip)
@@ -182,6 +191,9 @@ class Engine:
                 self.metrics.skips.labels(reason=SkipReason.API_ERROR.value).inc()
                 log.warning("workload not handled", extra={"workload": str(ref), "error": str(e)})
                 decision, result = Skip(SkipReason.API_ERROR, str(e)), "failed"
+            except Exception as e:  # noqa: BLE001 - the isolation boundary: one workload's bug fails that workload
+                decision, result = self._internal_error(ref, e), "failed"
+                self.metrics.skips.labels(reason=SkipReason.INTERNAL_ERROR.value).inc()
             for i, alert in zip(indexes, group):
                 outcomes[i] = outcome_for(alert, ref, decision, result)
         return failures
@@ -208,6 +220,8 @@ class Engine:
                         return self._finish_skip(ref, signal, Skip(SkipReason.BUDGET_EXHAUSTED, "the action budget for this window is spent"))
                     spent = True
                 annotations = state_annotations(decision, signal, workload, self.policy, now)
+                assert self.state_keys is not None  # not dry run: checked at construction
+                annotations = self.state_keys.sealed(workload.uid, annotations)
                 try:
                     written = act.apply(self.kube, decision, workload, annotations, self.policy.gpu_resource)
                 except ConflictError:
@@ -235,7 +249,7 @@ class Engine:
                 now: datetime) -> tuple[Workload, Action | Skip]:
         ref = owner.ref
         strategies = self.policy.alerts.get(signal.alert, ())
-        workload = to_workload(obj, ref.kind, self.policy.gpu_resource, via=owner.via)
+        workload = authenticate(to_workload(obj, ref.kind, self.policy.gpu_resource, via=owner.via), self.state_keys)
         refused = early_refusal(signal, workload, self.policy, now)
         if refused is not None:
             return workload, refused
@@ -254,6 +268,11 @@ class Engine:
         return workload, decision
 
     # --- recording ----------------------------------------------------------------------
+
+    def _internal_error(self, ref: WorkloadRef, error: Exception) -> Skip:
+        """An unexpected error (a bug, a value nobody foresaw): logged with its traceback, answered as a Skip."""
+        log.error("workload failed", exc_info=error, extra={"workload": str(ref), "error": repr(error)[:500]})
+        return Skip(SkipReason.INTERNAL_ERROR, f"unexpected {type(error).__name__} while deciding {ref} (see the log)")
 
     def _finish_skip(self, ref: WorkloadRef, signal: Signal, skip: Skip) -> tuple[Skip, str]:
         self.record.skip(ref, signal, skip)

@@ -13,6 +13,7 @@ from ..model import Action, Bounds, Considered, Signal, Skip, SkipReason, Worklo
 from ..settings import Policy
 from . import rails
 from .context import Context, effective_mode
+from .limits import out_of_bounds
 from .revert import revert
 from .strategies import run
 
@@ -43,11 +44,19 @@ def decide(
     if refused is not None:
         return refused
     if signal.status != "firing":
-        return revert(ctx)
+        return _bounded(ctx, revert(ctx))
     refused = rails.first_refusal(ctx, rails.BEFORE_STRATEGIES)
     if refused is not None:
         return refused
-    return _first_that_applies(ctx)
+    return _bounded(ctx, _first_that_applies(ctx))
+
+
+def _bounded(ctx: Context, decision: Action | Skip) -> Action | Skip:
+    """Whatever reached it, an Action writes only a value inside the bounds (see `out_of_bounds`)."""
+    if isinstance(decision, Skip):
+        return decision
+    refused = out_of_bounds(ctx, decision)
+    return decision if refused is None else replace(refused, considered=decision.considered)
 
 
 def early_refusal(signal: Signal, workload: Workload, policy: Policy, now: datetime) -> Skip | None:

@@ -27,6 +27,7 @@ from reactor.kube import KubeGateway
 from reactor.metrics import Metrics
 from reactor.settings import build_settings
 from reactor.sim import SimCluster
+from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec, notification
 from tests.deploy.deploy_helpers import DEPLOY, render
 from tests.support import HERE, NAMESPACE, Reactor
@@ -65,7 +66,7 @@ def _annotate(sim: SimCluster, resource: str, name: str, annotations: dict[str, 
 def _reactor(sim: SimCluster, token_file: Path) -> Reactor:
     """tests.support.build_reactor, but with the deployed policy and the ServiceAccount's token."""
     doc = yaml.safe_load((DEPLOY / "reactor" / "policy.yaml").read_text())
-    doc.update(server={"tokenFile": str(token_file)}, kube={"timeout": "2s", "qps": 1000, "burst": 1000, "conflictRetries": 3},
+    doc.update(server={"tokenFile": str(token_file)}, state={"keyFile": str(state_key_file(token_file.parent))}, kube={"timeout": "2s", "qps": 1000, "burst": 1000, "conflictRetries": 3},
                logging={"format": "text"})
     settings = build_settings(doc, {})
     registry = CollectorRegistry()

@@ -22,6 +22,7 @@ from reactor.kube import KubeGateway
 from reactor.metrics import Metrics
 from reactor.settings import build_settings
 from reactor.sim import SimCluster
+from reactor.tools.launcher import state_key_file
 from tests.deploy.deploy_helpers import DEPLOY
 from tests.support import HERE, NAMESPACE, Reactor
 
@@ -64,6 +65,7 @@ def deployed_reactor(sim: SimCluster, token_file: Path, **overrides: Any) -> Rea
     """The reactor with the deployed policy (plus `overrides`), acting with its ServiceAccount's token."""
     doc = yaml.safe_load((DEPLOY / "reactor" / "policy.yaml").read_text())
     doc.update(server={"tokenFile": str(token_file)}, logging={"format": "text"},
+               state={"keyFile": str(state_key_file(token_file.parent))},
                kube={"timeout": "2s", "qps": 1000, "burst": 1000, "conflictRetries": 3})
     doc.update(overrides)
     settings = build_settings(doc, {})
