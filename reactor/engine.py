@@ -129,6 +129,11 @@ class Engine:
         """Refusals that need no API call; `targets` holds the verdict on each pod named so far."""
         if alert.name not in KNOWN_ALERTS:
             return Skip(SkipReason.UNKNOWN_ALERT, f"alert {alert.name!r} is not one the reactor acts on")
+        cluster = alert.labels.get("cluster")
+        if self.policy.cluster is not None and cluster is not None and cluster != self.policy.cluster:
+            # A central Alertmanager can misroute, and the same namespace/pod names exist in every cluster.
+            return Skip(SkipReason.OTHER_CLUSTER,
+                        f"the alert is for cluster {cluster!r}, this is {self.policy.cluster!r}")
         target = (alert.namespace, alert.pod)
         if target not in targets:
             targets[target] = self._target_skip(alert.namespace, alert.pod)

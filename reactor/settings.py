@@ -77,6 +77,7 @@ class Policy:
     budget_namespace: Window = Window(5, timedelta(minutes=10))
     priority_ladder: tuple[str, ...] = ("medium-priority-gpu", "high-priority-gpu")
     alerts: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: DEFAULT_ALERTS)
+    cluster: str | None = None  # this cluster's name: alerts whose `cluster` label names another are skipped
 
     def namespace_allowed(self, namespace: str) -> bool:
         """Deny wins; `*` in allow admits every namespace not denied."""
@@ -176,6 +177,7 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "budget.namespace": ("policy", "budget_namespace", _window),
     "priorityLadder": ("policy", "priority_ladder", names),
     "alerts": ("policy", "alerts", _alerts),
+    "cluster": ("policy", "cluster", opt_str),
     "server.listen": ("server", "listen", listen),
     "server.tokenFile": ("server", "token_file", opt_str),
     "server.maxBodyBytes": ("server", "max_body_bytes", bounded(int, 1024, 64 << 20)),
