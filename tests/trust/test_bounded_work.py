@@ -18,17 +18,10 @@ import pytest
 from reactor.sim import SimCluster
 from reactor.tools.payloads import AlertSpec, notification
 from tests.support import NAMESPACE, Reactor
-from tests.trust.tenant import deployed_reactor
+from tests.trust.tenant import GHOSTS, deployed_reactor, ghost_specs
 
-GHOSTS = 300
 # One LIST of the namespace's pods, then a GET of a ReplicaSet and a Job for each of the default 10 names.
 GHOST_REQUESTS = 1 + 2 * 10
-
-
-def ghost_specs(count: int = GHOSTS) -> list[AlertSpec]:
-    """Alerts on `count` pods that do not exist, each with its own would-be controller name."""
-    return [AlertSpec("GPUSaturated", NAMESPACE, f"ghost{i}-7d9f8b6c5-x{i:04d}", "server", 0.99, 4)
-            for i in range(count)]
 
 
 def ghost_requests(reactor: Reactor, sim: SimCluster, count: int = GHOSTS) -> tuple[int, dict[str, Any]]:
