@@ -16,6 +16,7 @@ from ..kube import KubeGateway
 from ..metrics import Metrics
 from ..settings import Settings
 from ..settings import warnings as settings_warnings
+from ..statemac import load_state_keys
 from ..web import Readiness, TokenFile, create_app
 
 log = logging.getLogger(__name__)
@@ -38,9 +39,10 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
         token = TokenFile(settings.server.token_file)
     except OSError as e:
         raise ConfigError("server.tokenFile", f"cannot read {settings.server.token_file}: {e.strerror}") from e
+    keys = load_state_keys(settings.server.state_key_file, settings.server.state_previous_key_file)
     metrics = metrics or Metrics(registry)
     kube = kube or KubeGateway.connect(settings.kube, metrics)
-    engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock)
+    engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock, state_keys=keys)
     app = create_app(settings, engine=engine, metrics=metrics, token=token, readiness=Readiness(kube.version))
     for warning in settings_warnings(settings):
         log.warning("the policy acts nowhere", extra={"detail": warning})

@@ -1,7 +1,7 @@
 """The recipe `reactor sim` prints for running `reactor serve` locally against it: a ready-to-paste command.
 
-It writes the webhook's bearer token file next to the kubeconfig and prints the exact command (the
-kubeconfig, the token file, a free loopback port, the namespaces to allow), and a `curl` to try it with.
+It writes the webhook's bearer token and the state-signing key next to the kubeconfig, and prints the exact
+command (the kubeconfig, both files, a free loopback port, the namespaces to allow) and a `curl` to try it with.
 It never starts the reactor itself.
 """
 
@@ -14,18 +14,24 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..settings import DEFAULT_DENY, env_name
+from ..policy.values import DEFAULT_DENY
+from ..settings import env_name
 from .launcher import free_port
 from .seeds import demo_file
 
 WORKLOAD_KINDS = frozenset({"Deployment", "StatefulSet", "CronJob", "Job"})
 
 
-def write_token(kubeconfig: Path) -> Path:
-    """A fresh random bearer token in `<kubeconfig without suffix>.token`, readable by its owner only."""
-    path = kubeconfig.with_suffix(".token")
+def write_secrets(kubeconfig: Path) -> tuple[Path, Path]:
+    """Fresh random secrets next to the kubeconfig, readable by their owner only: the webhook's bearer token
+    (`<kubeconfig without suffix>.token`) and the key that signs the reactor's state (`….state-key`)."""
+    return _secret(kubeconfig.with_suffix(".token"), 16), _secret(kubeconfig.with_suffix(".state-key"), 32)
+
+
+def _secret(path: Path, size: int) -> Path:
     path.touch(mode=0o600)
-    path.write_text(secrets.token_hex(16) + "\n", encoding="utf-8")
+    path.chmod(0o600)
+    path.write_text(secrets.token_hex(size) + "\n", encoding="utf-8")
     return path.resolve()
 
 
@@ -42,11 +48,13 @@ def reactor_program() -> list[str]:
     return [str(script)] if script.is_file() else [sys.executable, "-m", "reactor"]
 
 
-def serve_command(kubeconfig: Path, token: Path, listen: str, allow: list[str]) -> str:
+def serve_command(kubeconfig: Path, secret_files: tuple[Path, Path], listen: str, allow: list[str]) -> str:
     """`REACTOR_…=… reactor serve`: every setting in the environment, so no policy file is needed."""
+    token, state_key = secret_files
     env = {
         "kube.kubeconfig": str(kubeconfig.resolve()),
         "server.tokenFile": str(token),
+        "state.keyFile": str(state_key),
         "server.listen": listen,
         "namespaces.allow": ",".join(allow),
         "logging.format": "text",
@@ -61,11 +69,12 @@ def curl_command(token: Path, listen: str, body: Path) -> str:
             f"http://{listen}/alerts")
 
 
-def print_serve_recipe(kubeconfig: Path, token: Path, allow: list[str], *, demo: bool) -> None:
+def print_serve_recipe(kubeconfig: Path, secret_files: tuple[Path, Path], allow: list[str], *, demo: bool) -> None:
     listen = f"127.0.0.1:{free_port()}"
-    print(f"webhook token: {token}")
+    token, state_key = secret_files
+    print(f"webhook token: {token}   state key: {state_key}")
     print("run the reactor against it (in another shell):")
-    print(f"  {serve_command(kubeconfig, token, listen, allow)}")
+    print(f"  {serve_command(kubeconfig, secret_files, listen, allow)}")
     if demo:
         print("then send it a notification:")
         print(f"  {curl_command(token, listen, demo_file('alerts-underutilized.json'))}")

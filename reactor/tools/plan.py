@@ -21,6 +21,7 @@ from ..kube import KubeGateway
 from ..metrics import Metrics
 from ..outcome import Outcome
 from ..settings import Settings, load_settings
+from ..statemac import load_state_keys
 from .seeds import apply_seeds, demo_file, read_seeds
 
 OUTPUTS = ("text", "json")
@@ -76,7 +77,8 @@ def _plan(notification: Any, settings: Settings, *, kubeconfig: str | None, seed
         else:
             kube = _embedded(stack, seeds, settings, metrics)
         stack.callback(kube.close)
-        return Engine(settings=settings, kube=kube, metrics=metrics).handle(notification)
+        keys = load_state_keys(settings.server.state_key_file, settings.server.state_previous_key_file)
+        return Engine(settings=settings, kube=kube, metrics=metrics, state_keys=keys).handle(notification)
 
 
 def _connect(settings: Settings, kubeconfig: str, metrics: Metrics) -> KubeGateway:

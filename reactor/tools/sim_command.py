@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..sim import SimCluster
-from .local_run import allowed_namespaces, print_serve_recipe, write_token
+from .local_run import allowed_namespaces, print_serve_recipe, write_secrets
 from .seeds import apply_seeds, missing_namespaces, read_seeds
 from .signals import STOP_SIGNALS
 
@@ -40,7 +40,7 @@ def run_sim(*, seeds: list[str], port: int, kubeconfig: str, rbac: bool = False)
         path = _write_kubeconfig(sim, kubeconfig)
         print(f"embedded cluster at {sim.url}")
         print(f"kubeconfig: {Path(path).resolve()}   (kubectl --kubeconfig {path} get deploy -A)", flush=True)
-        print_serve_recipe(Path(path), write_token(Path(path)), allowed_namespaces(loaded), demo=not seeds)
+        print_serve_recipe(Path(path), write_secrets(Path(path)), allowed_namespaces(loaded), demo=not seeds)
         sim.run_controllers()
         stop = threading.Event()
         for sig in STOP_SIGNALS:
