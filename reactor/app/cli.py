@@ -55,8 +55,9 @@ def build_parser() -> Parser:
     return parser
 
 
-def _command(sub: Any, name: str, run: Callable[[argparse.Namespace], int], help: str, **kw: Any) -> Parser:
-    p: Parser = sub.add_parser(name, help=help, description=kw.pop("description", help), **kw)
+def _command(sub: Any, name: str, run: Callable[[argparse.Namespace], int], summary: str, **kw: Any) -> Parser:
+    """A subcommand whose `run` main calls; `summary` is its line in the parent's help and, by default, its own."""
+    p: Parser = sub.add_parser(name, help=summary, description=kw.pop("description", summary), **kw)
     p.set_defaults(run=run)
     return p
 
@@ -64,7 +65,9 @@ def _command(sub: Any, name: str, run: Callable[[argparse.Namespace], int], help
 def _add_serve(sub: Any) -> None:
     p = _command(sub, "serve", _serve, "serve the webhook against a real cluster (in-cluster config or kubeconfig)",
                  description="Serve the Alertmanager webhook. Needs a bearer token file (server.tokenFile or "
-                             "REACTOR_SERVER__TOKEN_FILE); outside a cluster also a kubeconfig (kube.kubeconfig).")
+                             "REACTOR_SERVER__TOKEN_FILE) and, unless dryRun, a state-signing key (state.keyFile); "
+                             "outside a cluster also a kubeconfig (kube.kubeconfig). `reactor sim` prints a "
+                             "complete command for its embedded cluster.")
     p.add_argument("--config", metavar="FILE", help="the policy file (YAML); REACTOR_* variables override its keys")
 
 
