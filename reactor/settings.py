@@ -96,6 +96,10 @@ class Server:
     timeout: timedelta = timedelta(seconds=25)
     tls_cert: str | None = None
     tls_key: str | None = None
+    # /healthz, /readyz and /metrics, on a listener and a thread of their own (never the webhook's).
+    probe_listen: str = "0.0.0.0:8081"
+    # The longest a client may take to send a whole request, head and body (each read: 5 s at most).
+    read_timeout: timedelta = timedelta(seconds=10)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +182,8 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "server.timeout": ("server", "timeout", duration_in(timedelta(seconds=1), timedelta(minutes=10))),
     "server.tlsCert": ("server", "tls_cert", opt_str),
     "server.tlsKey": ("server", "tls_key", opt_str),
+    "server.probeListen": ("server", "probe_listen", listen),
+    "server.readTimeout": ("server", "read_timeout", duration_in(timedelta(seconds=1), timedelta(minutes=5))),
     "kube.kubeconfig": ("kube", "kubeconfig", opt_str),
     "kube.context": ("kube", "context", opt_str),
     "kube.qps": ("kube", "qps", bounded(float, 0.1, 10_000)),
@@ -240,7 +246,13 @@ def build_settings(doc: Mapping[str, Any], environ: Mapping[str, str] | None = N
     server = Server(**values["server"])
     if (server.tls_cert is None) != (server.tls_key is None):
         raise ConfigError("server.tlsCert", "tlsCert and tlsKey must be set together")
+    if _port(server.probe_listen) == _port(server.listen) != 0:
+        raise ConfigError("server.probeListen", f"must use another port than server.listen ({server.listen})")
     return Settings(policy=policy, server=server, kube=Kube(**values["kube"]), **values["top"])
+
+
+def _port(address: str) -> int:
+    return int(address.rpartition(":")[2])
 
 
 def _check_policy(p: Policy) -> None:

@@ -14,8 +14,9 @@ from ..engine import Engine, utcnow
 from ..errors import ConfigError, PermanentError
 from ..kube import KubeGateway
 from ..metrics import Metrics
+from ..probes import Probes, Readiness
 from ..settings import Settings
-from ..web import Readiness, TokenFile, create_app
+from ..web import TokenFile, create_app
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +24,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class Service:
     app: Flask
+    probes: Probes
     engine: Engine
     metrics: Metrics
     kube: KubeGateway
@@ -39,10 +41,11 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
     metrics = metrics or Metrics(registry)
     kube = kube or KubeGateway.connect(settings.kube, metrics)
     engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock)
-    app = create_app(settings, engine=engine, metrics=metrics, token=token, readiness=Readiness(kube.version))
+    app = create_app(settings, engine=engine, metrics=metrics, token=token)
+    probes = Probes(metrics, Readiness(kube.version))
     if not settings.policy.allow:
         log.warning("no namespace is allowed: every alert will be skipped (set namespaces.allow)")
-    return Service(app=app, engine=engine, metrics=metrics, kube=kube)
+    return Service(app=app, probes=probes, engine=engine, metrics=metrics, kube=kube)
 
 
 def check_ladder(service: Service) -> list[str]:
