@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flask import Flask, Response, jsonify, request
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from .alerts import parse_notification
 from .bearer import TokenFile
@@ -78,7 +78,7 @@ def create_app(settings: Settings, *, engine: Engine, metrics: Metrics, token: T
         if request.mimetype != "application/json":
             return answer(415, {"error": f"expected Content-Type application/json, got {request.mimetype or 'none'!r}"})
         try:
-            notification = parse_notification(_decode(request.get_data(cache=False)))
+            notification = parse_notification(_decode(_body(settings.server.max_body_bytes)))
         except InvalidPayload as e:
             return answer(400, {"error": f"invalid Alertmanager payload: {e}", "field": e.field})
         if not _admit(inflight, waiting):
@@ -118,6 +118,17 @@ def _admit(inflight: threading.BoundedSemaphore, waiting: threading.BoundedSemap
         return inflight.acquire(timeout=1.0)
     finally:
         waiting.release()
+
+
+def _body(limit: int) -> bytes:
+    """The request body; a chunked one (no Content-Length) longer than `limit` is a 413, not a body cut short.
+
+    The stream stops one byte past the limit (MAX_CONTENT_LENGTH), so reading it whole shows whether there is more.
+    """
+    raw = request.get_data(cache=False)
+    if len(raw) > limit:
+        raise RequestEntityTooLarge()
+    return raw
 
 
 def _decode(raw: bytes) -> Any:

@@ -42,6 +42,12 @@ def main(argv: list[str] | None = None) -> int:
     for column in COLUMNS:
         value = total[column]
         print(f"  {column.ljust(width)}  {value:.1f}" if isinstance(value, float) else f"  {column.ljust(width)}  {value}")
+    notes = doc.get("notes") or {}
+    if notes:
+        print("measured:")
+        width = max(len(n) for n in notes)
+        for name, value in notes.items():
+            print(f"  {name.ljust(width)}  {value}")
     if doc["broken"]:
         print("PROMISES BROKEN: " + "; ".join(doc["broken"]))
         return 1

@@ -143,7 +143,8 @@ def test_a_slow_readiness_check_blocks_neither_healthz_nor_other_readyz() -> Non
         release.wait(10)
         raise TemporaryError("API server timed out")
 
-    server = ProbeServer(bind_listener("127.0.0.1:0"), Probes(Metrics(CollectorRegistry()), Readiness(hung_api))).start()
+    probes = Probes(Metrics(CollectorRegistry()), Readiness(hung_api))
+    server = ProbeServer(bind_listener("127.0.0.1:0"), probes).start()
     try:
         first = threading.Thread(target=get, args=(server.port, "/readyz"))
         first.start()

@@ -57,6 +57,12 @@ class Figures:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.rows: dict[str, Row] = {}
+        self.notes: dict[str, float] = {}  # single measured figures beside the table, e.g. a p99
+
+    def note(self, name: str, value: float) -> None:
+        """A measured figure that is not a count per scenario; the worst of several runs is kept."""
+        with self._lock:
+            self.notes[name] = max(value, self.notes.get(name, value))
 
     def add(self, scenario: str, **counts: Any) -> None:
         row = Row(**counts)
@@ -102,6 +108,8 @@ class Figures:
         with self._lock:
             doc = {"scenarios": {k: asdict(v) for k, v in sorted(self.rows.items())}}
         doc["total"] = asdict(self.total())
+        with self._lock:
+            doc["notes"] = dict(sorted(self.notes.items()))
         doc["broken"] = self.verdict()
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(doc, indent=2) + "\n")
