@@ -43,6 +43,29 @@ class _Connection(gthread.TConn):
             unreader.sock = self.reader
 
 
+class _BoundedSocket(socket.socket):
+    """An accepted client socket whose blocking mode always has a timeout.
+
+    gthread puts a connection in blocking mode (no timeout) before the TLS handshake, so a client that
+    sends half a ClientHello would hold the thread for ever; with this, the handshake (which CPython
+    bounds as a whole by the socket's timeout) and every other blocking call end after `idle` seconds.
+    """
+
+    idle = 5.0
+
+    @classmethod
+    def adopt(cls, sock: socket.socket, idle: float) -> _BoundedSocket:
+        bounded = cls(sock.family, sock.type, sock.proto, fileno=sock.detach())
+        bounded.idle = idle
+        return bounded
+
+    def setblocking(self, flag: bool) -> None:
+        if flag:
+            self.settimeout(self.idle)
+        else:
+            super().setblocking(False)
+
+
 class ReadTimeoutWorker(gthread.ThreadWorker):
     """gunicorn's gthread worker, with `_Connection` for every accepted client."""
 
@@ -56,7 +79,7 @@ class ReadTimeoutWorker(gthread.ThreadWorker):
                 raise
             return
         self.nr_conns += 1
-        client_sock.setblocking(True)
+        client_sock = _BoundedSocket.adopt(client_sock, self.cfg.keepalive)
         self.enqueue_req(self.connection_class(self.cfg, client_sock, client_addr, listener.getsockname()))
 
     def handle(self, conn: _Connection) -> Any:

@@ -16,13 +16,15 @@ import socket
 import statistics
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from reactor.sim import SimCluster
 from reactor.tools.payloads import AlertSpec, notification
 from tests.reliability.figures import FIGURES
+from tests.reliability.test_auth import self_signed
 from tests.reliability.harness import TOKEN, Child, namespace_docs, seed, writes
 
 READ_TIMEOUT = 3.0
@@ -200,3 +202,18 @@ def post_seconds(child: Child) -> float:
     answer = child.post_raw(BODY, {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}, timeout=30)
     assert answer.status == 200, answer
     return answer.seconds
+
+
+def test_a_client_trickling_its_tls_handshake_is_dropped(cluster: SimCluster, spawn: Callable[..., Child],
+                                                         tmp_path: Path) -> None:
+    """gthread starts the TLS handshake in blocking mode with no timeout: half a ClientHello, then a byte
+    a second, held a thread for as long as the client liked. The handshake is now bounded as a whole by
+    the per-read timeout (5 s)."""
+    seed(cluster, namespace_docs("ml"))
+    child = spawn(cluster, policy=POLICY, tls=self_signed(tmp_path))
+    hello = b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + bytes(range(32)) * 16
+    seconds, answer = trickle(child, hello[:11], hello[11:], 1.0, 20)
+    assert answer in (b"", b"still open") and seconds < 5 + 2.5, (seconds, answer[:50])
+    assert answer == b""
+    assert child.post(json.loads(BODY)).status == 200  # and TLS clients that do speak are served
+    FIGURES.add("slow-clients", deliveries=1, fuzz_cases=1)
