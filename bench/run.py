@@ -173,11 +173,14 @@ def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def serve(name: str, args: list[str], tmp: Path, *, ready: str | None = "/readyz", **env: str) -> procs.Child:
-    """A child server on a free port (`{port}` in `args` is replaced); its output goes to TMP/NAME.log."""
-    port = procs.free_port()
+    """A child server on a free port (`{port}` in `args` is replaced), with its probes (`reactor serve`) on
+    another; its output goes to TMP/NAME.log."""
+    port, probe_port = procs.free_ports(2)
     args = [a.replace("{port}", str(port)) for a in args]
-    return procs.start(args, port=port, log=tmp / f"{name}.log", ready_path=ready,
-                       env={"REACTOR_SERVER__LISTEN": f"127.0.0.1:{port}", **env})
+    probes = probe_port if args[:2] == ["-m", "reactor"] else 0
+    return procs.start(args, port=port, log=tmp / f"{name}.log", ready_path=ready, probe_port=probes,
+                       env={"REACTOR_SERVER__LISTEN": f"127.0.0.1:{port}",
+                            "REACTOR_SERVER__PROBE_LISTEN": f"127.0.0.1:{probe_port}", **env})
 
 
 def start_reactor(sim: SimCluster, tmp: Path, token: str) -> procs.Child:

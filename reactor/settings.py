@@ -38,6 +38,10 @@ class Server:
     notification_deadline: timedelta = timedelta(seconds=8)
     max_unknown_pods: int = 10  # owners of pods that do not exist looked up per notification (2 reads each)
     state_previous_key_file: str | None = None
+    # /healthz, /readyz and /metrics, on a listener and a thread of their own (never the webhook's).
+    probe_listen: str = "0.0.0.0:8081"
+    # The longest a client may take to send a whole request, head and body (each read: 5 s at most).
+    read_timeout: timedelta = timedelta(seconds=10)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +136,8 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "server.maxUnknownPods": ("server", "max_unknown_pods", bounded(int, 0, 10_000)),
     "state.keyFile": ("server", "state_key_file", opt_str),
     "state.previousKeyFile": ("server", "state_previous_key_file", opt_str),
+    "server.probeListen": ("server", "probe_listen", listen),
+    "server.readTimeout": ("server", "read_timeout", duration_in(timedelta(seconds=1), timedelta(minutes=5))),
     "kube.kubeconfig": ("kube", "kubeconfig", opt_str),
     "kube.context": ("kube", "context", opt_str),
     "kube.qps": ("kube", "qps", bounded(float, 0.1, 10_000)),
@@ -196,7 +202,13 @@ def build_settings(doc: Mapping[str, Any], environ: Mapping[str, str] | None = N
         raise ConfigError("server.notificationDeadline", f"must be below server.timeout ({server.timeout})")
     if (server.tls_cert is None) != (server.tls_key is None):
         raise ConfigError("server.tlsCert", "tlsCert and tlsKey must be set together")
+    if _port(server.probe_listen) == _port(server.listen) != 0:
+        raise ConfigError("server.probeListen", f"must use another port than server.listen ({server.listen})")
     return Settings(policy=policy, server=server, kube=Kube(**values["kube"]), **values["top"])
+
+
+def _port(address: str) -> int:
+    return int(address.rpartition(":")[2])
 
 
 def _check_policy(p: Policy) -> None:

@@ -14,9 +14,10 @@ from ..engine import Engine, utcnow
 from ..errors import ConfigError, PermanentError
 from ..kube import KubeGateway
 from ..metrics import Metrics
+from ..probes import Probes, Readiness
 from ..settings import Settings
 from ..statemac import load_state_keys
-from ..web import Readiness, TokenFile, create_app
+from ..web import TokenFile, create_app
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +25,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class Service:
     app: Flask
+    probes: Probes
     engine: Engine
     metrics: Metrics
     kube: KubeGateway
@@ -41,10 +43,11 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
     metrics = metrics or Metrics(registry)
     kube = kube or KubeGateway.connect(settings.kube, metrics)
     engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock, state_keys=keys)
-    app = create_app(settings, engine=engine, metrics=metrics, token=token, readiness=Readiness(kube.version))
+    app = create_app(settings, engine=engine, metrics=metrics, token=token)
+    probes = Probes(metrics, Readiness(kube.version))
     if not settings.policy.allow:
         log.warning("no namespace is allowed: every alert will be skipped (set namespaces.allow)")
-    return Service(app=app, engine=engine, metrics=metrics, kube=kube)
+    return Service(app=app, probes=probes, engine=engine, metrics=metrics, kube=kube)
 
 
 def check_ladder(service: Service) -> list[str]:

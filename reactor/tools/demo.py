@@ -98,9 +98,10 @@ def run_demo(*, once: bool, port: int = 0) -> int:
             child = _start_reactor(sim, Path(tmp), token, port)
             url = child.url
             try:
-                _show(Demo(sim, url, token), sim, url)
+                _show(Demo(sim, url, token), sim, child.probe_url)
                 if not once:
-                    print(f"\nServing on {url} (embedded cluster at {sim.url}); Ctrl-C to stop.")
+                    print(f"\nServing on {url}, probes and metrics on {child.probe_url} "
+                          f"(embedded cluster at {sim.url}); Ctrl-C to stop.")
                     sim.run_controllers()
                     child.popen.wait()
             except KeyboardInterrupt:
@@ -122,8 +123,8 @@ def _start_reactor(sim: SimCluster, tmp: Path, token: str, port: int) -> Child:
         raise SystemExit(f"reactor demo: {e}") from e
 
 
-def _show(demo: Demo, sim: SimCluster, url: str) -> None:
-    print(f"GPU Reactor demo — embedded cluster {sim.url}, reactor {url}\n")
+def _show(demo: Demo, sim: SimCluster, probe_url: str) -> None:
+    print(f"GPU Reactor demo — embedded cluster {sim.url}, reactor {demo.url}\n")
     _print_workloads(sim, "Before")
     rows: list[tuple[str, ...]] = []
     for n, step in enumerate(_steps(), 1):
@@ -136,7 +137,7 @@ def _show(demo: Demo, sim: SimCluster, url: str) -> None:
         sim.settle()
     _table(("#", "step", "alert", "workload", "outcome"), rows)
     _print_workloads(sim, "After")
-    print(f"\nMetrics: {url}/metrics   (e.g. reactor_actions_total, reactor_skips_total)")
+    print(f"\nMetrics: {probe_url}/metrics   (e.g. reactor_actions_total, reactor_skips_total)")
 
 
 def _summary(o: dict[str, Any]) -> str:

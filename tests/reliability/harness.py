@@ -49,7 +49,7 @@ class Answer:
 
 @dataclass
 class Child:
-    """One `reactor serve` process against `sim`; `start()` waits until /readyz answers 200."""
+    """One `reactor serve` process against `sim`; `start()` waits until /readyz answers 200 on its probe port."""
 
     sim: SimCluster
     workdir: Path
@@ -59,6 +59,7 @@ class Child:
     tls: tuple[Path, Path] | None = None
     kube_url: str | None = None  # a proxy in front of the cluster, if any
     port: int = 0
+    probe_port: int = 0
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -90,10 +91,10 @@ class Child:
         tls = (str(self.tls[0]), str(self.tls[1])) if self.tls else None
         try:
             child = start_serve(config, token_file=token_file, kubeconfig=kubeconfig, port=self.port,
-                                log=self.log_path, tls=tls, timeout=READY_TIMEOUT)
+                                probe_port=self.probe_port, log=self.log_path, tls=tls, timeout=READY_TIMEOUT)
         except LaunchError as e:
             raise AssertionError(f"{self.name}: {e}") from e
-        self.port, self.proc = child.port, child.popen
+        self.port, self.probe_port, self.proc = child.port, child.probe_port, child.popen
         return self
 
     # --- HTTP ---------------------------------------------------------------------------
@@ -134,8 +135,18 @@ class Child:
         headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token or self.token}"}
         return self.post_raw(json.dumps(body).encode(), headers, timeout)
 
+    def probe(self, path: str, timeout: float = 10) -> tuple[int, bytes]:
+        """GET `path` on the probe listener (plain HTTP, its own port): /healthz, /readyz, /metrics."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.probe_port, timeout=timeout)
+        try:
+            conn.request("GET", path)
+            r = conn.getresponse()
+            return r.status, r.read()
+        finally:
+            conn.close()
+
     def metrics(self) -> str:
-        status, raw = self.get("/metrics")
+        status, raw = self.probe("/metrics")
         assert status == 200
         return raw.decode()
 
