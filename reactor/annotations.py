@@ -13,8 +13,7 @@ from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any
 
-from .model import Action, LastAction, ReactorState, Signal, Workload
-from .settings import MODES, Policy
+from .model import Action, LastAction, Mode, ReactorState, Signal, Workload
 
 PREFIX = "gpu-reactor.io/"
 # Set by people.
@@ -99,10 +98,11 @@ def read_state(annotations: Mapping[str, str]) -> ReactorState:
     return ReactorState(**values, invalid=tuple(sorted(invalid)))
 
 
-def _mode(raw: str) -> str:
-    if raw not in MODES:
-        raise _Invalid(raw)
-    return raw
+def _mode(raw: str) -> Mode:
+    try:
+        return Mode(raw)
+    except ValueError as e:
+        raise _Invalid(raw) from e
 
 
 def _count(raw: str) -> int:
@@ -187,7 +187,7 @@ def original_value(original: Mapping[str, object], *, strategy: str, container: 
 
 
 def state_annotations(
-    action: Action, signal: Signal, workload: Workload, policy: Policy, now: datetime
+    action: Action, signal: Signal, workload: Workload, cooldown: timedelta, now: datetime
 ) -> dict[str, str | None]:
     """The bookkeeping to write in the same patch as `action`; a None value deletes the key.
 
@@ -210,7 +210,7 @@ def state_annotations(
     original = _next_original(action, workload)
     return {
         LAST_ACTION: json.dumps(last, separators=(",", ":"), sort_keys=True),
-        COOLDOWN_UNTIL: format_time(_ceil_second(now + policy.cooldown)),
+        COOLDOWN_UNTIL: format_time(_ceil_second(now + cooldown)),
         ORIGINAL: json.dumps(original, separators=(",", ":"), sort_keys=True) if original else None,
     }
 

@@ -79,8 +79,9 @@ class Reader:
         """The object, or None if it does not exist; each (kind, namespace, name) is read once."""
         return self._once((kind, namespace, name), self._objects, lambda: self._get_or_none(kind, namespace, name))
 
-    def list(self, kind: str, namespace: str) -> list[dict[str, Any]]:
-        return self._once((kind, namespace), self._lists, lambda: self.kube.list(kind, namespace))
+    def list_objects(self, kind: str, namespace: str) -> list[dict[str, Any]]:
+        """Every object of a kind in a namespace; each (kind, namespace) is listed once."""
+        return self._once((kind, namespace), self._lists, lambda: self.kube.list_objects(kind, namespace))
 
     def priority_classes(self) -> frozenset[str]:
         """Names of the cluster's PriorityClasses, listed once per notification."""
@@ -115,7 +116,7 @@ class Reader:
         if len(names) <= LIST_PODS_ABOVE:
             return
         try:
-            pods = self.list("Pod", namespace)
+            pods = self.list_objects("Pod", namespace)
         except PermanentError as e:
             # A refused LIST fails these pods' alerts with the refusal named: no silent fallback
             # that would hide a broken RBAC grant behind one read per pod.

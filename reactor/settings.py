@@ -18,72 +18,8 @@ import yaml
 
 from .errors import ConfigError
 from .fields import boolean, bounded, choice, duration_in, listen, names, opt_str, read_yaml_file, resource
-from .model import KNOWN_ALERTS
-
-STRATEGIES = frozenset(
-    {
-        "resize-gpu-down",
-        "resize-gpu-up",
-        "scale-replicas-down",
-        "scale-replicas-up",
-        "set-priority-down",
-        "set-priority-up",
-        "hold",
-    }
-)
-REVERTIBLE = frozenset({"set-priority-up", "set-priority-down", "scale-replicas-up", "resize-gpu-up"})
-MODES = ("off", "recommend", "enforce")
-DEFAULT_DENY = ("kube-system", "kube-public", "kube-node-lease")
-
-DEFAULT_ALERTS: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {
-        "GPUUnderutilized": ("resize-gpu-down", "set-priority-down"),
-        "GPUIdle": ("scale-replicas-down", "resize-gpu-down"),
-        "GPUSaturated": ("scale-replicas-up", "resize-gpu-up", "set-priority-up"),
-        "GPUMemorySaturated": ("resize-gpu-up",),
-        "GPUMetricsMissing": ("hold",),
-    }
-)
-
-
-
-@dataclass(frozen=True, slots=True)
-class Window:
-    """At most `actions` actions per rolling `per`."""
-
-    actions: int
-    per: timedelta
-
-
-@dataclass(frozen=True, slots=True)
-class Policy:
-    """What the reactor may do, and how eagerly. Read by the pure policy."""
-
-    dry_run: bool = False
-    gpu_resource: str = "nvidia.com/gpu"
-    allow: tuple[str, ...] = ()
-    deny: tuple[str, ...] = DEFAULT_DENY
-    default_mode: str = "enforce"
-    target_utilization: float = 0.6
-    cooldown: timedelta = timedelta(minutes=30)
-    reverse_after: timedelta = timedelta(hours=2)
-    revert_after: timedelta = timedelta(minutes=10)
-    revert: tuple[str, ...] = ("set-priority-up",)
-    min_gpus: int = 1
-    max_gpus: int = 8
-    min_replicas: int = 1
-    max_replicas: int = 10
-    budget_global: Window = Window(20, timedelta(minutes=10))
-    budget_namespace: Window = Window(5, timedelta(minutes=10))
-    priority_ladder: tuple[str, ...] = ("medium-priority-gpu", "high-priority-gpu")
-    alerts: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: DEFAULT_ALERTS)
-    cluster: str | None = None  # this cluster's name: alerts whose `cluster` label names another are skipped
-
-    def namespace_allowed(self, namespace: str) -> bool:
-        """Deny wins; `*` in allow admits every namespace not denied."""
-        if namespace in self.deny:
-            return False
-        return "*" in self.allow or namespace in self.allow
+from .model import KNOWN_ALERTS, Mode
+from .policy.values import DEFAULT_ALERTS, REVERTIBLE, STRATEGIES, Policy, Window
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +59,10 @@ class Settings:
     log_level: str = "INFO"
 
 
+def _mode(key: str, raw: Any) -> Mode:
+    return Mode(choice(*(m.value for m in Mode))(key, raw))
+
+
 def _alerts(key: str, raw: Any) -> Mapping[str, tuple[str, ...]]:
     if not isinstance(raw, dict):
         raise ConfigError(key, "expected a mapping of alert name to a list of strategies")
@@ -134,7 +74,9 @@ def _alerts(key: str, raw: Any) -> Mapping[str, tuple[str, ...]]:
             raise ConfigError(f"{key}.{name}", "expected a non-empty list of strategies")
         for i, s in enumerate(strategies):
             if s not in STRATEGIES:
-                raise ConfigError(f"{key}.{name}[{i}]", f"unknown strategy {s!r}; known: {', '.join(sorted(STRATEGIES))}")
+                raise ConfigError(
+                    f"{key}.{name}[{i}]", f"unknown strategy {s!r}; known: {', '.join(sorted(STRATEGIES))}"
+                )
         merged[name] = tuple(strategies)
     return MappingProxyType(merged)
 
@@ -163,7 +105,7 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "gpuResource": ("policy", "gpu_resource", resource),
     "namespaces.allow": ("policy", "allow", lambda k, v: names(k, v, star=True)),
     "namespaces.deny": ("policy", "deny", names),
-    "defaultMode": ("policy", "default_mode", choice(*MODES)),
+    "defaultMode": ("policy", "default_mode", _mode),
     "targetUtilization": ("policy", "target_utilization", bounded(float, 0.05, 1.0)),
     "cooldown": ("policy", "cooldown", duration_in(timedelta(0), timedelta(days=7))),
     "reverseAfter": ("policy", "reverse_after", duration_in(timedelta(0), timedelta(days=30))),

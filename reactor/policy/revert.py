@@ -85,7 +85,7 @@ def _checked(ctx: Context, last: LastAction, strategy: str, target: tuple[object
     if blocked is not None:
         return blocked
     if field == "replicas" and isinstance(original, int) and isinstance(current, int):
-        if ctx.workload.hpa_managed:
+        if ctx.hpa_managed:
             return Skip(SkipReason.HPA_MANAGED, "an autoscaler owns the replica count now")
         delta = (original - current) * per_pod
         blocked = check_quota(ctx, need=max(0, delta), what=f"revert of {strategy}")
