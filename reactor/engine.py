@@ -19,7 +19,7 @@ from typing import Any
 
 from .act import Acted, Actor, Attempt, KeptChanging
 from .budget import Budget
-from .errors import ConfigError, PermanentError, TemporaryError
+from .errors import PermanentError, TemporaryError
 from .kube import KubeGateway
 from .metrics import Metrics
 from .model import (
@@ -78,8 +78,7 @@ class Engine:
     ) -> None:
         self.monotonic = monotonic
         if state_keys is None and not settings.policy.dry_run:
-            raise ConfigError("state.keyFile", "required unless dryRun: the reactor signs the state annotations it "
-                                               "writes, and acts on none it cannot verify (see the README)")
+            raise ValueError("an Engine that may write needs state keys (see statemac.load_state_keys)")
         self.state_keys = state_keys
         self.settings = settings
         self.policy = settings.policy
