@@ -3,8 +3,8 @@ authenticators and its group adder do.
 
 A ServiceAccount's user also carries the ServiceAccount groups, and its token stops working once the
 ServiceAccount object is gone; a TokenRequest token (`Binding`) also ends at its expiry, with a recreated
-account (another uid) and with the Pod or Secret it is bound to. Every authenticated user is in `system:authenticated`. This module
-decides who is asking, never what they may do.
+account (another uid) and with the Pod or Secret it is bound to. Every authenticated user is in
+`system:authenticated`. This module decides who is asking, never what they may do.
 """
 
 from __future__ import annotations
