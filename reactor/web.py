@@ -165,7 +165,8 @@ def create_app(settings: Settings, *, engine: Engine, metrics: Metrics, token: T
         code = e.code or 500
         if request.path == "/alerts":
             metrics.webhook_requests.labels(code=str(code)).inc()
-        response = jsonify({"error": e.description if code != 413 else f"body larger than {settings.server.max_body_bytes} bytes"})
+        message = e.description if code != 413 else f"body larger than {settings.server.max_body_bytes} bytes"
+        response = jsonify({"error": message})
         response.status_code = code
         return response
 

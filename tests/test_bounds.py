@@ -1,5 +1,6 @@
-"""reactor.bounds and workloads.pod_shape: raw ResourceQuota / LimitRange / PriorityClass / pod template objects
-into the values the policy reads (quota lines with their scope terms, the default class, the pods' QoS)."""
+"""workloads.to_bounds, namespace_bounds and pod_shape: raw ResourceQuota / LimitRange / PriorityClass / pod
+template objects into the values the policy reads (quota lines with their scope terms, the default class, the
+pods' QoS)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from reactor.bounds import namespace_bounds, to_bounds
 from reactor.model import PodShape, Quota, ScopeTerm
-from reactor.workloads import pod_shape
+from reactor.workloads import namespace_bounds, pod_shape, to_bounds
 
 KEY = "requests.nvidia.com/gpu"
 
@@ -72,7 +72,7 @@ class _Reader:
     def __init__(self, quotas: list[dict[str, Any]]) -> None:
         self.quotas, self.class_reads = quotas, 0
 
-    def list(self, kind: str, namespace: str) -> list[dict[str, Any]]:
+    def list_objects(self, kind: str, namespace: str) -> list[dict[str, Any]]:
         return self.quotas if kind == "ResourceQuota" else []
 
     def priority_class_objects(self) -> list[dict[str, Any]]:

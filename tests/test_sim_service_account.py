@@ -18,6 +18,7 @@ from reactor.app.assembly import assemble
 from reactor.metrics import Metrics
 from reactor.settings import build_settings
 from reactor.sim import SimCluster
+from reactor.tools.launcher import state_key_file
 from reactor.tools.sim_command import print_account_help, seed, write_reactor_kubeconfig
 from tests.support import HERE, NAMESPACE, TOKEN, Reactor
 
@@ -64,6 +65,7 @@ def test_reactor_serve_assembled_with_that_kubeconfig_acts(rbac_sim: SimCluster,
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN)
     settings = build_settings({"namespaces": {"allow": [NAMESPACE]}, "server": {"tokenFile": str(token_file)},
+                               "state": {"keyFile": str(state_key_file(tmp_path))},
                                "kube": {"kubeconfig": path, "timeout": "5s"}, "logging": {"format": "text"}}, {})
     registry = CollectorRegistry()
     service = assemble(settings, metrics=Metrics(registry))

@@ -86,5 +86,5 @@ def write_reactor_kubeconfig(sim: SimCluster, admin_kubeconfig: str) -> str | No
     path = sim.write_kubeconfig(target, token=sim.service_account_token(namespace, name, seconds=ACCOUNT_TOKEN_SECONDS))
     print(f"kubeconfig of ServiceAccount {namespace}/{name}: {Path(path).resolve()}   (token valid 24h)")
     print(f"  run the reactor as it:  REACTOR_KUBE__KUBECONFIG={path} REACTOR_SERVER__TOKEN_FILE=TOKEN_FILE "
-          "reactor serve --config deploy/reactor/policy.yaml", flush=True)
+          "REACTOR_STATE__KEY_FILE=KEY_FILE reactor serve --config deploy/reactor/policy.yaml", flush=True)
     return path
