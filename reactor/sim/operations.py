@@ -169,11 +169,13 @@ class Api:
         kind = old.get("kind", res.kind)
         if kind == "LimitRange":
             admission.default_limit_range(new)
+        # Upstream validates the new object first, then the update (ValidatePodUpdate, jobStrategy):
+        # Invalid causes come before the Forbidden/immutable ones.
         errors = validation.validate_object(new, kind)
         if kind == "Pod":
-            errors = validation.validate_pod_update(old, new) + errors
+            errors += validation.validate_pod_update(old, new)
         if kind == "Job":
-            errors = validation.validate_job_update(old, new) + errors
+            errors += validation.validate_job_update(old, new)
         if errors:
             raise invalid(res, old["metadata"]["name"], errors)
 

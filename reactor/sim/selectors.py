@@ -9,11 +9,11 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from . import label_syntax
+
 Matcher = Callable[[dict[str, Any]], bool]
 
-_SET_RE = re.compile(r"^\s*(\S+)\s+(in|notin)\s*\(([^)]*)\)\s*$")
 _EQ_RE = re.compile(r"^\s*([^!=\s]+)\s*(==|=|!=)\s*(\S*)\s*$")
-_EXISTS_RE = re.compile(r"^\s*(!?)\s*([^!=\s()]+)\s*$")
 
 
 class SelectorError(ValueError):
@@ -34,27 +34,12 @@ def _split(text: str) -> list[str]:
     return [p for p in parts if p.strip()]
 
 
-def _requirement(term: str) -> Callable[[dict[str, str]], bool]:
-    if m := _SET_RE.match(term):
-        key, op, values = m.group(1), m.group(2), {v.strip() for v in m.group(3).split(",") if v.strip()}
-        if op == "in":
-            return lambda labels: labels.get(key) in values
-        return lambda labels: key not in labels or labels[key] not in values
-    if m := _EQ_RE.match(term):
-        key, op, value = m.groups()
-        if op == "!=":
-            return lambda labels: labels.get(key) != value
-        return lambda labels: labels.get(key) == value
-    if m := _EXISTS_RE.match(term):
-        neg, key = m.groups()
-        return (lambda labels: key not in labels) if neg else (lambda labels: key in labels)
-    raise SelectorError(f"unable to parse requirement: {term!r}")
-
-
 def parse_labels(text: str | None) -> Callable[[dict[str, str]], bool]:
-    """`a=b,c!=d,e in (x,y),f notin (z),g,!h` -> predicate on a label map."""
-    reqs = [_requirement(t) for t in _split(text or "")]
-    return lambda labels: all(r(labels) for r in reqs)
+    """labels.Parse (see label_syntax): a predicate on a label map, or SelectorError (a 400)."""
+    try:
+        return label_syntax.parse(text or "")
+    except ValueError as e:
+        raise SelectorError(str(e)) from e
 
 
 def match_label_selector(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
