@@ -1,11 +1,12 @@
 """One round of every controller, in a fixed order so that `settle()` is deterministic.
 
-Garbage collection, Deployments, ReplicaSets, StatefulSets, Jobs, CronJobs, then scheduling and the kubelet.
+Garbage collection, Deployments, ReplicaSets, StatefulSets, Jobs, CronJobs, node taints and NoExecute
+evictions, then scheduling and the kubelet.
 """
 
 from __future__ import annotations
 
-from . import cronjobs, deployments, jobs, replicasets, scheduler, statefulsets
+from . import cronjobs, deployments, jobs, nodelifecycle, replicasets, scheduler, statefulsets
 from .operations import Api
 
 
@@ -20,6 +21,7 @@ class Controllers:
         statefulsets.sync_all(self.api)
         jobs.sync_all(self.api)
         cronjobs.sync_all(self.api)
+        nodelifecycle.sync_all(self.api)
         scheduler.schedule(self.api)
 
     def collect_garbage(self) -> None:

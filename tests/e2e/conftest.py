@@ -65,8 +65,8 @@ def e2e_cluster(e2e_binaries: dict[str, str]) -> Iterator[SimCluster]:
 
 @pytest.fixture(scope="package")
 def e2e_mirror(e2e_cluster: SimCluster) -> Iterator[ClusterMirror]:
-    # One node's exporter (the simulator's virtual node); enough GPUs for every rollout's surge.
-    with NodeExporter(gpus=32, hostname="sim-node") as exporter:
+    # The exporter of the seed's one GPU node (32 GPUs: enough for every rollout's surge).
+    with NodeExporter(gpus=32, hostname="gpu-node-1") as exporter:
         mirror = ClusterMirror(e2e_cluster, exporter, NAMESPACE)
         for app, (resource, name, demand) in NORMAL.items():
             mirror.set_demand(app, resource, name, demand)

@@ -7,14 +7,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from reactor.sim import SimCluster
-from tests.sim.builders import GPU, deployment
+from tests.sim.builders import GPU, deployment, gpu_node
 
 REVISION = "deployment.kubernetes.io/revision"
 
 
 def _cluster(clock: Any = None) -> SimCluster:
     sim = SimCluster(clock=clock)
-    sim.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    sim.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}}, gpu_node(gpus=64)])
     return sim
 
 
