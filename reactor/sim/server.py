@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from . import discovery, protobuf, rbac, routing
+from . import discovery, protobuf, protobuf_objects, rbac, routing
 from .authn import Tokens, User
 from .faults import Faults
 from .operations import Api
@@ -92,7 +92,7 @@ class Handler(BaseHTTPRequestHandler):
         ctx = self.server.ctx
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
-        body = self._read_body()
+        body, content_type = protobuf_objects.transcode(self._read_body(), self.headers.get("Content-Type", ""))
         route = routing.parse(ctx.api.registry, url.path)
         if route is None:
             key = (LIST_KINDS.get(method, method.lower()), url.path, "")
@@ -121,8 +121,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         try:
             with ctx.api.store.lock:
-                code, answer = dispatch(ctx.api, method, verb, route, query, body,
-                                        self.headers.get("Content-Type", ""))
+                code, answer = dispatch(ctx.api, method, verb, route, query, body, content_type)
         except ApiError as e:
             self._send(e.code, e.body(), e.headers)
             return
