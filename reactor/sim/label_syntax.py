@@ -26,7 +26,8 @@ class Token:
 
 def lex(text: str) -> list[Token]:
     """Lexer.Lex until the end of the string: whitespace separates, special symbols cut identifiers."""
-    tokens, at = [], 0
+    tokens: list[Token] = []
+    at = 0
     while True:
         while at < len(text) and text[at] in " \t\r\n":
             at += 1

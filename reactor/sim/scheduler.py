@@ -171,7 +171,8 @@ def finish(api: Api, pod: Obj, exit_code: int) -> Obj:
         started = (c.get("state") or {}).get("running", {}).get("startedAt", now)
         ended = {"terminated": {**terminated, "startedAt": started, "containerID": c.get("containerID", "")}}
         if policy == "Always" or (policy == "OnFailure" and exit_code != 0):
-            c.update(restartCount=int(c.get("restartCount", 0)) + 1, lastState=ended, state={"running": {"startedAt": now}})
+            c.update(restartCount=int(c.get("restartCount", 0)) + 1, lastState=ended,
+                     state={"running": {"startedAt": now}})
         else:
             c.update(ready=False, started=False, state=ended)
     if policy == "Never" or (policy == "OnFailure" and exit_code == 0):

@@ -48,15 +48,16 @@ def match_label_selector(selector: dict[str, Any] | None, labels: dict[str, str]
     for key, value in (selector.get("matchLabels") or {}).items():
         if labels.get(key) != value:
             return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr["key"], expr["operator"], set(expr.get("values") or [])
-        ok = {"In": lambda: labels.get(key) in values,
-              "NotIn": lambda: labels.get(key) not in values,
-              "Exists": lambda: key in labels,
-              "DoesNotExist": lambda: key not in labels}[op]()
-        if not ok:
-            return False
-    return True
+    return all(_expression_matches(expr, labels) for expr in selector.get("matchExpressions") or [])
+
+
+def _expression_matches(expr: dict[str, Any], labels: dict[str, str]) -> bool:
+    key, op, values = expr["key"], expr["operator"], set(expr.get("values") or [])
+    if op == "In":
+        return labels.get(key) in values
+    if op == "NotIn":
+        return labels.get(key) not in values
+    return (key in labels) == (op == "Exists")
 
 
 def selector_string(selector: dict[str, Any] | None) -> str:
@@ -107,8 +108,9 @@ def parse_fields(text: str | None, plural: str) -> Matcher:
         path, op, value = m.groups()
         if path not in allowed:
             raise SelectorError(f'field label not supported: {path}')
-        if op == "!=":
-            tests.append(lambda o, p=path, v=value: _field_value(o, p) != v)
-        else:
-            tests.append(lambda o, p=path, v=value: _field_value(o, p) == v)
+        tests.append(_field_test(path, value, negated=op == "!="))
     return lambda obj: all(t(obj) for t in tests)
+
+
+def _field_test(path: str, value: str, *, negated: bool) -> Matcher:
+    return lambda obj: (_field_value(obj, path) == value) != negated

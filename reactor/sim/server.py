@@ -162,7 +162,8 @@ class Handler(BaseHTTPRequestHandler):
         return True
 
     def _answer_nonresource(self, method: str, path: str) -> None:
-        doc = nonresource(self.server.ctx.api, path, f"{self.server.server_address[0]}:{self.server.server_address[1]}")
+        host, port = self.server.server_address[:2]
+        doc = nonresource(self.server.ctx.api, path, f"{host!s}:{port}")
         if doc is None:
             err = path_not_found()
             self._send(err.code, err.body())

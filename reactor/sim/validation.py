@@ -218,10 +218,10 @@ def drop_non_resize_updates(new: Obj, old: Obj) -> Obj:
         return out
     for lst in CONTAINER_LISTS:
         sent, kept = new_spec.get(lst) or [], spec.get(lst) or []
-        if any(s.get("name") != k.get("name") for s, k in zip(sent, kept)):
+        if any(s.get("name") != k.get("name") for s, k in zip(sent, kept, strict=False)):
             spec[lst] = copy.deepcopy(sent)
             continue
-        for s, k in zip(sent, kept):
+        for s, k in zip(sent, kept, strict=True):
             for key in ("resources", "resizePolicy"):
                 if key in s:
                     k[key] = copy.deepcopy(s[key])
@@ -247,7 +247,7 @@ def validate_pod_resize(old: Obj, new: Obj) -> list[FieldError]:
                                  (new.get("status") or {}).get("qosClass") or ""))
     if not _resize_supported(old):
         errors.append(FieldError("spec", "Forbidden", "Pod running on node without support for resize"))
-    pairs = {lst: list(zip(new_spec.get(lst) or [], old_spec.get(lst) or [])) for lst in CONTAINER_LISTS}
+    pairs = {lst: list(zip(new_spec.get(lst) or [], old_spec.get(lst) or [], strict=False)) for lst in CONTAINER_LISTS}
     for lst in ("initContainers", "containers"):
         for i, (n, o) in enumerate(pairs[lst]):
             if lst == "containers" or _restartable(o):
@@ -267,7 +267,7 @@ def validate_pod_resize(old: Obj, new: Obj) -> list[FieldError]:
     for lst in CONTAINER_LISTS:
         if lst in munged and len(munged[lst] or []) == len(old_spec.get(lst) or []):
             munged[lst] = [_keep_old_cpu_memory(n, o) if lst == "containers" or _restartable(o) else n
-                           for n, o in zip(munged[lst] or [], old_spec.get(lst) or [])]
+                           for n, o in zip(munged[lst] or [], old_spec.get(lst) or [], strict=True)]
     if not _same_spec(munged, old_spec):
         errors.append(FieldError("spec", "Forbidden", ONLY_CPU_MEMORY))
     return errors

@@ -7,6 +7,7 @@ whole of it (arbiter and worker) like a node losing the pod. Every wait is bound
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -189,10 +190,8 @@ class Child:
         if self.proc is None:
             return
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         self.proc.wait(timeout=10)
         _reap_group(self.proc.pid)
 

@@ -126,8 +126,8 @@ def test_cronjob_template_gpu_request_must_equal_limit(client: k8s.ApiClient) ->
     api = k8s.BatchV1Api(client)
     cj = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"},
           "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {
-              "restartPolicy": "Never", "containers": [{"name": "c", "image": "i",
-                                                        "resources": {"limits": {GPU: "1"}, "requests": {GPU: "1"}}}]}}}}}}
+              "restartPolicy": "Never", "containers": [{
+                  "name": "c", "image": "i", "resources": {"limits": {GPU: "1"}, "requests": {GPU: "1"}}}]}}}}}}
     api.create_namespaced_cron_job("ml", cj)
     patch = {"spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": [
         {"name": "c", "resources": {"requests": {GPU: "3"}}}]}}}}}}
