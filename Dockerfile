@@ -26,6 +26,6 @@ RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
     python -m pip install --no-index --find-links=/wheels /wheels/gpu_reactor-*.whl
 USER 10001:10001
 WORKDIR /tmp
-EXPOSE 8080
+EXPOSE 8080 8081
 ENTRYPOINT ["reactor"]
 CMD ["serve", "--config", "/etc/gpu-reactor/policy.yaml"]

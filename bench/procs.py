@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reactor.tools.launcher import Child, free_port, start_process  # noqa: F401 (free_port for the callers)
+from reactor.tools.launcher import Child, free_port, free_ports, start_process  # noqa: F401 (for the callers)
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -23,11 +23,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def start(args: Sequence[str], *, port: int, log: Path, env: dict[str, str] | None = None,
-          ready_path: str | None = "/readyz", timeout: float = 30.0) -> Child:
-    """Start `python args...` from the repository root; wait until it answers 200 on `ready_path` (or accepts)."""
+          ready_path: str | None = "/readyz", timeout: float = 30.0, probe_port: int = 0) -> Child:
+    """Start `python args...` from the repository root; wait until it answers 200 on `ready_path` (on `probe_port`
+    when it has one of its own), or accepts."""
     environ = dict(env or {}, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return start_process([sys.executable, *args], port=port, log=log, env=environ, cwd=ROOT, ready_path=ready_path,
-                         timeout=timeout)
+                         timeout=timeout, probe_port=probe_port)
 
 
 def tree(pid: int) -> list[int]:

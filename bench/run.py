@@ -46,6 +46,7 @@ from bench.scenario import (  # noqa: E402
 )
 from bench.storm import run_naive_storm, run_storm  # noqa: E402
 from reactor.sim import SimCluster  # noqa: E402
+from reactor.tools.launcher import state_key_file  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SIZES = (1, 100, 1000)
@@ -173,11 +174,14 @@ def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def serve(name: str, args: list[str], tmp: Path, *, ready: str | None = "/readyz", **env: str) -> procs.Child:
-    """A child server on a free port (`{port}` in `args` is replaced); its output goes to TMP/NAME.log."""
-    port = procs.free_port()
+    """A child server on a free port (`{port}` in `args` is replaced), with its probes (`reactor serve`) on
+    another; its output goes to TMP/NAME.log."""
+    port, probe_port = procs.free_ports(2)
     args = [a.replace("{port}", str(port)) for a in args]
-    return procs.start(args, port=port, log=tmp / f"{name}.log", ready_path=ready,
-                       env={"REACTOR_SERVER__LISTEN": f"127.0.0.1:{port}", **env})
+    probes = probe_port if args[:2] == ["-m", "reactor"] else 0
+    return procs.start(args, port=port, log=tmp / f"{name}.log", ready_path=ready, probe_port=probes,
+                       env={"REACTOR_SERVER__LISTEN": f"127.0.0.1:{port}",
+                            "REACTOR_SERVER__PROBE_LISTEN": f"127.0.0.1:{probe_port}", **env})
 
 
 def start_reactor(sim: SimCluster, tmp: Path, token: str) -> procs.Child:
@@ -187,6 +191,7 @@ def start_reactor(sim: SimCluster, tmp: Path, token: str) -> procs.Child:
     (tmp / "token").write_text(token)
     return serve("reactor", ["-m", "reactor", "serve", "--config", str(policy)], tmp,
                  REACTOR_SERVER__TOKEN_FILE=str(tmp / "token"),
+                 REACTOR_STATE__KEY_FILE=str(state_key_file(tmp)),
                  REACTOR_KUBE__KUBECONFIG=sim.write_kubeconfig(tmp / "kubeconfig"))
 
 

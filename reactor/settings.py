@@ -49,6 +49,10 @@ class Server:
     notification_deadline: timedelta = timedelta(seconds=8)
     max_unknown_pods: int = 10  # owners of pods that do not exist looked up per notification (2 reads each)
     state_previous_key_file: str | None = None
+    # /healthz, /readyz and /metrics, on a listener and a thread of their own (never the webhook's).
+    probe_listen: str = "0.0.0.0:8081"
+    # The longest a client may take to send a whole request, head and body (each read: 5 s at most).
+    read_timeout: timedelta = timedelta(seconds=10)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +146,8 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "server.maxUnknownPods": ("server", "max_unknown_pods", bounded(int, 0, 10_000)),
     "state.keyFile": ("server", "state_key_file", opt_str),
     "state.previousKeyFile": ("server", "state_previous_key_file", opt_str),
+    "server.probeListen": ("server", "probe_listen", listen),
+    "server.readTimeout": ("server", "read_timeout", duration_in(timedelta(seconds=1), timedelta(minutes=5))),
     "kube.kubeconfig": ("kube", "kubeconfig", opt_str),
     "kube.context": ("kube", "context", opt_str),
     "kube.qps": ("kube", "qps", bounded(float, 0.1, 10_000)),
@@ -200,6 +206,8 @@ def _inconsistencies(settings: Settings) -> list[tuple[str, str]]:
                       f"must be below server.timeout ({format_duration(settings.server.timeout)})"))
     if (settings.server.tls_cert is None) != (settings.server.tls_key is None):
         found.append(("server.tlsCert", "tlsCert and tlsKey must be set together"))
+    if _port(settings.server.probe_listen) == _port(settings.server.listen) != 0:
+        found.append(("server.probeListen", f"must use another port than server.listen ({settings.server.listen})"))
     return found
 
 
@@ -214,6 +222,10 @@ def warnings(settings: Settings) -> list[str]:
     if p.budget_global.actions == 0:
         found.append("budget.global.actions is 0: no action is ever taken")
     return found
+
+
+def _port(address: str) -> int:
+    return int(address.rpartition(":")[2])
 
 
 def load_settings(path: str | os.PathLike[str] | None, environ: Mapping[str, str] | None = None) -> Settings:

@@ -1,4 +1,8 @@
-"""The HTTP face: `POST /alerts` (Alertmanager webhook), `/metrics`, `/healthz`, `/readyz`.
+"""The webhook's HTTP face: `POST /alerts` (Alertmanager webhook), and nothing else.
+
+`/healthz`, `/readyz` and `/metrics` are served on the probe listener (reactor/probes.py,
+reactor/app/probe_server.py), never here: a probe that shares the webhook's threads can be
+starved by slow clients or a storm, and the kubelet would restart a busy reactor.
 
 Intake checks run in this order — token (401), size (413), content type (415), payload (400) —
 so an unauthenticated caller learns nothing about what a valid body looks like. A bad payload
@@ -7,97 +11,43 @@ is a 4xx (Alertmanager does not retry it); a transient failure is a 503 (it does
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from flask import Flask, Response, jsonify, request
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from .alerts import parse_notification
+from .bearer import TokenFile
 from .engine import Engine
 from .errors import InvalidPayload, ReactorError, TemporaryError
 from .metrics import Metrics
 from .settings import Settings
 
 log = logging.getLogger(__name__)
-READY_CACHE_SECONDS = 5.0
-
-
-class TokenFile:
-    """The webhook's bearer token, re-read when the file changes so a rotated Secret needs no restart."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._stamp: tuple[float, int] | None = None
-        self._token = b""
-        self._lock = threading.Lock()
-        self.current()  # fail at start, not at the first request, if it is unreadable
-
-    def current(self) -> bytes:
-        st = os.stat(self.path)
-        stamp = (st.st_mtime, st.st_size)
-        with self._lock:
-            if stamp != self._stamp:
-                with open(self.path, "rb") as f:
-                    token = f.read().strip()
-                if not token:
-                    raise ReactorError(f"token file {self.path} is empty")
-                self._token, self._stamp = token, stamp
-            return self._token
-
-    def matches(self, header: str | None) -> bool:
-        """Constant-time comparison of `Authorization: Bearer <token>`."""
-        if not header or not header.startswith("Bearer "):
-            return False
-        return hmac.compare_digest(header[7:].strip().encode("utf-8", "replace"), self.current())
-
-
-class Readiness:
-    """`/readyz`: the API server answered within the last few seconds (cached, so probes do not hammer it)."""
-
-    def __init__(self, probe: Callable[[], Any]) -> None:
-        self._probe = probe
-        self._checked = 0.0
-        self._ok = False
-        self._error = ""
-        self._lock = threading.Lock()
-
-    def check(self) -> tuple[bool, str]:
-        with self._lock:
-            if time.monotonic() - self._checked < READY_CACHE_SECONDS:
-                return self._ok, self._error
-        try:
-            self._probe()
-            ok, error = True, ""
-        except ReactorError as e:
-            ok, error = False, str(e)
-        with self._lock:
-            self._ok, self._error, self._checked = ok, error, time.monotonic()
-        return ok, error
+__all__ = ["TokenFile", "create_app"]
 
 
 def create_app(settings: Settings, *, engine: Engine, metrics: Metrics, token: TokenFile,
-               readiness: Readiness | None = None, max_inflight: int | None = None) -> Flask:
+               max_inflight: int | None = None) -> Flask:
     """The application factory; everything it uses is passed in, so tests build it with their own parts."""
     app = Flask("reactor")
-    app.config["MAX_CONTENT_LENGTH"] = settings.server.max_body_bytes
+    # One byte over the limit, so that a chunked body (no Content-Length) of exactly the limit is read
+    # whole and one that is longer is seen to be longer (see _body), not cut short.
+    app.config["MAX_CONTENT_LENGTH"] = settings.server.max_body_bytes + 1
     # An answer holds one outcome per alert: sorting the keys of every one of them buys nothing.
     app.json.sort_keys = False  # type: ignore[attr-defined]
-    # Notifications may use all threads but two, so /healthz, /readyz and /metrics still answer in a storm
-    # (a liveness probe that times out would restart a busy reactor); the rest wait ≤ 1 s, then get 503.
+    # Notifications may use all threads but two, so 4xx answers stay quick in a storm; the rest wait
+    # ≤ 1 s, then get 503.
     inflight = threading.BoundedSemaphore(max_inflight or max(1, settings.server.threads - 2))
     # As many may wait as may work; one more gets its 503 at once. A waiting room without a bound only
     # moves the queue: under a storm every request waited its second, the server's threads were all
     # waiting, and new notifications queued in gunicorn, unanswered past Alertmanager's timeout.
     waiting = threading.BoundedSemaphore(max_inflight or max(1, settings.server.threads - 2))
-    ready = readiness or Readiness(lambda: None)
 
     def answer(code: int, body: dict[str, Any]) -> Response:
         metrics.webhook_requests.labels(code=str(code)).inc()
@@ -128,7 +78,7 @@ def create_app(settings: Settings, *, engine: Engine, metrics: Metrics, token: T
         if request.mimetype != "application/json":
             return answer(415, {"error": f"expected Content-Type application/json, got {request.mimetype or 'none'!r}"})
         try:
-            notification = parse_notification(_decode(request.get_data(cache=False)))
+            notification = parse_notification(_decode(_body(settings.server.max_body_bytes)))
         except InvalidPayload as e:
             return answer(400, {"error": f"invalid Alertmanager payload: {e}", "field": e.field})
         if not _admit(inflight, waiting):
@@ -145,28 +95,13 @@ def create_app(settings: Settings, *, engine: Engine, metrics: Metrics, token: T
             counts[o.result] = counts.get(o.result, 0) + 1
         return answer(200, {"status": "ok", "summary": counts, "outcomes": [o.to_json() for o in outcomes]})
 
-    @app.get("/metrics")
-    def metrics_endpoint() -> Response:
-        return Response(generate_latest(metrics.registry), mimetype=CONTENT_TYPE_LATEST)
-
-    @app.get("/healthz")
-    def healthz() -> Response:
-        return jsonify({"status": "ok"})
-
-    @app.get("/readyz")
-    def readyz() -> Response:
-        ok, error = ready.check()
-        response = jsonify({"status": "ready" if ok else "not ready", **({"error": error} if error else {})})
-        response.status_code = 200 if ok else 503
-        return response
-
     @app.errorhandler(HTTPException)
     def http_error(e: HTTPException) -> Response:
         code = e.code or 500
         if request.path == "/alerts":
             metrics.webhook_requests.labels(code=str(code)).inc()
-        message = e.description if code != 413 else f"body larger than {settings.server.max_body_bytes} bytes"
-        response = jsonify({"error": message})
+        too_large = f"body larger than {settings.server.max_body_bytes} bytes"
+        response = jsonify({"error": too_large if code == 413 else e.description})
         response.status_code = code
         return response
 
@@ -183,6 +118,17 @@ def _admit(inflight: threading.BoundedSemaphore, waiting: threading.BoundedSemap
         return inflight.acquire(timeout=1.0)
     finally:
         waiting.release()
+
+
+def _body(limit: int) -> bytes:
+    """The request body; a chunked one (no Content-Length) longer than `limit` is a 413, not a body cut short.
+
+    The stream stops one byte past the limit (MAX_CONTENT_LENGTH), so reading it whole shows whether there is more.
+    """
+    raw = request.get_data(cache=False)
+    if len(raw) > limit:
+        raise RequestEntityTooLarge()
+    return raw
 
 
 def _decode(raw: bytes) -> Any:

@@ -47,6 +47,12 @@ def main(argv: list[str] | None = None) -> int:
         print("trust boundary (issue 12):")
         for key, value in trust.items():
             print(f"  {key.ljust(width)}  {value}")
+    notes = doc.get("notes") or {}
+    if notes:
+        print("measured:")
+        width = max(len(n) for n in notes)
+        for name, value in notes.items():
+            print(f"  {name.ljust(width)}  {value}")
     if doc["broken"]:
         print("PROMISES BROKEN: " + "; ".join(doc["broken"]))
         return 1

@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry
 from reactor.app.assembly import Service, assemble
 from reactor.kube import KubeGateway
 from reactor.metrics import Metrics
+from reactor.probes import ProbeAnswer
 from reactor.settings import Settings, build_settings
 from reactor.sim import SimCluster
 from reactor.tools.launcher import state_key_file
@@ -51,6 +52,10 @@ class Reactor:
 
     def metric(self, name: str, **labels: str) -> float:
         return self.registry.get_sample_value(name, labels) or 0.0
+
+    def probe(self, path: str, method: str = "GET") -> ProbeAnswer:
+        """What the probe listener answers on `path` (the answer the probe server sends)."""
+        return self.service.probes.answer(method, path)
 
     def pods(self, app: str) -> list[str]:
         pods = self.sim.list("pods", NAMESPACE, label_selector=f"app={app}")

@@ -95,8 +95,8 @@ def test_503_when_the_api_server_fails(reactor: Reactor) -> None:
 
 
 def test_healthz_and_metrics(reactor: Reactor) -> None:
-    assert reactor.client.get("/healthz").get_json() == {"status": "ok"}
-    text = reactor.client.get("/metrics").get_data(as_text=True)
+    assert reactor.probe("/healthz").json() == {"status": "ok"}
+    text = reactor.probe("/metrics").body.decode()
     for name in ("reactor_alerts_received_total", "reactor_actions_total", "reactor_skips_total",
                  "reactor_webhook_requests_total", "reactor_webhook_duration_seconds_bucket",
                  "reactor_build_info", "reactor_budget_limit"):
@@ -107,11 +107,11 @@ def test_healthz_and_metrics(reactor: Reactor) -> None:
 def test_readyz_follows_the_api_server(sim: SimCluster, token_file: Path) -> None:
     up = build_reactor(sim, make_settings(token_file))
     down = build_reactor(sim, make_settings(token_file))
-    assert up.client.get("/readyz").status_code == 200
+    assert up.probe("/readyz").status == 200
     sim.stop()
-    resp = down.client.get("/readyz")
-    assert resp.status_code == 503
-    assert resp.get_json()["status"] == "not ready"
+    resp = down.probe("/readyz")
+    assert resp.status == 503
+    assert resp.json()["status"] == "not ready"
 
 
 def test_unknown_route_and_method_are_json(reactor: Reactor) -> None:

@@ -14,10 +14,11 @@ from ..engine import Engine, utcnow
 from ..errors import ConfigError, PermanentError
 from ..kube import KubeGateway
 from ..metrics import Metrics
+from ..probes import Probes, Readiness
 from ..settings import Settings
 from ..settings import warnings as settings_warnings
 from ..statemac import load_state_keys
-from ..web import Readiness, TokenFile, create_app
+from ..web import TokenFile, create_app
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +26,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class Service:
     app: Flask
+    probes: Probes
     engine: Engine
     metrics: Metrics
     kube: KubeGateway
@@ -39,14 +41,16 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
         token = TokenFile(settings.server.token_file)
     except OSError as e:
         raise ConfigError("server.tokenFile", f"cannot read {settings.server.token_file}: {e.strerror}") from e
-    keys = load_state_keys(settings.server.state_key_file, settings.server.state_previous_key_file)
+    keys = load_state_keys(settings.server.state_key_file, settings.server.state_previous_key_file,
+                           required=not settings.policy.dry_run)
     metrics = metrics or Metrics(registry)
     kube = kube or KubeGateway.connect(settings.kube, metrics)
     engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock, state_keys=keys)
-    app = create_app(settings, engine=engine, metrics=metrics, token=token, readiness=Readiness(kube.version))
+    app = create_app(settings, engine=engine, metrics=metrics, token=token)
+    probes = Probes(metrics, Readiness(kube.version))
     for warning in settings_warnings(settings):
         log.warning("the policy acts nowhere", extra={"detail": warning})
-    return Service(app=app, engine=engine, metrics=metrics, kube=kube)
+    return Service(app=app, probes=probes, engine=engine, metrics=metrics, kube=kube)
 
 
 def check_ladder(service: Service) -> list[str]:

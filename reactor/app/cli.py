@@ -202,8 +202,9 @@ def _serve(args: argparse.Namespace) -> int:
     missing = check_ladder(service)
     if missing:
         log.warning("priority ladder names classes that do not exist", extra={"missing": missing})
-    log.info("serving", extra={"listen": settings.server.listen, "dryRun": settings.policy.dry_run})
-    run(service.app, settings)
+    log.info("serving", extra={"listen": settings.server.listen, "probeListen": settings.server.probe_listen,
+                               "dryRun": settings.policy.dry_run})
+    run(service.app, settings, service.probes)
     return 0
 
 

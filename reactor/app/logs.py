@@ -1,9 +1,16 @@
-"""Structured logs: a fixed message plus key/value fields, as one JSON object per line in the container."""
+"""Structured logs: a fixed message plus key/value fields, as one JSON object per line in the container.
+
+Field values come from tenants (alert labels, workload names, API error texts): a value must never be
+able to start a line of its own or paint the terminal. JSON escapes every control character; the text
+format escapes them (`\\n`, `\\x1b`, ...), quotes values that hold spaces, `=` or quotes (logfmt), and
+indents the lines of a traceback, so each record is one line that starts with its level.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from datetime import UTC, datetime
 
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "taskName"}
@@ -23,12 +30,43 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
+# C0 and C1 controls, DEL, and the Unicode line and paragraph separators; the backslash so that an
+# escape in the output is always one the formatter wrote.
+_UNSAFE = re.compile("[\\\\\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_NEEDS_QUOTES = re.compile(r'[\s="]')
+_NAMED = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def escape(text: str) -> str:
+    """`text` with no control character left: `\\n`, `\\t`, `\\x1b`, `\\u2028`, and `\\\\` for a backslash."""
+    return _UNSAFE.sub(_escaped, text)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _NAMED:
+        return _NAMED[char]
+    return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+
+
+def _value(value: object) -> str:
+    text = escape(str(value))
+    if not text or _NEEDS_QUOTES.search(text):
+        return '"' + text.replace('"', '\\"') + '"'
+    return text
+
+
 class TextFormatter(logging.Formatter):
-    """`msg key=value …` for people reading a terminal."""
+    """`level logger: msg key=value …` for people reading a terminal; one line per record (see the module)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        fields = " ".join(f"{k}={v}" for k, v in vars(record).items() if k not in _STANDARD and v is not None)
-        return f"{record.levelname.lower():7} {record.name}: {record.getMessage()} {fields}".rstrip()
+        fields = " ".join(f"{escape(k)}={_value(v)}" for k, v in vars(record).items()
+                          if k not in _STANDARD and v is not None)
+        line = f"{record.levelname.lower():7} {escape(record.name)}: {escape(record.getMessage())} {fields}".rstrip()
+        if record.exc_info:
+            trace = self.formatException(record.exc_info).splitlines()
+            line += "".join(f"\n    | {escape(t)}" for t in trace)
+        return line
 
 
 def configure(fmt: str, level: str) -> None:

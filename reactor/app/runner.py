@@ -1,4 +1,4 @@
-"""Runs the Flask app under gunicorn: one worker process with threads.
+"""Runs the Flask app under gunicorn: one worker process with threads, and the probes beside it.
 
 One process keeps `prometheus_client` simple (no multiprocess mode) and the in-memory dedup
 cache and budget shared; more capacity comes from more replicas behind the Service, which the
@@ -8,30 +8,68 @@ annotation-based state and conditional writes make safe.
 from __future__ import annotations
 
 import errno
+import socket
+from collections.abc import Callable
 from typing import Any
 
 from flask import Flask
 from gunicorn.app.base import BaseApplication
 from gunicorn.workers import gthread
 
+from ..probes import Probes
 from ..settings import Settings
+from .probe_server import ProbeServer, bind_listener
+from .reads import DeadlineReader, WSGIApp, guard_input
 
 
-class _Connection(gthread.TConn):  # type: ignore[misc]
-    """A connection whose reads time out: a client that stops sending mid-request is dropped.
+class _Connection(gthread.TConn):
+    """A connection whose reads are bounded: per read (`keepalive`) and per request (`read_timeout`).
 
-    gthread reads a request in blocking mode with no timeout once its first bytes arrived, so a
-    few dozen clients sending half a header would hold every thread (probes included) without
-    ever showing a token. `init` runs in the worker thread before each request is parsed.
+    gthread reads a request in blocking mode once its first bytes arrived, so a few dozen clients
+    sending half a header — or trickling a byte every few seconds — would hold every thread without
+    ever showing a token. `init` runs in the worker thread before each request is parsed; the
+    socket's own timeout also bounds each write of the answer (a client that does not read it).
     """
+
+    read_timeout = 10.0
+    reader: DeadlineReader | None = None
 
     def init(self) -> None:
         super().init()
         self.sock.settimeout(self.cfg.keepalive)
+        unreader = getattr(self.parser, "unreader", None)
+        if self.reader is None and unreader is not None and hasattr(unreader, "sock"):
+            self.reader = DeadlineReader(self.sock, idle=self.cfg.keepalive, total=self.read_timeout)
+            unreader.sock = self.reader
 
 
-class ReadTimeoutWorker(gthread.ThreadWorker):  # type: ignore[misc]
+class _BoundedSocket(socket.socket):
+    """An accepted client socket whose blocking mode always has a timeout.
+
+    gthread puts a connection in blocking mode (no timeout) before the TLS handshake, so a client that
+    sends half a ClientHello would hold the thread for ever; with this, the handshake (which CPython
+    bounds as a whole by the socket's timeout) and every other blocking call end after `idle` seconds.
+    """
+
+    idle = 5.0
+
+    @classmethod
+    def adopt(cls, sock: socket.socket, idle: float) -> _BoundedSocket:
+        bounded = cls(sock.family, sock.type, sock.proto, fileno=sock.detach())
+        bounded.idle = idle
+        return bounded
+
+    def setblocking(self, flag: bool) -> None:
+        if flag:
+            self.settimeout(self.idle)
+        else:
+            super().setblocking(False)
+
+
+class ReadTimeoutWorker(gthread.ThreadWorker):
     """gunicorn's gthread worker, with `_Connection` for every accepted client."""
+
+    connection_class: type[_Connection] = _Connection
 
     def accept(self, listener: Any) -> None:
         try:
@@ -41,11 +79,22 @@ class ReadTimeoutWorker(gthread.ThreadWorker):  # type: ignore[misc]
                 raise
             return
         self.nr_conns += 1
-        client_sock.setblocking(True)
-        self.enqueue_req(_Connection(self.cfg, client_sock, client_addr, listener.getsockname()))
+        client_sock = _BoundedSocket.adopt(client_sock, self.cfg.keepalive)
+        self.enqueue_req(self.connection_class(self.cfg, client_sock, client_addr, listener.getsockname()))
+
+    def handle(self, conn: _Connection) -> Any:
+        if conn.reader is not None:
+            conn.reader.restart()  # each request on a kept-alive connection gets its own deadline
+        return super().handle(conn)
 
 
-class _Gunicorn(BaseApplication):  # type: ignore[misc]
+def worker_class(read_timeout: float) -> type[ReadTimeoutWorker]:
+    """`ReadTimeoutWorker` whose connections must deliver a whole request within `read_timeout` seconds."""
+    connection = type("_Connection", (_Connection,), {"read_timeout": read_timeout})
+    return type("ReadTimeoutWorker", (ReadTimeoutWorker,), {"connection_class": connection})
+
+
+class _Gunicorn(BaseApplication):
     def __init__(self, app: Flask, options: dict[str, Any]) -> None:
         self._app = app
         self._options = options
@@ -55,8 +104,8 @@ class _Gunicorn(BaseApplication):  # type: ignore[misc]
         for key, value in self._options.items():
             self.cfg.set(key, value)
 
-    def load(self) -> Flask:
-        return self._app
+    def load(self) -> WSGIApp:
+        return guard_input(self._app)
 
 
 def gunicorn_options(settings: Settings) -> dict[str, Any]:
@@ -64,14 +113,14 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
     options: dict[str, Any] = {
         "bind": [server.listen],
         "workers": 1,
-        "worker_class": "reactor.app.runner.ReadTimeoutWorker",
+        "worker_class": worker_class(server.read_timeout.total_seconds()),
         # server.threads bounds the notifications at work (see web.create_app) and as many waiting;
         # the other threads answer at once — probes, /metrics, 4xx, and the 503 of a full waiting
         # room — so overload is a quick 503 Alertmanager retries, not a queue inside gunicorn.
         "threads": 3 * server.threads,
         "timeout": int(server.timeout.total_seconds()) + 5,
         "graceful_timeout": 10,
-        "keepalive": 5,  # also the longest a client may stall in the middle of a request
+        "keepalive": 5,  # also the longest a client may stall in the middle of a request (server.readTimeout: in all)
         "accesslog": None,
         "errorlog": "-",
         "loglevel": "warning",
@@ -83,6 +132,20 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
     return options
 
 
-def run(app: Flask, settings: Settings) -> None:
-    """Serve until SIGTERM/SIGINT (gunicorn handles both gracefully)."""
-    _Gunicorn(app, gunicorn_options(settings)).run()
+def run(app: Flask, settings: Settings, probes: Probes | None = None) -> None:
+    """Serve until SIGTERM/SIGINT (gunicorn handles both gracefully); `probes` on their own listener.
+
+    The probe socket is bound here, in gunicorn's arbiter, so a port in use fails the start and a
+    restarted worker serves the same socket; the worker serves it from a thread of its own.
+    """
+    options = gunicorn_options(settings)
+    if probes is not None:
+        options["post_worker_init"] = _probe_starter(bind_listener(settings.server.probe_listen), probes)
+    _Gunicorn(app, options).run()
+
+
+def _probe_starter(sock: socket.socket, probes: Probes) -> Callable[[Any], None]:
+    def serve_probes(worker: Any) -> None:
+        ProbeServer(sock, probes).start()
+
+    return serve_probes

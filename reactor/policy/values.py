@@ -25,7 +25,8 @@ STRATEGIES = frozenset(
     }
 )
 REVERTIBLE = frozenset({"set-priority-up", "set-priority-down", "scale-replicas-up", "resize-gpu-up"})
-DEFAULT_DENY = ("kube-system", "kube-public", "kube-node-lease")
+# Denied whatever `namespaces.deny` says; admitted only when `namespaces.allow` names them (never by `*`).
+SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease"})
 
 DEFAULT_ALERTS: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {
@@ -54,7 +55,7 @@ class Policy:
     dry_run: bool = False
     gpu_resource: str = "nvidia.com/gpu"
     allow: tuple[str, ...] = ()
-    deny: tuple[str, ...] = DEFAULT_DENY
+    deny: tuple[str, ...] = ()  # beside SYSTEM_NAMESPACES, which are denied unless `allow` names them
     default_mode: Mode = Mode.ENFORCE
     target_utilization: float = 0.6
     cooldown: timedelta = timedelta(minutes=30)
@@ -72,7 +73,12 @@ class Policy:
     cluster: str | None = None  # this cluster's name: alerts whose `cluster` label names another are skipped
 
     def namespace_allowed(self, namespace: str) -> bool:
-        """Deny wins; `*` in allow admits every namespace not denied."""
+        """Deny wins; `*` in allow admits every namespace not denied and not a system namespace.
+
+        Setting `deny` does not drop the system namespaces: only naming one in `allow` admits it.
+        """
         if namespace in self.deny:
             return False
+        if namespace in SYSTEM_NAMESPACES:
+            return namespace in self.allow
         return "*" in self.allow or namespace in self.allow

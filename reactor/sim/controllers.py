@@ -1,11 +1,12 @@
 """One round of every controller, in a fixed order so that `settle()` is deterministic.
 
-Garbage collection, Deployments, ReplicaSets, StatefulSets, Jobs, CronJobs, then scheduling and the kubelet.
+Garbage collection, ServiceAccounts (`default` in every namespace), Deployments, ReplicaSets, StatefulSets,
+Jobs, CronJobs, node taints and NoExecute evictions, then scheduling and the kubelet.
 """
 
 from __future__ import annotations
 
-from . import cronjobs, deployments, jobs, replicasets, scheduler, statefulsets
+from . import cronjobs, deployments, jobs, nodelifecycle, replicasets, scheduler, serviceaccounts, statefulsets
 from .operations import Api
 
 
@@ -15,11 +16,13 @@ class Controllers:
 
     def run_once(self) -> None:
         self.collect_garbage()
+        serviceaccounts.ensure_default_accounts(self.api)
         deployments.sync_all(self.api)
         replicasets.sync_all(self.api)
         statefulsets.sync_all(self.api)
         jobs.sync_all(self.api)
         cronjobs.sync_all(self.api)
+        nodelifecycle.sync_all(self.api)
         scheduler.schedule(self.api)
 
     def collect_garbage(self) -> None:

@@ -128,12 +128,12 @@ def _run(*, once: bool, port: int, tmp: Path) -> None:
         token = secrets.token_hex(16)
         child = _start_reactor(sim, tmp, token, port)
         try:
-            _show(Demo(sim, child.url, token), sim, child.url)
+            _show(Demo(sim, child.url, token), sim)
             if once:
-                _print_counters(child.url)
+                _print_counters(child.probe_url)
                 return
-            print(f"\nServing on {child.url} (reactor serve, pid {child.pid}; embedded cluster at {sim.url}); "
-                  f"metrics at {child.url}/metrics. Ctrl-C to stop.", flush=True)
+            print(f"\nServing on {child.url} (reactor serve, pid {child.pid}; probes and metrics on {child.probe_url}; "
+                  f"embedded cluster at {sim.url}). Ctrl-C to stop.", flush=True)
             sim.run_controllers()
             child.popen.wait()
         finally:
@@ -151,8 +151,8 @@ def _start_reactor(sim: SimCluster, tmp: Path, token: str, port: int) -> Child:
         raise SystemExit(f"reactor demo: {e}") from e
 
 
-def _show(demo: Demo, sim: SimCluster, url: str) -> None:
-    print(f"GPU Reactor demo — embedded cluster {sim.url}, reactor {url}\n")
+def _show(demo: Demo, sim: SimCluster) -> None:
+    print(f"GPU Reactor demo — embedded cluster {sim.url}, reactor {demo.url}\n")
     _print_workloads(sim, "Before")
     rows: list[tuple[str, ...]] = []
     for n, step in enumerate(_steps(), 1):

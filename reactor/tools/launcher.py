@@ -53,14 +53,31 @@ def state_key_file(folder: str | os.PathLike[str]) -> Path:
     return path
 
 
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """`count` different ports nothing listens on right now (held open together while the OS picks them)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind((host, 0))
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
 @dataclass
 class Child:
-    """A started child: its process, the port it serves, and the file its output goes to (None: inherited)."""
+    """A started child: its process, the port it serves, its probe port (`reactor serve`: its own; others: the
+    same), and the file its output goes to (None: inherited)."""
 
     popen: subprocess.Popen[bytes]
     port: int
     log: Path | None = None
     scheme: str = "http"
+    probe_port: int = 0
+
+    def __post_init__(self) -> None:
+        self.probe_port = self.probe_port or self.port
 
     @property
     def pid(self) -> int:
@@ -69,6 +86,12 @@ class Child:
     @property
     def url(self) -> str:
         return f"{self.scheme}://127.0.0.1:{self.port}"
+
+    @property
+    def probe_url(self) -> str:
+        """Where /healthz, /readyz and /metrics answer (plain HTTP on `reactor serve`'s probe listener)."""
+        scheme = self.scheme if self.probe_port == self.port else "http"
+        return f"{scheme}://127.0.0.1:{self.probe_port}"
 
     def tail(self, lines: int = 40) -> str:
         if self.log is None:
@@ -101,28 +124,24 @@ class Child:
 
 def start_process(argv: Sequence[str], *, port: int, log: Path | None = None, env: Mapping[str, str] | None = None,
                   cwd: str | os.PathLike[str] | None = None, ready_path: str | None = "/readyz",
-                  cafile: str | None = None, timeout: float = READY_TIMEOUT) -> Child:
-    """Start `argv` in its own session; return once `ready_path` answers 200 (or, with None, the port accepts).
+                  cafile: str | None = None, timeout: float = READY_TIMEOUT, probe_port: int = 0) -> Child:
+    """Start `argv` in its own session; return once `ready_path` answers 200 on `probe_port` (0: `port`), or,
+    with None, once `port` accepts.
 
-    With `cafile` the readiness check speaks TLS and trusts that CA. `KUBERNETES_SERVICE_HOST` is removed from
-    the child's environment so that a run inside a pod never picks the in-cluster config by accident.
+    With `cafile` the child serves TLS on `port` and trusts that CA (a probe port of its own is plain HTTP).
+    `KUBERNETES_SERVICE_HOST` is removed from the child's environment so that a run inside a pod never picks
+    the in-cluster config by accident.
     """
     environ = dict(os.environ, **(env or {}))
     environ.pop("KUBERNETES_SERVICE_HOST", None)
     out = log.open("ab") if log is not None else None
     try:
-        popen = subprocess.Popen(
-            list(argv),
-            env=environ,
-            cwd=cwd,
-            stdout=out,
-            stderr=subprocess.STDOUT if out else None,
-            start_new_session=True,
-        )
+        popen = subprocess.Popen(list(argv), env=environ, cwd=cwd, stdout=out,
+                                 stderr=subprocess.STDOUT if out else None, start_new_session=True)
     finally:
         if out is not None:
             out.close()
-    child = Child(popen, port, log, "https" if cafile else "http")
+    child = Child(popen, port, log, "https" if cafile else "http", probe_port)
     try:
         _wait_ready(child, ready_path, cafile, timeout, name=" ".join(argv[:4]))
     except BaseException:
@@ -131,40 +150,28 @@ def start_process(argv: Sequence[str], *, port: int, log: Path | None = None, en
     return child
 
 
-def start_serve(
-    config: str | os.PathLike[str],
-    *,
-    token_file: str | os.PathLike[str],
-    kubeconfig: str | os.PathLike[str],
-    port: int = 0,
-    log: Path | None = None,
-    env: Mapping[str, str] | None = None,
-    tls: tuple[str, str] | None = None,
-    timeout: float = READY_TIMEOUT,
-) -> Child:
-    """`reactor serve --config CONFIG` on 127.0.0.1:`port` (0: a free one) with its token file and kubeconfig."""
-    port = port or free_port()
-    environ = {
-        "REACTOR_SERVER__TOKEN_FILE": str(token_file),
-        "REACTOR_KUBE__KUBECONFIG": str(kubeconfig),
-        "REACTOR_SERVER__LISTEN": f"127.0.0.1:{port}",
-        "REACTOR_STATE__KEY_FILE": str(state_key_file(Path(token_file).parent)),
-    }
+def start_serve(config: str | os.PathLike[str], *, token_file: str | os.PathLike[str],
+                kubeconfig: str | os.PathLike[str], port: int = 0, log: Path | None = None,
+                env: Mapping[str, str] | None = None, tls: tuple[str, str] | None = None,
+                timeout: float = READY_TIMEOUT, probe_port: int = 0) -> Child:
+    """`reactor serve --config CONFIG` on 127.0.0.1:`port`, its probes on 127.0.0.1:`probe_port` (0: free ones),
+    with its token file and kubeconfig. The state key is `state-key` beside the token file (created if missing)
+    unless `env` names another."""
+    free = iter(free_ports(2))
+    port = port or next(free)
+    probe_port = probe_port or next(p for p in free if p != port)
+    environ = {"REACTOR_SERVER__TOKEN_FILE": str(token_file), "REACTOR_KUBE__KUBECONFIG": str(kubeconfig),
+               "REACTOR_SERVER__LISTEN": f"127.0.0.1:{port}", "REACTOR_SERVER__PROBE_LISTEN": f"127.0.0.1:{probe_port}",
+               "REACTOR_STATE__KEY_FILE": str(state_key_file(Path(token_file).parent))}
     if tls is not None:
         environ.update(REACTOR_SERVER__TLS_CERT=tls[0], REACTOR_SERVER__TLS_KEY=tls[1])
     environ.update(env or {})
-    return start_process(
-        [sys.executable, "-m", "reactor", "serve", "--config", str(config)],
-        port=port,
-        log=log,
-        env=environ,
-        cafile=tls[0] if tls else None,
-        timeout=timeout,
-    )
+    return start_process([sys.executable, "-m", "reactor", "serve", "--config", str(config)], port=port, log=log,
+                         env=environ, cafile=tls[0] if tls else None, timeout=timeout, probe_port=probe_port)
 
 
 def _wait_ready(child: Child, path: str | None, cafile: str | None, timeout: float, *, name: str) -> None:
-    context = ssl.create_default_context(cafile=cafile) if cafile else None
+    context = ssl.create_default_context(cafile=cafile) if cafile and child.probe_url.startswith("https") else None
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if child.popen.poll() is not None:
@@ -180,7 +187,7 @@ def _answers(child: Child, path: str | None, context: ssl.SSLContext | None) -> 
         if path is None:
             with socket.create_connection(("127.0.0.1", child.port), timeout=1):
                 return True
-        with urllib.request.urlopen(f"{child.url}{path}", timeout=2, context=context) as response:
+        with urllib.request.urlopen(f"{child.probe_url}{path}", timeout=2, context=context) as response:
             return bool(response.status == 200)
     except OSError:
         return False

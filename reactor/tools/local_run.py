@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..policy.values import DEFAULT_DENY
+from ..policy.values import SYSTEM_NAMESPACES
 from ..settings import env_name
 from .launcher import free_port
 from .seeds import demo_file
@@ -38,7 +38,7 @@ def _secret(path: Path, size: int) -> Path:
 def allowed_namespaces(objects: Iterable[dict[str, Any]]) -> list[str]:
     """The namespaces the seeds put workloads in (system namespaces left out); `['*']` when there are none."""
     found = {(o.get("metadata") or {}).get("namespace") for o in objects if o.get("kind") in WORKLOAD_KINDS}
-    names = sorted(n for n in found if isinstance(n, str) and n and n not in DEFAULT_DENY)
+    names = sorted(n for n in found if isinstance(n, str) and n and n not in SYSTEM_NAMESPACES)
     return names or ["*"]
 
 

@@ -2,8 +2,10 @@
 
 Seeds are YAML files or folders (a kustomize entry point such as `deploy/reactor` is rendered with
 kubectl); all of them are applied together, so namespaces and CRDs come before what lives in them.
-It prints the kubeconfig path for kubectl, and the exact `reactor serve` command (with the token file it
-wrote) to run the reactor against it. Without seeds it serves the demo cluster.
+It prints the kubeconfig path for kubectl, and the exact `reactor serve` command (with the token and key files
+it wrote) to run the reactor against it; with RBAC on, also how to act as a ServiceAccount, and a kubeconfig
+for the reactor's own when the seeds define it (the printed command then uses it). Without seeds it serves the
+demo cluster.
 """
 
 from __future__ import annotations
@@ -40,7 +42,12 @@ def run_sim(*, seeds: list[str], port: int, kubeconfig: str, rbac: bool = False)
         path = _write_kubeconfig(sim, kubeconfig)
         print(f"embedded cluster at {sim.url}")
         print(f"kubeconfig: {Path(path).resolve()}   (kubectl --kubeconfig {path} get deploy -A)", flush=True)
-        print_serve_recipe(Path(path), write_secrets(Path(path)), allowed_namespaces(loaded), demo=not seeds)
+        reactor_kubeconfig = None
+        if rbac:
+            print_account_help(path)
+            reactor_kubeconfig = write_reactor_kubeconfig(sim, path)
+        print_serve_recipe(Path(reactor_kubeconfig or path), write_secrets(Path(path)), allowed_namespaces(loaded),
+                           demo=not seeds)
         sim.run_controllers()
         stop = threading.Event()
         for sig in STOP_SIGNALS:
@@ -67,3 +74,32 @@ def _write_kubeconfig(sim: SimCluster, kubeconfig: str) -> str:
     except OSError as e:
         raise UsageError(f"--kubeconfig {kubeconfig}", f"cannot write: {e.strerror}; give a path in a folder "
                                                        "you can write to") from e
+
+
+# -- ServiceAccounts in RBAC mode ------------------------------------------------------------------------
+
+REACTOR_ACCOUNT = ("gpu-reactor", "gpu-reactor")  # deploy/reactor/serviceaccount.yaml (namespace, name)
+ACCOUNT_TOKEN_SECONDS = 24 * 3600
+
+
+def print_account_help(admin_kubeconfig: str) -> None:
+    """How to act as any ServiceAccount: a TokenRequest token in a copy of the admin kubeconfig."""
+    print("as a ServiceAccount (RBAC applies):  TOKEN=$(kubectl --kubeconfig "
+          f"{admin_kubeconfig} create token NAME -n NAMESPACE --duration=24h)")
+    print(f"  cp {admin_kubeconfig} sa.kubeconfig && kubectl --kubeconfig sa.kubeconfig config set-credentials "
+          'sim-user --token="$TOKEN"', flush=True)
+
+
+def write_reactor_kubeconfig(sim: SimCluster, admin_kubeconfig: str) -> str | None:
+    """When the seeds hold the reactor's ServiceAccount (deploy/reactor): a kubeconfig with its token beside the
+    admin one, and the command that runs `reactor serve` as it. None when the account is not there."""
+    namespace, name = REACTOR_ACCOUNT
+    if not sim.store.exists("serviceaccounts", namespace, name):
+        return None
+    admin = Path(admin_kubeconfig)
+    target = admin.with_name(f"{admin.stem}-{name}{admin.suffix}")
+    path = sim.write_kubeconfig(target, token=sim.service_account_token(namespace, name, seconds=ACCOUNT_TOKEN_SECONDS))
+    print(f"kubeconfig of ServiceAccount {namespace}/{name}: {Path(path).resolve()}   (token valid 24h)")
+    print(f"  run the reactor as it:  REACTOR_KUBE__KUBECONFIG={path} REACTOR_SERVER__TOKEN_FILE=TOKEN_FILE "
+          "REACTOR_STATE__KEY_FILE=KEY_FILE reactor serve --config deploy/reactor/policy.yaml", flush=True)
+    return path

@@ -135,7 +135,8 @@ def test_user_is_numeric_and_matches_run_as_user(instructions: list[Instruction]
 
 
 def test_port_and_python_env(instructions: list[Instruction], container: dict[str, Any]) -> None:
-    assert _last(instructions, "EXPOSE") == str(container["ports"][0]["containerPort"]) == "8080"
+    ports = " ".join(str(p["containerPort"]) for p in container["ports"])
+    assert _last(instructions, "EXPOSE") == ports == "8080 8081"
     final = _stages(instructions)[-1]
     env = " ".join(a for w, a in final if w == "ENV")
     assert "PYTHONDONTWRITEBYTECODE=1" in env and "PYTHONUNBUFFERED=1" in env

@@ -75,6 +75,7 @@ def _rules(role: dict[str, Any]) -> dict[tuple[str, str], set[str]]:
 def test_policy_file_validates(settings: Settings) -> None:
     assert settings.policy.allow == ("ml-workloads",)
     assert settings.server.listen.endswith(":8080")
+    assert settings.server.probe_listen.endswith(":8081")
 
 
 def test_rendered_configmap_holds_the_same_valid_policy() -> None:
@@ -166,9 +167,12 @@ def test_writable_tmp_is_an_empty_dir(pod: dict[str, Any], container: dict[str, 
 
 
 def test_probes_and_port(container: dict[str, Any]) -> None:
-    assert container["ports"] == [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]
-    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
-    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    """The webhook on `http` (8080); the probes and /metrics on `metrics` (8081, server.probeListen), which
+    no webhook client can starve."""
+    assert container["ports"] == [{"name": "http", "containerPort": 8080, "protocol": "TCP"},
+                                  {"name": "metrics", "containerPort": 8081, "protocol": "TCP"}]
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
 
 
 def test_resources_are_bounded(container: dict[str, Any]) -> None:
@@ -196,10 +200,11 @@ def test_image_tag_is_the_project_version(container: dict[str, Any]) -> None:
     assert kust["images"] == [{"name": "ghcr.io/gpu-reactor/gpu-reactor", "newTag": version}]
 
 
-def test_service_reaches_the_pods_on_8080(objs: list[dict[str, Any]], deployment: dict[str, Any]) -> None:
+def test_service_reaches_the_pods_on_8080_and_8081(objs: list[dict[str, Any]], deployment: dict[str, Any]) -> None:
     svc = one(objs, "Service", "gpu-reactor")
     assert svc["spec"]["selector"].items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
-    assert svc["spec"]["ports"] == [{"name": "http", "port": 8080, "targetPort": "http", "protocol": "TCP"}]
+    assert svc["spec"]["ports"] == [{"name": "http", "port": 8080, "targetPort": "http", "protocol": "TCP"},
+                                    {"name": "metrics", "port": 8081, "targetPort": "metrics", "protocol": "TCP"}]
 
 
 def test_every_namespaced_object_names_its_namespace() -> None:
@@ -214,15 +219,19 @@ def test_every_namespaced_object_names_its_namespace() -> None:
 
 
 def test_network_policy_admits_only_alertmanager_and_prometheus(objs: list[dict[str, Any]]) -> None:
+    """Alertmanager reaches the webhook (8080) only, Prometheus the metrics port (8081) only."""
     np = one(objs, "NetworkPolicy", "gpu-reactor")["spec"]
     assert np["podSelector"]["matchLabels"].items() <= POD_LABELS.items()
     assert set(np["policyTypes"]) == {"Ingress", "Egress"}
-    (ingress,) = np["ingress"]
-    (peer,) = ingress["from"]
-    assert peer["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}
-    (expr,) = peer["podSelector"]["matchExpressions"]
-    assert (expr["key"], expr["operator"], set(expr["values"])) == ("app.kubernetes.io/name", "In", {"alertmanager", "prometheus"})
-    assert ingress["ports"] == [{"protocol": "TCP", "port": 8080}]
+    admitted = {}
+    for ingress in np["ingress"]:
+        (peer,) = ingress["from"]
+        assert peer["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}
+        (expr,) = peer["podSelector"]["matchExpressions"]
+        assert (expr["key"], expr["operator"]) == ("app.kubernetes.io/name", "In")
+        (port,) = ingress["ports"]
+        admitted[port["port"]] = set(expr["values"])
+    assert admitted == {8080: {"alertmanager"}, 8081: {"prometheus"}}
 
 
 def test_network_policy_egress_is_dns_and_api_server_only(objs: list[dict[str, Any]]) -> None:

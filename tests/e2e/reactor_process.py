@@ -38,7 +38,7 @@ class ReactorProcess:
         return self.child.tail(lines)
 
     def samples(self) -> Iterator[tuple[str, dict[str, str], float]]:
-        with urllib.request.urlopen(f"{self.url}/metrics", timeout=5) as response:
+        with urllib.request.urlopen(f"{self.child.probe_url}/metrics", timeout=5) as response:
             text = response.read().decode()
         for family in text_string_to_metric_families(text):
             for s in family.samples:

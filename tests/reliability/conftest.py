@@ -59,6 +59,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     terminalreporter.section("reliability figures" + (" (long form)" if LONG else " (short form)"))
     terminalreporter.write_line(FIGURES.table())
+    for name, value in sorted(FIGURES.notes.items()):
+        terminalreporter.write_line(f"{name}: {value}")
     broken = FIGURES.verdict()
     terminalreporter.write_line("promises kept: no double action, no alert lost, no 5xx on bad input"
                                 if not broken else "PROMISES BROKEN: " + "; ".join(broken))

@@ -75,6 +75,12 @@ class Figures:
         with self._lock:
             for key, value in counts.items():
                 self.trust[key] = self.trust.get(key, 0) + value
+        self.notes: dict[str, float] = {}  # single measured figures beside the table, e.g. a p99
+
+    def note(self, name: str, value: float) -> None:
+        """A measured figure that is not a count per scenario; the worst of several runs is kept."""
+        with self._lock:
+            self.notes[name] = max(value, self.notes.get(name, value))
 
     def add(self, scenario: str, **counts: Any) -> None:
         row = Row(**counts)
@@ -128,6 +134,7 @@ class Figures:
         doc["total"] = asdict(self.total())
         with self._lock:
             doc["trust"] = dict(self.trust)
+            doc["notes"] = dict(sorted(self.notes.items()))
         doc["broken"] = self.verdict()
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(doc, indent=2) + "\n")

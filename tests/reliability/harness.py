@@ -7,6 +7,7 @@ whole of it (arbiter and worker) like a node losing the pod. Every wait is bound
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -49,7 +50,7 @@ class Answer:
 
 @dataclass
 class Child:
-    """One `reactor serve` process against `sim`; `start()` waits until /readyz answers 200."""
+    """One `reactor serve` process against `sim`; `start()` waits until /readyz answers 200 on its probe port."""
 
     sim: SimCluster
     workdir: Path
@@ -59,6 +60,7 @@ class Child:
     tls: tuple[Path, Path] | None = None
     kube_url: str | None = None  # a proxy in front of the cluster, if any
     port: int = 0
+    probe_port: int = 0
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -90,10 +92,10 @@ class Child:
         tls = (str(self.tls[0]), str(self.tls[1])) if self.tls else None
         try:
             child = start_serve(config, token_file=token_file, kubeconfig=kubeconfig, port=self.port,
-                                log=self.log_path, tls=tls, timeout=READY_TIMEOUT)
+                                probe_port=self.probe_port, log=self.log_path, tls=tls, timeout=READY_TIMEOUT)
         except LaunchError as e:
             raise AssertionError(f"{self.name}: {e}") from e
-        self.port, self.proc = child.port, child.popen
+        self.port, self.probe_port, self.proc = child.port, child.probe_port, child.popen
         return self
 
     # --- HTTP ---------------------------------------------------------------------------
@@ -134,8 +136,18 @@ class Child:
         headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token or self.token}"}
         return self.post_raw(json.dumps(body).encode(), headers, timeout)
 
+    def probe(self, path: str, timeout: float = 10) -> tuple[int, bytes]:
+        """GET `path` on the probe listener (plain HTTP, its own port): /healthz, /readyz, /metrics."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.probe_port, timeout=timeout)
+        try:
+            conn.request("GET", path)
+            r = conn.getresponse()
+            return r.status, r.read()
+        finally:
+            conn.close()
+
     def metrics(self) -> str:
-        status, raw = self.get("/metrics")
+        status, raw = self.probe("/metrics")
         assert status == 200
         return raw.decode()
 
@@ -189,10 +201,8 @@ class Child:
         if self.proc is None:
             return
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         self.proc.wait(timeout=10)
         _reap_group(self.proc.pid)
 
@@ -276,8 +286,22 @@ def statefulset_doc(ns: str, name: str, *, replicas: int = 1, gpus: int = 4, con
     return doc
 
 
+NODES, NODE_GPUS = 64, 64  # big nodes: the scenarios' pods hold up to 48 GPUs, and surge beside them
+
+
+def gpu_nodes() -> list[dict[str, Any]]:
+    """Ready GPU nodes for every scenario (the embedded scheduler binds pods only to a Node that fits)."""
+    room = {"cpu": "256", "memory": "2Ti", "pods": "110", GPU: str(NODE_GPUS)}
+    return [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"gpu-node-{i:02d}"},
+             "status": {"capacity": room, "allocatable": dict(room),
+                        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}}
+            for i in range(NODES)]
+
+
 def seed(sim: SimCluster, docs: Iterable[dict[str, Any]]) -> None:
-    sim.apply(list(docs))
+    """Apply the docs (and the GPU nodes, once per cluster) and settle."""
+    nodes = [] if sim.list("nodes") else gpu_nodes()
+    sim.apply(nodes + list(docs))
     sim.settle(max_rounds=1000)
 
 

@@ -1,0 +1,120 @@
+"""The probe listener: `/healthz`, `/readyz` and `/metrics` on a port of their own, served by a thread of their own.
+
+Kubernetes controllers serve health and metrics on a port apart from their webhook, so that the
+webhook's load or a hostile client cannot make the kubelet restart them. Here one asyncio loop in a
+daemon thread of the gunicorn worker serves them: a slow client costs a socket, not a thread, and is
+dropped when its request head is not complete within `HEAD_SECONDS`; connections past
+`MAX_CONNECTIONS` are closed at once. The answers come from `reactor.probes.Probes`, computed on a
+small thread pool so a slow API server (readiness) never blocks the loop. This module must not
+serve the webhook, and never reads a request body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from http import HTTPStatus
+
+from ..errors import ConfigError
+from ..probes import ProbeAnswer, Probes
+
+HEAD_SECONDS = 2.0      # a probe's whole request head; kubelet and Prometheus send theirs at once
+WRITE_SECONDS = 5.0     # the whole answer; a client that does not read it is dropped
+HEAD_LIMIT = 8192
+MAX_CONNECTIONS = 256
+
+
+def bind_listener(address: str, *, key: str = "server.probeListen") -> socket.socket:
+    """A listening TCP socket on `HOST:PORT` (`[::]:8081` for IPv6); a ConfigError naming `key` when it cannot bind."""
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]") or "0.0.0.0"
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, int(port)))
+        sock.listen(128)
+    except OSError as e:
+        sock.close()
+        raise ConfigError(key, f"cannot listen on {address}: {e.strerror or e}") from e
+    return sock
+
+
+class ProbeServer:
+    """Serves `probes` on the bound, listening `sock` until `stop()` (or until the process ends)."""
+
+    def __init__(self, sock: socket.socket, probes: Probes) -> None:
+        self._sock = sock
+        self._probes = probes
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="probe-answer")
+        self._open = 0
+        self._ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
+        self._thread = threading.Thread(target=self._run, name="probe-server", daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._sock.getsockname()[1])
+
+    def start(self) -> ProbeServer:
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("the probe server did not start within 10 s")
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stopping is not None:
+            self._loop.call_soon_threadsafe(self._stopping.set)
+        self._thread.join(5)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _run(self) -> None:
+        asyncio.run(self._serve_forever())
+
+    async def _serve_forever(self) -> None:
+        self._loop, self._stopping = asyncio.get_running_loop(), asyncio.Event()
+        server = await asyncio.start_server(self._client, sock=self._sock, limit=HEAD_LIMIT)
+        self._ready.set()
+        async with server:
+            await self._stopping.wait()
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._open >= MAX_CONNECTIONS:
+            writer.transport.abort()
+            return
+        self._open += 1
+        try:
+            await self._exchange(reader, writer)
+        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, OSError):
+            pass  # a slow, oversized or vanished client: dropped, nothing to answer
+        finally:
+            self._open -= 1
+            if not writer.is_closing():
+                writer.transport.abort()
+
+    async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_SECONDS)
+        request_line = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
+        if len(request_line) != 3 or not request_line[2].startswith("HTTP/1."):
+            answer = ProbeAnswer(400, "text/plain", b"bad request\n")
+            method = "GET"
+        else:
+            method, path = request_line[0], request_line[1]
+            loop = asyncio.get_running_loop()
+            answer = await loop.run_in_executor(self._pool, self._probes.answer, method, path)
+        writer.write(_encode(answer, head_only=method == "HEAD"))
+        await asyncio.wait_for(writer.drain(), WRITE_SECONDS)
+        writer.close()
+        with contextlib.suppress(TimeoutError, OSError):
+            await asyncio.wait_for(writer.wait_closed(), WRITE_SECONDS)
+
+
+def _encode(answer: ProbeAnswer, *, head_only: bool) -> bytes:
+    reason = HTTPStatus(answer.status).phrase
+    head = (f"HTTP/1.1 {answer.status} {reason}\r\nContent-Type: {answer.content_type}\r\n"
+            f"Content-Length: {len(answer.body)}\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n")
+    return head.encode("latin-1") + (b"" if head_only else answer.body)

@@ -1,0 +1,174 @@
+"""The probe listener (reactor/app/probe_server.py) in this process, over real sockets: what it answers,
+and that clients which never finish a request cannot starve it."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from reactor.app import probe_server
+from reactor.app.probe_server import ProbeServer, bind_listener
+from reactor.errors import ConfigError, TemporaryError
+from reactor.metrics import Metrics
+from reactor.probes import Probes, Readiness
+from tests.support import Reactor
+
+
+@pytest.fixture
+def probes_up() -> Iterator[ProbeServer]:
+    server = ProbeServer(bind_listener("127.0.0.1:0"), Probes(Metrics(CollectorRegistry()))).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def exchange(port: int, raw: bytes, timeout: float = 5.0) -> bytes:
+    """Send `raw`, read until the server closes; the whole answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(raw)
+        chunks = []
+        while chunk := s.recv(65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def get(port: int, path: str, method: str = "GET") -> tuple[int, bytes]:
+    answer = exchange(port, f"{method} {path} HTTP/1.1\r\nHost: probe\r\n\r\n".encode())
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return int(head.split(b" ")[1]), body
+
+
+def test_it_answers_the_three_probe_paths(probes_up: ProbeServer) -> None:
+    assert get(probes_up.port, "/healthz") == (200, b'{"status":"ok"}\n')
+    assert get(probes_up.port, "/readyz") == (200, b'{"status":"ready"}\n')
+    status, body = get(probes_up.port, "/metrics")
+    assert status == 200 and b'reactor_skips_total{reason="cooldown"} 0.0' in body
+    assert get(probes_up.port, "/healthz?verbose=1")[0] == 200
+
+
+@pytest.mark.parametrize("method,path,status", [
+    ("GET", "/alerts", 404), ("GET", "/", 404), ("POST", "/healthz", 405), ("DELETE", "/metrics", 405),
+], ids=["webhook-path", "root", "post", "delete"])
+def test_anything_else_is_refused(probes_up: ProbeServer, method: str, path: str, status: int) -> None:
+    assert get(probes_up.port, path, method)[0] == status
+
+
+def test_head_gets_the_head_only(probes_up: ProbeServer) -> None:
+    answer = exchange(probes_up.port, b"HEAD /healthz HTTP/1.1\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and answer.endswith(b"\r\n\r\n")
+    assert b"Content-Length: 16\r\n" in answer
+
+
+@pytest.mark.parametrize("raw", [b"garbage\r\n\r\n", b"GET /healthz\r\n\r\n", b"GET /healthz SPDY/3\r\n\r\n"],
+                         ids=["no-spaces", "no-version", "not-http"])
+def test_a_malformed_request_line_is_a_400(probes_up: ProbeServer, raw: bytes) -> None:
+    assert exchange(probes_up.port, raw).startswith(b"HTTP/1.1 400 Bad Request\r\n")
+
+
+def test_an_oversized_head_is_dropped_unanswered(probes_up: ProbeServer) -> None:
+    raw = b"GET /healthz HTTP/1.1\r\nX-Pad: " + b"a" * (probe_server.HEAD_LIMIT * 2) + b"\r\n\r\n"
+    try:
+        answer = exchange(probes_up.port, raw)
+    except ConnectionResetError:
+        answer = b""
+    assert answer == b""
+
+
+def test_a_client_that_never_finishes_its_head_is_dropped_after_the_head_deadline(probes_up: ProbeServer) -> None:
+    with socket.create_connection(("127.0.0.1", probes_up.port), timeout=10) as s:
+        s.sendall(b"GET /healthz HTTP/1.1\r\n")
+        started = time.monotonic()
+        try:
+            rest = s.recv(100)
+        except ConnectionResetError:
+            rest = b""
+        waited = time.monotonic() - started
+    assert rest == b""
+    assert probe_server.HEAD_SECONDS - 0.5 < waited < probe_server.HEAD_SECONDS + 3
+
+
+def test_healthz_stays_quick_while_many_clients_trickle(probes_up: ProbeServer) -> None:
+    """The attack of issue 12 on the probe port itself: 100 sockets each holding a half-sent head.
+    An asyncio loop spends no thread on them, so /healthz answers at once."""
+    stalled = []
+    try:
+        for _ in range(100):
+            s = socket.create_connection(("127.0.0.1", probes_up.port), timeout=5)
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x")
+            stalled.append(s)
+        times = []
+        for _ in range(20):
+            started = time.perf_counter()
+            assert get(probes_up.port, "/healthz")[0] == 200
+            times.append(time.perf_counter() - started)
+        assert max(times) < 1.0, times
+    finally:
+        for s in stalled:
+            s.close()
+
+
+def test_connections_past_the_cap_are_closed_and_the_server_recovers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(probe_server, "MAX_CONNECTIONS", 5)
+    server = ProbeServer(bind_listener("127.0.0.1:0"), Probes(Metrics(CollectorRegistry()))).start()
+    held = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(5)]
+    try:
+        for s in held:
+            s.sendall(b"G")
+        time.sleep(0.3)
+        try:  # the sixth: closed at once, unanswered
+            sixth = exchange(server.port, b"GET /healthz HTTP/1.1\r\n\r\n")
+        except ConnectionError:
+            sixth = b""
+        assert sixth == b""
+    finally:
+        for s in held:
+            s.close()
+    time.sleep(0.3)
+    assert get(server.port, "/healthz")[0] == 200
+    server.stop()
+
+
+def test_a_slow_readiness_check_blocks_neither_healthz_nor_other_readyz() -> None:
+    """Readiness refreshes once at a time: while the API server hangs, /healthz answers at once and
+    further /readyz get the last known answer instead of queueing behind the hung call."""
+    release = threading.Event()
+
+    def hung_api() -> None:
+        release.wait(10)
+        raise TemporaryError("API server timed out")
+
+    probes = Probes(Metrics(CollectorRegistry()), Readiness(hung_api))
+    server = ProbeServer(bind_listener("127.0.0.1:0"), probes).start()
+    try:
+        first = threading.Thread(target=get, args=(server.port, "/readyz"))
+        first.start()
+        time.sleep(0.2)
+        started = time.perf_counter()
+        assert get(server.port, "/healthz")[0] == 200
+        assert get(server.port, "/readyz") == (503, b'{"status":"not ready","error":"not checked yet"}\n')
+        assert time.perf_counter() - started < 1.0
+    finally:
+        release.set()
+        first.join(5)
+        server.stop()
+
+
+def test_a_port_in_use_is_a_config_error_naming_the_key() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        with pytest.raises(ConfigError, match=r"server\.probeListen: cannot listen on 127\.0\.0\.1:\d+"):
+            bind_listener(f"127.0.0.1:{taken.getsockname()[1]}")
+
+
+def test_the_webhook_port_serves_no_probe(reactor: Reactor) -> None:
+    """/healthz, /readyz and /metrics live on the probe listener only: on the webhook they are 404."""
+    for path in ("/healthz", "/readyz", "/metrics"):
+        assert reactor.client.get(path).status_code == 404
+    assert reactor.probe("/healthz").status == 200
