@@ -217,8 +217,8 @@ def warnings(settings: Settings) -> list[str]:
     found = []
     if not p.allow:
         found.append("namespaces.allow is empty: the reactor acts in no namespace (list namespaces, or '*' for all)")
-    elif "*" not in p.allow and not [n for n in p.allow if n not in p.deny]:
-        found.append("every namespace in namespaces.allow is also in namespaces.deny: the reactor acts nowhere")
+    elif "*" not in p.allow and not any(p.namespace_allowed(n) for n in p.allow):
+        found.append("every namespace in namespaces.allow is also denied (namespaces.deny): the reactor acts nowhere")
     if p.budget_global.actions == 0:
         found.append("budget.global.actions is 0: no action is ever taken")
     return found

@@ -46,8 +46,11 @@ def files(tmp: Path) -> dict[str, str]:
     (tmp / "kubeconfig-empty").write_text("just: text\n")
     (tmp / "not-k8s.yaml").write_text("metadata: {name: x}\n")
     (tmp / "token").write_text("t0ken\n")
+    (tmp / "token-only.yaml").write_text(f"server: {{tokenFile: {tmp / 'token'}}}\n")
     (tmp / "tls.yaml").write_text(f"server: {{tokenFile: {tmp / 'token'}, tlsCert: /no.pem, tlsKey: /no.key}}\n")
-    (tmp / "gone.yaml").write_text(f"server: {{tokenFile: {tmp / 'token'}}}\nkube: {{kubeconfig: {tmp / 'nope'}}}\n")
+    (tmp / "state-key").write_text("k" * 64 + "\n")
+    (tmp / "gone.yaml").write_text(f"server: {{tokenFile: {tmp / 'token'}}}\nstate: {{keyFile: {tmp / 'state-key'}}}\n"
+                                   f"kube: {{kubeconfig: {tmp / 'nope'}}}\nlogging: {{level: WARNING}}\n")
     names = ("bad.json", "not-am.json", "kubeconfig-not-yaml", "kubeconfig-empty", "not-k8s.yaml", "gone.yaml",
              "tls.yaml")
     return {k: str(tmp / k) for k in names} | {"tmp": str(tmp), "missing": str(tmp / "nope")}
@@ -96,6 +99,8 @@ CASES: dict[str, Callable[[dict[str, str]], Bad]] = {
     "serve-tls-files-missing": lambda f: Bad(("serve", "--config", f["tls.yaml"]), 2,
                                              ("2 problems", "server.tlsCert: no such file",
                                               "server.tlsKey: no such file"), lines=3),
+    "serve-without-state-key": lambda f: Bad(("serve", "--config", f["tls.yaml"].replace("tls", "token-only")), 2,
+                                             ("state.keyFile: required unless dryRun",)),
     "serve-kubeconfig-missing": lambda f: Bad(("serve", "--config", f["gone.yaml"]), 2,
                                               ("kube.kubeconfig", "no usable kubeconfig")),
 }

@@ -147,7 +147,7 @@ def test_an_empty_file_is_valid_but_warned_about(tmp_path: Path, capsys: pytest.
 
 
 @pytest.mark.parametrize("text,warning", [
-    ("namespaces: {allow: [kube-system]}\n", "every namespace in namespaces.allow is also in namespaces.deny"),
+    ("namespaces: {allow: [ml], deny: [ml]}\n", "every namespace in namespaces.allow is also denied"),
     ("namespaces: {allow: ['*']}\nbudget: {global: {actions: 0, per: 1m}}\n", "budget.global.actions is 0"),
 ], ids=["all-denied", "no-budget"])
 def test_a_policy_that_acts_nowhere_is_warned_about(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str,
