@@ -115,5 +115,5 @@ def test_the_top_of_the_package_reads_as_the_pipeline() -> None:
         "web.py", "bearer.py", "probes.py", "alerts.py", "engine.py", "resolve.py", "ownership.py", "policy", "act.py", "statemac.py", "budget.py",
         "record.py",
         "outcome.py", "metrics.py", "kube.py", "model.py", "annotations.py", "workloads.py", "errors.py",
-        "settings.py", "fields.py", "app", "tools", "sim",
+        "settings.py", "config_sources.py", "fields.py", "app", "tools", "sim",
     }
