@@ -88,11 +88,14 @@ def alert_severities(url: str | None) -> dict[str, str]:
 
 
 def _guarded(name: str, fix: str, checks: Callable[[], Iterator[Check]]) -> list[Check]:
-    """Run a group of checks; a source that does not answer is one failing line, not a traceback."""
+    """Run a group of checks; a source that stops answering is one failing line (after those it answered)."""
+    found: list[Check] = []
     try:
-        return list(checks())
+        for check in checks():
+            found.append(check)
     except (Unreachable, ReactorError) as e:
-        return [failing(name, str(e), fix)]
+        found.append(failing(name, str(e), fix))
+    return found
 
 
 def diagnose(sources: Sources, settings: Settings, kube: KubeGateway | str) -> list[Check]:
@@ -117,7 +120,7 @@ def diagnose(sources: Sources, settings: Settings, kube: KubeGateway | str) -> l
         checks += _guarded("kubernetes", "pass --kubeconfig, and --as to ask as the reactor's ServiceAccount",
                            lambda: cluster_checks(gateway, settings, who))
     elif sources.kubeconfig:
-        checks.append(failing("kubernetes", kube, f"check {sources.kubeconfig} (kubectl --kubeconfig {sources.kubeconfig} get ns)"))
+        checks.append(failing("kubernetes", kube, f"try: kubectl --kubeconfig {sources.kubeconfig} get ns"))
     else:
         checks.append(warning("kubernetes", f"not checked: RBAC, PriorityClasses, quota ({kube})", "pass --kubeconfig"))
     return checks
@@ -131,7 +134,7 @@ def _severities(prometheus_url: str | None) -> dict[str, str]:
     return found or {"GPUMetricsMissing": "warning"}
 
 
-def run_doctor(sources: Sources, *, config: str | None, out: TextIO = sys.stdout) -> int:
+def run_doctor(sources: Sources, *, config: str | None, out: TextIO | None = None) -> int:
     settings = load_settings(config)
     kube = _connect(settings, sources.kubeconfig, sources.impersonate)
     try:
@@ -140,7 +143,7 @@ def run_doctor(sources: Sources, *, config: str | None, out: TextIO = sys.stdout
         if isinstance(kube, KubeGateway):
             kube.close()
     for check in checks:
-        print(line(check), file=out)
+        print(line(check), file=out or sys.stdout)
     return exit_code(checks)
 
 

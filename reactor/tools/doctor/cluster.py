@@ -54,7 +54,10 @@ def priority_classes(kube: KubeGateway, settings: Settings) -> Check:
     ladder = settings.policy.priority_ladder
     if not ladder:
         return ok("priority-classes", "no priorityLadder: the reactor never changes priorities")
-    present = {pc["metadata"]["name"] for pc in kube.list_priority_classes()}
+    try:
+        present = {pc["metadata"]["name"] for pc in kube.list_priority_classes()}
+    except ReactorError as e:
+        return failing("priority-classes", f"cannot list PriorityClasses: {e}", "see rbac cluster")
     missing = [c for c in ladder if c not in present]
     if missing:
         return failing("priority-classes", f"the ladder names classes that do not exist: {', '.join(missing)}",
