@@ -18,6 +18,7 @@ from typing import Any
 
 from . import act
 from .annotations import state_annotations
+from .bounds import namespace_bounds
 from .budget import Budget
 from .errors import ConflictError, PermanentError, TemporaryError
 from .kube import KubeGateway
@@ -40,7 +41,7 @@ from .policy import decide, early_refusal, effective_mode, fold
 from .record import Recorder
 from .resolve import Owner, Owners, Reader, resolve_owner, valid_name, valid_namespace
 from .settings import Settings
-from .workloads import hpa_targets, to_bounds, to_workload
+from .workloads import hpa_targets, to_workload
 
 log = logging.getLogger(__name__)
 
@@ -243,8 +244,8 @@ class Engine:
             hpa = (ref.kind, ref.name) in hpa_targets(reader.list("HorizontalPodAutoscaler", ref.namespace))
             workload = replace(workload, hpa_managed=hpa)
         if ns.bounds is None:
-            ns.bounds = to_bounds(reader.list("LimitRange", ref.namespace), reader.list("ResourceQuota", ref.namespace), self.policy.gpu_resource)
-        bounds = replace(ns.bounds, quota_used=ns.bounds.quota_used + ns.reserved)
+            ns.bounds = namespace_bounds(reader, ref.namespace, self.policy.gpu_resource)
+        bounds = ns.bounds.reserving(ns.reserved)
         classes = reader.priority_classes() if signal.status != "firing" else None
         decision = decide(signal, workload, bounds, self.policy, now, priority_classes=classes)
         if classes is None and any(c.strategy.startswith("set-priority") for c in decision.considered):

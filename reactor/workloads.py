@@ -13,7 +13,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from .annotations import read_state
-from .model import Bounds, Container, Workload, WorkloadRef
+from .model import Container, PodShape, Workload, WorkloadRef
 
 _SUFFIX = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
 _QUANTITY = re.compile(r"^([+-]?\d+(?:\.\d+)?)(m|k|M|G|T|Ki|Mi|Gi)?$")
@@ -87,7 +87,38 @@ def to_workload(
         state=read_state(annotations),
         via=via,
         annotations=annotations,
+        pods=pod_shape(pod_spec),
     )
+
+
+def pod_shape(pod_spec: Mapping[str, Any]) -> PodShape:
+    """What quota scopes see of the template's pods: QoS BestEffort (only positive cpu/memory count, as in
+    ComputePodQOS), activeDeadlineSeconds >= 0, and pod (anti-)affinity terms naming other namespaces."""
+    containers = list(pod_spec.get("containers") or []) + list(pod_spec.get("initContainers") or [])
+    compute = any(_positive(((c.get("resources") or {}).get(section) or {}).get(r))
+                  for c in containers for section in ("requests", "limits") for r in ("cpu", "memory"))
+    deadline = pod_spec.get("activeDeadlineSeconds")
+    return PodShape(best_effort=not compute,
+                    terminating=isinstance(deadline, int) and not isinstance(deadline, bool) and deadline >= 0,
+                    cross_namespace_affinity=_cross_namespace(pod_spec.get("affinity") or {}))
+
+
+def _positive(raw: Any) -> bool:
+    try:
+        return raw is not None and parse_quantity(raw) > 0
+    except ValueError:
+        return False
+
+
+def _cross_namespace(affinity: Mapping[str, Any]) -> bool:
+    for kind in ("podAffinity", "podAntiAffinity"):
+        terms = affinity.get(kind) or {}
+        found = list(terms.get("requiredDuringSchedulingIgnoredDuringExecution") or [])
+        weighted = terms.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+        found += [t.get("podAffinityTerm") or {} for t in weighted]
+        if any(t.get("namespaces") or t.get("namespaceSelector") is not None for t in found):
+            return True
+    return False
 
 
 def max_surge(spec: Mapping[str, Any], replicas: int | None) -> int:
@@ -109,38 +140,6 @@ def hpa_targets(hpas: Iterable[Mapping[str, Any]]) -> frozenset[tuple[str, str]]
         if ref.get("kind") and ref.get("name"):
             targets.add((ref["kind"], ref["name"]))
     return frozenset(targets)
-
-
-def to_bounds(limit_ranges: Iterable[Mapping[str, Any]], quotas: Iterable[Mapping[str, Any]], gpu_resource: str) -> Bounds:
-    """The tightest LimitRange min/max and the ResourceQuota with the least headroom for the GPU resource."""
-    lo: int | None = None
-    hi: int | None = None
-    for lr in limit_ranges:
-        for item in (lr.get("spec") or {}).get("limits") or []:
-            if item.get("type") not in ("Container", "Pod"):
-                continue
-            if item.get("type") == "Container" and gpu_resource in (item.get("min") or {}):
-                value = int(parse_quantity(item["min"][gpu_resource]))
-                lo = value if lo is None else max(lo, value)
-            if gpu_resource in (item.get("max") or {}):
-                value = int(parse_quantity(item["max"][gpu_resource]))
-                hi = value if hi is None else min(hi, value)
-    hard, used = _tightest_quota(quotas, f"requests.{gpu_resource}")
-    return Bounds(min_gpus=lo, max_gpus=hi, quota_hard=hard, quota_used=used)
-
-
-def _tightest_quota(quotas: Iterable[Mapping[str, Any]], key: str) -> tuple[int | None, int]:
-    best: tuple[int | None, int] = (None, 0)
-    for quota in quotas:
-        status = quota.get("status") or {}
-        hard_raw = (status.get("hard") or {}).get(key, ((quota.get("spec") or {}).get("hard") or {}).get(key))
-        if hard_raw is None:
-            continue
-        hard = int(parse_quantity(hard_raw))
-        used = int(parse_quantity((status.get("used") or {}).get(key, 0)))
-        if best[0] is None or hard - used < best[0] - best[1]:
-            best = (hard, used)
-    return best
 
 
 def controller_of(obj: Mapping[str, Any]) -> tuple[str, str] | None:

@@ -40,7 +40,8 @@ def test_exactly_one_module_imports_kubernetes() -> None:
 
 
 @pytest.mark.parametrize("path", modules("policy/*.py") + [PACKAGE / "model.py", PACKAGE / "annotations.py",
-                                                           PACKAGE / "budget.py", PACKAGE / "workloads.py"],
+                                                           PACKAGE / "budget.py", PACKAGE / "workloads.py",
+                                                           PACKAGE / "bounds.py"],
                          ids=lambda p: p.relative_to(PACKAGE).as_posix())
 def test_pure_layers_import_no_io_library(path: Path) -> None:
     banned = ("flask", "kubernetes", "prometheus_client", "urllib3", "werkzeug", "gunicorn", "reactor.engine",

@@ -188,8 +188,8 @@ def test_hold_lists_only_what_it_looked_at():
 @pytest.mark.parametrize(
     ("hard", "used", "detail"),
     [
-        (10, 6, "server 2→3 GPUs needs 5 GPUs of quota (replicas 2, surge 1), headroom 4 (hard 10, used 6)"),
-        (4, 4, "server 2→3 GPUs needs 5 GPUs of quota (replicas 2, surge 1), headroom 0 (hard 4, used 4)"),
+        (10, 6, "server 2→3 GPUs needs 5 GPUs of quota gpu-quota (replicas 2, surge 1), headroom 4 (hard 10, used 6)"),
+        (4, 4, "server 2→3 GPUs needs 5 GPUs of quota gpu-quota (replicas 2, surge 1), headroom 0 (hard 4, used 4)"),
     ],
     ids=["surge-does-not-fit", "quota-full"],
 )
@@ -242,7 +242,7 @@ def test_early_refusal_agrees_with_decide_on_every_rail_it_covers() -> None:
     from datetime import datetime, timedelta
 
     from reactor.annotations import COOLDOWN_UNTIL, MODE
-    from reactor.model import Bounds, Container, Signal, Workload, WorkloadRef
+    from reactor.model import Bounds, Container, Quota, Signal, Workload, WorkloadRef
     from reactor.policy import decide, early_refusal
     from reactor.settings import Policy
 
@@ -258,7 +258,7 @@ def test_early_refusal_agrees_with_decide_on_every_rail_it_covers() -> None:
     for name, annotations in cases.items():
         workload = Workload(ref, "1", (Container("main", 4),), replicas=1, annotations=annotations, state=read_state(annotations))
         early = early_refusal(signal, workload, Policy(), now)
-        full = decide(signal, workload, Bounds(quota_hard=100), Policy(), now)
+        full = decide(signal, workload, Bounds(quotas=(Quota("q", 100),)), Policy(), now)
         if name == "none":
             assert early is None and full.__class__.__name__ == "Action"
         else:
