@@ -136,7 +136,7 @@ def _severities(prometheus_url: str | None) -> dict[str, str]:
 
 def run_doctor(sources: Sources, *, config: str | None, out: TextIO | None = None) -> int:
     settings = load_settings(config)
-    kube = _connect(settings, sources.kubeconfig, sources.impersonate)
+    kube = connect_cluster(settings, sources.kubeconfig, sources.impersonate)
     try:
         checks = diagnose(sources, settings, kube)
     finally:
@@ -147,7 +147,7 @@ def run_doctor(sources: Sources, *, config: str | None, out: TextIO | None = Non
     return exit_code(checks)
 
 
-def _connect(settings: Settings, kubeconfig: str | None, impersonate: str | None) -> KubeGateway | str:
+def connect_cluster(settings: Settings, kubeconfig: str | None, impersonate: str | None) -> KubeGateway | str:
     """A gateway (in-cluster config, else the kubeconfig), or the reason there is none."""
     kube_settings = replace(settings.kube, kubeconfig=kubeconfig) if kubeconfig else settings.kube
     try:
