@@ -7,6 +7,8 @@ with SelfSubjectAccessReview, as the reactor's ServiceAccount when the gateway i
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from ...errors import ReactorError
 from ...kube import KubeGateway
 from ...settings import Settings
@@ -55,7 +57,9 @@ def priority_classes(kube: KubeGateway, settings: Settings) -> Check:
     if not ladder:
         return ok("priority-classes", "no priorityLadder: the reactor never changes priorities")
     try:
-        present = {pc["metadata"]["name"] for pc in kube.list_priority_classes()}
+        # cast: KubeGateway.list shadows the builtin inside its class, so mypy misreads that return type.
+        classes = cast("list[dict[str, Any]]", kube.list_priority_classes())
+        present = {pc["metadata"]["name"] for pc in classes}
     except ReactorError as e:
         return failing("priority-classes", f"cannot list PriorityClasses: {e}", "see rbac cluster")
     missing = [c for c in ladder if c not in present]
