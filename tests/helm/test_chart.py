@@ -97,6 +97,13 @@ def test_the_rendered_policy_is_a_valid_reactor_policy() -> None:
         assert list(settings.policy.allow) == allow
 
 
+def test_the_release_namespace_is_always_denied() -> None:
+    values = {"policy": {"namespaces": {"allow": ["team-a"], "deny": ["kube-system"]}}}
+    cm = by_key(render(values, namespace="reactor-x"))[("ConfigMap", "reactor-x", "gpu-reactor-policy")]
+    namespaces = yaml.safe_load(cm["data"]["policy.yaml"])["namespaces"]
+    assert namespaces == {"allow": ["team-a"], "deny": ["kube-system", "reactor-x"]}
+
+
 def test_a_policy_change_rolls_the_pods() -> None:
     checksum = lambda v: _deployment(v)["spec"]["template"]["metadata"]["annotations"]["checksum/policy"]  # noqa: E731
     assert checksum({}) != checksum({"policy": {"dryRun": True}})
@@ -133,7 +140,8 @@ def test_the_state_key_is_mounted_where_the_reactor_reads_it() -> None:
     ({"serviceMontor": {"enabled": True}}, "serviceMontor"),
     ({"policy": {"server": {"tokenFile": "/x"}}}, "/policy/server/tokenFile"),
     ({"webhookToken": {"create": True, "existingSecret": "x"}}, "either create or existingSecret"),
-], ids=["namespace-name", "cidr", "type", "misspelled-key", "chart-owned-key", "token-both"])
+    ({"policy": {"namespaces": {"allow": ["ml", "gpu-reactor"]}}}, "must not list the reactor's own namespace"),
+], ids=["namespace-name", "cidr", "type", "misspelled-key", "chart-owned-key", "token-both", "own-namespace"])
 def test_bad_values_are_refused_with_the_key(values: dict[str, Any], message: str) -> None:
     with pytest.raises(helm_python.HelmError, match=message.replace("/", "/")):
         render(values)

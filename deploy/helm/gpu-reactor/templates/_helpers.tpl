@@ -52,9 +52,16 @@ app.kubernetes.io/component: server
 {{- end -}}
 {{- end -}}
 
-{{/* The policy file: the values' policy, with the token file where the chart mounts the Secret. */}}
+{{/* The policy file: the values' policy, with the token file where the chart mounts the Secret, and the
+release's own namespace always denied (the reactor never acts on itself). */}}
 {{- define "gpu-reactor.policy" -}}
+{{- if has .Release.Namespace .Values.policy.namespaces.allow -}}
+{{- fail (printf "policy.namespaces.allow must not list the reactor's own namespace %q" .Release.Namespace) -}}
+{{- end -}}
 {{- $policy := deepCopy .Values.policy -}}
+{{- $namespaces := deepCopy $policy.namespaces -}}
+{{- $_ := set $namespaces "deny" (append ($namespaces.deny | default list) .Release.Namespace | uniq) -}}
+{{- $_ := set $policy "namespaces" $namespaces -}}
 {{- $server := merge (dict "tokenFile" "/etc/gpu-reactor/token/token" "listen" (printf "0.0.0.0:%d" (int .Values.ports.http))) (omit ($policy.server | default dict) "listen" "tokenFile") -}}
 {{- $_ := set $policy "server" $server -}}
 {{- toYaml $policy -}}
