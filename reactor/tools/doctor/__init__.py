@@ -109,7 +109,7 @@ def diagnose(sources: Sources, settings: Settings, kube: KubeGateway | str) -> l
         checks.append(warning("prometheus", "not checked: metrics, labels, rules, shared GPUs", "pass --prometheus"))
     if sources.alertmanager:
         am = sources.alertmanager
-        severities = _severities(sources.prometheus)
+        severities = _severities(sources.prometheus, sources.thresholds)
         checks += _guarded("alertmanager", "pass the Alertmanager URL (e.g. a port-forward to :9093)",
                            lambda: alertmanager_checks(am, settings, sources.reactor_url, severities))
     else:
@@ -126,12 +126,22 @@ def diagnose(sources: Sources, settings: Settings, kube: KubeGateway | str) -> l
     return checks
 
 
-def _severities(prometheus_url: str | None) -> dict[str, str]:
+_SECTIONS = {"GPUUnderutilized": "underutilized", "GPUIdle": "idle", "GPUSaturated": "saturated",
+             "GPUMemorySaturated": "memorySaturated", "GPUMetricsMissing": "metricsMissing"}
+
+
+def _severities(prometheus_url: str | None, thresholds: Path | None) -> dict[str, str]:
+    """The GPU alerts' severities: as loaded in Prometheus, else as the thresholds file renders them."""
     try:
         found = alert_severities(prometheus_url)
     except Unreachable:
         found = {}
-    return found or {"GPUMetricsMissing": "warning"}
+    if not found and thresholds is not None:
+        from ..rules import load_values
+
+        defaults = load_values(thresholds).defaults
+        found = {alert: defaults[section].severity for alert, section in _SECTIONS.items()}
+    return found
 
 
 def run_doctor(sources: Sources, *, config: str | None, out: TextIO | None = None) -> int:

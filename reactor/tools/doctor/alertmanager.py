@@ -65,6 +65,9 @@ def _ours(rule: Mapping[str, Any]) -> bool:
 
 def not_muted(config: Mapping[str, Any], namespace: str, severities: Mapping[str, str]) -> Check:
     """Inhibit rules from outside the reactor's set (kube-prometheus-stack's InfoInhibitor) that mute a GPU alert."""
+    if not severities:
+        return warning("alert-inhibition", "not checked: the alerts' severities are unknown",
+                       "pass --prometheus with the rules loaded, or --thresholds")
     muted = []
     for alertname, severity in sorted(severities.items()):
         for rule in inhibited_by(config, test_alert(namespace, alertname, severity)):
