@@ -42,6 +42,11 @@ def test_lint_reports_no_error_or_warning(chart: Any) -> None:
     assert (report["errors"], problems) == ([], []), report
 
 
+def test_lint_with_every_option_on_reports_no_error_or_warning() -> None:
+    report = helm_python.lint(str(CHART), values=ALL_ON, strict=True, namespace=NAMESPACE)
+    assert (report["errors"], [m for m in report["messages"] if m["severity"] >= 2]) == ([], []), report
+
+
 def test_lint_catches_a_broken_template(tmp_path: Any) -> None:
     """The lint really lints: a chart with an unclosed action is an error."""
     broken = tmp_path / "broken"
