@@ -207,6 +207,13 @@ def test_a_second_release_gets_its_own_names() -> None:
     assert binding["roleRef"]["name"] == "staging-gpu-reactor-workloads"
 
 
+def test_seeding_the_embedded_cluster_skips_the_charts() -> None:
+    """`reactor sim --seed deploy` walks deploy/: a chart's templates are not manifests until rendered."""
+    from reactor.sim import manifests
+
+    assert manifests.read(DEPLOY / "helm") == []
+
+
 def test_base_chart_serves_many_namespaces_and_amd() -> None:
     values = {"gpuResource": "amd.com/gpu", "namespaces": [{"name": "a", "create": True, "quotaGpus": 4, "maxGpus": 2},
                                                            {"name": "b", "quotaGpus": 8}]}
