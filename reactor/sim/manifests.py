@@ -2,7 +2,8 @@
 
 A folder with a kustomization is rendered by `kubectl kustomize` (or `kustomize build`); any other folder
 is walked for YAML files of Kubernetes objects, skipping kustomize's own files, YAML that is not an
-object (an Alertmanager config, a values file) and Helm charts (templates are YAML only once rendered). This module reads; applying is the cluster's business.
+object (an Alertmanager config, a values file) and Helm charts (templates are YAML only once rendered).
+This module reads; applying is the cluster's business.
 """
 
 from __future__ import annotations
