@@ -1,4 +1,4 @@
-"""`reactor` command line: serve, check-config, demo, sim, plan, rules."""
+"""`reactor` command line: serve, check-config, demo, sim, plan, rules, doctor."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from .. import __version__
 from ..errors import ConfigError, ReactorError
 from ..settings import load_settings
 from . import logs
@@ -16,6 +17,7 @@ log = logging.getLogger("reactor")
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="reactor", description="GPU Reactor: act on GPU utilization alerts.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("serve", help="serve the webhook against a real cluster (in-cluster config or kubeconfig)")
@@ -43,6 +45,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     p = sub.add_parser("rules", help="render the Prometheus rules from rules/thresholds.yaml")
     p.add_argument("rules_args", nargs=argparse.REMAINDER)
+
+    from ..tools import doctor
+    doctor.add_arguments(sub.add_parser("doctor", help="preflight: why would nothing happen? one line per check"))
 
     args = parser.parse_args(argv)
     try:
@@ -73,6 +78,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "plan":
         from ..tools.plan import run_plan
         return run_plan(alerts=args.alerts, config=args.config, kubeconfig=args.kubeconfig, seeds=args.seed)
+    if args.command == "doctor":
+        from ..tools.doctor import run_command
+        return run_command(args)
     if args.command == "rules":
         from ..tools.rules import render_command
         return render_command(list(args.rules_args))
