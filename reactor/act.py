@@ -1,32 +1,124 @@
-"""The only place that changes the cluster: one conditional patch per action, then an Event.
+"""The act step: the only place that changes the cluster, and the protocol around each change.
 
-The change and the reactor's state annotations travel in the same strategic-merge patch,
-conditional on the resourceVersion that was read, so a change is never half-written and a
-stale read is a clean 409. Pod GPU resources and `priorityClassName` are immutable on running
-pods, so the patch always targets the owner's pod template.
+For one workload: decide, spend one unit of the action budget, send one conditional patch that
+carries the change and the reactor's state annotations together (so a change is never
+half-written), and on a 409 re-read and re-decide, a bounded number of times. A unit spent on a
+write that never happened is refunded, so failures cannot starve other workloads. After a write,
+an Event on the workload for `kubectl describe`. Pod GPU resources and `priorityClassName` are
+immutable on running pods, so the patch always targets the owner's pod template.
 """
 
 from __future__ import annotations
 
 import logging
 import socket
-from datetime import datetime
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
-from .errors import ReactorError
+from .annotations import state_annotations
+from .budget import Budget
+from .errors import ConflictError, PermanentError, ReactorError, TemporaryError
 from .kube import KubeGateway
-from .model import Action, Workload
+from .model import Action, Decision, Kind, Mode, Result, Signal, Skip, SkipReason, Workload, WorkloadRef
+from .statemac import StateKeys
 from .workloads import template_path
 
 log = logging.getLogger(__name__)
 
-API_VERSIONS = {"Deployment": "apps/v1", "StatefulSet": "apps/v1", "CronJob": "batch/v1", "Job": "batch/v1"}
+API_VERSIONS: dict[str, str] = {
+    Kind.DEPLOYMENT: "apps/v1", Kind.STATEFULSET: "apps/v1", Kind.CRONJOB: "batch/v1", Kind.JOB: "batch/v1",
+}
 EVENT_REASONS = {
     "resize-gpu": "GPUResized",
     "scale-replicas": "ReplicasScaled",
     "set-priority": "PriorityChanged",
     "revert": "ChangeReverted",
 }
+
+
+class KeptChanging(TemporaryError):
+    """Every try met a 409: a 503 makes Alertmanager retry within seconds, not at the next group_interval."""
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """What the act step needs from the engine for one workload.
+
+    `decide` turns the owner object as read into the workload value, its decision and the mode
+    that applies; `reread` reads the owner again from the API (after a 409), None if it is gone.
+    """
+
+    ref: WorkloadRef
+    signal: Signal
+    decide: Callable[[dict[str, Any]], tuple[Workload, Decision, Mode]]
+    reread: Callable[[], dict[str, Any] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Acted:
+    """What became of one workload: the decision, its result, and why a write failed (if it did)."""
+
+    decision: Decision
+    result: Result
+    error: str = ""
+
+
+class Actor:
+    """Carries out decisions; holds the budget and the gateway, nothing about one notification."""
+
+    def __init__(self, *, kube: KubeGateway, budget: Budget, gpu_resource: str, cooldown: timedelta,
+                 conflict_retries: int, dry_run: bool, state_keys: StateKeys | None = None) -> None:
+        self.kube, self.budget, self.state_keys = kube, budget, state_keys
+        self.gpu_resource, self.cooldown = gpu_resource, cooldown
+        self.conflict_retries, self.dry_run = conflict_retries, dry_run
+
+    def carry_out(self, attempt: Attempt, obj: dict[str, Any], now: datetime) -> Acted:
+        """Decide and write, re-deciding after each 409; TemporaryError when conflicts outlast the retries."""
+        spent = False
+        try:
+            for _ in range(self.conflict_retries + 1):
+                workload, decision, mode = attempt.decide(obj)
+                if isinstance(decision, Skip):
+                    return Acted(decision, Result.SKIPPED)
+                if self.dry_run or mode == Mode.RECOMMEND:
+                    return Acted(decision, Result.RECOMMENDED)
+                if not spent and not self.budget.try_spend(attempt.ref.namespace, now):
+                    return Acted(Skip(SkipReason.BUDGET_EXHAUSTED, "the action budget for this window is spent"),
+                                 Result.SKIPPED)
+                spent = True
+                try:
+                    written = self._write(decision, workload, attempt.signal, now)
+                except PermanentError as e:
+                    return Acted(decision, Result.FAILED, str(e))
+                if written is None:
+                    fresh = attempt.reread()
+                    if fresh is None:
+                        return Acted(Skip(SkipReason.NOT_FOUND, f"{attempt.ref} was deleted"), Result.SKIPPED)
+                    obj = fresh
+                    continue
+                spent = False  # kept: the write happened
+                record_event(self.kube, decision, written, event_message(decision, attempt.signal), now)
+                return Acted(decision, Result.APPLIED)
+            raise KeptChanging(f"{attempt.ref} kept changing while the reactor acted "
+                                 f"({self.conflict_retries + 1} conflicts)")
+        finally:
+            if spent:
+                # Nothing was written with it (a lost race, a failed write): a spent unit would starve others.
+                self.budget.refund(attempt.ref.namespace, now)
+
+    def _write(self, action: Action, workload: Workload, signal: Signal, now: datetime) -> dict[str, Any] | None:
+        """The conditional patch; the object as written, or None on a 409 (the read was stale)."""
+        annotations = state_annotations(action, signal, workload, self.cooldown, now)
+        if self.state_keys is not None:  # None only in dry run, which never writes
+            annotations = self.state_keys.sealed(workload.uid, annotations)
+        ref = workload.ref
+        try:
+            return self.kube.patch(ref.kind, ref.namespace, ref.name,
+                                   build_patch(action, workload, annotations, self.gpu_resource))
+        except ConflictError:
+            return None
 
 
 def changed_field(action: Action, workload: Workload) -> str:
@@ -37,7 +129,8 @@ def changed_field(action: Action, workload: Workload) -> str:
     return last.action if last is not None else "revert"
 
 
-def build_patch(action: Action, workload: Workload, annotations: dict[str, str | None], gpu_resource: str) -> dict[str, Any]:
+def build_patch(action: Action, workload: Workload, annotations: dict[str, str | None],
+                gpu_resource: str) -> dict[str, Any]:
     """The strategic-merge patch that sets the desired state and records it, conditional on the read."""
     patch: dict[str, Any] = {
         "metadata": {"resourceVersion": workload.resource_version, "annotations": annotations},
@@ -64,10 +157,10 @@ def build_patch(action: Action, workload: Workload, annotations: dict[str, str |
     return patch
 
 
-def apply(kube: KubeGateway, action: Action, workload: Workload, annotations: dict[str, str | None], gpu_resource: str) -> dict[str, Any]:
-    """Send the patch; raises ConflictError on a stale read. Returns the object as written."""
-    ref = workload.ref
-    return kube.patch(ref.kind, ref.namespace, ref.name, build_patch(action, workload, annotations, gpu_resource))
+def event_message(action: Action, signal: Signal) -> str:
+    target = f"container {action.container} " if action.container else ""
+    return (f"gpu-reactor {action.action} ({action.strategy}): {target}{action.from_value} -> {action.to_value} "
+            f"on {signal.alert} ({signal.status}, value {signal.value}) for pods {', '.join(signal.pods[:5])}")
 
 
 def record_event(kube: KubeGateway, action: Action, written: dict[str, Any], message: str, now: datetime) -> bool:

@@ -16,9 +16,9 @@ from types import MappingProxyType
 from typing import Any
 
 from .errors import InvalidPayload
-from .model import Alert, Notification
+from .model import Alert, Notification, Status
 
-_STATUSES = ("firing", "resolved")
+_STATUSES = tuple(s.value for s in Status)
 _ZERO_TIME = "0001-01-01T00:00:00Z"
 # RFC 3339 as Go prints it: fractional seconds up to nanoseconds, `Z` or an offset.
 _TIME = re.compile(
@@ -64,7 +64,7 @@ def parse_notification(body: Any) -> Notification:
         raise InvalidPayload("(body)", f"expected a JSON object, got {_kind(body)}")
     if body.get("version") != "4":
         raise InvalidPayload("version", f'expected "4", got {_clip(repr(body.get("version")))}')
-    status = _choice(body, "status", _STATUSES, "(body)")
+    status = Status(_choice(body, "status", _STATUSES, "(body)"))
     raw_alerts = body.get("alerts")
     if not isinstance(raw_alerts, list):
         raise InvalidPayload("alerts", f"expected a list, got {_kind(raw_alerts)}")
@@ -100,7 +100,7 @@ def _alert(raw: Any, where: str) -> Alert:
     ends_at = None if ends_raw == _ZERO_TIME else parse_time(f"{where}.endsAt", ends_raw)
     return Alert(
         name=name,
-        status=_choice(raw, "status", _STATUSES, where),
+        status=Status(_choice(raw, "status", _STATUSES, where)),
         labels=labels,
         annotations=annotations,
         starts_at=parse_time(f"{where}.startsAt", raw.get("startsAt")),

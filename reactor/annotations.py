@@ -13,8 +13,7 @@ from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any
 
-from .model import Action, LastAction, ReactorState, Signal, Workload
-from .settings import MODES, Policy
+from .model import Action, LastAction, Mode, ReactorState, Signal, Workload
 
 PREFIX = "gpu-reactor.io/"
 # Set by people.
@@ -35,6 +34,10 @@ PRIORITY_CLASS = "priorityClassName"
 
 _DIRECTIONS = frozenset({"up", "down", "revert"})
 _COUNT = re.compile(r"^[0-9]{1,6}$")
+MAX_COUNT = 999_999  # the largest count an annotation may hold (GPUs, replicas)
+# Times outside these years are refused: adding a policy duration to year 9999 overflows, and no
+# record the reactor wrote lies before its own existence or centuries ahead.
+_YEARS = range(2000, 2200)
 _PAIRS = ((MIN_GPUS, MAX_GPUS), (MIN_REPLICAS, MAX_REPLICAS))
 _COUNTS = {MIN_GPUS: "min_gpus", MAX_GPUS: "max_gpus", MIN_REPLICAS: "min_replicas", MAX_REPLICAS: "max_replicas"}
 
@@ -67,7 +70,7 @@ def parse_time(raw: object) -> datetime:
         moment = datetime.fromisoformat(raw)
     except ValueError as e:
         raise _Invalid(raw) from e
-    if moment.tzinfo is None:
+    if moment.tzinfo is None or moment.year not in _YEARS:  # the local year: converting 9999 to UTC can overflow
         raise _Invalid(raw)
     return moment
 
@@ -95,10 +98,11 @@ def read_state(annotations: Mapping[str, str]) -> ReactorState:
     return ReactorState(**values, invalid=tuple(sorted(invalid)))
 
 
-def _mode(raw: str) -> str:
-    if raw not in MODES:
-        raise _Invalid(raw)
-    return raw
+def _mode(raw: str) -> Mode:
+    try:
+        return Mode(raw)
+    except ValueError as e:
+        raise _Invalid(raw) from e
 
 
 def _count(raw: str) -> int:
@@ -116,7 +120,9 @@ def _json(raw: str) -> Any:
 
 def _scalar(raw: object) -> int | str | None:
     """`from` / `to` values: a count, a class name, or null (no class)."""
-    if raw is None or isinstance(raw, str) or (isinstance(raw, int) and not isinstance(raw, bool)):
+    if raw is None or (isinstance(raw, str) and len(raw) <= 253):
+        return raw
+    if isinstance(raw, int) and _is_count(raw):
         return raw
     raise _Invalid(raw)
 
@@ -166,7 +172,7 @@ def _original(raw: str) -> Mapping[str, object]:
 
 
 def _is_count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
 
 
 def original_value(original: Mapping[str, object], *, strategy: str, container: str | None) -> object:
@@ -181,7 +187,7 @@ def original_value(original: Mapping[str, object], *, strategy: str, container: 
 
 
 def state_annotations(
-    action: Action, signal: Signal, workload: Workload, policy: Policy, now: datetime
+    action: Action, signal: Signal, workload: Workload, cooldown: timedelta, now: datetime
 ) -> dict[str, str | None]:
     """The bookkeeping to write in the same patch as `action`; a None value deletes the key.
 
@@ -204,7 +210,7 @@ def state_annotations(
     original = _next_original(action, workload)
     return {
         LAST_ACTION: json.dumps(last, separators=(",", ":"), sort_keys=True),
-        COOLDOWN_UNTIL: format_time(_ceil_second(now + policy.cooldown)),
+        COOLDOWN_UNTIL: format_time(_ceil_second(now + cooldown)),
         ORIGINAL: json.dumps(original, separators=(",", ":"), sort_keys=True) if original else None,
     }
 

@@ -11,7 +11,7 @@ import threading
 from collections import deque
 from datetime import datetime
 
-from .settings import Window
+from .policy.values import Window
 
 GLOBAL = "global"
 

@@ -10,43 +10,50 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from . import act
-from .annotations import state_annotations
+from .act import Acted, Actor, Attempt, KeptChanging
 from .budget import Budget
-from .errors import ConflictError, PermanentError, TemporaryError
+from .errors import ConfigError, PermanentError, TemporaryError
 from .kube import KubeGateway
 from .metrics import Metrics
 from .model import (
     KNOWN_ALERTS,
-    PATCHABLE_KINDS,
     Action,
     Alert,
     Bounds,
+    Decision,
+    Mode,
     Notification,
+    Result,
     Signal,
     Skip,
     SkipReason,
+    Status,
     Workload,
     WorkloadRef,
 )
 from .outcome import Outcome, outcome_for
-from .policy import decide, early_refusal, effective_mode, fold
+from .policy import alert_refusal, decide, effective_mode, fold, owner_refusal
 from .record import Recorder
-from .resolve import Owner, Owners, Reader, resolve_owner, valid_name, valid_namespace
+from .resolve import Owner, Owners, Reader, UnknownPodLimit, resolve_owner, valid_name, valid_namespace
 from .settings import Settings
+from .statemac import StateKeys, authenticate
 from .workloads import hpa_targets, to_bounds, to_workload
 
 log = logging.getLogger(__name__)
 
 DEDUP_SIZE = 10_000
-_PATCHABLE = frozenset(k.value for k in PATCHABLE_KINDS)
 WORKLOAD_LOCKS = 64
+# Answered 200, not 503: a retry would meet the same work and the same deadline. The group is sent
+# again at its next group_interval while it fires, and workloads decided this time then refuse early.
+_DEADLINE = Skip(SkipReason.DEADLINE_EXCEEDED, "the notification's deadline (server.notificationDeadline) passed "
+                                               "before this alert was decided")
 
 
 def utcnow() -> datetime:
@@ -66,8 +73,14 @@ class Engine:
 
     def __init__(
         self, *, settings: Settings, kube: KubeGateway, metrics: Metrics,
-        budget: Budget | None = None, clock: Callable[[], datetime] = utcnow,
+        budget: Budget | None = None, clock: Callable[[], datetime] = utcnow, state_keys: StateKeys | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        self.monotonic = monotonic
+        if state_keys is None and not settings.policy.dry_run:
+            raise ConfigError("state.keyFile", "required unless dryRun: the reactor signs the state annotations it "
+                                               "writes, and acts on none it cannot verify (see the README)")
+        self.state_keys = state_keys
         self.settings = settings
         self.policy = settings.policy
         self.kube = kube
@@ -76,7 +89,10 @@ class Engine:
         self.clock = clock
         self._applied: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._owners = Owners()
-        self.record = Recorder(metrics)
+        self.recorder = Recorder(metrics)
+        self.actor = Actor(kube=kube, budget=self.budget, gpu_resource=self.policy.gpu_resource,
+                           cooldown=self.policy.cooldown, conflict_retries=settings.kube.conflict_retries,
+                           dry_run=self.policy.dry_run, state_keys=state_keys)
         self._lock = threading.Lock()
         # One thread at a time per workload in this process (striped: bounded memory), so concurrent
         # copies of a notification meet the dedup cache instead of racing to a 409 and spending budget.
@@ -99,22 +115,30 @@ class Engine:
             if skip is None:
                 pending.append(i)
             else:
-                outcomes[i] = self.record.alert_skip(alert, None, skip)
+                outcomes[i] = self.recorder.alert_skip(alert, self._known_workload(alert, skip), skip)
         for (name, status), count in received.items():
             self.metrics.alerts_received.labels(alertname=name, status=status).inc(count)
-        reader = Reader(self.kube)
+        server = self.settings.server
+        reader = Reader(self.kube, server.max_unknown_pods,
+                        self.monotonic() + server.notification_deadline.total_seconds(), self.monotonic)
         groups, unresolved = self._resolve(reader, alerts, pending)
         outcomes.update(unresolved)
         failures = self._decide_all(reader, alerts, groups, outcomes, now)
-        self.record.budget(self.budget, now)
+        self.recorder.budget(self.budget, now)
         if failures:
             raise TemporaryError("; ".join(failures))
         return [outcomes[i] for i in range(len(alerts))]
 
     def _screen(self, alert: Alert, targets: dict[tuple[str | None, str | None], Skip | None]) -> Skip | None:
         """Refusals that need no API call; `targets` holds the verdict on each pod named so far."""
-        if alert.name not in KNOWN_ALERTS:
-            return Skip(SkipReason.UNKNOWN_ALERT, f"alert {alert.name!r} is not one the reactor acts on")
+        refused = alert_refusal(alert.name, self.policy)
+        if refused is not None:
+            return refused
+        cluster = alert.labels.get("cluster")
+        if self.policy.cluster is not None and cluster is not None and cluster != self.policy.cluster:
+            # A central Alertmanager can misroute, and the same namespace/pod names exist in every cluster.
+            return Skip(SkipReason.OTHER_CLUSTER,
+                        f"the alert is for cluster {cluster!r}, this is {self.policy.cluster!r}")
         target = (alert.namespace, alert.pod)
         if target not in targets:
             targets[target] = self._target_skip(alert.namespace, alert.pod)
@@ -128,6 +152,13 @@ class Engine:
                     return Skip(SkipReason.ALREADY_APPLIED, "this firing was already acted on")
         return None
 
+    def _known_workload(self, alert: Alert, skip: Skip) -> WorkloadRef | None:
+        """The workload a repeat was resolved to before (no API call), so its answer names it like the first did."""
+        if skip.reason is not SkipReason.ALREADY_APPLIED or not alert.namespace or not alert.pod:
+            return None
+        known = self._owners.get(alert.namespace, alert.pod)
+        return known[0] if known else None
+
     def _target_skip(self, namespace: str | None, pod: str | None) -> Skip | None:
         if not namespace or not pod:
             return Skip(SkipReason.NO_TARGET, "the alert has no namespace/pod (or exported_*) label")
@@ -137,7 +168,9 @@ class Engine:
             return Skip(SkipReason.NAMESPACE_NOT_ALLOWED, f"namespace {namespace!r} is not in the allow list")
         return None
 
-    def _resolve(self, reader: Reader, alerts: Sequence[Alert], pending: list[int]) -> tuple[dict[WorkloadRef, tuple[Owner, list[int]]], dict[int, Outcome]]:
+    def _resolve(
+        self, reader: Reader, alerts: Sequence[Alert], pending: list[int]
+    ) -> tuple[dict[WorkloadRef, tuple[Owner, list[int]]], dict[int, Outcome]]:
         by_namespace: dict[str, set[str]] = defaultdict(set)
         for i in pending:
             by_namespace[alerts[i].namespace].add(alerts[i].pod)  # type: ignore[index,arg-type]
@@ -149,6 +182,8 @@ class Engine:
         for i in pending:
             alert = alerts[i]
             pod = (alert.namespace, alert.pod)
+            if pod not in resolved and reader.past_deadline():
+                resolved[pod] = None, _DEADLINE
             if pod not in resolved:
                 try:
                     found = resolve_owner(reader, alert.namespace, alert.pod, self._owners)  # type: ignore[arg-type]
@@ -156,114 +191,136 @@ class Engine:
                 except PermanentError as e:
                     # A refused read (403, 422) is this pod's outcome, never a lost notification.
                     resolved[pod] = None, Skip(SkipReason.API_ERROR, str(e))
+                except UnknownPodLimit:
+                    resolved[pod] = None, Skip(SkipReason.TOO_MANY_UNKNOWN_PODS, (
+                        f"pod {alert.namespace}/{alert.pod} does not exist, and this notification already looked "
+                        f"up {self.settings.server.max_unknown_pods} pods that do not (server.maxUnknownPods)"))
+                except TemporaryError:
+                    raise  # the whole notification is retried (503): the API server may answer next time
+                except Exception as e:  # noqa: BLE001 - as in _decide_all: fails this pod's alerts only
+                    resolved[pod] = None, self._internal_error(WorkloadRef("Pod", *pod), e)  # type: ignore[arg-type]
             owner, skip = resolved[pod]
             if skip is not None:
-                unresolved[i] = self.record.alert_skip(alert, owner.ref if owner else None, skip)
+                unresolved[i] = self.recorder.alert_skip(alert, owner.ref if owner else None, skip)
                 continue
             assert owner is not None
             groups.setdefault(owner.ref, (owner, []))[1].append(i)
         return groups, unresolved
 
-    def _decide_all(self, reader: Reader, alerts: Sequence[Alert], groups: dict[WorkloadRef, tuple[Owner, list[int]]],
-                    outcomes: dict[int, Outcome], now: datetime) -> list[str]:
+    def _decide_all(
+        self,
+        reader: Reader,
+        alerts: Sequence[Alert],
+        groups: dict[WorkloadRef, tuple[Owner, list[int]]],
+        outcomes: dict[int, Outcome],
+        now: datetime,
+    ) -> list[str]:
         failures: list[str] = []
         namespaces: dict[str, _Namespace] = defaultdict(_Namespace)
         for ref in sorted(groups):
             owner, indexes = groups[ref]
             group = [alerts[i] for i in indexes]
+            if reader.past_deadline():
+                self.metrics.skips.labels(reason=SkipReason.DEADLINE_EXCEEDED.value).inc()
+                for i, alert in zip(indexes, group, strict=True):
+                    outcomes[i] = outcome_for(alert, ref, _DEADLINE, Result.SKIPPED)
+                continue
             try:
                 with self._workload_locks[hash(ref) % len(self._workload_locks)]:
-                    decision, result = self._workload(reader, owner, fold(group), namespaces[ref.namespace], now)
+                    decision, result = self._handle_workload(reader, owner, fold(group), namespaces[ref.namespace], now)
             except TemporaryError as e:
+                if isinstance(e, KeptChanging):
+                    self.metrics.skips.labels(reason=SkipReason.CONFLICT.value).inc()
                 failures.append(f"{ref}: {e}")
-                decision, result = Skip(SkipReason.API_ERROR, str(e)), "failed"
+                decision, result = Skip(SkipReason.API_ERROR, str(e)), Result.FAILED
             except PermanentError as e:
                 # E.g. RBAC refuses a read: answer it for this workload, go on with the others.
                 self.metrics.skips.labels(reason=SkipReason.API_ERROR.value).inc()
                 log.warning("workload not handled", extra={"workload": str(ref), "error": str(e)})
-                decision, result = Skip(SkipReason.API_ERROR, str(e)), "failed"
-            for i, alert in zip(indexes, group):
+                decision, result = Skip(SkipReason.API_ERROR, str(e)), Result.FAILED
+            except Exception as e:  # noqa: BLE001 - the isolation boundary: one workload's bug fails that workload
+                decision, result = self._internal_error(ref, e), Result.FAILED
+                self.metrics.skips.labels(reason=SkipReason.INTERNAL_ERROR.value).inc()
+            for i, alert in zip(indexes, group, strict=True):
                 outcomes[i] = outcome_for(alert, ref, decision, result)
         return failures
 
     # --- one workload -------------------------------------------------------------------
 
-    def _workload(self, reader: Reader, owner: Owner, signal: Signal, ns: _Namespace, now: datetime) -> tuple[Action | Skip, str]:
+    def _handle_workload(
+        self, reader: Reader, owner: Owner, signal: Signal, ns: _Namespace, now: datetime
+    ) -> tuple[Decision, Result]:
         ref = owner.ref
-        obj = owner.obj
-        if signal.status == "firing" and self._seen(signal.keys):
+        if signal.status == Status.FIRING and self._seen(signal.keys):
             # Another thread of this process acted on this firing while this one waited for the workload.
             return self._finish_skip(ref, signal, Skip(SkipReason.ALREADY_APPLIED, "this firing was already acted on"))
-        spent = applied = False
-        try:
-            for _attempt in range(self.settings.kube.conflict_retries + 1):
-                assert obj is not None
-                workload, decision = self._decide(reader, obj, owner, signal, ns, now)
-                if isinstance(decision, Skip):
-                    return self._finish_skip(ref, signal, decision)
-                if self.policy.dry_run or effective_mode(workload, self.policy) == "recommend":
-                    return self._finish_action(ref, signal, decision, "recommended")
-                if not spent:
-                    if not self.budget.try_spend(ref.namespace, now):
-                        return self._finish_skip(ref, signal, Skip(SkipReason.BUDGET_EXHAUSTED, "the action budget for this window is spent"))
-                    spent = True
-                annotations = state_annotations(decision, signal, workload, self.policy, now)
-                try:
-                    written = act.apply(self.kube, decision, workload, annotations, self.policy.gpu_resource)
-                except ConflictError:
-                    reader.forget(ref.kind, ref.namespace, ref.name)
-                    obj = reader.get(ref.kind, ref.namespace, ref.name)
-                    if obj is None:
-                        return self._finish_skip(ref, signal, Skip(SkipReason.NOT_FOUND, f"{ref} was deleted"))
-                    continue
-                except PermanentError as e:
-                    self.record.action(ref, signal, decision, "failed", str(e))
-                    return Skip(SkipReason.API_ERROR, str(e)), "failed"
-                applied = True
-                ns.reserved += max(0, decision.gpu_delta)
-                act.record_event(self.kube, decision, written, _message(decision, signal), now)
-                return self._finish_action(ref, signal, decision, "applied")
-            # Transient: a 503 makes Alertmanager retry within seconds instead of at the next group_interval.
-            self.metrics.skips.labels(reason=SkipReason.CONFLICT.value).inc()
-            raise TemporaryError(f"{ref} kept changing while the reactor acted ({self.settings.kube.conflict_retries + 1} conflicts)")
-        finally:
-            if spent and not applied:
-                # Nothing was written with it (a lost race, a failed write): a spent unit would starve other workloads.
-                self.budget.refund(ref.namespace, now)
+        assert owner.obj is not None
 
-    def _decide(self, reader: Reader, obj: dict[str, Any], owner: Owner, signal: Signal, ns: _Namespace,
-                now: datetime) -> tuple[Workload, Action | Skip]:
+        def reread() -> dict[str, Any] | None:
+            reader.forget(ref.kind, ref.namespace, ref.name)
+            return reader.get(ref.kind, ref.namespace, ref.name)
+
+        attempt = Attempt(ref, signal, lambda obj: self._decide(reader, obj, owner, signal, ns, now), reread)
+        acted = self.actor.carry_out(attempt, owner.obj, now)
+        return self._finish(ref, signal, acted, ns)
+
+    def _decide(
+        self, reader: Reader, obj: dict[str, Any], owner: Owner, signal: Signal, ns: _Namespace, now: datetime
+    ) -> tuple[Workload, Decision, Mode]:
+        """One call of the policy; the namespace facts are readers it calls only if a strategy needs them."""
         ref = owner.ref
-        strategies = self.policy.alerts.get(signal.alert, ())
-        workload = to_workload(obj, ref.kind, self.policy.gpu_resource, via=owner.via)
-        refused = early_refusal(signal, workload, self.policy, now)
-        if refused is not None:
-            return workload, refused
-        if any(s.startswith("scale-replicas") for s in strategies):
-            hpa = (ref.kind, ref.name) in hpa_targets(reader.list("HorizontalPodAutoscaler", ref.namespace))
-            workload = replace(workload, hpa_managed=hpa)
-        if ns.bounds is None:
-            ns.bounds = to_bounds(reader.list("LimitRange", ref.namespace), reader.list("ResourceQuota", ref.namespace), self.policy.gpu_resource)
-        bounds = replace(ns.bounds, quota_used=ns.bounds.quota_used + ns.reserved)
-        classes = reader.priority_classes() if signal.status != "firing" else None
-        decision = decide(signal, workload, bounds, self.policy, now, priority_classes=classes)
-        if classes is None and any(c.strategy.startswith("set-priority") for c in decision.considered):
-            # Only a set-priority strategy (or a revert) looks at the PriorityClasses: they are read
-            # when the decision reached one, and the pure decision is taken again knowing them.
-            decision = decide(signal, workload, bounds, self.policy, now, priority_classes=reader.priority_classes())
-        return workload, decision
+        workload = authenticate(to_workload(obj, ref.kind, self.policy.gpu_resource, via=owner.via), self.state_keys)
+
+        def bounds() -> Bounds:
+            if ns.bounds is None:
+                ns.bounds = to_bounds(
+                    reader.list_objects("LimitRange", ref.namespace),
+                    reader.list_objects("ResourceQuota", ref.namespace),
+                    self.policy.gpu_resource,
+                )
+            return replace(ns.bounds, quota_used=ns.bounds.quota_used + ns.reserved)
+
+        def hpa_managed() -> bool:
+            return (ref.kind, ref.name) in hpa_targets(reader.list_objects("HorizontalPodAutoscaler", ref.namespace))
+
+        decision = decide(
+            signal,
+            workload,
+            bounds,
+            self.policy,
+            now,
+            priority_classes=reader.priority_classes,
+            hpa_managed=hpa_managed,
+        )
+        return workload, decision, effective_mode(workload, self.policy)
 
     # --- recording ----------------------------------------------------------------------
 
-    def _finish_skip(self, ref: WorkloadRef, signal: Signal, skip: Skip) -> tuple[Skip, str]:
-        self.record.skip(ref, signal, skip)
+    def _finish(self, ref: WorkloadRef, signal: Signal, acted: Acted, ns: _Namespace) -> tuple[Decision, Result]:
+        decision = acted.decision
+        if isinstance(decision, Skip):
+            return self._finish_skip(ref, signal, decision)
+        if acted.result is Result.FAILED:
+            self.recorder.action(ref, signal, decision, Result.FAILED, acted.error)
+            return Skip(SkipReason.API_ERROR, acted.error), Result.FAILED
+        if acted.result is Result.APPLIED:
+            ns.reserved += max(0, decision.gpu_delta)
+        return self._finish_action(ref, signal, decision, acted.result)
+
+    def _internal_error(self, ref: WorkloadRef, error: Exception) -> Skip:
+        """An unexpected error (a bug, a value nobody foresaw): logged with its traceback, answered as a Skip."""
+        log.error("workload failed", exc_info=error, extra={"workload": str(ref), "error": repr(error)[:500]})
+        return Skip(SkipReason.INTERNAL_ERROR, f"unexpected {type(error).__name__} while deciding {ref} (see the log)")
+
+    def _finish_skip(self, ref: WorkloadRef, signal: Signal, skip: Skip) -> tuple[Skip, Result]:
+        self.recorder.skip(ref, signal, skip)
         if skip.reason is SkipReason.ALREADY_APPLIED:
             self._remember(signal.keys)
-        return skip, "skipped"
+        return skip, Result.SKIPPED
 
-    def _finish_action(self, ref: WorkloadRef, signal: Signal, action: Action, result: str) -> tuple[Action, str]:
-        self.record.action(ref, signal, action, result)
-        if result == "applied" and signal.status == "firing":
+    def _finish_action(self, ref: WorkloadRef, signal: Signal, action: Action, result: Result) -> tuple[Action, Result]:
+        self.recorder.action(ref, signal, action, result)
+        if result is Result.APPLIED and signal.status == Status.FIRING:
             self._remember(signal.keys)
         return action, result
 
@@ -283,24 +340,14 @@ class Engine:
 def _owner_skip(alert: Alert, owner: Owner | None) -> Skip | None:
     if owner is None:
         return Skip(SkipReason.NOT_FOUND, f"pod {alert.namespace}/{alert.pod} does not exist (replaced or deleted)")
-    kind = owner.ref.kind
-    if owner.obj is None:
-        return Skip(SkipReason.UNSUPPORTED_OWNER, f"owned by {kind} {owner.ref.name}, which the reactor does not change")
-    if kind == "Pod":
-        return Skip(SkipReason.UNSUPPORTED_OWNER, "a bare pod: its GPU resources and priority are immutable")
-    if kind == "Job":
-        return Skip(SkipReason.UNSUPPORTED_OWNER, "a Job not owned by a CronJob: its pod template is immutable")
-    if kind not in _PATCHABLE:
-        return Skip(SkipReason.UNSUPPORTED_OWNER, f"owned by {kind} {owner.ref.name} with no patchable controller")
-    return None
+    if owner.unverified:
+        return Skip(SkipReason.OWNER_UNVERIFIED, owner.unverified)
+    refused = owner_refusal(owner.ref.kind, owner.ref.name)
+    if refused is None and owner.obj is None:
+        return Skip(SkipReason.UNSUPPORTED_OWNER, f"owned by {owner.ref.kind} {owner.ref.name}, which is being deleted")
+    return refused
 
 
 def _alertname(alert: Alert) -> str:
     """Metric label: known names as they are, anything else folded so series stay bounded."""
     return alert.name if alert.name in KNOWN_ALERTS else "other"
-
-
-def _message(action: Action, signal: Signal) -> str:
-    target = f"container {action.container} " if action.container else ""
-    return (f"gpu-reactor {action.action} ({action.strategy}): {target}{action.from_value} -> {action.to_value} "
-            f"on {signal.alert} ({signal.status}, value {signal.value}) for pods {', '.join(signal.pods[:5])}")

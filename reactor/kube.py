@@ -52,7 +52,9 @@ _ROUTES: dict[str, _Route] = {
     "CronJob": _Route(k8s.BatchV1Api, "cronjobs", "namespaced_cron_job"),
     "LimitRange": _Route(k8s.CoreV1Api, "limitranges", "namespaced_limit_range"),
     "ResourceQuota": _Route(k8s.CoreV1Api, "resourcequotas", "namespaced_resource_quota"),
-    "HorizontalPodAutoscaler": _Route(k8s.AutoscalingV2Api, "horizontalpodautoscalers", "namespaced_horizontal_pod_autoscaler"),
+    "HorizontalPodAutoscaler": _Route(
+        k8s.AutoscalingV2Api, "horizontalpodautoscalers", "namespaced_horizontal_pod_autoscaler"
+    ),
 }
 
 
@@ -82,7 +84,8 @@ class KubeGateway:
 
     def __init__(self, api_client: k8s.ApiClient, *, settings: Kube, metrics: Metrics, retries: int = 3) -> None:
         self._client = api_client
-        self._apis = {api: api(api_client) for api in {r.api for r in _ROUTES.values()} | {k8s.SchedulingV1Api}}
+        kinds = {r.api for r in _ROUTES.values()} | {k8s.SchedulingV1Api}
+        self._apis: dict[type, Any] = {api: api(api_client) for api in kinds}
         self._timeout = settings.timeout.total_seconds()
         self._limiter = RateLimiter(settings.qps, settings.burst)
         self._metrics = metrics
@@ -121,7 +124,7 @@ class KubeGateway:
         method = getattr(self._apis[route.api], f"read_{route.suffix}")
         return self._call("get", route.resource, lambda **kw: method(name, namespace, **kw))
 
-    def list(self, kind: str, namespace: str) -> list[dict[str, Any]]:
+    def list_objects(self, kind: str, namespace: str) -> list[dict[str, Any]]:
         route = _ROUTES[kind]
         method = getattr(self._apis[route.api], f"list_{route.suffix}")
         return self._call("list", route.resource, lambda **kw: method(namespace, **kw)).get("items") or []
@@ -158,15 +161,19 @@ class KubeGateway:
                 return json.loads(response.data or b"{}")
             except ApiException as e:
                 self._count(verb, resource, str(e.status))
+                cause: BaseException = e
                 error = _translate(e, verb, resource)
                 delay = _retry_after(e, attempt)
             except (urllib3.exceptions.HTTPError, OSError) as e:
                 self._count(verb, resource, "error")
+                cause = e
                 error = TemporaryError(f"{verb} {resource}: {type(e).__name__}: {e}")
                 delay = _backoff(attempt)
             if not isinstance(error, TemporaryError) or attempt + 1 == attempts:
-                raise error
-            log.info("kube request retried", extra={"verb": verb, "resource": resource, "error": str(error), "delay": delay})
+                raise error from cause
+            log.info(
+                "kube request retried", extra={"verb": verb, "resource": resource, "error": str(error), "delay": delay}
+            )
             time.sleep(delay)
         raise AssertionError("unreachable")
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
 from . import __version__
-from .model import KNOWN_ALERTS, SkipReason
+from .model import KNOWN_ALERTS, Result, SkipReason, Status
 
 ACTIONS = ("resize-gpu", "scale-replicas", "set-priority", "revert")
-RESULTS = ("applied", "recommended", "failed")
+RESULTS = (Result.APPLIED, Result.RECOMMENDED, Result.FAILED)
 WEBHOOK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
@@ -59,7 +59,7 @@ class Metrics:
 
     def _zero(self) -> None:
         for name in sorted(KNOWN_ALERTS):
-            for status in ("firing", "resolved"):
+            for status in Status:
                 self.alerts_received.labels(alertname=name, status=status)
         for reason in SkipReason:
             self.skips.labels(reason=reason.value)

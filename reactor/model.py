@@ -15,7 +15,7 @@ from types import MappingProxyType
 EMPTY: Mapping[str, str] = MappingProxyType({})
 
 
-class AlertName(str, enum.Enum):
+class AlertName(enum.StrEnum):
     """The alert names the rules emit and the reactor understands."""
 
     UNDERUTILIZED = "GPUUnderutilized"
@@ -28,6 +28,30 @@ class AlertName(str, enum.Enum):
 KNOWN_ALERTS = frozenset(a.value for a in AlertName)
 
 
+class Status(enum.StrEnum):
+    """An alert's (and a notification's) status, as Alertmanager spells it."""
+
+    FIRING = "firing"
+    RESOLVED = "resolved"
+
+
+class Mode(enum.StrEnum):
+    """How far the reactor goes on a workload: the policy's default or the `mode` annotation."""
+
+    OFF = "off"
+    RECOMMEND = "recommend"
+    ENFORCE = "enforce"
+
+
+class Result(enum.StrEnum):
+    """What became of a decision; a metric label value and the `result` of each outcome."""
+
+    APPLIED = "applied"
+    RECOMMENDED = "recommended"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+
+
 @dataclass(frozen=True, slots=True)
 class Alert:
     """One alert of an Alertmanager v4 notification, with the workload labels already picked.
@@ -37,7 +61,7 @@ class Alert:
     """
 
     name: str
-    status: str  # "firing" | "resolved"
+    status: Status
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
     starts_at: datetime
@@ -53,7 +77,7 @@ class Alert:
 
     @property
     def firing(self) -> bool:
-        return self.status == "firing"
+        return self.status == Status.FIRING
 
     @property
     def key(self) -> tuple[str, str]:
@@ -67,14 +91,16 @@ class Notification:
 
     version: str
     group_key: str
-    status: str
+    status: Status
     receiver: str
     truncated_alerts: int
     alerts: tuple[Alert, ...]
     external_url: str = ""
 
 
-class Kind(str, enum.Enum):
+class Kind(enum.StrEnum):
+    """Kinds the resolver walks through; only `PATCHABLE_KINDS` are ever written."""
+
     DEPLOYMENT = "Deployment"
     STATEFULSET = "StatefulSet"
     CRONJOB = "CronJob"
@@ -123,7 +149,7 @@ class LastAction:
 class ReactorState:
     """The workload's `gpu-reactor.io/*` annotations, parsed and validated."""
 
-    mode: str | None = None  # "off" | "recommend" | "enforce"; None = policy default
+    mode: Mode | None = None  # None = the policy's default
     min_gpus: int | None = None
     max_gpus: int | None = None
     min_replicas: int | None = None
@@ -133,6 +159,8 @@ class ReactorState:
     original: Mapping[str, object] = field(default_factory=lambda: EMPTY)
     # Annotation keys whose value could not be parsed: surfaced, never guessed.
     invalid: tuple[str, ...] = ()
+    # The reactor's own annotations found without a valid MAC (see statemac.py): never acted on.
+    unauthenticated: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +180,7 @@ class Workload:
     state: ReactorState = field(default_factory=ReactorState)
     via: WorkloadRef | None = None  # e.g. the Job through which a CronJob was found
     annotations: Mapping[str, str] = field(default_factory=lambda: EMPTY)
+    uid: str = ""  # metadata.uid: what the state MAC binds the reactor's annotations to
 
     def container(self, name: str | None) -> Container | None:
         """The named container, or the only GPU container when the alert names none."""
@@ -191,7 +220,7 @@ class Signal:
     """All alerts of one notification that target one workload, folded into one input."""
 
     alert: str
-    status: str
+    status: Status
     keys: tuple[tuple[str, str], ...]  # (fingerprint, startsAt) of every alert folded in
     container: str | None
     value: float | None  # the highest measured utilization among the alerts (cautious for shrinking)
@@ -202,7 +231,7 @@ class Signal:
     fingerprint: str = ""
 
 
-class SkipReason(str, enum.Enum):
+class SkipReason(enum.StrEnum):
     """The closed list of reasons the reactor refuses to act. Metric label values come from here."""
 
     UNKNOWN_ALERT = "unknown-alert"
@@ -234,6 +263,12 @@ class SkipReason(str, enum.Enum):
     BUDGET_EXHAUSTED = "budget-exhausted"
     CONFLICT = "conflict"
     API_ERROR = "api-error"
+    OWNER_UNVERIFIED = "owner-unverified"
+    UNAUTHENTICATED_STATE = "unauthenticated-state"
+    OTHER_CLUSTER = "other-cluster"
+    DEADLINE_EXCEEDED = "deadline-exceeded"
+    TOO_MANY_UNKNOWN_PODS = "too-many-unknown-pods"
+    INTERNAL_ERROR = "internal-error"
 
 
 @dataclass(frozen=True, slots=True)

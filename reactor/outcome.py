@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .model import Action, Alert, Skip, WorkloadRef
+from .model import Action, Alert, Result, Skip, WorkloadRef
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,7 +17,7 @@ class Outcome:
     namespace: str | None
     pod: str | None
     workload: str | None
-    result: str  # "applied" | "recommended" | "skipped" | "failed"
+    result: Result
     action: str | None = None
     container: str | None = None
     from_value: int | str | None = None
@@ -51,7 +51,7 @@ class Outcome:
         return f"skip: {self.reason}" + (f" ({self.detail})" if self.detail else "")
 
 
-def outcome_for(alert: Alert, ref: WorkloadRef | None, decision: Action | Skip, result: str) -> Outcome:
+def outcome_for(alert: Alert, ref: WorkloadRef | None, decision: Action | Skip, result: Result) -> Outcome:
     considered = tuple((c.strategy, c.reason.value if c.reason else None) for c in decision.considered)
     common: dict[str, Any] = dict(
         alert=alert.name, fingerprint=alert.fingerprint, starts_at=alert.starts_at.isoformat(),

@@ -12,7 +12,7 @@ from typing import Any
 
 from .budget import Budget
 from .metrics import Metrics
-from .model import Action, Alert, Signal, Skip, SkipReason, WorkloadRef
+from .model import Action, Alert, Result, Signal, Skip, SkipReason, WorkloadRef
 from .outcome import Outcome, outcome_for
 
 log = logging.getLogger(__name__)
@@ -24,19 +24,19 @@ class Recorder:
 
     def skip(self, ref: WorkloadRef, signal: Signal, skip: Skip) -> None:
         self.metrics.skips.labels(reason=skip.reason.value).inc()
-        self._log(ref, signal, skip, "skipped", skip.detail)
+        self._log(ref, signal, skip, Result.SKIPPED, skip.detail)
 
-    def action(self, ref: WorkloadRef, signal: Signal, action: Action, result: str, detail: str = "") -> None:
+    def action(self, ref: WorkloadRef, signal: Signal, action: Action, result: Result, detail: str = "") -> None:
         """An action `applied`, `recommended` or `failed`; applied ones also count the GPUs they moved."""
         self.metrics.actions.labels(action=action.action, result=result, namespace=ref.namespace).inc()
-        if result == "applied" and action.gpu_delta:
+        if result is Result.APPLIED and action.gpu_delta:
             direction = "added" if action.gpu_delta > 0 else "released"
             self.metrics.gpus_changed.labels(direction=direction, namespace=ref.namespace).inc(abs(action.gpu_delta))
         self._log(ref, signal, action, result, detail)
 
     def alert_skip(self, alert: Alert, ref: WorkloadRef | None, skip: Skip) -> Outcome:
         """A refusal of one alert before it reached a workload decision (screening, resolving)."""
-        result = "failed" if skip.reason is SkipReason.API_ERROR else "skipped"
+        result = Result.FAILED if skip.reason is SkipReason.API_ERROR else Result.SKIPPED
         self.metrics.skips.labels(reason=skip.reason.value).inc()
         log.info("decision", extra={"alert": alert.name, "fingerprint": alert.fingerprint, "namespace": alert.namespace,
                                     "pod": alert.pod, "workload": str(ref) if ref else None, "result": result,
@@ -46,14 +46,27 @@ class Recorder:
     def budget(self, budget: Budget, now: datetime) -> None:
         used = budget.used(now)
         self.metrics.budget_used.labels(scope="global").set(used.get("global", 0))
-        self.metrics.budget_used.labels(scope="namespace").set(max((v for k, v in used.items() if k != "global"), default=0))
+        self.metrics.budget_used.labels(scope="namespace").set(
+            max((v for k, v in used.items() if k != "global"), default=0)
+        )
 
-    def _log(self, ref: WorkloadRef, signal: Signal, decision: Action | Skip, result: str, detail: str) -> None:
-        fields: dict[str, Any] = {"workload": str(ref), "alert": signal.alert, "status": signal.status,
-                                  "fingerprint": signal.fingerprint, "pods": len(signal.pods), "result": result, "detail": detail}
+    def _log(self, ref: WorkloadRef, signal: Signal, decision: Action | Skip, result: Result, detail: str) -> None:
+        fields: dict[str, Any] = {
+            "workload": str(ref),
+            "alert": signal.alert,
+            "status": signal.status,
+            "fingerprint": signal.fingerprint,
+            "pods": len(signal.pods),
+            "result": result,
+            "detail": detail,
+        }
         if isinstance(decision, Action):
-            fields.update(action=decision.action, direction=decision.direction, container=decision.container,
-                          **{"from": decision.from_value, "to": decision.to_value})
+            fields.update(
+                action=decision.action,
+                direction=decision.direction,
+                container=decision.container,
+                **{"from": decision.from_value, "to": decision.to_value},
+            )
         else:
             fields["reason"] = decision.reason.value
         log.info("decision", extra=fields)

@@ -20,7 +20,7 @@ from typing import Any
 from .errors import PermanentError
 from .kube import KubeGateway, NotFound
 from .model import WorkloadRef
-from .workloads import controller_of
+from .ownership import controller_ref, link_failure
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -46,15 +46,30 @@ class Owner:
     """What a pod resolved to: the workload, the object found for it, and the Job it came through."""
 
     ref: WorkloadRef
-    obj: dict[str, Any] | None  # None for unsupported owners (not read)
+    obj: dict[str, Any] | None  # None for unsupported or unverified owners
     via: WorkloadRef | None = None
+    unverified: str = ""  # why the link to `ref` was not believed (see ownership.py); "" when it was
+
+
+class UnknownPodLimit(Exception):
+    """More controllers of pods that do not exist than one notification may read (`server.maxUnknownPods`)."""
 
 
 class Reader:
-    """Reads shared within one notification; thread-safe so workloads can be handled in parallel."""
+    """Reads shared within one notification; thread-safe so workloads can be handled in parallel.
 
-    def __init__(self, kube: KubeGateway) -> None:
+    A pod that does not exist costs reads to find the controller it came from (`_former_owner`):
+    at most `unknown_limit` such controller names per notification are looked up (pods of one
+    ReplicaSet share one), so a notification naming hundreds of vanished or invented pods costs a
+    bounded number of API requests.
+    """
+
+    def __init__(self, kube: KubeGateway, unknown_limit: int = 1 << 30, deadline: float = float("inf"),
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.kube = kube
+        self._unknown_limit = unknown_limit
+        self._unknown_names: set[tuple[str, str]] = set()
+        self._deadline, self._clock = deadline, clock
         self._objects: dict[tuple[str, str, str], dict[str, Any] | None] = {}
         self._lists: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._refused: dict[tuple[str, ...], PermanentError] = {}
@@ -64,8 +79,9 @@ class Reader:
         """The object, or None if it does not exist; each (kind, namespace, name) is read once."""
         return self._once((kind, namespace, name), self._objects, lambda: self._get_or_none(kind, namespace, name))
 
-    def list(self, kind: str, namespace: str) -> list[dict[str, Any]]:
-        return self._once((kind, namespace), self._lists, lambda: self.kube.list(kind, namespace))
+    def list_objects(self, kind: str, namespace: str) -> list[dict[str, Any]]:
+        """Every object of a kind in a namespace; each (kind, namespace) is listed once."""
+        return self._once((kind, namespace), self._lists, lambda: self.kube.list_objects(kind, namespace))
 
     def priority_classes(self) -> frozenset[str]:
         """Names of the cluster's PriorityClasses, listed once per notification."""
@@ -100,7 +116,7 @@ class Reader:
         if len(names) <= LIST_PODS_ABOVE:
             return
         try:
-            pods = self.list("Pod", namespace)
+            pods = self.list_objects("Pod", namespace)
         except PermanentError as e:
             # A refused LIST fails these pods' alerts with the refusal named: no silent fallback
             # that would hide a broken RBAC grant behind one read per pod.
@@ -112,6 +128,19 @@ class Reader:
         with self._lock:
             for name in names:
                 self._objects.setdefault(("Pod", namespace, name), found.get(name))
+
+    def past_deadline(self) -> bool:
+        """The notification's time is up: what is not decided yet is skipped (DEADLINE_EXCEEDED)."""
+        return self._clock() >= self._deadline
+
+    def take_unknown(self, namespace: str, owner_name: str) -> None:
+        """Spend one lookup of a vanished pod's controller name (once per name); UnknownPodLimit when none is left."""
+        with self._lock:
+            if (namespace, owner_name) in self._unknown_names:
+                return
+            if len(self._unknown_names) >= self._unknown_limit:
+                raise UnknownPodLimit()
+            self._unknown_names.add((namespace, owner_name))
 
     def forget(self, kind: str, namespace: str, name: str) -> None:
         """Drop a cached object after a write or a conflict, so the next read is fresh."""
@@ -190,19 +219,21 @@ def _walk(reader: Reader, namespace: str, pod_name: str) -> Owner | None:
         kind, name, obj = "Pod", pod_name, pod
     via: WorkloadRef | None = None
     for _ in range(MAX_DEPTH):
-        owner = controller_of(obj)
-        if owner is None:
+        ref = controller_ref(obj)
+        if ref is None:
             break
-        owner_kind, owner_name = owner
-        if owner_kind not in ("ReplicaSet", "Deployment", "StatefulSet", "Job", "CronJob"):
-            return Owner(WorkloadRef(owner_kind, namespace, owner_name), None)
-        parent = reader.get(owner_kind, namespace, owner_name)
+        if ref.kind not in ("ReplicaSet", "Deployment", "StatefulSet", "Job", "CronJob"):
+            return Owner(WorkloadRef(ref.kind, namespace, ref.name), None)
+        parent = reader.get(ref.kind, namespace, ref.name)
         if parent is None:
             # The owner is gone (being deleted): nothing safe to patch.
-            return Owner(WorkloadRef(owner_kind, namespace, owner_name), None)
+            return Owner(WorkloadRef(ref.kind, namespace, ref.name), None)
+        failure = link_failure(kind, obj, ref, parent)
+        if failure is not None:
+            return Owner(WorkloadRef(ref.kind, namespace, ref.name), None, unverified=f"{kind} {name}: {failure}")
         if kind == "Job":
             via = WorkloadRef("Job", namespace, name)
-        kind, name, obj = owner_kind, owner_name, parent
+        kind, name, obj = ref.kind, ref.name, parent
     return Owner(WorkloadRef(kind, namespace, name), obj, via)
 
 
@@ -218,6 +249,7 @@ def _former_owner(reader: Reader, namespace: str, pod_name: str) -> tuple[str, s
     if not base or not suffix:
         return None
     kinds = ("StatefulSet",) if suffix.isdigit() else ("ReplicaSet", "Job")
+    reader.take_unknown(namespace, base)  # pods of one controller share its reads: only a new name spends
     for kind in kinds:
         obj = reader.get(kind, namespace, base)
         if obj is not None:

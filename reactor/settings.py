@@ -18,77 +18,8 @@ import yaml
 
 from .errors import ConfigError
 from .fields import boolean, bounded, choice, duration_in, listen, names, opt_str, read_yaml_file, resource
-from .model import KNOWN_ALERTS
-
-STRATEGIES = frozenset(
-    {
-        "resize-gpu-down",
-        "resize-gpu-up",
-        "scale-replicas-down",
-        "scale-replicas-up",
-        "set-priority-down",
-        "set-priority-up",
-        "hold",
-    }
-)
-REVERTIBLE = frozenset({"set-priority-up", "set-priority-down", "scale-replicas-up", "resize-gpu-up"})
-MODES = ("off", "recommend", "enforce")
-# Denied whatever `namespaces.deny` says; admitted only when `namespaces.allow` names them (never by `*`).
-SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease"})
-
-DEFAULT_ALERTS: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {
-        "GPUUnderutilized": ("resize-gpu-down", "set-priority-down"),
-        "GPUIdle": ("scale-replicas-down", "resize-gpu-down"),
-        "GPUSaturated": ("scale-replicas-up", "resize-gpu-up", "set-priority-up"),
-        "GPUMemorySaturated": ("resize-gpu-up",),
-        "GPUMetricsMissing": ("hold",),
-    }
-)
-
-
-
-@dataclass(frozen=True, slots=True)
-class Window:
-    """At most `actions` actions per rolling `per`."""
-
-    actions: int
-    per: timedelta
-
-
-@dataclass(frozen=True, slots=True)
-class Policy:
-    """What the reactor may do, and how eagerly. Read by the pure policy."""
-
-    dry_run: bool = False
-    gpu_resource: str = "nvidia.com/gpu"
-    allow: tuple[str, ...] = ()
-    deny: tuple[str, ...] = ()  # beside SYSTEM_NAMESPACES, which are denied unless `allow` names them
-    default_mode: str = "enforce"
-    target_utilization: float = 0.6
-    cooldown: timedelta = timedelta(minutes=30)
-    reverse_after: timedelta = timedelta(hours=2)
-    revert_after: timedelta = timedelta(minutes=10)
-    revert: tuple[str, ...] = ("set-priority-up",)
-    min_gpus: int = 1
-    max_gpus: int = 8
-    min_replicas: int = 1
-    max_replicas: int = 10
-    budget_global: Window = Window(20, timedelta(minutes=10))
-    budget_namespace: Window = Window(5, timedelta(minutes=10))
-    priority_ladder: tuple[str, ...] = ("medium-priority-gpu", "high-priority-gpu")
-    alerts: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: DEFAULT_ALERTS)
-
-    def namespace_allowed(self, namespace: str) -> bool:
-        """Deny wins; `*` in allow admits every namespace not denied and not a system namespace.
-
-        Setting `deny` does not drop the system namespaces: only naming one in `allow` admits it.
-        """
-        if namespace in self.deny:
-            return False
-        if namespace in SYSTEM_NAMESPACES:
-            return namespace in self.allow
-        return "*" in self.allow or namespace in self.allow
+from .model import KNOWN_ALERTS, Mode
+from .policy.values import DEFAULT_ALERTS, REVERTIBLE, STRATEGIES, Policy, Window
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +33,11 @@ class Server:
     timeout: timedelta = timedelta(seconds=25)
     tls_cert: str | None = None
     tls_key: str | None = None
+    state_key_file: str | None = None  # HMAC key of the reactor's state annotations (statemac.py)
+    # Work per notification: below Alertmanager's notify timeout, max(group_interval, 10 s).
+    notification_deadline: timedelta = timedelta(seconds=8)
+    max_unknown_pods: int = 10  # owners of pods that do not exist looked up per notification (2 reads each)
+    state_previous_key_file: str | None = None
     # /healthz, /readyz and /metrics, on a listener and a thread of their own (never the webhook's).
     probe_listen: str = "0.0.0.0:8081"
     # The longest a client may take to send a whole request, head and body (each read: 5 s at most).
@@ -127,6 +63,10 @@ class Settings:
     log_level: str = "INFO"
 
 
+def _mode(key: str, raw: Any) -> Mode:
+    return Mode(choice(*(m.value for m in Mode))(key, raw))
+
+
 def _alerts(key: str, raw: Any) -> Mapping[str, tuple[str, ...]]:
     if not isinstance(raw, dict):
         raise ConfigError(key, "expected a mapping of alert name to a list of strategies")
@@ -138,7 +78,9 @@ def _alerts(key: str, raw: Any) -> Mapping[str, tuple[str, ...]]:
             raise ConfigError(f"{key}.{name}", "expected a non-empty list of strategies")
         for i, s in enumerate(strategies):
             if s not in STRATEGIES:
-                raise ConfigError(f"{key}.{name}[{i}]", f"unknown strategy {s!r}; known: {', '.join(sorted(STRATEGIES))}")
+                raise ConfigError(
+                    f"{key}.{name}[{i}]", f"unknown strategy {s!r}; known: {', '.join(sorted(STRATEGIES))}"
+                )
         merged[name] = tuple(strategies)
     return MappingProxyType(merged)
 
@@ -167,7 +109,7 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "gpuResource": ("policy", "gpu_resource", resource),
     "namespaces.allow": ("policy", "allow", lambda k, v: names(k, v, star=True)),
     "namespaces.deny": ("policy", "deny", names),
-    "defaultMode": ("policy", "default_mode", choice(*MODES)),
+    "defaultMode": ("policy", "default_mode", _mode),
     "targetUtilization": ("policy", "target_utilization", bounded(float, 0.05, 1.0)),
     "cooldown": ("policy", "cooldown", duration_in(timedelta(0), timedelta(days=7))),
     "reverseAfter": ("policy", "reverse_after", duration_in(timedelta(0), timedelta(days=30))),
@@ -181,6 +123,7 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "budget.namespace": ("policy", "budget_namespace", _window),
     "priorityLadder": ("policy", "priority_ladder", names),
     "alerts": ("policy", "alerts", _alerts),
+    "cluster": ("policy", "cluster", opt_str),
     "server.listen": ("server", "listen", listen),
     "server.tokenFile": ("server", "token_file", opt_str),
     "server.maxBodyBytes": ("server", "max_body_bytes", bounded(int, 1024, 64 << 20)),
@@ -188,6 +131,11 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "server.timeout": ("server", "timeout", duration_in(timedelta(seconds=1), timedelta(minutes=10))),
     "server.tlsCert": ("server", "tls_cert", opt_str),
     "server.tlsKey": ("server", "tls_key", opt_str),
+    "server.notificationDeadline": ("server", "notification_deadline",
+                                    duration_in(timedelta(seconds=1), timedelta(minutes=5))),
+    "server.maxUnknownPods": ("server", "max_unknown_pods", bounded(int, 0, 10_000)),
+    "state.keyFile": ("server", "state_key_file", opt_str),
+    "state.previousKeyFile": ("server", "state_previous_key_file", opt_str),
     "server.probeListen": ("server", "probe_listen", listen),
     "server.readTimeout": ("server", "read_timeout", duration_in(timedelta(seconds=1), timedelta(minutes=5))),
     "kube.kubeconfig": ("kube", "kubeconfig", opt_str),
@@ -199,7 +147,7 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "logging.format": ("top", "log_format", choice("json", "text")),
     "logging.level": ("top", "log_level", choice("DEBUG", "INFO", "WARNING", "ERROR")),
 }
-_SECTIONS = {"namespaces", "gpus", "replicas", "budget", "server", "kube", "logging"}
+_SECTIONS = {"namespaces", "gpus", "replicas", "budget", "server", "kube", "logging", "state"}
 
 
 def env_name(path: str) -> str:
@@ -250,6 +198,8 @@ def build_settings(doc: Mapping[str, Any], environ: Mapping[str, str] | None = N
     policy = Policy(**values["policy"])
     _check_policy(policy)
     server = Server(**values["server"])
+    if server.notification_deadline >= server.timeout:
+        raise ConfigError("server.notificationDeadline", f"must be below server.timeout ({server.timeout})")
     if (server.tls_cert is None) != (server.tls_key is None):
         raise ConfigError("server.tlsCert", "tlsCert and tlsKey must be set together")
     if _port(server.probe_listen) == _port(server.listen) != 0:

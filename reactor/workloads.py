@@ -13,7 +13,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from .annotations import read_state
-from .model import Bounds, Container, Workload, WorkloadRef
+from .model import Bounds, Container, Kind, Workload, WorkloadRef
 
 _SUFFIX = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
 _QUANTITY = re.compile(r"^([+-]?\d+(?:\.\d+)?)(m|k|M|G|T|Ki|Mi|Gi)?$")
@@ -46,16 +46,16 @@ def gpu_count(resources: Mapping[str, Any] | None, resource: str) -> int:
 def pod_template(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
     """The pod template of an owner: a CronJob nests it in its jobTemplate."""
     spec = obj.get("spec") or {}
-    if kind == "CronJob":
+    if kind == Kind.CRONJOB:
         spec = (spec.get("jobTemplate") or {}).get("spec") or {}
-    if kind == "Pod":
+    if kind == Kind.POD:
         return {"metadata": obj.get("metadata") or {}, "spec": spec}
     return spec.get("template") or {}
 
 
 def template_path(kind: str) -> tuple[str, ...]:
     """Where a patch must put pod-spec fields for this kind."""
-    if kind == "CronJob":
+    if kind == Kind.CRONJOB:
         return ("spec", "jobTemplate", "spec", "template", "spec")
     return ("spec", "template", "spec")
 
@@ -72,7 +72,7 @@ def to_workload(
         for c in pod_spec.get("containers") or []
     )
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith(ANNOTATION_PREFIX)}
-    replicas = None if kind == "CronJob" else int(spec.get("replicas", 1))
+    replicas = None if kind == Kind.CRONJOB else int(spec.get("replicas", 1))
     return Workload(
         ref=WorkloadRef(kind, meta.get("namespace", ""), meta.get("name", "")),
         resource_version=str(meta.get("resourceVersion", "")),
@@ -81,12 +81,13 @@ def to_workload(
         replicas=replicas,
         generation=int(meta.get("generation", 0)),
         observed_generation=int(status.get("observedGeneration", meta.get("generation", 0))),
-        updated_replicas=status.get("updatedReplicas") if kind in ("Deployment", "StatefulSet") else None,
-        max_surge=max_surge(spec, replicas) if kind == "Deployment" else 0,
+        updated_replicas=status.get("updatedReplicas") if kind in (Kind.DEPLOYMENT, Kind.STATEFULSET) else None,
+        max_surge=max_surge(spec, replicas) if kind == Kind.DEPLOYMENT else 0,
         hpa_managed=hpa_managed,
         state=read_state(annotations),
         via=via,
         annotations=annotations,
+        uid=str(meta.get("uid", "")),
     )
 
 
@@ -111,7 +112,9 @@ def hpa_targets(hpas: Iterable[Mapping[str, Any]]) -> frozenset[tuple[str, str]]
     return frozenset(targets)
 
 
-def to_bounds(limit_ranges: Iterable[Mapping[str, Any]], quotas: Iterable[Mapping[str, Any]], gpu_resource: str) -> Bounds:
+def to_bounds(
+    limit_ranges: Iterable[Mapping[str, Any]], quotas: Iterable[Mapping[str, Any]], gpu_resource: str
+) -> Bounds:
     """The tightest LimitRange min/max and the ResourceQuota with the least headroom for the GPU resource."""
     lo: int | None = None
     hi: int | None = None

@@ -56,6 +56,8 @@ def test_the_same_notification_again_changes_nothing(reactor: Reactor) -> None:
     version = reactor.sim.get("deployments", NAMESPACE, "llm-inference")["metadata"]["resourceVersion"]
     again = reactor.post(body).get_json()["outcomes"]
     assert {(o["result"], o["reason"]) for o in again} == {("skipped", "already-applied")}
+    # The repeat is refused from memory, before any read, and still names the workload like the first answer.
+    assert {o["workload"] for o in again} == {f"Deployment/{NAMESPACE}/llm-inference"}
     assert reactor.sim.get("deployments", NAMESPACE, "llm-inference")["metadata"]["resourceVersion"] == version
     assert len(events_for(reactor.sim, "llm-inference")) == 1
 

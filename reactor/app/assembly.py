@@ -16,6 +16,7 @@ from ..kube import KubeGateway
 from ..metrics import Metrics
 from ..probes import Probes, Readiness
 from ..settings import Settings
+from ..statemac import load_state_keys
 from ..web import TokenFile, create_app
 
 log = logging.getLogger(__name__)
@@ -38,9 +39,10 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
         token = TokenFile(settings.server.token_file)
     except OSError as e:
         raise ConfigError("server.tokenFile", f"cannot read {settings.server.token_file}: {e.strerror}") from e
+    keys = load_state_keys(settings.server.state_key_file, settings.server.state_previous_key_file)
     metrics = metrics or Metrics(registry)
     kube = kube or KubeGateway.connect(settings.kube, metrics)
-    engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock)
+    engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock, state_keys=keys)
     app = create_app(settings, engine=engine, metrics=metrics, token=token)
     probes = Probes(metrics, Readiness(kube.version))
     if not settings.policy.allow:

@@ -1,12 +1,13 @@
 """The pure decision policy: alert signal + workload state + bounds + policy + now → Action | Skip.
 
-Imports only `reactor.model`, `reactor.settings` and `reactor.annotations`; never Flask,
-`kubernetes` or `prometheus_client`, and never reads the clock.
+Imports only `reactor.model` and `reactor.annotations`; never Flask, `kubernetes`,
+`prometheus_client`, yaml or any file or network I/O, and never reads the clock (a test pins it).
 """
 
 from __future__ import annotations
 
-from .decision import decide, early_refusal, effective_mode
+from .decision import decide, effective_mode
+from .rails import alert_refusal, owner_refusal
 from .signals import PRECEDENCE, fold
 
-__all__ = ["PRECEDENCE", "decide", "early_refusal", "effective_mode", "fold"]
+__all__ = ["PRECEDENCE", "alert_refusal", "decide", "effective_mode", "fold", "owner_refusal"]

@@ -5,25 +5,58 @@ Pure values and arithmetic; no I/O, no clock.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any, TypeAlias, TypeVar, cast
 
-from ..model import Bounds, Kind, ReactorState, Signal, Workload
-from ..settings import Policy
+from ..model import Bounds, Kind, Mode, ReactorState, Signal, Workload
+from .values import Policy
 
 _NO_LIMIT = 1 << 30
+T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
+# A namespace fact is given as its value, or as a reader the decision calls only when a strategy
+# needs it: the common refusals (cooldown, already applied, rollout) then cost no API read at all.
+Fact: TypeAlias = T | Callable[[], T]
+
+
 class Context:
-    """Everything `decide` was given, so each rail and strategy takes one argument."""
+    """Everything `decide` was given, so each rail and strategy takes one argument.
 
-    signal: Signal
-    workload: Workload
-    bounds: Bounds
-    policy: Policy
-    now: datetime
-    priority_classes: frozenset[str] | None = None
+    `bounds`, `priority_classes` and `hpa_managed` are read on first use and then remembered, so
+    the policy is called once per workload and still reads only what the decision reaches.
+    """
+
+    __slots__ = ("signal", "workload", "policy", "now", "_facts", "_known")
+
+    def __init__(self, signal: Signal, workload: Workload, bounds: Fact[Bounds], policy: Policy, now: datetime,
+                 priority_classes: Fact[frozenset[str] | None] = None, hpa_managed: Fact[bool] | None = None) -> None:
+        self.signal, self.workload, self.policy, self.now = signal, workload, policy, now
+        hpa: Fact[bool] = workload.hpa_managed if hpa_managed is None else hpa_managed
+        self._facts: dict[str, object] = {"bounds": bounds, "priority_classes": priority_classes, "hpa_managed": hpa}
+        self._known: dict[str, object] = {}
+
+    def _fact(self, name: str) -> Any:
+        if name not in self._known:
+            fact = self._facts[name]
+            self._known[name] = fact() if callable(fact) else fact
+        return self._known[name]
+
+    @property
+    def bounds(self) -> Bounds:
+        """The namespace's LimitRange and quota numbers."""
+        return cast(Bounds, self._fact("bounds"))
+
+    @property
+    def priority_classes(self) -> frozenset[str] | None:
+        """The cluster's PriorityClass names; None: not known, the ladder is trusted."""
+        return cast("frozenset[str] | None", self._fact("priority_classes"))
+
+    @property
+    def hpa_managed(self) -> bool:
+        """Does an HPA (or KEDA through one) scale this workload horizontally?"""
+        return bool(self._fact("hpa_managed"))
 
     @property
     def state(self) -> ReactorState:
@@ -46,7 +79,7 @@ class Context:
         return 0 if self.cronjob else max(0, self.workload.max_surge)
 
 
-def effective_mode(workload: Workload, policy: Policy) -> str:
+def effective_mode(workload: Workload, policy: Policy) -> Mode:
     """The workload's `mode` annotation, else the policy's default (an invalid one reads as unset)."""
     return workload.state.mode or policy.default_mode
 
@@ -65,10 +98,14 @@ def gpu_range(ctx: Context) -> tuple[int, int]:
 
 
 def replica_range(ctx: Context) -> tuple[int, int]:
-    """(lowest, highest) replicas: the annotations replace the policy's defaults for this workload."""
+    """(lowest, highest) replicas for this workload.
+
+    `min-replicas` replaces the policy's floor (down to 0: scaling to zero is something the team can
+    do itself); `max-replicas` only lowers the policy's ceiling, never raises it.
+    """
     state, policy = ctx.state, ctx.policy
     lo = policy.min_replicas if state.min_replicas is None else state.min_replicas
-    hi = policy.max_replicas if state.max_replicas is None else state.max_replicas
+    hi = policy.max_replicas if state.max_replicas is None else min(state.max_replicas, policy.max_replicas)
     return lo, hi
 
 

@@ -9,14 +9,15 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from ..model import Action, Bounds, Considered, Signal, Skip, SkipReason, Workload
-from ..settings import Policy
+from ..model import Action, Bounds, Considered, Signal, Skip, SkipReason, Status, Workload
 from . import rails
-from .context import Context, effective_mode
+from .context import Context, Fact, effective_mode
+from .limits import out_of_bounds
 from .revert import revert
 from .strategies import run
+from .values import Policy
 
-__all__ = ["decide", "early_refusal", "effective_mode"]
+__all__ = ["decide", "effective_mode"]
 
 # Reasons that say a strategy does not fit this kind of workload at all; a Skip summarising a
 # fall-through prefers a reason that tells what blocked a strategy that could have applied.
@@ -26,40 +27,38 @@ _STRUCTURAL = frozenset({SkipReason.NOT_APPLICABLE, SkipReason.HPA_MANAGED})
 def decide(
     signal: Signal,
     workload: Workload,
-    bounds: Bounds,
+    bounds: Fact[Bounds],
     policy: Policy,
     now: datetime,
     *,
-    priority_classes: frozenset[str] | None = None,
+    priority_classes: Fact[frozenset[str] | None] = None,
+    hpa_managed: Fact[bool] | None = None,
 ) -> Action | Skip:
     """The rails in order, then the alert's strategies in order; the first that applies wins.
 
     Rails: unknown alert, invalid annotation, mode off, metrics missing; a resolved signal then
     goes to `revert`; a firing one meets already-applied, cooldown, rollout and owner kind.
+    The namespace facts may be readers (see `Context`): a rail that refuses reads none of them.
     `priority_classes` None means "not read": the ladder is trusted (see `check_priority_class`).
     """
-    ctx = Context(signal, workload, bounds, policy, now, priority_classes)
+    ctx = Context(signal, workload, bounds, policy, now, priority_classes, hpa_managed)
     refused = rails.first_refusal(ctx, rails.BEFORE_STATUS)
     if refused is not None:
         return refused
-    if signal.status != "firing":
-        return revert(ctx)
+    if signal.status != Status.FIRING:
+        return _bounded(ctx, revert(ctx))
     refused = rails.first_refusal(ctx, rails.BEFORE_STRATEGIES)
     if refused is not None:
         return refused
-    return _first_that_applies(ctx)
+    return _bounded(ctx, _first_that_applies(ctx))
 
 
-def early_refusal(signal: Signal, workload: Workload, policy: Policy, now: datetime) -> Skip | None:
-    """The refusals `decide` reaches before any strategy and without bounds, in the same order.
-
-    They look at the signal and the workload only, so the engine can stop before reading the
-    namespace (LimitRange, ResourceQuota, PriorityClasses, HPAs) on the common refusals —
-    cooldown, already applied, rollout in progress, mode off. `decide` reaches the same Skip.
-    """
-    ctx = Context(signal, workload, Bounds(), policy, now, None)
-    chain = rails.BEFORE_STATUS + (rails.BEFORE_STRATEGIES if signal.status == "firing" else ())
-    return rails.first_refusal(ctx, chain)
+def _bounded(ctx: Context, decision: Action | Skip) -> Action | Skip:
+    """Whatever reached it, an Action writes only a value inside the bounds (see `out_of_bounds`)."""
+    if isinstance(decision, Skip):
+        return decision
+    refused = out_of_bounds(ctx, decision)
+    return decision if refused is None else replace(refused, considered=decision.considered)
 
 
 def _first_that_applies(ctx: Context) -> Action | Skip:

@@ -9,20 +9,47 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from ..model import KNOWN_ALERTS, PATCHABLE_KINDS, AlertName, LastAction, Skip, SkipReason
+from ..model import KNOWN_ALERTS, PATCHABLE_KINDS, AlertName, Kind, LastAction, Mode, Skip, SkipReason
 from .context import Context, effective_mode
+from .values import Policy
 
-Rail = Callable[[Context], "Skip | None"]
+Rail = Callable[[Context], Skip | None]
 
 _PATCHABLE = frozenset(k.value for k in PATCHABLE_KINDS)
 _OPPOSITE = {"up": "down", "down": "up"}
 
 
-def unknown_alert(ctx: Context) -> Skip | None:
-    name = ctx.signal.alert
-    if name in KNOWN_ALERTS and ctx.policy.alerts.get(name):
+def alert_refusal(name: str, policy: Policy) -> Skip | None:
+    """An alert the rules do not emit, or one the policy gives no strategy: nothing to decide.
+
+    The engine asks this before resolving anything (no API call for a stray alert); `decide`
+    asks it again through `unknown_alert`, so the answer is the same wherever it is reached.
+    """
+    if name in KNOWN_ALERTS and policy.alerts.get(name):
         return None
-    return Skip(SkipReason.UNKNOWN_ALERT, f"no strategies for alert {name!r}")
+    return Skip(SkipReason.UNKNOWN_ALERT, f"alert {name!r} is not one the reactor acts on")
+
+
+def owner_refusal(kind: str, name: str) -> Skip | None:
+    """Only Deployments, StatefulSets and CronJobs have a template the reactor may change.
+
+    A bare Pod's GPUs and priority are immutable; a Job's template is immutable (a CronJob's
+    is changed for its next run instead); any other owner (an operator's custom resource, a
+    ReplicaSet without a Deployment) would undo or fight a change made beneath it.
+    """
+    if kind in _PATCHABLE:
+        return None
+    if kind == Kind.POD:
+        return Skip(SkipReason.UNSUPPORTED_OWNER, "a bare pod: its GPU resources and priority are immutable")
+    if kind == Kind.JOB:
+        return Skip(
+            SkipReason.UNSUPPORTED_OWNER, f"Job {name} is not owned by a CronJob: its pod template is immutable"
+        )
+    return Skip(SkipReason.UNSUPPORTED_OWNER, f"owned by {kind} {name}, which the reactor does not change")
+
+
+def unknown_alert(ctx: Context) -> Skip | None:
+    return alert_refusal(ctx.signal.alert, ctx.policy)
 
 
 def invalid_annotation(ctx: Context) -> Skip | None:
@@ -32,8 +59,18 @@ def invalid_annotation(ctx: Context) -> Skip | None:
     return Skip(SkipReason.INVALID_ANNOTATION, f"cannot parse {', '.join(ctx.state.invalid)}")
 
 
+def unauthenticated_state(ctx: Context) -> Skip | None:
+    """The reactor's own annotations without a valid MAC were written or edited by someone else."""
+    if not ctx.state.unauthenticated:
+        return None
+    names = ", ".join(ctx.state.unauthenticated)
+    return Skip(SkipReason.UNAUTHENTICATED_STATE,
+                f"{names} not signed with the reactor's state key (written or edited by someone else, or by an "
+                "older version): remove them to let the reactor act again")
+
+
 def mode_off(ctx: Context) -> Skip | None:
-    if effective_mode(ctx.workload, ctx.policy) != "off":
+    if effective_mode(ctx.workload, ctx.policy) != Mode.OFF:
         return None
     return Skip(SkipReason.MODE_OFF, "mode is off for this workload")
 
@@ -50,7 +87,10 @@ def already_applied(ctx: Context) -> Skip | None:
     last = ctx.state.last_action
     if last is None or not recorded_in(last, ctx.signal.keys):
         return None
-    return Skip(SkipReason.ALREADY_APPLIED, f"firing {last.fingerprint} at {last.starts_at} was handled at {last.time.isoformat()}")
+    return Skip(
+        SkipReason.ALREADY_APPLIED,
+        f"firing {last.fingerprint} at {last.starts_at} was handled at {last.time.isoformat()}",
+    )
 
 
 def cooldown(ctx: Context) -> Skip | None:
@@ -70,11 +110,7 @@ def rollout(ctx: Context) -> Skip | None:
 
 
 def unsupported_owner(ctx: Context) -> Skip | None:
-    """Jobs, ReplicaSets and bare Pods have immutable or controller-owned templates."""
-    kind = ctx.workload.ref.kind
-    if kind in _PATCHABLE:
-        return None
-    return Skip(SkipReason.UNSUPPORTED_OWNER, f"{kind} is not patched; only {', '.join(sorted(_PATCHABLE))}")
+    return owner_refusal(ctx.workload.ref.kind, ctx.workload.ref.name)
 
 
 def hysteresis(ctx: Context, direction: str) -> Skip | None:
@@ -85,7 +121,10 @@ def hysteresis(ctx: Context, direction: str) -> Skip | None:
     ready = last.time + ctx.policy.reverse_after
     if ctx.now >= ready:
         return None
-    return Skip(SkipReason.HYSTERESIS, f"last action went {last.direction} at {last.time.isoformat()}; {direction} allowed from {ready.isoformat()}")
+    return Skip(
+        SkipReason.HYSTERESIS,
+        f"last action went {last.direction} at {last.time.isoformat()}; {direction} allowed from {ready.isoformat()}",
+    )
 
 
 def recorded_in(last: LastAction, keys: Sequence[tuple[str, str]]) -> bool:
@@ -103,7 +142,7 @@ def _same_time(a: str, b: str) -> bool:
 
 
 # The order is the contract: the first refusal names the reason.
-BEFORE_STATUS: tuple[Rail, ...] = (unknown_alert, invalid_annotation, mode_off, metrics_missing)
+BEFORE_STATUS: tuple[Rail, ...] = (unknown_alert, unauthenticated_state, invalid_annotation, mode_off, metrics_missing)
 BEFORE_STRATEGIES: tuple[Rail, ...] = (already_applied, cooldown, rollout, unsupported_owner)
 
 

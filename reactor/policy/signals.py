@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from ..model import Alert, AlertName, Signal
+from ..model import Alert, AlertName, Signal, Status
 
 PRECEDENCE: tuple[str, ...] = (
     AlertName.METRICS_MISSING.value,
@@ -41,7 +41,7 @@ def fold(alerts: Sequence[Alert]) -> Signal:
     idle = [a.idle_gpus for a in chosen if a.idle_gpus is not None]
     return Signal(
         alert=name,
-        status="firing" if firing else "resolved",
+        status=Status.FIRING if firing else Status.RESOLVED,
         keys=_keys(chosen),
         container=_container(chosen),
         value=max(values) if values else None,

@@ -62,7 +62,7 @@ def scale_replicas(ctx: Context, direction: str) -> Action | Skip:
     workload = ctx.workload
     if workload.ref.kind != Kind.DEPLOYMENT.value or workload.replicas is None:
         return Skip(SkipReason.NOT_APPLICABLE, f"replicas are only changed on Deployments, not {workload.ref.kind}")
-    if workload.hpa_managed:
+    if ctx.hpa_managed:
         return Skip(SkipReason.HPA_MANAGED, "an autoscaler owns the replica count")
     current = workload.replicas
     lo, hi = replica_range(ctx)

@@ -65,4 +65,14 @@ def test_priority_classes_are_listed_only_when_a_set_priority_strategy_is_reache
     body = priority_only.alerts("GPUUnderutilized", "trainer", "trainer", value=0.1, gpus=2, starts_at=START)
     outcomes = priority_only.post(body).get_json()["outcomes"]
     assert {o.get("considered", [{}])[0].get("strategy") for o in outcomes} == {"set-priority-down"}
-    assert sim.requests[("list", "priorityclasses", "")] == 1
+    # The trainer sits at the ladder's bottom: the strategy stops there before it needs to know the classes.
+    assert {o["reason"] for o in outcomes} == {"priority-at-end"}
+    assert ("list", "priorityclasses", "") not in sim.requests
+    trainer = sim.get("statefulsets", "ml-workloads", "trainer")
+    trainer["spec"]["template"]["spec"]["priorityClassName"] = "high-priority-gpu"
+    sim.apply(trainer)
+    sim.settle()
+    sim.reset_counters()
+    outcomes = priority_only.post(body).get_json()["outcomes"]
+    assert {(o["result"], o.get("action")) for o in outcomes} == {("applied", "set-priority")}
+    assert sim.requests[("list", "priorityclasses", "")] == 1  # asked once, when the class to move to is checked

@@ -118,7 +118,7 @@ def _resize(from_value=4, to_value=2, *, direction="down") -> Action:
 
 
 def test_first_change_writes_all_three():
-    written = state_annotations(_resize(), signal(value=0.2), workload(), POLICY, NOW)
+    written = state_annotations(_resize(), signal(value=0.2), workload(), POLICY.cooldown, NOW)
     assert set(written) == {LAST_ACTION, COOLDOWN_UNTIL, ORIGINAL}
     assert json.loads(written[LAST_ACTION]) == {
         "action": "resize-gpu", "direction": "down", "container": "server", "from": 4, "to": 2,
@@ -130,9 +130,9 @@ def test_first_change_writes_all_three():
 def test_later_changes_keep_the_first_original_and_add_new_dimensions():
     wl = workload(gpus=2, annotations=original(gpus={"server": 4}))
     action = Action("set-priority", "up", REF, None, "medium-priority-gpu", "high-priority-gpu", "set-priority-up")
-    written = state_annotations(action, signal("GPUSaturated"), wl, POLICY, NOW)
+    written = state_annotations(action, signal("GPUSaturated"), wl, POLICY.cooldown, NOW)
     assert json.loads(written[ORIGINAL]) == {"gpus": {"server": 4}, "priorityClassName": "medium-priority-gpu"}
-    again = state_annotations(_resize(2, 1), signal(), wl, POLICY, NOW)
+    again = state_annotations(_resize(2, 1), signal(), wl, POLICY.cooldown, NOW)
     assert json.loads(again[ORIGINAL]) == {"gpus": {"server": 4}}
 
 
@@ -147,20 +147,20 @@ def test_later_changes_keep_the_first_original_and_add_new_dimensions():
 def test_revert_drops_its_dimension_from_original(before, after):
     wl = workload(priority="high-priority-gpu", annotations=original(**before))
     action = Action("revert", "revert", REF, None, "high-priority-gpu", "medium-priority-gpu", "set-priority-up")
-    written = state_annotations(action, signal("GPUSaturated", status="resolved"), wl, POLICY, NOW)
+    written = state_annotations(action, signal("GPUSaturated", status="resolved"), wl, POLICY.cooldown, NOW)
     assert ORIGINAL in written and written[ORIGINAL] == after
     assert json.loads(written[LAST_ACTION])["direction"] == "revert"
 
 
 def test_cooldown_is_rounded_up_never_shortened():
-    written = state_annotations(_resize(), signal(), workload(), POLICY, NOW + timedelta(microseconds=1))
+    written = state_annotations(_resize(), signal(), workload(), POLICY.cooldown, NOW + timedelta(microseconds=1))
     assert written[COOLDOWN_UNTIL] == "2025-03-01T12:30:01Z"
     assert json.loads(written[LAST_ACTION])["time"] == "2025-03-01T12:00:00Z"
 
 
 def test_time_is_written_in_utc_with_z():
     later = datetime(2025, 3, 1, 14, 0, tzinfo=timezone(timedelta(hours=2)))
-    written = state_annotations(_resize(), signal(), workload(), POLICY, later)
+    written = state_annotations(_resize(), signal(), workload(), POLICY.cooldown, later)
     assert written[COOLDOWN_UNTIL] == "2025-03-01T12:30:00Z"
 
 
@@ -168,7 +168,7 @@ def test_round_trip_makes_the_same_firing_already_applied_and_starts_the_cooldow
     sig, wl = signal(value=0.2), workload()
     action = decide(sig, wl, bounds(), POLICY, NOW)
     assert isinstance(action, Action)
-    written = state_annotations(action, sig, wl, POLICY, NOW)
+    written = state_annotations(action, sig, wl, POLICY.cooldown, NOW)
     after = workload(gpus=2, annotations={k: v for k, v in written.items() if v is not None})
     assert after.state.invalid == ()
     assert after.state.last_action == LastAction("resize-gpu", "down", "server", 4, 2, "fp-a", KEY[1], NOW, "GPUUnderutilized")
@@ -184,13 +184,13 @@ def test_round_trip_of_boost_then_revert():
     wl = workload()
     boost = decide(sat, wl, bounds(), only_priority, NOW)
     assert isinstance(boost, Action)
-    boosted = workload(priority="high-priority-gpu", annotations={k: v for k, v in state_annotations(boost, sat, wl, POLICY, NOW).items() if v})
+    boosted = workload(priority="high-priority-gpu", annotations={k: v for k, v in state_annotations(boost, sat, wl, POLICY.cooldown, NOW).items() if v})
     resolved = signal("GPUSaturated", status="resolved")
     later = NOW + timedelta(minutes=10)
     revert = decide(resolved, boosted, bounds(), only_priority, later)
     assert isinstance(revert, Action)
     assert (revert.action, revert.from_value, revert.to_value) == ("revert", "high-priority-gpu", "medium-priority-gpu")
-    written = state_annotations(revert, resolved, boosted, POLICY, later)
+    written = state_annotations(revert, resolved, boosted, POLICY.cooldown, later)
     assert written[ORIGINAL] is None
     done = workload(annotations={k: v for k, v in written.items() if v is not None})
     assert decide(resolved, done, bounds(), only_priority, later) == Skip(

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, timedelta
+from typing import Any
 
 import pytest
 
-from reactor.model import Considered, Container, Skip
+from reactor.annotations import COOLDOWN_UNTIL, MODE
+from reactor.model import Action, Considered, Container, Skip
 from reactor.model import SkipReason as R
 from reactor.policy import decide
 from tests.policy.policy_builders import KEY, NOW, POLICY, bounds, cooldown, last_action, original, signal, workload
@@ -237,29 +240,24 @@ def test_already_applied_detail_names_the_firing():
                             f"firing fp-a at {KEY[1]} was handled at 2025-03-01T11:20:00+00:00")
 
 
-def test_early_refusal_agrees_with_decide_on_every_rail_it_covers() -> None:
-    """The engine stops before reading the namespace on `early_refusal`; it must be the very Skip `decide` gives."""
-    from datetime import datetime, timedelta
+@pytest.mark.parametrize("annotations, reason", [
+    ({COOLDOWN_UNTIL: (NOW + timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")}, R.COOLDOWN),
+    ({MODE: "off"}, R.MODE_OFF),
+    ({}, None),
+], ids=["cooldown", "mode-off", "acts"])
+def test_refusals_read_no_namespace_fact_and_actions_read_what_they_need(annotations: dict[str, str],
+                                                                         reason: R | None) -> None:
+    """The namespace facts are readers: a rail that refuses must not call them (no API read for the
+    common refusals), and a strategy that sizes a change must call each one it needs exactly once."""
+    asked: list[str] = []
 
-    from reactor.annotations import COOLDOWN_UNTIL, MODE
-    from reactor.model import Bounds, Container, Signal, Workload, WorkloadRef
-    from reactor.policy import decide, early_refusal
-    from reactor.settings import Policy
+    def reader(name: str, value: Any) -> Callable[[], Any]:
+        return lambda: asked.append(name) or value
 
-    now = datetime(2026, 11, 30, 12, tzinfo=UTC)
-    ref = WorkloadRef("Deployment", "ml", "w")
-    signal = Signal("GPUUnderutilized", "firing", (("f", now.isoformat()),), "main", 0.1, pods=("w-1",), fingerprint="f")
-    from reactor.annotations import read_state
-    cases = {
-        "cooldown": {COOLDOWN_UNTIL: (now + timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")},
-        "mode-off": {MODE: "off"},
-        "none": {},
-    }
-    for name, annotations in cases.items():
-        workload = Workload(ref, "1", (Container("main", 4),), replicas=1, annotations=annotations, state=read_state(annotations))
-        early = early_refusal(signal, workload, Policy(), now)
-        full = decide(signal, workload, Bounds(quota_hard=100), Policy(), now)
-        if name == "none":
-            assert early is None and full.__class__.__name__ == "Action"
-        else:
-            assert early is not None and early.reason == full.reason and early.reason.value == name
+    wl = workload(annotations=annotations)
+    decision = decide(signal(value=0.2), wl, reader("bounds", bounds(hard=100)), POLICY, NOW,
+                      priority_classes=reader("classes", frozenset()), hpa_managed=reader("hpa", False))
+    if reason is None:
+        assert isinstance(decision, Action) and asked == ["bounds"]
+    else:
+        assert isinstance(decision, Skip) and decision.reason is reason and asked == []

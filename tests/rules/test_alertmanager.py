@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from reactor.model import KNOWN_ALERTS
-from reactor.settings import DEFAULT_ALERTS, REVERTIBLE
+from reactor.policy.values import DEFAULT_ALERTS, REVERTIBLE
 from reactor.tools.launcher import free_port
 from tests.promstack.stack import WebhookSink
 from tests.rules.conftest import REPO, require_tool

@@ -1,0 +1,84 @@
+"""The policy as a value: what the reactor may do, and how eagerly.
+
+Data and the one predicate over it (`namespace_allowed`); the pure decision reads it. Reading it
+from a file and the environment is configuration's job (`reactor.settings`), never done here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from types import MappingProxyType
+
+from ..model import Mode
+
+STRATEGIES = frozenset(
+    {
+        "resize-gpu-down",
+        "resize-gpu-up",
+        "scale-replicas-down",
+        "scale-replicas-up",
+        "set-priority-down",
+        "set-priority-up",
+        "hold",
+    }
+)
+REVERTIBLE = frozenset({"set-priority-up", "set-priority-down", "scale-replicas-up", "resize-gpu-up"})
+# Denied whatever `namespaces.deny` says; admitted only when `namespaces.allow` names them (never by `*`).
+SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease"})
+
+DEFAULT_ALERTS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "GPUUnderutilized": ("resize-gpu-down", "set-priority-down"),
+        "GPUIdle": ("scale-replicas-down", "resize-gpu-down"),
+        "GPUSaturated": ("scale-replicas-up", "resize-gpu-up", "set-priority-up"),
+        "GPUMemorySaturated": ("resize-gpu-up",),
+        "GPUMetricsMissing": ("hold",),
+    }
+)
+
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """At most `actions` actions per rolling `per`."""
+
+    actions: int
+    per: timedelta
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """What the reactor may do, and how eagerly. Read by the pure policy."""
+
+    dry_run: bool = False
+    gpu_resource: str = "nvidia.com/gpu"
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()  # beside SYSTEM_NAMESPACES, which are denied unless `allow` names them
+    default_mode: Mode = Mode.ENFORCE
+    target_utilization: float = 0.6
+    cooldown: timedelta = timedelta(minutes=30)
+    reverse_after: timedelta = timedelta(hours=2)
+    revert_after: timedelta = timedelta(minutes=10)
+    revert: tuple[str, ...] = ("set-priority-up",)
+    min_gpus: int = 1
+    max_gpus: int = 8
+    min_replicas: int = 1
+    max_replicas: int = 10
+    budget_global: Window = Window(20, timedelta(minutes=10))
+    budget_namespace: Window = Window(5, timedelta(minutes=10))
+    priority_ladder: tuple[str, ...] = ("medium-priority-gpu", "high-priority-gpu")
+    alerts: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: DEFAULT_ALERTS)
+    cluster: str | None = None  # this cluster's name: alerts whose `cluster` label names another are skipped
+
+    def namespace_allowed(self, namespace: str) -> bool:
+        """Deny wins; `*` in allow admits every namespace not denied and not a system namespace.
+
+        Setting `deny` does not drop the system namespaces: only naming one in `allow` admits it.
+        """
+        if namespace in self.deny:
+            return False
+        if namespace in SYSTEM_NAMESPACES:
+            return namespace in self.allow
+        return "*" in self.allow or namespace in self.allow
