@@ -13,13 +13,13 @@ import threading
 import time
 from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from .act import Acted, Actor, Attempt, KeptChanging
 from .budget import Budget
-from .errors import ConfigError, PermanentError, TemporaryError
+from .errors import PermanentError, TemporaryError
 from .kube import KubeGateway
 from .metrics import Metrics
 from .model import (
@@ -44,7 +44,7 @@ from .record import Recorder
 from .resolve import Owner, Owners, Reader, UnknownPodLimit, resolve_owner, valid_name, valid_namespace
 from .settings import Settings
 from .statemac import StateKeys, authenticate
-from .workloads import hpa_targets, to_bounds, to_workload
+from .workloads import hpa_targets, namespace_bounds, to_workload
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +78,7 @@ class Engine:
     ) -> None:
         self.monotonic = monotonic
         if state_keys is None and not settings.policy.dry_run:
-            raise ConfigError("state.keyFile", "required unless dryRun: the reactor signs the state annotations it "
-                                               "writes, and acts on none it cannot verify (see the README)")
+            raise ValueError("an Engine that may write needs state keys (see statemac.load_state_keys)")
         self.state_keys = state_keys
         self.settings = settings
         self.policy = settings.policy
@@ -273,12 +272,8 @@ class Engine:
 
         def bounds() -> Bounds:
             if ns.bounds is None:
-                ns.bounds = to_bounds(
-                    reader.list_objects("LimitRange", ref.namespace),
-                    reader.list_objects("ResourceQuota", ref.namespace),
-                    self.policy.gpu_resource,
-                )
-            return replace(ns.bounds, quota_used=ns.bounds.quota_used + ns.reserved)
+                ns.bounds = namespace_bounds(reader, ref.namespace, self.policy.gpu_resource)
+            return ns.bounds.reserving(ns.reserved)
 
         def hpa_managed() -> bool:
             return (ref.kind, ref.name) in hpa_targets(reader.list_objects("HorizontalPodAutoscaler", ref.namespace))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import MappingProxyType
 
@@ -164,6 +164,20 @@ class ReactorState:
 
 
 @dataclass(frozen=True, slots=True)
+class PodShape:
+    """What ResourceQuota scopes look at in the pods a template makes (kube-apiserver's podMatchesScopeFunc).
+
+    `best_effort`: no container or init container sets a positive cpu or memory request or limit (GPUs do not
+    count for the QoS class). `terminating`: `activeDeadlineSeconds` >= 0. The PriorityClass is the
+    workload's `priority_class`.
+    """
+
+    best_effort: bool = False
+    terminating: bool = False
+    cross_namespace_affinity: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Workload:
     """The owner's current state, as read once per notification."""
 
@@ -180,6 +194,7 @@ class Workload:
     state: ReactorState = field(default_factory=ReactorState)
     via: WorkloadRef | None = None  # e.g. the Job through which a CronJob was found
     annotations: Mapping[str, str] = field(default_factory=lambda: EMPTY)
+    pods: PodShape = field(default_factory=PodShape)
     uid: str = ""  # metadata.uid: what the state MAC binds the reactor's annotations to
 
     def container(self, name: str | None) -> Container | None:
@@ -202,17 +217,48 @@ class Workload:
 
 
 @dataclass(frozen=True, slots=True)
+class ScopeTerm:
+    """One requirement of a ResourceQuota's scope: a `spec.scopes` entry reads as `Exists` on that scope, a
+    `scopeSelector` expression as written (`PriorityClass In [high-priority-gpu]`)."""
+
+    scope: str  # "PriorityClass" | "BestEffort" | "NotBestEffort" | "Terminating" | "NotTerminating" | ...
+    operator: str = "Exists"  # "In" | "NotIn" | "Exists" | "DoesNotExist"
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    """One ResourceQuota's line for the GPU resource: it counts and limits only the pods all its terms match."""
+
+    name: str
+    hard: int
+    used: int = 0
+    scopes: tuple[ScopeTerm, ...] = ()
+
+    @property
+    def headroom(self) -> int:
+        return self.hard - self.used
+
+
+@dataclass(frozen=True, slots=True)
 class Bounds:
     """What the namespace allows, per container and in total (GPU resource only)."""
 
     min_gpus: int | None = None  # LimitRange min (Container type)
     max_gpus: int | None = None  # LimitRange max (Container type)
-    quota_hard: int | None = None  # tightest requests.<gpu> quota; None = no quota
-    quota_used: int = 0
+    quotas: tuple[Quota, ...] = ()  # every ResourceQuota with a requests.<gpu> line, by name
+    # The class admission gives a pod that names none (the globalDefault PriorityClass), when it matters.
+    default_priority_class: str | None = None
+    # A LimitRange fills cpu or memory into every container: no pod of the namespace is BestEffort.
+    defaults_compute: bool = False
 
-    @property
-    def headroom(self) -> int | None:
-        return None if self.quota_hard is None else self.quota_hard - self.quota_used
+    def reserving(self, gpus: int) -> Bounds:
+        """These bounds with `gpus` more used in every quota: what earlier actions of the same notification
+        took, counted against each quota since they are not known per scope (cautious)."""
+        if gpus <= 0:
+            return self
+        quotas = tuple(replace(q, used=q.used + gpus) for q in self.quotas)
+        return replace(self, quotas=quotas)
 
 
 @dataclass(frozen=True, slots=True)

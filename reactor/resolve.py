@@ -85,8 +85,11 @@ class Reader:
 
     def priority_classes(self) -> frozenset[str]:
         """Names of the cluster's PriorityClasses, listed once per notification."""
-        items = self._once(("PriorityClass", ""), self._lists, self.kube.list_priority_classes)
-        return frozenset((pc.get("metadata") or {}).get("name", "") for pc in items)
+        return frozenset((pc.get("metadata") or {}).get("name", "") for pc in self.priority_class_objects())
+
+    def priority_class_objects(self) -> list[dict[str, Any]]:
+        """The cluster's PriorityClasses, listed once per notification."""
+        return self._once(("PriorityClass", ""), self._lists, self.kube.list_priority_classes)
 
     def _get_or_none(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         try:

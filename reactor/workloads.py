@@ -1,7 +1,8 @@
 """Pure conversion of raw Kubernetes objects (JSON dicts) into the model's values.
 
-Knows where each kind keeps its pod template and how the API server reads quantities, quota
-and LimitRange; does no I/O. Kept apart from the gateway so it is testable on plain dicts.
+Knows where each kind keeps its pod template and how the API server reads quantities, quota (with its
+scopes) and LimitRange; does no I/O of its own (`namespace_bounds` reads only through the reader it is
+given). Kept apart from the gateway so it is testable on plain dicts.
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, Protocol
 
 from .annotations import read_state
-from .model import Bounds, Container, Kind, Workload, WorkloadRef
+from .model import Bounds, Container, Kind, PodShape, Quota, ScopeTerm, Workload, WorkloadRef
 
 _SUFFIX = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
 _QUANTITY = re.compile(r"^([+-]?\d+(?:\.\d+)?)(m|k|M|G|T|Ki|Mi|Gi)?$")
@@ -88,7 +89,38 @@ def to_workload(
         via=via,
         annotations=annotations,
         uid=str(meta.get("uid", "")),
+        pods=pod_shape(pod_spec),
     )
+
+
+def pod_shape(pod_spec: Mapping[str, Any]) -> PodShape:
+    """What quota scopes see of the template's pods: QoS BestEffort (only positive cpu/memory count, as in
+    ComputePodQOS), activeDeadlineSeconds >= 0, and pod (anti-)affinity terms naming other namespaces."""
+    containers = list(pod_spec.get("containers") or []) + list(pod_spec.get("initContainers") or [])
+    compute = any(_positive(((c.get("resources") or {}).get(section) or {}).get(r))
+                  for c in containers for section in ("requests", "limits") for r in ("cpu", "memory"))
+    deadline = pod_spec.get("activeDeadlineSeconds")
+    return PodShape(best_effort=not compute,
+                    terminating=isinstance(deadline, int) and not isinstance(deadline, bool) and deadline >= 0,
+                    cross_namespace_affinity=_cross_namespace(pod_spec.get("affinity") or {}))
+
+
+def _positive(raw: Any) -> bool:
+    try:
+        return raw is not None and parse_quantity(raw) > 0
+    except ValueError:
+        return False
+
+
+def _cross_namespace(affinity: Mapping[str, Any]) -> bool:
+    for kind in ("podAffinity", "podAntiAffinity"):
+        terms = affinity.get(kind) or {}
+        found = list(terms.get("requiredDuringSchedulingIgnoredDuringExecution") or [])
+        weighted = terms.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+        found += [t.get("podAffinityTerm") or {} for t in weighted]
+        if any(t.get("namespaces") or t.get("namespaceSelector") is not None for t in found):
+            return True
+    return False
 
 
 def max_surge(spec: Mapping[str, Any], replicas: int | None) -> int:
@@ -112,38 +144,88 @@ def hpa_targets(hpas: Iterable[Mapping[str, Any]]) -> frozenset[tuple[str, str]]
     return frozenset(targets)
 
 
-def to_bounds(
-    limit_ranges: Iterable[Mapping[str, Any]], quotas: Iterable[Mapping[str, Any]], gpu_resource: str
-) -> Bounds:
-    """The tightest LimitRange min/max and the ResourceQuota with the least headroom for the GPU resource."""
+# -- a namespace's bounds: LimitRange min/max and every ResourceQuota with its scope ------------------------
+
+Obj = Mapping[str, Any]
+COMPUTE = ("cpu", "memory")
+
+
+class BoundsReader(Protocol):
+    """The part of a notification's reader (resolve.Reader) the bounds need."""
+
+    def list_objects(self, kind: str, namespace: str) -> list[dict[str, Any]]: ...
+    def priority_class_objects(self) -> list[dict[str, Any]]: ...
+
+
+def namespace_bounds(reader: BoundsReader, namespace: str, gpu_resource: str) -> Bounds:
+    """The bounds of `namespace`, read once per notification by the caller's cache."""
+    quotas = reader.list_objects("ResourceQuota", namespace)
+    classes = reader.priority_class_objects() if any(_class_scoped(q) for q in quotas) else None
+    return to_bounds(reader.list_objects("LimitRange", namespace), quotas, gpu_resource, priority_classes=classes)
+
+
+def to_bounds(limit_ranges: Iterable[Obj], quotas: Iterable[Obj], gpu_resource: str, *,
+              priority_classes: Iterable[Obj] | None = None) -> Bounds:
+    """The tightest LimitRange min/max for the GPU resource, and each quota's `requests.<gpu>` line."""
+    items = [item for lr in limit_ranges for item in (lr.get("spec") or {}).get("limits") or []]
+    lo, hi = _limit_range(items, gpu_resource)
+    key = f"requests.{gpu_resource}"
+    lines = sorted((q for q in (to_quota(obj, key) for obj in quotas) if q is not None), key=lambda q: q.name)
+    return Bounds(min_gpus=lo, max_gpus=hi, quotas=tuple(lines),
+                  default_priority_class=default_class(priority_classes or ()),
+                  defaults_compute=any(_fills_compute(item) for item in items))
+
+
+def _limit_range(items: list[Obj], gpu_resource: str) -> tuple[int | None, int | None]:
     lo: int | None = None
     hi: int | None = None
-    for lr in limit_ranges:
-        for item in (lr.get("spec") or {}).get("limits") or []:
-            if item.get("type") not in ("Container", "Pod"):
-                continue
-            if item.get("type") == "Container" and gpu_resource in (item.get("min") or {}):
-                value = int(parse_quantity(item["min"][gpu_resource]))
-                lo = value if lo is None else max(lo, value)
-            if gpu_resource in (item.get("max") or {}):
-                value = int(parse_quantity(item["max"][gpu_resource]))
-                hi = value if hi is None else min(hi, value)
-    hard, used = _tightest_quota(quotas, f"requests.{gpu_resource}")
-    return Bounds(min_gpus=lo, max_gpus=hi, quota_hard=hard, quota_used=used)
-
-
-def _tightest_quota(quotas: Iterable[Mapping[str, Any]], key: str) -> tuple[int | None, int]:
-    best: tuple[int | None, int] = (None, 0)
-    for quota in quotas:
-        status = quota.get("status") or {}
-        hard_raw = (status.get("hard") or {}).get(key, ((quota.get("spec") or {}).get("hard") or {}).get(key))
-        if hard_raw is None:
+    for item in items:
+        if item.get("type") not in ("Container", "Pod"):
             continue
-        hard = int(parse_quantity(hard_raw))
-        used = int(parse_quantity((status.get("used") or {}).get(key, 0)))
-        if best[0] is None or hard - used < best[0] - best[1]:
-            best = (hard, used)
-    return best
+        if item.get("type") == "Container" and gpu_resource in (item.get("min") or {}):
+            value = int(parse_quantity(item["min"][gpu_resource]))
+            lo = value if lo is None else max(lo, value)
+        if gpu_resource in (item.get("max") or {}):
+            value = int(parse_quantity(item["max"][gpu_resource]))
+            hi = value if hi is None else min(hi, value)
+    return lo, hi
+
+
+def to_quota(obj: Obj, key: str) -> Quota | None:
+    """The quota's line for `key` (hard from status, as the API server enforces it, else spec), or None."""
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    hard_raw = (status.get("hard") or {}).get(key, (spec.get("hard") or {}).get(key))
+    if hard_raw is None:
+        return None
+    used = int(parse_quantity((status.get("used") or {}).get(key, 0)))
+    terms = [ScopeTerm(str(s)) for s in spec.get("scopes") or []]
+    for expr in (spec.get("scopeSelector") or {}).get("matchExpressions") or []:
+        terms.append(ScopeTerm(str(expr.get("scopeName", "")), str(expr.get("operator", "")),
+                               tuple(str(v) for v in expr.get("values") or [])))
+    name = str((obj.get("metadata") or {}).get("name", ""))
+    return Quota(name=name, hard=int(parse_quantity(hard_raw)), used=used, scopes=tuple(terms))
+
+
+def default_class(priority_classes: Iterable[Obj]) -> str | None:
+    """The globalDefault PriorityClass admission gives a pod that names none (the lowest value if several)."""
+    defaults = [pc for pc in priority_classes if pc.get("globalDefault")]
+    if not defaults:
+        return None
+    chosen = min(defaults, key=lambda pc: int(pc.get("value", 0)))
+    return str((chosen.get("metadata") or {}).get("name", "")) or None
+
+
+def _class_scoped(quota: Obj) -> bool:
+    exprs = ((quota.get("spec") or {}).get("scopeSelector") or {}).get("matchExpressions") or []
+    return any(e.get("scopeName") == "PriorityClass" for e in exprs)
+
+
+def _fills_compute(item: Obj) -> bool:
+    """A Container item that fills cpu or memory in (its max defaults the limit, its min the request)."""
+    if item.get("type") != "Container":
+        return False
+    sections = ("default", "defaultRequest", "max", "min")
+    return any(r in (item.get(section) or {}) for section in sections for r in COMPUTE)
 
 
 def controller_of(obj: Mapping[str, Any]) -> tuple[str, str] | None:

@@ -115,7 +115,7 @@ def test_saturation_without_quota_headroom_is_refused(sim: SimCluster, token_fil
     r = build_reactor(sim, make_settings(token_file, alerts={"GPUSaturated": ["resize-gpu-up"]}))
     outcomes = r.post(r.alerts("GPUSaturated", "trainer", "trainer", value=0.98)).get_json()["outcomes"]
     assert {o["reason"] for o in outcomes} == {"quota-exceeded"}
-    assert "needs 2 GPUs of quota (replicas 2, surge 0), headroom 0" in outcomes[0]["detail"]
+    assert "needs 2 GPUs of quota gpu-quota (replicas 2, surge 0), headroom 0" in outcomes[0]["detail"]
     assert template_gpus(sim, "statefulsets", "trainer", "trainer") == ("2", "2")
     assert not any(k[0] == "patch" for k in sim.requests)
 

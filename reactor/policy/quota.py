@@ -1,12 +1,13 @@
-"""ResourceQuota headroom for a change, counting the rolling-update surge.
+"""ResourceQuota headroom for a change, quota by quota, following each quota's scope.
 
 Quota is enforced when pods are created, not when the owner is patched: a patch that does not
-fit succeeds and its new pods then fail with FailedCreate. So the policy checks the need itself.
+fit succeeds and its new pods then fail with FailedCreate. So the policy checks the need itself,
+for every quota that will count the pods the change creates. Pure arithmetic over the bounds.
 """
 
 from __future__ import annotations
 
-from ..model import Skip, SkipReason, Workload
+from ..model import Quota, ScopeTerm, Skip, SkipReason, Workload
 from .context import Context
 
 
@@ -15,23 +16,78 @@ def pod_gpus(workload: Workload, *, container: str | None = None, gpus: int | No
     return sum(gpus if (c.name == container and gpus is not None) else c.gpus for c in workload.containers)
 
 
-def template_need(ctx: Context, *, new_pod_gpus: int) -> int:
-    """GPUs of quota a pod-template change needs: the growth of all replicas plus the surge pods.
+def tracks(ctx: Context, quota: Quota, priority_class: str | None) -> bool:
+    """Whether `quota` counts the workload's pods when they run under `priority_class` (podMatchesScopeFunc:
+    every term must match; a quota without terms counts every pod)."""
+    cls = priority_class or ctx.bounds.default_priority_class
+    return all(_term_matches(ctx, term, cls) for term in quota.scopes)
 
-    The surge pods run the new template while every old pod still counts, so even a shrink
-    needs `surge × new` free GPUs until the rollout finishes.
+
+def _term_matches(ctx: Context, term: ScopeTerm, cls: str | None) -> bool:
+    pods = ctx.workload.pods
+    states = {"BestEffort": pods.best_effort and not ctx.bounds.defaults_compute,
+              "Terminating": pods.terminating, "CrossNamespacePodAffinity": pods.cross_namespace_affinity}
+    if term.scope in states:
+        return states[term.scope]
+    if term.scope in ("NotBestEffort", "NotTerminating"):
+        return not states[term.scope[3:]]
+    if term.scope != "PriorityClass":
+        return False  # a scope this version does not know: it cannot be shown to count these pods
+    return _class_matches(term, cls)
+
+
+def _class_matches(term: ScopeTerm, cls: str | None) -> bool:
+    """A label selector over {PriorityClass: cls}; a pod without a class has no such label."""
+    if term.operator == "Exists":
+        return cls is not None
+    if term.operator == "DoesNotExist":
+        return cls is None
+    if term.operator == "In":
+        return cls is not None and cls in term.values
+    if term.operator == "NotIn":
+        return cls is None or cls not in term.values
+    return False
+
+
+def check_template(ctx: Context, *, new_pod_gpus: int, new_class: str | None, what: str) -> Skip | None:
+    """QUOTA_EXCEEDED when a pod-template change does not fit a quota that will count its new pods.
+
+    A quota counting the old pods and the new ones needs the growth of all replicas plus the surge pods
+    (they run the new template while every old pod still counts, so even a shrink needs `surge × new`). A
+    quota the pods move into (a new PriorityClass) must hold every replica; one they leave is freed as
+    they roll, and a quota that never counts them does not matter.
     """
-    old = pod_gpus(ctx.workload)
-    return max(0, ctx.replicas * (new_pod_gpus - old)) + ctx.surge * new_pod_gpus
+    old_class, old_gpus = ctx.workload.priority_class, pod_gpus(ctx.workload)
+    for quota in ctx.bounds.quotas:
+        if not tracks(ctx, quota, new_class):
+            continue
+        if tracks(ctx, quota, old_class):
+            need = max(0, ctx.replicas * (new_pod_gpus - old_gpus)) + ctx.surge * new_pod_gpus
+            how = ""
+        else:
+            need, how = ctx.replicas * new_pod_gpus, ", every pod moves into its scope"
+        blocked = _refuse(ctx, quota, need=need, what=what, how=how)
+        if blocked is not None:
+            return blocked
+    return None
 
 
-def check_quota(ctx: Context, *, need: int, what: str) -> Skip | None:
-    """QUOTA_EXCEEDED when the namespace's tightest GPU quota has less headroom than `need`."""
-    headroom = ctx.bounds.headroom
-    if headroom is None or need <= headroom:
+def check_added_pods(ctx: Context, *, pods: int, what: str) -> Skip | None:
+    """QUOTA_EXCEEDED when `pods` more pods of the current template do not fit a quota that counts them."""
+    need = pods * pod_gpus(ctx.workload)
+    for quota in ctx.bounds.quotas:
+        if tracks(ctx, quota, ctx.workload.priority_class):
+            blocked = _refuse(ctx, quota, need=need, what=what, how="")
+            if blocked is not None:
+                return blocked
+    return None
+
+
+def _refuse(ctx: Context, quota: Quota, *, need: int, what: str, how: str) -> Skip | None:
+    if need <= 0 or need <= quota.headroom:
         return None
     detail = (
-        f"{what} needs {need} GPUs of quota (replicas {ctx.replicas}, surge {ctx.surge}), "
-        f"headroom {headroom} (hard {ctx.bounds.quota_hard}, used {ctx.bounds.quota_used})"
+        f"{what} needs {need} GPUs of quota {quota.name} (replicas {ctx.replicas}, surge {ctx.surge}{how}), "
+        f"headroom {quota.headroom} (hard {quota.hard}, used {quota.used})"
     )
     return Skip(SkipReason.QUOTA_EXCEEDED, detail)

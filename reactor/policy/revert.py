@@ -15,7 +15,7 @@ from ..model import Action, LastAction, Skip, SkipReason
 from . import rails
 from .context import Context
 from .limits import out_of_bounds
-from .quota import check_quota, pod_gpus, template_need
+from .quota import check_added_pods, check_template, pod_gpus
 from .strategies import check_priority_class
 
 
@@ -88,15 +88,16 @@ def _checked(ctx: Context, last: LastAction, strategy: str, target: tuple[object
         if ctx.hpa_managed:
             return Skip(SkipReason.HPA_MANAGED, "an autoscaler owns the replica count now")
         delta = (original - current) * per_pod
-        blocked = check_quota(ctx, need=max(0, delta), what=f"revert of {strategy}")
+        blocked = check_added_pods(ctx, pods=max(0, original - current), what=f"revert of {strategy}")
     elif field == "gpus" and isinstance(original, int):
         new_pod = pod_gpus(ctx.workload, container=container, gpus=original)
         delta = ctx.replicas * (new_pod - per_pod)
-        blocked = check_quota(ctx, need=template_need(ctx, new_pod_gpus=new_pod), what=f"revert of {strategy}")
+        blocked = check_template(ctx, new_pod_gpus=new_pod, new_class=ctx.workload.priority_class,
+                                 what=f"revert of {strategy}")
     elif field == "priorityClassName" and isinstance(original, str):
         delta = 0
-        blocked = check_priority_class(ctx, original) or check_quota(
-            ctx, need=template_need(ctx, new_pod_gpus=per_pod), what=f"revert of {strategy}"
+        blocked = check_priority_class(ctx, original) or check_template(
+            ctx, new_pod_gpus=per_pod, new_class=original, what=f"revert of {strategy}"
         )
     else:
         return Skip(SkipReason.NOTHING_TO_REVERT, f"recorded original {original!r} does not fit {field}")

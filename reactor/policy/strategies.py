@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from ..model import Action, Kind, Skip, SkipReason
 from .context import Context, gpu_range, replica_range
-from .quota import check_quota, pod_gpus, template_need
+from .quota import check_added_pods, check_template, pod_gpus
 
 Strategy = Callable[[Context, str], "Action | Skip"]
 
@@ -37,8 +37,8 @@ def resize_gpu(ctx: Context, direction: str) -> Action | Skip:
         if target > hi:
             return Skip(SkipReason.AT_MAX_GPUS, f"{current} GPUs; highest allowed {hi}")
     new_pod = pod_gpus(ctx.workload, container=container.name, gpus=target)
-    need = template_need(ctx, new_pod_gpus=new_pod)
-    blocked = check_quota(ctx, need=need, what=f"{container.name} {current}→{target} GPUs")
+    blocked = check_template(ctx, new_pod_gpus=new_pod, new_class=ctx.workload.priority_class,
+                             what=f"{container.name} {current}→{target} GPUs")
     if blocked is not None:
         return blocked
     return _action(ctx, "resize-gpu", direction, container=container.name,
@@ -75,7 +75,7 @@ def scale_replicas(ctx: Context, direction: str) -> Action | Skip:
         target = current + 1
         if target > hi:
             return Skip(SkipReason.AT_MAX_REPLICAS, f"{current} replicas; highest allowed {hi}")
-        blocked = check_quota(ctx, need=per_pod, what=f"replicas {current}→{target}")
+        blocked = check_added_pods(ctx, pods=1, what=f"replicas {current}→{target}")
         if blocked is not None:
             return blocked
     return _action(ctx, "scale-replicas", direction, container=None,
@@ -92,8 +92,8 @@ def set_priority(ctx: Context, direction: str) -> Action | Skip:
     if not 0 <= index < len(ladder):
         return Skip(SkipReason.PRIORITY_AT_END, f"class {current!r} is the {'top' if direction == 'up' else 'bottom'}")
     target = ladder[index]
-    blocked = check_priority_class(ctx, target) or check_quota(
-        ctx, need=template_need(ctx, new_pod_gpus=pod_gpus(ctx.workload)), what=f"class {current}→{target}"
+    blocked = check_priority_class(ctx, target) or check_template(
+        ctx, new_pod_gpus=pod_gpus(ctx.workload), new_class=target, what=f"class {current}→{target}"
     )
     if blocked is not None:
         return blocked

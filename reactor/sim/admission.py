@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
-from . import quantity
+from . import quantity, quota_scopes
 from .registry import Resource
 from .status import ApiError, forbidden
 from .store import Store
@@ -134,7 +134,7 @@ def quota_used(store: Store, registry_plurals: Iterable[tuple[str, str]], quota:
     ns, hard = quota["metadata"]["namespace"], (quota.get("spec") or {}).get("hard") or {}
     totals = {key: Fraction(0) for key in hard}
     for pod in store.items("pods", ns):
-        if _counts(pod):
+        if _counts(pod) and quota_scopes.matches(quota, pod):
             for key, value in pod_usage(pod).items():
                 if key in totals:
                     totals[key] += value
@@ -146,21 +146,25 @@ def quota_used(store: Store, registry_plurals: Iterable[tuple[str, str]], quota:
 
 
 def check_quota(store: Store, res: Resource, pod: Obj, registry_plurals: Iterable[tuple[str, str]]) -> None:
-    """ResourceQuota admission: deny a pod whose usage would exceed any quota of its namespace."""
+    """ResourceQuota admission: deny a pod whose usage would exceed a quota of its namespace that tracks it
+    (a scoped quota whose scopes do not match the pod neither constrains nor counts it)."""
     usage = pod_usage(pod)
     for quota in store.items("resourcequotas", pod["metadata"]["namespace"]):
+        if not quota_scopes.matches(quota, pod):
+            continue
         hard = (quota.get("spec") or {}).get("hard") or {}
         _require_compute(res, pod, quota, hard)
         used = {k: quantity.parse(v) for k, v in quota_used(store, registry_plurals, quota).items()}
         failed = sorted(k for k in hard if k in usage and used[k] + usage[k] > quantity.parse(hard[k]))
         if failed:
-            binary = {k: quantity.is_binary(hard[k]) for k in failed}
-
-            def fmt(values: dict[str, Fraction]) -> str:
-                return ",".join(f"{k}={quantity.render(values[k], binary=binary[k])}" for k in failed)
+            limited = {k: quantity.parse(hard[k]) for k in failed}
             raise forbidden(res, pod["metadata"]["name"],
-                            f"exceeded quota: {quota['metadata']['name']}, requested: {fmt(usage)}, "
-                            f"used: {fmt(used)}, limited: {fmt({k: quantity.parse(hard[k]) for k in failed})}")
+                            f"exceeded quota: {quota['metadata']['name']}, requested: {_fmt(usage, hard, failed)}, "
+                            f"used: {_fmt(used, hard, failed)}, limited: {_fmt(limited, hard, failed)}")
+
+
+def _fmt(values: dict[str, Fraction], hard: Obj, keys: list[str]) -> str:
+    return ",".join(f"{k}={quantity.render(values[k], binary=quantity.is_binary(hard[k]))}" for k in keys)
 
 
 def _require_compute(res: Resource, pod: Obj, quota: Obj, hard: Obj) -> None:

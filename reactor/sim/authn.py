@@ -2,8 +2,9 @@
 authenticators and its group adder do.
 
 A ServiceAccount's user also carries the ServiceAccount groups, and its token stops working once the
-ServiceAccount object is gone. Every authenticated user is in `system:authenticated`. This module
-decides who is asking, never what they may do.
+ServiceAccount object is gone; a TokenRequest token (`Binding`) also ends at its expiry, with a recreated
+account (another uid) and with the Pod or Secret it is bound to. Every authenticated user is in
+`system:authenticated`. This module decides who is asking, never what they may do.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from .store import Store
 
@@ -49,34 +51,61 @@ def make_user(name: str, groups: Iterable[str] = ()) -> User:
     return User(name, tuple(dict.fromkeys(out)))
 
 
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """What a TokenRequest token stays valid for: its ServiceAccount (by uid, so a recreated account does not
+    inherit it), until it expires, and while the object it is bound to (a Pod or Secret) exists."""
+
+    account_uid: str
+    expires: datetime
+    bound: tuple[str, str, str, str] | None = None  # (plural, namespace, name, uid)
+
+    def valid(self, store: Store, account: tuple[str, str], now: datetime) -> bool:
+        sa = store.get("serviceaccounts", account[0], account[1])
+        if sa is None or sa["metadata"].get("uid") != self.account_uid or now >= self.expires:
+            return False
+        if self.bound is None:
+            return True
+        plural, namespace, name, uid = self.bound
+        obj = store.get(plural, namespace, name)
+        return obj is not None and obj["metadata"].get("uid") == uid
+
+
 class Tokens:
     """token -> user; thread-safe, as tests add tokens while the server runs."""
 
     def __init__(self) -> None:
         self._users: dict[str, User] = {}
+        self._bindings: dict[str, Binding] = {}
         self._lock = threading.Lock()
 
-    def add(self, token: str, user: User) -> None:
+    def add(self, token: str, user: User, binding: Binding | None = None) -> None:
         if not token or any(c.isspace() for c in token):
             raise ValueError("a bearer token must be non-empty and contain no whitespace")
+        if binding is not None and user.service_account is None:
+            raise ValueError("only a ServiceAccount's token can be bound")
         with self._lock:
             self._users[token] = user
+            if binding is not None:
+                self._bindings[token] = binding
 
     def remove(self, token: str) -> None:
         with self._lock:
             self._users.pop(token, None)
 
-    def authenticate(self, authorization: str | None, store: Store) -> User | None:
+    def authenticate(self, authorization: str | None, store: Store, now: datetime | None = None) -> User | None:
         """The user behind an `Authorization: Bearer …` header, or None (a 401)."""
         scheme, _, token = (authorization or "").strip().partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             return None
         with self._lock:
-            user = self._users.get(token)
+            user, binding = self._users.get(token), self._bindings.get(token)
         if user is None:
             return None
         sa = user.service_account
         if sa is not None and not store.exists("serviceaccounts", sa[0], sa[1]):
+            return None
+        if sa is not None and binding is not None and not binding.valid(store, sa, now or datetime.now(UTC)):
             return None
         return user

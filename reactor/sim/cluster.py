@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import cronjobs, kubeconfig, manifests, rbac, scheduler
+from . import cronjobs, kubeconfig, manifests, rbac, scheduler, serviceaccounts
 from .authn import MASTERS, Tokens, make_user
 from .controllers import Controllers
 from .faults import Fault, Faults
@@ -225,6 +225,14 @@ class SimCluster:
         if self.tokens is None:
             raise RuntimeError("tokens need SimCluster(rbac=True): without RBAC every request is admitted")
         self.tokens.add(token, make_user(user, groups))
+
+    def service_account_token(self, namespace: str, name: str, *, seconds: int = 3600) -> str:
+        """A TokenRequest token for the ServiceAccount, as `kubectl create token NAME -n NAMESPACE` gets it
+        (404 ApiError if the account does not exist); it authenticates only with RBAC on."""
+        body = {"spec": {"expirationSeconds": seconds}}
+        with self.store.lock:
+            answer = serviceaccounts.request_token(self.api, self.tokens, namespace, name, body)
+        return str(answer["status"]["token"])
 
     def remove_token(self, token: str) -> None:
         if self.tokens is not None:

@@ -1,11 +1,12 @@
 """One round of every controller, in a fixed order so that `settle()` is deterministic.
 
-Garbage collection, Deployments, ReplicaSets, StatefulSets, Jobs, CronJobs, then scheduling and the kubelet.
+Garbage collection, ServiceAccounts (`default` in every namespace), Deployments, ReplicaSets, StatefulSets,
+Jobs, CronJobs, then scheduling and the kubelet.
 """
 
 from __future__ import annotations
 
-from . import cronjobs, deployments, jobs, replicasets, scheduler, statefulsets
+from . import cronjobs, deployments, jobs, replicasets, scheduler, serviceaccounts, statefulsets
 from .operations import Api
 
 
@@ -15,6 +16,7 @@ class Controllers:
 
     def run_once(self) -> None:
         self.collect_garbage()
+        serviceaccounts.ensure_default_accounts(self.api)
         deployments.sync_all(self.api)
         replicasets.sync_all(self.api)
         statefulsets.sync_all(self.api)

@@ -49,6 +49,8 @@ def _entry(res: Resource) -> list[Obj]:
                       "kind": res.kind, "verbs": ["get", "patch", "update"]}
         if sub == "scale":
             entry.update(group="autoscaling", version="v1", kind="Scale")
+        if sub == "token":
+            entry.update(group="authentication.k8s.io", version="v1", kind="TokenRequest", verbs=["create"])
         out.append(entry)
     return out
 

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from .authn import AUTHENTICATED, MASTERS, UNAUTHENTICATED, User
-from .registry import RBAC_GROUP
+from .registry import RBAC_GROUP, Resource
 from .routing import RequestInfo
-from .status import ApiError
+from .status import ApiError, FieldError, invalid
 from .store import Store
 
 Obj = dict[str, Any]
@@ -145,26 +145,58 @@ def unauthorized() -> ApiError:
 
 
 def self_review(store: Store, user: User | None, review: Any) -> Obj:
-    """A SelfSubjectAccessReview (what `kubectl auth can-i` asks): the request's own user against the
-    attributes in its spec; without RBAC every request is allowed."""
-    spec = (review or {}).get("spec") if isinstance(review, dict) else None
-    if not isinstance(spec, dict) or not (spec.get("resourceAttributes") or spec.get("nonResourceAttributes")):
-        raise ApiError(422, "Invalid", 'SelfSubjectAccessReview.authorization.k8s.io "" is invalid: '
-                       "spec.resourceAttributes: Invalid value: \"null\": exactly one of nonResourceAttributes or "
-                       "resourceAttributes must be specified", {"group": "authorization.k8s.io",
-                                                                 "kind": "SelfSubjectAccessReview"})
-    if spec.get("resourceAttributes"):
-        a = spec["resourceAttributes"]
-        info = RequestInfo(path="", verb=a.get("verb", ""), resource_request=True, api_group=a.get("group", ""),
-                           api_version=a.get("version", ""), namespace=a.get("namespace", ""),
-                           resource=a.get("resource", ""), subresource=a.get("subresource", ""), name=a.get("name", ""))
-    else:
-        a = spec["nonResourceAttributes"]
-        info = RequestInfo(path=a.get("path", ""), verb=a.get("verb", ""))
+    """A SelfSubjectAccessReview (what `kubectl auth can-i` asks): the request's own user (the impersonated one
+    under `--as`) against the attributes in its spec; without RBAC every request is allowed."""
+    spec, info = _review_attributes(review, "SelfSubjectAccessReview")
     allowed, reason = authorize(store, user, info) if user is not None else (True, "")
+    return _review_answer("SelfSubjectAccessReview", spec, allowed, reason)
+
+
+def subject_review(store: Store, rbac_on: bool, review: Any) -> Obj:
+    """A SubjectAccessReview: the user and groups named in its spec, taken as given (no group is added),
+    against its attributes; ValidateSubjectAccessReviewSpec refuses a spec naming neither user nor group."""
+    spec, info = _review_attributes(review, "SubjectAccessReview")
+    user, groups = str(spec.get("user") or ""), [str(g) for g in spec.get("groups") or []]
+    if not user and not groups:
+        raise _invalid_review("SubjectAccessReview", FieldError("spec.user", "Invalid value",
+                                                                "at least one of user or group must be specified", ""))
+    allowed, reason = authorize(store, User(user, tuple(groups)), info) if rbac_on else (True, "")
+    return _review_answer("SubjectAccessReview", spec, allowed, reason)
+
+
+def _review_attributes(review: Any, kind: str) -> tuple[Obj, RequestInfo]:
+    """The spec and the request it asks about (ValidateSelfSubjectAccessReviewSpec: exactly one of
+    resourceAttributes or nonResourceAttributes)."""
+    spec = (review or {}).get("spec") if isinstance(review, dict) else None
+    spec = spec if isinstance(spec, dict) else {}
+    resource, non_resource = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
+    if resource and non_resource:
+        raise _invalid_review(kind, FieldError("spec.nonResourceAttributes", "Invalid value",
+                                               "cannot be specified in combination with resourceAttributes",
+                                               non_resource))
+    if not resource and not non_resource:
+        raise _invalid_review(kind, FieldError("spec.resourceAttributes", "Invalid value",
+                                               "exactly one of nonResourceAttributes or resourceAttributes must be "
+                                               "specified", "null"))
+    if resource:
+        a = resource
+        return spec, RequestInfo(path="", verb=a.get("verb", ""), resource_request=True, api_group=a.get("group", ""),
+                                 api_version=a.get("version", ""), namespace=a.get("namespace", ""),
+                                 resource=a.get("resource", ""), subresource=a.get("subresource", ""),
+                                 name=a.get("name", ""))
+    attrs: Obj = non_resource if isinstance(non_resource, dict) else {}
+    return spec, RequestInfo(path=attrs.get("path", ""), verb=attrs.get("verb", ""))
+
+
+def _invalid_review(kind: str, error: FieldError) -> ApiError:
+    plural = kind.lower() + "s"
+    return invalid(Resource("authorization.k8s.io", "v1", kind, plural, False), "", [error])
+
+
+def _review_answer(kind: str, spec: Obj, allowed: bool, reason: str) -> Obj:
     status: Obj = {"allowed": allowed, **({"reason": reason} if reason else {})}
-    return {"kind": "SelfSubjectAccessReview", "apiVersion": "authorization.k8s.io/v1",
-            "metadata": {"creationTimestamp": None}, "spec": spec, "status": status}
+    return {"kind": kind, "apiVersion": "authorization.k8s.io/v1", "metadata": {"creationTimestamp": None},
+            "spec": spec, "status": status}
 
 
 # -- the bootstrap policy (plugin/pkg/auth/authorizer/rbac/bootstrappolicy) -------------------------

@@ -11,11 +11,12 @@ import ssl
 import threading
 import time
 from collections import Counter
+from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from . import discovery, protobuf, rbac, routing
+from . import access, discovery, impersonation, rbac, routing
 from .authn import Tokens, User
 from .faults import Faults
 from .operations import Api
@@ -41,16 +42,22 @@ class Context:
         with self.counter_lock:
             (self.denied if denied else self.requests)[key] += 1
 
-    def admit(self, authorization: str | None, method: str, path: str,
+    def admit(self, headers: Message, method: str, path: str,
               query: dict[str, str]) -> tuple[User | None, ApiError | None]:
-        """Authentication, then authorization, before the server even looks the resource up:
+        """Authentication, impersonation, then authorization, before the server even looks the resource up:
         (the user, None) to go on, (None, the error) to refuse; (None, None) without RBAC."""
         if self.tokens is None:
             return None, None
         with self.api.store.lock:
-            user = self.tokens.authenticate(authorization, self.api.store)
+            user = self.tokens.authenticate(headers.get("Authorization"), self.api.store, self.api.clock())
             if user is None:
                 return None, rbac.unauthorized()
+            names = list(headers.keys())
+            if impersonation.requested(names):
+                try:
+                    user = impersonation.impersonate(self.api.store, user, lambda n: headers.get_all(n) or [], names)
+                except ApiError as e:
+                    return None, e
             info = routing.request_info(method, path, query)
             allowed, reason = rbac.authorize(self.api.store, user, info)
         return (user, None) if allowed else (None, rbac.forbidden(user, info, reason))
@@ -100,7 +107,7 @@ class Handler(BaseHTTPRequestHandler):
             verb = _verb(method, route, query)
             key = (verb, route.resource.plural, route.subresource)
         ctx.count(key)
-        user, denial = ctx.admit(self.headers.get("Authorization"), method, url.path, query)
+        user, denial = ctx.admit(self.headers, method, url.path, query)
         if denial is not None:
             if denial.code == 403:
                 ctx.count(key, denied=True)
@@ -116,8 +123,8 @@ class Handler(BaseHTTPRequestHandler):
             err = method_not_allowed()
             self._send(err.code, err.body())
             return
-        if route.resource.plural == "selfsubjectaccessreviews":
-            self._answer_review(user, body)
+        if access.handles(route):
+            self._answer_access(route, user, body)
             return
         try:
             with ctx.api.store.lock:
@@ -131,21 +138,16 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self._send(code, answer)
 
-    def _answer_review(self, user: User | None, body: bytes) -> None:
+    def _answer_access(self, route: routing.Route, user: User | None, body: bytes) -> None:
+        ctx = self.server.ctx
         try:
-            if self.headers.get("Content-Type", "").startswith(protobuf.CONTENT_TYPE):
-                try:
-                    sent = protobuf.decode_self_subject_access_review(body)
-                except ValueError as e:
-                    raise bad_request(f"unable to decode the protobuf body: {e}") from e
-            else:
-                sent = _json(body)
-            with self.server.ctx.api.store.lock:
-                review = rbac.self_review(self.server.ctx.api.store, user, sent)
+            with ctx.api.store.lock:
+                code, answer = access.answer(ctx.api, ctx.tokens, route, user, body,
+                                             self.headers.get("Content-Type", ""))
         except ApiError as e:
             self._send(e.code, e.body(), e.headers)
             return
-        self._send(201, review)
+        self._send(code, answer)
 
     def _read_body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from . import quantity
+from . import quantity, quota_scopes
 from .objects import qos_class
 from .status import FieldError
 
@@ -116,6 +116,8 @@ def validate_object(obj: Obj, kind: str) -> list[FieldError]:
         errors += _validate_selector(obj)
     if kind in ("Job", "CronJob") and spec is not None:
         errors += _job_restart_policy(spec, ".".join(POD_SPEC_PATHS[kind]))
+    if kind == "ResourceQuota":
+        errors += quota_scopes.validate(obj)
     return errors
 
 

@@ -37,18 +37,6 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """`count` different ports nothing listens on right now (held open together while the OS picks them)."""
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind((host, 0))
-        return [int(s.getsockname()[1]) for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
 def state_key_file(folder: str | os.PathLike[str]) -> Path:
     """`folder/state-key`, created with a random key if missing: the demo's and the harnesses' signing key.
 
@@ -63,6 +51,18 @@ def state_key_file(folder: str | os.PathLike[str]) -> Path:
     with os.fdopen(fd, "w") as f:
         f.write(secrets.token_hex(32) + "\n")
     return path
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """`count` different ports nothing listens on right now (held open together while the OS picks them)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind((host, 0))
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 @dataclass
@@ -136,14 +136,8 @@ def start_process(argv: Sequence[str], *, port: int, log: Path | None = None, en
     environ.pop("KUBERNETES_SERVICE_HOST", None)
     out = log.open("ab") if log is not None else None
     try:
-        popen = subprocess.Popen(
-            list(argv),
-            env=environ,
-            cwd=cwd,
-            stdout=out,
-            stderr=subprocess.STDOUT if out else None,
-            start_new_session=True,
-        )
+        popen = subprocess.Popen(list(argv), env=environ, cwd=cwd, stdout=out,
+                                 stderr=subprocess.STDOUT if out else None, start_new_session=True)
     finally:
         if out is not None:
             out.close()
@@ -156,42 +150,24 @@ def start_process(argv: Sequence[str], *, port: int, log: Path | None = None, en
     return child
 
 
-def start_serve(
-    config: str | os.PathLike[str],
-    *,
-    token_file: str | os.PathLike[str],
-    kubeconfig: str | os.PathLike[str],
-    port: int = 0,
-    log: Path | None = None,
-    env: Mapping[str, str] | None = None,
-    tls: tuple[str, str] | None = None,
-    timeout: float = READY_TIMEOUT,
-    probe_port: int = 0,
-) -> Child:
+def start_serve(config: str | os.PathLike[str], *, token_file: str | os.PathLike[str],
+                kubeconfig: str | os.PathLike[str], port: int = 0, log: Path | None = None,
+                env: Mapping[str, str] | None = None, tls: tuple[str, str] | None = None,
+                timeout: float = READY_TIMEOUT, probe_port: int = 0) -> Child:
     """`reactor serve --config CONFIG` on 127.0.0.1:`port`, its probes on 127.0.0.1:`probe_port` (0: free ones),
-    with its token file and kubeconfig."""
+    with its token file and kubeconfig. The state key is `state-key` beside the token file (created if missing)
+    unless `env` names another."""
     free = iter(free_ports(2))
     port = port or next(free)
     probe_port = probe_port or next(p for p in free if p != port)
-    environ = {
-        "REACTOR_SERVER__TOKEN_FILE": str(token_file),
-        "REACTOR_KUBE__KUBECONFIG": str(kubeconfig),
-        "REACTOR_SERVER__LISTEN": f"127.0.0.1:{port}",
-        "REACTOR_SERVER__PROBE_LISTEN": f"127.0.0.1:{probe_port}",
-        "REACTOR_STATE__KEY_FILE": str(state_key_file(Path(token_file).parent)),
-    }
+    environ = {"REACTOR_SERVER__TOKEN_FILE": str(token_file), "REACTOR_KUBE__KUBECONFIG": str(kubeconfig),
+               "REACTOR_SERVER__LISTEN": f"127.0.0.1:{port}", "REACTOR_SERVER__PROBE_LISTEN": f"127.0.0.1:{probe_port}",
+               "REACTOR_STATE__KEY_FILE": str(state_key_file(Path(token_file).parent))}
     if tls is not None:
         environ.update(REACTOR_SERVER__TLS_CERT=tls[0], REACTOR_SERVER__TLS_KEY=tls[1])
     environ.update(env or {})
-    return start_process(
-        [sys.executable, "-m", "reactor", "serve", "--config", str(config)],
-        port=port,
-        log=log,
-        env=environ,
-        cafile=tls[0] if tls else None,
-        timeout=timeout,
-        probe_port=probe_port,
-    )
+    return start_process([sys.executable, "-m", "reactor", "serve", "--config", str(config)], port=port, log=log,
+                         env=environ, cafile=tls[0] if tls else None, timeout=timeout, probe_port=probe_port)
 
 
 def _wait_ready(child: Child, path: str | None, cafile: str | None, timeout: float, *, name: str) -> None:

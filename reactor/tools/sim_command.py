@@ -2,7 +2,8 @@
 
 Seeds are YAML files or folders (a kustomize entry point such as `deploy/reactor` is rendered with
 kubectl); all of them are applied together, so namespaces and CRDs come before what lives in them.
-It prints the kubeconfig path so that kubectl and `reactor serve` can be pointed at it.
+It prints the kubeconfig path so that kubectl and `reactor serve` can be pointed at it; with RBAC on, also how
+to act as a ServiceAccount, and a kubeconfig for the reactor's own when the seeds define it.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ def run_sim(*, seeds: list[str], port: int, kubeconfig: str, rbac: bool = False)
         path = sim.write_kubeconfig(kubeconfig)
         print(f"embedded cluster at {sim.url}")
         print(f"kubeconfig: {Path(path).resolve()}   (kubectl --kubeconfig {path} get deploy -A)", flush=True)
+        if rbac:
+            print_account_help(path)
+            write_reactor_kubeconfig(sim, path)
         sim.run_controllers()
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -55,3 +59,32 @@ def run_sim(*, seeds: list[str], port: int, kubeconfig: str, rbac: bool = False)
     finally:
         sim.stop()
     return 0
+
+
+# -- ServiceAccounts in RBAC mode ------------------------------------------------------------------------
+
+REACTOR_ACCOUNT = ("gpu-reactor", "gpu-reactor")  # deploy/reactor/serviceaccount.yaml (namespace, name)
+ACCOUNT_TOKEN_SECONDS = 24 * 3600
+
+
+def print_account_help(admin_kubeconfig: str) -> None:
+    """How to act as any ServiceAccount: a TokenRequest token in a copy of the admin kubeconfig."""
+    print("as a ServiceAccount (RBAC applies):  TOKEN=$(kubectl --kubeconfig "
+          f"{admin_kubeconfig} create token NAME -n NAMESPACE --duration=24h)")
+    print(f"  cp {admin_kubeconfig} sa.kubeconfig && kubectl --kubeconfig sa.kubeconfig config set-credentials "
+          'sim-user --token="$TOKEN"', flush=True)
+
+
+def write_reactor_kubeconfig(sim: SimCluster, admin_kubeconfig: str) -> str | None:
+    """When the seeds hold the reactor's ServiceAccount (deploy/reactor): a kubeconfig with its token beside the
+    admin one, and the command that runs `reactor serve` as it. None when the account is not there."""
+    namespace, name = REACTOR_ACCOUNT
+    if not sim.store.exists("serviceaccounts", namespace, name):
+        return None
+    admin = Path(admin_kubeconfig)
+    target = admin.with_name(f"{admin.stem}-{name}{admin.suffix}")
+    path = sim.write_kubeconfig(target, token=sim.service_account_token(namespace, name, seconds=ACCOUNT_TOKEN_SECONDS))
+    print(f"kubeconfig of ServiceAccount {namespace}/{name}: {Path(path).resolve()}   (token valid 24h)")
+    print(f"  run the reactor as it:  REACTOR_KUBE__KUBECONFIG={path} REACTOR_SERVER__TOKEN_FILE=TOKEN_FILE "
+          "REACTOR_STATE__KEY_FILE=KEY_FILE reactor serve --config deploy/reactor/policy.yaml", flush=True)
+    return path

@@ -1,7 +1,8 @@
 """The RBAC of deploy/reactor is sufficient and minimal, shown by running the reactor as its ServiceAccount.
 
 The rendered deploy/reactor and the test GPU namespace are loaded into the embedded cluster with RBAC on;
-the reactor talks to it with the ServiceAccount's token and the deployed policy. Every webhook flow below
+the reactor talks to it with a ServiceAccount token from a TokenRequest (as its pod's projected token) and the
+deployed policy. Every webhook flow below
 succeeds with the grants as committed; then each grant (one verb of one resource) is taken away in turn
 and the flow that needs it is shown to fail, exactly as the refusal surfaces.
 """
@@ -33,7 +34,6 @@ from tests.deploy.deploy_helpers import DEPLOY, render
 from tests.support import HERE, NAMESPACE, Reactor
 
 SA_USER = "system:serviceaccount:gpu-reactor:gpu-reactor"
-SA_TOKEN = "gpu-reactor-sa-token"
 GPU = "nvidia.com/gpu"
 ENFORCE = {"gpu-reactor.io/mode": "enforce"}
 
@@ -53,8 +53,19 @@ def _cluster(reactor_objects: list[dict[str, Any]]) -> SimCluster:
                    "restartPolicy": "Never", "containers": [{"name": "train", "image": "registry.example.com/train:1",
                                                              "resources": {"limits": {GPU: "4"}, "requests": {GPU: "4"}}}]}}}}}})
     sim.settle()
-    sim.add_token(SA_TOKEN, user=SA_USER)
     return sim
+
+
+def _sa_token(sim: SimCluster) -> str:
+    """The ServiceAccount's token, as the kubelet gets it for the reactor's pod: a TokenRequest (here the admin's)."""
+    config = k8s.Configuration(host=sim.url)
+    config.api_key = {"BearerToken": sim.admin_token or ""}
+    config.api_key_prefix = {"BearerToken": "Bearer"}
+    with k8s.ApiClient(config) as c:
+        issued = k8s.CoreV1Api(c).create_namespaced_service_account_token(
+            "gpu-reactor", "gpu-reactor", {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                                           "spec": {"expirationSeconds": 3600}})
+    return str(issued.status.token)
 
 
 def _annotate(sim: SimCluster, resource: str, name: str, annotations: dict[str, str]) -> None:
@@ -71,7 +82,7 @@ def _reactor(sim: SimCluster, token_file: Path) -> Reactor:
     settings = build_settings(doc, {})
     registry = CollectorRegistry()
     metrics = Metrics(registry)
-    kube = KubeGateway.for_url(sim.url, settings.kube, metrics, token=SA_TOKEN)
+    kube = KubeGateway.for_url(sim.url, settings.kube, metrics, token=_sa_token(sim))
     service = assemble(settings, kube=kube, metrics=metrics)
     service.app.testing = True
     return Reactor(service, service.app.test_client(), sim, registry)
@@ -352,7 +363,7 @@ def test_a_refused_read_is_answered_with_an_outcome(reactor_objects: list[dict[s
 
 def _sa_client(sim: SimCluster) -> k8s.ApiClient:
     config = k8s.Configuration(host=sim.url)
-    config.api_key = {"BearerToken": SA_TOKEN}
+    config.api_key = {"BearerToken": _sa_token(sim)}
     config.api_key_prefix = {"BearerToken": "Bearer"}
     return k8s.ApiClient(config)
 

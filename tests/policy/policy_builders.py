@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from reactor.annotations import COOLDOWN_UNTIL, LAST_ACTION, ORIGINAL, read_state
-from reactor.model import Alert, Bounds, Container, Signal, Workload, WorkloadRef
+from reactor.model import Alert, Bounds, Container, Quota, Signal, Workload, WorkloadRef
 from reactor.policy.values import Policy
 
 NOW = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -41,8 +41,11 @@ def workload(*, kind: str = "Deployment", gpus: int | None = 4, replicas: int | 
     )
 
 
-def bounds(*, lr_min: int | None = None, lr_max: int | None = None, hard: int | None = None, used: int = 0) -> Bounds:
-    return Bounds(min_gpus=lr_min, max_gpus=lr_max, quota_hard=hard, quota_used=used)
+def bounds(*, lr_min: int | None = None, lr_max: int | None = None, hard: int | None = None, used: int = 0,
+           quotas: tuple[Quota, ...] = (), default_class: str | None = None) -> Bounds:
+    """`hard`/`used`: one unscoped quota named gpu-quota; `quotas`: any others, scoped or not."""
+    unscoped = (Quota("gpu-quota", hard, used),) if hard is not None else ()
+    return Bounds(min_gpus=lr_min, max_gpus=lr_max, quotas=unscoped + quotas, default_priority_class=default_class)
 
 
 def last_action(action: str, direction: str, *, ago: timedelta, key: tuple[str, str] = KEY,

@@ -191,8 +191,8 @@ def test_hold_lists_only_what_it_looked_at():
 @pytest.mark.parametrize(
     ("hard", "used", "detail"),
     [
-        (10, 6, "server 2→3 GPUs needs 5 GPUs of quota (replicas 2, surge 1), headroom 4 (hard 10, used 6)"),
-        (4, 4, "server 2→3 GPUs needs 5 GPUs of quota (replicas 2, surge 1), headroom 0 (hard 4, used 4)"),
+        (10, 6, "server 2→3 GPUs needs 5 GPUs of quota gpu-quota (replicas 2, surge 1), headroom 4 (hard 10, used 6)"),
+        (4, 4, "server 2→3 GPUs needs 5 GPUs of quota gpu-quota (replicas 2, surge 1), headroom 0 (hard 4, used 4)"),
     ],
     ids=["surge-does-not-fit", "quota-full"],
 )
