@@ -5,11 +5,15 @@
 the storm is 10,000 alerts on 1,000 pods and 50 workloads. `latency-0` … `latency-9`: 200
 one-pod Deployments of 2 GPUs, one per latency run, so no run meets a workload in cooldown
 (spread over namespaces because the simulator's Deployment controller is quadratic per namespace).
+The pods run on Ready GPU nodes of 64 GPUs, half again as many GPUs as the pods hold (room for every
+rollout's surge): bigger than real 8-GPU machines so that the simulator's scheduler has fewer nodes to
+scan; the bench measures the reactor, not placement.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -30,6 +34,7 @@ LATENCY_NAMESPACES = tuple(f"latency-{i}" for i in range(10))
 LATENCY_WORKLOADS = 200
 CONTAINER = "server"
 QUOTA = 4000  # requests.nvidia.com/gpu per namespace: far above the 1,600 in use, room for any surge
+NODE_GPUS = 64
 
 # Enough budget that all 50 storm workloads and the 200 latency workloads may act: the storm
 # measures API economy when every workload changes; a smaller budget would hide writes (each
@@ -85,7 +90,17 @@ def manifests(*, replicas: int = REPLICAS, latency_workloads: int = LATENCY_WORK
     for ns in TEAMS:
         docs += [_deployment(ns, f"model-{d}", replicas, GPUS_PER_POD) for d in range(DEPLOYMENTS_PER_TEAM)]
     docs += [_deployment(*latency_workload(i), 1, 2) for i in range(latency_workloads)]
+    gpus = len(TEAMS) * DEPLOYMENTS_PER_TEAM * replicas * GPUS_PER_POD + latency_workloads * 2
+    docs += [gpu_node(f"gpu-node-{i:03d}") for i in range(math.ceil(gpus * 1.5 / NODE_GPUS))]
     return docs, quotas
+
+
+def gpu_node(name: str) -> dict[str, Any]:
+    """A GPU node that has reported Ready (the simulator's scheduler binds pods only to Nodes that fit)."""
+    room = {"cpu": "256", "memory": "2Ti", "pods": "110", GPU: str(NODE_GPUS)}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "status": {"capacity": room, "allocatable": dict(room),
+                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}}
 
 
 def start_sim() -> SimCluster:

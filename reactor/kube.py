@@ -157,7 +157,8 @@ class KubeGateway:
             self._limiter.acquire()
             try:
                 response = send(_preload_content=False, _request_timeout=self._timeout)
-                self._count(verb, resource, "200")
+                # The status the server sent (201 for a create), not an assumed 200.
+                self._count(verb, resource, str(getattr(response, "status", 200)))
                 return json.loads(response.data or b"{}")
             except ApiException as e:
                 self._count(verb, resource, str(e.status))

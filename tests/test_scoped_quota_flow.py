@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from reactor.sim import SimCluster
+from tests.sim.builders import gpu_node
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 GPU = "nvidia.com/gpu"
@@ -35,10 +36,10 @@ def _scoped_quota(name: str, cls: str, hard: int) -> dict[str, Any]:
 
 @pytest.fixture
 def cluster() -> Iterator[SimCluster]:
-    """The namespace with the seed's PriorityClasses (deploy/base), nothing else."""
+    """The namespace with the seed's PriorityClasses (deploy/base) and one Ready 8-GPU Node, nothing else."""
     with SimCluster().start() as sim:
         sim.load_manifests(ROOT / "deploy" / "base" / "priorityclasses.yaml")
-        sim.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+        sim.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, gpu_node()])
         yield sim
 
 

@@ -1,12 +1,12 @@
 """One round of every controller, in a fixed order so that `settle()` is deterministic.
 
 Garbage collection, ServiceAccounts (`default` in every namespace), Deployments, ReplicaSets, StatefulSets,
-Jobs, CronJobs, then scheduling and the kubelet.
+Jobs, CronJobs, node taints and NoExecute evictions, then scheduling and the kubelet.
 """
 
 from __future__ import annotations
 
-from . import cronjobs, deployments, jobs, replicasets, scheduler, serviceaccounts, statefulsets
+from . import cronjobs, deployments, jobs, nodelifecycle, replicasets, scheduler, serviceaccounts, statefulsets
 from .operations import Api
 
 
@@ -22,6 +22,7 @@ class Controllers:
         statefulsets.sync_all(self.api)
         jobs.sync_all(self.api)
         cronjobs.sync_all(self.api)
+        nodelifecycle.sync_all(self.api)
         scheduler.schedule(self.api)
 
     def collect_garbage(self) -> None:

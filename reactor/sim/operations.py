@@ -10,7 +10,7 @@ import copy
 import random
 from typing import Any
 
-from . import admission, objects, validation
+from . import admission, objects, taints, validation
 from . import patch as patches
 from .objects import Clock, Obj
 from .registry import Registry, Resource
@@ -102,6 +102,8 @@ class Api:
             admission.mutate_pod(self.store, res, obj)
         if kind == "LimitRange":
             admission.default_limit_range(obj)
+        if kind == "Node":
+            taints.admit_node(obj)
         errors = validation.validate_object(obj, kind)
         if errors:
             raise invalid(res, obj["metadata"]["name"], errors)
@@ -169,11 +171,13 @@ class Api:
         kind = old.get("kind", res.kind)
         if kind == "LimitRange":
             admission.default_limit_range(new)
+        # Upstream validates the new object first, then the update (ValidatePodUpdate, jobStrategy):
+        # Invalid causes come before the Forbidden/immutable ones.
         errors = validation.validate_object(new, kind)
         if kind == "Pod":
-            errors = validation.validate_pod_update(old, new) + errors
+            errors += validation.validate_pod_update(old, new)
         if kind == "Job":
-            errors = validation.validate_job_update(old, new) + errors
+            errors += validation.validate_job_update(old, new)
         if errors:
             raise invalid(res, old["metadata"]["name"], errors)
 

@@ -1,7 +1,9 @@
-"""The scheduler and the kubelet in one step: bind Pending pods to a Node with room, then run them.
+"""The scheduler and the kubelet in one step: bind Pending pods to a Node that fits, then run them.
 
-Resources fit against `status.allocatable` minus the requests of the pods already bound. With no
-Node objects at all the cluster has unlimited capacity. Never evicts or preempts.
+Filters in the default profile's order: NodeUnschedulable, TaintToleration (NoSchedule and NoExecute),
+node selector, then resources against `status.allocatable` minus the requests of the pods already bound.
+With no Node that fits, or no Node at all, a pod stays Pending with a FailedScheduling Event. Never
+evicts or preempts (NoExecute evictions belong to nodelifecycle).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import copy
 from fractions import Fraction
 from typing import Any
 
-from . import events, quantity
+from . import events, quantity, taints
 from .admission import pod_usage
 from .objects import set_condition, timestamp
 from .operations import Api
@@ -18,7 +20,7 @@ from .ownership import is_active
 from .selectors import match_label_selector
 
 Obj = dict[str, Any]
-VIRTUAL_NODE = "sim-node"
+NO_NODES = "no nodes available to schedule pods"  # ErrNoNodesAvailable
 
 
 def requests_of(pod: Obj) -> dict[str, Fraction]:
@@ -28,27 +30,40 @@ def requests_of(pod: Obj) -> dict[str, Fraction]:
     return out
 
 
-def _free(node: Obj, pods: list[Obj]) -> dict[str, Fraction]:
-    alloc = (node.get("status") or {}).get("allocatable") or (node.get("status") or {}).get("capacity") or {}
-    free = {k: quantity.parse(v) for k, v in alloc.items()}
+def _free_by_node(nodes: list[Obj], pods: list[Obj]) -> dict[str, dict[str, Fraction]]:
+    """Each node's allocatable minus the requests of the active pods bound to it (computed once a round;
+    binding takes from it, so a round costs pods + pending x nodes, not pending x nodes x pods)."""
+    free = {}
+    for node in nodes:
+        status = node.get("status") or {}
+        alloc = status.get("allocatable") or status.get("capacity") or {}
+        free[node["metadata"]["name"]] = {k: quantity.parse(v) for k, v in alloc.items()}
     for pod in pods:
-        if pod.get("spec", {}).get("nodeName") == node["metadata"]["name"] and is_active(pod):
-            for key, value in requests_of(pod).items():
-                if key in free:
-                    free[key] -= value
+        room = free.get(pod.get("spec", {}).get("nodeName") or "")
+        if room is not None and is_active(pod):
+            _take(room, requests_of(pod))
     return free
 
 
-def _misfits(node: Obj, pod: Obj, pods: list[Obj]) -> list[str]:
-    """Why the pod does not fit the node (empty when it fits)."""
-    if (node.get("spec") or {}).get("unschedulable"):
+def _take(room: dict[str, Fraction], needs: dict[str, Fraction]) -> None:
+    for key, value in needs.items():
+        if key in room:
+            room[key] -= value
+
+
+def _misfits(node: Obj, pod: Obj, needs: dict[str, Fraction], free: dict[str, Fraction]) -> list[str]:
+    """Why the pod does not fit the node (empty when it fits): the first failing filter's reasons."""
+    tolerations = (pod.get("spec") or {}).get("tolerations") or []
+    if (node.get("spec") or {}).get("unschedulable") and not taints.tolerates_unschedulable(tolerations):
         return ["node(s) were unschedulable"]
+    taint = taints.untolerated((node.get("spec") or {}).get("taints") or [], tolerations)
+    if taint is not None:
+        return [taints.describe(taint)]
     selector = (pod.get("spec") or {}).get("nodeSelector") or {}
     if not match_label_selector({"matchLabels": selector}, node["metadata"].get("labels") or {}):
         return ["node(s) didn't match Pod's node affinity/selector"]
-    free = _free(node, pods)
     out = []
-    for key, need in sorted(requests_of(pod).items()):
+    for key, need in sorted(needs.items()):
         if not need:
             continue
         if key in free and free[key] < need:
@@ -59,11 +74,13 @@ def _misfits(node: Obj, pod: Obj, pods: list[Obj]) -> list[str]:
 
 
 def schedule(api: Api) -> None:
-    nodes = list(api.store.items("nodes"))
     pods = list(api.store.items("pods"))
-    for pod in pods:
-        if is_active(pod) and not pod["spec"].get("nodeName"):
-            _schedule_one(api, pod, nodes, pods)
+    pending = [p for p in pods if is_active(p) and not p["spec"].get("nodeName")]
+    if pending:
+        nodes = list(api.store.items("nodes"))
+        free = _free_by_node(nodes, pods)
+        for pod in pending:
+            _schedule_one(api, pod, nodes, free)
     for pod in api.store.items("pods"):
         if pod["spec"].get("nodeName") and pod.get("status", {}).get("phase") == "Pending":
             _run(api, pod)
@@ -92,24 +109,24 @@ def _actuate_resize(api: Api, pod: Obj) -> None:
         api.store.put("pods", pod)
 
 
-def _schedule_one(api: Api, pod: Obj, nodes: list[Obj], pods: list[Obj]) -> None:
+def _schedule_one(api: Api, pod: Obj, nodes: list[Obj], free: dict[str, dict[str, Fraction]]) -> None:
     if not nodes:
-        pod["spec"]["nodeName"] = VIRTUAL_NODE
-        api.store.put("pods", pod)
+        _unschedulable(api, pod, NO_NODES)
         return
     reasons: dict[str, int] = {}
+    needs = requests_of(pod)
     for node in nodes:
-        misfits = _misfits(node, pod, pods)
+        room = free[node["metadata"]["name"]]
+        misfits = _misfits(node, pod, needs, room)
         if not misfits:
             pod["spec"]["nodeName"] = node["metadata"]["name"]
-            pods[:] = [p for p in pods if p["metadata"]["uid"] != pod["metadata"]["uid"]] + [pod]
+            _take(room, needs)
             api.store.put("pods", pod)
             return
         for why in misfits:
             reasons[why] = reasons.get(why, 0) + 1
-    detail = ", ".join(f"{n} {why}" for why, n in sorted(reasons.items()))
-    message = f"0/{len(nodes)} nodes are available: {detail}."
-    _unschedulable(api, pod, message)
+    detail = ", ".join(sorted(f"{n} {why}" for why, n in reasons.items()))  # FitError.Error's histogram
+    _unschedulable(api, pod, f"0/{len(nodes)} nodes are available: {detail}.")
 
 
 def _unschedulable(api: Api, pod: Obj, message: str) -> None:
@@ -154,7 +171,8 @@ def finish(api: Api, pod: Obj, exit_code: int) -> Obj:
         started = (c.get("state") or {}).get("running", {}).get("startedAt", now)
         ended = {"terminated": {**terminated, "startedAt": started, "containerID": c.get("containerID", "")}}
         if policy == "Always" or (policy == "OnFailure" and exit_code != 0):
-            c.update(restartCount=int(c.get("restartCount", 0)) + 1, lastState=ended, state={"running": {"startedAt": now}})
+            c.update(restartCount=int(c.get("restartCount", 0)) + 1, lastState=ended,
+                     state={"running": {"startedAt": now}})
         else:
             c.update(ready=False, started=False, state=ended)
     if policy == "Never" or (policy == "OnFailure" and exit_code == 0):

@@ -9,11 +9,11 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from . import label_syntax
+
 Matcher = Callable[[dict[str, Any]], bool]
 
-_SET_RE = re.compile(r"^\s*(\S+)\s+(in|notin)\s*\(([^)]*)\)\s*$")
 _EQ_RE = re.compile(r"^\s*([^!=\s]+)\s*(==|=|!=)\s*(\S*)\s*$")
-_EXISTS_RE = re.compile(r"^\s*(!?)\s*([^!=\s()]+)\s*$")
 
 
 class SelectorError(ValueError):
@@ -34,27 +34,12 @@ def _split(text: str) -> list[str]:
     return [p for p in parts if p.strip()]
 
 
-def _requirement(term: str) -> Callable[[dict[str, str]], bool]:
-    if m := _SET_RE.match(term):
-        key, op, values = m.group(1), m.group(2), {v.strip() for v in m.group(3).split(",") if v.strip()}
-        if op == "in":
-            return lambda labels: labels.get(key) in values
-        return lambda labels: key not in labels or labels[key] not in values
-    if m := _EQ_RE.match(term):
-        key, op, value = m.groups()
-        if op == "!=":
-            return lambda labels: labels.get(key) != value
-        return lambda labels: labels.get(key) == value
-    if m := _EXISTS_RE.match(term):
-        neg, key = m.groups()
-        return (lambda labels: key not in labels) if neg else (lambda labels: key in labels)
-    raise SelectorError(f"unable to parse requirement: {term!r}")
-
-
 def parse_labels(text: str | None) -> Callable[[dict[str, str]], bool]:
-    """`a=b,c!=d,e in (x,y),f notin (z),g,!h` -> predicate on a label map."""
-    reqs = [_requirement(t) for t in _split(text or "")]
-    return lambda labels: all(r(labels) for r in reqs)
+    """labels.Parse (see label_syntax): a predicate on a label map, or SelectorError (a 400)."""
+    try:
+        return label_syntax.parse(text or "")
+    except ValueError as e:
+        raise SelectorError(str(e)) from e
 
 
 def match_label_selector(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
@@ -63,15 +48,16 @@ def match_label_selector(selector: dict[str, Any] | None, labels: dict[str, str]
     for key, value in (selector.get("matchLabels") or {}).items():
         if labels.get(key) != value:
             return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr["key"], expr["operator"], set(expr.get("values") or [])
-        ok = {"In": lambda: labels.get(key) in values,
-              "NotIn": lambda: labels.get(key) not in values,
-              "Exists": lambda: key in labels,
-              "DoesNotExist": lambda: key not in labels}[op]()
-        if not ok:
-            return False
-    return True
+    return all(_expression_matches(expr, labels) for expr in selector.get("matchExpressions") or [])
+
+
+def _expression_matches(expr: dict[str, Any], labels: dict[str, str]) -> bool:
+    key, op, values = expr["key"], expr["operator"], set(expr.get("values") or [])
+    if op == "In":
+        return labels.get(key) in values
+    if op == "NotIn":
+        return labels.get(key) not in values
+    return (key in labels) == (op == "Exists")
 
 
 def selector_string(selector: dict[str, Any] | None) -> str:
@@ -122,8 +108,9 @@ def parse_fields(text: str | None, plural: str) -> Matcher:
         path, op, value = m.groups()
         if path not in allowed:
             raise SelectorError(f'field label not supported: {path}')
-        if op == "!=":
-            tests.append(lambda o, p=path, v=value: _field_value(o, p) != v)
-        else:
-            tests.append(lambda o, p=path, v=value: _field_value(o, p) == v)
+        tests.append(_field_test(path, value, negated=op == "!="))
     return lambda obj: all(t(obj) for t in tests)
+
+
+def _field_test(path: str, value: str, *, negated: bool) -> Matcher:
+    return lambda obj: (_field_value(obj, path) == value) != negated

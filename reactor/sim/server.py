@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from . import access, discovery, impersonation, rbac, routing
+from . import access, discovery, impersonation, protobuf, protobuf_objects, rbac, routing
 from .authn import Tokens, User
 from .faults import Faults
 from .operations import Api
@@ -99,7 +99,7 @@ class Handler(BaseHTTPRequestHandler):
         ctx = self.server.ctx
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
-        body = self._read_body()
+        body, content_type = protobuf_objects.transcode(self._read_body(), self.headers.get("Content-Type", ""))
         route = routing.parse(ctx.api.registry, url.path)
         if route is None:
             key = (LIST_KINDS.get(method, method.lower()), url.path, "")
@@ -124,12 +124,11 @@ class Handler(BaseHTTPRequestHandler):
             self._send(err.code, err.body())
             return
         if access.handles(route):
-            self._answer_access(route, user, body)
+            self._answer_access(route, user, body, content_type)
             return
         try:
             with ctx.api.store.lock:
-                code, answer = dispatch(ctx.api, method, verb, route, query, body,
-                                        self.headers.get("Content-Type", ""))
+                code, answer = dispatch(ctx.api, method, verb, route, query, body, content_type)
         except ApiError as e:
             self._send(e.code, e.body(), e.headers)
             return
@@ -138,12 +137,12 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self._send(code, answer)
 
-    def _answer_access(self, route: routing.Route, user: User | None, body: bytes) -> None:
+    def _answer_access(self, route: routing.Route, user: User | None, body: bytes, content_type: str) -> None:
+        """`body` as transcoded by `protobuf_objects` (JSON where it knows the kind; the raw protobuf otherwise)."""
         ctx = self.server.ctx
         try:
             with ctx.api.store.lock:
-                code, answer = access.answer(ctx.api, ctx.tokens, route, user, body,
-                                             self.headers.get("Content-Type", ""))
+                code, answer = access.answer(ctx.api, ctx.tokens, route, user, body, content_type)
         except ApiError as e:
             self._send(e.code, e.body(), e.headers)
             return
@@ -165,7 +164,8 @@ class Handler(BaseHTTPRequestHandler):
         return True
 
     def _answer_nonresource(self, method: str, path: str) -> None:
-        doc = nonresource(self.server.ctx.api, path, f"{self.server.server_address[0]}:{self.server.server_address[1]}")
+        host, port = self.server.server_address[:2]
+        doc = nonresource(self.server.ctx.api, path, f"{host!s}:{port}")
         if doc is None:
             err = path_not_found()
             self._send(err.code, err.body())

@@ -9,6 +9,7 @@ import copy
 from typing import Any
 
 from . import quantity, quota_scopes
+from .event_validation import validate_core_event
 from .objects import qos_class
 from .status import FieldError
 
@@ -81,19 +82,33 @@ def _container_resources(res: Obj, path: str) -> list[FieldError]:
             if is_extended(name) and value.denominator != 1:
                 errors.append(FieldError(f"{path}.{section}[{name}]", "Invalid value", "must be an integer",
                                          quantity.render(value)))
-    for name, raw in requests.items():
-        if not is_extended(name):
-            continue
-        if name not in limits:
+    for name in requests:
+        if is_extended(name) and name not in limits:
             errors.append(FieldError(f"{path}.limits", "Required value",
                                      "Limit must be set for non overcommitable resources"))
+    return errors + _requests_within_limits(requests, limits, f"{path}.requests")
+
+
+def _requests_within_limits(requests: Obj, limits: Obj, path: str) -> list[FieldError]:
+    """validateResourceRequirements: the error is on `requests` itself (no `[resource]` key), with the
+    limit in the message; extended resources must equal their limit, the others not exceed it."""
+    errors: list[FieldError] = []
+    for name, raw in requests.items():
+        req, lim = _safe(raw), _safe(limits.get(name))
+        if req is None or lim is None or req == lim:
             continue
-        req, lim = _safe(raw), _safe(limits[name])
-        if req is not None and lim is not None and req != lim:
-            errors.append(FieldError(f"{path}.requests[{name}]", "Invalid value",
-                                     f"must be equal to {name} limit of {quantity.render(lim)}",
-                                     quantity.render(req)))
+        if is_extended(name):
+            errors.append(FieldError(path, "Invalid value", f"must be equal to {name} limit of "
+                                     f"{_text(lim, limits[name])}", _text(req, raw)))
+        elif req > lim:
+            errors.append(FieldError(path, "Invalid value", f"must be less than or equal to {name} limit of "
+                                     f"{_text(lim, limits[name])}", _text(req, raw)))
     return errors
+
+
+def _text(value: Any, raw: object) -> str:
+    """Quantity.String(): the canonical form, in binary units when it was written in them."""
+    return quantity.render(value, binary=quantity.is_binary(raw))
 
 
 def _safe(raw: object) -> Any:
@@ -118,6 +133,8 @@ def validate_object(obj: Obj, kind: str) -> list[FieldError]:
         errors += _job_restart_policy(spec, ".".join(POD_SPEC_PATHS[kind]))
     if kind == "ResourceQuota":
         errors += quota_scopes.validate(obj)
+    if kind == "Event" and obj.get("apiVersion") == "v1":
+        errors += validate_core_event(obj)
     return errors
 
 
@@ -203,10 +220,10 @@ def drop_non_resize_updates(new: Obj, old: Obj) -> Obj:
         return out
     for lst in CONTAINER_LISTS:
         sent, kept = new_spec.get(lst) or [], spec.get(lst) or []
-        if any(s.get("name") != k.get("name") for s, k in zip(sent, kept)):
+        if any(s.get("name") != k.get("name") for s, k in zip(sent, kept, strict=False)):
             spec[lst] = copy.deepcopy(sent)
             continue
-        for s, k in zip(sent, kept):
+        for s, k in zip(sent, kept, strict=True):
             for key in ("resources", "resizePolicy"):
                 if key in s:
                     k[key] = copy.deepcopy(s[key])
@@ -232,7 +249,7 @@ def validate_pod_resize(old: Obj, new: Obj) -> list[FieldError]:
                                  (new.get("status") or {}).get("qosClass") or ""))
     if not _resize_supported(old):
         errors.append(FieldError("spec", "Forbidden", "Pod running on node without support for resize"))
-    pairs = {lst: list(zip(new_spec.get(lst) or [], old_spec.get(lst) or [])) for lst in CONTAINER_LISTS}
+    pairs = {lst: list(zip(new_spec.get(lst) or [], old_spec.get(lst) or [], strict=False)) for lst in CONTAINER_LISTS}
     for lst in ("initContainers", "containers"):
         for i, (n, o) in enumerate(pairs[lst]):
             if lst == "containers" or _restartable(o):
@@ -252,7 +269,7 @@ def validate_pod_resize(old: Obj, new: Obj) -> list[FieldError]:
     for lst in CONTAINER_LISTS:
         if lst in munged and len(munged[lst] or []) == len(old_spec.get(lst) or []):
             munged[lst] = [_keep_old_cpu_memory(n, o) if lst == "containers" or _restartable(o) else n
-                           for n, o in zip(munged[lst] or [], old_spec.get(lst) or [])]
+                           for n, o in zip(munged[lst] or [], old_spec.get(lst) or [], strict=True)]
     if not _same_spec(munged, old_spec):
         errors.append(FieldError("spec", "Forbidden", ONLY_CPU_MEMORY))
     return errors

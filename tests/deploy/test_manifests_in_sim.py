@@ -23,9 +23,23 @@ def _plural(sim: SimCluster, obj: dict[str, Any]) -> str:
     return next(r.plural for r in sim.registry.resources if r.kind == obj["kind"] and r.group == group)
 
 
+def _h100_node(name: str) -> dict[str, Any]:
+    """A Ready 8 x H100 node as the examples expect one: GPU Operator and NFD labels, the usual
+    `nvidia.com/gpu:NoSchedule` taint that keeps non-GPU pods off (every example tolerates it)."""
+    room = {"cpu": "96", "memory": "1Ti", "pods": "110", "nvidia.com/gpu": "8"}
+    labels = {"kubernetes.io/hostname": name, "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+              "feature.node.kubernetes.io/rdma.capable": "true"}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+            "spec": {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]},
+            "status": {"capacity": room, "allocatable": dict(room),
+                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}}
+
+
 @pytest.fixture
 def sim() -> Iterator[SimCluster]:
+    """The embedded cluster with two Ready H100 nodes: 16 GPUs, as many as deploy/base's quota allows."""
     cluster = SimCluster().start()
+    cluster.apply([_h100_node("gpu-node-1"), _h100_node("gpu-node-2")])
     try:
         yield cluster
     finally:

@@ -65,8 +65,8 @@ def e2e_cluster(e2e_binaries: dict[str, str]) -> Iterator[SimCluster]:
 
 @pytest.fixture(scope="package")
 def e2e_mirror(e2e_cluster: SimCluster) -> Iterator[ClusterMirror]:
-    # One node's exporter (the simulator's virtual node); enough GPUs for every rollout's surge.
-    with NodeExporter(gpus=32, hostname="sim-node") as exporter:
+    # The exporter of the seed's one GPU node (32 GPUs: enough for every rollout's surge).
+    with NodeExporter(gpus=32, hostname="gpu-node-1") as exporter:
         mirror = ClusterMirror(e2e_cluster, exporter, NAMESPACE)
         for app, (resource, name, demand) in NORMAL.items():
             mirror.set_demand(app, resource, name, demand)
@@ -105,14 +105,16 @@ def _wait_warm(pipeline: Pipeline) -> None:
     """Every running pod's utilization is recorded by the rules: the scenarios start from a known state."""
     expected = len(pipeline.mirror.reported())
     expr = f'count(gpu_reactor:container_gpu_utilization:ratio{{namespace="{NAMESPACE}"}}) >= {expected}'
-    pipeline.wait(lambda: pipeline.stack.query(expr), timeout=30, what=f"{expected} pods recorded by Prometheus", every=0.2)
+    pipeline.wait(lambda: pipeline.stack.query(expr), timeout=30, what=f"{expected} pods recorded by Prometheus",
+                  every=0.2)
 
 
 def _keep_record(sink: WebhookSink, path: Path) -> None:
     """Every notification and the reactor's answer, kept with the processes' logs for a post-mortem."""
     with path.open("w") as out:
         for d in sink.deliveries:
-            out.write(json.dumps({"at": d.at, "answered": d.answered, "status": d.status, "body": d.body, "answer": d.answer}) + "\n")
+            record = {"at": d.at, "answered": d.answered, "status": d.status, "body": d.body, "answer": d.answer}
+            out.write(json.dumps(record) + "\n")
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -7,6 +7,7 @@ whole of it (arbiter and worker) like a node losing the pod. Every wait is bound
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -200,10 +201,8 @@ class Child:
         if self.proc is None:
             return
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         self.proc.wait(timeout=10)
         _reap_group(self.proc.pid)
 
@@ -287,8 +286,22 @@ def statefulset_doc(ns: str, name: str, *, replicas: int = 1, gpus: int = 4, con
     return doc
 
 
+NODES, NODE_GPUS = 64, 64  # big nodes: the scenarios' pods hold up to 48 GPUs, and surge beside them
+
+
+def gpu_nodes() -> list[dict[str, Any]]:
+    """Ready GPU nodes for every scenario (the embedded scheduler binds pods only to a Node that fits)."""
+    room = {"cpu": "256", "memory": "2Ti", "pods": "110", GPU: str(NODE_GPUS)}
+    return [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"gpu-node-{i:02d}"},
+             "status": {"capacity": room, "allocatable": dict(room),
+                        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}}
+            for i in range(NODES)]
+
+
 def seed(sim: SimCluster, docs: Iterable[dict[str, Any]]) -> None:
-    sim.apply(list(docs))
+    """Apply the docs (and the GPU nodes, once per cluster) and settle."""
+    nodes = [] if sim.list("nodes") else gpu_nodes()
+    sim.apply(nodes + list(docs))
     sim.settle(max_rounds=1000)
 
 

@@ -32,3 +32,16 @@ def statefulset(name: str = "db", ns: str = "ml", replicas: int = 2, gpus: int |
 def pod(name: str = "p", ns: str = "ml", gpus: int | None = 1, **spec: Any) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
             "spec": {"containers": [container(gpus=gpus)], **spec}}
+
+
+def gpu_node(name: str = "gpu-node-1", gpus: int = 8, *, ready: bool | None = True,
+             taints: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A Node with nvidia.com/gpu allocatable; `ready` None: its kubelet has posted no Ready condition yet."""
+    room = {"cpu": "64", "memory": "512Gi", "pods": "110", GPU: str(gpus)}
+    status: dict[str, Any] = {"capacity": dict(room), "allocatable": dict(room)}
+    if ready is not None:
+        status["conditions"] = [{"type": "Ready", "status": "True" if ready else "False",
+                                 "reason": "KubeletReady" if ready else "KubeletNotReady"}]
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "spec": {"taints": taints} if taints else {}, "status": status}

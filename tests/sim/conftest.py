@@ -8,12 +8,14 @@ import pytest
 from kubernetes import client as k8s
 
 from reactor.sim import SimCluster
+from tests.sim.builders import gpu_node
 
 
 @pytest.fixture
 def sim() -> Iterator[SimCluster]:
     with SimCluster().start() as cluster:
         cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+        cluster.apply([gpu_node(f"gpu-node-{i}") for i in (1, 2, 3, 4)])
         yield cluster
 
 

@@ -130,28 +130,6 @@ def test_statefulset_update_replaces_highest_ordinal_first(sim: SimCluster, apps
     assert now["db-0"] == uids["db-0"] and now["db-1"] == uids["db-1"] and "db-2" not in now
 
 
-def _node(name: str, gpus: int) -> dict:  # type: ignore[type-arg]
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-            "status": {"capacity": {GPU: str(gpus), "cpu": "8", "pods": "110"},
-                       "allocatable": {GPU: str(gpus), "cpu": "8", "pods": "110"}}}
-
-
-def test_pods_bind_to_nodes_with_gpu_room_else_pending_with_failed_scheduling(sim: SimCluster) -> None:
-    """Pods bind where nvidia.com/gpu allocatable remains; the rest stay Pending with a FailedScheduling
-    Event `0/1 nodes are available: 1 Insufficient nvidia.com/gpu.`"""
-    sim.apply(_node("gpu-1", 2))
-    sim.apply(deployment(replicas=3))
-    sim.settle()
-    pods = sim.list("pods", "ml")
-    assert sorted(p["status"]["phase"] for p in pods) == ["Pending", "Running", "Running"]
-    pending = next(p for p in pods if p["status"]["phase"] == "Pending")
-    assert "nodeName" not in pending["spec"]
-    assert pending["status"]["conditions"][0]["reason"] == "Unschedulable"
-    events = [e for e in sim.list("events", "ml") if e["involvedObject"]["name"] == pending["metadata"]["name"]]
-    assert [(e["reason"], e["message"]) for e in events] == [
-        ("FailedScheduling", "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.")]
-
-
 def test_scale_subresource_reads_and_writes_replicas(sim: SimCluster, apps: k8s.AppsV1Api) -> None:
     """GET/PATCH/PUT autoscaling/v1 Scale on deployments and statefulsets."""
     apps.create_namespaced_deployment("ml", deployment(replicas=1))

@@ -75,7 +75,7 @@ def test_reactor_sim_serves_the_seeds_and_prints_the_kubeconfig(tmp_path: Path) 
         try:
             assert proc.stdout is not None
             lines = [proc.stdout.readline() for _ in range(3)]
-            assert lines[0].startswith("read 8 objects from "), lines
+            assert lines[0].startswith("read 20 objects from "), lines
             assert lines[2].startswith(f"kubeconfig: {kubeconfig.resolve()}")
             url = lines[1].split()[-1]
             with urllib.request.urlopen(f"{url}/apis/apps/v1/namespaces/ml-workloads/deployments/llm-inference") as r:

@@ -7,20 +7,21 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from reactor.sim import SimCluster
-from tests.sim.builders import GPU, deployment
+from tests.sim.builders import GPU, deployment, gpu_node
 
 REVISION = "deployment.kubernetes.io/revision"
 
 
 def _cluster(clock: Any = None) -> SimCluster:
     sim = SimCluster(clock=clock)
-    sim.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    sim.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}}, gpu_node(gpus=64)])
     return sim
 
 
 def _set_gpus(sim: SimCluster, gpus: int) -> None:
     d = sim.get("deployments", "ml", "web")
-    d["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {GPU: str(gpus)}, "requests": {GPU: str(gpus)}}
+    d["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {GPU: str(gpus)},
+                                                                   "requests": {GPU: str(gpus)}}
     sim.apply(d)
     sim.settle()
 
@@ -96,7 +97,8 @@ def test_old_replicasets_are_kept_while_a_rollout_is_incomplete() -> None:
     sim.settle()
     _set_gpus(sim, 2)  # revision 2 fits (surge 1: 2 + 2 <= 5)
     _set_gpus(sim, 3)  # revision 3 does not: its first pod would need 3 more
-    replicas = {int(rs["metadata"]["annotations"][REVISION]): rs["spec"]["replicas"] for rs in sim.list("replicasets", "ml")}
+    replicas = {int(rs["metadata"]["annotations"][REVISION]): rs["spec"]["replicas"]
+                for rs in sim.list("replicasets", "ml")}
     assert replicas == {1: 0, 2: 2, 3: 1}
 
 

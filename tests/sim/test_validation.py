@@ -66,8 +66,30 @@ def test_pod_gpu_request_different_from_limit_is_422(core: k8s.CoreV1Api) -> Non
     body = pod()
     body["spec"]["containers"][0]["resources"] = {"limits": {GPU: "2"}, "requests": {GPU: "1"}}
     status = status_of(lambda: core.create_namespaced_pod("ml", body), 422)
-    assert status["message"] == ('Pod "p" is invalid: spec.containers[0].resources.requests[nvidia.com/gpu]: '
+    assert status["message"] == ('Pod "p" is invalid: spec.containers[0].resources.requests: '
                                  'Invalid value: "1": must be equal to nvidia.com/gpu limit of 2')
+
+
+def test_pod_update_causes_come_in_validate_pod_update_order(core: k8s.CoreV1Api) -> None:
+    """ValidatePodUpdate validates the new spec (validateResourceRequirements: Invalid on
+    `spec.containers[0].resources.requests`, no `[resource]` key) before it forbids the spec change."""
+    core.create_namespaced_pod("ml", pod())
+    status = status_of(lambda: core.patch_namespaced_pod("p", "ml", _gpu_patch("2")), 422)
+    assert [(c["reason"], c["field"]) for c in status["details"]["causes"]] == [
+        ("FieldValueInvalid", "spec.containers[0].resources.requests"), ("FieldValueForbidden", "spec")]
+    assert status["details"]["causes"][0]["message"] == 'Invalid value: "1": must be equal to nvidia.com/gpu limit of 2'
+    assert status["message"].startswith('Pod "p" is invalid: [spec.containers[0].resources.requests: Invalid value: '
+                                        '"1": must be equal to nvidia.com/gpu limit of 2, spec: Forbidden: pod updates')
+
+
+def test_pod_cpu_request_above_limit_is_422(core: k8s.CoreV1Api) -> None:
+    """validateResourceRequirements: an overcommitable resource's request may not exceed its limit
+    (`must be less than or equal to cpu limit of 500m`), also on `...resources.requests`."""
+    body = pod()
+    body["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "500m"}, "requests": {"cpu": "1"}}
+    status = status_of(lambda: core.create_namespaced_pod("ml", body), 422)
+    assert status["message"] == ('Pod "p" is invalid: spec.containers[0].resources.requests: '
+                                 'Invalid value: "1": must be less than or equal to cpu limit of 500m')
 
 
 def test_pod_gpu_request_without_limit_is_422(core: k8s.CoreV1Api) -> None:
@@ -93,8 +115,7 @@ def test_deployment_patch_changing_only_gpu_limit_is_422(apps: k8s.AppsV1Api) ->
     patch = {"spec": {"template": {"spec": {"containers": [{"name": "main", "resources": {"limits": {GPU: "2"}}}]}}}}
     status = status_of(lambda: apps.patch_namespaced_deployment("web", "ml", patch), 422)
     assert status["message"] == ('Deployment.apps "web" is invalid: spec.template.spec.containers[0].resources.'
-                                 'requests[nvidia.com/gpu]: Invalid value: "1": must be equal to nvidia.com/gpu '
-                                 "limit of 2")
+                                 'requests: Invalid value: "1": must be equal to nvidia.com/gpu limit of 2')
     assert status["details"]["kind"] == "Deployment" and status["details"]["group"] == "apps"
     got = apps.read_namespaced_deployment("web", "ml").spec.template.spec.containers[0]
     assert got.resources.limits[GPU] == "1"
@@ -105,13 +126,15 @@ def test_cronjob_template_gpu_request_must_equal_limit(client: k8s.ApiClient) ->
     api = k8s.BatchV1Api(client)
     cj = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"},
           "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {
-              "restartPolicy": "Never", "containers": [{"name": "c", "image": "i",
-                                                        "resources": {"limits": {GPU: "1"}, "requests": {GPU: "1"}}}]}}}}}}
+              "restartPolicy": "Never", "containers": [{
+                  "name": "c", "image": "i", "resources": {"limits": {GPU: "1"}, "requests": {GPU: "1"}}}]}}}}}}
     api.create_namespaced_cron_job("ml", cj)
     patch = {"spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": [
         {"name": "c", "resources": {"requests": {GPU: "3"}}}]}}}}}}
     status = status_of(lambda: api.patch_namespaced_cron_job("c", "ml", patch), 422)
-    assert "spec.jobTemplate.spec.template.spec.containers[0].resources.requests[nvidia.com/gpu]" in status["message"]
+    assert status["details"]["causes"] == [{
+        "reason": "FieldValueInvalid", "field": "spec.jobTemplate.spec.template.spec.containers[0].resources.requests",
+        "message": 'Invalid value: "3": must be equal to nvidia.com/gpu limit of 1'}]
 
 
 def test_deployment_selector_must_match_template_labels(apps: k8s.AppsV1Api) -> None:
