@@ -13,7 +13,7 @@ import threading
 import time
 from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -65,7 +65,11 @@ class _Namespace:
     """What one notification learned about a namespace: bounds, and GPUs its own actions reserved."""
 
     bounds: Bounds | None = None
-    reserved: int = 0
+    reserved: dict[str, int] = field(default_factory=dict)  # quota name -> GPUs
+
+    def reserve(self, charges: tuple[tuple[str, int], ...]) -> None:
+        for name, gpus in charges:
+            self.reserved[name] = self.reserved.get(name, 0) + gpus
 
 
 class Engine:
@@ -299,7 +303,7 @@ class Engine:
             self.recorder.action(ref, signal, decision, Result.FAILED, acted.error)
             return Skip(SkipReason.API_ERROR, acted.error), Result.FAILED
         if acted.result is Result.APPLIED:
-            ns.reserved += max(0, decision.gpu_delta)
+            ns.reserve(decision.quota_charges)
         return self._finish_action(ref, signal, decision, acted.result)
 
     def _internal_error(self, ref: WorkloadRef, error: Exception) -> Skip:

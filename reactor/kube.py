@@ -107,7 +107,7 @@ class KubeGateway:
                 )
             except (k8s_config.ConfigException, yaml.YAMLError, OSError) as e:
                 problem = str(e).replace("\n", " ")
-                raise ConfigError("kube.kubeconfig", f"no usable kubeconfig: {problem}") from e
+                raise ConfigError("kube.kubeconfig", f"no in-cluster config and no usable kubeconfig: {problem}") from e
         return cls(_api_client(configuration, settings), settings=settings, metrics=metrics)
 
     @classmethod
@@ -149,6 +149,19 @@ class KubeGateway:
     def create_event(self, namespace: str, body: dict[str, Any]) -> None:
         api = self._apis[k8s.CoreV1Api]
         self._call("create", "events", lambda **kw: api.create_namespaced_event(namespace, body, **kw))
+
+    def access_review(self, *, verb: str, group: str, resource: str, namespace: str = "") -> bool:
+        """A SelfSubjectAccessReview (`kubectl auth can-i`): may this client, or whom it impersonates, do it?"""
+        api = k8s.AuthorizationV1Api(self._client)
+        attributes = {"verb": verb, "group": group, "resource": resource, "namespace": namespace}
+        body: Any = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                "spec": {"resourceAttributes": attributes}}
+        send = lambda **kw: api.create_self_subject_access_review(body, **kw)  # noqa: E731
+        return bool((self._call("create", "selfsubjectaccessreviews", send).get("status") or {}).get("allowed"))
+
+    def impersonate(self, user: str) -> None:
+        """Send every later request as `user` (Impersonate-User); the caller needs the `impersonate` verb."""
+        self._client.set_default_header("Impersonate-User", user)
 
     def version(self) -> dict[str, Any]:
         api = k8s.VersionApi(self._client)

@@ -252,12 +252,12 @@ class Bounds:
     # A LimitRange fills cpu or memory into every container: no pod of the namespace is BestEffort.
     defaults_compute: bool = False
 
-    def reserving(self, gpus: int) -> Bounds:
-        """These bounds with `gpus` more used in every quota: what earlier actions of the same notification
-        took, counted against each quota since they are not known per scope (cautious)."""
-        if gpus <= 0:
+    def reserving(self, reserved: Mapping[str, int]) -> Bounds:
+        """These bounds with the GPUs earlier actions of the same notification took, quota by quota (by name):
+        `status.used` shows them only once their pods exist."""
+        if not any(reserved.get(q.name) for q in self.quotas):
             return self
-        quotas = tuple(replace(q, used=q.used + gpus) for q in self.quotas)
+        quotas = tuple(replace(q, used=q.used + reserved.get(q.name, 0)) for q in self.quotas)
         return replace(self, quotas=quotas)
 
 
@@ -343,6 +343,9 @@ class Action:
     strategy: str
     considered: tuple[Considered, ...] = ()
     gpu_delta: int = 0  # GPUs requested per pod after minus before, times replicas (for metrics)
+    # GPUs of each quota (by name) the change keeps once rolled out, where it grows: reserved for the rest
+    # of the notification. A set-priority change takes every replica's GPUs in the new class's quota.
+    quota_charges: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

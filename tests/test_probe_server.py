@@ -16,6 +16,7 @@ from reactor.app.probe_server import ProbeServer, bind_listener
 from reactor.errors import ConfigError, TemporaryError
 from reactor.metrics import Metrics
 from reactor.probes import Probes, Readiness
+from reactor.settings import build_settings
 from tests.support import Reactor
 
 
@@ -172,3 +173,22 @@ def test_the_webhook_port_serves_no_probe(reactor: Reactor) -> None:
     for path in ("/healthz", "/readyz", "/metrics"):
         assert reactor.client.get(path).status_code == 404
     assert reactor.probe("/healthz").status == 200
+
+
+@pytest.mark.parametrize("server,key", [
+    ({"listen": "0.0.0.0:8080", "probeListen": "127.0.0.1:8080"}, "server.probeListen"),
+    ({"probeListen": "8081"}, "server.probeListen"),
+    ({"readTimeout": "0s"}, "server.readTimeout"),
+    ({"readTimeout": "1h"}, "server.readTimeout"),
+], ids=["same-port", "no-host", "zero-deadline", "deadline-too-long"])
+def test_bad_listener_settings_name_the_key(server: dict[str, str], key: str) -> None:
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        build_settings({"server": server}, {})
+
+
+def test_listener_settings_defaults_and_environment() -> None:
+    default = build_settings({}, {}).server
+    assert (default.probe_listen, default.read_timeout.total_seconds()) == ("0.0.0.0:8081", 10.0)
+    env = {"REACTOR_SERVER__PROBE_LISTEN": "127.0.0.1:9091", "REACTOR_SERVER__READ_TIMEOUT": "30s"}
+    server = build_settings({}, env).server
+    assert (server.probe_listen, server.read_timeout.total_seconds()) == ("127.0.0.1:9091", 30.0)

@@ -17,14 +17,14 @@ GPU = "nvidia.com/gpu"
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _trainer(priority: str | None) -> dict[str, Any]:
+def _trainer(priority: str | None, name: str = "trainer", replicas: int = 3) -> dict[str, Any]:
     spec: dict[str, Any] = {"containers": [{"name": "main", "image": "trainer:1",
                                             "resources": {"limits": {GPU: "1"}, "requests": {GPU: "1"}}}]}
     if priority:
         spec["priorityClassName"] = priority
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "trainer", "namespace": NAMESPACE},
-            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "trainer"}},
-                     "template": {"metadata": {"labels": {"app": "trainer"}}, "spec": spec}}}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": spec}}}
 
 
 def _scoped_quota(name: str, cls: str, hard: int) -> dict[str, Any]:
@@ -93,3 +93,20 @@ def test_a_quota_scoped_to_another_class_does_not_block(cluster: SimCluster, tok
     pods = cluster.list("pods", NAMESPACE)
     assert sorted(p["spec"]["containers"][0]["resources"]["limits"][GPU] for p in pods) == ["2", "2", "2"]
     assert cluster.get("resourcequotas", NAMESPACE, "burst-gpu")["status"]["used"] == {f"requests.{GPU}": "0"}
+
+
+def test_two_workloads_moving_into_one_class_quota_in_one_notification(cluster: SimCluster, token_file: Path) -> None:
+    """The quota a first priority change fills is reserved for the rest of the notification: with room for 3 GPUs
+    in high-gpu, the first 2-replica Deployment moves up and the second is refused, not left stalled."""
+    cluster.apply([_trainer("medium-priority-gpu", "a", 2), _trainer("medium-priority-gpu", "b", 2),
+                   _scoped_quota("high-gpu", "high-priority-gpu", 3)])
+    cluster.settle()
+    for r in _reactor(cluster, token_file, ["set-priority-up"]):
+        body = r.alerts("GPUSaturated", "a", "main", value=0.98)
+        body["alerts"] += r.alerts("GPUSaturated", "b", "main", value=0.98)["alerts"]
+        outcomes = {o["workload"]: o for o in r.post(body).get_json()["outcomes"]}
+    assert [(o["result"], o.get("reason")) for _, o in sorted(outcomes.items())] == [
+        ("applied", None), ("skipped", "quota-exceeded")]
+    assert "headroom 1 (hard 3, used 2)" in sorted(outcomes.items())[1][1]["detail"]
+    cluster.settle()
+    assert not [e for e in cluster.list("events", NAMESPACE) if e["reason"] == "FailedCreate"]

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 OUT = Path(__file__).with_name("gpu-reactor-dashboard.json")
+# The Helm chart can only read files inside itself: its dashboard ConfigMap carries this copy.
+CHART_COPY = Path(__file__).parents[1] / "helm" / "gpu-reactor" / "files" / "gpu-reactor-dashboard.json"
 DS = {"type": "prometheus", "uid": "${datasource}"}
 NS = 'namespace=~"$namespace"'
 RATE = "$__rate_interval"
@@ -153,4 +155,5 @@ def render() -> str:
 
 
 if __name__ == "__main__":
-    OUT.write_text(render(), encoding="utf-8")
+    for path in (OUT, CHART_COPY):
+        path.write_text(render(), encoding="utf-8")

@@ -1,4 +1,4 @@
-"""`reactor` command line: serve, check-config, demo, sim, plan, rules.
+"""`reactor` command line: serve, check-config, demo, sim, plan, rules, doctor.
 
 Each command is one `_add_*` function that declares its arguments (each with help) and the function that
 runs it; `main` turns every error a person can cause into one line on stderr and an exit status, never a
@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from .. import __version__
 from ..errors import ConfigError, ConfigErrors, ReactorError, UsageError
 from ..settings import Settings, load_settings
 from ..settings import warnings as settings_warnings
@@ -49,8 +50,9 @@ def port(text: str) -> int:
 def build_parser() -> Parser:
     parser = Parser(prog="reactor", description="GPU Reactor: act on GPU utilization alerts.", epilog=EXIT_CODES,
                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (_add_serve, _add_check_config, _add_demo, _add_sim, _add_plan, _add_rules):
+    for add in (_add_serve, _add_check_config, _add_demo, _add_sim, _add_plan, _add_rules, _add_doctor):
         add(sub)
     return parser
 
@@ -123,6 +125,13 @@ def _add_rules(sub: Any) -> None:
     rules = p.add_subparsers(dest="rules_command", required=True, metavar="COMMAND")
     render = _command(rules, "render", run_render, "write (or with --check compare) the generated rule files")
     add_render_arguments(render)
+
+
+def _add_doctor(sub: Any) -> None:
+    from ..tools import doctor
+
+    p = _command(sub, "doctor", doctor.run_command, "preflight: why would nothing happen? one line per check")
+    doctor.add_arguments(p)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

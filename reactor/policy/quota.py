@@ -10,6 +10,8 @@ from __future__ import annotations
 from ..model import Quota, ScopeTerm, Skip, SkipReason, Workload
 from .context import Context
 
+Charges = tuple[tuple[str, int], ...]  # (quota name, GPUs), as Action.quota_charges
+
 
 def pod_gpus(workload: Workload, *, container: str | None = None, gpus: int | None = None) -> int:
     """GPUs one pod requests, optionally with `container` set to `gpus`."""
@@ -49,8 +51,9 @@ def _class_matches(term: ScopeTerm, cls: str | None) -> bool:
     return False
 
 
-def check_template(ctx: Context, *, new_pod_gpus: int, new_class: str | None, what: str) -> Skip | None:
-    """QUOTA_EXCEEDED when a pod-template change does not fit a quota that will count its new pods.
+def check_template(ctx: Context, *, new_pod_gpus: int, new_class: str | None, what: str) -> Skip | Charges:
+    """QUOTA_EXCEEDED when a pod-template change does not fit a quota that will count its new pods; else what
+    it keeps of each quota once rolled out (its `quota_charges`).
 
     A quota counting the old pods and the new ones needs the growth of all replicas plus the surge pods
     (they run the new template while every old pod still counts, so even a shrink needs `surge × new`). A
@@ -58,29 +61,35 @@ def check_template(ctx: Context, *, new_pod_gpus: int, new_class: str | None, wh
     they roll, and a quota that never counts them does not matter.
     """
     old_class, old_gpus = ctx.workload.priority_class, pod_gpus(ctx.workload)
+    charges: list[tuple[str, int]] = []
     for quota in ctx.bounds.quotas:
         if not tracks(ctx, quota, new_class):
             continue
         if tracks(ctx, quota, old_class):
-            need = max(0, ctx.replicas * (new_pod_gpus - old_gpus)) + ctx.surge * new_pod_gpus
-            how = ""
+            kept = max(0, ctx.replicas * (new_pod_gpus - old_gpus))
+            need, how = kept + ctx.surge * new_pod_gpus, ""
         else:
-            need, how = ctx.replicas * new_pod_gpus, ", every pod moves into its scope"
+            kept = need = ctx.replicas * new_pod_gpus
+            how = ", every pod moves into its scope"
         blocked = _refuse(ctx, quota, need=need, what=what, how=how)
         if blocked is not None:
             return blocked
-    return None
+        charges += [(quota.name, kept)] if kept else []
+    return tuple(charges)
 
 
-def check_added_pods(ctx: Context, *, pods: int, what: str) -> Skip | None:
-    """QUOTA_EXCEEDED when `pods` more pods of the current template do not fit a quota that counts them."""
+def check_added_pods(ctx: Context, *, pods: int, what: str) -> Skip | Charges:
+    """QUOTA_EXCEEDED when `pods` more pods of the current template do not fit a quota that counts them;
+    else the GPUs they take of each such quota."""
     need = pods * pod_gpus(ctx.workload)
+    charges: list[tuple[str, int]] = []
     for quota in ctx.bounds.quotas:
         if tracks(ctx, quota, ctx.workload.priority_class):
             blocked = _refuse(ctx, quota, need=need, what=what, how="")
             if blocked is not None:
                 return blocked
-    return None
+            charges += [(quota.name, need)] if need > 0 else []
+    return tuple(charges)
 
 
 def _refuse(ctx: Context, quota: Quota, *, need: int, what: str, how: str) -> Skip | None:

@@ -88,20 +88,20 @@ def _checked(ctx: Context, last: LastAction, strategy: str, target: tuple[object
         if ctx.hpa_managed:
             return Skip(SkipReason.HPA_MANAGED, "an autoscaler owns the replica count now")
         delta = (original - current) * per_pod
-        blocked = check_added_pods(ctx, pods=max(0, original - current), what=f"revert of {strategy}")
+        charged = check_added_pods(ctx, pods=max(0, original - current), what=f"revert of {strategy}")
     elif field == "gpus" and isinstance(original, int):
         new_pod = pod_gpus(ctx.workload, container=container, gpus=original)
         delta = ctx.replicas * (new_pod - per_pod)
-        blocked = check_template(ctx, new_pod_gpus=new_pod, new_class=ctx.workload.priority_class,
+        charged = check_template(ctx, new_pod_gpus=new_pod, new_class=ctx.workload.priority_class,
                                  what=f"revert of {strategy}")
     elif field == "priorityClassName" and isinstance(original, str):
         delta = 0
-        blocked = check_priority_class(ctx, original) or check_template(
+        charged = check_priority_class(ctx, original) or check_template(
             ctx, new_pod_gpus=per_pod, new_class=original, what=f"revert of {strategy}"
         )
     else:
         return Skip(SkipReason.NOTHING_TO_REVERT, f"recorded original {original!r} does not fit {field}")
-    return blocked or replace(action, gpu_delta=delta)
+    return charged if isinstance(charged, Skip) else replace(action, gpu_delta=delta, quota_charges=charged)
 
 
 def _scalar(value: object) -> int | str | None:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from ..model import Action, Kind, Skip, SkipReason
 from .context import Context, gpu_range, replica_range
-from .quota import check_added_pods, check_template, pod_gpus
+from .quota import Charges, check_added_pods, check_template, pod_gpus
 
 Strategy = Callable[[Context, str], "Action | Skip"]
 
@@ -37,12 +37,12 @@ def resize_gpu(ctx: Context, direction: str) -> Action | Skip:
         if target > hi:
             return Skip(SkipReason.AT_MAX_GPUS, f"{current} GPUs; highest allowed {hi}")
     new_pod = pod_gpus(ctx.workload, container=container.name, gpus=target)
-    blocked = check_template(ctx, new_pod_gpus=new_pod, new_class=ctx.workload.priority_class,
+    charged = check_template(ctx, new_pod_gpus=new_pod, new_class=ctx.workload.priority_class,
                              what=f"{container.name} {current}→{target} GPUs")
-    if blocked is not None:
-        return blocked
-    return _action(ctx, "resize-gpu", direction, container=container.name,
-                   from_value=current, to_value=target, gpu_delta=ctx.replicas * (target - current))
+    if isinstance(charged, Skip):
+        return charged
+    return _action(ctx, "resize-gpu", direction, container=container.name, from_value=current, to_value=target,
+                   gpu_delta=ctx.replicas * (target - current), charges=charged)
 
 
 def _needed_gpus(ctx: Context, current: int) -> int:
@@ -67,6 +67,7 @@ def scale_replicas(ctx: Context, direction: str) -> Action | Skip:
     current = workload.replicas
     lo, hi = replica_range(ctx)
     per_pod = pod_gpus(workload)
+    charged: Charges = ()
     if direction == "down":
         target = current - 1
         if target < lo:
@@ -75,11 +76,12 @@ def scale_replicas(ctx: Context, direction: str) -> Action | Skip:
         target = current + 1
         if target > hi:
             return Skip(SkipReason.AT_MAX_REPLICAS, f"{current} replicas; highest allowed {hi}")
-        blocked = check_added_pods(ctx, pods=1, what=f"replicas {current}→{target}")
-        if blocked is not None:
-            return blocked
-    return _action(ctx, "scale-replicas", direction, container=None,
-                   from_value=current, to_value=target, gpu_delta=(target - current) * per_pod)
+        added = check_added_pods(ctx, pods=1, what=f"replicas {current}→{target}")
+        if isinstance(added, Skip):
+            return added
+        charged = added
+    return _action(ctx, "scale-replicas", direction, container=None, from_value=current, to_value=target,
+                   gpu_delta=(target - current) * per_pod, charges=charged)
 
 
 def set_priority(ctx: Context, direction: str) -> Action | Skip:
@@ -92,12 +94,13 @@ def set_priority(ctx: Context, direction: str) -> Action | Skip:
     if not 0 <= index < len(ladder):
         return Skip(SkipReason.PRIORITY_AT_END, f"class {current!r} is the {'top' if direction == 'up' else 'bottom'}")
     target = ladder[index]
-    blocked = check_priority_class(ctx, target) or check_template(
+    charged = check_priority_class(ctx, target) or check_template(
         ctx, new_pod_gpus=pod_gpus(ctx.workload), new_class=target, what=f"class {current}→{target}"
     )
-    if blocked is not None:
-        return blocked
-    return _action(ctx, "set-priority", direction, container=None, from_value=current, to_value=target, gpu_delta=0)
+    if isinstance(charged, Skip):
+        return charged
+    return _action(ctx, "set-priority", direction, container=None, from_value=current, to_value=target, gpu_delta=0,
+                   charges=charged)
 
 
 def check_priority_class(ctx: Context, target: str | None) -> Skip | None:
@@ -119,9 +122,10 @@ def hold(ctx: Context, direction: str) -> Skip:
 
 
 def _action(ctx: Context, action: str, direction: str, *, container: str | None,
-            from_value: int | str | None, to_value: int | str | None, gpu_delta: int) -> Action:
+            from_value: int | str | None, to_value: int | str | None, gpu_delta: int, charges: Charges) -> Action:
     return Action(action=action, direction=direction, workload=ctx.workload.ref, container=container,
-                  from_value=from_value, to_value=to_value, strategy=f"{action}-{direction}", gpu_delta=gpu_delta)
+                  from_value=from_value, to_value=to_value, strategy=f"{action}-{direction}", gpu_delta=gpu_delta,
+                  quota_charges=charges)
 
 
 FAMILIES: dict[str, Strategy] = {

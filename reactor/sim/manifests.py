@@ -1,8 +1,9 @@
 """Kubernetes objects read from YAML text, files and folders, as `kubectl apply -f/-k` would find them.
 
 A folder with a kustomization is rendered by `kubectl kustomize` (or `kustomize build`); any other folder
-is walked for YAML files of Kubernetes objects, skipping kustomize's own files and YAML that is not an
-object (an Alertmanager config, a values file). This module reads; applying is the cluster's business.
+is walked for YAML files of Kubernetes objects, skipping kustomize's own files, YAML that is not an
+object (an Alertmanager config, a values file) and Helm charts (templates are YAML only once rendered).
+This module reads; applying is the cluster's business.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ def read(path: Path) -> list[Obj]:
         return parse(path.read_text(encoding="utf-8"))
     if any((path / name).is_file() for name in KUSTOMIZATION_FILES):
         return parse(render(path))
+    if (path / "Chart.yaml").is_file():
+        return []
     out: list[Obj] = []
     for child in sorted(path.iterdir()):
         if child.is_dir():

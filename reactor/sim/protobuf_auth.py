@@ -1,17 +1,15 @@
-"""The protobuf bodies kubectl sends to the authentication and authorization endpoints beside
-SelfSubjectAccessReview: a TokenRequest (`kubectl create token`) and a SubjectAccessReview.
+"""The protobuf SubjectAccessReview body (what Go clients send), beside `protobuf`'s SelfSubjectAccessReview;
+a TokenRequest (`kubectl create token`) arrives as JSON already (`protobuf_objects`).
 
-Field numbers are those of k8s.io/api/authentication/v1 and authorization/v1 generated.proto (checked against
-the bodies kubectl 1.32 sends); the wire format is read by `protobuf`. Decoding only: answers stay JSON.
+Field numbers are those of k8s.io/api/authorization/v1 generated.proto; the wire format is read by
+`protobuf`. Decoding only: answers stay JSON.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .protobuf import MAGIC, _fields, _message, _strings, decode_self_subject_access_review
-
-_BOUND_OBJECT = {1: "kind", 2: "apiVersion", 3: "name", 4: "uid"}
+from .protobuf import MAGIC, _fields, _message, decode_self_subject_access_review
 
 
 def _unknown_raw(body: bytes) -> bytes:
@@ -19,20 +17,6 @@ def _unknown_raw(body: bytes) -> bytes:
     if not body.startswith(MAGIC):
         raise ValueError("not a Kubernetes protobuf body (no k8s\\0 prefix)")
     return _message(body[len(MAGIC):], 2)
-
-
-def decode_token_request(body: bytes) -> dict[str, Any]:
-    """TokenRequest{spec=2: TokenRequestSpec{audiences=1 (repeated), boundObjectRef=3, expirationSeconds=4}}."""
-    spec_bytes = _message(_unknown_raw(body), 2)
-    spec: dict[str, Any] = {"audiences": []}
-    for number, value in _fields(spec_bytes):
-        if number == 1 and isinstance(value, bytes):
-            spec["audiences"].append(value.decode())
-        elif number == 3 and isinstance(value, bytes):
-            spec["boundObjectRef"] = _strings(value, _BOUND_OBJECT)
-        elif number == 4 and isinstance(value, int):
-            spec["expirationSeconds"] = value
-    return {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
 
 
 def decode_subject_access_review(body: bytes) -> dict[str, Any]:

@@ -104,7 +104,24 @@ def test_a_revert_of_a_priority_change_moves_every_pod_back() -> None:
     assert isinstance(room, Action) and room.to_value == MED
 
 
-def test_reserved_gpus_count_against_every_quota() -> None:
-    """GPUs taken by earlier actions of the same notification are not known per scope: every quota is charged."""
-    reserved = bounds(quotas=(Quota("a", 4, 1), Quota("b", 2, 0, cls_in(HIGH)))).reserving(2)
-    assert [(q.name, q.used) for q in reserved.quotas] == [("a", 3), ("b", 2)]
+@pytest.mark.parametrize(("wl", "quotas", "policy", "alert", "charges"), [
+    (three_medium(), (Quota("all", 16), Quota("high-gpu", 3, 0, cls_in(HIGH)), Quota("medium-gpu", 3, 3, cls_in(MED))),
+     UP, SAT, (("high-gpu", 3),)),
+    (three_medium(), (Quota("all", 16), Quota("medium-gpu", 8, 3, cls_in(MED))), GROW, MEM,
+     (("all", 3), ("medium-gpu", 3))),
+    (three_medium(), (Quota("all", 16), Quota("high-gpu", 8, 0, cls_in(HIGH))), SCALE, SAT, (("all", 1),)),
+    (three_medium(containers=(Container("server", 2),)), (Quota("all", 16),),
+     replace(POLICY, alerts={"GPUUnderutilized": ("resize-gpu-down",)}), "GPUUnderutilized", ()),
+], ids=["priority-takes-every-replica-in-the-new-class", "growth-in-every-counting-quota", "one-more-pod",
+        "a-shrink-keeps-nothing"])
+def test_an_action_names_what_it_keeps_of_each_quota(wl, quotas, policy, alert, charges) -> None:  # type: ignore[no-untyped-def]
+    """Action.quota_charges: what the change holds of each quota once rolled out, for the engine to reserve
+    until status.used shows it (a priority change's gpu_delta is 0, yet it fills the new class's quota)."""
+    decision = decide(signal(alert, value=0.2 if alert == "GPUUnderutilized" else 0.98), wl, bounds(quotas=quotas),
+                      policy, NOW, priority_classes=CLASSES)
+    assert isinstance(decision, Action) and decision.quota_charges == charges, decision
+
+
+def test_reserving_adds_to_the_named_quotas_only() -> None:
+    reserved = bounds(quotas=(Quota("a", 4, 1), Quota("b", 2, 0, cls_in(HIGH)))).reserving({"b": 2, "gone": 5})
+    assert [(q.name, q.used) for q in reserved.quotas] == [("a", 1), ("b", 2)]

@@ -69,13 +69,13 @@ class Figures:
         self._lock = threading.Lock()
         self.rows: dict[str, Row] = {}
         self.trust: dict[str, int] = {}
+        self.notes: dict[str, float] = {}  # single measured figures beside the table, e.g. a p99
 
     def count_trust(self, **counts: int) -> None:
         """Add to the trust figures (keys from TRUST)."""
         with self._lock:
             for key, value in counts.items():
                 self.trust[key] = self.trust.get(key, 0) + value
-        self.notes: dict[str, float] = {}  # single measured figures beside the table, e.g. a p99
 
     def note(self, name: str, value: float) -> None:
         """A measured figure that is not a count per scenario; the worst of several runs is kept."""

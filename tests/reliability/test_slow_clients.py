@@ -24,8 +24,8 @@ import pytest
 from reactor.sim import SimCluster
 from reactor.tools.payloads import AlertSpec, notification
 from tests.reliability.figures import FIGURES
-from tests.reliability.test_auth import self_signed
 from tests.reliability.harness import TOKEN, Child, namespace_docs, seed, writes
+from tests.reliability.test_auth import self_signed
 
 READ_TIMEOUT = 3.0
 MAX_BODY = 4096

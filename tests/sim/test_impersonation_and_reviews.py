@@ -176,3 +176,30 @@ def test_kubectl_auth_can_i_as_a_service_account_is_truthful(tmp_path) -> None: 
         assert can_i("patch", "deployments") == "yes"
         assert can_i("delete", "deployments") == "no"
         assert can_i("list", "secrets") == "no"
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """One length-delimited protobuf field (lengths below 128 here)."""
+    assert len(payload) < 128
+    return bytes([number << 3 | 2, len(payload)]) + payload
+
+
+def test_a_protobuf_subject_access_review_is_read(rsim: SimCluster) -> None:
+    """A Go client's SubjectAccessReview in Kubernetes protobuf (`k8s\\0` + runtime.Unknown; SubjectAccessReviewSpec
+    resourceAttributes=1, user=3, groups=4): answered like the JSON form."""
+    attrs = b"".join(_field(n, v) for n, v in ((1, b"ml"), (2, b"list"), (3, b"apps"), (5, b"deployments")))
+    spec = _field(1, attrs) + _field(3, SA.encode()) + _field(4, b"team-a")
+    type_meta = _field(1, b"authorization.k8s.io/v1") + _field(2, b"SubjectAccessReview")
+    body = b"k8s\x00" + _field(1, type_meta) + _field(2, _field(2, spec))
+    url = urlsplit(rsim.url)
+    conn = http.client.HTTPConnection(url.hostname or "", url.port, timeout=10)
+    try:
+        conn.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body=body,
+                     headers={"Authorization": f"Bearer {rsim.admin_token}",
+                              "Content-Type": "application/vnd.kubernetes.protobuf"})
+        r = conn.getresponse()
+        review = json.loads(r.read())
+    finally:
+        conn.close()
+    assert r.status == 201 and review["status"]["allowed"] is True
+    assert (review["spec"]["user"], review["spec"]["groups"]) == (SA, ["team-a"])

@@ -64,6 +64,9 @@ def variants(values: Values, section: str) -> Iterator[Variant]:
 
 def recording_rules(values: Values) -> list[dict[str, Any]]:
     rules = [
+        {"record": promql.GPU_HOLDER, "expr": promql.gpu_holder(values.scrape_labels, values.exporter_container)},
+        {"record": promql.GPU_PODS, "expr": promql.gpu_pods()},
+        {"record": promql.SHARED, "expr": promql.container_shared()},
         {"record": promql.GPU_UTILIZATION, "expr": promql.gpu_utilization(values.scrape_labels, values.exporter_container)},
         {"record": promql.GPU_FB_USED, "expr": promql.gpu_fb_used(values.scrape_labels, values.exporter_container)},
         {"record": promql.UTILIZATION, "expr": promql.container_utilization()},

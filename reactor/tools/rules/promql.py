@@ -29,6 +29,14 @@ IDLE_GPUS = "gpu_reactor:container_idle_gpus:count"
 # time it was reported. A pod that ends leaves its GPU reported (free, or by the next pod); an
 # exporter that stops reporting takes the GPU's series with it.
 GPU_REPORTED = "gpu_reactor:gpu_reported:timestamp"
+# Sharing: under time-slicing or MPS dcgm-exporter reports the whole GPU's values for every pod on it (an
+# NVML limitation), so a GPU reported for several pods is never read as one pod's utilization. Per GPU
+# (UUID; GPU_I_ID tells MIG instances apart, which are not shared): the pods holding it, how many; per
+# container: how many pods share its most shared GPU.
+GPU_HOLDER = "gpu_reactor:gpu_holder:info"
+GPU_PODS = "gpu_reactor:gpu_pods:count"
+SHARED = "gpu_reactor:container_gpu_shared:pods"
+_SHARING = "UUID, GPU_I_ID"
 GPU_SEEN = "gpu_reactor:container_gpu_seen:timestamp"
 
 GR_ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
@@ -73,11 +81,33 @@ def workload_series(build: Callable[[str], str], labels: str, exporter_container
     return f"max by ({BY_GPU}) (\n  {series}\n)"
 
 
+def gpu_holder(labels: str, exporter_container: str) -> str:
+    """1 per container and GPU it is reported on, whatever the GPU's values."""
+    return workload_series(
+        lambda m: f"{GPU_UTIL}{{{m}}} or {FB_USED_RAW}{{{m}}} or {GR_ENGINE_ACTIVE}{{{m}}}",
+        labels, exporter_container,
+    ).replace("max by", "group by", 1)
+
+
+def gpu_pods() -> str:
+    return f"count by ({_SHARING}) (group by (namespace, pod, {_SHARING}) ({GPU_HOLDER}))"
+
+
+def container_shared() -> str:
+    """Containers on a GPU reported for more than one pod; the value is how many pods share it."""
+    return f"max by ({BY_WORKLOAD}) (\n  {GPU_HOLDER} * on ({_SHARING}) group_left () ({GPU_PODS} > 1)\n)"
+
+
+def unshared(expr: str) -> str:
+    """Only the GPUs one pod holds alone."""
+    return f"(\n{_indent(expr)}\n)\nunless on ({_SHARING})\n({GPU_PODS} > 1)"
+
+
 def gpu_utilization(labels: str, exporter_container: str) -> str:
     """GR_ENGINE_ACTIVE where present; GPU_UTIL/100 otherwise, but never on MIG, where it reads 0."""
     preferred = workload_series(lambda m: f"{GR_ENGINE_ACTIVE}{{{m}}}", labels, exporter_container)
     fallback = workload_series(lambda m: f'{GPU_UTIL}{{{m}, GPU_I_ID=""}} / 100', labels, exporter_container)
-    return f"{preferred}\nor\n{fallback}"
+    return unshared(f"{preferred}\nor\n{fallback}")
 
 
 def gpu_fb_used(labels: str, exporter_container: str) -> str:
@@ -87,7 +117,7 @@ def gpu_fb_used(labels: str, exporter_container: str) -> str:
         used, free, reserved = (f"DCGM_FI_DEV_FB_{name}{{{m}}}" for name in ("USED", "FREE", "RESERVED"))
         return f"{used} / ({used} + {free} + ({reserved} or {used} * 0))"
 
-    return workload_series(ratio, labels, exporter_container)
+    return unshared(workload_series(ratio, labels, exporter_container))
 
 
 def gpu_reported() -> str:
@@ -104,11 +134,12 @@ def container_gpu_seen() -> str:
 
 
 def container_utilization() -> str:
-    return f"avg by ({BY_WORKLOAD}) ({GPU_UTILIZATION})"
+    """A container on any shared GPU has no utilization of its own (GPUMetricsMissing holds it)."""
+    return f"avg by ({BY_WORKLOAD}) ({GPU_UTILIZATION}) unless on ({BY_WORKLOAD}) {SHARED}"
 
 
 def container_fb_used() -> str:
-    return f"max by ({BY_WORKLOAD}) ({GPU_FB_USED})"
+    return f"max by ({BY_WORKLOAD}) ({GPU_FB_USED}) unless on ({BY_WORKLOAD}) {SHARED}"
 
 
 def container_gpus() -> str:
@@ -138,6 +169,7 @@ def metrics_missing(sel: str, window: timedelta, *, kube_state_metrics: bool = F
     """A container seen within `window` that reports no utilization now, and
 
     - still holds GPUs (MIG without profiling metrics: its GPUs report, but no utilization), or
+    - it is on a GPU reported for several pods (time-slicing, MPS): its values are the whole GPU's, or
     - a GPU it held stopped being reported at all while it held it (exporter down or not
       scraped, GPU lost): the GPU was last reported no later than the container was last seen
       on it. Not when the GPU was reported after the pod left it (free, or by the next pod):
@@ -162,11 +194,13 @@ def metrics_missing(sel: str, window: timedelta, *, kube_state_metrics: bool = F
         f"    (last_over_time({GPU_SEEN}[{w}]) unless {GPU_SEEN})\n    >= on (UUID) group_left ()\n"
         f"    last_over_time({GPU_REPORTED}[{w}])\n  )\n)"
     )
+    # A container on a shared GPU is not measured either: its value is unknown (NaN).
+    shared = f"{SHARED}{sel} * NaN"
     if not kube_state_metrics:
-        return unmeasured
+        return f"{unmeasured}\nor\n{shared}"
     return (
         f"(\n{_indent(silent)}\n  and on (namespace, pod)\n  group by (namespace, pod) ({POD_INFO})\n)\nor\n"
-        f"(\n{_indent(unmeasured)}\n  unless on ()\n  group ({POD_INFO})\n)"
+        f"(\n{_indent(unmeasured)}\n  unless on ()\n  group ({POD_INFO})\n)\nor\n{shared}"
     )
 
 

@@ -58,7 +58,8 @@ SECTIONS: Mapping[str, tuple[frozenset[str], Tunables]] = MappingProxyType(
         ),
         "metricsMissing": (
             frozenset({"window", "for", "keepFiringFor", "severity"}),
-            Tunables(0.0, timedelta(hours=1), timedelta(minutes=10), timedelta(0), "info"),
+            # warning, not info: kube-prometheus-stack's InfoInhibitor mutes severity=info alerts.
+            Tunables(0.0, timedelta(hours=1), timedelta(minutes=10), timedelta(0), "warning"),
         ),
         "idleGpu": (
             frozenset({"threshold", "window"}),

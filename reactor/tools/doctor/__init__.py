@@ -1,0 +1,189 @@
+"""`reactor doctor`: a preflight that says why nothing would happen, one line per check.
+
+It reads Prometheus, Alertmanager and the Kubernetes API, and never writes to any of them; the only
+request with a body is an unauthenticated POST to the reactor's webhook (answered 401 by the reactor).
+A source not given is reported as a warning ("not checked"), never silently skipped. Exit status 1 when
+any check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TextIO
+
+from prometheus_client import CollectorRegistry
+
+from ...errors import ConfigError, ReactorError
+from ...kube import KubeGateway
+from ...metrics import Metrics
+from ...settings import Settings, load_settings
+from . import alertmanager, cluster, prometheus
+from .http import Unreachable
+from .report import Check, exit_code, failing, line, warning
+
+DEFAULT_THRESHOLDS = Path("rules/thresholds.yaml")
+
+
+@dataclass(frozen=True, slots=True)
+class Sources:
+    """Where to look. None means: not given, report the checks that need it as not checked."""
+
+    prometheus: str | None = None
+    alertmanager: str | None = None
+    reactor_url: str | None = None
+    thresholds: Path | None = None
+    impersonate: str | None = None
+    kubeconfig: str | None = None
+
+
+def prometheus_checks(url: str, thresholds: Path | None) -> Iterator[Check]:
+    yield prometheus.dcgm_metrics(url)
+    rules = prometheus.loaded_rules(url)
+    configured, source = prometheus.spelling_of_rules(rules), "loaded rules"
+    if configured is None and thresholds is not None:
+        configured, source = _scrape_labels(thresholds), str(thresholds)
+    yield prometheus.label_spelling(url, configured, source)
+    yield prometheus.gpu_rules(url, rules)
+    yield prometheus.shared_gpus(url, prometheus.arriving_spelling(url) or configured)
+
+
+def _scrape_labels(path: Path) -> str:
+    from ..rules import load_values
+
+    return load_values(path).scrape_labels
+
+
+def alertmanager_checks(
+    url: str, settings: Settings, reactor_url: str | None, severities: dict[str, str]
+) -> Iterator[Check]:
+    config = alertmanager.loaded_config(url)
+    labels = alertmanager.test_alert(settings.policy.allow[0] if settings.policy.allow else "default")
+    yield alertmanager.route(config, labels)
+    yield alertmanager.not_muted(config, labels["namespace"], severities)
+    if reactor_url:
+        yield alertmanager.reactor_reachable(config, labels, reactor_url)
+    else:
+        yield warning("reactor-webhook", "not checked", "pass --reactor-url (the URL Alertmanager posts to)")
+
+
+def cluster_checks(kube: KubeGateway, settings: Settings, who: str) -> Iterator[Check]:
+    yield from cluster.rbac(kube, settings, who)
+    yield cluster.priority_classes(kube, settings)
+    yield from cluster.bounds(kube, settings)
+
+
+def alert_severities(url: str | None) -> dict[str, str]:
+    """Each GPU alert's severity as loaded in Prometheus (the rules' `severity` label)."""
+    if not url:
+        return {}
+    found: dict[str, str] = {}
+    for rule in prometheus.loaded_rules(url):
+        if rule.get("type") == "alerting":
+            found.setdefault(rule["name"], str((rule.get("labels") or {}).get("severity", "")))
+    return found
+
+
+def _guarded(name: str, fix: str, checks: Callable[[], Iterator[Check]]) -> list[Check]:
+    """Run a group of checks; a source that stops answering is one failing line (after those it answered)."""
+    found: list[Check] = []
+    try:
+        for check in checks():
+            found.append(check)
+    except (Unreachable, ReactorError) as e:
+        found.append(failing(name, str(e), fix))
+    return found
+
+
+def diagnose(sources: Sources, settings: Settings, kube: KubeGateway | str) -> list[Check]:
+    """Every check, in order; `kube` is a gateway, or why there is none."""
+    checks: list[Check] = []
+    if sources.prometheus:
+        url = sources.prometheus
+        checks += _guarded("prometheus", "pass the Prometheus URL (e.g. a port-forward to :9090)",
+                           lambda: prometheus_checks(url, sources.thresholds))
+    else:
+        checks.append(warning("prometheus", "not checked: metrics, labels, rules, shared GPUs", "pass --prometheus"))
+    if sources.alertmanager:
+        am = sources.alertmanager
+        severities = _severities(sources.prometheus, sources.thresholds)
+        checks += _guarded("alertmanager", "pass the Alertmanager URL (e.g. a port-forward to :9093)",
+                           lambda: alertmanager_checks(am, settings, sources.reactor_url, severities))
+    else:
+        checks.append(warning("alertmanager", "not checked: route, inhibition, webhook", "pass --alertmanager URL"))
+    if isinstance(kube, KubeGateway):
+        who = sources.impersonate or "this client"
+        gateway = kube
+        checks += _guarded("kubernetes", "pass --kubeconfig, and --as to ask as the reactor's ServiceAccount",
+                           lambda: cluster_checks(gateway, settings, who))
+    elif sources.kubeconfig:
+        checks.append(failing("kubernetes", kube, f"try: kubectl --kubeconfig {sources.kubeconfig} get ns"))
+    else:
+        checks.append(warning("kubernetes", f"not checked: RBAC, PriorityClasses, quota ({kube})", "pass --kubeconfig"))
+    return checks
+
+
+_SECTIONS = {"GPUUnderutilized": "underutilized", "GPUIdle": "idle", "GPUSaturated": "saturated",
+             "GPUMemorySaturated": "memorySaturated", "GPUMetricsMissing": "metricsMissing"}
+
+
+def _severities(prometheus_url: str | None, thresholds: Path | None) -> dict[str, str]:
+    """The GPU alerts' severities: as loaded in Prometheus, else as the thresholds file renders them."""
+    try:
+        found = alert_severities(prometheus_url)
+    except Unreachable:
+        found = {}
+    if not found and thresholds is not None:
+        from ..rules import load_values
+
+        defaults = load_values(thresholds).defaults
+        found = {alert: defaults[section].severity for alert, section in _SECTIONS.items()}
+    return found
+
+
+def run_doctor(sources: Sources, *, config: str | None, out: TextIO | None = None) -> int:
+    settings = load_settings(config)
+    kube = connect_cluster(settings, sources.kubeconfig, sources.impersonate)
+    try:
+        checks = diagnose(sources, settings, kube)
+    finally:
+        if isinstance(kube, KubeGateway):
+            kube.close()
+    for check in checks:
+        print(line(check), file=out or sys.stdout)
+    return exit_code(checks)
+
+
+def connect_cluster(settings: Settings, kubeconfig: str | None, impersonate: str | None) -> KubeGateway | str:
+    """A gateway (in-cluster config, else the kubeconfig), or the reason there is none."""
+    kube_settings = replace(settings.kube, kubeconfig=kubeconfig) if kubeconfig else settings.kube
+    try:
+        kube = KubeGateway.connect(kube_settings, Metrics(CollectorRegistry()))
+    except ConfigError as e:
+        return str(e)
+    if impersonate:
+        kube.impersonate(impersonate)
+    return kube
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `reactor doctor` flags (cli.py registers the subcommand and calls `run_command`)."""
+    parser.add_argument("--prometheus", metavar="URL", help="Prometheus, e.g. http://127.0.0.1:9090")
+    parser.add_argument("--alertmanager", metavar="URL", help="Alertmanager, e.g. http://127.0.0.1:9093")
+    parser.add_argument("--reactor-url", metavar="URL", help="the webhook URL Alertmanager should post to")
+    parser.add_argument("--kubeconfig", metavar="FILE", help="the cluster (default: in-cluster, then ~/.kube/config)")
+    parser.add_argument("--config", metavar="FILE", help="the reactor's policy file (allowed namespaces, ladder)")
+    parser.add_argument("--thresholds", metavar="FILE", type=Path,
+                        help="rules/thresholds.yaml, when the rules are not loaded (default: it, if present)")
+    parser.add_argument("--as", dest="impersonate", metavar="USER",
+                        help="ask RBAC as this user, e.g. system:serviceaccount:gpu-reactor:gpu-reactor")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    thresholds = args.thresholds or (DEFAULT_THRESHOLDS if DEFAULT_THRESHOLDS.is_file() else None)
+    sources = Sources(prometheus=args.prometheus, alertmanager=args.alertmanager, reactor_url=args.reactor_url,
+                      thresholds=thresholds, impersonate=args.impersonate, kubeconfig=args.kubeconfig)
+    return run_doctor(sources, config=args.config)

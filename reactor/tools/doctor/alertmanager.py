@@ -1,0 +1,107 @@
+"""Doctor checks that ask Alertmanager: would a GPU alert reach a webhook, the reactor's, and not be muted.
+
+Reads the running config from /api/v2/status (never a local file: what is loaded is what routes), re-enacts
+the routing (`routing`), and, given the reactor's URL, knocks on its door without credentials.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from .http import Unreachable, get_json, post_status
+from .prometheus import ALERTS
+from .report import Check, failing, ok, warning
+from .routing import deliveries, inhibited_by, near_misses, receiver
+
+ROUTE_FIX = ("add the route and receiver of deploy/alertmanager/alertmanager.yaml (matchers ['reactor=\"gpu\"'] to a "
+             "webhook to http://gpu-reactor.gpu-reactor.svc:8080/alerts), or the chart's AlertmanagerConfig")
+MATCHER_FIX = ("with prometheus-operator's AlertmanagerConfig, set alertmanagerConfigMatcherStrategy.type: None on the "
+               "Alertmanager (kube-prometheus-stack: alertmanager.alertmanagerSpec.alertmanagerConfigMatcherStrategy)")
+
+
+def loaded_config(base: str) -> dict[str, Any]:
+    body = get_json(f"{base.rstrip('/')}/api/v2/status")
+    original = body.get("config", {}).get("original", "") if isinstance(body, dict) else ""
+    config = yaml.safe_load(original) if original else None
+    if not isinstance(config, dict):
+        raise Unreachable(f"{base}/api/v2/status: no config in the answer")
+    return config
+
+
+def test_alert(namespace: str, alertname: str = "GPUUnderutilized", severity: str = "warning") -> dict[str, str]:
+    return {"alertname": alertname, "reactor": "gpu", "namespace": namespace, "pod": "doctor-test-0",
+            "container": "main", "severity": severity}
+
+
+def webhook_urls(config: Mapping[str, Any], labels: Mapping[str, str]) -> list[str]:
+    urls = []
+    for d in deliveries(config.get("route") or {}, labels):
+        urls += [str(w.get("url", "")) for w in receiver(config, d.receiver).get("webhook_configs") or []]
+    return urls
+
+
+def route(config: Mapping[str, Any], labels: Mapping[str, str]) -> Check:
+    names = sorted({d.receiver for d in deliveries(config.get("route") or {}, labels)})
+    urls = webhook_urls(config, labels)
+    where = f"reactor=\"gpu\" alerts in {labels['namespace']} go to {', '.join(names)}"
+    if urls:
+        return ok("alertmanager-route", f"{where} ({', '.join(urls)})")
+    misses = near_misses(config.get("route") or {}, labels)
+    detail = f"{where}, which has no webhook"
+    if misses:
+        blocking = ", ".join(sorted({str(m) for path in misses for m in path if not m.matches(labels)}))
+        return failing("alertmanager-route", f"{detail}; a reactor route is blocked by {blocking}", MATCHER_FIX)
+    return failing("alertmanager-route", detail, ROUTE_FIX)
+
+
+def _ours(rule: Mapping[str, Any]) -> bool:
+    """An inhibit rule whose source is one of the GPU alerts is the reactor's own design (deploy/alertmanager)."""
+    sources = " ".join(str(m) for m in rule.get("source_matchers") or []) + str(rule.get("source_match") or "")
+    return any(name in sources for name in ALERTS)
+
+
+def not_muted(config: Mapping[str, Any], namespace: str, severities: Mapping[str, str]) -> Check:
+    """Inhibit rules from outside the reactor's set (kube-prometheus-stack's InfoInhibitor) that mute a GPU alert."""
+    if not severities:
+        return warning("alert-inhibition", "not checked: the alerts' severities are unknown",
+                       "pass --prometheus with the rules loaded, or --thresholds")
+    muted = []
+    for alertname, severity in sorted(severities.items()):
+        for rule in inhibited_by(config, test_alert(namespace, alertname, severity)):
+            if _ours(rule):
+                continue
+            source = rule.get("source_matchers") or rule.get("source_match")
+            muted.append(f"{alertname} (severity {severity}) by {source}")
+    if muted:
+        return warning("alert-inhibition", f"inhibit rules can mute: {'; '.join(muted)}",
+                       "a muted alert never reaches the reactor (and a muted resolve is lost): give it another "
+                       "severity or exclude reactor=\"gpu\" from the inhibit rule's target_matchers")
+    return ok("alert-inhibition", f"no inhibit rule mutes {', '.join(sorted(severities))} as configured")
+
+
+def reactor_reachable(config: Mapping[str, Any], labels: Mapping[str, str], reactor_url: str) -> Check:
+    wanted = _alerts_url(reactor_url)
+    urls = [u.rstrip("/") for u in webhook_urls(config, labels)]
+    if wanted not in urls:
+        return failing("reactor-webhook", f"the GPU route delivers to {', '.join(urls) or 'no webhook'}, not {wanted}",
+                       f"set the gpu-reactor receiver's webhook url to {wanted}")
+    try:
+        status = post_status(wanted)
+    except Unreachable as e:
+        return warning("reactor-webhook", f"the route delivers to {wanted}, but it does not answer from here: {e}",
+                       "run the doctor where Alertmanager runs, or port-forward the reactor's Service")
+    if status == 401:
+        return ok("reactor-webhook", f"the route delivers to {wanted}; it answers 401 without the token, as it should")
+    if 200 <= status < 300:
+        return warning("reactor-webhook", f"the route delivers to {wanted}, which answered {status} without a token",
+                       "is that the reactor? The reactor refuses requests without the bearer token (401)")
+    return failing("reactor-webhook", f"the route delivers to {wanted}, which answered {status}",
+                   "point the receiver at the reactor's Service, path /alerts")
+
+
+def _alerts_url(url: str) -> str:
+    url = url.rstrip("/")
+    return url if url.endswith("/alerts") else f"{url}/alerts"

@@ -1,0 +1,93 @@
+"""Doctor checks that ask the Kubernetes API: the reactor's RBAC per allowed namespace, the ladder's
+PriorityClasses, quota and LimitRange.
+
+Reads only, through the gateway (`reactor.kube`, the one module that talks to Kubernetes). RBAC is asked
+with SelfSubjectAccessReview, as the reactor's ServiceAccount when the gateway impersonates it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from ...errors import ReactorError
+from ...kube import KubeGateway
+from ...settings import Settings
+from .report import Check, failing, ok, warning
+
+# Every call the reactor makes: (apiGroup, resource, verb). tests/doctor checks this equals the grants that
+# tests/deploy/test_rbac_proof.py proves needed.
+NAMESPACED: tuple[tuple[str, str, str], ...] = (
+    ("", "pods", "get"), ("", "pods", "list"), ("", "limitranges", "list"), ("", "resourcequotas", "list"),
+    ("", "events", "create"), ("apps", "replicasets", "get"), ("apps", "deployments", "get"),
+    ("apps", "deployments", "patch"), ("apps", "statefulsets", "get"), ("apps", "statefulsets", "patch"),
+    ("batch", "jobs", "get"), ("batch", "cronjobs", "get"), ("batch", "cronjobs", "patch"),
+    ("autoscaling", "horizontalpodautoscalers", "list"),
+)
+CLUSTER: tuple[tuple[str, str, str], ...] = (("scheduling.k8s.io", "priorityclasses", "list"),)
+BOUNDS_FIX = ("growth is then bounded only by the policy's gpus.max/replicas.max: apply deploy/base "
+              "(or the gpu-reactor-base chart) to the namespace")
+RBAC_FIX = "bind ClusterRole gpu-reactor-workloads there (chart: list it in policy.namespaces.allow)"
+
+
+def _denied(kube: KubeGateway, grants: tuple[tuple[str, str, str], ...], namespace: str) -> list[str]:
+    return [f"{verb} {resource}" for group, resource, verb in grants
+            if not kube.access_review(verb=verb, group=group, resource=resource, namespace=namespace)]
+
+
+def rbac(kube: KubeGateway, settings: Settings, who: str) -> list[Check]:
+    checks = []
+    for namespace in settings.policy.allow:
+        name = f"rbac {namespace}"
+        denied = _denied(kube, NAMESPACED, namespace)
+        if denied:
+            checks.append(failing(name, f"{who} may not: {', '.join(denied)}", RBAC_FIX))
+        else:
+            checks.append(ok(name, f"{who} may make all {len(NAMESPACED)} calls the reactor makes"))
+    denied = _denied(kube, CLUSTER, "")
+    if denied:
+        checks.append(failing("rbac cluster", f"{who} may not: {', '.join(denied)}",
+                              "bind ClusterRole gpu-reactor-priorityclasses with a ClusterRoleBinding"))
+    else:
+        checks.append(ok("rbac cluster", f"{who} may list priorityclasses"))
+    return checks
+
+
+def priority_classes(kube: KubeGateway, settings: Settings) -> Check:
+    ladder = settings.policy.priority_ladder
+    if not ladder:
+        return ok("priority-classes", "no priorityLadder: the reactor never changes priorities")
+    try:
+        # cast: KubeGateway.list shadows the builtin inside its class, so mypy misreads that return type.
+        classes = cast("list[dict[str, Any]]", kube.list_priority_classes())
+        present = {pc["metadata"]["name"] for pc in classes}
+    except ReactorError as e:
+        return failing("priority-classes", f"cannot list PriorityClasses: {e}", "see rbac cluster")
+    missing = [c for c in ladder if c not in present]
+    if missing:
+        return failing("priority-classes", f"the ladder names classes that do not exist: {', '.join(missing)}",
+                       "create them (deploy/base, or the gpu-reactor-base chart) or change policy.priorityLadder")
+    return ok("priority-classes", f"all {len(ladder)} ladder classes exist: {', '.join(ladder)}")
+
+
+def bounds(kube: KubeGateway, settings: Settings) -> list[Check]:
+    gpu = settings.policy.gpu_resource
+    checks = []
+    for namespace in settings.policy.allow:
+        try:
+            quota = [q for q in kube.list_objects("ResourceQuota", namespace) if f"requests.{gpu}" in q["spec"].get("hard", {})]
+            limits = [lr for lr in kube.list_objects("LimitRange", namespace) if _limits(lr, gpu)]
+        except ReactorError as e:
+            checks.append(failing(f"bounds {namespace}", f"cannot read quota/LimitRange: {e}", RBAC_FIX))
+            continue
+        missing = [what for what, found in (("ResourceQuota", quota), ("LimitRange", limits)) if not found]
+        if missing:
+            checks.append(warning(f"bounds {namespace}", f"no {' and no '.join(missing)} for {gpu}", BOUNDS_FIX))
+        else:
+            checks.append(ok(f"bounds {namespace}", f"ResourceQuota and LimitRange bound {gpu}"))
+    return checks
+
+
+def _limits(limit_range: dict[str, object], gpu: str) -> bool:
+    spec = limit_range.get("spec") or {}
+    assert isinstance(spec, dict)
+    return any(gpu in (item.get("max") or {}) for item in spec.get("limits") or [])

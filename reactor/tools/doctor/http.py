@@ -1,0 +1,49 @@
+"""Plain HTTP for the doctor (urllib, no extra dependency): JSON GETs from Prometheus and Alertmanager.
+
+Every call has a timeout; failures become `Unreachable` with the URL and the reason, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+TIMEOUT = 10.0
+
+
+class Unreachable(Exception):
+    """The URL did not answer, or not with what was expected."""
+
+
+def get_json(url: str, *, timeout: float = TIMEOUT) -> Any:
+    where = url.split("?", 1)[0]
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return json.load(response)
+    except urllib.error.HTTPError as e:
+        raise Unreachable(f"{where}: HTTP {e.code} {e.reason}") from e
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        raise Unreachable(f"{where}: {getattr(e, 'reason', e)}") from e
+
+
+def prometheus_query(base: str, expr: str) -> list[dict[str, Any]]:
+    """An instant query's result vector."""
+    body = get_json(f"{base.rstrip('/')}/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
+    if not isinstance(body, dict) or body.get("status") != "success":
+        raise Unreachable(f"{base}: query {expr!r} failed: {body.get('error') if isinstance(body, dict) else body}")
+    return list(body["data"]["result"])
+
+
+def post_status(url: str, *, timeout: float = TIMEOUT) -> int:
+    """POST an empty JSON object without credentials; the HTTP status it gets (the webhook's door test)."""
+    request = urllib.request.Request(url, data=b"{}", method="POST", headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as e:
+        return int(e.code)
+    except (urllib.error.URLError, OSError) as e:
+        raise Unreachable(f"{url}: {getattr(e, 'reason', e)}") from e

@@ -1,0 +1,138 @@
+"""`reactor doctor`'s Kubernetes checks on the embedded cluster with RBAC on.
+
+As a person runs it: an admin kubeconfig, asking as the reactor's ServiceAccount through impersonation
+(`--as`); and as the reactor's own pod would: the ServiceAccount's token (a TokenRequest), no impersonation.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from reactor.app.cli import main
+from reactor.kube import KubeGateway
+from reactor.settings import Settings, build_settings
+from reactor.sim import SimCluster
+from reactor.tools.doctor import Sources, cluster, connect_cluster, diagnose
+from reactor.tools.doctor.report import Check, Status
+from tests.deploy.deploy_helpers import DEPLOY, render
+from tests.deploy.test_rbac_proof import NEEDED_BY, _cluster
+from tests.support import NAMESPACE
+
+WHO = "system:serviceaccount:gpu-reactor:gpu-reactor"
+POLICY = DEPLOY / "reactor" / "policy.yaml"
+
+
+def _settings(**policy: Any) -> Settings:
+    doc = yaml.safe_load(POLICY.read_text())
+    doc.update(policy)
+    return build_settings(doc, environ={})
+
+
+@pytest.fixture
+def sim() -> Iterator[SimCluster]:
+    cluster_ = _cluster(render("reactor"))
+    try:
+        yield cluster_
+    finally:
+        cluster_.stop()
+
+
+@pytest.fixture
+def admin_kubeconfig(sim: SimCluster, tmp_path: Path) -> str:
+    return sim.write_kubeconfig(tmp_path / "admin.kubeconfig")
+
+
+def _doctor(settings: Settings, kubeconfig: str, impersonate: str | None = WHO) -> dict[str, Check]:
+    kube = connect_cluster(settings, kubeconfig, impersonate)
+    assert isinstance(kube, KubeGateway), kube
+    try:
+        checks = diagnose(Sources(impersonate=impersonate, kubeconfig=kubeconfig), settings, kube)
+    finally:
+        kube.close()
+    return {c.name: c for c in checks}
+
+
+def _sa_kubeconfig(sim: SimCluster, tmp_path: Path) -> str:
+    token = sim.service_account_token("gpu-reactor", "gpu-reactor")
+    return sim.write_kubeconfig(tmp_path / "sa.kubeconfig", token=token)
+
+
+def _reviews(sim: SimCluster) -> int:
+    return sum(n for (verb, resource, _), n in sim.requests.items()
+               if verb == "create" and "selfsubjectaccessreviews" in resource)
+
+
+def test_the_required_grants_are_the_proven_ones() -> None:
+    """The doctor asks for exactly the grants tests/deploy/test_rbac_proof.py proves needed, no more, no less."""
+    assert sorted(cluster.NAMESPACED + cluster.CLUSTER) == sorted(NEEDED_BY)
+
+
+def test_as_deployed_every_cluster_check_passes(sim: SimCluster, admin_kubeconfig: str) -> None:
+    checks = _doctor(_settings(), admin_kubeconfig)
+    names = [f"rbac {NAMESPACE}", "rbac cluster", "priority-classes", f"bounds {NAMESPACE}"]
+    assert [n for n in checks if n.startswith(("rbac", "priority", "bounds"))] == names
+    for name in names:
+        assert checks[name].status is Status.OK, checks[name]
+    assert checks[f"rbac {NAMESPACE}"].detail == f"{WHO} may make all 14 calls the reactor makes"
+    assert _reviews(sim) == 15  # one SelfSubjectAccessReview per grant
+
+
+def test_with_the_service_accounts_own_token(sim: SimCluster, tmp_path: Path) -> None:
+    """In the reactor's pod: its own token, no impersonation; the answers are the same."""
+    kubeconfig = _sa_kubeconfig(sim, tmp_path)
+    checks = _doctor(_settings(), kubeconfig, impersonate=None)
+    assert checks[f"rbac {NAMESPACE}"].status is Status.OK and checks["rbac cluster"].status is Status.OK
+    assert checks[f"rbac {NAMESPACE}"].detail.startswith("this client may make all 14 calls")
+
+
+def test_without_impersonation_rights_the_kubernetes_checks_fail_clearly(sim: SimCluster, tmp_path: Path) -> None:
+    kubeconfig = _sa_kubeconfig(sim, tmp_path)
+    checks = _doctor(_settings(), kubeconfig, impersonate="system:serviceaccount:kube-system:admin")
+    assert checks["kubernetes"].status is Status.FAILING and "impersonate" in checks["kubernetes"].detail
+
+
+def test_a_namespace_without_the_role_binding_fails_and_names_the_calls(sim: SimCluster, admin_kubeconfig: str) -> None:
+    sim.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-b"}})
+    checks = _doctor(_settings(namespaces={"allow": [NAMESPACE, "team-b"], "deny": ["kube-system"]}), admin_kubeconfig)
+    assert checks[f"rbac {NAMESPACE}"].status is Status.OK
+    failed = checks["rbac team-b"]
+    assert failed.status is Status.FAILING and "patch deployments" in failed.detail and "get pods" in failed.detail
+    assert "policy.namespaces.allow" in failed.fix
+    # Every read is made as the reactor (impersonated): it cannot list team-b's quota either.
+    assert checks["bounds team-b"].status is Status.FAILING and "403" in checks["bounds team-b"].detail
+
+
+def test_a_missing_priority_class_fails(sim: SimCluster, admin_kubeconfig: str) -> None:
+    settings = _settings(priorityLadder=["medium-priority-gpu", "ultra-gpu"])
+    check = _doctor(settings, admin_kubeconfig)["priority-classes"]
+    assert check.status is Status.FAILING and check.detail.endswith("do not exist: ultra-gpu")
+
+
+def test_a_namespace_without_quota_or_limitrange_is_a_warning(sim: SimCluster, admin_kubeconfig: str) -> None:
+    sim.delete("resourcequotas", NAMESPACE, "gpu-quota")
+    for lr in copy.deepcopy(sim.list("limitranges", NAMESPACE)):
+        sim.delete("limitranges", NAMESPACE, lr["metadata"]["name"])
+    check = _doctor(_settings(), admin_kubeconfig)[f"bounds {NAMESPACE}"]
+    assert check.status is Status.WARNING
+    assert check.detail == "no ResourceQuota and no LimitRange for nvidia.com/gpu"
+
+
+def test_a_missing_cluster_grant_fails(sim: SimCluster, admin_kubeconfig: str) -> None:
+    sim.delete("clusterrolebindings", None, "gpu-reactor-priorityclasses")
+    check = _doctor(_settings(), admin_kubeconfig)["rbac cluster"]
+    assert check.status is Status.FAILING and check.detail == f"{WHO} may not: list priorityclasses"
+
+
+def test_the_command_exits_0_with_warnings_only(sim: SimCluster, admin_kubeconfig: str,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["doctor", "--kubeconfig", admin_kubeconfig, "--config", str(POLICY), "--as", WHO])
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 0
+    assert [ln.split()[0] for ln in lines] == ["warning", "warning", "ok", "ok", "ok", "ok"]
+    assert lines[0].startswith("warning  prometheus") and "not checked" in lines[0]

@@ -1,0 +1,72 @@
+"""The chart's RBAC for N allowed namespaces is exactly what tests/deploy/test_rbac_proof.py proves minimal.
+
+The proof shows, on the embedded cluster with RBAC on, that every grant of deploy/reactor is needed by a
+flow and that the flows succeed with them. Here the chart's roles must hold exactly those grants, be bound
+once in each allowed namespace and nowhere else, and the proof's flows must succeed with the chart's
+objects in place of the kustomize build.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.deploy.test_rbac_proof import AFTER, CHANGES, EXPECTED, NEEDED_BY, SA_USER, _cluster, _grants, _reactor
+from tests.helm.charts import render
+from tests.support import NAMESPACE
+
+
+def _installed(allow: list[str]) -> list[dict[str, Any]]:
+    """The chart's objects as `helm install` creates them, plus the namespaces that exist beforehand."""
+    extra = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in allow if ns != NAMESPACE]
+    return extra + render({"namespace": {"create": True}, "policy": {"namespaces": {"allow": allow}}})
+
+
+SUBJECT = [{"kind": "ServiceAccount", "name": "gpu-reactor", "namespace": "gpu-reactor"}]
+
+
+@pytest.mark.parametrize("count", [1, 3, 12])
+def test_the_grants_are_the_proven_ones_bound_once_per_allowed_namespace(count: int) -> None:
+    allowed = [NAMESPACE] + [f"team-{i}" for i in range(1, count)]
+    objs = render({"policy": {"namespaces": {"allow": allowed}}})
+    assert sorted((g, r, v) for _, g, r, v in _grants(objs)) == sorted(NEEDED_BY)
+    bindings = [o for o in objs if o["kind"] == "RoleBinding"]
+    assert sorted(b["metadata"]["namespace"] for b in bindings) == sorted(allowed)
+    for b in bindings:
+        assert (b["roleRef"]["kind"], b["roleRef"]["name"]) == ("ClusterRole", "gpu-reactor-workloads")
+        assert b["subjects"] == SUBJECT
+    (cluster_binding,) = [o for o in objs if o["kind"] == "ClusterRoleBinding"]
+    assert cluster_binding["roleRef"]["name"] == "gpu-reactor-priorityclasses"
+    roles = [o for o in objs if o["kind"] == "ClusterRole"]
+    (cluster_grants,) = [_grants([o]) for o in roles if o["metadata"]["name"] == "gpu-reactor-priorityclasses"]
+    assert [g[1:] for g in cluster_grants] == [("scheduling.k8s.io", "priorityclasses", "list")]
+    assert not [o for o in objs if o["kind"] == "Role"], "namespaced grants come from the one ClusterRole"
+
+
+@pytest.mark.parametrize("flow", ["deployment-resize", "cronjob-via-job", "set-priority"])
+def test_the_proofs_flows_succeed_with_the_chart_objects(token_file: Path, flow: str) -> None:
+    """The embedded cluster with RBAC on, the chart's objects instead of the kustomize build."""
+    sim = _cluster(_installed(["team-a", NAMESPACE]))
+    r = _reactor(sim, token_file)
+    try:
+        run, expected = EXPECTED[flow]
+        answer = run(r)
+        assert (answer.code, answer.results) == (200, expected), answer
+        assert CHANGES[flow](sim) == AFTER[flow] and not sim.denied
+    finally:
+        r.service.kube.close()
+        sim.stop()
+
+
+def test_without_its_namespace_in_the_list_the_reactor_is_refused(token_file: Path) -> None:
+    sim = _cluster(_installed(["team-a"]))
+    r = _reactor(sim, token_file)
+    try:
+        answer = EXPECTED["deployment-resize"][0](r)
+        assert answer.results == {("failed", "api-error")}
+        assert all(f'User "{SA_USER}" cannot' in o["detail"] for o in answer.outcomes)
+    finally:
+        r.service.kube.close()
+        sim.stop()
