@@ -137,11 +137,11 @@ def test_the_local_run_recipe_works_as_written(tmp_path: Path) -> None:
         serve_cmd = next(line.strip() for line in printed if line.strip().startswith("REACTOR_"))
         curl_cmd = next(line.strip() for line in printed if line.strip().startswith("curl "))
         assert _shape(serve_cmd) == _shape(serve_line) and _shape(curl_cmd) == _shape(curl_line)
-        listen = re.search(r"REACTOR_SERVER__LISTEN=(\S+)", serve_cmd)
-        assert listen is not None
+        probes = re.search(r"REACTOR_SERVER__PROBE_LISTEN=(127\.0\.0\.1:\d+)", serve_cmd)
+        assert probes is not None
         serve = subprocess.Popen(serve_cmd, shell=True, cwd=tmp_path, env=clean_env(), start_new_session=True,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _wait_ready(f"http://{listen[1]}/readyz")
+        _wait_ready(f"http://{probes[1]}/readyz")
         answer = subprocess.run(curl_cmd, shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=60)
         (outcome,) = json.loads(answer.stdout)["outcomes"]
         assert (outcome["result"], outcome["action"], outcome["from"], outcome["to"]) == ("applied", "resize-gpu", 4, 1)

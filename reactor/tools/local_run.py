@@ -49,13 +49,15 @@ def reactor_program() -> list[str]:
 
 
 def serve_command(kubeconfig: Path, secret_files: tuple[Path, Path], listen: str, allow: list[str]) -> str:
-    """`REACTOR_…=… reactor serve`: every setting in the environment, so no policy file is needed."""
+    """`REACTOR_…=… reactor serve`: every setting in the environment, so no policy file is needed; both
+    listeners on loopback (the probes' default, 0.0.0.0:8081, would be reachable from outside and collide)."""
     token, state_key = secret_files
     env = {
         "kube.kubeconfig": str(kubeconfig.resolve()),
         "server.tokenFile": str(token),
         "state.keyFile": str(state_key),
         "server.listen": listen,
+        "server.probeListen": f"127.0.0.1:{free_port()}",
         "namespaces.allow": ",".join(allow),
         "logging.format": "text",
     }
