@@ -17,9 +17,20 @@ from typing import Any
 import yaml
 
 from .errors import ConfigError
-from .fields import boolean, bounded, choice, duration_in, listen, names, opt_str, read_yaml_file, resource
+from .fields import (
+    boolean,
+    bounded,
+    choice,
+    duration_in,
+    listen,
+    millicores,
+    names,
+    opt_str,
+    read_yaml_file,
+    resource,
+)
 from .model import KNOWN_ALERTS, Mode
-from .policy.values import DEFAULT_ALERTS, REVERTIBLE, STRATEGIES, Policy, Window
+from .policy.values import CPU_APPLY_TO, DEFAULT_ALERTS, REVERTIBLE, STRATEGIES, Policy, Window
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +125,11 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "budget.namespace": ("policy", "budget_namespace", _window),
     "priorityLadder": ("policy", "priority_ladder", names),
     "alerts": ("policy", "alerts", _alerts),
+    "cpu.throttledAbove": ("policy", "cpu_throttled_above", bounded(float, 0.01, 1.0)),
+    "cpu.unknownHolds": ("policy", "cpu_unknown_holds", boolean),
+    "cpu.step": ("policy", "cpu_step_m", millicores(10, 64_000)),
+    "cpu.max": ("policy", "cpu_max_m", millicores(10, 1_024_000)),
+    "cpu.applyTo": ("policy", "cpu_apply_to", choice(*CPU_APPLY_TO)),
     "server.listen": ("server", "listen", listen),
     "server.tokenFile": ("server", "token_file", opt_str),
     "server.maxBodyBytes": ("server", "max_body_bytes", bounded(int, 1024, 64 << 20)),
@@ -130,7 +146,7 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "logging.format": ("top", "log_format", choice("json", "text")),
     "logging.level": ("top", "log_level", choice("DEBUG", "INFO", "WARNING", "ERROR")),
 }
-_SECTIONS = {"namespaces", "gpus", "replicas", "budget", "server", "kube", "logging"}
+_SECTIONS = {"namespaces", "gpus", "replicas", "budget", "server", "kube", "logging", "cpu"}
 
 
 def env_name(path: str) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from ..model import Action, Kind, Skip, SkipReason
 from .context import Context, gpu_range, replica_range
+from .cpu import resize_cpu
 from .quota import check_quota, pod_gpus, template_need
 
 Strategy = Callable[[Context, str], "Action | Skip"]
@@ -128,6 +129,7 @@ FAMILIES: dict[str, Strategy] = {
     "resize-gpu": resize_gpu,
     "scale-replicas": scale_replicas,
     "set-priority": set_priority,
+    "resize-cpu": resize_cpu,
 }
 
 

@@ -22,9 +22,12 @@ STRATEGIES = frozenset(
         "set-priority-down",
         "set-priority-up",
         "hold",
+        "resize-cpu-up",
     }
 )
-REVERTIBLE = frozenset({"set-priority-up", "set-priority-down", "scale-replicas-up", "resize-gpu-up"})
+REVERTIBLE = frozenset({"set-priority-up", "set-priority-down", "scale-replicas-up", "resize-gpu-up", "resize-cpu-up"})
+# Where a CPU change goes: the running pods (in place, pods/resize), the owner's template, or both.
+CPU_APPLY_TO = ("pods", "template", "both")
 DEFAULT_DENY = ("kube-system", "kube-public", "kube-node-lease")
 
 DEFAULT_ALERTS: Mapping[str, tuple[str, ...]] = MappingProxyType(
@@ -34,6 +37,7 @@ DEFAULT_ALERTS: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "GPUSaturated": ("scale-replicas-up", "resize-gpu-up", "set-priority-up"),
         "GPUMemorySaturated": ("resize-gpu-up",),
         "GPUMetricsMissing": ("hold",),
+        "GPUStarvedByCPU": ("resize-cpu-up",),
     }
 )
 
@@ -69,6 +73,12 @@ class Policy:
     budget_namespace: Window = Window(5, timedelta(minutes=10))
     priority_ladder: tuple[str, ...] = ("medium-priority-gpu", "high-priority-gpu")
     alerts: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: DEFAULT_ALERTS)
+    # The CPU half (see reactor.policy.cpu): a container throttled above this ratio is CPU-bound.
+    cpu_throttled_above: float = 0.25
+    cpu_unknown_holds: bool = True  # throttling "unknown" (no cAdvisor series) also refuses shrinking
+    cpu_step_m: int = 250  # smallest CPU raise, and the grain sizes are rounded up to (millicores)
+    cpu_max_m: int = 16_000  # highest CPU limit the reactor sets (millicores)
+    cpu_apply_to: str = "pods"
 
     def namespace_allowed(self, namespace: str) -> bool:
         """Deny wins; `*` in allow admits every namespace not denied."""
