@@ -52,7 +52,8 @@ def test_the_refusal_names_the_ratio_and_the_threshold():
     [
         pytest.param(throttled(UNDER, 0.1), POLICY, id="throttled-below-the-threshold"),
         pytest.param(throttled(UNDER, None), POLICY, id="annotation-absent-claims-nothing"),
-        pytest.param(throttled(UNDER, None, unknown=True), replace(POLICY, cpu_unknown_holds=False), id="unknown-allowed-by-policy"),
+        pytest.param(throttled(UNDER, None, unknown=True), replace(POLICY, cpu_unknown_holds=False),
+                     id="unknown-allowed-by-policy"),
         pytest.param(throttled(UNDER, 0.6), replace(POLICY, cpu_throttled_above=0.7), id="policy-threshold-higher"),
     ],
 )
