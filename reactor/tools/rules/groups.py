@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from . import promql
+from . import cpu, promql
 from .promql import duration
 from .values import Tunables, Values
 
@@ -32,7 +32,10 @@ _SUMMARY = {
     "GPUSaturated": "GPUs of {{ $labels.namespace }}/{{ $labels.pod }} are saturated",
     "GPUMemorySaturated": "GPU memory of {{ $labels.namespace }}/{{ $labels.pod }} is nearly full",
     "GPUMetricsMissing": "GPU metrics of {{ $labels.namespace }}/{{ $labels.pod }} are missing",
+    "GPUStarvedByCPU": "GPUs of {{ $labels.namespace }}/{{ $labels.pod }} wait for its CPU",
 }
+# The shrink alerts say how throttled the container's CPU is: the reactor never shrinks a CPU-starved one.
+_CPU_ANNOTATED = frozenset({"GPUUnderutilized", "GPUIdle"})
 _WHAT = {
     "GPUUnderutilized": "averaged {{ $value | humanizePercentage }} GPU utilization over {window}, below {threshold}",
     "GPUIdle": "averaged {{ $value | humanizePercentage }} GPU utilization over {window}, below {threshold}: idle",
@@ -75,7 +78,7 @@ def recording_rules(values: Values) -> list[dict[str, Any]]:
     for v in variants(values, "idleGpu"):
         rule = {"record": promql.IDLE_GPUS, "expr": promql.container_idle_gpus(v.selector, v.tunables.threshold, v.tunables.window)}
         rules.append({**rule, "labels": v.labels} if v.labels else rule)
-    return rules
+    return rules + cpu.recording_rules(values)
 
 
 def _annotations(
@@ -113,7 +116,21 @@ def _window_alert(values: Values, alert: str, v: Variant) -> dict[str, Any]:
         f"{what}; value is the {'framebuffer used' if section == 'memorySaturated' else 'utilization'} ratio."
     )
     annotations = _annotations(values, alert, description, gpus_window=values.stale_after, idle_known=True)
+    if alert in _CPU_ANNOTATED:
+        annotations[cpu.ANNOTATION] = cpu.throttling_annotation(values)
     return _alert(alert, expr, v, annotations)
+
+
+def _starved_alerts(values: Values) -> list[dict[str, Any]]:
+    """GPUStarvedByCPU: the underutilized condition, while the CPU is throttled (see `cpu`)."""
+    rules = []
+    for sel, gpu_threshold, t, labels in cpu.starved_variants(values):
+        expr = cpu.starved_expr(sel, gpu_threshold, t.threshold, t.window, values)
+        description = cpu.starved_description(gpu_threshold, t.threshold, t.window)
+        annotations = _annotations(values, cpu.STARVED, description, gpus_window=values.stale_after, idle_known=True)
+        annotations[cpu.ANNOTATION] = cpu.throttling_annotation(values)
+        rules.append(_alert(cpu.STARVED, expr, Variant(sel, t, labels), annotations))
+    return rules
 
 
 def _missing_alert(values: Values, v: Variant) -> dict[str, Any]:
@@ -135,7 +152,7 @@ def alerting_rules(values: Values) -> list[dict[str, Any]]:
     for alert, (section, _, _) in _WINDOW_ALERTS.items():
         rules += [_window_alert(values, alert, v) for v in variants(values, section)]
     rules += [_missing_alert(values, v) for v in variants(values, "metricsMissing")]
-    return rules
+    return rules + _starved_alerts(values)
 
 
 def rule_groups(values: Values) -> dict[str, Any]:

@@ -64,6 +64,16 @@ SECTIONS: Mapping[str, tuple[frozenset[str], Tunables]] = MappingProxyType(
             frozenset({"threshold", "window"}),
             Tunables(0.05, timedelta(minutes=30)),
         ),
+        # The CPU half (see rules/cpu.py): the rate window of the throttling and CPU-use series, and
+        # GPUStarvedByCPU (GPU below underutilized.threshold while throttled above this threshold).
+        "cpuThrottling": (
+            frozenset({"window"}),
+            Tunables(0.0, timedelta(minutes=5)),
+        ),
+        "starvedByCpu": (
+            frozenset({"threshold", "window", "for", "keepFiringFor", "severity"}),
+            Tunables(0.25, timedelta(minutes=15), timedelta(minutes=15), timedelta(minutes=10)),
+        ),
     }
 )
 _TOP = frozenset(
@@ -73,7 +83,7 @@ _TOP = frozenset(
     }
 )
 _PROMETHEUS_RULE = frozenset({"name", "namespace", "labels"})
-_SCRAPE = frozenset({"labels"})
+_SCRAPE = frozenset({"labels", "cadvisorLabels"})
 _EXPORTER = frozenset({"container"})
 _KUBE_STATE_METRICS = frozenset({"enabled"})
 
@@ -97,6 +107,7 @@ class Values:
     scrape_labels: str = "exported"
     exporter_container: str = DEFAULT_EXPORTER_CONTAINER
     kube_state_metrics: bool = False
+    cadvisor_labels: str = "plain"  # cAdvisor's spelling: the kubelet labels its series plainly
     rule_name: str = "gpu-reactor"
     rule_namespace: str = "monitoring"
     rule_labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({"release": "kube-prometheus-stack"}))
@@ -198,11 +209,14 @@ def _rule_meta(raw: Any) -> dict[str, Any]:
 
 def _scrape(raw: Any) -> dict[str, Any]:
     doc = _mapping("scrape", raw, _SCRAPE)
-    if "labels" not in doc:
-        return {}
-    if doc["labels"] not in LABEL_SPELLINGS:
-        raise ConfigError("scrape.labels", f"must be one of {', '.join(LABEL_SPELLINGS)}, got {doc['labels']!r}")
-    return {"scrape_labels": doc["labels"]}
+    found = {}
+    for key, name in (("labels", "scrape_labels"), ("cadvisorLabels", "cadvisor_labels")):
+        if key not in doc:
+            continue
+        if doc[key] not in LABEL_SPELLINGS:
+            raise ConfigError(f"scrape.{key}", f"must be one of {', '.join(LABEL_SPELLINGS)}, got {doc[key]!r}")
+        found[name] = doc[key]
+    return found
 
 
 def _exporter(raw: Any) -> dict[str, Any]:
