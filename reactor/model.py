@@ -320,6 +320,7 @@ class Action:
     considered: tuple[Considered, ...] = ()
     gpu_delta: int = 0  # GPUs requested per pod after minus before, times replicas (for metrics)
     cpu: CpuResources | None = None  # resize-cpu (and its revert): the container's CPU to set
+    cpu_before: CpuResources | None = None  # ... and what it was (kept in `original` for the revert)
 
 
 @dataclass(frozen=True, slots=True)

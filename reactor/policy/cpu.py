@@ -69,7 +69,22 @@ def resize_cpu(ctx: Context, direction: str) -> Action | Skip:
         return blocked
     return Action(action="resize-cpu", direction="up", workload=ctx.workload.ref, container=container.name,
                   from_value=f"{current.limit_m}m", to_value=f"{target.limit_m}m", strategy="resize-cpu-up",
-                  cpu=target)
+                  cpu=target, cpu_before=current)
+
+
+def revert_cpu(ctx: Context, container: str | None, original: object) -> Action | Skip:
+    """Back to the CPU recorded before the first raise; a lowering needs no quota, but stays above the
+    LimitRange's min (a tenant may have raised it since)."""
+    current = ctx.container_cpu(container) if container is not None else None
+    if not isinstance(original, CpuResources) or current is None or original.limit_m is None:
+        return Skip(SkipReason.NOTHING_TO_REVERT, f"recorded original {original!r} does not fit the CPU of {container}")
+    low = ctx.cpu_bounds.min_m
+    if low is not None and min(original.request_m or original.limit_m, original.limit_m) < low:
+        return Skip(SkipReason.NOTHING_TO_REVERT,
+                    f"original CPU {original.limit_m}m is below the LimitRange min {low}m")
+    return Action(action="revert", direction="revert", workload=ctx.workload.ref, container=container,
+                  from_value=f"{current.limit_m}m", to_value=f"{original.limit_m}m", strategy="resize-cpu-up",
+                  cpu=original, cpu_before=current)
 
 
 def check_cpu_quota(ctx: Context, current: CpuResources, target: CpuResources, *, what: str) -> Skip | None:

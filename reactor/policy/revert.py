@@ -8,10 +8,11 @@ the mode, the rollout rail, the owner kind, the quota or the PriorityClass check
 
 from __future__ import annotations
 
-from ..annotations import changed_field, original_value
+from ..annotations import CPU, changed_field, original_value
 from ..model import Action, LastAction, Skip, SkipReason
 from . import rails
 from .context import Context
+from .cpu import revert_cpu
 from .quota import check_quota, pod_gpus, template_need
 from .strategies import check_priority_class
 
@@ -61,6 +62,8 @@ def _target(ctx: Context, last: LastAction, strategy: str) -> tuple[object, obje
 
 def _current(ctx: Context, strategy: str, container: str | None) -> object:
     name = changed_field(strategy)
+    if name == CPU:
+        return ctx.container_cpu(container) if container is not None else None
     if name == "gpus":
         found = ctx.workload.container(container) if container is not None else None
         return None if found is None else found.gpus
@@ -73,6 +76,8 @@ def _checked(ctx: Context, last: LastAction, strategy: str, target: tuple[object
     """The revert, after the checks its dimension needs (class exists, autoscaler, quota)."""
     current, original = target
     field = changed_field(strategy)
+    if field == CPU:
+        return revert_cpu(ctx, last.container, original)
     per_pod = pod_gpus(ctx.workload)
     container: str | None = None
     if field == "replicas" and isinstance(original, int) and isinstance(current, int):

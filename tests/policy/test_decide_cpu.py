@@ -129,3 +129,37 @@ def test_in_place_quota_counts_only_the_named_pods():
     assert isinstance(decide(throttled(STARVED, 0.5), cpu_workload(), bounds(), POLICY, NOW, cpu=facts), Action)
     two = throttled(STARVED, 0.5, pods=("p-1", "p-2"))
     assert isinstance(decide(two, cpu_workload(), bounds(), POLICY, NOW, cpu=facts), Skip)
+
+
+def test_a_cpu_raise_records_the_original_and_its_resolve_reverts_it():
+    from datetime import timedelta
+
+    from reactor.annotations import read_state, state_annotations
+
+    sig = throttled(STARVED, 0.5)
+    raised = decide(sig, cpu_workload(), bounds(), POLICY, NOW)
+    assert isinstance(raised, Action)
+    written = state_annotations(raised, sig, cpu_workload(), timedelta(minutes=30), NOW - timedelta(minutes=20))
+    assert '"cpu":{"server":{"limit":2000,"request":2000}}' in written["gpu-reactor.io/original"]
+    annotations = {k: v for k, v in written.items() if v is not None}
+    now_raised = workload(replicas=2, containers=(Container("server", 4, CpuResources(3000, 3000)),),
+                          annotations=annotations)
+    assert read_state(annotations).invalid == ()
+    resolved = replace(sig, status="resolved")
+    policy = replace(POLICY, revert=("resize-cpu-up",))
+    revert = decide(resolved, now_raised, bounds(), policy, NOW)
+    assert isinstance(revert, Action), revert
+    assert (revert.action, revert.from_value, revert.to_value, revert.cpu) == (
+        "revert", "3000m", "2000m", CpuResources(2000, 2000))
+    not_by_default = decide(resolved, now_raised, bounds(), POLICY, NOW)
+    assert isinstance(not_by_default, Skip) and not_by_default.reason is R.RESOLVED
+    done = state_annotations(revert, resolved, now_raised, timedelta(minutes=30), NOW)
+    assert done["gpu-reactor.io/original"] is None
+
+
+@pytest.mark.parametrize("raw", ['{"cpu": {"server": {"limit": "2"}}}',
+                                 '{"cpu": {"server": {"request": 1, "limit": -1}}}', '{"cpu": ["server"]}'])
+def test_a_tampered_cpu_original_is_invalid(raw):
+    from reactor.annotations import ORIGINAL, read_state
+
+    assert read_state({ORIGINAL: raw}).invalid == (ORIGINAL,)
