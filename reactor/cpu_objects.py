@@ -81,11 +81,17 @@ def _headroom(quotas: Iterable[Mapping[str, Any]], key: str) -> int | None:
     return best
 
 
+def cpu_quantity(millis: int) -> str:
+    """The canonical spelling the API server gives back: whole cores as `3`, else `2500m`."""
+    return str(millis // 1000) if millis % 1000 == 0 else f"{millis}m"
+
+
 def resize_body(container: str, cpu: CpuResources) -> dict[str, Any]:
     """The strategic-merge body for pods/NAME/resize: one container's CPU request and limit."""
-    resources: dict[str, Any] = {"limits": {"cpu": f"{cpu.limit_m}m"}}
+    assert cpu.limit_m is not None
+    resources: dict[str, Any] = {"limits": {"cpu": cpu_quantity(cpu.limit_m)}}
     if cpu.request_m is not None:
-        resources["requests"] = {"cpu": f"{cpu.request_m}m"}
+        resources["requests"] = {"cpu": cpu_quantity(cpu.request_m)}
     return {"spec": {"containers": [{"name": container, "resources": resources}]}}
 
 

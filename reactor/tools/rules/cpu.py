@@ -98,7 +98,8 @@ def starved_expr(sel: str, gpu_threshold: float, cpu_threshold: float, window: t
 def starved_description(gpu_threshold: float, cpu_threshold: float, window: timedelta) -> str:
     return (
         "Container {{ $labels.container }} of {{ $labels.namespace }}/{{ $labels.pod }} averaged "
-        f"{{{{ $value | humanizePercentage }}}} GPU utilization over {duration(window)}, below {gpu_threshold * 100:g}%, "
-        f"while its CPU was throttled in more than {cpu_threshold * 100:g}% of its CFS periods: its GPUs wait for "
+        f"{{{{ $value | humanizePercentage }}}} GPU utilization over {duration(window)}, "
+        f"below {gpu_threshold * 100:g}%, while its CPU was throttled in more than {cpu_threshold * 100:g}% "
+        "of its CFS periods: its GPUs wait for "
         "its CPU; value is the utilization ratio. Give it CPU, not fewer GPUs."
     )
