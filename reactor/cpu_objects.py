@@ -96,12 +96,19 @@ def resize_body(container: str, cpu: CpuResources) -> dict[str, Any]:
 
 
 def resize_status(pod: Mapping[str, Any]) -> str:
-    """What the kubelet says of a resize: "Deferred: …", "Infeasible: …", "InProgress" or "done"."""
-    for condition in (pod.get("status") or {}).get("conditions") or []:
+    """What the kubelet says of a resize: "Deferred: …", "Infeasible: …", "InProgress", "Proposed" (not
+    looked at yet: the running containers still report other CPU than the spec asks) or "done"."""
+    status = pod.get("status") or {}
+    for condition in status.get("conditions") or []:
         if condition.get("status") != "True":
             continue
         if condition.get("type") == RESIZE_PENDING:
             return f"{condition.get('reason') or 'Pending'}: {condition.get('message') or ''}".strip()
         if condition.get("type") == RESIZE_IN_PROGRESS:
             return "InProgress"
+    applied = {c.get("name"): container_cpu(c.get("resources")) for c in status.get("containerStatuses") or []
+               if isinstance(c, dict) and c.get("resources") is not None}
+    wanted = pod_cpu(pod)
+    if any(name in applied and applied[name] != cpu for name, cpu in wanted.items()):
+        return "Proposed"
     return "done"

@@ -107,3 +107,11 @@ def test_cpu_read_from_resources_and_quota() -> None:
 )
 def test_resize_status(conditions: list[dict[str, str]], expected: str) -> None:
     assert resize_status({"status": {"conditions": conditions}}) == expected
+
+
+def test_a_resize_the_kubelet_has_not_looked_at_yet_is_proposed() -> None:
+    spec = {"containers": [{"name": "main", "resources": {"limits": {"cpu": "3"}, "requests": {"cpu": "3"}}}]}
+    running = {"name": "main", "resources": {"limits": {"cpu": "2"}, "requests": {"cpu": "2"}}}
+    assert resize_status({"spec": spec, "status": {"containerStatuses": [running]}}) == "Proposed"
+    running["resources"] = spec["containers"][0]["resources"]
+    assert resize_status({"spec": spec, "status": {"containerStatuses": [running]}}) == "done"
