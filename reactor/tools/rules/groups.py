@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from . import cpu, promql
+from . import cpu, promql, signal
 from .promql import duration
 from .values import Tunables, Values
 
@@ -66,10 +66,14 @@ def variants(values: Values, section: str) -> Iterator[Variant]:
 
 
 def recording_rules(values: Values) -> list[dict[str, Any]]:
+    labels, exporter = values.scrape_labels, values.exporter_container
+    per_gpu, container = signal.recording_rules(values.signal, dict(values.signal_overrides), labels, exporter)
+    busy = signal.per_gpu(signal.global_gpu_signal(values.signal), labels, exporter)
     rules = [
-        {"record": promql.GPU_UTILIZATION, "expr": promql.gpu_utilization(values.scrape_labels, values.exporter_container)},
-        {"record": promql.GPU_FB_USED, "expr": promql.gpu_fb_used(values.scrape_labels, values.exporter_container)},
-        {"record": promql.UTILIZATION, "expr": promql.container_utilization()},
+        {"record": promql.GPU_UTILIZATION, "expr": busy},
+        {"record": promql.GPU_FB_USED, "expr": promql.gpu_fb_used(labels, exporter)},
+        *per_gpu,
+        *container,
         {"record": promql.FB_USED, "expr": promql.container_fb_used()},
         {"record": promql.GPUS, "expr": promql.container_gpus()},
         {"record": promql.GPU_REPORTED, "expr": promql.gpu_reported()},
