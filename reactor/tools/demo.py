@@ -24,8 +24,8 @@ from .launcher import Child, LaunchError, start_serve
 from .payloads import AlertSpec, notification, rfc3339
 
 NAMESPACE = "ml-workloads"
-WORKLOADS = (("deployments", "llm-inference"), ("statefulsets", "trainer"), ("deployments", "embedder"), ("deployments", "chat"),
-             ("deployments", "pretrain"))
+WORKLOADS = (("deployments", "llm-inference"), ("statefulsets", "trainer"), ("deployments", "embedder"),
+             ("deployments", "chat"), ("deployments", "pretrain"))
 
 
 @dataclass(frozen=True)
