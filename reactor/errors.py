@@ -25,6 +25,24 @@ class ConfigError(ReactorError):
         self.problem = problem
 
 
+class ConfigErrors(ConfigError):
+    """Every problem found in one configuration, reported together (one per line)."""
+
+    def __init__(self, problems: list[ConfigError]) -> None:
+        super().__init__(problems[0].key, problems[0].problem)
+        self.problems = tuple(problems)
+        self.args = ("\n".join(str(p) for p in problems),)
+
+
+class UsageError(ReactorError):
+    """A command-line argument a person typed is wrong (a missing file, bad JSON): exit 2 with one line."""
+
+    def __init__(self, flag: str, problem: str) -> None:
+        super().__init__(f"{flag}: {problem}")
+        self.flag = flag
+        self.problem = problem
+
+
 class TemporaryError(ReactorError):
     """Worth retrying later (API server 5xx, 429, timeout): the webhook answers 503."""
 

@@ -16,22 +16,38 @@ import yaml
 
 from .errors import ConfigError
 
-_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+# Prometheus's duration syntax: units from largest to smallest, each at most once (`1d12h`, `500ms`, `0`).
+_UNITS = (("y", timedelta(days=365)), ("w", timedelta(weeks=1)), ("d", timedelta(days=1)), ("h", timedelta(hours=1)),
+          ("m", timedelta(minutes=1)), ("s", timedelta(seconds=1)), ("ms", timedelta(milliseconds=1)))
+_DURATION = re.compile("^" + "".join(rf"(?:(\d+){u}{'(?!s)' if u == 'm' else ''})?" for u, _ in _UNITS) + "$")
 _RESOURCE = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 def parse_duration(key: str, raw: Any) -> timedelta:
-    """Durations are written like Prometheus's: `30s`, `10m`, `2h`, `1h30m`."""
+    """Durations are written like Prometheus's: `500ms`, `30s`, `10m`, `2h`, `1h30m`, `7d`; a bare number is seconds."""
     if isinstance(raw, bool) or not isinstance(raw, (str, int)):
         raise ConfigError(key, f"expected a duration like '30m', got {raw!r}")
     if isinstance(raw, int):
         return timedelta(seconds=raw)
-    m = _DURATION.match(raw.strip())
-    if not raw.strip() or m is None:
-        raise ConfigError(key, f"expected a duration like '30s', '10m' or '2h', got {raw!r}")
-    h, mi, s = (int(g or 0) for g in m.groups())
-    return timedelta(hours=h, minutes=mi, seconds=s)
+    text = raw.strip()
+    m = _DURATION.match(text)
+    if text == "0":
+        return timedelta(0)
+    if not text or m is None:
+        raise ConfigError(key, f"expected a duration like '500ms', '30s', '10m', '2h' or '7d', got {raw!r}")
+    return sum((int(n) * unit for n, (_, unit) in zip(m.groups(), _UNITS, strict=True) if n), timedelta(0))
+
+
+def format_duration(value: timedelta) -> str:
+    """The inverse of `parse_duration`, as a person writes it: `30m`, `1h30m`, `7d`, `500ms`, `0s`."""
+    rest = value
+    parts = []
+    for suffix, unit in _UNITS[2:]:
+        count, rest = divmod(rest, unit)
+        if count:
+            parts.append(f"{count}{suffix}")
+    return "".join(parts) or "0s"
 
 
 def bounded(kind: type, lo: float | None, hi: float | None) -> Callable[[str, Any], Any]:
@@ -52,7 +68,7 @@ def duration_in(lo: timedelta, hi: timedelta) -> Callable[[str, Any], timedelta]
     def parse(key: str, raw: Any) -> timedelta:
         value = parse_duration(key, raw)
         if not lo <= value <= hi:
-            raise ConfigError(key, f"must be between {lo} and {hi}, got {raw!r}")
+            raise ConfigError(key, f"must be between {format_duration(lo)} and {format_duration(hi)}, got {raw!r}")
         return value
 
     return parse

@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import urllib3
+import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from .errors import ConflictError, PermanentError, TemporaryError
+from .errors import ConfigError, ConflictError, PermanentError, TemporaryError
 from .metrics import Metrics
 from .settings import Kube
 
@@ -99,9 +100,13 @@ class KubeGateway:
         try:
             k8s_config.load_incluster_config(client_configuration=configuration)
         except k8s_config.ConfigException:
-            k8s_config.load_kube_config(
-                config_file=settings.kubeconfig, context=settings.context, client_configuration=configuration
-            )
+            try:
+                k8s_config.load_kube_config(
+                    config_file=settings.kubeconfig, context=settings.context, client_configuration=configuration
+                )
+            except (k8s_config.ConfigException, yaml.YAMLError, OSError) as e:
+                problem = str(e).replace("\n", " ")
+                raise ConfigError("kube.kubeconfig", f"no usable kubeconfig: {problem}") from e
         return cls(_api_client(configuration, settings), settings=settings, metrics=metrics)
 
     @classmethod

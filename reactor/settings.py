@@ -14,14 +14,14 @@ from datetime import timedelta
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
+from .config_sources import Problems, env_values, file_values
 from .errors import ConfigError
 from .fields import (
     boolean,
     bounded,
     choice,
     duration_in,
+    format_duration,
     listen,
     millicores,
     names,
@@ -80,9 +80,8 @@ def _alerts(key: str, raw: Any) -> Mapping[str, tuple[str, ...]]:
             raise ConfigError(f"{key}.{name}", "expected a non-empty list of strategies")
         for i, s in enumerate(strategies):
             if s not in STRATEGIES:
-                raise ConfigError(
-                    f"{key}.{name}[{i}]", f"unknown strategy {s!r}; known: {', '.join(sorted(STRATEGIES))}"
-                )
+                known = ", ".join(sorted(STRATEGIES))
+                raise ConfigError(f"{key}.{name}[{i}]", f"unknown strategy {s!r}; known: {known}")
         merged[name] = tuple(strategies)
     return MappingProxyType(merged)
 
@@ -154,63 +153,58 @@ def env_name(path: str) -> str:
     return "REACTOR_" + "__".join(parts)
 
 
-def _flatten(doc: Mapping[str, Any]) -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in doc.items():
-        if not isinstance(key, str):
-            raise ConfigError(str(key), "keys must be strings")
-        if key in _SECTIONS and key not in _SCHEMA:
-            if not isinstance(value, dict):
-                raise ConfigError(key, "expected a mapping")
-            for sub, subvalue in value.items():
-                flat[f"{key}.{sub}"] = subvalue
-        else:
-            flat[key] = value
-    for key in flat:
-        if key not in _SCHEMA:
-            raise ConfigError(key, "unknown key (see the README's policy reference)")
-    return flat
+def build_settings(doc: Mapping[str, Any], environ: Mapping[str, str] | None = None, *,
+                   file: str | None = None) -> Settings:
+    """Validate a parsed policy document (+ environment overrides) into `Settings`.
+
+    Every problem is collected and raised together (`ConfigErrors`), each named by its source: `file: key`
+    (or the bare key without `file`) or the `REACTOR_*` variable."""
+    if not isinstance(doc, dict):
+        raise ConfigError(file or "(top)", "the policy file must be a YAML mapping")
+    problems = Problems()
+    raw = file_values(doc, schema=_SCHEMA, sections=_SECTIONS, file=file, problems=problems)
+    raw.update(env_values(environ or {}, {env_name(k): k for k in _SCHEMA}, problems))
+    values: dict[str, dict[str, Any]] = {"policy": {}, "server": {}, "kube": {}, "top": {}}
+    for path, (value, origin) in raw.items():
+        section, name, parse = _SCHEMA[path]
+        with problems.checking(origin):
+            values[section][name] = parse(path, value)
+    problems.raise_any()
+    settings = Settings(policy=Policy(**values["policy"]), server=Server(**values["server"]),
+                        kube=Kube(**values["kube"]), **values["top"])
+    for key, problem in _inconsistencies(settings):
+        problems.add(raw[key][1].name(key) if key in raw else key, problem)
+    problems.raise_any()
+    return settings
 
 
-def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for path in _SCHEMA:
-        name = env_name(path)
-        if name in environ:
-            try:
-                found[path] = yaml.safe_load(environ[name])
-            except yaml.YAMLError as e:
-                raise ConfigError(name, f"not a YAML value: {e}") from e
+def _inconsistencies(settings: Settings) -> list[tuple[str, str]]:
+    """(key, problem) for values that are valid alone but not together."""
+    p, found = settings.policy, []
+    if p.min_gpus > p.max_gpus:
+        found.append(("gpus.min", f"must not exceed gpus.max ({p.max_gpus})"))
+    if p.min_replicas > p.max_replicas:
+        found.append(("replicas.min", f"must not exceed replicas.max ({p.max_replicas})"))
+    if len(set(p.priority_ladder)) != len(p.priority_ladder):
+        found.append(("priorityLadder", "lists a class twice"))
+    if p.reverse_after < p.cooldown:
+        found.append(("reverseAfter", f"must be at least the cooldown ({format_duration(p.cooldown)})"))
+    if (settings.server.tls_cert is None) != (settings.server.tls_key is None):
+        found.append(("server.tlsCert", "tlsCert and tlsKey must be set together"))
     return found
 
 
-def build_settings(doc: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:
-    """Validate a parsed policy document (+ environment overrides) into `Settings`."""
-    if not isinstance(doc, dict):
-        raise ConfigError("(top)", "the policy file must be a YAML mapping")
-    flat = _flatten(doc)
-    flat.update(_from_env(environ or {}))
-    values: dict[str, dict[str, Any]] = {"policy": {}, "server": {}, "kube": {}, "top": {}}
-    for path, raw in flat.items():
-        section, name, parse = _SCHEMA[path]
-        values[section][name] = parse(path, raw)
-    policy = Policy(**values["policy"])
-    _check_policy(policy)
-    server = Server(**values["server"])
-    if (server.tls_cert is None) != (server.tls_key is None):
-        raise ConfigError("server.tlsCert", "tlsCert and tlsKey must be set together")
-    return Settings(policy=policy, server=server, kube=Kube(**values["kube"]), **values["top"])
-
-
-def _check_policy(p: Policy) -> None:
-    if p.min_gpus > p.max_gpus:
-        raise ConfigError("gpus.min", f"must not exceed gpus.max ({p.max_gpus})")
-    if p.min_replicas > p.max_replicas:
-        raise ConfigError("replicas.min", f"must not exceed replicas.max ({p.max_replicas})")
-    if len(set(p.priority_ladder)) != len(p.priority_ladder):
-        raise ConfigError("priorityLadder", "lists a class twice")
-    if p.reverse_after < p.cooldown:
-        raise ConfigError("reverseAfter", f"must be at least the cooldown ({p.cooldown})")
+def warnings(settings: Settings) -> list[str]:
+    """Valid settings that still make the reactor act nowhere: said at start and by `check-config`."""
+    p = settings.policy
+    found = []
+    if not p.allow:
+        found.append("namespaces.allow is empty: the reactor acts in no namespace (list namespaces, or '*' for all)")
+    elif "*" not in p.allow and not [n for n in p.allow if n not in p.deny]:
+        found.append("every namespace in namespaces.allow is also in namespaces.deny: the reactor acts nowhere")
+    if p.budget_global.actions == 0:
+        found.append("budget.global.actions is 0: no action is ever taken")
+    return found
 
 
 def load_settings(path: str | os.PathLike[str] | None, environ: Mapping[str, str] | None = None) -> Settings:
@@ -219,4 +213,4 @@ def load_settings(path: str | os.PathLike[str] | None, environ: Mapping[str, str
     if path is not None:
         doc = read_yaml_file(path)
         doc = {} if doc is None else doc
-    return build_settings(doc, os.environ if environ is None else environ)
+    return build_settings(doc, os.environ if environ is None else environ, file=None if path is None else str(path))

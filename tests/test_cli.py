@@ -31,7 +31,7 @@ def test_check_config_accepts_the_demo_policy(capsys: pytest.CaptureFixture[str]
     ("budget: {global: {actions: -1, per: 10m}}\n", "budget.global.actions"),
     ("colldown: 5m\n", "colldown"),
     ("server: {tlsCert: /x.pem}\n", "server.tlsCert"),
-    ("- just\n- a list\n", "(top)"),
+    ("- just\n- a list\n", "policy.yaml: the policy file must be a YAML mapping"),
     ("key: [unclosed\n", "policy.yaml"),
 ], ids=["duration", "ratio-bound", "min-over-max", "namespace-name", "strategy", "budget", "typo", "tls-pair", "not-mapping", "yaml"])
 def test_check_config_names_the_offending_key(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, key: str) -> None:
@@ -39,7 +39,7 @@ def test_check_config_names_the_offending_key(tmp_path: Path, capsys: pytest.Cap
     path.write_text(text)
     assert main(["check-config", str(path)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("reactor: invalid configuration: ")
+    assert err.startswith("reactor check-config: invalid configuration: ")
     assert key in err
 
 
@@ -64,7 +64,7 @@ def test_environment_overrides_the_file(tmp_path: Path) -> None:
 
 def test_a_bad_environment_value_names_the_variable(tmp_path: Path) -> None:
     from reactor.errors import ConfigError
-    with pytest.raises(ConfigError, match="^cooldown: expected a duration"):
+    with pytest.raises(ConfigError, match="^REACTOR_COOLDOWN: expected a duration"):
         load_settings(None, {"REACTOR_COOLDOWN": "[1, 2]"})
 
 

@@ -15,6 +15,7 @@ from ..errors import ConfigError, PermanentError
 from ..kube import KubeGateway
 from ..metrics import Metrics
 from ..settings import Settings
+from ..settings import warnings as settings_warnings
 from ..web import Readiness, TokenFile, create_app
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,8 @@ class Service:
 def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Metrics | None = None,
              registry: CollectorRegistry | None = None, clock: Callable[[], datetime] = utcnow) -> Service:
     if settings.server.token_file is None:
-        raise ConfigError("server.tokenFile", "required: the webhook changes workloads and must be authenticated")
+        raise ConfigError("server.tokenFile", "required: the webhook changes workloads and must be authenticated; "
+                          "set it in the policy file or REACTOR_SERVER__TOKEN_FILE to a file holding the bearer token")
     try:
         token = TokenFile(settings.server.token_file)
     except OSError as e:
@@ -40,8 +42,8 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
     kube = kube or KubeGateway.connect(settings.kube, metrics)
     engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock)
     app = create_app(settings, engine=engine, metrics=metrics, token=token, readiness=Readiness(kube.version))
-    if not settings.policy.allow:
-        log.warning("no namespace is allowed: every alert will be skipped (set namespaces.allow)")
+    for warning in settings_warnings(settings):
+        log.warning("the policy acts nowhere", extra={"detail": warning})
     return Service(app=app, engine=engine, metrics=metrics, kube=kube)
 
 

@@ -1,89 +1,188 @@
-"""`reactor` command line: serve, check-config, demo, sim, plan, rules."""
+"""`reactor` command line: serve, check-config, demo, sim, plan, rules.
+
+Each command is one `_add_*` function that declares its arguments (each with help) and the function that
+runs it; `main` turns every error a person can cause into one line on stderr and an exit status, never a
+traceback. It holds no logic of its own: the commands live in `reactor.app` and `reactor.tools`.
+"""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
-from ..errors import ConfigError, ReactorError
+from ..errors import ConfigError, ReactorError, UsageError
 from ..settings import load_settings
+from ..settings import warnings as settings_warnings
 from . import logs
 
 log = logging.getLogger("reactor")
 
+EXIT_CODES = """exit status:
+  0    done (check-config: the file is valid; warnings go to stderr)
+  1    the command failed: the cluster did not answer, rule files are stale, the server could not start
+  2    a bad argument or an invalid configuration (the message names the flag, file or key)
+  130  interrupted (Ctrl-C); 128+N for another signal N (SIGTERM: 143)"""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line that says where to look, not the whole usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+def port(text: str) -> int:
+    """A TCP port, 0 for any free one."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0-65535 (0: any free port), got {value}")
+    return value
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="reactor", description="GPU Reactor: act on GPU utilization alerts.", epilog=EXIT_CODES,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_add_serve, _add_check_config, _add_demo, _add_sim, _add_plan, _add_rules):
+        add(sub)
+    return parser
+
+
+def _command(sub: Any, name: str, run: Callable[[argparse.Namespace], int], help: str, **kw: Any) -> Parser:
+    p: Parser = sub.add_parser(name, help=help, description=kw.pop("description", help), **kw)
+    p.set_defaults(run=run)
+    return p
+
+
+def _add_serve(sub: Any) -> None:
+    p = _command(sub, "serve", _serve, "serve the webhook against a real cluster (in-cluster config or kubeconfig)",
+                 description="Serve the Alertmanager webhook. Needs a bearer token file (server.tokenFile or "
+                             "REACTOR_SERVER__TOKEN_FILE); outside a cluster also a kubeconfig (kube.kubeconfig).")
+    p.add_argument("--config", metavar="FILE", help="the policy file (YAML); REACTOR_* variables override its keys")
+
+
+def _add_check_config(sub: Any) -> None:
+    p = _command(sub, "check-config", _check_config, "validate a policy file: every problem at once, exit 2 if any",
+                 description="Validate a policy file and the REACTOR_* variables; print every problem with the "
+                             "file key or variable it comes from (exit 2), or ok plus warnings for a policy that "
+                             "acts nowhere (exit 0).")
+    p.add_argument("file", metavar="FILE", help="the policy file (YAML) to validate")
+
+
+def _add_demo(sub: Any) -> None:
+    p = _command(sub, "demo", _demo, "run the reactor on the embedded cluster and show it acting")
+    p.add_argument("--once", action="store_true", help="exit when the demo notifications are handled")
+    p.add_argument("--port", type=port, default=0, help="the reactor's port (default 0: any free port)")
+
+
+def _add_sim(sub: Any) -> None:
+    p = _command(sub, "sim", _sim, "run the embedded Kubernetes API server standalone",
+                 description="Serve the embedded Kubernetes API server until Ctrl-C, and print the kubeconfig, "
+                             "the token file and the `reactor serve` command to run against it.")
+    p.add_argument("--seed", action="append", default=[], metavar="PATH",
+                   help="manifests: a YAML file, a folder or a kustomize entry point; may repeat "
+                        "(default: the demo cluster)")
+    p.add_argument("--port", type=port, default=0, help="the API server's port (default 0: any free port, so "
+                                                        "that it never collides with a local kube-apiserver on 6443)")
+    p.add_argument("--rbac", action="store_true", help="enforce Roles and bindings from the seeds (serves https)")
+    p.add_argument("--kubeconfig", default="sim.kubeconfig", metavar="FILE",
+                   help="where to write the kubeconfig (default: sim.kubeconfig; the webhook token goes next to it, "
+                        "in sim.token)")
+
+
+def _add_plan(sub: Any) -> None:
+    p = _command(sub, "plan", _plan, "print what the reactor would do for a notification, writing nothing",
+                 description="Run the engine in dry run on one notification and explain each decision. Without "
+                             "--kubeconfig or --seed it plans against the demo cluster with the demo's policy "
+                             "(try --alerts reactor/tools/demo_data/alerts-underutilized.json).")
+    p.add_argument("--alerts", required=True, metavar="FILE", help="an Alertmanager webhook body (JSON)")
+    p.add_argument("--config", metavar="FILE", help="the policy file (default: the demo's policy when planning "
+                                                    "against the demo cluster, else the defaults)")
+    p.add_argument("--output", choices=("text", "json"), default="text",
+                   help="text for people (default), or json: {\"outcomes\": [...]} as the webhook answers")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--kubeconfig", metavar="FILE", help="read a real cluster through this kubeconfig (read only)")
+    src.add_argument("--seed", action="append", metavar="PATH",
+                     help="manifests for an embedded cluster to plan against; may repeat (default: the demo cluster)")
+
+
+def _add_rules(sub: Any) -> None:
+    from ..tools.rules import add_render_arguments, run_render
+
+    p = _command(sub, "rules", _missing_subcommand, "render the Prometheus rules from rules/thresholds.yaml")
+    rules = p.add_subparsers(dest="rules_command", required=True, metavar="COMMAND")
+    render = _command(rules, "render", run_render, "write (or with --check compare) the generated rule files")
+    add_render_arguments(render)
+
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="reactor", description="GPU Reactor: act on GPU utilization alerts.")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("serve", help="serve the webhook against a real cluster (in-cluster config or kubeconfig)")
-    p.add_argument("--config", help="the policy file (YAML); REACTOR_* variables override it")
-
-    p = sub.add_parser("check-config", help="validate a policy file; exit 1 and name the key when it is wrong")
-    p.add_argument("file")
-
-    p = sub.add_parser("demo", help="run the reactor on the embedded cluster and show it acting")
-    p.add_argument("--once", action="store_true", help="exit when the demo notifications are handled")
-    p.add_argument("--port", type=int, default=0, help="reactor port (0 = any free port)")
-
-    p = sub.add_parser("sim", help="run the embedded Kubernetes API server standalone")
-    p.add_argument("--seed", action="append", default=[], help="manifests: a YAML file, a folder or a kustomize entry point; may repeat")
-    p.add_argument("--port", type=int, default=6443)
-    p.add_argument("--rbac", action="store_true", help="enforce Roles and bindings from the seeds (serves https)")
-    p.add_argument("--kubeconfig", default="sim.kubeconfig", help="where to write the kubeconfig")
-
-    p = sub.add_parser("plan", help="print what the reactor would do for a notification, writing nothing")
-    p.add_argument("--alerts", required=True, help="an Alertmanager webhook body (JSON)")
-    p.add_argument("--config", help="the policy file")
-    src = p.add_mutually_exclusive_group()
-    src.add_argument("--kubeconfig", help="read the cluster through this kubeconfig")
-    src.add_argument("--seed", action="append", help="manifests for an embedded cluster to plan against")
-
-    p = sub.add_parser("rules", help="render the Prometheus rules from rules/thresholds.yaml")
-    p.add_argument("rules_args", nargs=argparse.REMAINDER)
-
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
+    prog = f"reactor {args.command}"
     try:
-        return _dispatch(args)
+        return int(args.run(args))
     except ConfigError as e:
-        print(f"reactor: invalid configuration: {e}", file=sys.stderr)
+        print(_invalid(prog, getattr(e, "problems", (e,))), file=sys.stderr)
+        return 2
+    except UsageError as e:
+        print(f"{prog}: {e}", file=sys.stderr)
         return 2
     except ReactorError as e:
-        print(f"reactor: {e}", file=sys.stderr)
+        print(f"{prog}: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        return 130
 
 
-def _dispatch(args: argparse.Namespace) -> int:
-    if args.command == "check-config":
-        settings = load_settings(args.file)
-        p = settings.policy
-        print(f"{args.file}: ok (allow={list(p.allow)}, dryRun={p.dry_run}, mode={p.default_mode}, "
-              f"gpuResource={p.gpu_resource})")
-        return 0
-    if args.command == "serve":
-        return _serve(args.config)
-    if args.command == "demo":
-        from ..tools.demo import run_demo
-        return run_demo(once=args.once, port=args.port)
-    if args.command == "sim":
-        from ..tools.sim_command import run_sim
-        return run_sim(seeds=args.seed, port=args.port, kubeconfig=args.kubeconfig, rbac=args.rbac)
-    if args.command == "plan":
-        from ..tools.plan import run_plan
-        return run_plan(alerts=args.alerts, config=args.config, kubeconfig=args.kubeconfig, seeds=args.seed)
-    if args.command == "rules":
-        from ..tools.rules import render_command
-        return render_command(list(args.rules_args))
-    raise AssertionError(args.command)
+def _invalid(prog: str, problems: Sequence[ConfigError]) -> str:
+    if len(problems) == 1:
+        return f"{prog}: invalid configuration: {problems[0]}"
+    return f"{prog}: invalid configuration, {len(problems)} problems:" + "".join(f"\n  {p}" for p in problems)
 
 
-def _serve(config: str | None) -> int:
+def _missing_subcommand(args: argparse.Namespace) -> int:
+    raise AssertionError("argparse requires a subcommand")
+
+
+def _check_config(args: argparse.Namespace) -> int:
+    settings = load_settings(args.file)
+    for warning in settings_warnings(settings):
+        print(f"warning: {warning}", file=sys.stderr)
+    p = settings.policy
+    print(f"{args.file}: ok (allow={list(p.allow)}, dryRun={p.dry_run}, mode={p.default_mode}, "
+          f"gpuResource={p.gpu_resource})")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from ..tools.demo import run_demo
+
+    return run_demo(once=args.once, port=args.port)
+
+
+def _sim(args: argparse.Namespace) -> int:
+    from ..tools.sim_command import run_sim
+
+    return run_sim(seeds=args.seed, port=args.port, kubeconfig=args.kubeconfig, rbac=args.rbac)
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from ..tools.plan import run_plan
+
+    return run_plan(alerts=args.alerts, config=args.config, kubeconfig=args.kubeconfig, seeds=args.seed,
+                    output=args.output)
+
+
+def _serve(args: argparse.Namespace) -> int:
     from .assembly import assemble, check_ladder
     from .runner import run
 
-    settings = load_settings(config)
+    settings = load_settings(args.config)
     logs.configure(settings.log_format, settings.log_level)
     service = assemble(settings)
     missing = check_ladder(service)

@@ -7,6 +7,7 @@ semantics live in `operations`. It must not keep any state of its own besides co
 from __future__ import annotations
 
 import json
+import logging
 import ssl
 import threading
 import time
@@ -24,6 +25,7 @@ from .status import ApiError, bad_request, method_not_allowed, path_not_found, u
 
 Obj = dict[str, Any]
 PATCH_TYPES = (STRATEGIC, MERGE, JSON_PATCH)
+log = logging.getLogger(__name__)
 LIST_KINDS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
@@ -67,11 +69,22 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def setup(self) -> None:
+        self.handshake_failed = False
         if isinstance(self.request, ssl.SSLSocket):
-            self.request.settimeout(10)
-            self.request.do_handshake()  # here, in the connection's thread (see SimCluster.start)
-            self.request.settimeout(None)
+            try:
+                self.request.settimeout(10)
+                self.request.do_handshake()  # here, in the connection's thread (see SimCluster.start)
+                self.request.settimeout(None)
+            except OSError as e:  # ssl.SSLError too
+                # A client that does not trust our CA (curl, a probe) or hangs up mid-handshake: a normal event,
+                # which socketserver would otherwise print as a traceback.
+                log.debug("TLS handshake failed", extra={"client": self.client_address[0], "error": str(e)})
+                self.handshake_failed = True
         super().setup()
+
+    def handle(self) -> None:
+        if not self.handshake_failed:
+            super().handle()
 
     def do_GET(self) -> None:
         self._handle("GET")

@@ -9,23 +9,29 @@ from __future__ import annotations
 
 import json
 import secrets
+import signal
+import socket
+import sys
 import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..errors import UsageError
 from ..sim import SimCluster
 from .launcher import Child, LaunchError, start_serve
 from .payloads import AlertSpec, notification, rfc3339
+from .seeds import demo_file
+from .signals import Signalled, raising_on_stop_signals
 
 NAMESPACE = "ml-workloads"
 WORKLOADS = (("deployments", "llm-inference"), ("statefulsets", "trainer"), ("deployments", "embedder"),
              ("deployments", "chat"), ("deployments", "pretrain"))
+COUNTERS = ("reactor_actions_total", "reactor_skips_total")
 
 
 @dataclass(frozen=True)
@@ -47,7 +53,8 @@ class Demo:
         return sorted(p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp"))
 
     def specs(self, name: str, app: str, container: str, value: float, gpus: int, **kw: Any) -> list[AlertSpec]:
-        return [AlertSpec(name, NAMESPACE, pod, container, value, gpus, starts_at=self.started, **kw) for pod in self.pods(app)]
+        return [AlertSpec(name, NAMESPACE, pod, container, value, gpus, starts_at=self.started, **kw)
+                for pod in self.pods(app)]
 
     def post(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         request = urllib.request.Request(
@@ -103,35 +110,56 @@ def _cpu_steps() -> list[Step]:
 
 
 def run_demo(*, once: bool, port: int = 0) -> int:
-    with tempfile.TemporaryDirectory(prefix="gpu-reactor-demo-") as tmp:
-        sim = SimCluster().start()
-        try:
-            sim.load_manifests(resources.files("reactor.tools.demo_data").joinpath("cluster.yaml").read_text())
-            sim.settle()
-            token = secrets.token_hex(16)
-            child = _start_reactor(sim, Path(tmp), token, port)
-            url = child.url
-            try:
-                _show(Demo(sim, url, token), sim, url)
-                if not once:
-                    print(f"\nServing on {url} (embedded cluster at {sim.url}); Ctrl-C to stop.")
-                    sim.run_controllers()
-                    child.popen.wait()
-            except KeyboardInterrupt:
-                pass
-            finally:
-                child.stop()
-        finally:
-            sim.stop()
+    """0 when done; 128 + N when signal N (Ctrl-C, SIGTERM, SIGHUP) stopped it — the child is stopped either way."""
+    if port:
+        _check_free(port)
+    try:
+        with raising_on_stop_signals(), tempfile.TemporaryDirectory(prefix="gpu-reactor-demo-") as tmp:
+            _run(once=once, port=port, tmp=Path(tmp))
+    except Signalled as e:
+        name = signal.Signals(e.signum).name
+        print(f"\nreactor demo: stopped by {name}; its reactor serve was stopped too", file=sys.stderr)
+        return e.exit_status
     return 0
+
+
+def _check_free(port: int) -> None:
+    """Said before anything starts, rather than as gunicorn's retries a few seconds later."""
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as e:
+            raise UsageError(f"--port {port}", f"cannot listen on 127.0.0.1:{port}: {e.strerror}; "
+                                               "pick another port, or 0 for any free one") from e
+
+
+def _run(*, once: bool, port: int, tmp: Path) -> None:
+    sim = SimCluster().start()
+    try:
+        sim.load_manifests(demo_file("cluster.yaml").read_text())
+        sim.settle()
+        token = secrets.token_hex(16)
+        child = _start_reactor(sim, tmp, token, port)
+        try:
+            _show(Demo(sim, child.url, token), sim, child.url)
+            if once:
+                _print_counters(child.url)
+                return
+            print(f"\nServing on {child.url} (reactor serve, pid {child.pid}; embedded cluster at {sim.url}); "
+                  f"metrics at {child.url}/metrics. Ctrl-C to stop.", flush=True)
+            sim.run_controllers()
+            child.popen.wait()
+        finally:
+            child.stop()
+    finally:
+        sim.stop()
 
 
 def _start_reactor(sim: SimCluster, tmp: Path, token: str, port: int) -> Child:
     (tmp / "token").write_text(token)
-    policy = resources.files("reactor.tools.demo_data").joinpath("policy.yaml")
+    kubeconfig = sim.write_kubeconfig(str(tmp / "kubeconfig"))
     try:
-        return start_serve(str(policy), token_file=tmp / "token", kubeconfig=sim.write_kubeconfig(str(tmp / "kubeconfig")),
-                           port=port)
+        return start_serve(str(demo_file("policy.yaml")), token_file=tmp / "token", kubeconfig=kubeconfig, port=port)
     except LaunchError as e:
         raise SystemExit(f"reactor demo: {e}") from e
 
@@ -150,7 +178,16 @@ def _show(demo: Demo, sim: SimCluster, url: str) -> None:
         sim.settle()
     _table(("#", "step", "alert", "workload", "outcome"), rows)
     _print_workloads(sim, "After")
-    print(f"\nMetrics: {url}/metrics   (e.g. reactor_actions_total, reactor_skips_total)")
+
+
+def _print_counters(url: str) -> None:
+    """The action and skip counters, read while the reactor still runs (--once stops it right after)."""
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    lines = [line for line in text.splitlines() if line.startswith(COUNTERS) and not line.endswith(" 0.0")]
+    print("\nMetrics (non-zero), read from the reactor's /metrics before it stopped:")
+    for line in lines:
+        print(f"  {line}")
 
 
 def _summary(o: dict[str, Any]) -> str:
@@ -161,22 +198,28 @@ def _summary(o: dict[str, Any]) -> str:
 
 
 def _print_workloads(sim: SimCluster, title: str) -> None:
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for resource, name in WORKLOADS:
         obj = sim.get(resource, NAMESPACE, name)
         spec = obj["spec"]["template"]["spec"]
-        gpus = ", ".join(f"{c['name']}={c.get('resources', {}).get('limits', {}).get('nvidia.com/gpu', '0')}" for c in spec["containers"])
-        rows.append((f"{obj['kind']}/{name}", str(obj["spec"].get("replicas", 1)), gpus, spec.get("priorityClassName", "")))
+        gpus = ", ".join(f"{c['name']}={_gpus(c)}" for c in spec["containers"])
+        replicas = str(obj["spec"].get("replicas", 1))
+        rows.append((f"{obj['kind']}/{name}", replicas, gpus, spec.get("priorityClassName", "")))
     quota = sim.get("resourcequotas", NAMESPACE, "gpu-quota").get("status", {})
-    used, hard = quota.get("used", {}).get("requests.nvidia.com/gpu"), quota.get("hard", {}).get("requests.nvidia.com/gpu")
+    used = quota.get("used", {}).get("requests.nvidia.com/gpu")
+    hard = quota.get("hard", {}).get("requests.nvidia.com/gpu")
     print(f"{title}: (quota requests.nvidia.com/gpu used {used} of {hard})")
     _table(("workload", "replicas", "GPUs per pod", "priority class"), rows)
     print()
 
 
+def _gpus(container: dict[str, Any]) -> str:
+    return str(container.get("resources", {}).get("limits", {}).get("nvidia.com/gpu", "0"))
+
+
 def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-    line = "  ".join("{:<%d}" % w for w in widths)
+    line = "  ".join(f"{{:<{w}}}" for w in widths)
     print(line.format(*header))
     print(line.format(*("-" * w for w in widths)))
     for row in rows:

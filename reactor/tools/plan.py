@@ -1,7 +1,8 @@
 """`reactor plan`: what the reactor would do for one notification, and why — writing nothing.
 
-It runs the real engine with dry run forced on, against a real cluster (kubeconfig) or an
-embedded one seeded from manifests, so SREs can tune rules and policy before enforcing.
+It runs the real engine with dry run forced on, against a real cluster (kubeconfig) or an embedded one
+seeded from manifests (by default the demo cluster with the demo's policy), so SREs can tune rules and
+policy before enforcing. It never writes to a real cluster: dry run is forced whatever the policy says.
 """
 
 from __future__ import annotations
@@ -15,54 +16,83 @@ from typing import Any
 
 from ..alerts import parse_notification
 from ..engine import Engine
-from ..errors import ConfigError, InvalidPayload, TemporaryError
+from ..errors import ConfigError, InvalidPayload, TemporaryError, UsageError
 from ..kube import KubeGateway
 from ..metrics import Metrics
 from ..outcome import Outcome
 from ..settings import Settings, load_settings
+from .seeds import apply_seeds, demo_file, read_seeds
+
+OUTPUTS = ("text", "json")
 
 
-def run_plan(*, alerts: str, config: str | None, kubeconfig: str | None, seeds: list[str] | None) -> int:
+def run_plan(*, alerts: str, config: str | None, kubeconfig: str | None, seeds: list[str] | None,
+             output: str = "text") -> int:
+    """Print the plan; 0 when it was made, 1 when the cluster did not answer. Bad arguments raise `UsageError`."""
+    notification = read_notification(alerts)
+    if kubeconfig is not None and not Path(kubeconfig).is_file():
+        raise UsageError(f"--kubeconfig {kubeconfig}", "no such file; give the path of a kubeconfig file")
+    if config is None and kubeconfig is None and not seeds:
+        config = str(demo_file("policy.yaml"))  # the demo cluster, planned with the demo's policy
     settings = load_settings(config)
     settings = dataclasses.replace(settings, policy=dataclasses.replace(settings.policy, dry_run=True))
-    notification = _read_notification(alerts)
-    metrics = Metrics()
-    with ExitStack() as stack:
-        if seeds:
-            kube = _embedded(stack, seeds, settings, metrics)
-        else:
-            kube_settings = dataclasses.replace(settings.kube, kubeconfig=kubeconfig or settings.kube.kubeconfig)
-            kube = KubeGateway.connect(kube_settings, metrics)
-        stack.callback(kube.close)
-        engine = Engine(settings=settings, kube=kube, metrics=metrics)
-        try:
-            outcomes = engine.handle(notification)
-        except TemporaryError as e:
-            print(f"reactor plan: the cluster did not answer: {e}", file=sys.stderr)
-            return 1
-    print_plan(outcomes, settings)
+    try:
+        outcomes = _plan(notification, settings, kubeconfig=kubeconfig, seeds=seeds or [])
+    except TemporaryError as e:
+        print(f"reactor plan: the cluster did not answer: {e}", file=sys.stderr)
+        return 1
+    if kubeconfig is None and not seeds and any(o.reason == "not-found" for o in outcomes):
+        print("reactor plan: note: planned against the demo cluster, which has no such pod; its pods are named in "
+              "reactor/tools/demo_data/alerts-*.json — or pass --seed or --kubeconfig for your own", file=sys.stderr)
+    if output == "json":
+        print(json.dumps({"outcomes": [o.to_json() for o in outcomes]}, indent=2))
+    else:
+        print_plan(outcomes, settings)
     return 0
 
 
-def _read_notification(path: str) -> Any:
+def read_notification(path: str) -> Any:
+    """The parsed notification in the file; a missing file, bad JSON or a bad payload is a `UsageError`."""
+    flag = f"--alerts {path}"
     try:
-        body = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise ConfigError(path, f"cannot read the notification: {e}") from e
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise UsageError(flag, f"cannot read: {e.strerror}; give an Alertmanager webhook body (JSON)") from e
+    try:
+        body = json.loads(text)
+    except ValueError as e:
+        raise UsageError(flag, f"not JSON: {e}") from e
     try:
         return parse_notification(body)
     except InvalidPayload as e:
-        raise ConfigError(path, f"not a valid Alertmanager payload: {e}") from e
+        raise UsageError(flag, f"not a valid Alertmanager payload: {e}") from e
+
+
+def _plan(notification: Any, settings: Settings, *, kubeconfig: str | None, seeds: list[str]) -> list[Outcome]:
+    metrics = Metrics()
+    with ExitStack() as stack:
+        if kubeconfig is not None:
+            kube = _connect(settings, kubeconfig, metrics)
+        else:
+            kube = _embedded(stack, seeds, settings, metrics)
+        stack.callback(kube.close)
+        return Engine(settings=settings, kube=kube, metrics=metrics).handle(notification)
+
+
+def _connect(settings: Settings, kubeconfig: str, metrics: Metrics) -> KubeGateway:
+    try:
+        return KubeGateway.connect(dataclasses.replace(settings.kube, kubeconfig=kubeconfig), metrics)
+    except ConfigError as e:
+        raise UsageError(f"--kubeconfig {kubeconfig}", e.problem) from e
 
 
 def _embedded(stack: ExitStack, seeds: list[str], settings: Settings, metrics: Metrics) -> KubeGateway:
     from ..sim import SimCluster
 
+    found = read_seeds(seeds)
     sim = SimCluster().start()
     stack.callback(sim.stop)
-    for seed in seeds:
-        sim.load_manifests(Path(seed))
-    sim.settle()
+    apply_seeds(sim, found)
     return KubeGateway.for_url(sim.url, settings.kube, metrics)
 
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import shutil
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from reactor.model import KNOWN_ALERTS
+from reactor.tools.rules import render_to
 
 CONTRACT_LABELS = {"severity", "reactor"}
 WORKLOAD_LABELS = {"namespace", "pod", "container"}
@@ -30,4 +32,14 @@ def alert_cases(test_file: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             yield test.get("name", "?"), case
 
 
-__all__ = ["KNOWN_ALERTS", "alert_rules", "alert_cases", "load"]
+def render_with_tests(values: Path, test_files: Iterable[Path], root: Path) -> Path:
+    """Render `values` into `root` and copy the test files to `root/rules/tests/`, where their
+    `rule_files: [../gpu-reactor.rules.yaml]` names that render, not the shipped rules; return that folder."""
+    tests = render_to(values, root).parent / "tests"
+    tests.mkdir(parents=True, exist_ok=True)
+    for test_file in test_files:
+        shutil.copy(test_file, tests / test_file.name)
+    return tests
+
+
+__all__ = ["KNOWN_ALERTS", "alert_rules", "alert_cases", "load", "render_with_tests"]

@@ -17,10 +17,14 @@ from tests.rules.rule_files import (
     WORKLOAD_LABELS,
     alert_cases,
     alert_rules,
+    render_with_tests,
 )
 
 RULE_FILE = REPO / RULES_FILE
+# Every rules/tests/*.test.yaml runs against the render of rules/tests/thresholds.yaml (fixed values), never
+# against the shipped rules: tuning rules/thresholds.yaml changes the shipped rules, not what these tests pin.
 TEST_FILES = sorted(RULE_TESTS_DIR.glob("*.test.yaml"))
+TEST_VALUES = RULE_TESTS_DIR / "thresholds.yaml"
 # Other values (scrape.labels: plain, kubeStateMetrics): each folder's thresholds.yaml is rendered into
 # a temporary directory, where its *.test.yaml files run next to the rendered gpu-reactor.rules.yaml.
 VARIANTS = sorted(p for p in (RULE_TESTS_DIR / "variants").iterdir() if p.is_dir())
@@ -47,9 +51,21 @@ def test_promtool_check_rules_accepts_the_fast_test_rules(promtool: str, tmp_pat
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.fixture(scope="module")
+def rule_tests(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder where the test files sit next to `../gpu-reactor.rules.yaml` rendered from TEST_VALUES."""
+    return render_with_tests(TEST_VALUES, TEST_FILES, tmp_path_factory.mktemp("rule-tests"))
+
+
+def test_promtool_check_rules_accepts_the_rules_the_tests_pin(promtool: str, rule_tests: Path) -> None:
+    result = run(promtool, "check", "rules", str(rule_tests.parent / RULES_FILE.name))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 @pytest.mark.parametrize("test_file", TEST_FILES, ids=[p.name for p in TEST_FILES])
-def test_promtool_unit_tests_pass(promtool: str, test_file: Path) -> None:
-    result = run(promtool, "test", "rules", str(test_file))
+def test_promtool_unit_tests_pass(promtool: str, test_file: Path, rule_tests: Path) -> None:
+    assert "rule_files: [../gpu-reactor.rules.yaml]" in test_file.read_text(), "tests must name the rendered rules"
+    result = run(promtool, "test", "rules", str(rule_tests / test_file.name))
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -75,12 +91,12 @@ def test_promtool_unit_tests_pass_for_other_values(promtool: str, variant: Path,
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_a_wrong_expectation_fails_promtool(promtool: str, tmp_path: Path) -> None:
+def test_a_wrong_expectation_fails_promtool(promtool: str, rule_tests: Path) -> None:
     """Guards the guard: the test files really constrain the rules (a changed value fails)."""
     source = (RULE_TESTS_DIR / "utilization.test.yaml").read_text()
     assert 'value: "0.200"' in source
-    broken = tmp_path / "broken.test.yaml"
-    broken.write_text(source.replace("../gpu-reactor.rules.yaml", str(RULE_FILE)).replace('value: "0.200"', 'value: "0.201"'))
+    broken = rule_tests / "broken.test.yaml"
+    broken.write_text(source.replace('value: "0.200"', 'value: "0.201"'))
     assert run(promtool, "test", "rules", str(broken)).returncode != 0
 
 

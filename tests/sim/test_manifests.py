@@ -96,7 +96,7 @@ def test_reactor_sim_refuses_a_broken_seed(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "reactor", "sim", "--seed", str(bad), "--port", "0",
                            "--kubeconfig", str(tmp_path / "k")], cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
-    assert "cannot load the seeds: not a Kubernetes object" in done.stderr
+    assert "--seed " in done.stderr and "cannot read the manifests: not a Kubernetes object" in done.stderr
 
 
 @pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed: cannot render the kustomizations under deploy/")

@@ -21,6 +21,8 @@ DEFAULT_VALUES = Path("rules/thresholds.yaml")
 
 __all__ = [
     "DEFAULT_VALUES",
+    "add_render_arguments",
+    "run_render",
     "PROMETHEUS_RULE_FILE",
     "RULES_FILE",
     "load_values",
@@ -56,33 +58,50 @@ def render_to(values_path: str | os.PathLike[str], root: str | os.PathLike[str])
     return Path(root) / RULES_FILE
 
 
+def add_render_arguments(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("--values", type=Path, metavar="FILE", help=f"values file (default: ROOT/{DEFAULT_VALUES})")
+    cmd.add_argument("--root", type=Path, default=Path("."), metavar="ROOT",
+                     help="the repository root the outputs go under (default: the current folder)")
+    cmd.add_argument("--check", action="store_true", help="write nothing; exit 1 with a diff if outputs are stale")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="reactor rules", description="Render the GPU alerting rules.")
     sub = parser.add_subparsers(dest="command", required=True)
-    cmd = sub.add_parser("render", help="write the rule files from the values file")
-    cmd.add_argument("--values", type=Path, help=f"values file (default: ROOT/{DEFAULT_VALUES})")
-    cmd.add_argument("--root", type=Path, default=Path("."), help="repository root the outputs go under")
-    cmd.add_argument("--check", action="store_true", help="write nothing; exit 1 with a diff if outputs are stale")
+    add_render_arguments(sub.add_parser("render", help="write the rule files from the values file"))
     return parser
 
 
 def render_command(argv: list[str]) -> int:
     """`reactor rules render [--values F] [--root D] [--check]`; returns the exit status."""
-    args = _parser().parse_args(argv)
+    return run_render(_parser().parse_args(argv))
+
+
+def run_render(args: argparse.Namespace) -> int:
+    """Render (or `--check`) as `args` say: 0 done or up to date, 1 stale, 2 no or a bad values file."""
     values_path = args.values if args.values is not None else args.root / DEFAULT_VALUES
+    if not values_path.is_file():
+        where = "--values" if args.values is not None else f"--root {args.root}"
+        print(f"reactor rules render: {where}: no values file at {values_path}; run it in the repository root "
+              f"(where {DEFAULT_VALUES} is) or pass --root DIR or --values FILE", file=sys.stderr)
+        return 2
     try:
         rendered = render(values_path, args.root)
     except ConfigError as e:
-        print(f"error: {values_path}: {e}", file=sys.stderr)
+        print(f"reactor rules render: {values_path}: {e}", file=sys.stderr)
         return 2
     if args.check:
-        diff = stale_files(rendered, args.root)
-        if diff:
-            sys.stdout.write(diff)
-            print("error: rule files are stale; run `reactor rules render`", file=sys.stderr)
-            return 1
-        print("rule files are up to date")
-        return 0
+        return _check(rendered, args.root)
     for path in write_files(rendered, args.root):
         print(f"wrote {path}")
+    return 0
+
+
+def _check(rendered: Rendered, root: Path) -> int:
+    diff = stale_files(rendered, root)
+    if diff:
+        sys.stdout.write(diff)
+        print("reactor rules render: rule files are stale; run `reactor rules render` and commit them", file=sys.stderr)
+        return 1
+    print("rule files are up to date")
     return 0

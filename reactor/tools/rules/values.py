@@ -141,8 +141,8 @@ def _ratio(key: str, raw: Any) -> float:
 
 def _duration(key: str, raw: Any) -> timedelta:
     value = parse_duration(key, raw)
-    if value < timedelta(0):
-        raise ConfigError(key, f"expected a duration like '30s', '10m' or '2h', got {raw!r}")
+    if value < timedelta(0) or value % timedelta(seconds=1):
+        raise ConfigError(key, f"expected a duration in whole seconds like '30s', '10m' or '2h', got {raw!r}")
     return value
 
 

@@ -1,0 +1,60 @@
+"""`reactor plan` out of the box: the demo cluster and policy by default, examples whose pods exist there, JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reactor.app.cli import main
+from reactor.sim import SimCluster
+
+ROOT = Path(__file__).parents[1]
+DEMO = ROOT / "reactor" / "tools" / "demo_data"
+EXAMPLES = sorted(DEMO.glob("alerts-*.json"))
+
+
+def test_there_are_examples_for_the_main_alerts() -> None:
+    names = {a["labels"]["alertname"] for f in EXAMPLES for a in json.loads(f.read_text())["alerts"]}
+    assert names >= {"GPUUnderutilized", "GPUSaturated", "GPUIdle", "GPUMetricsMissing"}
+
+
+def test_every_example_names_pods_of_the_demo_cluster() -> None:
+    with SimCluster().start() as sim:
+        sim.load_manifests((DEMO / "cluster.yaml").read_text())
+        sim.settle()
+        pods = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in sim.list("pods")}
+    alerts = [a for f in EXAMPLES for a in json.loads(f.read_text())["alerts"]]
+    named = {(a["labels"]["namespace"], a["labels"]["pod"]) for a in alerts}
+    assert named and named <= pods
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_plan_without_a_cluster_plans_each_example_on_the_demo(example: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--alerts", str(example), "--output", "json"]) == 0
+    out, err = capsys.readouterr()
+    outcomes = json.loads(out)["outcomes"]
+    assert outcomes and all(o["workload"] and o.get("reason") != "not-found" for o in outcomes), outcomes
+    assert all(o["result"] in ("recommended", "skipped") for o in outcomes)
+    assert err == ""
+
+
+def test_the_json_output_is_the_webhook_answer_and_text_explains(capsys: pytest.CaptureFixture[str]) -> None:
+    example = str(DEMO / "alerts-underutilized.json")
+    assert main(["plan", "--alerts", example, "--output", "json"]) == 0
+    (outcome,) = json.loads(capsys.readouterr().out)["outcomes"]
+    assert (outcome["result"], outcome["action"], outcome["container"], outcome["from"], outcome["to"]) == (
+        "recommended", "resize-gpu", "server", 4, 1)
+    assert outcome["considered"] == [{"strategy": "resize-gpu-down", "reason": None}]
+    assert main(["plan", "--alerts", example]) == 0
+    assert "would apply: resize-gpu server: 4 → 1" in capsys.readouterr().out
+
+
+def test_a_pod_the_demo_does_not_have_gets_a_pointer_to_the_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    sample = ROOT / "tests" / "samples" / "am-0.25-underutilized-firing.json"
+    assert main(["plan", "--alerts", str(sample)]) == 0
+    out, err = capsys.readouterr()
+    assert "skipped: not-found" in out
+    assert "reactor/tools/demo_data/alerts-*.json" in err and "--seed or --kubeconfig" in err
