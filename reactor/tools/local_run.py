@@ -14,7 +14,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..settings import DEFAULT_DENY, env_name
+from ..policy.values import DEFAULT_DENY
+from ..settings import env_name
 from .launcher import free_port
 from .seeds import demo_file
 
