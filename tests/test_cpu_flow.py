@@ -89,9 +89,12 @@ def template(sim: SimCluster) -> dict[str, Any]:
 def test_a_starved_container_gets_cpu_in_place_and_keeps_its_gpus(cpu_sim: SimCluster, token_file: Path) -> None:
     r = reactor_for(cpu_sim, token_file)
     before = pod_state(cpu_sim)
+    counted = {"action": "resize-cpu", "result": "applied", "namespace": NAMESPACE}
     outcomes = r.post(alerts(r, "GPUStarvedByCPU", "0.500")).get_json()["outcomes"]
     assert {(o["result"], o["action"], o["from"], o["to"]) for o in outcomes} == {
         ("applied", "resize-cpu", "2000m", "3000m")}
+    assert r.metric("reactor_actions_total", **counted) == 1
+    assert r.metric("reactor_gpus_changed_total", direction="released", namespace=NAMESPACE) == 0
     cpu_sim.settle()
     after = pod_state(cpu_sim)
     assert set(after) == set(before), "same pods: resized in place, not replaced"
