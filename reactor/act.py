@@ -19,6 +19,7 @@ from typing import Any
 
 from .annotations import state_annotations
 from .budget import Budget
+from .cpu_act import CPU_ACTION, changes_cpu, resize_pods, template_cpu
 from .errors import ConflictError, PermanentError, ReactorError, TemporaryError
 from .kube import KubeGateway
 from .model import Action, Decision, Kind, Mode, Result, Signal, Skip, SkipReason, Workload, WorkloadRef
@@ -35,6 +36,7 @@ EVENT_REASONS = {
     "scale-replicas": "ReplicasScaled",
     "set-priority": "PriorityChanged",
     "revert": "ChangeReverted",
+    "resize-cpu": "CPUResized",
 }
 
 
@@ -69,8 +71,9 @@ class Actor:
     """Carries out decisions; holds the budget and the gateway, nothing about one notification."""
 
     def __init__(self, *, kube: KubeGateway, budget: Budget, gpu_resource: str, cooldown: timedelta,
-                 conflict_retries: int, dry_run: bool, state_keys: StateKeys | None = None) -> None:
-        self.kube, self.budget, self.state_keys = kube, budget, state_keys
+                 conflict_retries: int, dry_run: bool, state_keys: StateKeys | None = None,
+                 cpu_apply_to: str = "pods") -> None:
+        self.kube, self.budget, self.state_keys, self.cpu_apply_to = kube, budget, state_keys, cpu_apply_to
         self.gpu_resource, self.cooldown = gpu_resource, cooldown
         self.conflict_retries, self.dry_run = conflict_retries, dry_run
 
@@ -99,7 +102,11 @@ class Actor:
                     obj = fresh
                     continue
                 spent = False  # kept: the write happened
-                record_event(self.kube, decision, written, event_message(decision, attempt.signal), now)
+                try:
+                    resized = self._resize_pods(decision, workload, attempt.signal)
+                except PermanentError as e:
+                    return Acted(decision, Result.FAILED, str(e))
+                record_event(self.kube, decision, written, event_message(decision, attempt.signal) + resized, now)
                 return Acted(decision, Result.APPLIED)
             raise KeptChanging(f"{attempt.ref} kept changing while the reactor acted "
                                  f"({self.conflict_retries + 1} conflicts)")
@@ -116,9 +123,15 @@ class Actor:
         ref = workload.ref
         try:
             return self.kube.patch(ref.kind, ref.namespace, ref.name,
-                                   build_patch(action, workload, annotations, self.gpu_resource))
+                                   build_patch(action, workload, annotations, self.gpu_resource, self.cpu_apply_to))
         except ConflictError:
             return None
+
+    def _resize_pods(self, action: Action, workload: Workload, signal: Signal) -> str:
+        """After the owner's patch recorded it: a CPU change in place on the named pods; their status, for the Event."""
+        if not changes_cpu(action, workload) or self.cpu_apply_to == "template":
+            return ""
+        return "; resized in place: " + ", ".join(resize_pods(self.kube, action, signal))
 
 
 def changed_field(action: Action, workload: Workload) -> str:
@@ -130,7 +143,7 @@ def changed_field(action: Action, workload: Workload) -> str:
 
 
 def build_patch(action: Action, workload: Workload, annotations: dict[str, str | None],
-                gpu_resource: str) -> dict[str, Any]:
+                gpu_resource: str, cpu_apply_to: str = "pods") -> dict[str, Any]:
     """The strategic-merge patch that sets the desired state and records it, conditional on the read."""
     patch: dict[str, Any] = {
         "metadata": {"resourceVersion": workload.resource_version, "annotations": annotations},
@@ -147,6 +160,10 @@ def build_patch(action: Action, workload: Workload, annotations: dict[str, str |
         pod_spec = {"containers": [{"name": action.container, "resources": resources}]}
     elif field == "set-priority":
         pod_spec = {"priorityClassName": action.to_value}
+    elif field == CPU_ACTION:
+        if cpu_apply_to == "pods":
+            return patch  # the pods are resized in place; the owner records it
+        pod_spec = template_cpu(action)
     else:
         raise ReactorError(f"cannot build a patch for action {action.action!r} on {workload.ref}")
     node: dict[str, Any] = patch

@@ -26,6 +26,8 @@ _TIME = re.compile(
 )
 _FINGERPRINT = re.compile(r"^[0-9a-f]{1,64}$")
 MAX_LABEL_BYTES = 4096
+CPU_THROTTLING = "cpu_throttling"
+UNKNOWN = "unknown"
 _EXPORTED = {name: f"exported_{name}" for name in ("namespace", "pod", "container")}
 
 
@@ -113,7 +115,24 @@ def _alert(raw: Any, where: str) -> Alert:
         value=_number(annotations, "value", where),
         gpus=_count(annotations, "gpus", where),
         idle_gpus=_count(annotations, "idle_gpus", where),
+        **_throttling(annotations, where),
     )
+
+
+def _throttling(annotations: Mapping[str, str], where: str) -> dict[str, Any]:
+    """`cpu_throttling`: a 0-1 ratio, or "unknown" (or NaN) when the rules found no cAdvisor series.
+
+    Absent (rules without the CPU half) leaves both fields unset: nothing is known, nothing is claimed.
+    """
+    raw = annotations.get(CPU_THROTTLING)
+    if raw is None or raw == "":
+        return {}
+    if raw.strip().lower() == UNKNOWN:
+        return {"cpu_unknown": True}
+    value = _number(annotations, CPU_THROTTLING, where)
+    if value is None:
+        return {"cpu_unknown": True}
+    return {"cpu_throttling": min(value, 1.0)}  # rate() extrapolation can nudge a ratio past 1
 
 
 def _workload_label(labels: Mapping[str, str], name: str) -> str | None:

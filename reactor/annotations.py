@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any
 
-from .model import Action, LastAction, Mode, ReactorState, Signal, Workload
+from .model import Action, CpuResources, LastAction, Mode, ReactorState, Signal, Workload
 
 PREFIX = "gpu-reactor.io/"
 # Set by people.
@@ -31,6 +31,7 @@ ORIGINAL = PREFIX + "original"
 GPUS = "gpus"
 REPLICAS = "replicas"
 PRIORITY_CLASS = "priorityClassName"
+CPU = "cpu"  # {container: {"request": millicores | null, "limit": millicores}}
 
 _DIRECTIONS = frozenset({"up", "down", "revert"})
 _COUNT = re.compile(r"^[0-9]{1,6}$")
@@ -54,6 +55,8 @@ def changed_field(strategy: str) -> str:
         return REPLICAS
     if strategy.startswith("set-priority"):
         return PRIORITY_CLASS
+    if strategy.startswith("resize-cpu"):
+        return CPU
     raise ValueError(f"strategy {strategy!r} changes nothing")
 
 
@@ -157,8 +160,10 @@ def _last_action(raw: str) -> LastAction:
 
 def _original(raw: str) -> Mapping[str, object]:
     doc = _json(raw)
-    if not isinstance(doc, dict) or set(doc) - {GPUS, REPLICAS, PRIORITY_CLASS}:
+    if not isinstance(doc, dict) or set(doc) - {GPUS, REPLICAS, PRIORITY_CLASS, CPU}:
         raise _Invalid(raw)
+    if CPU in doc:
+        doc[CPU] = _original_cpu(doc[CPU])
     gpus = doc.get(GPUS, {})
     if not isinstance(gpus, dict) or not all(_is_count(v) for v in gpus.values()):
         raise _Invalid(raw)
@@ -171,6 +176,20 @@ def _original(raw: str) -> Mapping[str, object]:
     return MappingProxyType(doc)
 
 
+def _original_cpu(raw: object) -> Mapping[str, CpuResources]:
+    """`original.cpu`: per container, the request (or null) and limit in millicores it had before."""
+    if not isinstance(raw, dict):
+        raise _Invalid(raw)
+    found = {}
+    for name, value in raw.items():
+        if not isinstance(value, dict) or set(value) != {"request", "limit"} or not _is_count(value["limit"]):
+            raise _Invalid(raw)
+        if value["request"] is not None and not _is_count(value["request"]):
+            raise _Invalid(raw)
+        found[name] = CpuResources(request_m=value["request"], limit_m=value["limit"])
+    return MappingProxyType(found)
+
+
 def _is_count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
 
@@ -178,12 +197,12 @@ def _is_count(value: object) -> bool:
 def original_value(original: Mapping[str, object], *, strategy: str, container: str | None) -> object:
     """The value recorded before the first change of this strategy's dimension; `KeyError` if none."""
     name = changed_field(strategy)
-    if name != GPUS:
+    if name not in (GPUS, CPU):
         return original[name]
-    gpus = original.get(GPUS)
-    if not isinstance(gpus, Mapping) or container is None:
+    per_container = original.get(name)
+    if not isinstance(per_container, Mapping) or container is None:
         raise KeyError(container)
-    return gpus[container]
+    return per_container[container]
 
 
 def state_annotations(
@@ -225,17 +244,23 @@ def signal_key(signal: Signal) -> tuple[str, str]:
 def _next_original(action: Action, workload: Workload) -> dict[str, Any]:
     original: dict[str, Any] = {k: (dict(v) if isinstance(v, Mapping) else v)
                                 for k, v in workload.state.original.items()}
+    if CPU in original:  # back to the JSON shape it was read from
+        original[CPU] = {c: {"request": r.request_m, "limit": r.limit_m} for c, r in original[CPU].items()}
     name = changed_field(action.strategy)
     if action.action == "revert":
-        if name == GPUS:
-            gpus = original.get(GPUS, {})
-            gpus.pop(action.container, None)
-            if not gpus:
-                original.pop(GPUS, None)
+        if name in (GPUS, CPU):
+            per_container = original.get(name, {})
+            per_container.pop(action.container, None)
+            if not per_container:
+                original.pop(name, None)
         else:
             original.pop(name, None)
     elif name == GPUS:
         original.setdefault(GPUS, {}).setdefault(action.container, action.from_value)
+    elif name == CPU:
+        before = action.cpu_before or CpuResources()
+        original.setdefault(CPU, {}).setdefault(action.container, {"request": before.request_m,
+                                                                   "limit": before.limit_m})
     else:
         original.setdefault(name, action.from_value)
     return original

@@ -19,6 +19,7 @@ from typing import Any
 
 from .act import Acted, Actor, Attempt, KeptChanging
 from .budget import Budget
+from .cpu_act import cpu_facts
 from .errors import PermanentError, TemporaryError
 from .kube import KubeGateway
 from .metrics import Metrics
@@ -95,7 +96,8 @@ class Engine:
         self.recorder = Recorder(metrics)
         self.actor = Actor(kube=kube, budget=self.budget, gpu_resource=self.policy.gpu_resource,
                            cooldown=self.policy.cooldown, conflict_retries=settings.kube.conflict_retries,
-                           dry_run=self.policy.dry_run, state_keys=state_keys)
+                           dry_run=self.policy.dry_run, state_keys=state_keys,
+                           cpu_apply_to=self.policy.cpu_apply_to)
         self._lock = threading.Lock()
         # One thread at a time per workload in this process (striped: bounded memory), so concurrent
         # copies of a notification meet the dedup cache instead of racing to a 409 and spending budget.
@@ -290,6 +292,7 @@ class Engine:
             now,
             priority_classes=reader.priority_classes,
             hpa_managed=hpa_managed,
+            cpu=cpu_facts(reader, ref.namespace, signal),
         )
         return workload, decision, effective_mode(workload, self.policy)
 

@@ -133,3 +133,22 @@ def read_yaml_file(path: str | os.PathLike[str]) -> Any:
         return yaml.safe_load(text)
     except yaml.YAMLError as e:
         raise ConfigError(str(path), f"not valid YAML: {e}") from e
+
+
+_CPU = re.compile(r"^(\d+(?:\.\d{1,3})?)(m?)$")
+
+
+def millicores(lo: int, hi: int) -> Callable[[str, Any], int]:
+    """A CPU quantity as Kubernetes writes it (`500m`, `2`, `1.5`), returned in millicores."""
+
+    def parse(key: str, raw: Any) -> int:
+        text = str(raw).strip() if isinstance(raw, (str, int, float)) and not isinstance(raw, bool) else ""
+        m = _CPU.match(text)
+        if m is None or (m.group(2) and "." in m.group(1)):
+            raise ConfigError(key, f"expected a CPU quantity like '500m' or '2', got {raw!r}")
+        value = int(m.group(1)) if m.group(2) else round(float(m.group(1)) * 1000)
+        if not lo <= value <= hi:
+            raise ConfigError(key, f"must be between {lo}m and {hi}m, got {raw!r}")
+        return value
+
+    return parse

@@ -146,6 +146,12 @@ class KubeGateway:
             "patch", route.resource, lambda **kw: method(name, namespace, body, _content_type=STRATEGIC, **kw)
         )
 
+    def resize_pod(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Strategic merge patch of pods/NAME/resize (in-place CPU/memory resize, Kubernetes 1.33+)."""
+        api = self._apis[k8s.CoreV1Api]
+        return self._call("patch", "pods/resize", lambda **kw: api.patch_namespaced_pod_resize(
+            name, namespace, body, _content_type=STRATEGIC, **kw))
+
     def create_event(self, namespace: str, body: dict[str, Any]) -> None:
         api = self._apis[k8s.CoreV1Api]
         self._call("create", "events", lambda **kw: api.create_namespaced_event(namespace, body, **kw))

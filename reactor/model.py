@@ -23,6 +23,7 @@ class AlertName(enum.StrEnum):
     SATURATED = "GPUSaturated"
     MEMORY_SATURATED = "GPUMemorySaturated"
     METRICS_MISSING = "GPUMetricsMissing"
+    STARVED_BY_CPU = "GPUStarvedByCPU"
 
 
 KNOWN_ALERTS = frozenset(a.value for a in AlertName)
@@ -74,6 +75,10 @@ class Alert:
     value: float | None = None  # measured utilization, 0-1 ratio
     gpus: int | None = None
     idle_gpus: int | None = None
+    # The container's CPU throttling ratio (0-1) from the `cpu_throttling` annotation; None when absent
+    # or "unknown". `cpu_unknown`: the rules measure CPU but had no cAdvisor series (never "not throttled").
+    cpu_throttling: float | None = None
+    cpu_unknown: bool = False
 
     @property
     def firing(self) -> bool:
@@ -128,6 +133,15 @@ class Container:
 
     name: str
     gpus: int
+    cpu: CpuResources | None = None  # CPU request/limit of the template's container (None: neither set)
+
+
+@dataclass(frozen=True, slots=True)
+class CpuResources:
+    """A container's CPU request and limit in millicores (None: not set)."""
+
+    request_m: int | None = None
+    limit_m: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +276,19 @@ class Bounds:
 
 
 @dataclass(frozen=True, slots=True)
+class CpuBounds:
+    """What the namespace allows for CPU, in millicores: LimitRange max per container, quota headroom.
+
+    Kept apart from `Bounds` (the GPU's) so the CPU half adds to the quota math, never reshapes it.
+    """
+
+    min_m: int | None = None  # LimitRange min (Container type)
+    max_m: int | None = None  # LimitRange max (Container type)
+    requests_headroom_m: int | None = None  # tightest requests.cpu hard - used; None = no quota
+    limits_headroom_m: int | None = None  # tightest limits.cpu hard - used; None = no quota
+
+
+@dataclass(frozen=True, slots=True)
 class Signal:
     """All alerts of one notification that target one workload, folded into one input."""
 
@@ -275,6 +302,8 @@ class Signal:
     pods: tuple[str, ...] = ()
     starts_at: str = ""
     fingerprint: str = ""
+    cpu_throttling: float | None = None  # the highest throttling ratio among the alerts folded in
+    cpu_unknown: bool = False  # some alert said its throttling is unknown
 
 
 class SkipReason(enum.StrEnum):
@@ -315,6 +344,8 @@ class SkipReason(enum.StrEnum):
     DEADLINE_EXCEEDED = "deadline-exceeded"
     TOO_MANY_UNKNOWN_PODS = "too-many-unknown-pods"
     INTERNAL_ERROR = "internal-error"
+    CPU_BOUND = "cpu-bound"
+    AT_MAX_CPU = "at-max-cpu"
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,6 +377,8 @@ class Action:
     # GPUs of each quota (by name) the change keeps once rolled out, where it grows: reserved for the rest
     # of the notification. A set-priority change takes every replica's GPUs in the new class's quota.
     quota_charges: tuple[tuple[str, int], ...] = ()
+    cpu: CpuResources | None = None  # resize-cpu (and its revert): the container's CPU to set
+    cpu_before: CpuResources | None = None  # ... and what it was (kept in `original` for the revert)
 
 
 @dataclass(frozen=True, slots=True)

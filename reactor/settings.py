@@ -24,13 +24,14 @@ from .fields import (
     duration_in,
     format_duration,
     listen,
+    millicores,
     names,
     opt_str,
     read_yaml_file,
     resource,
 )
 from .model import KNOWN_ALERTS, Mode
-from .policy.values import DEFAULT_ALERTS, REVERTIBLE, STRATEGIES, Policy, Window
+from .policy.values import CPU_APPLY_TO, DEFAULT_ALERTS, REVERTIBLE, STRATEGIES, Policy, Window
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +135,11 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "priorityLadder": ("policy", "priority_ladder", names),
     "alerts": ("policy", "alerts", _alerts),
     "cluster": ("policy", "cluster", opt_str),
+    "cpu.throttledAbove": ("policy", "cpu_throttled_above", bounded(float, 0.01, 1.0)),
+    "cpu.unknownHolds": ("policy", "cpu_unknown_holds", boolean),
+    "cpu.step": ("policy", "cpu_step_m", millicores(10, 64_000)),
+    "cpu.max": ("policy", "cpu_max_m", millicores(10, 1_024_000)),
+    "cpu.applyTo": ("policy", "cpu_apply_to", choice(*CPU_APPLY_TO)),
     "server.listen": ("server", "listen", listen),
     "server.tokenFile": ("server", "token_file", opt_str),
     "server.maxBodyBytes": ("server", "max_body_bytes", bounded(int, 1024, 64 << 20)),
@@ -157,7 +163,7 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "logging.format": ("top", "log_format", choice("json", "text")),
     "logging.level": ("top", "log_level", choice("DEBUG", "INFO", "WARNING", "ERROR")),
 }
-_SECTIONS = {"namespaces", "gpus", "replicas", "budget", "server", "kube", "logging", "state"}
+_SECTIONS = {"namespaces", "gpus", "replicas", "budget", "server", "kube", "logging", "state", "cpu"}
 
 
 def env_name(path: str) -> str:

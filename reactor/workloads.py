@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any, Protocol
 
+from . import cpu_objects
 from .annotations import read_state
 from .model import Bounds, Container, Kind, PodShape, Quota, ScopeTerm, Workload, WorkloadRef
 
@@ -69,7 +70,8 @@ def to_workload(
     status = obj.get("status") or {}
     pod_spec = pod_template(obj, kind).get("spec") or {}
     containers = tuple(
-        Container(name=c.get("name", ""), gpus=gpu_count(c.get("resources"), gpu_resource))
+        Container(name=c.get("name", ""), gpus=gpu_count(c.get("resources"), gpu_resource),
+                  cpu=cpu_objects.container_cpu(c.get("resources")))
         for c in pod_spec.get("containers") or []
     )
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith(ANNOTATION_PREFIX)}

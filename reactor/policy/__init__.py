@@ -6,8 +6,9 @@ Imports only `reactor.model` and `reactor.annotations`; never Flask, `kubernetes
 
 from __future__ import annotations
 
+from .context import CpuFacts
 from .decision import decide, effective_mode
 from .rails import alert_refusal, owner_refusal
 from .signals import PRECEDENCE, fold
 
-__all__ = ["PRECEDENCE", "alert_refusal", "decide", "effective_mode", "fold", "owner_refusal"]
+__all__ = ["CpuFacts", "PRECEDENCE", "alert_refusal", "decide", "effective_mode", "fold", "owner_refusal"]

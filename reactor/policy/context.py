@@ -5,11 +5,13 @@ Pure values and arithmetic; no I/O, no clock.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any, TypeAlias, TypeVar, cast
 
-from ..model import Bounds, Kind, Mode, ReactorState, Signal, Workload
+from ..model import Bounds, CpuBounds, CpuResources, Kind, Mode, ReactorState, Signal, Workload
 from .values import Policy
 
 _NO_LIMIT = 1 << 30
@@ -19,6 +21,15 @@ T = TypeVar("T")
 # A namespace fact is given as its value, or as a reader the decision calls only when a strategy
 # needs it: the common refusals (cooldown, already applied, rollout) then cost no API read at all.
 Fact: TypeAlias = T | Callable[[], T]
+
+
+@dataclass(frozen=True, slots=True)
+class CpuFacts:
+    """The CPU inputs, values or readers like the other facts: the namespace's CPU bounds, and the
+    CPU of each container of the (first) pod the alerts name, as it runs now."""
+
+    bounds: Fact[CpuBounds] = CpuBounds()
+    pods: Fact[Mapping[str, CpuResources]] = field(default_factory=lambda: MappingProxyType({}))
 
 
 class Context:
@@ -31,10 +42,13 @@ class Context:
     __slots__ = ("signal", "workload", "policy", "now", "_facts", "_known")
 
     def __init__(self, signal: Signal, workload: Workload, bounds: Fact[Bounds], policy: Policy, now: datetime,
-                 priority_classes: Fact[frozenset[str] | None] = None, hpa_managed: Fact[bool] | None = None) -> None:
+                 priority_classes: Fact[frozenset[str] | None] = None, hpa_managed: Fact[bool] | None = None,
+                 cpu: CpuFacts | None = None) -> None:
         self.signal, self.workload, self.policy, self.now = signal, workload, policy, now
         hpa: Fact[bool] = workload.hpa_managed if hpa_managed is None else hpa_managed
-        self._facts: dict[str, object] = {"bounds": bounds, "priority_classes": priority_classes, "hpa_managed": hpa}
+        cpu = cpu or CpuFacts()
+        self._facts: dict[str, object] = {"bounds": bounds, "priority_classes": priority_classes, "hpa_managed": hpa,
+                                          "cpu_bounds": cpu.bounds, "pod_cpu": cpu.pods}
         self._known: dict[str, object] = {}
 
     def _fact(self, name: str) -> Any:
@@ -57,6 +71,21 @@ class Context:
     def hpa_managed(self) -> bool:
         """Does an HPA (or KEDA through one) scale this workload horizontally?"""
         return bool(self._fact("hpa_managed"))
+
+    @property
+    def cpu_bounds(self) -> CpuBounds:
+        """The namespace's LimitRange and quota numbers for CPU."""
+        return cast(CpuBounds, self._fact("cpu_bounds"))
+
+    def container_cpu(self, name: str) -> CpuResources | None:
+        """The container's CPU as the change will find it: on the running pod the alert names when the
+        change goes to pods (a pods-only raise leaves the template behind), else in the template."""
+        if self.policy.cpu_apply_to != "template":
+            running = cast("Mapping[str, CpuResources]", self._fact("pod_cpu")).get(name)
+            if running is not None:
+                return running
+        container = self.workload.container(name)
+        return None if container is None else container.cpu
 
     @property
     def state(self) -> ReactorState:

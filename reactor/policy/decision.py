@@ -11,7 +11,8 @@ from datetime import datetime
 
 from ..model import Action, Bounds, Considered, Signal, Skip, SkipReason, Status, Workload
 from . import rails
-from .context import Context, Fact, effective_mode
+from .context import Context, CpuFacts, Fact, effective_mode
+from .cpu import cpu_bound
 from .limits import out_of_bounds
 from .revert import revert
 from .strategies import run
@@ -33,15 +34,17 @@ def decide(
     *,
     priority_classes: Fact[frozenset[str] | None] = None,
     hpa_managed: Fact[bool] | None = None,
+    cpu: CpuFacts | None = None,
 ) -> Action | Skip:
     """The rails in order, then the alert's strategies in order; the first that applies wins.
 
     Rails: unknown alert, invalid annotation, mode off, metrics missing; a resolved signal then
-    goes to `revert`; a firing one meets already-applied, cooldown, rollout and owner kind.
+    goes to `revert`; a firing one meets already-applied, cooldown, rollout and owner kind. Each GPU
+    shrink strategy first meets `cpu_bound`: a CPU-starved container keeps its GPUs.
     The namespace facts may be readers (see `Context`): a rail that refuses reads none of them.
     `priority_classes` None means "not read": the ladder is trusted (see `check_priority_class`).
     """
-    ctx = Context(signal, workload, bounds, policy, now, priority_classes, hpa_managed)
+    ctx = Context(signal, workload, bounds, policy, now, priority_classes, hpa_managed, cpu)
     refused = rails.first_refusal(ctx, rails.BEFORE_STATUS)
     if refused is not None:
         return refused
@@ -64,7 +67,7 @@ def _bounded(ctx: Context, decision: Action | Skip) -> Action | Skip:
 def _first_that_applies(ctx: Context) -> Action | Skip:
     considered: list[Considered] = []
     for name in ctx.policy.alerts[ctx.signal.alert]:
-        result = run(name, ctx)
+        result = cpu_bound(ctx, name) or run(name, ctx)
         if isinstance(result, Action):
             result = rails.hysteresis(ctx, result.direction) or result
         if isinstance(result, Action):

@@ -1,7 +1,8 @@
 """Fold the alerts of one notification that target one workload into one `Signal`.
 
 Pure. One workload gets one decision per notification, so when several alert names target it
-the most urgent wins: missing metrics always hold, and starving beats wasting.
+the most urgent wins: missing metrics always hold, and starving beats wasting (a GPU starved by
+its CPU first: its low GPU use is the CPU's fault, so it must not read as waste).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from ..model import Alert, AlertName, Signal, Status
 
 PRECEDENCE: tuple[str, ...] = (
     AlertName.METRICS_MISSING.value,
+    AlertName.STARVED_BY_CPU.value,
     AlertName.SATURATED.value,
     AlertName.MEMORY_SATURATED.value,
     AlertName.UNDERUTILIZED.value,
@@ -39,6 +41,7 @@ def fold(alerts: Sequence[Alert]) -> Signal:
     values = [a.value for a in chosen if a.value is not None]
     gpus = [a.gpus for a in chosen if a.gpus is not None]
     idle = [a.idle_gpus for a in chosen if a.idle_gpus is not None]
+    throttling = [a.cpu_throttling for a in chosen if a.cpu_throttling is not None]
     return Signal(
         alert=name,
         status=Status.FIRING if firing else Status.RESOLVED,
@@ -50,6 +53,8 @@ def fold(alerts: Sequence[Alert]) -> Signal:
         pods=tuple(sorted({a.pod for a in chosen if a.pod})),
         starts_at=first.key[1],
         fingerprint=first.fingerprint,
+        cpu_throttling=max(throttling) if throttling else None,
+        cpu_unknown=any(a.cpu_unknown for a in chosen),
     )
 
 

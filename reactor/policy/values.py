@@ -22,9 +22,12 @@ STRATEGIES = frozenset(
         "set-priority-down",
         "set-priority-up",
         "hold",
+        "resize-cpu-up",
     }
 )
-REVERTIBLE = frozenset({"set-priority-up", "set-priority-down", "scale-replicas-up", "resize-gpu-up"})
+REVERTIBLE = frozenset({"set-priority-up", "set-priority-down", "scale-replicas-up", "resize-gpu-up", "resize-cpu-up"})
+# Where a CPU change goes: the running pods (in place, pods/resize), the owner's template, or both.
+CPU_APPLY_TO = ("pods", "template", "both")
 # Denied whatever `namespaces.deny` says; admitted only when `namespaces.allow` names them (never by `*`).
 SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease"})
 
@@ -35,6 +38,7 @@ DEFAULT_ALERTS: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "GPUSaturated": ("scale-replicas-up", "resize-gpu-up", "set-priority-up"),
         "GPUMemorySaturated": ("resize-gpu-up",),
         "GPUMetricsMissing": ("hold",),
+        "GPUStarvedByCPU": ("resize-cpu-up",),
     }
 )
 
@@ -71,6 +75,17 @@ class Policy:
     priority_ladder: tuple[str, ...] = ("medium-priority-gpu", "high-priority-gpu")
     alerts: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: DEFAULT_ALERTS)
     cluster: str | None = None  # this cluster's name: alerts whose `cluster` label names another are skipped
+    # The CPU half (see reactor.policy.cpu): a container throttled above this ratio is CPU-bound.
+    cpu_throttled_above: float = 0.25
+    cpu_unknown_holds: bool = True  # throttling "unknown" (no cAdvisor series) also refuses shrinking
+    cpu_step_m: int = 250  # smallest CPU raise, and the grain sizes are rounded up to (millicores)
+    cpu_max_m: int = 16_000  # highest CPU limit the reactor sets (millicores)
+    cpu_apply_to: str = "pods"
+
+    @property
+    def resizes_pods_in_place(self) -> bool:
+        """Does some alert raise CPU on the running pods (pods/resize)? The RBAC grant follows this."""
+        return self.cpu_apply_to != "template" and any("resize-cpu-up" in s for s in self.alerts.values())
 
     def namespace_allowed(self, namespace: str) -> bool:
         """Deny wins; `*` in allow admits every namespace not denied and not a system namespace.

@@ -10,7 +10,7 @@ import copy
 import random
 from typing import Any
 
-from . import admission, objects, taints, validation
+from . import admission, objects, resize, taints, validation
 from . import patch as patches
 from .objects import Clock, Obj
 from .registry import Registry, Resource
@@ -144,6 +144,7 @@ class Api:
             new = dict(copy.deepcopy(old), status=new.get("status", {}))
         elif subresource == "resize":
             new = self._prepare_resize(res, old, new)
+            resize.admit(self.store, res, old, new, self.plurals())
         else:
             objects.default_workload(new)
             objects.prepare_update(old, new, has_status="status" in res.subresources)

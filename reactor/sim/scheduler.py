@@ -12,7 +12,7 @@ import copy
 from fractions import Fraction
 from typing import Any
 
-from . import events, quantity, taints
+from . import events, quantity, resize, taints
 from .admission import pod_usage
 from .objects import set_condition, timestamp
 from .operations import Api
@@ -75,38 +75,24 @@ def _misfits(node: Obj, pod: Obj, needs: dict[str, Fraction], free: dict[str, Fr
 
 def schedule(api: Api) -> None:
     pods = list(api.store.items("pods"))
+    nodes = list(api.store.items("nodes"))
     pending = [p for p in pods if is_active(p) and not p["spec"].get("nodeName")]
     if pending:
-        nodes = list(api.store.items("nodes"))
         free = _free_by_node(nodes, pods)
         for pod in pending:
             _schedule_one(api, pod, nodes, free)
+    by_name = {n["metadata"]["name"]: n for n in nodes}
     for pod in api.store.items("pods"):
         if pod["spec"].get("nodeName") and pod.get("status", {}).get("phase") == "Pending":
             _run(api, pod)
         elif pod.get("status", {}).get("phase") == "Running":
-            _actuate_resize(api, pod)
+            resize.actuate(api, pod, by_name.get(pod["spec"].get("nodeName", "")), pods)
 
 
 def _status_resources(container: Obj) -> Obj:
     """What a resize-capable kubelet reports in containerStatuses[*].resources: the container's
     resources as applied (here: as in spec, at once)."""
     return copy.deepcopy(container.get("resources") or {})
-
-
-def _actuate_resize(api: Api, pod: Obj) -> None:
-    """The kubelet's part of an in-place resize (pods/NAME/resize): the spec's resources applied to
-    the running containers in one step, no PodResizePending/InProgress conditions in between."""
-    specs = {c["name"]: c for c in pod["spec"].get("containers") or []}
-    changed = False
-    for status in pod["status"].get("containerStatuses") or []:
-        spec = specs.get(status.get("name"))
-        if spec is not None and "running" in (status.get("state") or {}) \
-                and status.get("resources") != _status_resources(spec):
-            status["resources"] = _status_resources(spec)
-            changed = True
-    if changed:
-        api.store.put("pods", pod)
 
 
 def _schedule_one(api: Api, pod: Obj, nodes: list[Obj], free: dict[str, dict[str, Fraction]]) -> None:

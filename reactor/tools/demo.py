@@ -30,7 +30,7 @@ from .signals import Signalled, raising_on_stop_signals
 
 NAMESPACE = "ml-workloads"
 WORKLOADS = (("deployments", "llm-inference"), ("statefulsets", "trainer"), ("deployments", "embedder"),
-             ("deployments", "chat"))
+             ("deployments", "chat"), ("deployments", "pretrain"))
 COUNTERS = ("reactor_actions_total", "reactor_skips_total")
 
 
@@ -93,6 +93,19 @@ def _steps() -> list[Step]:
         Step("an alert from a system namespace", lambda d: notification(
             [AlertSpec("GPUIdle", "kube-system", "nvidia-dcgm-exporter-abcde", "exporter", 0.0, 1)])),
         Step("embedder's saturation resolved (its pod was replaced meanwhile)", lambda d: resolved(d.sent["embedder"])),
+        *_cpu_steps(),
+    ]
+
+
+def _cpu_steps() -> list[Step]:
+    """The CPU half: a trainer throttled by its CPU limit keeps its GPUs and gets CPU, in place."""
+    def throttled(name: str, value: float) -> Callable[[Demo], dict[str, Any]]:
+        return lambda d: notification(d.specs(name, "pretrain", "pretrain", value, 2,
+                                              extra_annotations={"cpu_throttling": "0.600"}))
+
+    return [
+        Step("pretrain underused, its CPU throttled 60%", throttled("GPUUnderutilized", 0.18)),
+        Step("pretrain starved by its CPU", throttled("GPUStarvedByCPU", 0.18)),
     ]
 
 

@@ -47,6 +47,7 @@ class AlertSpec:
     starts_at: datetime | None = None
     ends_at: datetime | None = None
     extra_labels: Mapping[str, str] = field(default_factory=dict)
+    extra_annotations: Mapping[str, str] = field(default_factory=dict)  # e.g. cpu_throttling
 
     def labels(self) -> dict[str, str]:
         labels = {"alertname": self.name, "namespace": self.namespace, "pod": self.pod,
@@ -65,6 +66,7 @@ def alert_body(spec: AlertSpec, now: datetime, prometheus: str = "http://prometh
         annotations["value"] = f"{spec.value:.2f}"
     if spec.gpus is not None:
         annotations["gpus"] = str(spec.gpus)
+    annotations.update(spec.extra_annotations)
     labels = spec.labels()
     ends = ZERO_TIME if spec.status == "firing" else rfc3339(spec.ends_at or now)
     return {

@@ -22,6 +22,7 @@ NAMESPACED_CALLS: dict[tuple[str, str], set[str]] = {
     ("", "limitranges"): {"list"},
     ("", "resourcequotas"): {"list"},
     ("", "events"): {"create"},
+    ("", "pods/resize"): {"patch"},  # CPU actions in place (see test_the_pods_resize_grant_follows_the_policy)
     ("apps", "replicasets"): {"get"},
     ("apps", "deployments"): {"get", "patch"},
     ("apps", "statefulsets"): {"get", "patch"},
@@ -251,6 +252,15 @@ def test_network_policy_egress_is_dns_and_api_server_only(objs: list[dict[str, A
 
 def test_workload_rules_are_exactly_the_calls_the_code_makes(objs: list[dict[str, Any]]) -> None:
     assert _rules(one(objs, "ClusterRole", "gpu-reactor-workloads")) == NAMESPACED_CALLS
+
+
+def test_the_pods_resize_grant_follows_the_policy(objs: list[dict[str, Any]]) -> None:
+    """pods/resize patch is granted exactly when the deployed policy resizes running pods' CPU."""
+    from reactor.settings import load_settings
+
+    policy = load_settings(DEPLOY / "reactor" / "policy.yaml", {}).policy
+    granted = ("", "pods/resize") in _rules(one(objs, "ClusterRole", "gpu-reactor-workloads"))
+    assert granted == policy.resizes_pods_in_place
 
 
 def test_cluster_rules_are_exactly_listing_priority_classes(objs: list[dict[str, Any]]) -> None:

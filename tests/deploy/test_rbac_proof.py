@@ -178,6 +178,19 @@ def namespace_wide(r: Reactor) -> Answer:
     return _post(r, specs)
 
 
+def cpu_resize(r: Reactor) -> Answer:
+    """GPUStarvedByCPU on a throttled loader: its running pod gets CPU in place (pods/resize), 2 → 3 cores."""
+    r.sim.apply({"apiVersion": "apps/v1", "kind": "Deployment",
+                 "metadata": {"name": "loader", "namespace": NAMESPACE, "annotations": ENFORCE},
+                 "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "loader"}}, "template": {
+                     "metadata": {"labels": {"app": "loader"}}, "spec": {"containers": [{
+                         "name": "main", "image": "registry.example.com/loader:1",
+                         "resources": {"limits": {GPU: "1", "cpu": "2"}, "requests": {GPU: "1", "cpu": "2"}}}]}}}})
+    r.sim.settle()
+    return _post(r, [AlertSpec("GPUStarvedByCPU", NAMESPACE, p, "main", 0.1, 1,
+                               extra_annotations={"cpu_throttling": "0.5"}) for p in r.pods("loader")])
+
+
 Flow = Callable[[Reactor], Answer]
 # What each flow does when every grant is there.
 EXPECTED: dict[str, tuple[Flow, set[tuple[str, ...]]]] = {
@@ -187,6 +200,7 @@ EXPECTED: dict[str, tuple[Flow, set[tuple[str, ...]]]] = {
     "hpa-check": (hpa_check, {("applied", "resize-gpu")}),
     "set-priority": (set_priority, {("applied", "set-priority")}),
     "namespace-wide": (namespace_wide, {("applied", "resize-gpu")}),
+    "cpu-resize": (cpu_resize, {("applied", "resize-cpu")}),
 }
 
 
@@ -204,11 +218,13 @@ CHANGES: dict[str, Callable[[SimCluster], tuple[str, ...]]] = {
     "hpa-check": lambda s: (_template_gpus(s, "deployments", "llm-inference"),),
     "set-priority": lambda s: (s.get("statefulsets", NAMESPACE, "trainer")["spec"]["template"]["spec"]["priorityClassName"],),
     "namespace-wide": lambda s: (_template_gpus(s, "deployments", "llm-inference"), _template_gpus(s, "statefulsets", "trainer")),
+    "cpu-resize": lambda s: tuple(str(p["spec"]["containers"][0]["resources"]["limits"]["cpu"])
+                                  for p in s.list("pods", NAMESPACE, label_selector="app=loader")) or ("2",),
 }
 BEFORE = {"deployment-resize": ("4",), "statefulset-resize": ("2",), "cronjob-via-job": ("4",), "hpa-check": ("4",),
-          "set-priority": ("medium-priority-gpu",), "namespace-wide": ("4", "2")}
+          "set-priority": ("medium-priority-gpu",), "namespace-wide": ("4", "2"), "cpu-resize": ("2",)}
 AFTER = {"deployment-resize": ("3",), "statefulset-resize": ("3",), "cronjob-via-job": ("1",), "hpa-check": ("1",),
-         "set-priority": ("high-priority-gpu",), "namespace-wide": ("3", "1")}
+         "set-priority": ("high-priority-gpu",), "namespace-wide": ("3", "1"), "cpu-resize": ("3",)}
 
 
 def _gpu_reactor_events(sim: SimCluster) -> list[dict[str, Any]]:
@@ -279,6 +295,7 @@ NEEDED_BY: dict[tuple[str, str, str], tuple[str, str]] = {
     ("", "limitranges", "list"): ("deployment-resize", "read"),
     ("", "resourcequotas", "list"): ("deployment-resize", "read"),
     ("", "events", "create"): ("deployment-resize", "event"),
+    ("", "pods/resize", "patch"): ("cpu-resize", "write"),
     ("apps", "replicasets", "get"): ("deployment-resize", "read"),
     ("apps", "deployments", "get"): ("deployment-resize", "read"),
     ("apps", "deployments", "patch"): ("deployment-resize", "write"),
@@ -321,7 +338,8 @@ def test_each_grant_is_needed(reactor_objects: list[dict[str, Any]], token_file:
         except PermanentError as e:  # see test_a_refused_read_is_answered_with_an_outcome
             escaped = str(e)
         # Each refused object is asked for once per notification; pods are distinct objects, one read each.
-        assert sim.denied == {(verb, resource, ""): DENIALS.get(grant, 1)}
+        plural, _, subresource = resource.partition("/")
+        assert sim.denied == {(verb, plural, subresource): DENIALS.get(grant, 1)}
         if how == "event":
             assert answer is not None and (answer.code, answer.results) == (200, EXPECTED[flow][1])
             assert CHANGES[flow](sim) == AFTER[flow] and _gpu_reactor_events(sim) == []

@@ -70,7 +70,7 @@ def _reviews(sim: SimCluster) -> int:
 
 def test_the_required_grants_are_the_proven_ones() -> None:
     """The doctor asks for exactly the grants tests/deploy/test_rbac_proof.py proves needed, no more, no less."""
-    assert sorted(cluster.NAMESPACED + cluster.CLUSTER) == sorted(NEEDED_BY)
+    assert sorted(cluster.NAMESPACED + cluster.CPU_IN_PLACE + cluster.CLUSTER) == sorted(NEEDED_BY)
 
 
 def test_as_deployed_every_cluster_check_passes(sim: SimCluster, admin_kubeconfig: str) -> None:
@@ -79,8 +79,8 @@ def test_as_deployed_every_cluster_check_passes(sim: SimCluster, admin_kubeconfi
     assert [n for n in checks if n.startswith(("rbac", "priority", "bounds"))] == names
     for name in names:
         assert checks[name].status is Status.OK, checks[name]
-    assert checks[f"rbac {NAMESPACE}"].detail == f"{WHO} may make all 14 calls the reactor makes"
-    assert _reviews(sim) == 15  # one SelfSubjectAccessReview per grant
+    assert checks[f"rbac {NAMESPACE}"].detail == f"{WHO} may make all 15 calls the reactor makes"
+    assert _reviews(sim) == 16  # one SelfSubjectAccessReview per grant (pods/resize too: the policy resizes CPU)
 
 
 def test_with_the_service_accounts_own_token(sim: SimCluster, tmp_path: Path) -> None:
@@ -88,7 +88,7 @@ def test_with_the_service_accounts_own_token(sim: SimCluster, tmp_path: Path) ->
     kubeconfig = _sa_kubeconfig(sim, tmp_path)
     checks = _doctor(_settings(), kubeconfig, impersonate=None)
     assert checks[f"rbac {NAMESPACE}"].status is Status.OK and checks["rbac cluster"].status is Status.OK
-    assert checks[f"rbac {NAMESPACE}"].detail.startswith("this client may make all 14 calls")
+    assert checks[f"rbac {NAMESPACE}"].detail.startswith("this client may make all 15 calls")
 
 
 def test_without_impersonation_rights_the_kubernetes_checks_fail_clearly(sim: SimCluster, tmp_path: Path) -> None:

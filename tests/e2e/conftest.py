@@ -26,6 +26,7 @@ from tests.e2e.pipeline import (
     Pipeline,
 )
 from tests.e2e.reactor_process import start_reactor
+from tests.promstack.cadvisor import FakeCadvisor
 from tests.promstack.stack import (
     ALERTMANAGER_BIN,
     PROMETHEUS_BIN,
@@ -66,8 +67,8 @@ def e2e_cluster(e2e_binaries: dict[str, str]) -> Iterator[SimCluster]:
 @pytest.fixture(scope="package")
 def e2e_mirror(e2e_cluster: SimCluster) -> Iterator[ClusterMirror]:
     # The exporter of the seed's one GPU node (32 GPUs: enough for every rollout's surge).
-    with NodeExporter(gpus=32, hostname="gpu-node-1") as exporter:
-        mirror = ClusterMirror(e2e_cluster, exporter, NAMESPACE)
+    with NodeExporter(gpus=32, hostname="gpu-node-1") as exporter, FakeCadvisor() as cadvisor:
+        mirror = ClusterMirror(e2e_cluster, exporter, NAMESPACE, cadvisor)
         for app, (resource, name, demand) in NORMAL.items():
             mirror.set_demand(app, resource, name, demand)
         mirror.start()
@@ -84,8 +85,9 @@ def e2e_pipeline(e2e_binaries: dict[str, str], e2e_dir: Path, e2e_cluster: SimCl
     token_file.write_text(TOKEN + "\n")
     sink = WebhookSink().start()
     try:
+        assert e2e_mirror.cadvisor is not None
         with promstack(e2e_dir / "promstack", exporter=e2e_mirror.exporter.address, webhook_url=sink.url,
-                       token_file=token_file, **e2e_binaries) as stack:
+                       token_file=token_file, cadvisor=e2e_mirror.cadvisor.address, **e2e_binaries) as stack:
             reactor = start_reactor(e2e_dir / "reactor", sim=e2e_cluster, policy=POLICY, token_file=token_file)
             watch = GenerationWatch(e2e_cluster).start()
             try:

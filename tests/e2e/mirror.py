@@ -19,6 +19,7 @@ from typing import Any
 from prometheus_client.core import Metric
 
 from reactor.sim import SimCluster
+from tests.promstack.cadvisor import FakeCadvisor
 from tests.promstack.exporter import FakeDcgmExporter, _Pod
 
 GPU = "nvidia.com/gpu"
@@ -67,8 +68,10 @@ class WorkloadDemand:
 class ClusterMirror:
     """Keeps `exporter` in line with the running pods of `namespace`; `start()` syncs in a thread."""
 
-    def __init__(self, sim: SimCluster, exporter: NodeExporter, namespace: str) -> None:
-        self.sim, self.exporter, self.namespace = sim, exporter, namespace
+    def __init__(self, sim: SimCluster, exporter: NodeExporter, namespace: str,
+                 cadvisor: FakeCadvisor | None = None) -> None:
+        self.sim, self.exporter, self.namespace, self.cadvisor = sim, exporter, namespace, cadvisor
+        self._throttling: dict[str, float] = {}  # by the pods' `app` label; cAdvisor reports 0 for the rest
         self._lock = threading.Lock()
         self._demand: dict[str, WorkloadDemand] = {}  # by the pods' `app` label
         self._silenced: set[str] = set()
@@ -85,6 +88,11 @@ class ClusterMirror:
         """Report the pods labelled `app` (only those of workloads with a demand are reported)."""
         with self._lock:
             self._demand[app] = WorkloadDemand(resource, name, demand, mig_profile)
+
+    def set_throttling(self, app: str, ratio: float) -> None:
+        """cAdvisor reports the GPU containers of the pods labelled `app` CPU-throttled in `ratio` of periods."""
+        with self._lock:
+            self._throttling[app] = ratio
 
     def silence(self, pod: str) -> None:
         """Stop measuring the running pod for good: the exporter loses its GPUs, so their series vanish
@@ -110,6 +118,7 @@ class ClusterMirror:
             demand, silenced = dict(self._demand), set(self._silenced)
         replicas = {app: self._replicas(d) for app, d in demand.items()}
         wanted: dict[str, tuple[str, int, float]] = {}
+        apps: dict[str, str] = {}
         mig: dict[str, str | None] = {}
         for pod in self.sim.list("pods", self.namespace):
             app = (pod["metadata"].get("labels") or {}).get("app", "")
@@ -119,6 +128,7 @@ class ClusterMirror:
             container, gpus = _gpu_container(pod)
             if gpus:
                 wanted[name] = (container, gpus, _utilization(demand[app].demand, replicas[app], gpus))
+                apps[name] = app
                 mig[name] = demand[app].mig_profile
         for name in set(self._reported) - set(wanted):
             if name in silenced:
@@ -129,8 +139,20 @@ class ClusterMirror:
             if self._reported.get(name) != (container, gpus, utilization) or self._mig.get(name) != mig[name]:
                 self.exporter.set_pod(self.namespace, name, container, gpus=gpus, utilization=utilization,
                                       mig_profile=mig[name])
+        self._sync_cadvisor(wanted, apps)
         with self._lock:
             self._reported, self._mig = wanted, mig
+
+    def _sync_cadvisor(self, wanted: dict[str, tuple[str, int, float]], apps: dict[str, str]) -> None:
+        """cAdvisor measures every running container the exporter reports, throttled or not."""
+        if self.cadvisor is None:
+            return
+        with self._lock:
+            throttling = dict(self._throttling)
+        for name in set(self._reported) - set(wanted):
+            self.cadvisor.remove_pod(self.namespace, name)
+        for name, (container, _gpus, _util) in wanted.items():
+            self.cadvisor.set_container(self.namespace, name, container, throttling=throttling.get(apps[name], 0.0))
 
     def _fire_triggers(self) -> None:
         with self._lock:

@@ -42,6 +42,7 @@ NORMAL = {
     "trainer": ("statefulsets", "trainer", 2.40),  # 2 pods x 2 GPUs at 0.60
     "burst": ("deployments", "burst", 0.50),  # 1 pod x 1 GPU at 0.50
     "embedder": ("deployments", "embedder", 1.00),  # 2 pods x 1 GPU at 0.50
+    "loader": ("deployments", "loader", 0.50),  # 1 pod x 1 GPU at 0.50 (the CPU half)
 }
 
 

@@ -56,8 +56,10 @@ def alertmanager_config(*, webhook_url: str, token_file: Path, group_wait: str =
     return config
 
 
-def prometheus_config(*, rule_file: Path, exporter: str, alertmanager: str, target_labels: Mapping[str, str], honor_labels: bool) -> dict[str, Any]:
-    return {
+def prometheus_config(*, rule_file: Path, exporter: str, alertmanager: str, target_labels: Mapping[str, str], honor_labels: bool,
+                      cadvisor: str | None = None) -> dict[str, Any]:
+    """`cadvisor`: also scrape a kubelet's cAdvisor endpoint, as kube-prometheus-stack does (honor_labels)."""
+    config = {
         "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
         "rule_files": [str(rule_file)],
         "alerting": {"alertmanagers": [{"static_configs": [{"targets": [alertmanager]}]}]},
@@ -69,6 +71,10 @@ def prometheus_config(*, rule_file: Path, exporter: str, alertmanager: str, targ
             }
         ],
     }
+    if cadvisor is not None:
+        config["scrape_configs"].append(
+            {"job_name": "kubelet", "honor_labels": True, "static_configs": [{"targets": [cadvisor]}]})
+    return config
 
 
 @dataclass
@@ -155,6 +161,7 @@ def promstack(
     ready_timeout: float = 20.0,
     prometheus_bin: str = PROMETHEUS_BIN,
     alertmanager_bin: str = ALERTMANAGER_BIN,
+    cadvisor: str | None = None,
 ) -> Iterator[PromStack]:
     """Start Alertmanager, then Prometheus; yield when both answer /-/ready; always stop both.
 
@@ -170,7 +177,8 @@ def promstack(
     prom_config = workdir / "prometheus.yaml"
     labels = EXPORTER_TARGET_LABELS if target_labels is None else target_labels
     prom = prometheus_config(
-        rule_file=rule_file, exporter=exporter, alertmanager=f"127.0.0.1:{am_port}", target_labels=labels, honor_labels=honor_labels
+        rule_file=rule_file, exporter=exporter, alertmanager=f"127.0.0.1:{am_port}", target_labels=labels, honor_labels=honor_labels,
+        cadvisor=cadvisor,
     )
     prom_config.write_text(yaml.safe_dump(prom))
     stack = PromStack(prom_url, am_url, rule_file)

@@ -23,6 +23,8 @@ NAMESPACED: tuple[tuple[str, str, str], ...] = (
     ("batch", "jobs", "get"), ("batch", "cronjobs", "get"), ("batch", "cronjobs", "patch"),
     ("autoscaling", "horizontalpodautoscalers", "list"),
 )
+# Only when the policy raises CPU on running pods (Policy.resizes_pods_in_place).
+CPU_IN_PLACE: tuple[tuple[str, str, str], ...] = (("", "pods/resize", "patch"),)
 CLUSTER: tuple[tuple[str, str, str], ...] = (("scheduling.k8s.io", "priorityclasses", "list"),)
 BOUNDS_FIX = ("growth is then bounded only by the policy's gpus.max/replicas.max: apply deploy/base "
               "(or the gpu-reactor-base chart) to the namespace")
@@ -36,13 +38,14 @@ def _denied(kube: KubeGateway, grants: tuple[tuple[str, str, str], ...], namespa
 
 def rbac(kube: KubeGateway, settings: Settings, who: str) -> list[Check]:
     checks = []
+    grants = NAMESPACED + (CPU_IN_PLACE if settings.policy.resizes_pods_in_place else ())
     for namespace in settings.policy.allow:
         name = f"rbac {namespace}"
-        denied = _denied(kube, NAMESPACED, namespace)
+        denied = _denied(kube, grants, namespace)
         if denied:
             checks.append(failing(name, f"{who} may not: {', '.join(denied)}", RBAC_FIX))
         else:
-            checks.append(ok(name, f"{who} may make all {len(NAMESPACED)} calls the reactor makes"))
+            checks.append(ok(name, f"{who} may make all {len(grants)} calls the reactor makes"))
     denied = _denied(kube, CLUSTER, "")
     if denied:
         checks.append(failing("rbac cluster", f"{who} may not: {', '.join(denied)}",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from . import promql
+from . import cpu, promql, signal
 from .promql import duration
 from .values import Tunables, Values
 
@@ -32,7 +32,10 @@ _SUMMARY = {
     "GPUSaturated": "GPUs of {{ $labels.namespace }}/{{ $labels.pod }} are saturated",
     "GPUMemorySaturated": "GPU memory of {{ $labels.namespace }}/{{ $labels.pod }} is nearly full",
     "GPUMetricsMissing": "GPU metrics of {{ $labels.namespace }}/{{ $labels.pod }} are missing",
+    "GPUStarvedByCPU": "GPUs of {{ $labels.namespace }}/{{ $labels.pod }} wait for its CPU",
 }
+# The shrink alerts say how throttled the container's CPU is: the reactor never shrinks a CPU-starved one.
+_CPU_ANNOTATED = frozenset({"GPUUnderutilized", "GPUIdle"})
 _WHAT = {
     "GPUUnderutilized": "averaged {{ $value | humanizePercentage }} GPU utilization over {window}, below {threshold}",
     "GPUIdle": "averaged {{ $value | humanizePercentage }} GPU utilization over {window}, below {threshold}: idle",
@@ -63,13 +66,17 @@ def variants(values: Values, section: str) -> Iterator[Variant]:
 
 
 def recording_rules(values: Values) -> list[dict[str, Any]]:
+    labels, exporter = values.scrape_labels, values.exporter_container
+    per_gpu, container = signal.recording_rules(values.signal, dict(values.signal_overrides), labels, exporter)
+    busy = signal.per_gpu(signal.global_gpu_signal(values.signal), labels, exporter)
     rules = [
-        {"record": promql.GPU_HOLDER, "expr": promql.gpu_holder(values.scrape_labels, values.exporter_container)},
+        {"record": promql.GPU_HOLDER, "expr": promql.gpu_holder(labels, exporter)},
         {"record": promql.GPU_PODS, "expr": promql.gpu_pods()},
         {"record": promql.SHARED, "expr": promql.container_shared()},
-        {"record": promql.GPU_UTILIZATION, "expr": promql.gpu_utilization(values.scrape_labels, values.exporter_container)},
-        {"record": promql.GPU_FB_USED, "expr": promql.gpu_fb_used(values.scrape_labels, values.exporter_container)},
-        {"record": promql.UTILIZATION, "expr": promql.container_utilization()},
+        {"record": promql.GPU_UTILIZATION, "expr": busy},
+        {"record": promql.GPU_FB_USED, "expr": promql.gpu_fb_used(labels, exporter)},
+        *per_gpu,
+        *container,
         {"record": promql.FB_USED, "expr": promql.container_fb_used()},
         {"record": promql.GPUS, "expr": promql.container_gpus()},
         {"record": promql.GPU_REPORTED, "expr": promql.gpu_reported()},
@@ -78,7 +85,7 @@ def recording_rules(values: Values) -> list[dict[str, Any]]:
     for v in variants(values, "idleGpu"):
         rule = {"record": promql.IDLE_GPUS, "expr": promql.container_idle_gpus(v.selector, v.tunables.threshold, v.tunables.window)}
         rules.append({**rule, "labels": v.labels} if v.labels else rule)
-    return rules
+    return rules + cpu.recording_rules(values)
 
 
 def _annotations(
@@ -116,7 +123,21 @@ def _window_alert(values: Values, alert: str, v: Variant) -> dict[str, Any]:
         f"{what}; value is the {'framebuffer used' if section == 'memorySaturated' else 'utilization'} ratio."
     )
     annotations = _annotations(values, alert, description, gpus_window=values.stale_after, idle_known=True)
+    if alert in _CPU_ANNOTATED:
+        annotations[cpu.ANNOTATION] = cpu.throttling_annotation(values)
     return _alert(alert, expr, v, annotations)
+
+
+def _starved_alerts(values: Values) -> list[dict[str, Any]]:
+    """GPUStarvedByCPU: the underutilized condition, while the CPU is throttled (see `cpu`)."""
+    rules = []
+    for sel, gpu_threshold, t, labels in cpu.starved_variants(values):
+        expr = cpu.starved_expr(sel, gpu_threshold, t.threshold, t.window, values)
+        description = cpu.starved_description(gpu_threshold, t.threshold, t.window)
+        annotations = _annotations(values, cpu.STARVED, description, gpus_window=values.stale_after, idle_known=True)
+        annotations[cpu.ANNOTATION] = cpu.throttling_annotation(values)
+        rules.append(_alert(cpu.STARVED, expr, Variant(sel, t, labels), annotations))
+    return rules
 
 
 def _missing_alert(values: Values, v: Variant) -> dict[str, Any]:
@@ -138,7 +159,7 @@ def alerting_rules(values: Values) -> list[dict[str, Any]]:
     for alert, (section, _, _) in _WINDOW_ALERTS.items():
         rules += [_window_alert(values, alert, v) for v in variants(values, section)]
     rules += [_missing_alert(values, v) for v in variants(values, "metricsMissing")]
-    return rules
+    return rules + _starved_alerts(values)
 
 
 def rule_groups(values: Values) -> dict[str, Any]:

@@ -133,11 +133,6 @@ def container_gpu_seen() -> str:
     return f"time() * group by ({BY_WORKLOAD}, UUID) ({GPU_UTILIZATION} or {GPU_FB_USED})"
 
 
-def container_utilization() -> str:
-    """A container on any shared GPU has no utilization of its own (GPUMetricsMissing holds it)."""
-    return f"avg by ({BY_WORKLOAD}) ({GPU_UTILIZATION}) unless on ({BY_WORKLOAD}) {SHARED}"
-
-
 def container_fb_used() -> str:
     return f"max by ({BY_WORKLOAD}) ({GPU_FB_USED}) unless on ({BY_WORKLOAD}) {SHARED}"
 

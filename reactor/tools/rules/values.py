@@ -15,6 +15,8 @@ from typing import Any
 
 from ...errors import ConfigError
 from ...fields import parse_duration
+from .signal import NAMED as NAMED_SIGNALS
+from .signal import BusySignal
 
 SEVERITIES = ("info", "warning", "critical")
 # How the scrape spells the workload's labels on dcgm-exporter series (see `Values.scrape_labels`).
@@ -65,16 +67,26 @@ SECTIONS: Mapping[str, tuple[frozenset[str], Tunables]] = MappingProxyType(
             frozenset({"threshold", "window"}),
             Tunables(0.05, timedelta(minutes=30)),
         ),
+        # The CPU half (see rules/cpu.py): the rate window of the throttling and CPU-use series, and
+        # GPUStarvedByCPU (GPU below underutilized.threshold while throttled above this threshold).
+        "cpuThrottling": (
+            frozenset({"window"}),
+            Tunables(0.0, timedelta(minutes=5)),
+        ),
+        "starvedByCpu": (
+            frozenset({"threshold", "window", "for", "keepFiringFor", "severity"}),
+            Tunables(0.25, timedelta(minutes=15), timedelta(minutes=15), timedelta(minutes=10)),
+        ),
     }
 )
 _TOP = frozenset(
     {
         "evaluationInterval", "staleAfter", "runbookUrl", "scrape", "exporter", "kubeStateMetrics",
-        "prometheusRule", "defaults", "namespaces",
+        "prometheusRule", "defaults", "namespaces", "signal",
     }
 )
 _PROMETHEUS_RULE = frozenset({"name", "namespace", "labels"})
-_SCRAPE = frozenset({"labels"})
+_SCRAPE = frozenset({"labels", "cadvisorLabels"})
 _EXPORTER = frozenset({"container"})
 _KUBE_STATE_METRICS = frozenset({"enabled"})
 
@@ -98,6 +110,9 @@ class Values:
     scrape_labels: str = "exported"
     exporter_container: str = DEFAULT_EXPORTER_CONTAINER
     kube_state_metrics: bool = False
+    cadvisor_labels: str = "plain"  # cAdvisor's spelling: the kubelet labels its series plainly
+    signal: BusySignal = BusySignal()  # the busy signal (rules/signal.py); per namespace in signal_overrides
+    signal_overrides: Mapping[str, BusySignal] = field(default_factory=lambda: MappingProxyType({}))
     rule_name: str = "gpu-reactor"
     rule_namespace: str = "monitoring"
     rule_labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({"release": "kube-prometheus-stack"}))
@@ -167,8 +182,31 @@ def _namespaces(raw: Any, defaults: Mapping[str, Tunables]) -> dict[str, Mapping
     for ns, sections in doc.items():
         if not isinstance(ns, str) or not _DNS_LABEL.match(ns) or len(ns) > 63:
             raise ConfigError(f"namespaces.{ns}", "not a valid Kubernetes namespace name")
+        if isinstance(sections, dict):
+            sections = {k: v for k, v in sections.items() if k != "signal"}
         out[ns] = MappingProxyType(_sections(f"namespaces.{ns}", sections, defaults))
     return out
+
+
+def _signal(key: str, raw: Any) -> BusySignal:
+    """`gr_engine_active`, `sm_active`, `gpu_util`, or `{expr: PROMQL}` (a 0-1 busy value per container)."""
+    if isinstance(raw, str) and raw in NAMED_SIGNALS:
+        return BusySignal(raw)
+    if isinstance(raw, dict) and set(raw) == {"expr"} and isinstance(raw["expr"], str) and raw["expr"].strip():
+        return BusySignal("expr", raw["expr"])
+    raise ConfigError(key, f"expected one of {', '.join(NAMED_SIGNALS)} or {{expr: PROMQL}}, got {raw!r}")
+
+
+def _signals(top: Mapping[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    if "signal" in top:
+        found["signal"] = _signal("signal", top["signal"])
+    per_ns = {ns: _signal(f"namespaces.{ns}.signal", sections["signal"])
+              for ns, sections in (top.get("namespaces") or {}).items()
+              if isinstance(sections, dict) and "signal" in sections}
+    if per_ns:
+        found["signal_overrides"] = MappingProxyType(per_ns)
+    return found
 
 
 def _check_order(prefix: str, sections: Mapping[str, Tunables]) -> None:
@@ -199,11 +237,14 @@ def _rule_meta(raw: Any) -> dict[str, Any]:
 
 def _scrape(raw: Any) -> dict[str, Any]:
     doc = _mapping("scrape", raw, _SCRAPE)
-    if "labels" not in doc:
-        return {}
-    if doc["labels"] not in LABEL_SPELLINGS:
-        raise ConfigError("scrape.labels", f"must be one of {', '.join(LABEL_SPELLINGS)}, got {doc['labels']!r}")
-    return {"scrape_labels": doc["labels"]}
+    found = {}
+    for key, name in (("labels", "scrape_labels"), ("cadvisorLabels", "cadvisor_labels")):
+        if key not in doc:
+            continue
+        if doc[key] not in LABEL_SPELLINGS:
+            raise ConfigError(f"scrape.{key}", f"must be one of {', '.join(LABEL_SPELLINGS)}, got {doc[key]!r}")
+        found[name] = doc[key]
+    return found
 
 
 def _exporter(raw: Any) -> dict[str, Any]:
@@ -252,6 +293,7 @@ def build_values(doc: Any) -> Values:
     fields.update(_exporter(top.get("exporter")))
     fields.update(_kube_state_metrics(top.get("kubeStateMetrics")))
     fields.update(_rule_meta(top.get("prometheusRule")))
+    fields.update(_signals(top))
     defaults = {**Values().defaults, **_sections("defaults", top.get("defaults"), Values().defaults)}
     _check_order("defaults.", defaults)
     overrides = _namespaces(top.get("namespaces"), defaults)

@@ -1,0 +1,114 @@
+"""Pure conversions for the CPU half: a container's CPU, the namespace's CPU bounds, a pod's resize status.
+
+Reads raw Kubernetes objects (JSON dicts) into the model's values and builds the pods/resize body;
+does no I/O. Every value comes from objects tenants can write, so anything unparseable reads as
+"not set", never as a number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from . import workloads
+from .model import CpuBounds, CpuResources
+
+# The pod conditions an in-place resize reports (Kubernetes 1.33+), as the kubelet sets them.
+RESIZE_PENDING = "PodResizePending"  # reason Deferred (may fit later) or Infeasible (never on this node)
+RESIZE_IN_PROGRESS = "PodResizeInProgress"
+
+
+def millicores(raw: Any) -> int | None:
+    """A CPU quantity in millicores, rounded up like the API server's MilliValue; None if unparseable."""
+    try:
+        value = workloads.parse_quantity(raw) * 1000
+    except (ValueError, ArithmeticError):
+        return None
+    if value < 0:
+        return None
+    return int(value) if value == int(value) else int(value) + 1
+
+
+def container_cpu(resources: Mapping[str, Any] | None) -> CpuResources | None:
+    """The CPU request and limit of one container's `resources`; None when neither is set."""
+    resources = resources or {}
+    request = (resources.get("requests") or {}).get("cpu")
+    limit = (resources.get("limits") or {}).get("cpu")
+    if request is None and limit is None:
+        return None
+    return CpuResources(request_m=None if request is None else millicores(request),
+                        limit_m=None if limit is None else millicores(limit))
+
+
+def pod_cpu(pod: Mapping[str, Any] | None) -> Mapping[str, CpuResources]:
+    """Container name → CPU, as the pod's spec holds it now (a resize writes the spec)."""
+    found: dict[str, CpuResources] = {}
+    for c in ((pod or {}).get("spec") or {}).get("containers") or []:
+        cpu = container_cpu(c.get("resources")) if isinstance(c, dict) else None
+        if cpu is not None and isinstance(c.get("name"), str):
+            found[c["name"]] = cpu
+    return MappingProxyType(found)
+
+
+def to_cpu_bounds(limit_ranges: Iterable[Mapping[str, Any]], quotas: Iterable[Mapping[str, Any]]) -> CpuBounds:
+    """The tightest Container min/max for cpu, and the least requests.cpu / limits.cpu headroom."""
+    lo: int | None = None
+    hi: int | None = None
+    for lr in limit_ranges:
+        for item in (lr.get("spec") or {}).get("limits") or []:
+            if item.get("type") != "Container":
+                continue
+            low, high = millicores((item.get("min") or {}).get("cpu")), millicores((item.get("max") or {}).get("cpu"))
+            lo = low if lo is None or (low is not None and low > lo) else lo
+            hi = high if hi is None or (high is not None and high < hi) else hi
+    quotas = list(quotas)
+    return CpuBounds(min_m=lo, max_m=hi, requests_headroom_m=_headroom(quotas, "requests.cpu"),
+                     limits_headroom_m=_headroom(quotas, "limits.cpu"))
+
+
+def _headroom(quotas: Iterable[Mapping[str, Any]], key: str) -> int | None:
+    """hard − used of the tightest quota naming `key` (`cpu` is requests.cpu's other spelling)."""
+    best: int | None = None
+    for quota in quotas:
+        status, spec = quota.get("status") or {}, quota.get("spec") or {}
+        for name in (key, "cpu") if key == "requests.cpu" else (key,):
+            hard = millicores((status.get("hard") or {}).get(name, (spec.get("hard") or {}).get(name)))
+            if hard is None:
+                continue
+            used = millicores((status.get("used") or {}).get(name, 0)) or 0
+            best = hard - used if best is None else min(best, hard - used)
+    return best
+
+
+def cpu_quantity(millis: int) -> str:
+    """The canonical spelling the API server gives back: whole cores as `3`, else `2500m`."""
+    return str(millis // 1000) if millis % 1000 == 0 else f"{millis}m"
+
+
+def resize_body(container: str, cpu: CpuResources) -> dict[str, Any]:
+    """The strategic-merge body for pods/NAME/resize: one container's CPU request and limit."""
+    assert cpu.limit_m is not None
+    resources: dict[str, Any] = {"limits": {"cpu": cpu_quantity(cpu.limit_m)}}
+    if cpu.request_m is not None:
+        resources["requests"] = {"cpu": cpu_quantity(cpu.request_m)}
+    return {"spec": {"containers": [{"name": container, "resources": resources}]}}
+
+
+def resize_status(pod: Mapping[str, Any]) -> str:
+    """What the kubelet says of a resize: "Deferred: …", "Infeasible: …", "InProgress", "Proposed" (not
+    looked at yet: the running containers still report other CPU than the spec asks) or "done"."""
+    status = pod.get("status") or {}
+    for condition in status.get("conditions") or []:
+        if condition.get("status") != "True":
+            continue
+        if condition.get("type") == RESIZE_PENDING:
+            return f"{condition.get('reason') or 'Pending'}: {condition.get('message') or ''}".strip()
+        if condition.get("type") == RESIZE_IN_PROGRESS:
+            return "InProgress"
+    applied = {c.get("name"): container_cpu(c.get("resources")) for c in status.get("containerStatuses") or []
+               if isinstance(c, dict) and c.get("resources") is not None}
+    wanted = pod_cpu(pod)
+    if any(name in applied and applied[name] != cpu for name, cpu in wanted.items()):
+        return "Proposed"
+    return "done"

@@ -1,0 +1,111 @@
+"""The CPU half of the policy: never shrink a GPU workload starved by its CPU, and give it CPU instead.
+
+Pure: no I/O, no clock. `cpu_bound` is the rail that refuses GPU shrinks while the alert says the
+container is CPU-throttled (or cannot tell); `resize_cpu` sizes a CPU raise from the throttling ratio
+(see `size_cpu`) within the policy, the LimitRange and the requests.cpu / limits.cpu quotas.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..model import Action, CpuResources, Skip, SkipReason
+from .context import Context
+
+# The strategies that take GPUs away from a workload: pointless, even harmful, when its GPUs
+# wait for its CPU (data loading, decoding, tokenization).
+SHRINKS = frozenset({"resize-gpu-down", "scale-replicas-down"})
+
+
+def cpu_bound(ctx: Context, strategy: str) -> Skip | None:
+    """CPU_BOUND for a GPU shrink when the container is throttled at or above the policy's ratio.
+
+    "Unknown" (the rules measure CPU but found no cAdvisor series) refuses too, unless the policy
+    says `cpu.unknownHolds: false`: a missing measure is never read as "not throttled". An alert
+    without the annotation (rules from before the CPU half) claims nothing and is not refused.
+    """
+    if strategy not in SHRINKS:
+        return None
+    signal, above = ctx.signal, ctx.policy.cpu_throttled_above
+    if signal.cpu_throttling is not None and signal.cpu_throttling >= above:
+        return Skip(SkipReason.CPU_BOUND, f"CPU throttled in {signal.cpu_throttling:.0%} of periods (from {above:.0%} "
+                    "a container is CPU-bound): its GPUs wait for its CPU, fewer GPUs would not help")
+    if signal.cpu_unknown and ctx.policy.cpu_unknown_holds:
+        return Skip(SkipReason.CPU_BOUND, "CPU throttling unknown (no cAdvisor series): not shrinking a GPU "
+                    "workload that may be starved by its CPU")
+    return None
+
+
+def size_cpu(current: CpuResources, throttling: float | None, *, step_m: int, max_m: int) -> CpuResources:
+    """The documented rule: limit × (1 + throttling), at least one `step` more, rounded up to `step`, capped.
+
+    Throttled in a fraction t of its CFS periods, the container wanted more CPU in those periods;
+    t more of its limit is the smallest raise that can end it. Without a measure: one step. The
+    request keeps its proportion to the limit (equal stays equal, so the QoS class never changes).
+    """
+    limit = current.limit_m or 0
+    wanted = math.ceil(limit * (1 + (throttling or 0.0)))
+    new_limit = min(max_m, max(limit + step_m, math.ceil(wanted / step_m) * step_m))
+    request = limit if current.request_m is None else current.request_m
+    new_request = new_limit if request >= limit else min(new_limit, math.ceil(request * new_limit / limit))
+    return CpuResources(request_m=new_request, limit_m=new_limit)
+
+
+def resize_cpu(ctx: Context, direction: str) -> Action | Skip:
+    """Raise the alert's container's CPU (request and limit) in proportion to its throttling."""
+    if direction != "up":
+        return Skip(SkipReason.NOT_APPLICABLE, "the reactor only raises CPU (a GPU alert never says CPU is wasted)")
+    container = ctx.workload.container(ctx.signal.container)
+    current = ctx.container_cpu(container.name) if container is not None else None
+    if container is None or current is None or not current.limit_m:
+        named = ctx.signal.container or "(none named, and not exactly one GPU container)"
+        return Skip(SkipReason.NOT_APPLICABLE, f"container {named} has no CPU limit: CFS never throttles it")
+    highest = min(ctx.policy.cpu_max_m, ctx.cpu_bounds.max_m or ctx.policy.cpu_max_m)
+    target = size_cpu(current, ctx.signal.cpu_throttling, step_m=ctx.policy.cpu_step_m, max_m=highest)
+    if target.limit_m is None or target.limit_m <= current.limit_m:
+        return Skip(SkipReason.AT_MAX_CPU, f"CPU limit {current.limit_m}m; highest allowed {highest}m")
+    blocked = check_cpu_quota(ctx, current, target, what=f"{container.name} CPU {current.limit_m}m→{target.limit_m}m")
+    if blocked is not None:
+        return blocked
+    return Action(action="resize-cpu", direction="up", workload=ctx.workload.ref, container=container.name,
+                  from_value=f"{current.limit_m}m", to_value=f"{target.limit_m}m", strategy="resize-cpu-up",
+                  cpu=target, cpu_before=current)
+
+
+def revert_cpu(ctx: Context, container: str | None, original: object) -> Action | Skip:
+    """Back to the CPU recorded before the first raise; a lowering needs no quota, but stays above the
+    LimitRange's min (a tenant may have raised it since)."""
+    current = ctx.container_cpu(container) if container is not None else None
+    if not isinstance(original, CpuResources) or current is None or original.limit_m is None:
+        return Skip(SkipReason.NOTHING_TO_REVERT, f"recorded original {original!r} does not fit the CPU of {container}")
+    low = ctx.cpu_bounds.min_m
+    if low is not None and min(original.request_m or original.limit_m, original.limit_m) < low:
+        return Skip(SkipReason.NOTHING_TO_REVERT,
+                    f"original CPU {original.limit_m}m is below the LimitRange min {low}m")
+    return Action(action="revert", direction="revert", workload=ctx.workload.ref, container=container,
+                  from_value=f"{current.limit_m}m", to_value=f"{original.limit_m}m", strategy="resize-cpu-up",
+                  cpu=original, cpu_before=current)
+
+
+def check_cpu_quota(ctx: Context, current: CpuResources, target: CpuResources, *, what: str) -> Skip | None:
+    """QUOTA_EXCEEDED when requests.cpu or limits.cpu has less headroom than the change needs.
+
+    In place (`cpu.applyTo: pods`), each pod the alerts name grows by the difference. Through the
+    template, like GPUs: every replica grows, and the surge pods run the new size while every old
+    pod still counts.
+    """
+    b = ctx.cpu_bounds
+    old_request = current.request_m if current.request_m is not None else current.limit_m or 0
+    needs = (("requests.cpu", old_request, target.request_m or 0, b.requests_headroom_m),
+             ("limits.cpu", current.limit_m or 0, target.limit_m or 0, b.limits_headroom_m))
+    for key, old, new, headroom in needs:
+        if ctx.policy.cpu_apply_to == "pods":
+            pods = len(ctx.signal.pods) or ctx.replicas
+            need = pods * max(0, new - old)
+        else:
+            pods = ctx.replicas
+            need = pods * max(0, new - old) + ctx.surge * new
+        if headroom is not None and need > headroom:
+            return Skip(SkipReason.QUOTA_EXCEEDED,
+                        f"{what} needs {need}m of {key} ({pods} pods, surge {ctx.surge}), headroom {headroom}m")
+    return None

@@ -1,0 +1,109 @@
+"""In-place pod resize beyond validation: its admission (LimitRanger, ResourceQuota) and the kubelet's verdict.
+
+As kube-apiserver 1.33+ and the kubelet do it (KEP-1287, "Resource Quota" and "Affected Components"):
+a pods/NAME/resize is admitted like a Pod update, so LimitRanger checks the resized containers against
+the namespace's min/max and ResourceQuota charges the growth (new usage − old usage, increases only)
+against every quota of the namespace; both deny with 403 Forbidden and store nothing. The kubelet then
+either applies the new resources (status.containerStatuses[*].resources) or reports why not in a
+`PodResizePending` condition: `Infeasible` when the pod's requests exceed the node's allocatable
+("Node didn't have enough capacity: cpu, requested: N, capacity: M", millicores), `Deferred` when they
+exceed what the other pods leave free ("Node didn't have enough resource: cpu, requested: N, used: U,
+capacity: M"). Here the kubelet applies an admitted resize in one step, so `PodResizeInProgress` is never
+seen. Reads the store; the kubelet part writes the pod's status only.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from fractions import Fraction
+from typing import Any
+
+from . import admission, quantity
+from .objects import timestamp
+from .ownership import is_active
+from .registry import Resource
+from .status import forbidden
+
+Obj = dict[str, Any]
+PENDING = "PodResizePending"
+_NODE_RESOURCES = ("cpu", "memory")
+
+
+def admit(store: Any, res: Resource, old: Obj, new: Obj, plurals: Iterable[tuple[str, str]]) -> None:
+    """LimitRanger and ResourceQuota for a resize; ApiError 403 when either refuses."""
+    admission.check_limit_ranges(store, res, new)
+    _check_quota_growth(store, res, old, new, list(plurals))
+
+
+def _check_quota_growth(store: Any, res: Resource, old: Obj, new: Obj, plurals: list[tuple[str, str]]) -> None:
+    before, after = admission.pod_usage(old), admission.pod_usage(new)
+    growth = {k: v - before.get(k, Fraction(0)) for k, v in after.items() if v > before.get(k, Fraction(0))}
+    for quota in store.items("resourcequotas", new["metadata"]["namespace"]):
+        hard = (quota.get("spec") or {}).get("hard") or {}
+        used = {k: quantity.parse(v) for k, v in admission.quota_used(store, plurals, quota).items()}
+        failed = sorted(k for k in hard if k in growth and used[k] + growth[k] > quantity.parse(hard[k]))
+        if failed:
+            raise forbidden(res, new["metadata"]["name"], f"exceeded quota: {quota['metadata']['name']}, "
+                            f"requested: {_fmt(growth, failed, hard)}, used: {_fmt(used, failed, hard)}, "
+                            f"limited: {_fmt({k: quantity.parse(hard[k]) for k in failed}, failed, hard)}")
+
+
+def _fmt(values: dict[str, Fraction], keys: list[str], hard: Obj) -> str:
+    return ",".join(f"{k}={quantity.render(values[k], binary=quantity.is_binary(hard[k]))}" for k in keys)
+
+
+def verdict(pod: Obj, node: Obj | None, pods: list[Obj]) -> tuple[str, str] | None:
+    """(reason, message) when the kubelet cannot apply the pod's spec now; None when it can."""
+    if node is None:
+        return None
+    alloc = (node.get("status") or {}).get("allocatable") or (node.get("status") or {}).get("capacity") or {}
+    wanted = _requests(pod)
+    for key in _NODE_RESOURCES:
+        if key not in alloc:
+            continue
+        capacity, need = _units(key, quantity.parse(alloc[key])), _units(key, wanted.get(key, Fraction(0)))
+        if need > capacity:
+            return "Infeasible", f"Node didn't have enough capacity: {key}, requested: {need}, capacity: {capacity}"
+        used = sum(_units(key, _requests(p).get(key, Fraction(0))) for p in _others(pod, node, pods))
+        if used + need > capacity:
+            return "Deferred", (f"Node didn't have enough resource: {key}, requested: {need}, used: {used}, "
+                                f"capacity: {capacity}")
+    return None
+
+
+def _units(key: str, value: Fraction) -> int:
+    """What the kubelet prints: CPU in millicores, memory in bytes (rounded up)."""
+    scaled = value * 1000 if key == "cpu" else value
+    return int(-(-scaled.numerator // scaled.denominator))
+
+
+def _requests(pod: Obj) -> dict[str, Fraction]:
+    usage = admission.pod_usage(pod)
+    return {k: usage.get(f"requests.{k}", Fraction(0)) for k in _NODE_RESOURCES}
+
+
+def _others(pod: Obj, node: Obj, pods: list[Obj]) -> list[Obj]:
+    name, uid = node["metadata"]["name"], pod["metadata"]["uid"]
+    return [p for p in pods if p["metadata"]["uid"] != uid and p["spec"].get("nodeName") == name and is_active(p)]
+
+
+def actuate(api: Any, pod: Obj, node: Obj | None, pods: list[Obj]) -> None:
+    """The kubelet's part: apply the spec's resources to the running containers, or say why not."""
+    status = pod["status"]
+    conditions = [c for c in status.get("conditions") or [] if c.get("type") != PENDING]
+    specs = {c["name"]: c for c in pod["spec"].get("containers") or []}
+    pending = any(s.get("resources") != specs.get(s.get("name"), {}).get("resources")
+                  for s in status.get("containerStatuses") or [] if "running" in (s.get("state") or {}))
+    refused = verdict(pod, node, pods) if pending else None
+    if refused is not None:
+        reason, message = refused
+        conditions.append({"type": PENDING, "status": "True", "reason": reason, "message": message,
+                           "lastTransitionTime": timestamp(api.clock), "lastProbeTime": timestamp(api.clock)})
+    else:
+        for s in status.get("containerStatuses") or []:
+            if s.get("name") in specs and "running" in (s.get("state") or {}):
+                s["resources"] = copy.deepcopy(specs[s["name"]].get("resources") or {})
+    if conditions != (status.get("conditions") or []) or (pending and refused is None):
+        status["conditions"] = conditions
+        api.store.put("pods", pod)

@@ -1,0 +1,105 @@
+"""The CPU half of the rules: per GPU container, its CPU throttling and its CPU use against its limit,
+and GPUStarvedByCPU (GPUs underused while the CPU is throttled).
+
+Pure string and dict building, no I/O. cAdvisor (the kubelet) labels its series with the container's
+`namespace`, `pod`, `container`; `scrape.cadvisorLabels: exported` reads `exported_*` instead (a
+federation or a scrape that kept its own target labels). Only containers that hold GPUs are recorded,
+so the series count follows GPU containers, not every container of the cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+from . import promql
+from .promql import BY_WORKLOAD, WORKLOAD, duration
+from .values import Tunables, Values
+
+THROTTLING = "gpu_reactor:container_cpu_throttling:ratio"
+CPU_LIMIT_USED = "gpu_reactor:container_cpu_usage:limit_ratio"
+STARVED = "GPUStarvedByCPU"
+ANNOTATION = "cpu_throttling"
+_REAL_CONTAINER = 'container!="", container!="POD"'  # "" is the pod's cgroup, "POD" the pause container
+
+
+def cadvisor(metric: str, labels: str) -> str:
+    """A cAdvisor series of real containers, labelled by the workload in the configured spelling."""
+    if labels == "plain":
+        return f"{metric}{{{_REAL_CONTAINER}, pod!=\"\"}}"
+    series = f'{metric}{{exported_container!="", exported_container!="POD", exported_pod!=""}}'
+    for label in WORKLOAD:
+        series = f'label_replace({series}, "{label}", "$1", "exported_{label}", "(.*)")'
+    return series
+
+
+def _rate(metric: str, values: Values) -> str:
+    window = duration(values.defaults["cpuThrottling"].window)
+    return f"sum by ({BY_WORKLOAD}) (rate({cadvisor(metric, values.cadvisor_labels)}[{window}]))"
+
+
+def throttling(values: Values) -> str:
+    """Share of CFS periods in which the container was throttled, over `cpuThrottling.window`.
+
+    A container with no CFS period at all (no CPU limit, or never runnable) was not throttled: 0, not
+    NaN (the denominator is clamped). A container without cAdvisor series gets no sample: unknown.
+    """
+    throttled = _rate("container_cpu_cfs_throttled_periods_total", values)
+    periods = _rate("container_cpu_cfs_periods_total", values)
+    return f"{throttled}\n/\nclamp_min({periods}, 1e-9)\nand on ({BY_WORKLOAD})\n{promql.GPUS}"
+
+
+def limit_used(values: Values) -> str:
+    """CPU used / CPU limit (cores = quota / period); containers without a limit get no sample."""
+    used = _rate("container_cpu_usage_seconds_total", values)
+    labels = values.cadvisor_labels
+    cores = (f"sum by ({BY_WORKLOAD}) ({cadvisor('container_spec_cpu_quota', labels)} > 0)\n/\n"
+             f"sum by ({BY_WORKLOAD}) ({cadvisor('container_spec_cpu_period', labels)} > 0)")
+    return f"{used}\n/\n(\n{cores}\n)\nand on ({BY_WORKLOAD})\n{promql.GPUS}"
+
+
+def recording_rules(values: Values) -> list[dict[str, Any]]:
+    """Recorded after the GPU series: they keep only containers `container_gpus:count` lists."""
+    return [{"record": THROTTLING, "expr": throttling(values)}, {"record": CPU_LIMIT_USED, "expr": limit_used(values)}]
+
+
+def throttling_annotation(values: Values) -> str:
+    """The container's latest throttling ratio, or `unknown` when cAdvisor reports nothing for it."""
+    query = (f'last_over_time({THROTTLING}{{namespace="%s",pod="%s",container="%s"}}'
+             f"[{duration(values.stale_after)}])")
+    return (f"{{{{ with printf `{query}` $labels.namespace $labels.pod $labels.container | query }}}}"
+            '{{ . | first | value | printf "%.3f" }}{{ else }}unknown{{ end }}')
+
+
+def starved_variants(values: Values) -> Iterator[tuple[str, float, Tunables, dict[str, str]]]:
+    """(selector, GPU threshold, starvedByCpu tunables, labels): the default rule, then one per namespace
+    overriding `starvedByCpu` or `underutilized` (the GPU side of the condition is the latter's)."""
+    overridden = tuple(sorted(set(values.namespaces_overriding("starvedByCpu"))
+                              | set(values.namespaces_overriding("underutilized"))))
+    d = values.defaults
+    yield promql.selector(exclude=overridden), d["underutilized"].threshold, d["starvedByCpu"], {}
+    for ns in overridden:
+        own = values.overrides[ns]
+        yield (promql.selector(only=ns), own.get("underutilized", d["underutilized"]).threshold,
+               own.get("starvedByCpu", d["starvedByCpu"]), {"thresholds": f"namespaces.{ns}"})
+
+
+def starved_expr(sel: str, gpu_threshold: float, cpu_threshold: float, window: timedelta, values: Values) -> str:
+    """GPU busy below `gpu_threshold` while throttled above `cpu_threshold`, both averaged over `window`.
+
+    Missing cAdvisor series never fire it (nothing known), nor a GPU series gone stale.
+    """
+    w = duration(window)
+    gpu = promql.window_compare(promql.UTILIZATION, sel, "<", gpu_threshold, window, values.stale_after)
+    return f"{gpu}\nand on ({BY_WORKLOAD})\navg_over_time({THROTTLING}{sel}[{w}]) > {cpu_threshold:g}"
+
+
+def starved_description(gpu_threshold: float, cpu_threshold: float, window: timedelta) -> str:
+    return (
+        "Container {{ $labels.container }} of {{ $labels.namespace }}/{{ $labels.pod }} averaged "
+        f"{{{{ $value | humanizePercentage }}}} GPU utilization over {duration(window)}, "
+        f"below {gpu_threshold * 100:g}%, while its CPU was throttled in more than {cpu_threshold * 100:g}% "
+        "of its CFS periods: its GPUs wait for "
+        "its CPU; value is the utilization ratio. Give it CPU, not fewer GPUs."
+    )
