@@ -26,6 +26,7 @@ from reactor.kube import KubeGateway
 from reactor.metrics import Metrics
 from reactor.settings import build_settings
 from reactor.sim import SimCluster
+from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec, notification
 
 from .loadgen import quantile
@@ -51,7 +52,8 @@ def _quantile(values: list[float], q: float) -> float:
 
 def run_latency(sim: SimCluster, tmp: Path, token: str, runs: int = LATENCY_WORKLOADS) -> dict[str, Any]:
     (tmp / "latency-token").write_text(token)
-    doc = dict(POLICY, server={**POLICY["server"], "tokenFile": str(tmp / "latency-token")})
+    doc = dict(POLICY, server={**POLICY["server"], "tokenFile": str(tmp / "latency-token")},
+               state={"keyFile": str(state_key_file(tmp))})
     settings = build_settings(doc, {})
     metrics = Metrics(CollectorRegistry())
     kube = TimedGateway.for_url(sim.url, settings.kube, metrics)

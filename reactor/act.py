@@ -22,6 +22,7 @@ from .budget import Budget
 from .errors import ConflictError, PermanentError, ReactorError, TemporaryError
 from .kube import KubeGateway
 from .model import Action, Decision, Kind, Mode, Result, Signal, Skip, SkipReason, Workload, WorkloadRef
+from .statemac import StateKeys
 from .workloads import template_path
 
 log = logging.getLogger(__name__)
@@ -66,8 +67,8 @@ class Actor:
     """Carries out decisions; holds the budget and the gateway, nothing about one notification."""
 
     def __init__(self, *, kube: KubeGateway, budget: Budget, gpu_resource: str, cooldown: timedelta,
-                 conflict_retries: int, dry_run: bool) -> None:
-        self.kube, self.budget = kube, budget
+                 conflict_retries: int, dry_run: bool, state_keys: StateKeys | None = None) -> None:
+        self.kube, self.budget, self.state_keys = kube, budget, state_keys
         self.gpu_resource, self.cooldown = gpu_resource, cooldown
         self.conflict_retries, self.dry_run = conflict_retries, dry_run
 
@@ -108,6 +109,8 @@ class Actor:
     def _write(self, action: Action, workload: Workload, signal: Signal, now: datetime) -> dict[str, Any] | None:
         """The conditional patch; the object as written, or None on a 409 (the read was stale)."""
         annotations = state_annotations(action, signal, workload, self.cooldown, now)
+        if self.state_keys is not None:  # None only in dry run, which never writes
+            annotations = self.state_keys.sealed(workload.uid, annotations)
         ref = workload.ref
         try:
             return self.kube.patch(ref.kind, ref.namespace, ref.name,

@@ -34,6 +34,10 @@ PRIORITY_CLASS = "priorityClassName"
 
 _DIRECTIONS = frozenset({"up", "down", "revert"})
 _COUNT = re.compile(r"^[0-9]{1,6}$")
+MAX_COUNT = 999_999  # the largest count an annotation may hold (GPUs, replicas)
+# Times outside these years are refused: adding a policy duration to year 9999 overflows, and no
+# record the reactor wrote lies before its own existence or centuries ahead.
+_YEARS = range(2000, 2200)
 _PAIRS = ((MIN_GPUS, MAX_GPUS), (MIN_REPLICAS, MAX_REPLICAS))
 _COUNTS = {MIN_GPUS: "min_gpus", MAX_GPUS: "max_gpus", MIN_REPLICAS: "min_replicas", MAX_REPLICAS: "max_replicas"}
 
@@ -66,7 +70,7 @@ def parse_time(raw: object) -> datetime:
         moment = datetime.fromisoformat(raw)
     except ValueError as e:
         raise _Invalid(raw) from e
-    if moment.tzinfo is None:
+    if moment.tzinfo is None or moment.year not in _YEARS:  # the local year: converting 9999 to UTC can overflow
         raise _Invalid(raw)
     return moment
 
@@ -116,7 +120,7 @@ def _json(raw: str) -> Any:
 
 def _scalar(raw: object) -> int | str | None:
     """`from` / `to` values: a count, a class name, or null (no class)."""
-    if raw is None or isinstance(raw, str) or (isinstance(raw, int) and not isinstance(raw, bool)):
+    if raw is None or (isinstance(raw, str) and len(raw) <= 253) or _is_count(raw):
         return raw
     raise _Invalid(raw)
 
@@ -166,7 +170,7 @@ def _original(raw: str) -> Mapping[str, object]:
 
 
 def _is_count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
 
 
 def original_value(original: Mapping[str, object], *, strategy: str, container: str | None) -> object:

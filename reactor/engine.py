@@ -18,7 +18,7 @@ from typing import Any
 
 from .act import Acted, Actor, Attempt, KeptChanging
 from .budget import Budget
-from .errors import PermanentError, TemporaryError
+from .errors import ConfigError, PermanentError, TemporaryError
 from .kube import KubeGateway
 from .metrics import Metrics
 from .model import (
@@ -42,6 +42,7 @@ from .policy import alert_refusal, decide, effective_mode, fold, owner_refusal
 from .record import Recorder
 from .resolve import Owner, Owners, Reader, resolve_owner, valid_name, valid_namespace
 from .settings import Settings
+from .statemac import StateKeys, authenticate
 from .workloads import hpa_targets, to_bounds, to_workload
 
 log = logging.getLogger(__name__)
@@ -67,8 +68,12 @@ class Engine:
 
     def __init__(
         self, *, settings: Settings, kube: KubeGateway, metrics: Metrics,
-        budget: Budget | None = None, clock: Callable[[], datetime] = utcnow,
+        budget: Budget | None = None, clock: Callable[[], datetime] = utcnow, state_keys: StateKeys | None = None,
     ) -> None:
+        if state_keys is None and not settings.policy.dry_run:
+            raise ConfigError("state.keyFile", "required unless dryRun: the reactor signs the state annotations it "
+                                               "writes, and acts on none it cannot verify (see the README)")
+        self.state_keys = state_keys
         self.settings = settings
         self.policy = settings.policy
         self.kube = kube
@@ -80,7 +85,7 @@ class Engine:
         self.recorder = Recorder(metrics)
         self.actor = Actor(kube=kube, budget=self.budget, gpu_resource=self.policy.gpu_resource,
                            cooldown=self.policy.cooldown, conflict_retries=settings.kube.conflict_retries,
-                           dry_run=self.policy.dry_run)
+                           dry_run=self.policy.dry_run, state_keys=state_keys)
         self._lock = threading.Lock()
         # One thread at a time per workload in this process (striped: bounded memory), so concurrent
         # copies of a notification meet the dedup cache instead of racing to a 409 and spending budget.
@@ -170,6 +175,10 @@ class Engine:
                 except PermanentError as e:
                     # A refused read (403, 422) is this pod's outcome, never a lost notification.
                     resolved[pod] = None, Skip(SkipReason.API_ERROR, str(e))
+                except TemporaryError:
+                    raise  # the whole notification is retried (503): the API server may answer next time
+                except Exception as e:  # noqa: BLE001 - as in _decide_all: fails this pod's alerts only
+                    resolved[pod] = None, self._internal_error(WorkloadRef("Pod", *pod), e)  # type: ignore[arg-type]
             owner, skip = resolved[pod]
             if skip is not None:
                 unresolved[i] = self.recorder.alert_skip(alert, owner.ref if owner else None, skip)
@@ -204,6 +213,9 @@ class Engine:
                 self.metrics.skips.labels(reason=SkipReason.API_ERROR.value).inc()
                 log.warning("workload not handled", extra={"workload": str(ref), "error": str(e)})
                 decision, result = Skip(SkipReason.API_ERROR, str(e)), Result.FAILED
+            except Exception as e:  # noqa: BLE001 - the isolation boundary: one workload's bug fails that workload
+                decision, result = self._internal_error(ref, e), Result.FAILED
+                self.metrics.skips.labels(reason=SkipReason.INTERNAL_ERROR.value).inc()
             for i, alert in zip(indexes, group, strict=True):
                 outcomes[i] = outcome_for(alert, ref, decision, result)
         return failures
@@ -232,7 +244,7 @@ class Engine:
     ) -> tuple[Workload, Decision, Mode]:
         """One call of the policy; the namespace facts are readers it calls only if a strategy needs them."""
         ref = owner.ref
-        workload = to_workload(obj, ref.kind, self.policy.gpu_resource, via=owner.via)
+        workload = authenticate(to_workload(obj, ref.kind, self.policy.gpu_resource, via=owner.via), self.state_keys)
 
         def bounds() -> Bounds:
             if ns.bounds is None:
@@ -270,6 +282,11 @@ class Engine:
             ns.reserved += max(0, decision.gpu_delta)
         return self._finish_action(ref, signal, decision, acted.result)
 
+    def _internal_error(self, ref: WorkloadRef, error: Exception) -> Skip:
+        """An unexpected error (a bug, a value nobody foresaw): logged with its traceback, answered as a Skip."""
+        log.error("workload failed", exc_info=error, extra={"workload": str(ref), "error": repr(error)[:500]})
+        return Skip(SkipReason.INTERNAL_ERROR, f"unexpected {type(error).__name__} while deciding {ref} (see the log)")
+
     def _finish_skip(self, ref: WorkloadRef, signal: Signal, skip: Skip) -> tuple[Skip, Result]:
         self.recorder.skip(ref, signal, skip)
         if skip.reason is SkipReason.ALREADY_APPLIED:
@@ -298,6 +315,8 @@ class Engine:
 def _owner_skip(alert: Alert, owner: Owner | None) -> Skip | None:
     if owner is None:
         return Skip(SkipReason.NOT_FOUND, f"pod {alert.namespace}/{alert.pod} does not exist (replaced or deleted)")
+    if owner.unverified:
+        return Skip(SkipReason.OWNER_UNVERIFIED, owner.unverified)
     refused = owner_refusal(owner.ref.kind, owner.ref.name)
     if refused is None and owner.obj is None:
         return Skip(SkipReason.UNSUPPORTED_OWNER, f"owned by {owner.ref.kind} {owner.ref.name}, which is being deleted")

@@ -159,6 +159,8 @@ class ReactorState:
     original: Mapping[str, object] = field(default_factory=lambda: EMPTY)
     # Annotation keys whose value could not be parsed: surfaced, never guessed.
     invalid: tuple[str, ...] = ()
+    # The reactor's own annotations found without a valid MAC (see statemac.py): never acted on.
+    unauthenticated: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +180,7 @@ class Workload:
     state: ReactorState = field(default_factory=ReactorState)
     via: WorkloadRef | None = None  # e.g. the Job through which a CronJob was found
     annotations: Mapping[str, str] = field(default_factory=lambda: EMPTY)
+    uid: str = ""  # metadata.uid: what the state MAC binds the reactor's annotations to
 
     def container(self, name: str | None) -> Container | None:
         """The named container, or the only GPU container when the alert names none."""
@@ -260,6 +263,12 @@ class SkipReason(enum.StrEnum):
     BUDGET_EXHAUSTED = "budget-exhausted"
     CONFLICT = "conflict"
     API_ERROR = "api-error"
+    OWNER_UNVERIFIED = "owner-unverified"
+    UNAUTHENTICATED_STATE = "unauthenticated-state"
+    OTHER_CLUSTER = "other-cluster"
+    DEADLINE_EXCEEDED = "deadline-exceeded"
+    TOO_MANY_UNKNOWN_PODS = "too-many-unknown-pods"
+    INTERNAL_ERROR = "internal-error"
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from typing import Any
 from .errors import PermanentError
 from .kube import KubeGateway, NotFound
 from .model import WorkloadRef
-from .workloads import controller_of
+from .ownership import controller_ref, link_failure
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -46,8 +46,9 @@ class Owner:
     """What a pod resolved to: the workload, the object found for it, and the Job it came through."""
 
     ref: WorkloadRef
-    obj: dict[str, Any] | None  # None for unsupported owners (not read)
+    obj: dict[str, Any] | None  # None for unsupported or unverified owners
     via: WorkloadRef | None = None
+    unverified: str = ""  # why the link to `ref` was not believed (see ownership.py); "" when it was
 
 
 class Reader:
@@ -191,19 +192,21 @@ def _walk(reader: Reader, namespace: str, pod_name: str) -> Owner | None:
         kind, name, obj = "Pod", pod_name, pod
     via: WorkloadRef | None = None
     for _ in range(MAX_DEPTH):
-        owner = controller_of(obj)
-        if owner is None:
+        ref = controller_ref(obj)
+        if ref is None:
             break
-        owner_kind, owner_name = owner
-        if owner_kind not in ("ReplicaSet", "Deployment", "StatefulSet", "Job", "CronJob"):
-            return Owner(WorkloadRef(owner_kind, namespace, owner_name), None)
-        parent = reader.get(owner_kind, namespace, owner_name)
+        if ref.kind not in ("ReplicaSet", "Deployment", "StatefulSet", "Job", "CronJob"):
+            return Owner(WorkloadRef(ref.kind, namespace, ref.name), None)
+        parent = reader.get(ref.kind, namespace, ref.name)
         if parent is None:
             # The owner is gone (being deleted): nothing safe to patch.
-            return Owner(WorkloadRef(owner_kind, namespace, owner_name), None)
+            return Owner(WorkloadRef(ref.kind, namespace, ref.name), None)
+        failure = link_failure(kind, obj, ref, parent)
+        if failure is not None:
+            return Owner(WorkloadRef(ref.kind, namespace, ref.name), None, unverified=f"{kind} {name}: {failure}")
         if kind == "Job":
             via = WorkloadRef("Job", namespace, name)
-        kind, name, obj = owner_kind, owner_name, parent
+        kind, name, obj = ref.kind, ref.name, parent
     return Owner(WorkloadRef(kind, namespace, name), obj, via)
 
 

@@ -33,6 +33,8 @@ class Server:
     timeout: timedelta = timedelta(seconds=25)
     tls_cert: str | None = None
     tls_key: str | None = None
+    state_key_file: str | None = None  # HMAC key of the reactor's state annotations (statemac.py)
+    state_previous_key_file: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +123,8 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "server.timeout": ("server", "timeout", duration_in(timedelta(seconds=1), timedelta(minutes=10))),
     "server.tlsCert": ("server", "tls_cert", opt_str),
     "server.tlsKey": ("server", "tls_key", opt_str),
+    "state.keyFile": ("server", "state_key_file", opt_str),
+    "state.previousKeyFile": ("server", "state_previous_key_file", opt_str),
     "kube.kubeconfig": ("kube", "kubeconfig", opt_str),
     "kube.context": ("kube", "context", opt_str),
     "kube.qps": ("kube", "qps", bounded(float, 0.1, 10_000)),
@@ -130,7 +134,7 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "logging.format": ("top", "log_format", choice("json", "text")),
     "logging.level": ("top", "log_level", choice("DEBUG", "INFO", "WARNING", "ERROR")),
 }
-_SECTIONS = {"namespaces", "gpus", "replicas", "budget", "server", "kube", "logging"}
+_SECTIONS = {"namespaces", "gpus", "replicas", "budget", "server", "kube", "logging", "state"}
 
 
 def env_name(path: str) -> str:

@@ -87,6 +87,7 @@ def to_workload(
         state=read_state(annotations),
         via=via,
         annotations=annotations,
+        uid=str(meta.get("uid", "")),
     )
 
 

@@ -15,6 +15,7 @@ from reactor.kube import KubeGateway
 from reactor.metrics import Metrics
 from reactor.settings import Settings, build_settings
 from reactor.sim import SimCluster
+from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec, notification
 
 HERE = Path(__file__).parent
@@ -29,6 +30,7 @@ def sample(name: str) -> dict[str, Any]:
 
 def make_settings(token_file: Path, **policy: Any) -> Settings:
     doc: dict[str, Any] = {"namespaces": {"allow": [NAMESPACE]}, "server": {"tokenFile": str(token_file)},
+                           "state": {"keyFile": str(state_key_file(token_file.parent))},
                            "kube": {"timeout": "2s", "qps": 1000, "burst": 1000}, "logging": {"format": "text"}}
     doc.update(policy)
     return build_settings(doc, {})

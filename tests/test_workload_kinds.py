@@ -22,12 +22,19 @@ def _owner(kind: str, obj: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"apiVersion": api, "kind": kind, "name": meta["name"], "uid": meta["uid"], "controller": True}]
 
 
-def _pod(sim: SimCluster, name: str, owners: list[dict[str, Any]] | None, gpus: int = 4) -> None:
-    meta: dict[str, Any] = {"name": name, "namespace": NAMESPACE, "labels": {"app": name}}
+def _pod(sim: SimCluster, name: str, owners: list[dict[str, Any]] | None, gpus: int = 4,
+         labels: dict[str, str] | None = None) -> None:
+    """A pod as its controller would create it: `labels` are those the owner's selector picks."""
+    meta: dict[str, Any] = {"name": name, "namespace": NAMESPACE, "labels": {"app": name, **(labels or {})}}
     if owners:
         meta["ownerReferences"] = owners
     sim.apply({"apiVersion": "v1", "kind": "Pod", "metadata": meta,
                "spec": {"restartPolicy": "Never", "containers": [_container("train", gpus)]}})
+
+
+def _selected(job: dict[str, Any]) -> dict[str, str]:
+    """The labels the Job's (defaulted) selector matches."""
+    return dict(job["spec"]["selector"]["matchLabels"])
 
 
 def _cronjob(sim: SimCluster) -> dict[str, Any]:
@@ -49,7 +56,7 @@ def _post(reactor: Reactor, name: str, pod: str, container: str, **kw: Any) -> l
 
 def test_cronjob_via_its_job_changes_the_jobtemplate_for_the_next_run(reactor: Reactor) -> None:
     job = _cronjob(reactor.sim)
-    _pod(reactor.sim, "nightly-29001234-abcde", _owner("Job", job))
+    _pod(reactor.sim, "nightly-29001234-abcde", _owner("Job", job), labels=_selected(job))
     (o,) = _post(reactor, "GPUUnderutilized", "nightly-29001234-abcde", "train", value=0.1, gpus=4)
     assert (o["workload"], o["result"], o["from"], o["to"]) == (f"CronJob/{NAMESPACE}/nightly", "applied", 4, 1)
     cron = reactor.sim.get("cronjobs", NAMESPACE, "nightly")
@@ -63,7 +70,8 @@ def test_cronjob_via_its_job_changes_the_jobtemplate_for_the_next_run(reactor: R
 def test_a_bare_job_is_refused(reactor: Reactor) -> None:
     job_spec = {"template": {"spec": {"restartPolicy": "Never", "containers": [_container("train", 4)]}}}
     reactor.sim.apply({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "one-off", "namespace": NAMESPACE}, "spec": job_spec})
-    _pod(reactor.sim, "one-off-xyz12", _owner("Job", reactor.sim.get("jobs", NAMESPACE, "one-off")))
+    one_off = reactor.sim.get("jobs", NAMESPACE, "one-off")
+    _pod(reactor.sim, "one-off-xyz12", _owner("Job", one_off), labels=_selected(one_off))
     (o,) = _post(reactor, "GPUUnderutilized", "one-off-xyz12", "train", value=0.1, gpus=4)
     assert (o["result"], o["reason"], o["workload"]) == ("skipped", "unsupported-owner", f"Job/{NAMESPACE}/one-off")
     assert "template is immutable" in o["detail"]

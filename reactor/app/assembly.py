@@ -15,6 +15,7 @@ from ..errors import ConfigError, PermanentError
 from ..kube import KubeGateway
 from ..metrics import Metrics
 from ..settings import Settings
+from ..statemac import load_state_keys
 from ..web import Readiness, TokenFile, create_app
 
 log = logging.getLogger(__name__)
@@ -36,9 +37,10 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
         token = TokenFile(settings.server.token_file)
     except OSError as e:
         raise ConfigError("server.tokenFile", f"cannot read {settings.server.token_file}: {e.strerror}") from e
+    keys = load_state_keys(settings.server.state_key_file, settings.server.state_previous_key_file)
     metrics = metrics or Metrics(registry)
     kube = kube or KubeGateway.connect(settings.kube, metrics)
-    engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock)
+    engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock, state_keys=keys)
     app = create_app(settings, engine=engine, metrics=metrics, token=token, readiness=Readiness(kube.version))
     if not settings.policy.allow:
         log.warning("no namespace is allowed: every alert will be skipped (set namespaces.allow)")

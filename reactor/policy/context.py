@@ -98,10 +98,14 @@ def gpu_range(ctx: Context) -> tuple[int, int]:
 
 
 def replica_range(ctx: Context) -> tuple[int, int]:
-    """(lowest, highest) replicas: the annotations replace the policy's defaults for this workload."""
+    """(lowest, highest) replicas for this workload.
+
+    `min-replicas` replaces the policy's floor (down to 0: scaling to zero is something the team can
+    do itself); `max-replicas` only lowers the policy's ceiling, never raises it.
+    """
     state, policy = ctx.state, ctx.policy
     lo = policy.min_replicas if state.min_replicas is None else state.min_replicas
-    hi = policy.max_replicas if state.max_replicas is None else state.max_replicas
+    hi = policy.max_replicas if state.max_replicas is None else min(state.max_replicas, policy.max_replicas)
     return lo, hi
 
 

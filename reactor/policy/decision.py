@@ -12,6 +12,7 @@ from datetime import datetime
 from ..model import Action, Bounds, Considered, Signal, Skip, SkipReason, Status, Workload
 from . import rails
 from .context import Context, Fact, effective_mode
+from .limits import out_of_bounds
 from .revert import revert
 from .strategies import run
 from .values import Policy
@@ -45,11 +46,19 @@ def decide(
     if refused is not None:
         return refused
     if signal.status != Status.FIRING:
-        return revert(ctx)
+        return _bounded(ctx, revert(ctx))
     refused = rails.first_refusal(ctx, rails.BEFORE_STRATEGIES)
     if refused is not None:
         return refused
-    return _first_that_applies(ctx)
+    return _bounded(ctx, _first_that_applies(ctx))
+
+
+def _bounded(ctx: Context, decision: Action | Skip) -> Action | Skip:
+    """Whatever reached it, an Action writes only a value inside the bounds (see `out_of_bounds`)."""
+    if isinstance(decision, Skip):
+        return decision
+    refused = out_of_bounds(ctx, decision)
+    return decision if refused is None else replace(refused, considered=decision.considered)
 
 
 def _first_that_applies(ctx: Context) -> Action | Skip:

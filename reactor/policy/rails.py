@@ -59,6 +59,16 @@ def invalid_annotation(ctx: Context) -> Skip | None:
     return Skip(SkipReason.INVALID_ANNOTATION, f"cannot parse {', '.join(ctx.state.invalid)}")
 
 
+def unauthenticated_state(ctx: Context) -> Skip | None:
+    """The reactor's own annotations without a valid MAC were written or edited by someone else."""
+    if not ctx.state.unauthenticated:
+        return None
+    names = ", ".join(ctx.state.unauthenticated)
+    return Skip(SkipReason.UNAUTHENTICATED_STATE,
+                f"{names} not signed with the reactor's state key (written or edited by someone else, or by an "
+                "older version): remove them to let the reactor act again")
+
+
 def mode_off(ctx: Context) -> Skip | None:
     if effective_mode(ctx.workload, ctx.policy) != Mode.OFF:
         return None
@@ -132,7 +142,7 @@ def _same_time(a: str, b: str) -> bool:
 
 
 # The order is the contract: the first refusal names the reason.
-BEFORE_STATUS: tuple[Rail, ...] = (unknown_alert, invalid_annotation, mode_off, metrics_missing)
+BEFORE_STATUS: tuple[Rail, ...] = (unknown_alert, unauthenticated_state, invalid_annotation, mode_off, metrics_missing)
 BEFORE_STRATEGIES: tuple[Rail, ...] = (already_applied, cooldown, rollout, unsupported_owner)
 
 

@@ -8,10 +8,13 @@ the mode, the rollout rail, the owner kind, the quota or the PriorityClass check
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..annotations import changed_field, original_value
 from ..model import Action, LastAction, Skip, SkipReason
 from . import rails
 from .context import Context
+from .limits import out_of_bounds
 from .quota import check_quota, pod_gpus, template_need
 from .strategies import check_priority_class
 
@@ -70,18 +73,23 @@ def _current(ctx: Context, strategy: str, container: str | None) -> object:
 
 
 def _checked(ctx: Context, last: LastAction, strategy: str, target: tuple[object, object]) -> Action | Skip:
-    """The revert, after the checks its dimension needs (class exists, autoscaler, quota)."""
+    """The revert, after the checks its dimension needs (bounds first, then class exists, autoscaler, quota)."""
     current, original = target
     field = changed_field(strategy)
     per_pod = pod_gpus(ctx.workload)
-    container: str | None = None
+    container = last.container if field == "gpus" else None
+    action = Action(action="revert", direction="revert", workload=ctx.workload.ref, container=container,
+                    from_value=_scalar(current), to_value=_scalar(original), strategy=strategy)
+    # The recorded original is what an attacker would aim at: its bounds are named before anything else.
+    blocked = out_of_bounds(ctx, action)
+    if blocked is not None:
+        return blocked
     if field == "replicas" and isinstance(original, int) and isinstance(current, int):
         if ctx.hpa_managed:
             return Skip(SkipReason.HPA_MANAGED, "an autoscaler owns the replica count now")
         delta = (original - current) * per_pod
         blocked = check_quota(ctx, need=max(0, delta), what=f"revert of {strategy}")
     elif field == "gpus" and isinstance(original, int):
-        container = last.container
         new_pod = pod_gpus(ctx.workload, container=container, gpus=original)
         delta = ctx.replicas * (new_pod - per_pod)
         blocked = check_quota(ctx, need=template_need(ctx, new_pod_gpus=new_pod), what=f"revert of {strategy}")
@@ -92,10 +100,7 @@ def _checked(ctx: Context, last: LastAction, strategy: str, target: tuple[object
         )
     else:
         return Skip(SkipReason.NOTHING_TO_REVERT, f"recorded original {original!r} does not fit {field}")
-    if blocked is not None:
-        return blocked
-    return Action(action="revert", direction="revert", workload=ctx.workload.ref, container=container,
-                  from_value=_scalar(current), to_value=original, strategy=strategy, gpu_delta=delta)
+    return blocked or replace(action, gpu_delta=delta)
 
 
 def _scalar(value: object) -> int | str | None:

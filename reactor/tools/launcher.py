@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import socket
 import ssl
@@ -34,6 +35,22 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def state_key_file(folder: str | os.PathLike[str]) -> Path:
+    """`folder/state-key`, created with a random key if missing: the demo's and the harnesses' signing key.
+
+    Shared by every reactor started with the same folder, as replicas share the mounted Secret, and
+    kept across restarts, so a restarted child verifies what it wrote before.
+    """
+    path = Path(folder) / "state-key"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_hex(32) + "\n")
+    return path
 
 
 @dataclass
@@ -131,6 +148,7 @@ def start_serve(
         "REACTOR_SERVER__TOKEN_FILE": str(token_file),
         "REACTOR_KUBE__KUBECONFIG": str(kubeconfig),
         "REACTOR_SERVER__LISTEN": f"127.0.0.1:{port}",
+        "REACTOR_STATE__KEY_FILE": str(state_key_file(Path(token_file).parent)),
     }
     if tls is not None:
         environ.update(REACTOR_SERVER__TLS_CERT=tls[0], REACTOR_SERVER__TLS_KEY=tls[1])

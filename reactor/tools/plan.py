@@ -20,6 +20,7 @@ from ..kube import KubeGateway
 from ..metrics import Metrics
 from ..outcome import Outcome
 from ..settings import Settings, load_settings
+from ..statemac import load_state_keys
 
 
 def run_plan(*, alerts: str, config: str | None, kubeconfig: str | None, seeds: list[str] | None) -> int:
@@ -34,7 +35,8 @@ def run_plan(*, alerts: str, config: str | None, kubeconfig: str | None, seeds: 
             kube_settings = dataclasses.replace(settings.kube, kubeconfig=kubeconfig or settings.kube.kubeconfig)
             kube = KubeGateway.connect(kube_settings, metrics)
         stack.callback(kube.close)
-        engine = Engine(settings=settings, kube=kube, metrics=metrics)
+        keys = load_state_keys(settings.server.state_key_file, settings.server.state_previous_key_file)
+        engine = Engine(settings=settings, kube=kube, metrics=metrics, state_keys=keys)
         try:
             outcomes = engine.handle(notification)
         except TemporaryError as e:

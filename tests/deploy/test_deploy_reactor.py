@@ -99,15 +99,27 @@ def test_policy_ladder_names_existing_priority_classes_lowest_first(settings: Se
 
 
 def test_token_file_is_the_mounted_secret_key(settings: Settings, pod: dict[str, Any], container: dict[str, Any]) -> None:
-    (vol,) = [v for v in pod["volumes"] if "secret" in v]
+    (vol,) = [v for v in pod["volumes"] if v.get("secret", {}).get("secretName") == "gpu-reactor-webhook-token"]
     secret = vol["secret"]
-    assert secret["secretName"] == "gpu-reactor-webhook-token"
     assert secret.get("optional", False) is False
     (item,) = secret["items"]
     assert item["key"] == "token"
     (mount,) = [m for m in container["volumeMounts"] if m["name"] == vol["name"]]
     assert mount["readOnly"] is True
     assert settings.server.token_file == str(PurePosixPath(mount["mountPath"]) / item["path"]) == "/etc/gpu-reactor/token/token"
+
+
+def test_state_key_is_the_mounted_secret(pod: dict[str, Any], container: dict[str, Any]) -> None:
+    """The HMAC key of the state annotations: Secret gpu-reactor-state-key, data `key` (and `previous` while
+    rotating), mounted read-only where REACTOR_STATE__KEY_FILE points, and the settings load from that env."""
+    (vol,) = [v for v in pod["volumes"] if v.get("secret", {}).get("secretName") == "gpu-reactor-state-key"]
+    assert vol["secret"].get("optional", False) is False and "items" not in vol["secret"]
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] == vol["name"]]
+    assert mount["readOnly"] is True and mount["mountPath"] == "/var/run/gpu-reactor/state"
+    env = {e["name"]: e["value"] for e in container["env"]}
+    settings = load_settings(DEPLOY / "reactor" / "policy.yaml", environ=env)
+    assert settings.server.state_key_file == "/var/run/gpu-reactor/state/key"
+    assert settings.server.state_previous_key_file == "/var/run/gpu-reactor/state/previous"
 
 
 def test_policy_is_mounted_where_the_args_point(pod: dict[str, Any], container: dict[str, Any]) -> None:

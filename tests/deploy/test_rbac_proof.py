@@ -27,6 +27,7 @@ from reactor.kube import KubeGateway
 from reactor.metrics import Metrics
 from reactor.settings import build_settings
 from reactor.sim import SimCluster
+from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec, notification
 from tests.deploy.deploy_helpers import DEPLOY, render
 from tests.support import HERE, NAMESPACE, Reactor
@@ -65,7 +66,7 @@ def _annotate(sim: SimCluster, resource: str, name: str, annotations: dict[str, 
 def _reactor(sim: SimCluster, token_file: Path) -> Reactor:
     """tests.support.build_reactor, but with the deployed policy and the ServiceAccount's token."""
     doc = yaml.safe_load((DEPLOY / "reactor" / "policy.yaml").read_text())
-    doc.update(server={"tokenFile": str(token_file)}, kube={"timeout": "2s", "qps": 1000, "burst": 1000, "conflictRetries": 3},
+    doc.update(server={"tokenFile": str(token_file)}, state={"keyFile": str(state_key_file(token_file.parent))}, kube={"timeout": "2s", "qps": 1000, "burst": 1000, "conflictRetries": 3},
                logging={"format": "text"})
     settings = build_settings(doc, {})
     registry = CollectorRegistry()
@@ -364,14 +365,16 @@ def _refused(call: Callable[[], Any]) -> str:
 
 
 @pytest.mark.parametrize("namespace", ["gpu-reactor", NAMESPACE])
-def test_the_service_account_cannot_read_secrets(sim: SimCluster, namespace: str) -> None:
-    """Not the webhook token in its own namespace, not the workloads' Secrets."""
-    sim.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "gpu-reactor-webhook-token", "namespace": namespace},
+@pytest.mark.parametrize("secret", ["gpu-reactor-webhook-token", "gpu-reactor-state-key"])
+def test_the_service_account_cannot_read_secrets(sim: SimCluster, namespace: str, secret: str) -> None:
+    """Not the webhook token or the state key in its own namespace (both are mounted, never read through
+    the API), not the workloads' Secrets."""
+    sim.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": secret, "namespace": namespace},
                "stringData": {"token": "t"}})
     with _sa_client(sim) as c:
         core = k8s.CoreV1Api(c)
-        message = _refused(lambda: core.read_namespaced_secret("gpu-reactor-webhook-token", namespace))
-        assert message == (f'secrets "gpu-reactor-webhook-token" is forbidden: User "{SA_USER}" cannot get resource '
+        message = _refused(lambda: core.read_namespaced_secret(secret, namespace))
+        assert message == (f'secrets "{secret}" is forbidden: User "{SA_USER}" cannot get resource '
                            f'"secrets" in API group "" in the namespace "{namespace}"')
         _refused(lambda: core.list_namespaced_secret(namespace))
         _refused(lambda: core.list_secret_for_all_namespaces())

@@ -1,0 +1,88 @@
+"""A cluster as deployed, with a hostile tenant in it: the helpers of the trust-boundary tests.
+
+The embedded cluster runs in RBAC mode with deploy/reactor's objects and the test GPU namespace. The
+reactor talks to it with its ServiceAccount's token and the deployed policy (adjusted per test); the
+tenant talks to it with its own token, through the official client, holding only a tenant's Role:
+get/patch Deployments and create/get Pods in its namespace. Whatever the tenant does is therefore
+what a real tenant could do, refused or allowed by RBAC, not by the test.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client as k8s
+from prometheus_client import CollectorRegistry
+
+from reactor.app.assembly import assemble
+from reactor.kube import KubeGateway
+from reactor.metrics import Metrics
+from reactor.settings import build_settings
+from reactor.sim import SimCluster
+from reactor.tools.launcher import state_key_file
+from tests.deploy.deploy_helpers import DEPLOY
+from tests.support import HERE, NAMESPACE, Reactor
+
+SA_USER = "system:serviceaccount:gpu-reactor:gpu-reactor"
+SA_TOKEN = "gpu-reactor-sa-token"
+TENANT_USER = "team-b@example.com"
+TENANT_TOKEN = "team-b-token"
+GPU = "nvidia.com/gpu"
+ENFORCE = {"gpu-reactor.io/mode": "enforce"}
+_RBAC = "rbac.authorization.k8s.io"
+
+TENANT_ROLE = {
+    "apiVersion": f"{_RBAC}/v1", "kind": "Role", "metadata": {"name": "tenant", "namespace": NAMESPACE},
+    "rules": [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list", "patch"]},
+              {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "create"]}],
+}
+TENANT_BINDING = {
+    "apiVersion": f"{_RBAC}/v1", "kind": "RoleBinding", "metadata": {"name": "tenant", "namespace": NAMESPACE},
+    "subjects": [{"kind": "User", "apiGroup": _RBAC, "name": TENANT_USER}],
+    "roleRef": {"apiGroup": _RBAC, "kind": "Role", "name": "tenant"},
+}
+
+
+def deployed_cluster(reactor_objects: list[dict[str, Any]]) -> SimCluster:
+    """The test namespace and deploy/reactor in an RBAC-mode cluster, a tenant and the reactor's token."""
+    sim = SimCluster(rbac=True).start()
+    fixture = yaml.safe_load_all((HERE / "fixtures" / "cluster.yaml").read_text())
+    sim.apply([*[d for d in fixture if d], *copy.deepcopy(reactor_objects), TENANT_ROLE, TENANT_BINDING])
+    for kind, name in (("deployments", "llm-inference"), ("statefulsets", "trainer")):
+        obj = sim.get(kind, NAMESPACE, name)
+        obj["metadata"].setdefault("annotations", {}).update(ENFORCE)
+        sim.apply(obj)
+    sim.settle()
+    sim.add_token(SA_TOKEN, user=SA_USER)
+    sim.add_token(TENANT_TOKEN, user=TENANT_USER)
+    return sim
+
+
+def deployed_reactor(sim: SimCluster, token_file: Path, **overrides: Any) -> Reactor:
+    """The reactor with the deployed policy (plus `overrides`), acting with its ServiceAccount's token."""
+    doc = yaml.safe_load((DEPLOY / "reactor" / "policy.yaml").read_text())
+    doc.update(server={"tokenFile": str(token_file)}, logging={"format": "text"},
+               state={"keyFile": str(state_key_file(token_file.parent))},
+               kube={"timeout": "2s", "qps": 1000, "burst": 1000, "conflictRetries": 3})
+    doc.update(overrides)
+    settings = build_settings(doc, {})
+    registry = CollectorRegistry()
+    metrics = Metrics(registry)
+    kube = KubeGateway.for_url(sim.url, settings.kube, metrics, token=SA_TOKEN)
+    service = assemble(settings, kube=kube, metrics=metrics)
+    service.app.testing = True
+    return Reactor(service, service.app.test_client(), sim, registry)
+
+
+def tenant_client(sim: SimCluster) -> k8s.ApiClient:
+    config = k8s.Configuration(host=sim.url)
+    config.api_key, config.api_key_prefix = {"BearerToken": TENANT_TOKEN}, {"BearerToken": "Bearer"}
+    return k8s.ApiClient(config)
+
+
+def template_of(sim: SimCluster, name: str) -> dict[str, Any]:
+    """The pod template spec of a Deployment in the test namespace, as the cluster holds it."""
+    return sim.get("deployments", NAMESPACE, name)["spec"]["template"]["spec"]
