@@ -46,6 +46,7 @@ from bench.scenario import (  # noqa: E402
 )
 from bench.storm import run_naive_storm, run_storm  # noqa: E402
 from reactor.sim import SimCluster  # noqa: E402
+from reactor.tools.launcher import state_key_file  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SIZES = (1, 100, 1000)
@@ -187,6 +188,7 @@ def start_reactor(sim: SimCluster, tmp: Path, token: str) -> procs.Child:
     (tmp / "token").write_text(token)
     return serve("reactor", ["-m", "reactor", "serve", "--config", str(policy)], tmp,
                  REACTOR_SERVER__TOKEN_FILE=str(tmp / "token"),
+                 REACTOR_STATE__KEY_FILE=str(state_key_file(tmp)),
                  REACTOR_KUBE__KUBECONFIG=sim.write_kubeconfig(tmp / "kubeconfig"))
 
 

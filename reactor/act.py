@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from .adapted import adapted_patch
+from .adapters import adapter_for
 from .annotations import state_annotations
 from .budget import Budget
 from .errors import ConflictError, PermanentError, ReactorError, TemporaryError
@@ -87,7 +89,7 @@ class Actor:
                                  Result.SKIPPED)
                 spent = True
                 try:
-                    written = self._write(decision, workload, attempt.signal, now)
+                    written = self._write(decision, workload, attempt.signal, now, obj)
                 except PermanentError as e:
                     return Acted(decision, Result.FAILED, str(e))
                 if written is None:
@@ -106,15 +108,19 @@ class Actor:
                 # Nothing was written with it (a lost race, a failed write): a spent unit would starve others.
                 self.budget.refund(attempt.ref.namespace, now)
 
-    def _write(self, action: Action, workload: Workload, signal: Signal, now: datetime) -> dict[str, Any] | None:
+    def _write(self, action: Action, workload: Workload, signal: Signal, now: datetime,
+               obj: dict[str, Any]) -> dict[str, Any] | None:
         """The conditional patch; the object as written, or None on a 409 (the read was stale)."""
         annotations = state_annotations(action, signal, workload, self.cooldown, now)
         if self.state_keys is not None:  # None only in dry run, which never writes
             annotations = self.state_keys.sealed(workload.uid, annotations)
         ref = workload.ref
         try:
-            return self.kube.patch(ref.kind, ref.namespace, ref.name,
-                                   build_patch(action, workload, annotations, self.gpu_resource))
+            adapter = adapter_for(ref.kind)
+            body = (build_patch(action, workload, annotations, self.gpu_resource) if adapter is None else
+                    adapted_patch(adapter, obj, workload, changed_field(action, workload), action, annotations,
+                                  self.gpu_resource))
+            return self.kube.patch(ref.kind, ref.namespace, ref.name, body)
         except ConflictError:
             return None
 
@@ -155,6 +161,11 @@ def build_patch(action: Action, workload: Workload, annotations: dict[str, str |
     return patch
 
 
+def _api_version(kind: str) -> str:
+    adapter = adapter_for(kind)
+    return adapter.api_version if adapter is not None else API_VERSIONS.get(kind, "v1")
+
+
 def event_message(action: Action, signal: Signal) -> str:
     target = f"container {action.container} " if action.container else ""
     return (f"gpu-reactor {action.action} ({action.strategy}): {target}{action.from_value} -> {action.to_value} "
@@ -171,7 +182,7 @@ def record_event(kube: KubeGateway, action: Action, written: dict[str, Any], mes
         "kind": "Event",
         "metadata": {"generateName": f"{ref.name}.", "namespace": ref.namespace},
         "involvedObject": {
-            "apiVersion": API_VERSIONS.get(ref.kind, "v1"),
+            "apiVersion": _api_version(ref.kind),
             "kind": ref.kind,
             "name": ref.name,
             "namespace": ref.namespace,

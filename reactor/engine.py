@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .act import Acted, Actor, Attempt, KeptChanging
+from .adapted import adapted_refusal, adapted_workload
+from .adapters import adapter_for
 from .budget import Budget
 from .errors import ConfigError, PermanentError, TemporaryError
 from .kube import KubeGateway
@@ -244,7 +246,7 @@ class Engine:
     ) -> tuple[Workload, Decision, Mode]:
         """One call of the policy; the namespace facts are readers it calls only if a strategy needs them."""
         ref = owner.ref
-        workload = authenticate(to_workload(obj, ref.kind, self.policy.gpu_resource, via=owner.via), self.state_keys)
+        workload = authenticate(self._to_workload(obj, owner), self.state_keys)
 
         def bounds() -> Bounds:
             if ns.bounds is None:
@@ -282,6 +284,16 @@ class Engine:
             ns.reserved += max(0, decision.gpu_delta)
         return self._finish_action(ref, signal, decision, acted.result)
 
+    def _to_workload(self, obj: dict[str, Any], owner: Owner) -> Workload:
+        adapter = adapter_for(owner.ref.kind)
+        if adapter is None:
+            return to_workload(obj, owner.ref.kind, self.policy.gpu_resource, via=owner.via)
+        workload = adapted_workload(adapter, obj, owner.part, self.policy.gpu_resource, child=owner.child,
+                                    via=owner.via)
+        if workload is None:  # the template went away between the resolve and this read
+            raise PermanentError(f"{owner.ref} has no pod template {owner.part!r} any more")
+        return workload
+
     def _internal_error(self, ref: WorkloadRef, error: Exception) -> Skip:
         """An unexpected error (a bug, a value nobody foresaw): logged with its traceback, answered as a Skip."""
         log.error("workload failed", exc_info=error, extra={"workload": str(ref), "error": repr(error)[:500]})
@@ -317,8 +329,11 @@ def _owner_skip(alert: Alert, owner: Owner | None) -> Skip | None:
         return Skip(SkipReason.NOT_FOUND, f"pod {alert.namespace}/{alert.pod} does not exist (replaced or deleted)")
     if owner.unverified:
         return Skip(SkipReason.OWNER_UNVERIFIED, owner.unverified)
+    adapter = adapter_for(owner.ref.kind)
+    if adapter is not None and owner.obj is not None:
+        return adapted_refusal(adapter, owner)
     refused = owner_refusal(owner.ref.kind, owner.ref.name)
-    if refused is None and owner.obj is None:
+    if (refused is None or adapter is not None) and owner.obj is None:
         return Skip(SkipReason.UNSUPPORTED_OWNER, f"owned by {owner.ref.kind} {owner.ref.name}, which is being deleted")
     return refused
 

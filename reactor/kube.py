@@ -22,6 +22,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
+from .adapters import Adapter, adapter_for
 from .errors import ConflictError, PermanentError, TemporaryError
 from .metrics import Metrics
 from .settings import Kube
@@ -29,6 +30,7 @@ from .settings import Kube
 log = logging.getLogger(__name__)
 
 STRATEGIC = "application/strategic-merge-patch+json"
+MERGE = "application/merge-patch+json"  # custom resources take no strategic merge
 MAX_RETRY_AFTER = 5.0
 
 
@@ -85,6 +87,7 @@ class KubeGateway:
     def __init__(self, api_client: k8s.ApiClient, *, settings: Kube, metrics: Metrics, retries: int = 3) -> None:
         self._client = api_client
         self._apis: dict[type, Any] = {api: api(api_client) for api in {r.api for r in _ROUTES.values()} | {k8s.SchedulingV1Api}}
+        self._custom_api = k8s.CustomObjectsApi(api_client)
         self._timeout = settings.timeout.total_seconds()
         self._limiter = RateLimiter(settings.qps, settings.burst)
         self._metrics = metrics
@@ -119,6 +122,9 @@ class KubeGateway:
     # --- calls ----------------------------------------------------------------------------
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
+        adapter = adapter_for(kind)
+        if adapter is not None and kind not in _ROUTES:
+            return self._get_custom(adapter, namespace, name)
         route = _ROUTES[kind]
         method = getattr(self._apis[route.api], f"read_{route.suffix}")
         return self._call("get", route.resource, lambda **kw: method(name, namespace, **kw))
@@ -133,12 +139,26 @@ class KubeGateway:
         return self._call("list", "priorityclasses", lambda **kw: api.list_priority_class(**kw)).get("items") or []
 
     def patch(self, kind: str, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        """Strategic merge patch; a `metadata.resourceVersion` in `body` makes it conditional (409 if stale)."""
+        """Strategic merge patch (JSON merge patch for an adapter's custom resource); a
+        `metadata.resourceVersion` in `body` makes it conditional (409 if stale)."""
+        adapter = adapter_for(kind)
+        if adapter is not None and kind not in _ROUTES:
+            return self._patch_custom(adapter, namespace, name, body)
         route = _ROUTES[kind]
         method = getattr(self._apis[route.api], f"patch_{route.suffix}")
         return self._call(
             "patch", route.resource, lambda **kw: method(name, namespace, body, _content_type=STRATEGIC, **kw)
         )
+
+    def _get_custom(self, adapter: Adapter, namespace: str, name: str) -> dict[str, Any]:
+        api = self._custom_api
+        return self._call("get", adapter.plural, lambda **kw: api.get_namespaced_custom_object(
+            adapter.group, adapter.version, namespace, adapter.plural, name, **kw))
+
+    def _patch_custom(self, adapter: Adapter, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        api = self._custom_api
+        return self._call("patch", adapter.plural, lambda **kw: api.patch_namespaced_custom_object(
+            adapter.group, adapter.version, namespace, adapter.plural, name, body, _content_type=MERGE, **kw))
 
     def create_event(self, namespace: str, body: dict[str, Any]) -> None:
         api = self._apis[k8s.CoreV1Api]

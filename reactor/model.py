@@ -181,6 +181,8 @@ class Workload:
     via: WorkloadRef | None = None  # e.g. the Job through which a CronJob was found
     annotations: Mapping[str, str] = field(default_factory=lambda: EMPTY)
     uid: str = ""  # metadata.uid: what the state MAC binds the reactor's annotations to
+    part: str = ""  # the template inside an operator's resource (a Ray worker group); "" for one template
+    operator_rollout: str = ""  # why the operator's own rollout is in progress ("" when it is not)
 
     def container(self, name: str | None) -> Container | None:
         """The named container, or the only GPU container when the alert names none."""
@@ -192,7 +194,7 @@ class Workload:
     @property
     def rolling_out(self) -> bool:
         """A previous change is not yet rolled out: touching it again would stack changes."""
-        if self.observed_generation < self.generation:
+        if self.operator_rollout or self.observed_generation < self.generation:
             return True
         return (
             self.replicas is not None

@@ -17,10 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .adapters import Adapter, adapter_for
+from .adapters.links import adapted_link_failure
 from .errors import PermanentError
 from .kube import KubeGateway, NotFound
 from .model import WorkloadRef
-from .ownership import controller_ref, link_failure
+from .ownership import ControllerRef, controller_ref, link_failure
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -49,6 +51,8 @@ class Owner:
     obj: dict[str, Any] | None  # None for unsupported or unverified owners
     via: WorkloadRef | None = None
     unverified: str = ""  # why the link to `ref` was not believed (see ownership.py); "" when it was
+    part: str = ""  # for an operator's resource: the template the pod came from (see adapters)
+    child: dict[str, Any] | None = None  # for an operator's resource: the Deployment/StatefulSet it runs
 
 
 class Reader:
@@ -196,7 +200,10 @@ def _walk(reader: Reader, namespace: str, pod_name: str) -> Owner | None:
         if ref is None:
             break
         if ref.kind not in ("ReplicaSet", "Deployment", "StatefulSet", "Job", "CronJob"):
-            return Owner(WorkloadRef(ref.kind, namespace, ref.name), None)
+            adapter = adapter_for(ref.kind)
+            if adapter is None:
+                return Owner(WorkloadRef(ref.kind, namespace, ref.name), None)
+            return _adapted_owner(reader, adapter, (kind, name, obj), ref, pod or {}, via)
         parent = reader.get(ref.kind, namespace, ref.name)
         if parent is None:
             # The owner is gone (being deleted): nothing safe to patch.
@@ -208,6 +215,22 @@ def _walk(reader: Reader, namespace: str, pod_name: str) -> Owner | None:
             via = WorkloadRef("Job", namespace, name)
         kind, name, obj = ref.kind, ref.name, parent
     return Owner(WorkloadRef(kind, namespace, name), obj, via)
+
+
+def _adapted_owner(reader: Reader, adapter: Adapter, child: tuple[str, str, dict[str, Any]], ref: ControllerRef,
+                   pod: dict[str, Any], via: WorkloadRef | None) -> Owner:
+    """The operator's resource above `child`, believed only through a link the operator builds."""
+    kind, name, obj = child
+    namespace = str((obj.get("metadata") or {}).get("namespace", ""))
+    target = WorkloadRef(ref.kind, namespace, ref.name)
+    parent = reader.get(ref.kind, namespace, ref.name)
+    if parent is None:
+        return Owner(target, None)
+    failure = adapted_link_failure(adapter, kind, obj, ref.name, ref.uid, parent)
+    if failure is not None:
+        return Owner(target, None, unverified=f"{kind} {name}: {failure}")
+    part = adapter.part_of_pod((pod.get("metadata") or {}).get("labels") or {})
+    return Owner(target, parent, via, part=part, child=None if kind == "Pod" else obj)
 
 
 def _former_owner(reader: Reader, namespace: str, pod_name: str) -> tuple[str, str, dict[str, Any]] | None:

@@ -105,7 +105,8 @@ def rollout(ctx: Context) -> Skip | None:
     w = ctx.workload
     if not w.rolling_out:
         return None
-    detail = f"generation {w.generation} observed {w.observed_generation}, updated {w.updated_replicas} of {w.replicas}"
+    detail = w.operator_rollout or (
+        f"generation {w.generation} observed {w.observed_generation}, updated {w.updated_replicas} of {w.replicas}")
     return Skip(SkipReason.ROLLOUT_IN_PROGRESS, detail)
 
 
