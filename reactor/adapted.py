@@ -41,7 +41,7 @@ def adapted_workload(adapter: Adapter, obj: Obj, part_name: str, gpu_resource: s
         priority_class=pod_spec.get("priorityClassName"), replicas=replicas,
         generation=generation, observed_generation=generation, max_surge=surge,
         state=read_state(annotations), via=via, annotations=annotations, uid=str(meta.get("uid", "")),
-        part=part.name, operator_rollout=adapter.rollout(obj, child),
+        part=part.name, operator_rollout=adapter.rollout(obj, child), adapted=True,
     )
 
 

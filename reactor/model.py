@@ -183,6 +183,7 @@ class Workload:
     uid: str = ""  # metadata.uid: what the state MAC binds the reactor's annotations to
     part: str = ""  # the template inside an operator's resource (a Ray worker group); "" for one template
     operator_rollout: str = ""  # why the operator's own rollout is in progress ("" when it is not)
+    adapted: bool = False  # an operator's resource, read and written through its adapter (see adapters/)
 
     def container(self, name: str | None) -> Container | None:
         """The named container, or the only GPU container when the alert names none."""

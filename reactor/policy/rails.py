@@ -111,6 +111,8 @@ def rollout(ctx: Context) -> Skip | None:
 
 
 def unsupported_owner(ctx: Context) -> Skip | None:
+    if ctx.workload.adapted:  # an operator's resource the resolver found through an enabled adapter
+        return None
     return owner_refusal(ctx.workload.ref.kind, ctx.workload.ref.name)
 
 
