@@ -29,8 +29,7 @@ def adapted_workload(adapter: Adapter, obj: Obj, part_name: str, gpu_resource: s
         return None
     meta = obj.get("metadata") or {}
     pod_spec = read(obj, part.spec_path) or {}
-    containers = tuple(Container(name=str(c.get("name", "")), gpus=gpu_count(c.get("resources"), gpu_resource))
-                       for c in pod_spec.get("containers") or [] if isinstance(c, Mapping))
+    containers = _containers(obj, part, pod_spec, gpu_resource)
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith(ANNOTATION_PREFIX)}
     replicas = _replicas(obj, part)
     generation = int(meta.get("generation", 0))
@@ -43,6 +42,15 @@ def adapted_workload(adapter: Adapter, obj: Obj, part_name: str, gpu_resource: s
         state=read_state(annotations), via=via, annotations=annotations, uid=str(meta.get("uid", "")),
         part=part.name, operator_rollout=adapter.rollout(obj, child), adapted=True,
     )
+
+
+def _containers(obj: Obj, part: Part, pod_spec: Obj, gpu_resource: str) -> tuple[Container, ...]:
+    found = [Container(name=str(c.get("name", "")), gpus=gpu_count(c.get("resources"), gpu_resource))
+             for c in pod_spec.get("containers") or [] if isinstance(c, Mapping)]
+    model = read(obj, part.model[1]) if part.model is not None else None
+    if part.model is not None and isinstance(model, Mapping) and all(c.name != part.model[0] for c in found):
+        found.insert(0, Container(name=part.model[0], gpus=gpu_count(model.get("resources"), gpu_resource)))
+    return tuple(found)
 
 
 def _replicas(obj: Obj, part: Part) -> int | None:
@@ -78,6 +86,9 @@ def _changes(part: Part, field: str, action: Action, gpu_resource: str, obj: Obj
         return out
     if field == "set-priority":
         return {(*part.spec_path, "priorityClassName"): lambda _: action.to_value}
+    if field == "resize-gpu" and part.model is not None and action.container == part.model[0] \
+            and isinstance(read(obj, part.model[1]), Mapping):
+        return {(*part.model[1], "resources"): lambda old: _gpu_resources(old, action, gpu_resource)}
     if field == "resize-gpu":
         return {(*part.spec_path, "containers"): lambda old: _resized(old, action, gpu_resource)}
     raise ReactorError(f"cannot build a patch for action {action.action!r} on {action.workload}")
@@ -89,11 +100,16 @@ def _resized(containers: Any, action: Action, gpu_resource: str) -> list[Any]:
     target = next((c for c in out if c.get("name") == action.container), None)
     if target is None:
         raise ReactorError(f"container {action.container!r} is gone from {action.workload}")
+    target["resources"] = _gpu_resources(target.get("resources"), action, gpu_resource)
+    return out
+
+
+def _gpu_resources(resources: Any, action: Action, gpu_resource: str) -> dict[str, Any]:
+    """The resources with the GPU request and limit set together (an extended resource needs both equal)."""
     count = str(action.to_value)
-    resources = dict(target.get("resources") or {})
-    resources["limits"] = {**(resources.get("limits") or {}), gpu_resource: count}
-    resources["requests"] = {**(resources.get("requests") or {}), gpu_resource: count}
-    target["resources"] = resources
+    out = dict(resources or {})
+    out["limits"] = {**(out.get("limits") or {}), gpu_resource: count}
+    out["requests"] = {**(out.get("requests") or {}), gpu_resource: count}
     return out
 
 

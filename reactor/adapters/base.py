@@ -21,7 +21,8 @@ class Part:
 
     `name` is "" where the resource has a single template; `spec_path` leads to the pod spec (the
     object holding `containers` and `priorityClassName`); `replicas_path` to its replica count, if
-    it has one; `max_replicas_path` to a ceiling raised with it where the operator has one.
+    it has one; `max_replicas_path` to a ceiling raised with it where the operator has one; `model`
+    to a container the operator builds from a spec of its own (its `resources` are the container's).
     """
 
     name: str
@@ -29,6 +30,8 @@ class Part:
     replicas_path: Path | None = None
     max_replicas_path: Path | None = None
     default_replicas: int = 1
+    # A container described apart from the pod spec (KServe's `predictor.model`): (name, path of its object).
+    model: tuple[str, Path] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,8 +23,9 @@ def _notebook_parts(obj: Obj) -> tuple[Part, ...]:
 
 
 def _isvc_parts(obj: Obj) -> tuple[Part, ...]:
+    # KServe runs `predictor.model` as the container named kserve-container.
     return (Part("", ("spec", "predictor"), ("spec", "predictor", "minReplicas"),
-                 ("spec", "predictor", "maxReplicas")),)
+                 ("spec", "predictor", "maxReplicas"), model=("kserve-container", ("spec", "predictor", "model"))),)
 
 
 def _ray_parts(obj: Obj) -> tuple[Part, ...]:

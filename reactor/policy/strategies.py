@@ -60,7 +60,10 @@ def scale_replicas(ctx: Context, direction: str) -> Action | Skip:
     a quorum), so adding or removing one is an application decision, not a utilization one.
     """
     workload = ctx.workload
-    if workload.ref.kind != Kind.DEPLOYMENT.value or workload.replicas is None:
+    # An adapter gives replicas only where the operator's replicas are interchangeable (InferenceService
+    # minReplicas, a Ray worker group's replicas); a Notebook or a Ray head has none.
+    scalable = workload.ref.kind == Kind.DEPLOYMENT.value or workload.adapted
+    if not scalable or workload.replicas is None:
         return Skip(SkipReason.NOT_APPLICABLE, f"replicas are only changed on Deployments, not {workload.ref.kind}")
     if ctx.hpa_managed:
         return Skip(SkipReason.HPA_MANAGED, "an autoscaler owns the replica count")

@@ -65,7 +65,11 @@ def reconcile_notebook(sim: SimCluster, name: str, *, settle: bool = True) -> No
 def reconcile_isvc(sim: SimCluster, name: str, *, settle: bool = True) -> None:
     """KServe in raw deployment mode: Deployment `<name>-predictor` with minReplicas pods of the predictor."""
     isvc = custom(sim, "inferenceservices", name)
-    predictor = isvc["spec"]["predictor"]
+    predictor = dict(isvc["spec"]["predictor"])
+    if "model" in predictor:  # KServe builds kserve-container from the model spec and its runtime
+        model = {"name": "kserve-container", "image": "kserve/huggingfaceserver:v0.14",
+                 "resources": predictor["model"].get("resources", {})}
+        predictor["containers"] = [model, *predictor.get("containers", [])]
     labels = {"app": f"isvc.{name}-predictor", "serving.kserve.io/inferenceservice": name, "component": "predictor"}
     sim.apply({"apiVersion": "apps/v1", "kind": "Deployment",
                "metadata": {"name": f"{name}-predictor", "namespace": NAMESPACE, "labels": labels,
