@@ -85,13 +85,17 @@ def reconcile_isvc(sim: SimCluster, name: str, *, settle: bool = True) -> None:
 
 
 def reconcile_ray(sim: SimCluster, name: str) -> None:
-    """KubeRay: the head pod and `replicas` pods per worker group, created directly, labelled by group."""
+    """KubeRay: the head pod and `replicas` pods per worker group, created directly, labelled by group; status
+    `ready` with the generation it observed."""
     rc = custom(sim, "rayclusters", name)
     groups = [("headgroup", "head", rc["spec"]["headGroupSpec"]["template"]["spec"], 1)]
     groups += [(g["groupName"], "worker", g["template"]["spec"], int(g.get("replicas", 0)))
                for g in rc["spec"].get("workerGroupSpecs") or []]
+    existing = {p["metadata"]["name"] for p in sim.list("pods", NAMESPACE, label_selector=f"ray.io/cluster={name}")}
     for group, node_type, pod_spec, replicas in groups:
         for i in range(replicas):
+            if f"{name}-{group}-{i}" in existing:
+                continue  # KubeRay leaves running pods alone on a template change; new pods get the new template
             labels = {"ray.io/cluster": name, "ray.io/group": group, "ray.io/node-type": node_type}
             spec = template_of(pod_spec, labels)["spec"]
             sim.apply({"apiVersion": "v1", "kind": "Pod",
