@@ -18,7 +18,7 @@ from typing import Any
 
 from .act import Acted, Actor, Attempt, KeptChanging
 from .adapted import adapted_refusal, adapted_workload
-from .adapters import adapter_for
+from .adapters import adapter_for, register_adapters
 from .budget import Budget
 from .errors import ConfigError, PermanentError, TemporaryError
 from .kube import KubeGateway
@@ -76,6 +76,7 @@ class Engine:
             raise ConfigError("state.keyFile", "required unless dryRun: the reactor signs the state annotations it "
                                                "writes, and acts on none it cannot verify (see the README)")
         self.state_keys = state_keys
+        register_adapters(settings.adapters)  # the kinds resolve, the gateway and the act step go through
         self.settings = settings
         self.policy = settings.policy
         self.kube = kube

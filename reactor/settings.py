@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from .adapters import Adapter
+from .adapters.config import BUILTIN_NAMES, enabled, parse_builtin, parse_custom
 from .errors import ConfigError
 from .fields import boolean, bounded, choice, duration_in, listen, names, opt_str, read_yaml_file, resource
 from .model import KNOWN_ALERTS, Mode
@@ -54,6 +56,12 @@ class Settings:
     kube: Kube = field(default_factory=Kube)
     log_format: str = "json"
     log_level: str = "INFO"
+    adapters_builtin: tuple[str, ...] = BUILTIN_NAMES  # operators' resources the reactor changes (adapters/)
+    adapters_custom: tuple[Adapter, ...] = ()
+
+    @property
+    def adapters(self) -> tuple[Adapter, ...]:
+        return enabled(self.adapters_builtin, self.adapters_custom)
 
 
 def _mode(key: str, raw: Any) -> Mode:
@@ -131,10 +139,12 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "kube.burst": ("kube", "burst", bounded(int, 1, 100_000)),
     "kube.timeout": ("kube", "timeout", duration_in(timedelta(seconds=1), timedelta(minutes=5))),
     "kube.conflictRetries": ("kube", "conflict_retries", bounded(int, 0, 20)),
+    "adapters.builtin": ("top", "adapters_builtin", parse_builtin),
+    "adapters.custom": ("top", "adapters_custom", parse_custom),
     "logging.format": ("top", "log_format", choice("json", "text")),
     "logging.level": ("top", "log_level", choice("DEBUG", "INFO", "WARNING", "ERROR")),
 }
-_SECTIONS = {"namespaces", "gpus", "replicas", "budget", "server", "kube", "logging", "state"}
+_SECTIONS = {"namespaces", "gpus", "replicas", "budget", "server", "kube", "logging", "state", "adapters"}
 
 
 def env_name(path: str) -> str:
