@@ -74,7 +74,8 @@ def run(reactor: Reactor) -> dict[str, Any]:
     reactor.sim.apply(CRD)
     reactor.sim.apply({"apiVersion": "ml.example.com/v1alpha1", "kind": "TrainingRun",
                        "metadata": {"name": "bert", "namespace": NAMESPACE},
-                       "spec": {"worker": {"replicas": 2, "template": {"spec": {"containers": [container("main", 4)]}}}}})
+                       "spec": {"worker": {"replicas": 2,
+                                           "template": {"spec": {"containers": [container("main", 4)]}}}}})
     tr = custom(reactor.sim, "trainingruns", "bert")
     labels = {"ml.example.com/run": "bert"}
     reactor.sim.apply({"apiVersion": "apps/v1", "kind": "StatefulSet",
