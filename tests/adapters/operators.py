@@ -8,8 +8,6 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client as k8s
-
 from reactor.sim import SimCluster
 from tests.support import NAMESPACE
 
@@ -36,12 +34,11 @@ def custom(sim: SimCluster, plural: str, name: str) -> Obj:
     return sim.get(plural, NAMESPACE, name)
 
 
-def set_status(sim: SimCluster, group: str, version: str, plural: str, name: str, status: Obj) -> None:
-    """The operator's status write, through the status subresource over HTTP (merge patch)."""
-    with k8s.ApiClient(k8s.Configuration(host=sim.url)) as api_client:
-        k8s.CustomObjectsApi(api_client).patch_namespaced_custom_object_status(
-            group, version, NAMESPACE, plural, name, {"status": status},
-            _content_type="application/merge-patch+json")
+def set_status(sim: SimCluster, plural: str, name: str, status: Obj) -> None:
+    """The operator's status write (a merge patch of the status subresource), as the cluster admin."""
+    res = sim.registry.by_plural(plural)
+    with sim.store.lock:
+        sim.api.patch(res, NAMESPACE, name, "application/merge-patch+json", {"status": status}, subresource="status")
 
 
 def template_of(pod_spec: Obj, labels: dict[str, str]) -> Obj:
@@ -80,7 +77,7 @@ def reconcile_isvc(sim: SimCluster, name: str, *, settle: bool = True) -> None:
     if settle:
         sim.settle()
         generation = custom(sim, "inferenceservices", name)["metadata"]["generation"]
-        set_status(sim, "serving.kserve.io", "v1beta1", "inferenceservices", name,
+        set_status(sim, "inferenceservices", name,
                    {"observedGeneration": generation, "conditions": [{"type": "Ready", "status": "True"}]})
 
 
@@ -102,5 +99,5 @@ def reconcile_ray(sim: SimCluster, name: str) -> None:
                        "metadata": {"name": f"{name}-{group}-{i}", "namespace": NAMESPACE, "labels": labels,
                                     "ownerReferences": owner_ref(rc)}, "spec": spec})
     sim.settle()
-    set_status(sim, "ray.io", "v1", "rayclusters", name,
+    set_status(sim, "rayclusters", name,
                {"state": "ready", "observedGeneration": custom(sim, "rayclusters", name)["metadata"]["generation"]})

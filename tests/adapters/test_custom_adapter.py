@@ -4,9 +4,11 @@ messages that name the key, and working over HTTP for a CRD the project does not
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import freezegun
 import pytest
 
 from reactor.errors import ConfigError
@@ -104,7 +106,9 @@ def test_a_user_defined_adapter_shrinks_and_scales_a_resource_the_project_does_n
     reactor.sim.settle()
     # The StatefulSet the operator owns has not been updated by the (played) operator: its rollout is "done",
     # and the next alert of another kind scales the run's workers.
-    assert _post(reactor, "GPUIdle", value=0.0, gpus=1)["result"] == "applied"
+    with freezegun.freeze_time(datetime.now(UTC) + timedelta(seconds=5)):  # cooldown-until is whole seconds
+        idle = _post(reactor, "GPUIdle", value=0.0, gpus=1)
+    assert idle["result"] == "applied", (idle.get("reason"), idle.get("detail"))
     assert custom(reactor.sim, "trainingruns", "bert")["spec"]["worker"]["replicas"] == 1
 
 

@@ -84,7 +84,7 @@ def test_a_starved_predictor_moves_up_the_ladder(reactor: Reactor, isvc: dict[st
 
 
 def test_a_predictor_kserve_has_not_made_ready_is_left_alone(reactor: Reactor, isvc: dict[str, Any]) -> None:
-    set_status(reactor.sim, "serving.kserve.io", "v1beta1", "inferenceservices", "llama",
+    set_status(reactor.sim, "inferenceservices", "llama",
                {"conditions": [{"type": "Ready", "status": "False", "reason": "PredictorNotReady",
                                 "message": "revision rolling out"}]})
     outcomes = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
