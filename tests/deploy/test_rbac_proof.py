@@ -29,6 +29,7 @@ from reactor.settings import build_settings
 from reactor.sim import SimCluster
 from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec, notification
+from tests.adapters.operators import container, install, reconcile_isvc, reconcile_notebook, reconcile_ray
 from tests.deploy.deploy_helpers import DEPLOY, render
 from tests.support import HERE, NAMESPACE, Reactor
 
@@ -53,8 +54,27 @@ def _cluster(reactor_objects: list[dict[str, Any]]) -> SimCluster:
                    "restartPolicy": "Never", "containers": [{"name": "train", "image": "registry.example.com/train:1",
                                                              "resources": {"limits": {GPU: "4"}, "requests": {GPU: "4"}}}]}}}}}})
     sim.settle()
+    _operators(sim)
     sim.add_token(SA_TOKEN, user=SA_USER)
     return sim
+
+
+def _operators(sim: SimCluster) -> None:
+    """A Notebook, an InferenceService and a RayCluster (4 GPUs each, opted in), with what their operators
+    create (played by the test: see tests/adapters/operators.py)."""
+    install(sim, "kubeflow.org_notebooks.yaml", "serving.kserve.io_inferenceservices.yaml", "ray.io_rayclusters.yaml")
+    meta = lambda name: {"name": name, "namespace": NAMESPACE, "annotations": ENFORCE}  # noqa: E731
+    sim.apply({"apiVersion": "kubeflow.org/v1", "kind": "Notebook", "metadata": meta("jupyter"),
+               "spec": {"template": {"spec": {"containers": [container("notebook", 4)]}}}})
+    sim.apply({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": meta("llama"),
+               "spec": {"predictor": {"minReplicas": 1, "containers": [container("kserve-container", 4)]}}})
+    sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": meta("ray"),
+               "spec": {"headGroupSpec": {"template": {"spec": {"containers": [container("ray-head", 0)]}}},
+                        "workerGroupSpecs": [{"groupName": "gpu-workers", "replicas": 1, "template": {
+                            "spec": {"containers": [container("ray-worker", 4)]}}}]}})
+    reconcile_notebook(sim, "jupyter")
+    reconcile_isvc(sim, "llama")
+    reconcile_ray(sim, "ray")
 
 
 def _annotate(sim: SimCluster, resource: str, name: str, annotations: dict[str, str]) -> None:
@@ -154,7 +174,7 @@ def set_priority(r: Reactor) -> Answer:
     """GPUSaturated on the StatefulSet with the quota spent: no more GPUs or replicas fit, so its priority
     class goes up the ladder (medium → high), which needs the cluster's PriorityClasses."""
     quota = r.sim.get("resourcequotas", NAMESPACE, "gpu-quota")
-    quota["spec"]["hard"][f"requests.{GPU}"] = "16"  # 3×4 + 2×2 GPUs are in use
+    quota["spec"]["hard"][f"requests.{GPU}"] = quota["status"]["used"][f"requests.{GPU}"]  # all in use
     r.sim.apply(quota)
     return _post(r, [AlertSpec("GPUSaturated", NAMESPACE, p, "trainer", 0.98, 2) for p in r.pods("trainer")])
 
@@ -167,6 +187,23 @@ def namespace_wide(r: Reactor) -> Answer:
     return _post(r, specs)
 
 
+def notebook_resize(r: Reactor) -> Answer:
+    """GPUUnderutilized on a Kubeflow Notebook's pod: the Notebook's template shrinks 4 → 1 (merge patch)."""
+    return _post(r, [AlertSpec("GPUUnderutilized", NAMESPACE, "jupyter-0", "notebook", 0.1, 4)])
+
+
+def isvc_resize(r: Reactor) -> Answer:
+    """GPUUnderutilized on a KServe predictor's pod: the InferenceService's predictor shrinks 4 → 1."""
+    pods = r.sim.list("pods", NAMESPACE, label_selector="serving.kserve.io/inferenceservice=llama")
+    return _post(r, [AlertSpec("GPUUnderutilized", NAMESPACE, p["metadata"]["name"], "kserve-container", 0.1, 4)
+                     for p in pods])
+
+
+def ray_resize(r: Reactor) -> Answer:
+    """GPUUnderutilized on a Ray worker: the RayCluster's worker group template shrinks 4 → 1."""
+    return _post(r, [AlertSpec("GPUUnderutilized", NAMESPACE, "ray-gpu-workers-0", "ray-worker", 0.1, 4)])
+
+
 Flow = Callable[[Reactor], Answer]
 # What each flow does when every grant is there.
 EXPECTED: dict[str, tuple[Flow, set[tuple[str, ...]]]] = {
@@ -176,6 +213,9 @@ EXPECTED: dict[str, tuple[Flow, set[tuple[str, ...]]]] = {
     "hpa-check": (hpa_check, {("applied", "resize-gpu")}),
     "set-priority": (set_priority, {("applied", "set-priority")}),
     "namespace-wide": (namespace_wide, {("applied", "resize-gpu")}),
+    "notebook-resize": (notebook_resize, {("applied", "resize-gpu")}),
+    "isvc-resize": (isvc_resize, {("applied", "resize-gpu")}),
+    "ray-resize": (ray_resize, {("applied", "resize-gpu")}),
 }
 
 
@@ -193,11 +233,21 @@ CHANGES: dict[str, Callable[[SimCluster], tuple[str, ...]]] = {
     "hpa-check": lambda s: (_template_gpus(s, "deployments", "llm-inference"),),
     "set-priority": lambda s: (s.get("statefulsets", NAMESPACE, "trainer")["spec"]["template"]["spec"]["priorityClassName"],),
     "namespace-wide": lambda s: (_template_gpus(s, "deployments", "llm-inference"), _template_gpus(s, "statefulsets", "trainer")),
+    "notebook-resize": lambda s: (_limit(s.get("notebooks", NAMESPACE, "jupyter")["spec"]["template"]["spec"]),),
+    "isvc-resize": lambda s: (_limit(s.get("inferenceservices", NAMESPACE, "llama")["spec"]["predictor"]),),
+    "ray-resize": lambda s: (
+        _limit(s.get("rayclusters", NAMESPACE, "ray")["spec"]["workerGroupSpecs"][0]["template"]["spec"]),),
 }
 BEFORE = {"deployment-resize": ("4",), "statefulset-resize": ("2",), "cronjob-via-job": ("4",), "hpa-check": ("4",),
-          "set-priority": ("medium-priority-gpu",), "namespace-wide": ("4", "2")}
+          "set-priority": ("medium-priority-gpu",), "namespace-wide": ("4", "2"),
+          "notebook-resize": ("4",), "isvc-resize": ("4",), "ray-resize": ("4",)}
 AFTER = {"deployment-resize": ("3",), "statefulset-resize": ("3",), "cronjob-via-job": ("1",), "hpa-check": ("1",),
-         "set-priority": ("high-priority-gpu",), "namespace-wide": ("3", "1")}
+         "set-priority": ("high-priority-gpu",), "namespace-wide": ("3", "1"),
+         "notebook-resize": ("1",), "isvc-resize": ("1",), "ray-resize": ("1",)}
+
+
+def _limit(pod_spec: dict[str, Any]) -> str:
+    return str(pod_spec["containers"][0]["resources"]["limits"][GPU])
 
 
 def _gpu_reactor_events(sim: SimCluster) -> list[dict[str, Any]]:
@@ -277,6 +327,12 @@ NEEDED_BY: dict[tuple[str, str, str], tuple[str, str]] = {
     ("batch", "cronjobs", "get"): ("cronjob-via-job", "read"),
     ("batch", "cronjobs", "patch"): ("cronjob-via-job", "write"),
     ("autoscaling", "horizontalpodautoscalers", "list"): ("hpa-check", "read"),
+    ("kubeflow.org", "notebooks", "get"): ("notebook-resize", "read"),
+    ("kubeflow.org", "notebooks", "patch"): ("notebook-resize", "write"),
+    ("serving.kserve.io", "inferenceservices", "get"): ("isvc-resize", "read"),
+    ("serving.kserve.io", "inferenceservices", "patch"): ("isvc-resize", "write"),
+    ("ray.io", "rayclusters", "get"): ("ray-resize", "read"),
+    ("ray.io", "rayclusters", "patch"): ("ray-resize", "write"),
 }
 
 
