@@ -29,7 +29,9 @@ from .workloads import template_path
 
 log = logging.getLogger(__name__)
 
-API_VERSIONS: dict[str, str] = {Kind.DEPLOYMENT: "apps/v1", Kind.STATEFULSET: "apps/v1", Kind.CRONJOB: "batch/v1", Kind.JOB: "batch/v1"}
+API_VERSIONS: dict[str, str] = {
+    Kind.DEPLOYMENT: "apps/v1", Kind.STATEFULSET: "apps/v1", Kind.CRONJOB: "batch/v1", Kind.JOB: "batch/v1",
+}
 EVENT_REASONS = {
     "resize-gpu": "GPUResized",
     "scale-replicas": "ReplicasScaled",

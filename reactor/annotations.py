@@ -120,7 +120,9 @@ def _json(raw: str) -> Any:
 
 def _scalar(raw: object) -> int | str | None:
     """`from` / `to` values: a count, a class name, or null (no class)."""
-    if raw is None or (isinstance(raw, str) and len(raw) <= 253) or _is_count(raw):
+    if raw is None or (isinstance(raw, str) and len(raw) <= 253):
+        return raw
+    if isinstance(raw, int) and _is_count(raw):
         return raw
     raise _Invalid(raw)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -20,7 +21,7 @@ from .act import Acted, Actor, Attempt, KeptChanging
 from .adapted import adapted_refusal, adapted_workload
 from .adapters import adapter_for, register_adapters
 from .budget import Budget
-from .errors import ConfigError, PermanentError, TemporaryError
+from .errors import PermanentError, TemporaryError
 from .kube import KubeGateway
 from .metrics import Metrics
 from .model import (
@@ -42,7 +43,7 @@ from .model import (
 from .outcome import Outcome, outcome_for
 from .policy import alert_refusal, decide, effective_mode, fold, owner_refusal
 from .record import Recorder
-from .resolve import Owner, Owners, Reader, resolve_owner, valid_name, valid_namespace
+from .resolve import Owner, Owners, Reader, UnknownPodLimit, resolve_owner, valid_name, valid_namespace
 from .settings import Settings
 from .statemac import StateKeys, authenticate
 from .workloads import hpa_targets, to_bounds, to_workload
@@ -51,6 +52,10 @@ log = logging.getLogger(__name__)
 
 DEDUP_SIZE = 10_000
 WORKLOAD_LOCKS = 64
+# Answered 200, not 503: a retry would meet the same work and the same deadline. The group is sent
+# again at its next group_interval while it fires, and workloads decided this time then refuse early.
+_DEADLINE = Skip(SkipReason.DEADLINE_EXCEEDED, "the notification's deadline (server.notificationDeadline) passed "
+                                               "before this alert was decided")
 
 
 def utcnow() -> datetime:
@@ -71,10 +76,11 @@ class Engine:
     def __init__(
         self, *, settings: Settings, kube: KubeGateway, metrics: Metrics,
         budget: Budget | None = None, clock: Callable[[], datetime] = utcnow, state_keys: StateKeys | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        self.monotonic = monotonic
         if state_keys is None and not settings.policy.dry_run:
-            raise ConfigError("state.keyFile", "required unless dryRun: the reactor signs the state annotations it "
-                                               "writes, and acts on none it cannot verify (see the README)")
+            raise ValueError("an Engine that may write needs state keys (see statemac.load_state_keys)")
         self.state_keys = state_keys
         register_adapters(settings.adapters)  # the kinds resolve, the gateway and the act step go through
         self.settings = settings
@@ -114,7 +120,9 @@ class Engine:
                 outcomes[i] = self.recorder.alert_skip(alert, self._known_workload(alert, skip), skip)
         for (name, status), count in received.items():
             self.metrics.alerts_received.labels(alertname=name, status=status).inc(count)
-        reader = Reader(self.kube)
+        server = self.settings.server
+        reader = Reader(self.kube, server.max_unknown_pods,
+                        self.monotonic() + server.notification_deadline.total_seconds(), self.monotonic)
         groups, unresolved = self._resolve(reader, alerts, pending)
         outcomes.update(unresolved)
         failures = self._decide_all(reader, alerts, groups, outcomes, now)
@@ -128,6 +136,11 @@ class Engine:
         refused = alert_refusal(alert.name, self.policy)
         if refused is not None:
             return refused
+        cluster = alert.labels.get("cluster")
+        if self.policy.cluster is not None and cluster is not None and cluster != self.policy.cluster:
+            # A central Alertmanager can misroute, and the same namespace/pod names exist in every cluster.
+            return Skip(SkipReason.OTHER_CLUSTER,
+                        f"the alert is for cluster {cluster!r}, this is {self.policy.cluster!r}")
         target = (alert.namespace, alert.pod)
         if target not in targets:
             targets[target] = self._target_skip(alert.namespace, alert.pod)
@@ -171,6 +184,8 @@ class Engine:
         for i in pending:
             alert = alerts[i]
             pod = (alert.namespace, alert.pod)
+            if pod not in resolved and reader.past_deadline():
+                resolved[pod] = None, _DEADLINE
             if pod not in resolved:
                 try:
                     found = resolve_owner(reader, alert.namespace, alert.pod, self._owners)  # type: ignore[arg-type]
@@ -178,6 +193,10 @@ class Engine:
                 except PermanentError as e:
                     # A refused read (403, 422) is this pod's outcome, never a lost notification.
                     resolved[pod] = None, Skip(SkipReason.API_ERROR, str(e))
+                except UnknownPodLimit:
+                    resolved[pod] = None, Skip(SkipReason.TOO_MANY_UNKNOWN_PODS, (
+                        f"pod {alert.namespace}/{alert.pod} does not exist, and this notification already looked "
+                        f"up {self.settings.server.max_unknown_pods} pods that do not (server.maxUnknownPods)"))
                 except TemporaryError:
                     raise  # the whole notification is retried (503): the API server may answer next time
                 except Exception as e:  # noqa: BLE001 - as in _decide_all: fails this pod's alerts only
@@ -203,6 +222,11 @@ class Engine:
         for ref in sorted(groups):
             owner, indexes = groups[ref]
             group = [alerts[i] for i in indexes]
+            if reader.past_deadline():
+                self.metrics.skips.labels(reason=SkipReason.DEADLINE_EXCEEDED.value).inc()
+                for i, alert in zip(indexes, group, strict=True):
+                    outcomes[i] = outcome_for(alert, ref, _DEADLINE, Result.SKIPPED)
+                continue
             try:
                 with self._workload_locks[hash(ref) % len(self._workload_locks)]:
                     decision, result = self._handle_workload(reader, owner, fold(group), namespaces[ref.namespace], now)

@@ -86,7 +86,8 @@ class KubeGateway:
 
     def __init__(self, api_client: k8s.ApiClient, *, settings: Kube, metrics: Metrics, retries: int = 3) -> None:
         self._client = api_client
-        self._apis: dict[type, Any] = {api: api(api_client) for api in {r.api for r in _ROUTES.values()} | {k8s.SchedulingV1Api}}
+        kinds = {r.api for r in _ROUTES.values()} | {k8s.SchedulingV1Api}
+        self._apis: dict[type, Any] = {api: api(api_client) for api in kinds}
         self._custom_api = k8s.CustomObjectsApi(api_client)
         self._timeout = settings.timeout.total_seconds()
         self._limiter = RateLimiter(settings.qps, settings.burst)

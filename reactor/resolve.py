@@ -55,11 +55,25 @@ class Owner:
     child: dict[str, Any] | None = None  # for an operator's resource: the Deployment/StatefulSet it runs
 
 
-class Reader:
-    """Reads shared within one notification; thread-safe so workloads can be handled in parallel."""
+class UnknownPodLimit(Exception):
+    """More controllers of pods that do not exist than one notification may read (`server.maxUnknownPods`)."""
 
-    def __init__(self, kube: KubeGateway) -> None:
+
+class Reader:
+    """Reads shared within one notification; thread-safe so workloads can be handled in parallel.
+
+    A pod that does not exist costs reads to find the controller it came from (`_former_owner`):
+    at most `unknown_limit` such controller names per notification are looked up (pods of one
+    ReplicaSet share one), so a notification naming hundreds of vanished or invented pods costs a
+    bounded number of API requests.
+    """
+
+    def __init__(self, kube: KubeGateway, unknown_limit: int = 1 << 30, deadline: float = float("inf"),
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.kube = kube
+        self._unknown_limit = unknown_limit
+        self._unknown_names: set[tuple[str, str]] = set()
+        self._deadline, self._clock = deadline, clock
         self._objects: dict[tuple[str, str, str], dict[str, Any] | None] = {}
         self._lists: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._refused: dict[tuple[str, ...], PermanentError] = {}
@@ -118,6 +132,19 @@ class Reader:
         with self._lock:
             for name in names:
                 self._objects.setdefault(("Pod", namespace, name), found.get(name))
+
+    def past_deadline(self) -> bool:
+        """The notification's time is up: what is not decided yet is skipped (DEADLINE_EXCEEDED)."""
+        return self._clock() >= self._deadline
+
+    def take_unknown(self, namespace: str, owner_name: str) -> None:
+        """Spend one lookup of a vanished pod's controller name (once per name); UnknownPodLimit when none is left."""
+        with self._lock:
+            if (namespace, owner_name) in self._unknown_names:
+                return
+            if len(self._unknown_names) >= self._unknown_limit:
+                raise UnknownPodLimit()
+            self._unknown_names.add((namespace, owner_name))
 
     def forget(self, kind: str, namespace: str, name: str) -> None:
         """Drop a cached object after a write or a conflict, so the next read is fresh."""
@@ -245,6 +272,7 @@ def _former_owner(reader: Reader, namespace: str, pod_name: str) -> tuple[str, s
     if not base or not suffix:
         return None
     kinds = ("StatefulSet",) if suffix.isdigit() else ("ReplicaSet", "Job")
+    reader.take_unknown(namespace, base)  # pods of one controller share its reads: only a new name spends
     for kind in kinds:
         obj = reader.get(kind, namespace, base)
         if obj is not None:

@@ -36,6 +36,9 @@ class Server:
     tls_cert: str | None = None
     tls_key: str | None = None
     state_key_file: str | None = None  # HMAC key of the reactor's state annotations (statemac.py)
+    # Work per notification: below Alertmanager's notify timeout, max(group_interval, 10 s).
+    notification_deadline: timedelta = timedelta(seconds=8)
+    max_unknown_pods: int = 10  # owners of pods that do not exist looked up per notification (2 reads each)
     state_previous_key_file: str | None = None
 
 
@@ -124,6 +127,7 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "budget.namespace": ("policy", "budget_namespace", _window),
     "priorityLadder": ("policy", "priority_ladder", names),
     "alerts": ("policy", "alerts", _alerts),
+    "cluster": ("policy", "cluster", opt_str),
     "server.listen": ("server", "listen", listen),
     "server.tokenFile": ("server", "token_file", opt_str),
     "server.maxBodyBytes": ("server", "max_body_bytes", bounded(int, 1024, 64 << 20)),
@@ -131,6 +135,9 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "server.timeout": ("server", "timeout", duration_in(timedelta(seconds=1), timedelta(minutes=10))),
     "server.tlsCert": ("server", "tls_cert", opt_str),
     "server.tlsKey": ("server", "tls_key", opt_str),
+    "server.notificationDeadline": ("server", "notification_deadline",
+                                    duration_in(timedelta(seconds=1), timedelta(minutes=5))),
+    "server.maxUnknownPods": ("server", "max_unknown_pods", bounded(int, 0, 10_000)),
     "state.keyFile": ("server", "state_key_file", opt_str),
     "state.previousKeyFile": ("server", "state_previous_key_file", opt_str),
     "kube.kubeconfig": ("kube", "kubeconfig", opt_str),
@@ -195,6 +202,8 @@ def build_settings(doc: Mapping[str, Any], environ: Mapping[str, str] | None = N
     policy = Policy(**values["policy"])
     _check_policy(policy)
     server = Server(**values["server"])
+    if server.notification_deadline >= server.timeout:
+        raise ConfigError("server.notificationDeadline", f"must be below server.timeout ({server.timeout})")
     if (server.tls_cert is None) != (server.tls_key is None):
         raise ConfigError("server.tlsCert", "tlsCert and tlsKey must be set together")
     return Settings(policy=policy, server=server, kube=Kube(**values["kube"]), **values["top"])

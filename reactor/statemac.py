@@ -73,13 +73,19 @@ def authenticate(workload: Workload, keys: StateKeys | None) -> Workload:
     return replace(workload, state=state)
 
 
-def load_state_keys(key_file: str | None, previous_file: str | None) -> StateKeys | None:
+def load_state_keys(key_file: str | None, previous_file: str | None, *, required: bool = False) -> StateKeys | None:
     """The keys named by `state.keyFile` / `state.previousKeyFile`; None when no key file is set.
+
+    `required` (a reactor that may write, i.e. not dryRun): no key file is a ConfigError. There is no
+    ephemeral key: after a restart, or on the other replica, it could not verify what it signed.
 
     A previous key file that does not exist means no rotation is in progress (the Secret's optional
     `previous` entry is absent). A key shorter than MIN_KEY_BYTES is refused.
     """
     if key_file is None:
+        if required:
+            raise ConfigError("state.keyFile", "required unless dryRun: the reactor signs the state annotations it "
+                                               "writes, and acts on none it cannot verify (see the README)")
         return None
     current = _read_key("state.keyFile", key_file)
     previous = None

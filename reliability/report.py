@@ -42,6 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     for column in COLUMNS:
         value = total[column]
         print(f"  {column.ljust(width)}  {value:.1f}" if isinstance(value, float) else f"  {column.ljust(width)}  {value}")
+    trust = doc.get("trust") or {}
+    if trust:
+        print("trust boundary (issue 12):")
+        for key, value in trust.items():
+            print(f"  {key.ljust(width)}  {value}")
     if doc["broken"]:
         print("PROMISES BROKEN: " + "; ".join(doc["broken"]))
         return 1

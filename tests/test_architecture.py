@@ -112,7 +112,8 @@ def test_the_top_of_the_package_reads_as_the_pipeline() -> None:
     top = {p.name for p in PACKAGE.iterdir() if not p.name.startswith((".", "__pycache__"))}
     assert top == {
         "__init__.py", "__main__.py", "py.typed",
-        "web.py", "alerts.py", "engine.py", "resolve.py", "policy", "act.py", "budget.py", "record.py",
+        "web.py", "alerts.py", "engine.py", "resolve.py", "ownership.py", "policy", "act.py", "statemac.py", "budget.py",
+        "record.py",
         "outcome.py", "metrics.py", "kube.py", "model.py", "annotations.py", "workloads.py", "errors.py",
         "settings.py", "fields.py", "app", "tools", "sim",
         "ownership.py", "statemac.py",  # from h12a (verified owners, signed state)

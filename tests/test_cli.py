@@ -95,3 +95,15 @@ def test_plan_rejects_a_broken_notification(tmp_path: Path, capsys: pytest.Captu
     alerts.write_text(json.dumps({"version": "4", "status": "firing", "alerts": [{}]}))
     assert main(["plan", "--alerts", str(alerts), "--seed", str(DEMO / "cluster.yaml")]) == 2
     assert "not a valid Alertmanager payload" in capsys.readouterr().err
+
+
+def test_serve_refuses_to_start_without_a_state_key(tmp_path: Path) -> None:
+    """No ephemeral key: a restart or a second replica could not verify the state it finds (README)."""
+    path = tmp_path / "policy.yaml"
+    path.write_text("namespaces: {allow: [ml-workloads]}\n")
+    (tmp_path / "token").write_text("t" * 32)
+    done = subprocess.run([sys.executable, "-m", "reactor", "serve", "--config", str(path)], capture_output=True,
+                          text=True, timeout=60, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
+                                                      "REACTOR_SERVER__TOKEN_FILE": str(tmp_path / "token")})
+    assert done.returncode == 2
+    assert "state.keyFile: required unless dryRun" in done.stderr

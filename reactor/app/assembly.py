@@ -37,7 +37,8 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
         token = TokenFile(settings.server.token_file)
     except OSError as e:
         raise ConfigError("server.tokenFile", f"cannot read {settings.server.token_file}: {e.strerror}") from e
-    keys = load_state_keys(settings.server.state_key_file, settings.server.state_previous_key_file)
+    keys = load_state_keys(settings.server.state_key_file, settings.server.state_previous_key_file,
+                           required=not settings.policy.dry_run)
     metrics = metrics or Metrics(registry)
     kube = kube or KubeGateway.connect(settings.kube, metrics)
     engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock, state_keys=keys)

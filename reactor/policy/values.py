@@ -69,6 +69,7 @@ class Policy:
     budget_namespace: Window = Window(5, timedelta(minutes=10))
     priority_ladder: tuple[str, ...] = ("medium-priority-gpu", "high-priority-gpu")
     alerts: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: DEFAULT_ALERTS)
+    cluster: str | None = None  # this cluster's name: alerts whose `cluster` label names another are skipped
 
     def namespace_allowed(self, namespace: str) -> bool:
         """Deny wins; `*` in allow admits every namespace not denied."""

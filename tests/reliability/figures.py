@@ -30,6 +30,17 @@ COLUMNS = (
 )
 
 
+# The trust boundary (issue 12), printed under the table: (key, label). The "acted" ones must be 0.
+TRUST = (
+    ("forgeries_tried", "tenant forgeries tried"),
+    ("forgeries_acted", "tenant forgeries acted on (must be 0)"),
+    ("forged_owners_tried", "forged owners tried"),
+    ("forged_owners_acted", "forged owners acted on (must be 0)"),
+    ("ghost_requests", "API requests for a 300-ghost notification"),
+)
+_MUST_BE_ZERO = ("forgeries_acted", "forged_owners_acted")
+
+
 @dataclass
 class Row:
     deliveries: int = 0      # notifications POSTed (every try counts)
@@ -57,6 +68,13 @@ class Figures:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.rows: dict[str, Row] = {}
+        self.trust: dict[str, int] = {}
+
+    def count_trust(self, **counts: int) -> None:
+        """Add to the trust figures (keys from TRUST)."""
+        with self._lock:
+            for key, value in counts.items():
+                self.trust[key] = self.trust.get(key, 0) + value
 
     def add(self, scenario: str, **counts: Any) -> None:
         row = Row(**counts)
@@ -82,6 +100,9 @@ class Figures:
             lines.append("  ".join(v.ljust(widths[0]) if i == 0 else v.rjust(widths[i]) for i, v in enumerate(c)))
             if n == 0 or n == len(cells) - 2:
                 lines.append("  ".join("-" * w for w in widths))
+        with self._lock:
+            trust = dict(self.trust)
+        lines += [f"{label}: {trust[key]}" for key, label in TRUST if key in trust]
         return "\n".join(lines)
 
     def verdict(self) -> list[str]:
@@ -96,12 +117,17 @@ class Figures:
             broken.append(f"{t.bad_input_5xx} 5xx answer(s) to bad input")
         if t.applied != t.expected:
             broken.append(f"{t.applied} action(s) applied, {t.expected} expected")
+        with self._lock:
+            broken += [f"{self.trust[k]} {label.split(' (')[0]}" for k, label in TRUST
+                       if k in _MUST_BE_ZERO and self.trust.get(k)]
         return broken
 
     def write(self, path: Path) -> None:
         with self._lock:
             doc = {"scenarios": {k: asdict(v) for k, v in sorted(self.rows.items())}}
         doc["total"] = asdict(self.total())
+        with self._lock:
+            doc["trust"] = dict(self.trust)
         doc["broken"] = self.verdict()
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(doc, indent=2) + "\n")

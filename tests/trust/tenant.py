@@ -23,6 +23,7 @@ from reactor.metrics import Metrics
 from reactor.settings import build_settings
 from reactor.sim import SimCluster
 from reactor.tools.launcher import state_key_file
+from reactor.tools.payloads import AlertSpec
 from tests.deploy.deploy_helpers import DEPLOY
 from tests.support import HERE, NAMESPACE, Reactor
 
@@ -81,6 +82,15 @@ def tenant_client(sim: SimCluster) -> k8s.ApiClient:
     config = k8s.Configuration(host=sim.url)
     config.api_key, config.api_key_prefix = {"BearerToken": TENANT_TOKEN}, {"BearerToken": "Bearer"}
     return k8s.ApiClient(config)
+
+
+GHOSTS = 300
+
+
+def ghost_specs(count: int = GHOSTS) -> list[AlertSpec]:
+    """Alerts on `count` pods that do not exist, each with its own would-be controller name."""
+    return [AlertSpec("GPUSaturated", NAMESPACE, f"ghost{i}-7d9f8b6c5-x{i:04d}", "server", 0.99, 4)
+            for i in range(count)]
 
 
 def template_of(sim: SimCluster, name: str) -> dict[str, Any]:

@@ -114,7 +114,7 @@ def test_the_genuine_record_reverts(reverting: Reactor, sim: SimCluster) -> None
     assert _outcome(reverting, _spec(pod))[0]["result"] == "applied"
     sim.settle()  # the rollout finishes
     (o,) = _outcome(reverting, _spec(pod, "resolved"))
-    assert (o["result"], o.get("action"), o.get("to")) == ("applied", "revert", "medium-priority-gpu"), (o["reason"], o["detail"])
+    assert (o["result"], o.get("action"), o.get("to")) == ("applied", "revert", "medium-priority-gpu"), o.get("detail")
     assert template_of(sim, "llm-inference")["priorityClassName"] == "medium-priority-gpu"
 
 
@@ -126,7 +126,8 @@ def test_state_copied_from_another_workload_is_refused(reverting: Reactor, sim: 
     copied = {k: v for k, v in sim.get("deployments", NAMESPACE, "llm-inference")["metadata"]["annotations"].items()
               if k in (LAST_ACTION, ORIGINAL, STATE_MAC)}
     sim.apply({"apiVersion": "apps/v1", "kind": "Deployment",
-               "metadata": {"name": "team-b", "namespace": NAMESPACE, "annotations": {"gpu-reactor.io/mode": "enforce"}},
+               "metadata": {"name": "team-b", "namespace": NAMESPACE,
+                            "annotations": {"gpu-reactor.io/mode": "enforce"}},
                "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "team-b"}},
                         "template": {"metadata": {"labels": {"app": "team-b"}},
                                      "spec": {"priorityClassName": "high-priority-gpu", "containers": [
