@@ -23,6 +23,7 @@ from .annotations import state_annotations
 from .budget import Budget
 from .errors import ConflictError, PermanentError, ReactorError, TemporaryError
 from .kube import KubeGateway
+from .kueue import PRIORITY_LABEL
 from .model import Action, Decision, Kind, Mode, Result, Signal, Skip, SkipReason, Workload, WorkloadRef
 from .statemac import StateKeys
 from .workloads import template_path
@@ -118,13 +119,20 @@ class Actor:
             annotations = self.state_keys.sealed(workload.uid, annotations)
         ref = workload.ref
         try:
-            adapter = adapter_for(ref.kind)
-            body = (build_patch(action, workload, annotations, self.gpu_resource) if adapter is None else
-                    adapted_patch(adapter, obj, workload, changed_field(action, workload), action, annotations,
-                                  self.gpu_resource))
-            return self.kube.patch(ref.kind, ref.namespace, ref.name, body)
+            return self.kube.patch(ref.kind, ref.namespace, ref.name, self._body(action, workload, annotations, obj))
         except ConflictError:
             return None
+
+    def _body(self, action: Action, workload: Workload, annotations: dict[str, str | None],
+              obj: dict[str, Any]) -> dict[str, Any]:
+        """Strategic merge for built-in kinds; merge patch of an operator's resource; Kueue's label for priority."""
+        field = changed_field(action, workload)
+        if workload.queue and field == "set-priority":
+            return queue_priority_patch(action, workload, annotations)
+        adapter = adapter_for(workload.ref.kind)
+        if adapter is not None:
+            return adapted_patch(adapter, obj, workload, field, action, annotations, self.gpu_resource)
+        return build_patch(action, workload, annotations, self.gpu_resource)
 
 
 def changed_field(action: Action, workload: Workload) -> str:
@@ -161,6 +169,12 @@ def build_patch(action: Action, workload: Workload, annotations: dict[str, str |
         node = node.setdefault(key, {})
     node[path[-1]] = pod_spec
     return patch
+
+
+def queue_priority_patch(action: Action, workload: Workload, annotations: dict[str, str | None]) -> dict[str, Any]:
+    """Kueue: the priority is the workload's priority-class label (a WorkloadPriorityClass), not its pods' class."""
+    return {"metadata": {"resourceVersion": workload.resource_version, "annotations": annotations,
+                         "labels": {PRIORITY_LABEL: action.to_value}}}
 
 
 def _api_version(kind: str) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from . import kueue
 from .act import Acted, Actor, Attempt, KeptChanging
 from .adapted import adapted_refusal, adapted_workload
 from .adapters import adapter_for, register_adapters
@@ -271,7 +272,7 @@ class Engine:
     ) -> tuple[Workload, Decision, Mode]:
         """One call of the policy; the namespace facts are readers it calls only if a strategy needs them."""
         ref = owner.ref
-        workload = authenticate(self._to_workload(obj, owner), self.state_keys)
+        workload = authenticate(kueue.as_managed(self._to_workload(obj, owner), obj), self.state_keys)
 
         def bounds() -> Bounds:
             if ns.bounds is None:
@@ -280,7 +281,11 @@ class Engine:
                     reader.list_objects("ResourceQuota", ref.namespace),
                     self.policy.gpu_resource,
                 )
-            return replace(ns.bounds, quota_used=ns.bounds.quota_used + ns.reserved)
+            namespaced = replace(ns.bounds, quota_used=ns.bounds.quota_used + ns.reserved)
+            if not workload.queue:
+                return namespaced
+            return kueue.tighter(namespaced, reader.cluster_queue_quota(ref.namespace, workload.queue,
+                                                                        self.policy.gpu_resource))
 
         def hpa_managed() -> bool:
             return (ref.kind, ref.name) in hpa_targets(reader.list_objects("HorizontalPodAutoscaler", ref.namespace))
@@ -291,7 +296,7 @@ class Engine:
             bounds,
             self.policy,
             now,
-            priority_classes=reader.priority_classes,
+            priority_classes=reader.workload_priority_classes if workload.queue else reader.priority_classes,
             hpa_managed=hpa_managed,
         )
         return workload, decision, effective_mode(workload, self.policy)

@@ -161,6 +161,20 @@ class KubeGateway:
         return self._call("patch", adapter.plural, lambda **kw: api.patch_namespaced_custom_object(
             adapter.group, adapter.version, namespace, adapter.plural, name, body, _content_type=MERGE, **kw))
 
+    def get_custom(self, group: str, version: str, plural: str, namespace: str | None, name: str) -> dict[str, Any]:
+        """A custom object by name (cluster-scoped when `namespace` is None), e.g. Kueue's queues."""
+        api = self._custom_api
+        if namespace is None:
+            return self._call("get", plural, lambda **kw: api.get_cluster_custom_object(group, version, plural, name,
+                                                                                         **kw))
+        return self._call("get", plural, lambda **kw: api.get_namespaced_custom_object(group, version, namespace,
+                                                                                        plural, name, **kw))
+
+    def list_cluster_custom(self, group: str, version: str, plural: str) -> list[dict[str, Any]]:
+        api = self._custom_api
+        return self._call("list", plural, lambda **kw: api.list_cluster_custom_object(group, version, plural,
+                                                                                       **kw)).get("items") or []
+
     def create_event(self, namespace: str, body: dict[str, Any]) -> None:
         api = self._apis[k8s.CoreV1Api]
         self._call("create", "events", lambda **kw: api.create_namespaced_event(namespace, body, **kw))

@@ -184,6 +184,7 @@ class Workload:
     part: str = ""  # the template inside an operator's resource (a Ray worker group); "" for one template
     operator_rollout: str = ""  # why the operator's own rollout is in progress ("" when it is not)
     adapted: bool = False  # an operator's resource, read and written through its adapter (see adapters/)
+    queue: str = ""  # Kueue's LocalQueue (label kueue.x-k8s.io/queue-name); "" when Kueue does not manage it
 
     def container(self, name: str | None) -> Container | None:
         """The named container, or the only GPU container when the alert names none."""

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from . import kueue
 from .adapters import Adapter, adapter_for
 from .adapters.links import adapted_link_failure
 from .errors import PermanentError
@@ -91,6 +92,24 @@ class Reader:
         """Names of the cluster's PriorityClasses, listed once per notification."""
         items = self._once(("PriorityClass", ""), self._lists, self.kube.list_priority_classes)
         return frozenset((pc.get("metadata") or {}).get("name", "") for pc in items)
+
+    def cluster_queue_quota(self, namespace: str, queue: str, resource: str) -> tuple[int, int] | None:
+        """Kueue: (nominal, used) GPUs of the ClusterQueue behind a LocalQueue, read once per notification."""
+        def fetch() -> tuple[int, int] | None:
+            try:
+                local = self.kube.get_custom(kueue.GROUP, kueue.VERSION, "localqueues", namespace, queue)
+                target = str((local.get("spec") or {}).get("clusterQueue", ""))
+                cq = self.kube.get_custom(kueue.GROUP, kueue.VERSION, "clusterqueues", None, target)
+            except NotFound:
+                return (0, 0)  # no queue: Kueue admits nothing more, so nothing may grow
+            return kueue.cluster_queue_quota(cq, resource)
+        return self._once(("ClusterQueueOf", namespace, queue), self._objects, fetch)
+
+    def workload_priority_classes(self) -> frozenset[str]:
+        """Names of Kueue's WorkloadPriorityClasses, listed once per notification."""
+        items = self._once(("WorkloadPriorityClass", ""), self._lists, lambda: self.kube.list_cluster_custom(
+            kueue.GROUP, kueue.VERSION, "workloadpriorityclasses"))
+        return frozenset((c.get("metadata") or {}).get("name", "") for c in items)
 
     def _get_or_none(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         try:
