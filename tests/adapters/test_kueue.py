@@ -12,7 +12,7 @@ import pytest
 from reactor.sim import SimCluster
 from reactor.tools.payloads import AlertSpec, notification
 from tests.adapters.conftest import POLICY
-from tests.adapters.operators import GPU, container, install, set_status
+from tests.adapters.operators import GPU, container, install
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 LABELS = {"app": "queued", "kueue.x-k8s.io/queue-name": "team-a", "kueue.x-k8s.io/priority-class": "wpc-low"}
