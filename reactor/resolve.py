@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import kueue
-from .adapters import Adapter, adapter_for
-from .adapters.links import adapted_link_failure
+from .adapters import Adapter, adapter_for, registered
+from .adapters.links import adapted_link_failure, hop_failure
 from .errors import PermanentError
 from .kube import KubeGateway, NotFound
 from .model import WorkloadRef
@@ -245,6 +245,14 @@ def _walk(reader: Reader, namespace: str, pod_name: str) -> Owner | None:
         ref = controller_ref(obj)
         if ref is None:
             break
+        hop = _operator_hop(kind, obj, ref)
+        if hop is not None:
+            parent = reader.get(ref.kind, namespace, ref.name)
+            failure = "the owner is gone" if parent is None else hop_failure(hop, kind, obj, ref.name, ref.uid, parent)
+            if parent is None or failure is not None:
+                return Owner(WorkloadRef(ref.kind, namespace, ref.name), None, unverified=f"{kind} {name}: {failure}")
+            kind, name, obj = ref.kind, ref.name, parent
+            continue
         if ref.kind not in ("ReplicaSet", "Deployment", "StatefulSet", "Job", "CronJob"):
             adapter = adapter_for(ref.kind)
             if adapter is None:
@@ -261,6 +269,16 @@ def _walk(reader: Reader, namespace: str, pod_name: str) -> Owner | None:
             via = WorkloadRef("Job", namespace, name)
         kind, name, obj = ref.kind, ref.name, parent
     return Owner(WorkloadRef(kind, namespace, name), obj, via)
+
+
+def _operator_hop(kind: str, obj: dict[str, Any], ref: ControllerRef) -> Adapter | None:
+    """The enabled adapter whose operator builds a link `kind` → `ref.kind` on the way up (a LeaderWorkerSet's
+    worker StatefulSet is controlled by its leader pod), judged by the label the operator puts on the child."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    for adapter in registered():
+        if (kind, ref.kind) in adapter.hops and adapter.owner_label in labels:
+            return adapter
+    return None
 
 
 def _adapted_owner(reader: Reader, adapter: Adapter, child: tuple[str, str, dict[str, Any]], ref: ControllerRef,

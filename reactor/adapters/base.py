@@ -47,6 +47,9 @@ class Adapter:
     owner_label: str = ""  # label its children carry with its name ("" where it sets none)
     part_label: str = ""  # pod label naming the part, where there are several
     rollout: Callable[[Obj, Obj | None], str] = field(default=lambda obj, child: "")
+    # (child kind, owner kind) links the operator builds below its resource, believed by uid and owner label.
+    hops: frozenset[tuple[str, str]] = frozenset()
+    pod_part: Callable[[Mapping[str, Any]], str] | None = None  # the part a pod's labels name, if not part_label
 
     @property
     def api_version(self) -> str:
@@ -55,11 +58,13 @@ class Adapter:
     def part(self, obj: Obj, name: str) -> Part | None:
         """The part called `name`; with a single part, that part whatever the name."""
         parts = self.parts(obj)
-        if len(parts) == 1 and not self.part_label:
+        if len(parts) == 1 and not self.part_label and self.pod_part is None:
             return parts[0]
         return next((p for p in parts if p.name == name), None)
 
     def part_of_pod(self, pod_labels: Mapping[str, Any]) -> str:
+        if self.pod_part is not None:
+            return self.pod_part(pod_labels)
         return str(pod_labels.get(self.part_label, "")) if self.part_label else ""
 
 

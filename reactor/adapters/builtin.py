@@ -5,7 +5,8 @@ controller creates (no replicas of its own). KServe InferenceService v1beta1: th
 pod spec (spec.predictor.containers, priorityClassName) with minReplicas/maxReplicas; in raw
 deployment mode KServe runs it as a Deployment. RayCluster v1: the head template and each worker
 group's template and replicas; KubeRay creates the pods itself, labelled `ray.io/group`.
-Pure: no I/O.
+LeaderWorkerSet v1: the leader and worker templates, `replicas` groups; the leader StatefulSet is the
+LWS's, each group's worker StatefulSet is its leader pod's (a hop the adapter declares). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -94,4 +95,31 @@ INFERENCE_SERVICE = Adapter("InferenceService", "serving.kserve.io", "v1beta1", 
                             owner_label="serving.kserve.io/inferenceservice", rollout=_isvc_rollout)
 RAY_CLUSTER = Adapter("RayCluster", "ray.io", "v1", "rayclusters", frozenset({"Pod"}), _ray_parts,
                       owner_label="ray.io/cluster", part_label="ray.io/group", rollout=_ray_rollout)
-BUILTIN: tuple[Adapter, ...] = (NOTEBOOK, INFERENCE_SERVICE, RAY_CLUSTER)
+LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
+LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
+
+
+def _lws_parts(obj: Obj) -> tuple[Part, ...]:
+    """A leader's template is leaderTemplate where set, else workerTemplate: a change there reaches the group."""
+    base = ("spec", "leaderWorkerTemplate")
+    leader = "leaderTemplate" if isinstance(read(obj, (*base, "leaderTemplate")), Mapping) else "workerTemplate"
+    return (Part("leader", (*base, leader, "spec"), ("spec", "replicas")),
+            Part("worker", (*base, "workerTemplate", "spec"), ("spec", "replicas")))
+
+
+def _lws_pod_part(labels: Mapping[str, Any]) -> str:
+    return "leader" if str(labels.get(LWS_WORKER_INDEX, "")) == "0" else "worker"
+
+
+def _lws_rollout(obj: Obj, child: Obj | None) -> str:
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if isinstance(condition, Mapping) and condition.get("type") in ("UpdateInProgress", "Progressing") \
+                and condition.get("status") == "True":
+            return f"{condition.get('type')}: {condition.get('reason', '')} {condition.get('message', '')}".strip()
+    return child_rollout(child)
+
+
+LEADER_WORKER_SET = Adapter("LeaderWorkerSet", "leaderworkerset.x-k8s.io", "v1", "leaderworkersets",
+                            frozenset({"StatefulSet"}), _lws_parts, owner_label=LWS_NAME, rollout=_lws_rollout,
+                            hops=frozenset({("StatefulSet", "Pod")}), pod_part=_lws_pod_part)
+BUILTIN: tuple[Adapter, ...] = (NOTEBOOK, INFERENCE_SERVICE, RAY_CLUSTER, LEADER_WORKER_SET)

@@ -28,3 +28,17 @@ def adapted_link_failure(adapter: Adapter, child_kind: str, child: Mapping[str, 
         if labels.get(adapter.owner_label) != ref_name:
             return f"the {child_kind} lacks the label {adapter.owner_label}={ref_name} the operator sets"
     return None
+
+
+def hop_failure(adapter: Adapter, child_kind: str, child: Mapping[str, Any], ref_name: str, ref_uid: str,
+                owner: Mapping[str, Any]) -> str | None:
+    """Why `owner` is not the intermediate controller the operator makes of `child` (e.g. a LeaderWorkerSet's
+    leader pod over its group's worker StatefulSet): the uid must match and both carry the same owner label."""
+    uid = (owner.get("metadata") or {}).get("uid")
+    if not uid or uid != ref_uid:
+        return f"the ownerReference's uid {ref_uid!r} is not {owner.get('kind', '')} {ref_name}'s uid"
+    mine = ((child.get("metadata") or {}).get("labels") or {}).get(adapter.owner_label)
+    theirs = ((owner.get("metadata") or {}).get("labels") or {}).get(adapter.owner_label)
+    if not mine or mine != theirs:
+        return f"{child_kind} and its owner {ref_name} do not carry the same {adapter.owner_label} label"
+    return None

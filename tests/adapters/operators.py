@@ -101,3 +101,33 @@ def reconcile_ray(sim: SimCluster, name: str) -> None:
     sim.settle()
     set_status(sim, "rayclusters", name,
                {"state": "ready", "observedGeneration": custom(sim, "rayclusters", name)["metadata"]["generation"]})
+
+
+LWS = "leaderworkerset.sigs.k8s.io/name"
+
+
+def reconcile_lws(sim: SimCluster, name: str) -> None:
+    """The LWS controller: StatefulSet `name` of leaders (one per group, worker-index 0); for each leader pod a
+    StatefulSet `name-<group>` of size-1 workers whose controller is that leader pod."""
+    lws = custom(sim, "leaderworkersets", name)
+    tmpl = lws["spec"]["leaderWorkerTemplate"]
+    leader_spec = (tmpl.get("leaderTemplate") or tmpl["workerTemplate"])["spec"]
+    leader_labels = {LWS: name, "leaderworkerset.sigs.k8s.io/worker-index": "0", "role": f"{name}-leader"}
+    sim.apply({"apiVersion": "apps/v1", "kind": "StatefulSet",
+               "metadata": {"name": name, "namespace": NAMESPACE, "labels": {LWS: name},
+                            "ownerReferences": owner_ref(lws)},
+               "spec": {"replicas": int(lws["spec"].get("replicas", 1)), "serviceName": "",
+                        "selector": {"matchLabels": {"role": f"{name}-leader"}},
+                        "template": template_of(leader_spec, leader_labels)}})
+    sim.settle()
+    for leader in sim.list("pods", NAMESPACE, label_selector=f"role={name}-leader"):
+        group = leader["metadata"]["name"].rsplit("-", 1)[1]
+        labels = {LWS: name, "leaderworkerset.sigs.k8s.io/group-index": group,
+                  "leaderworkerset.sigs.k8s.io/worker-index": "1", "role": f"{name}-worker-{group}"}
+        sim.apply({"apiVersion": "apps/v1", "kind": "StatefulSet",
+                   "metadata": {"name": f"{name}-{group}", "namespace": NAMESPACE, "labels": {LWS: name},
+                                "ownerReferences": owner_ref(leader)},
+                   "spec": {"replicas": int(tmpl.get("size", 1)) - 1, "serviceName": "",
+                            "selector": {"matchLabels": {"role": labels["role"]}},
+                            "template": template_of(tmpl["workerTemplate"]["spec"], labels)}})
+    sim.settle()
