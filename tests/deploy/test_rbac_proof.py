@@ -29,7 +29,14 @@ from reactor.settings import build_settings
 from reactor.sim import SimCluster
 from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec, notification
-from tests.adapters.operators import container, install, reconcile_isvc, reconcile_notebook, reconcile_ray
+from tests.adapters.operators import (
+    container,
+    install,
+    reconcile_isvc,
+    reconcile_lws,
+    reconcile_notebook,
+    reconcile_ray,
+)
 from tests.deploy.deploy_helpers import DEPLOY, render
 from tests.support import HERE, NAMESPACE, Reactor
 
@@ -62,7 +69,8 @@ def _cluster(reactor_objects: list[dict[str, Any]]) -> SimCluster:
 def _operators(sim: SimCluster) -> None:
     """A Notebook, an InferenceService and a RayCluster (4 GPUs each, opted in), with what their operators
     create (played by the test: see tests/adapters/operators.py)."""
-    install(sim, "kubeflow.org_notebooks.yaml", "serving.kserve.io_inferenceservices.yaml", "ray.io_rayclusters.yaml")
+    install(sim, "kubeflow.org_notebooks.yaml", "serving.kserve.io_inferenceservices.yaml", "ray.io_rayclusters.yaml",
+            "leaderworkerset.x-k8s.io_leaderworkersets.yaml")
     meta = lambda name: {"name": name, "namespace": NAMESPACE, "annotations": ENFORCE}  # noqa: E731
     sim.apply({"apiVersion": "kubeflow.org/v1", "kind": "Notebook", "metadata": meta("jupyter"),
                "spec": {"template": {"spec": {"containers": [container("notebook", 4)]}}}})
@@ -75,6 +83,10 @@ def _operators(sim: SimCluster) -> None:
     reconcile_notebook(sim, "jupyter")
     reconcile_isvc(sim, "llama")
     reconcile_ray(sim, "ray")
+    sim.apply({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": meta("vllm"),
+               "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2, "workerTemplate": {
+                   "spec": {"containers": [container("vllm", 4)]}}}}})
+    reconcile_lws(sim, "vllm")
 
 
 def _annotate(sim: SimCluster, resource: str, name: str, annotations: dict[str, str]) -> None:
@@ -204,6 +216,11 @@ def ray_resize(r: Reactor) -> Answer:
     return _post(r, [AlertSpec("GPUUnderutilized", NAMESPACE, "ray-gpu-workers-0", "ray-worker", 0.1, 4)])
 
 
+def lws_resize(r: Reactor) -> Answer:
+    """GPUUnderutilized on a LeaderWorkerSet's worker: the LWS's worker template shrinks 4 → 1 for every group."""
+    return _post(r, [AlertSpec("GPUUnderutilized", NAMESPACE, "vllm-0-0", "vllm", 0.1, 4)])
+
+
 Flow = Callable[[Reactor], Answer]
 # What each flow does when every grant is there.
 EXPECTED: dict[str, tuple[Flow, set[tuple[str, ...]]]] = {
@@ -216,6 +233,7 @@ EXPECTED: dict[str, tuple[Flow, set[tuple[str, ...]]]] = {
     "notebook-resize": (notebook_resize, {("applied", "resize-gpu")}),
     "isvc-resize": (isvc_resize, {("applied", "resize-gpu")}),
     "ray-resize": (ray_resize, {("applied", "resize-gpu")}),
+    "lws-resize": (lws_resize, {("applied", "resize-gpu")}),
 }
 
 
@@ -237,13 +255,15 @@ CHANGES: dict[str, Callable[[SimCluster], tuple[str, ...]]] = {
     "isvc-resize": lambda s: (_limit(s.get("inferenceservices", NAMESPACE, "llama")["spec"]["predictor"]),),
     "ray-resize": lambda s: (
         _limit(s.get("rayclusters", NAMESPACE, "ray")["spec"]["workerGroupSpecs"][0]["template"]["spec"]),),
+    "lws-resize": lambda s: (_limit(
+        s.get("leaderworkersets", NAMESPACE, "vllm")["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]),),
 }
 BEFORE = {"deployment-resize": ("4",), "statefulset-resize": ("2",), "cronjob-via-job": ("4",), "hpa-check": ("4",),
           "set-priority": ("medium-priority-gpu",), "namespace-wide": ("4", "2"),
-          "notebook-resize": ("4",), "isvc-resize": ("4",), "ray-resize": ("4",)}
+          "notebook-resize": ("4",), "isvc-resize": ("4",), "ray-resize": ("4",), "lws-resize": ("4",)}
 AFTER = {"deployment-resize": ("3",), "statefulset-resize": ("3",), "cronjob-via-job": ("1",), "hpa-check": ("1",),
          "set-priority": ("high-priority-gpu",), "namespace-wide": ("3", "1"),
-         "notebook-resize": ("1",), "isvc-resize": ("1",), "ray-resize": ("1",)}
+         "notebook-resize": ("1",), "isvc-resize": ("1",), "ray-resize": ("1",), "lws-resize": ("1",)}
 
 
 def _limit(pod_spec: dict[str, Any]) -> str:
@@ -333,6 +353,8 @@ NEEDED_BY: dict[tuple[str, str, str], tuple[str, str]] = {
     ("serving.kserve.io", "inferenceservices", "patch"): ("isvc-resize", "write"),
     ("ray.io", "rayclusters", "get"): ("ray-resize", "read"),
     ("ray.io", "rayclusters", "patch"): ("ray-resize", "write"),
+    ("leaderworkerset.x-k8s.io", "leaderworkersets", "get"): ("lws-resize", "read"),
+    ("leaderworkerset.x-k8s.io", "leaderworkersets", "patch"): ("lws-resize", "write"),
 }
 
 
