@@ -117,5 +117,5 @@ def test_the_top_of_the_package_reads_as_the_pipeline() -> None:
         "outcome.py", "metrics.py", "kube.py", "model.py", "annotations.py", "workloads.py", "errors.py",
         "settings.py", "fields.py", "app", "tools", "sim",
         "ownership.py", "statemac.py",  # from h12a (verified owners, signed state)
-        "adapters", "adapted.py",  # operators' resources: the adapters and the workloads read through them
+        "adapters", "adapted.py", "kueue.py",  # operators' resources (adapters) and Kueue-admitted workloads
     }
