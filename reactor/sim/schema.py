@@ -92,7 +92,8 @@ def _json_type(value: Any) -> str:
         return "integer"
     if isinstance(value, float):
         return "number"
-    return {dict: "object", list: "array", str: "string"}.get(type(value), type(value).__name__)
+    names: dict[type, str] = {dict: "object", list: "array", str: "string"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _value_errors(obj: Any, schema: Schema, path: str) -> list[FieldError]:
