@@ -148,3 +148,35 @@ def test_owner_references_to_a_custom_resource_are_garbage_collected(sim: SimClu
     assert [p["metadata"]["name"] for p in sim.list("pods", "ml")] == ["jupyter-0"]
     custom.delete_namespaced_custom_object(GROUP, VERSION, "ml", PLURAL, "jupyter")
     assert sim.list("statefulsets", "ml") == [] and sim.list("pods", "ml") == []
+
+
+def test_enum_bounds_int_or_string_and_nullable_are_validated(sim: SimCluster, client: k8s.ApiClient) -> None:
+    """kube-openapi validation of a structural schema: `enum` (Unsupported value), `minimum` ("should be greater
+    than or equal to"), `x-kubernetes-int-or-string` (an integer or a string, nothing else) and `nullable` (null
+    only where allowed); a valid object is stored."""
+    props = {"mode": {"type": "string", "enum": ["a", "b"]}, "count": {"type": "integer", "minimum": 0},
+             "port": {"x-kubernetes-int-or-string": True}, "note": {"type": "string", "nullable": True}}
+    sim.apply({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+               "metadata": {"name": "widgets.example.com"},
+               "spec": {"group": "example.com", "scope": "Namespaced",
+                        "names": {"kind": "Widget", "plural": "widgets", "singular": "widget"},
+                        "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                            "type": "object", "properties": {"spec": {"type": "object", "properties": props}}}}}]}})
+    api = k8s.CustomObjectsApi(client)
+
+    def create(spec: dict[str, Any]) -> dict[str, Any]:
+        body = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": spec}
+        return api.create_namespaced_custom_object("example.com", "v1", "ml", "widgets", body)
+
+    for spec, cause in (({"mode": "c"}, 'spec.mode: Unsupported value: "c": supported values: "a", "b"'),
+                        ({"count": -1}, "spec.count: Invalid value: -1: spec.count in body should be greater than "
+                                        "or equal to 0"),
+                        ({"port": True}, 'spec.port: Invalid value: "boolean": spec.port in body must be of type '
+                                         'integer or string: "boolean"'),
+                        ({"mode": None}, 'spec.mode: Invalid value: "null": spec.mode in body must be of type '
+                                         'string: "null"')):
+        with pytest.raises(ApiException) as e:
+            create(spec)
+        assert e.value.status == 422 and cause in _status(e)["message"], _status(e)["message"]
+    created = create({"mode": "a", "count": 0, "port": "http", "note": None})
+    assert created["spec"] == {"mode": "a", "count": 0, "port": "http", "note": None}
