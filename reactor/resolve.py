@@ -34,6 +34,7 @@ LIST_PODS_ABOVE = 4
 OWNERS_SIZE = 10_000
 OWNERS_TTL_SECONDS = 600.0
 REMEMBERED = frozenset({"Deployment", "StatefulSet", "CronJob"})
+_BUILTIN_OWNERS = frozenset({"ReplicaSet", "Deployment", "StatefulSet", "Job", "CronJob"})
 
 
 def valid_namespace(name: str) -> bool:
@@ -245,30 +246,33 @@ def _walk(reader: Reader, namespace: str, pod_name: str) -> Owner | None:
         ref = controller_ref(obj)
         if ref is None:
             break
-        hop = _operator_hop(kind, obj, ref)
-        if hop is not None:
-            parent = reader.get(ref.kind, namespace, ref.name)
-            failure = "the owner is gone" if parent is None else hop_failure(hop, kind, obj, ref.name, ref.uid, parent)
-            if parent is None or failure is not None:
-                return Owner(WorkloadRef(ref.kind, namespace, ref.name), None, unverified=f"{kind} {name}: {failure}")
-            kind, name, obj = ref.kind, ref.name, parent
-            continue
-        if ref.kind not in ("ReplicaSet", "Deployment", "StatefulSet", "Job", "CronJob"):
+        if ref.kind not in _BUILTIN_OWNERS and _operator_hop(kind, obj, ref) is None:
             adapter = adapter_for(ref.kind)
             if adapter is None:
                 return Owner(WorkloadRef(ref.kind, namespace, ref.name), None)
             return _adapted_owner(reader, adapter, (kind, name, obj), ref, pod or {}, via)
-        parent = reader.get(ref.kind, namespace, ref.name)
-        if parent is None:
-            # The owner is gone (being deleted): nothing safe to patch.
-            return Owner(WorkloadRef(ref.kind, namespace, ref.name), None)
-        failure = link_failure(kind, obj, ref, parent)
-        if failure is not None:
-            return Owner(WorkloadRef(ref.kind, namespace, ref.name), None, unverified=f"{kind} {name}: {failure}")
+        parent = _step_up(reader, namespace, (kind, name, obj), ref)
+        if isinstance(parent, Owner):
+            return parent
         if kind == "Job":
             via = WorkloadRef("Job", namespace, name)
         kind, name, obj = ref.kind, ref.name, parent
     return Owner(WorkloadRef(kind, namespace, name), obj, via)
+
+
+def _step_up(reader: Reader, namespace: str, child: tuple[str, str, dict[str, Any]],
+             ref: ControllerRef) -> dict[str, Any] | Owner:
+    """The controller above `child` if the link holds (ownership.py, or an operator's hop), else where to stop."""
+    kind, name, obj = child
+    target = WorkloadRef(ref.kind, namespace, ref.name)
+    hop = _operator_hop(kind, obj, ref)
+    parent = reader.get(ref.kind, namespace, ref.name)
+    if parent is None:  # the owner is gone (being deleted): nothing safe to patch
+        return Owner(target, None, unverified=f"{kind} {name}: its {ref.kind} is gone" if hop else "")
+    failure = hop_failure(hop, kind, obj, ref.name, ref.uid, parent) if hop else link_failure(kind, obj, ref, parent)
+    if failure is not None:
+        return Owner(target, None, unverified=f"{kind} {name}: {failure}")
+    return parent
 
 
 def _operator_hop(kind: str, obj: dict[str, Any], ref: ControllerRef) -> Adapter | None:
