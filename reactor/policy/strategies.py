@@ -95,9 +95,10 @@ def set_priority(ctx: Context, direction: str) -> Action | Skip:
     if not 0 <= index < len(ladder):
         return Skip(SkipReason.PRIORITY_AT_END, f"class {current!r} is the {'top' if direction == 'up' else 'bottom'}")
     target = ladder[index]
-    blocked = check_priority_class(ctx, target) or check_quota(
+    # Kueue's priority is a label on the workload (see kueue.py): no pod is replaced, so it needs no quota.
+    blocked = check_priority_class(ctx, target) or (None if ctx.workload.queue else check_quota(
         ctx, need=template_need(ctx, new_pod_gpus=pod_gpus(ctx.workload)), what=f"class {current}→{target}"
-    )
+    ))
     if blocked is not None:
         return blocked
     return _action(ctx, "set-priority", direction, container=None, from_value=current, to_value=target, gpu_delta=0)

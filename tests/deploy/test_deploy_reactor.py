@@ -28,8 +28,11 @@ NAMESPACED_CALLS: dict[tuple[str, str], set[str]] = {
     ("batch", "jobs"): {"get"},
     ("batch", "cronjobs"): {"get", "patch"},
     ("autoscaling", "horizontalpodautoscalers"): {"list"},
+    ("kueue.x-k8s.io", "localqueues"): {"get"},
 }
-CLUSTER_CALLS: dict[tuple[str, str], set[str]] = {("scheduling.k8s.io", "priorityclasses"): {"list"}}
+CLUSTER_CALLS: dict[tuple[str, str], set[str]] = {("scheduling.k8s.io", "priorityclasses"): {"list"},
+                                                  ("kueue.x-k8s.io", "clusterqueues"): {"get"},
+                                                  ("kueue.x-k8s.io", "workloadpriorityclasses"): {"list"}}
 READ_VERBS = {"get", "list", "watch"}
 
 

@@ -87,6 +87,32 @@ def _operators(sim: SimCluster) -> None:
                "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2, "workerTemplate": {
                    "spec": {"containers": [container("vllm", 4)]}}}}})
     reconcile_lws(sim, "vllm")
+    _kueue(sim)
+
+
+def _kueue(sim: SimCluster) -> None:
+    """A Deployment admitted by Kueue (queue team-a → ClusterQueue gpu-cq, its quota all in use) whose priority is
+    a WorkloadPriorityClass named like the ladder's classes."""
+    install(sim, "kueue.x-k8s.io.yaml")
+    for name, value in (("medium-priority-gpu", 100), ("high-priority-gpu", 1000)):
+        sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadPriorityClass", "metadata": {"name": name},
+                   "value": value})
+    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "gpu-cq"},
+               "spec": {"resourceGroups": [{"flavors": [{"name": "h100", "resources": [
+                   {"name": GPU, "nominalQuota": 4}]}]}]}})
+    res = sim.registry.by_plural("clusterqueues")
+    with sim.store.lock:
+        sim.api.patch(res, None, "gpu-cq", "application/merge-patch+json", {"status": {"flavorsUsage": [
+            {"name": "h100", "resources": [{"name": GPU, "total": 4}]}]}}, subresource="status")
+    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
+               "metadata": {"name": "team-a", "namespace": NAMESPACE}, "spec": {"clusterQueue": "gpu-cq"}})
+    labels = {"kueue.x-k8s.io/queue-name": "team-a", "kueue.x-k8s.io/priority-class": "medium-priority-gpu"}
+    sim.apply({"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": "queued", "namespace": NAMESPACE, "labels": labels, "annotations": ENFORCE},
+               "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "queued"}},
+                        "template": {"metadata": {"labels": {"app": "queued"}},
+                                     "spec": {"containers": [container("server", 4)]}}}})
+    sim.settle()
 
 
 def _annotate(sim: SimCluster, resource: str, name: str, annotations: dict[str, str]) -> None:
@@ -221,6 +247,12 @@ def lws_resize(r: Reactor) -> Answer:
     return _post(r, [AlertSpec("GPUUnderutilized", NAMESPACE, "vllm-0-0", "vllm", 0.1, 4)])
 
 
+def kueue_priority(r: Reactor) -> Answer:
+    """GPUSaturated on a Kueue workload whose ClusterQueue is full: no growth fits (LocalQueue → ClusterQueue), so
+    its kueue.x-k8s.io/priority-class label goes up the ladder, a WorkloadPriorityClass that exists."""
+    return _post(r, [AlertSpec("GPUSaturated", NAMESPACE, p, "server", 0.98, 4) for p in r.pods("queued")])
+
+
 Flow = Callable[[Reactor], Answer]
 # What each flow does when every grant is there.
 EXPECTED: dict[str, tuple[Flow, set[tuple[str, ...]]]] = {
@@ -234,6 +266,7 @@ EXPECTED: dict[str, tuple[Flow, set[tuple[str, ...]]]] = {
     "isvc-resize": (isvc_resize, {("applied", "resize-gpu")}),
     "ray-resize": (ray_resize, {("applied", "resize-gpu")}),
     "lws-resize": (lws_resize, {("applied", "resize-gpu")}),
+    "kueue-priority": (kueue_priority, {("applied", "set-priority")}),
 }
 
 
@@ -257,13 +290,17 @@ CHANGES: dict[str, Callable[[SimCluster], tuple[str, ...]]] = {
         _limit(s.get("rayclusters", NAMESPACE, "ray")["spec"]["workerGroupSpecs"][0]["template"]["spec"]),),
     "lws-resize": lambda s: (_limit(
         s.get("leaderworkersets", NAMESPACE, "vllm")["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]),),
+    "kueue-priority": lambda s: (s.get("deployments", NAMESPACE, "queued")["metadata"]["labels"][
+        "kueue.x-k8s.io/priority-class"],),
 }
 BEFORE = {"deployment-resize": ("4",), "statefulset-resize": ("2",), "cronjob-via-job": ("4",), "hpa-check": ("4",),
           "set-priority": ("medium-priority-gpu",), "namespace-wide": ("4", "2"),
-          "notebook-resize": ("4",), "isvc-resize": ("4",), "ray-resize": ("4",), "lws-resize": ("4",)}
+          "notebook-resize": ("4",), "isvc-resize": ("4",), "ray-resize": ("4",), "lws-resize": ("4",),
+          "kueue-priority": ("medium-priority-gpu",)}
 AFTER = {"deployment-resize": ("3",), "statefulset-resize": ("3",), "cronjob-via-job": ("1",), "hpa-check": ("1",),
          "set-priority": ("high-priority-gpu",), "namespace-wide": ("3", "1"),
-         "notebook-resize": ("1",), "isvc-resize": ("1",), "ray-resize": ("1",), "lws-resize": ("1",)}
+         "notebook-resize": ("1",), "isvc-resize": ("1",), "ray-resize": ("1",), "lws-resize": ("1",),
+         "kueue-priority": ("high-priority-gpu",)}
 
 
 def _limit(pod_spec: dict[str, Any]) -> str:
@@ -355,6 +392,9 @@ NEEDED_BY: dict[tuple[str, str, str], tuple[str, str]] = {
     ("ray.io", "rayclusters", "patch"): ("ray-resize", "write"),
     ("leaderworkerset.x-k8s.io", "leaderworkersets", "get"): ("lws-resize", "read"),
     ("leaderworkerset.x-k8s.io", "leaderworkersets", "patch"): ("lws-resize", "write"),
+    ("kueue.x-k8s.io", "localqueues", "get"): ("kueue-priority", "read"),
+    ("kueue.x-k8s.io", "clusterqueues", "get"): ("kueue-priority", "read"),
+    ("kueue.x-k8s.io", "workloadpriorityclasses", "list"): ("kueue-priority", "read"),
 }
 
 
@@ -363,7 +403,8 @@ DENIALS: dict[tuple[str, str, str], int] = {("", "pods", "get"): 3}
 
 
 def _forbidden_text(group: str, resource: str, verb: str) -> str:
-    scope = "at the cluster scope" if resource == "priorityclasses" else f'in the namespace "{NAMESPACE}"'
+    cluster = resource in ("priorityclasses", "clusterqueues", "workloadpriorityclasses")
+    scope = "at the cluster scope" if cluster else f'in the namespace "{NAMESPACE}"'
     return f'User "{SA_USER}" cannot {verb} resource "{resource}" in API group "{group}" {scope}'
 
 
