@@ -85,3 +85,10 @@ def test_growth_must_fit_the_cluster_queue_not_only_the_namespace_quota(reactor:
     _cq_usage(reactor.sim, 0)
     outcomes = _post(reactor, "GPUMemorySaturated", value=0.97, gpus=4)
     assert {o["result"] for o in outcomes} == {"applied"}, [o.get("detail") for o in outcomes]
+
+
+def test_a_full_cluster_queue_still_allows_a_priority_change(reactor: Reactor, queued: None) -> None:
+    """The label changes no pod: a ClusterQueue with no room left does not block it (growth would be refused)."""
+    _cq_usage(reactor.sim, 12)
+    outcomes = _post(reactor, "GPUSaturated", value=0.99, gpus=4)
+    assert {(o["result"], o.get("action")) for o in outcomes} == {("applied", "set-priority")}, outcomes
