@@ -116,6 +116,5 @@ def test_the_top_of_the_package_reads_as_the_pipeline() -> None:
         "record.py",
         "outcome.py", "metrics.py", "kube.py", "model.py", "annotations.py", "workloads.py", "errors.py",
         "settings.py", "fields.py", "app", "tools", "sim",
-        "ownership.py", "statemac.py",  # from h12a (verified owners, signed state)
         "adapters", "adapted.py", "kueue.py",  # operators' resources (adapters) and Kueue-admitted workloads
     }
