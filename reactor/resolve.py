@@ -297,6 +297,9 @@ def _adapted_owner(reader: Reader, adapter: Adapter, child: tuple[str, str, dict
     failure = adapted_link_failure(adapter, kind, obj, ref.name, ref.uid, parent)
     if failure is not None:
         return Owner(target, None, unverified=f"{kind} {name}: {failure}")
+    above = controller_ref(parent)
+    if above is not None:  # e.g. a RayCluster a RayService manages: it would write the resource back
+        return Owner(WorkloadRef(above.kind, namespace, above.name), None)
     part = adapter.part_of_pod((pod.get("metadata") or {}).get("labels") or {})
     return Owner(target, parent, via, part=part, child=None if kind == "Pod" else obj)
 

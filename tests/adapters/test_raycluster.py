@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from reactor.tools.payloads import AlertSpec, notification
-from tests.adapters.operators import GPU, container, custom, install, reconcile_ray
+from tests.adapters.operators import GPU, container, custom, install, owner_ref, reconcile_ray
 from tests.support import NAMESPACE, Reactor
 
 WORKER = "ray-gpu-workers-0"
@@ -92,3 +92,17 @@ def test_a_pod_of_a_group_the_cluster_no_longer_has_is_refused(reactor: Reactor,
     reactor.sim.apply(rc)
     outcome = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
     assert outcome["reason"] == "unsupported-owner" and "'gpu-workers'" in outcome["detail"], outcome
+
+
+def test_a_raycluster_a_rayservice_manages_is_left_to_it(reactor: Reactor, cluster: dict[str, Any]) -> None:
+    """A RayService owns its RayClusters and writes their spec from its own rayClusterConfig: a change made on the
+    RayCluster would be undone, so the pod's owner is the RayService, which has no adapter."""
+    reactor.sim.apply({"apiVersion": "ray.io/v1", "kind": "RayService",
+                       "metadata": {"name": "serve", "namespace": NAMESPACE}, "spec": {}})
+    service = custom(reactor.sim, "rayservices", "serve")
+    rc = custom(reactor.sim, "rayclusters", "ray")
+    rc["metadata"]["ownerReferences"] = owner_ref(service)
+    reactor.sim.apply(rc)
+    outcome = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
+    assert (outcome["reason"], outcome["workload"]) == ("unsupported-owner", f"RayService/{NAMESPACE}/serve"), outcome
+    assert _gpus(_groups(reactor)[0]) == "4"
