@@ -17,11 +17,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from .adapted import adapted_patch
+from .adapters import adapter_for
 from .annotations import state_annotations
 from .budget import Budget
 from .cpu_act import CPU_ACTION, changes_cpu, resize_pods, template_cpu
 from .errors import ConflictError, PermanentError, ReactorError, TemporaryError
 from .kube import KubeGateway
+from .kueue import PRIORITY_LABEL
 from .model import Action, Decision, Kind, Mode, Result, Signal, Skip, SkipReason, Workload, WorkloadRef
 from .statemac import StateKeys
 from .workloads import template_path
@@ -92,7 +95,7 @@ class Actor:
                                  Result.SKIPPED)
                 spent = True
                 try:
-                    written = self._write(decision, workload, attempt.signal, now)
+                    written = self._write(decision, workload, attempt.signal, now, obj)
                 except PermanentError as e:
                     return Acted(decision, Result.FAILED, str(e))
                 if written is None:
@@ -115,18 +118,28 @@ class Actor:
                 # Nothing was written with it (a lost race, a failed write): a spent unit would starve others.
                 self.budget.refund(attempt.ref.namespace, now)
 
-    def _write(self, action: Action, workload: Workload, signal: Signal, now: datetime) -> dict[str, Any] | None:
+    def _write(self, action: Action, workload: Workload, signal: Signal, now: datetime,
+               obj: dict[str, Any]) -> dict[str, Any] | None:
         """The conditional patch; the object as written, or None on a 409 (the read was stale)."""
         annotations = state_annotations(action, signal, workload, self.cooldown, now)
         if self.state_keys is not None:  # None only in dry run, which never writes
             annotations = self.state_keys.sealed(workload.uid, annotations)
         ref = workload.ref
         try:
-            return self.kube.patch(ref.kind, ref.namespace, ref.name,
-                                   build_patch(action, workload, annotations, self.gpu_resource, self.cpu_apply_to))
+            return self.kube.patch(ref.kind, ref.namespace, ref.name, self._body(action, workload, annotations, obj))
         except ConflictError:
             return None
 
+    def _body(self, action: Action, workload: Workload, annotations: dict[str, str | None],
+              obj: dict[str, Any]) -> dict[str, Any]:
+        """Strategic merge for built-in kinds; merge patch of an operator's resource; Kueue's label for priority."""
+        field = changed_field(action, workload)
+        if workload.queue and field == "set-priority":
+            return queue_priority_patch(action, workload, annotations)
+        adapter = adapter_for(workload.ref.kind)
+        if adapter is not None:
+            return adapted_patch(adapter, obj, workload, field, action, annotations, self.gpu_resource)
+        return build_patch(action, workload, annotations, self.gpu_resource, self.cpu_apply_to)
     def _resize_pods(self, action: Action, workload: Workload, signal: Signal) -> str:
         """After the owner's patch recorded it: a CPU change in place on the named pods; their status, for the Event."""
         if not changes_cpu(action, workload) or self.cpu_apply_to == "template":
@@ -174,6 +187,17 @@ def build_patch(action: Action, workload: Workload, annotations: dict[str, str |
     return patch
 
 
+def queue_priority_patch(action: Action, workload: Workload, annotations: dict[str, str | None]) -> dict[str, Any]:
+    """Kueue: the priority is the workload's priority-class label (a WorkloadPriorityClass), not its pods' class."""
+    return {"metadata": {"resourceVersion": workload.resource_version, "annotations": annotations,
+                         "labels": {PRIORITY_LABEL: action.to_value}}}
+
+
+def _api_version(kind: str) -> str:
+    adapter = adapter_for(kind)
+    return adapter.api_version if adapter is not None else API_VERSIONS.get(kind, "v1")
+
+
 def event_message(action: Action, signal: Signal) -> str:
     target = f"container {action.container} " if action.container else ""
     return (f"gpu-reactor {action.action} ({action.strategy}): {target}{action.from_value} -> {action.to_value} "
@@ -190,7 +214,7 @@ def record_event(kube: KubeGateway, action: Action, written: dict[str, Any], mes
         "kind": "Event",
         "metadata": {"generateName": f"{ref.name}.", "namespace": ref.namespace},
         "involvedObject": {
-            "apiVersion": API_VERSIONS.get(ref.kind, "v1"),
+            "apiVersion": _api_version(ref.kind),
             "kind": ref.kind,
             "name": ref.name,
             "namespace": ref.namespace,

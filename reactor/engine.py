@@ -17,7 +17,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from . import kueue
 from .act import Acted, Actor, Attempt, KeptChanging
+from .adapted import adapted_refusal, adapted_workload
+from .adapters import adapter_for, register_adapters
 from .budget import Budget
 from .cpu_act import cpu_facts
 from .errors import PermanentError, TemporaryError
@@ -85,6 +88,7 @@ class Engine:
         if state_keys is None and not settings.policy.dry_run:
             raise ValueError("an Engine that may write needs state keys (see statemac.load_state_keys)")
         self.state_keys = state_keys
+        register_adapters(settings.adapters)  # the kinds resolve, the gateway and the act step go through
         self.settings = settings
         self.policy = settings.policy
         self.kube = kube
@@ -274,12 +278,16 @@ class Engine:
     ) -> tuple[Workload, Decision, Mode]:
         """One call of the policy; the namespace facts are readers it calls only if a strategy needs them."""
         ref = owner.ref
-        workload = authenticate(to_workload(obj, ref.kind, self.policy.gpu_resource, via=owner.via), self.state_keys)
+        workload = authenticate(kueue.as_managed(self._to_workload(obj, owner), obj), self.state_keys)
 
         def bounds() -> Bounds:
             if ns.bounds is None:
                 ns.bounds = namespace_bounds(reader, ref.namespace, self.policy.gpu_resource)
-            return ns.bounds.reserving(ns.reserved)
+            namespaced = ns.bounds.reserving(ns.reserved)
+            if not workload.queue:
+                return namespaced
+            quota = reader.cluster_queue_quota(ref.namespace, workload.queue, self.policy.gpu_resource)
+            return kueue.with_cluster_queue(namespaced, quota, workload.queue)
 
         def hpa_managed() -> bool:
             return (ref.kind, ref.name) in hpa_targets(reader.list_objects("HorizontalPodAutoscaler", ref.namespace))
@@ -290,7 +298,7 @@ class Engine:
             bounds,
             self.policy,
             now,
-            priority_classes=reader.priority_classes,
+            priority_classes=reader.workload_priority_classes if workload.queue else reader.priority_classes,
             hpa_managed=hpa_managed,
             cpu=cpu_facts(reader, ref.namespace, signal),
         )
@@ -308,6 +316,16 @@ class Engine:
         if acted.result is Result.APPLIED:
             ns.reserve(decision.quota_charges)
         return self._finish_action(ref, signal, decision, acted.result)
+
+    def _to_workload(self, obj: dict[str, Any], owner: Owner) -> Workload:
+        adapter = adapter_for(owner.ref.kind)
+        if adapter is None:
+            return to_workload(obj, owner.ref.kind, self.policy.gpu_resource, via=owner.via)
+        workload = adapted_workload(adapter, obj, owner.part, self.policy.gpu_resource, child=owner.child,
+                                    via=owner.via)
+        if workload is None:  # the template went away between the resolve and this read
+            raise PermanentError(f"{owner.ref} has no pod template {owner.part!r} any more")
+        return workload
 
     def _internal_error(self, ref: WorkloadRef, error: Exception) -> Skip:
         """An unexpected error (a bug, a value nobody foresaw): logged with its traceback, answered as a Skip."""
@@ -344,8 +362,11 @@ def _owner_skip(alert: Alert, owner: Owner | None) -> Skip | None:
         return Skip(SkipReason.NOT_FOUND, f"pod {alert.namespace}/{alert.pod} does not exist (replaced or deleted)")
     if owner.unverified:
         return Skip(SkipReason.OWNER_UNVERIFIED, owner.unverified)
+    adapter = adapter_for(owner.ref.kind)
+    if adapter is not None and owner.obj is not None:
+        return adapted_refusal(adapter, owner)
     refused = owner_refusal(owner.ref.kind, owner.ref.name)
-    if refused is None and owner.obj is None:
+    if (refused is None or adapter is not None) and owner.obj is None:
         return Skip(SkipReason.UNSUPPORTED_OWNER, f"owned by {owner.ref.kind} {owner.ref.name}, which is being deleted")
     return refused
 

@@ -23,6 +23,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
+from .adapters import Adapter, adapter_for
 from .errors import ConfigError, ConflictError, PermanentError, TemporaryError
 from .metrics import Metrics
 from .settings import Kube
@@ -30,6 +31,7 @@ from .settings import Kube
 log = logging.getLogger(__name__)
 
 STRATEGIC = "application/strategic-merge-patch+json"
+MERGE = "application/merge-patch+json"  # custom resources take no strategic merge
 MAX_RETRY_AFTER = 5.0
 
 
@@ -87,6 +89,7 @@ class KubeGateway:
         self._client = api_client
         kinds = {r.api for r in _ROUTES.values()} | {k8s.SchedulingV1Api}
         self._apis: dict[type, Any] = {api: api(api_client) for api in kinds}
+        self._custom_api = k8s.CustomObjectsApi(api_client)
         self._timeout = settings.timeout.total_seconds()
         self._limiter = RateLimiter(settings.qps, settings.burst)
         self._metrics = metrics
@@ -125,6 +128,9 @@ class KubeGateway:
     # --- calls ----------------------------------------------------------------------------
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
+        adapter = adapter_for(kind)
+        if adapter is not None and kind not in _ROUTES:
+            return self._get_custom(adapter, namespace, name)
         route = _ROUTES[kind]
         method = getattr(self._apis[route.api], f"read_{route.suffix}")
         return self._call("get", route.resource, lambda **kw: method(name, namespace, **kw))
@@ -139,7 +145,11 @@ class KubeGateway:
         return self._call("list", "priorityclasses", lambda **kw: api.list_priority_class(**kw)).get("items") or []
 
     def patch(self, kind: str, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        """Strategic merge patch; a `metadata.resourceVersion` in `body` makes it conditional (409 if stale)."""
+        """Strategic merge patch (JSON merge patch for an adapter's custom resource); a
+        `metadata.resourceVersion` in `body` makes it conditional (409 if stale)."""
+        adapter = adapter_for(kind)
+        if adapter is not None and kind not in _ROUTES:
+            return self._patch_custom(adapter, namespace, name, body)
         route = _ROUTES[kind]
         method = getattr(self._apis[route.api], f"patch_{route.suffix}")
         return self._call(
@@ -151,6 +161,30 @@ class KubeGateway:
         api = self._apis[k8s.CoreV1Api]
         return self._call("patch", "pods/resize", lambda **kw: api.patch_namespaced_pod_resize(
             name, namespace, body, _content_type=STRATEGIC, **kw))
+
+    def _get_custom(self, adapter: Adapter, namespace: str, name: str) -> dict[str, Any]:
+        api = self._custom_api
+        return self._call("get", adapter.plural, lambda **kw: api.get_namespaced_custom_object(
+            adapter.group, adapter.version, namespace, adapter.plural, name, **kw))
+
+    def _patch_custom(self, adapter: Adapter, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        api = self._custom_api
+        return self._call("patch", adapter.plural, lambda **kw: api.patch_namespaced_custom_object(
+            adapter.group, adapter.version, namespace, adapter.plural, name, body, _content_type=MERGE, **kw))
+
+    def get_custom(self, group: str, version: str, plural: str, namespace: str | None, name: str) -> dict[str, Any]:
+        """A custom object by name (cluster-scoped when `namespace` is None), e.g. Kueue's queues."""
+        api = self._custom_api
+        if namespace is None:
+            return self._call("get", plural, lambda **kw: api.get_cluster_custom_object(group, version, plural, name,
+                                                                                         **kw))
+        return self._call("get", plural, lambda **kw: api.get_namespaced_custom_object(group, version, namespace,
+                                                                                        plural, name, **kw))
+
+    def list_cluster_custom(self, group: str, version: str, plural: str) -> list[dict[str, Any]]:
+        api = self._custom_api
+        return self._call("list", plural, lambda **kw: api.list_cluster_custom_object(group, version, plural,
+                                                                                       **kw)).get("items") or []
 
     def create_event(self, namespace: str, body: dict[str, Any]) -> None:
         api = self._apis[k8s.CoreV1Api]

@@ -210,6 +210,10 @@ class Workload:
     annotations: Mapping[str, str] = field(default_factory=lambda: EMPTY)
     pods: PodShape = field(default_factory=PodShape)
     uid: str = ""  # metadata.uid: what the state MAC binds the reactor's annotations to
+    part: str = ""  # the template inside an operator's resource (a Ray worker group); "" for one template
+    operator_rollout: str = ""  # why the operator's own rollout is in progress ("" when it is not)
+    adapted: bool = False  # an operator's resource, read and written through its adapter (see adapters/)
+    queue: str = ""  # Kueue's LocalQueue (label kueue.x-k8s.io/queue-name); "" when Kueue does not manage it
 
     def container(self, name: str | None) -> Container | None:
         """The named container, or the only GPU container when the alert names none."""
@@ -221,7 +225,7 @@ class Workload:
     @property
     def rolling_out(self) -> bool:
         """A previous change is not yet rolled out: touching it again would stack changes."""
-        if self.observed_generation < self.generation:
+        if self.operator_rollout or self.observed_generation < self.generation:
             return True
         return (
             self.replicas is not None

@@ -17,10 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from . import kueue
+from .adapters import Adapter, adapter_for, registered
+from .adapters.links import adapted_link_failure, hop_failure
 from .errors import PermanentError
 from .kube import KubeGateway, NotFound
 from .model import WorkloadRef
-from .ownership import controller_ref, link_failure
+from .ownership import ControllerRef, controller_ref, link_failure
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -31,6 +34,7 @@ LIST_PODS_ABOVE = 4
 OWNERS_SIZE = 10_000
 OWNERS_TTL_SECONDS = 600.0
 REMEMBERED = frozenset({"Deployment", "StatefulSet", "CronJob"})
+_BUILTIN_OWNERS = frozenset({"ReplicaSet", "Deployment", "StatefulSet", "Job", "CronJob"})
 
 
 def valid_namespace(name: str) -> bool:
@@ -49,6 +53,8 @@ class Owner:
     obj: dict[str, Any] | None  # None for unsupported or unverified owners
     via: WorkloadRef | None = None
     unverified: str = ""  # why the link to `ref` was not believed (see ownership.py); "" when it was
+    part: str = ""  # for an operator's resource: the template the pod came from (see adapters)
+    child: dict[str, Any] | None = None  # for an operator's resource: the Deployment/StatefulSet it runs
 
 
 class UnknownPodLimit(Exception):
@@ -90,6 +96,24 @@ class Reader:
     def priority_class_objects(self) -> list[dict[str, Any]]:
         """The cluster's PriorityClasses, listed once per notification."""
         return self._once(("PriorityClass", ""), self._lists, self.kube.list_priority_classes)
+
+    def cluster_queue_quota(self, namespace: str, queue: str, resource: str) -> tuple[int, int] | None:
+        """Kueue: (nominal, used) GPUs of the ClusterQueue behind a LocalQueue, read once per notification."""
+        def fetch() -> tuple[int, int] | None:
+            try:
+                local = self.kube.get_custom(kueue.GROUP, kueue.VERSION, "localqueues", namespace, queue)
+                target = str((local.get("spec") or {}).get("clusterQueue", ""))
+                cq = self.kube.get_custom(kueue.GROUP, kueue.VERSION, "clusterqueues", None, target)
+            except NotFound:
+                return (0, 0)  # no queue: Kueue admits nothing more, so nothing may grow
+            return kueue.cluster_queue_quota(cq, resource)
+        return self._once(("ClusterQueueOf", namespace, queue), self._objects, fetch)
+
+    def workload_priority_classes(self) -> frozenset[str]:
+        """Names of Kueue's WorkloadPriorityClasses, listed once per notification."""
+        items = self._once(("WorkloadPriorityClass", ""), self._lists, lambda: self.kube.list_cluster_custom(
+            kueue.GROUP, kueue.VERSION, "workloadpriorityclasses"))
+        return frozenset((c.get("metadata") or {}).get("name", "") for c in items)
 
     def _get_or_none(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         try:
@@ -225,19 +249,62 @@ def _walk(reader: Reader, namespace: str, pod_name: str) -> Owner | None:
         ref = controller_ref(obj)
         if ref is None:
             break
-        if ref.kind not in ("ReplicaSet", "Deployment", "StatefulSet", "Job", "CronJob"):
-            return Owner(WorkloadRef(ref.kind, namespace, ref.name), None)
-        parent = reader.get(ref.kind, namespace, ref.name)
-        if parent is None:
-            # The owner is gone (being deleted): nothing safe to patch.
-            return Owner(WorkloadRef(ref.kind, namespace, ref.name), None)
-        failure = link_failure(kind, obj, ref, parent)
-        if failure is not None:
-            return Owner(WorkloadRef(ref.kind, namespace, ref.name), None, unverified=f"{kind} {name}: {failure}")
+        if ref.kind not in _BUILTIN_OWNERS and _operator_hop(kind, obj, ref) is None:
+            adapter = adapter_for(ref.kind)
+            if adapter is None:
+                return Owner(WorkloadRef(ref.kind, namespace, ref.name), None)
+            return _adapted_owner(reader, adapter, (kind, name, obj), ref, pod or {}, via)
+        parent = _step_up(reader, namespace, (kind, name, obj), ref)
+        if isinstance(parent, Owner):
+            return parent
         if kind == "Job":
             via = WorkloadRef("Job", namespace, name)
         kind, name, obj = ref.kind, ref.name, parent
     return Owner(WorkloadRef(kind, namespace, name), obj, via)
+
+
+def _step_up(reader: Reader, namespace: str, child: tuple[str, str, dict[str, Any]],
+             ref: ControllerRef) -> dict[str, Any] | Owner:
+    """The controller above `child` if the link holds (ownership.py, or an operator's hop), else where to stop."""
+    kind, name, obj = child
+    target = WorkloadRef(ref.kind, namespace, ref.name)
+    hop = _operator_hop(kind, obj, ref)
+    parent = reader.get(ref.kind, namespace, ref.name)
+    if parent is None:  # the owner is gone (being deleted): nothing safe to patch
+        return Owner(target, None, unverified=f"{kind} {name}: its {ref.kind} is gone" if hop else "")
+    failure = hop_failure(hop, kind, obj, ref.name, ref.uid, parent) if hop else link_failure(kind, obj, ref, parent)
+    if failure is not None:
+        return Owner(target, None, unverified=f"{kind} {name}: {failure}")
+    return parent
+
+
+def _operator_hop(kind: str, obj: dict[str, Any], ref: ControllerRef) -> Adapter | None:
+    """The enabled adapter whose operator builds a link `kind` → `ref.kind` on the way up (a LeaderWorkerSet's
+    worker StatefulSet is controlled by its leader pod), judged by the label the operator puts on the child."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    for adapter in registered():
+        if (kind, ref.kind) in adapter.hops and adapter.owner_label in labels:
+            return adapter
+    return None
+
+
+def _adapted_owner(reader: Reader, adapter: Adapter, child: tuple[str, str, dict[str, Any]], ref: ControllerRef,
+                   pod: dict[str, Any], via: WorkloadRef | None) -> Owner:
+    """The operator's resource above `child`, believed only through a link the operator builds."""
+    kind, name, obj = child
+    namespace = str((obj.get("metadata") or {}).get("namespace", ""))
+    target = WorkloadRef(ref.kind, namespace, ref.name)
+    parent = reader.get(ref.kind, namespace, ref.name)
+    if parent is None:
+        return Owner(target, None)
+    failure = adapted_link_failure(adapter, kind, obj, ref.name, ref.uid, parent)
+    if failure is not None:
+        return Owner(target, None, unverified=f"{kind} {name}: {failure}")
+    above = controller_ref(parent)
+    if above is not None:  # e.g. a RayCluster a RayService manages: it would write the resource back
+        return Owner(WorkloadRef(above.kind, namespace, above.name), None)
+    part = adapter.part_of_pod((pod.get("metadata") or {}).get("labels") or {})
+    return Owner(target, parent, via, part=part, child=None if kind == "Pod" else obj)
 
 
 def _former_owner(reader: Reader, namespace: str, pod_name: str) -> tuple[str, str, dict[str, Any]] | None:

@@ -15,6 +15,8 @@ from datetime import timedelta
 from types import MappingProxyType
 from typing import Any
 
+from .adapters import Adapter
+from .adapters.config import BUILTIN_NAMES, enabled, parse_builtin, parse_custom
 from .config_sources import Problems, env_values, file_values
 from .errors import ConfigError
 from .fields import (
@@ -73,6 +75,12 @@ class Settings:
     kube: Kube = field(default_factory=Kube)
     log_format: str = "json"
     log_level: str = "INFO"
+    adapters_builtin: tuple[str, ...] = BUILTIN_NAMES  # operators' resources the reactor changes (adapters/)
+    adapters_custom: tuple[Adapter, ...] = ()
+
+    @property
+    def adapters(self) -> tuple[Adapter, ...]:
+        return enabled(self.adapters_builtin, self.adapters_custom)
 
 
 def _mode(key: str, raw: Any) -> Mode:
@@ -160,10 +168,12 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "kube.burst": ("kube", "burst", bounded(int, 1, 100_000)),
     "kube.timeout": ("kube", "timeout", duration_in(timedelta(seconds=1), timedelta(minutes=5))),
     "kube.conflictRetries": ("kube", "conflict_retries", bounded(int, 0, 20)),
+    "adapters.builtin": ("top", "adapters_builtin", parse_builtin),
+    "adapters.custom": ("top", "adapters_custom", parse_custom),
     "logging.format": ("top", "log_format", choice("json", "text")),
     "logging.level": ("top", "log_level", choice("DEBUG", "INFO", "WARNING", "ERROR")),
 }
-_SECTIONS = {"namespaces", "gpus", "replicas", "budget", "server", "kube", "logging", "state", "cpu"}
+_SECTIONS = {"namespaces", "gpus", "replicas", "budget", "server", "kube", "logging", "state", "cpu", "adapters"}
 
 
 def env_name(path: str) -> str:

@@ -2,8 +2,9 @@
 
 Independent of how the Action was reached (a strategy, or a revert to a recorded `original`): GPUs
 inside gpus.min/max, the annotations and the LimitRange; replicas inside replicas.min/max and the
-annotations; a PriorityClass on the ladder; CPU inside cpu.max and the LimitRange. Recorded state is never trusted to be in bounds (the
-bounds may have changed since it was written, or it may be forged). Pure: no I/O, no clock.
+annotations; a PriorityClass on the ladder; CPU inside cpu.max and the LimitRange. Recorded state is never
+trusted to be in bounds (the bounds may have changed since it was written, or it may be forged). Pure: no I/O,
+no clock.
 """
 
 from __future__ import annotations

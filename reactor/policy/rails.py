@@ -105,11 +105,14 @@ def rollout(ctx: Context) -> Skip | None:
     w = ctx.workload
     if not w.rolling_out:
         return None
-    detail = f"generation {w.generation} observed {w.observed_generation}, updated {w.updated_replicas} of {w.replicas}"
+    detail = w.operator_rollout or (
+        f"generation {w.generation} observed {w.observed_generation}, updated {w.updated_replicas} of {w.replicas}")
     return Skip(SkipReason.ROLLOUT_IN_PROGRESS, detail)
 
 
 def unsupported_owner(ctx: Context) -> Skip | None:
+    if ctx.workload.adapted:  # an operator's resource the resolver found through an enabled adapter
+        return None
     return owner_refusal(ctx.workload.ref.kind, ctx.workload.ref.name)
 
 

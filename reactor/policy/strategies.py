@@ -61,7 +61,10 @@ def scale_replicas(ctx: Context, direction: str) -> Action | Skip:
     a quorum), so adding or removing one is an application decision, not a utilization one.
     """
     workload = ctx.workload
-    if workload.ref.kind != Kind.DEPLOYMENT.value or workload.replicas is None:
+    # An adapter gives replicas only where the operator's replicas are interchangeable (InferenceService
+    # minReplicas, a Ray worker group's replicas); a Notebook or a Ray head has none.
+    scalable = workload.ref.kind == Kind.DEPLOYMENT.value or workload.adapted
+    if not scalable or workload.replicas is None:
         return Skip(SkipReason.NOT_APPLICABLE, f"replicas are only changed on Deployments, not {workload.ref.kind}")
     if ctx.hpa_managed:
         return Skip(SkipReason.HPA_MANAGED, "an autoscaler owns the replica count")
@@ -95,9 +98,10 @@ def set_priority(ctx: Context, direction: str) -> Action | Skip:
     if not 0 <= index < len(ladder):
         return Skip(SkipReason.PRIORITY_AT_END, f"class {current!r} is the {'top' if direction == 'up' else 'bottom'}")
     target = ladder[index]
-    charged = check_priority_class(ctx, target) or check_template(
+    # Kueue's priority is a label on the workload (see kueue.py): no pod is replaced, so it needs no quota.
+    charged = check_priority_class(ctx, target) or (() if ctx.workload.queue else check_template(
         ctx, new_pod_gpus=pod_gpus(ctx.workload), new_class=target, what=f"class {current}→{target}"
-    )
+    ))
     if isinstance(charged, Skip):
         return charged
     return _action(ctx, "set-priority", direction, container=None, from_value=current, to_value=target, gpu_delta=0,

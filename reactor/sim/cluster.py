@@ -81,7 +81,8 @@ class SimCluster:
             # The handshake happens in the handler's thread, on first read, not in the accepting loop.
             self._server.socket = self._tls.server_context().wrap_socket(
                 self._server.socket, server_side=True, do_handshake_on_connect=False)
-        thread = threading.Thread(target=self._server.serve_forever, args=(SHUTDOWN_POLL,), name="sim-apiserver", daemon=True)
+        thread = threading.Thread(target=self._server.serve_forever, args=(SHUTDOWN_POLL,), name="sim-apiserver",
+                                  daemon=True)
         thread.start()
         self._threads.append(thread)
         return self
@@ -91,6 +92,7 @@ class SimCluster:
         if self._server is None:
             raise RuntimeError("the simulator is not started")
         host, port = self._server.server_address[:2]
+        host = host.decode() if isinstance(host, bytes) else host
         return f"{'https' if self._tls else 'http'}://{host}:{port}"
 
     @property

@@ -119,7 +119,7 @@ def _start(api: Api, cronjob: Obj, scheduled: datetime) -> Obj:
     meta = template.get("metadata") or {}
     annotations = dict(meta.get("annotations") or {})
     annotations[SCHEDULED_AT] = _rfc3339(scheduled, cronjob["spec"].get("timeZone"))
-    job = {"apiVersion": "batch/v1", "kind": "Job",
+    job: Obj = {"apiVersion": "batch/v1", "kind": "Job",
            "metadata": {"name": job_name(cronjob, scheduled), "namespace": cronjob["metadata"]["namespace"],
                         "labels": dict(meta.get("labels") or {}), "annotations": annotations,
                         "ownerReferences": [owner_ref(cronjob)]},

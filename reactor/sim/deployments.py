@@ -119,7 +119,7 @@ def _create_rs(api: Api, deploy: Obj, key: str, existing: list[Obj]) -> Obj:
     selector = copy.deepcopy(deploy["spec"]["selector"])
     selector.setdefault("matchLabels", {})[HASH_LABEL] = key
     number = 1 + max([revision(rs) for rs in existing] or [0])
-    rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+    rs: Obj = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
           "metadata": {"name": f"{deploy['metadata']['name']}-{key}", "namespace": deploy["metadata"]["namespace"],
                        "labels": dict(template["metadata"]["labels"]), "ownerReferences": [owner_ref(deploy)],
                        "annotations": {REVISION: str(number),

@@ -28,7 +28,7 @@ def record(api: Api, obj: Obj, *, type_: str, reason: str, message: str, compone
         if inv.get("uid") == meta["uid"] and ev.get("reason") == reason and _same(ev.get("message", ""), message):
             return
     now = timestamp(api.clock)
-    event = {
+    event: Obj = {
         "apiVersion": "v1", "kind": "Event",
         "metadata": {"name": f"{meta['name']}.{api.store.resource_version + 1:016x}", "namespace": ns},
         "involvedObject": {"kind": obj["kind"], "namespace": meta.get("namespace"), "name": meta["name"],

@@ -59,7 +59,8 @@ def _count(pods: list[Obj], phase: str) -> int:
 
 
 def _restarts(pods: list[Obj]) -> int:
-    return sum(int(c.get("restartCount", 0)) for p in pods for c in (p.get("status") or {}).get("containerStatuses") or [])
+    return sum(int(c.get("restartCount", 0))
+               for p in pods for c in (p.get("status") or {}).get("containerStatuses") or [])
 
 
 def _outcome(spec: Obj, pods: list[Obj], active: list[Obj]) -> str | None:

@@ -10,7 +10,7 @@ import copy
 import random
 from typing import Any
 
-from . import admission, objects, resize, taints, validation
+from . import admission, objects, resize, schema, taints, validation
 from . import patch as patches
 from .objects import Clock, Obj
 from .registry import Registry, Resource
@@ -64,6 +64,8 @@ class Api:
             from .status import already_exists
             raise already_exists(res, meta["name"])
         objects.prepare_create(obj, uid=self.store.next_uid(), clock=self.clock)
+        if self.registry.schema_of(res) is not None:
+            meta["generation"] = 1  # every custom object carries a generation
         objects.default_workload(obj)
         self._admit_create(res, obj)
         if dry_run:
@@ -96,6 +98,7 @@ class Api:
         return obj
 
     def _admit_create(self, res: Resource, obj: Obj) -> None:
+        self._admit_custom(res, obj)
         kind = obj["kind"]
         if kind == "Pod":
             validation.default_pod(obj)
@@ -148,6 +151,7 @@ class Api:
         else:
             objects.default_workload(new)
             objects.prepare_update(old, new, has_status="status" in res.subresources)
+            self._custom_generation(res, old, new)
             self._validate_update(res, old, new)
         new["apiVersion"], new["kind"] = old.get("apiVersion", res.api_version), old.get("kind", res.kind)
         if objects.strip_rv(new) == objects.strip_rv(old) or dry_run:
@@ -168,7 +172,26 @@ class Api:
             raise invalid(res, old["metadata"]["name"], errors)
         return resized
 
+    def _admit_custom(self, res: Resource, obj: Obj) -> None:
+        """A custom object is pruned and validated against its CRD's schema (built-ins: no-op)."""
+        found = self.registry.schema_of(res, str(obj.get("apiVersion", "")))
+        if found is None:
+            return
+        errors = schema.admit(obj, found)
+        if errors:
+            raise invalid(res, obj["metadata"].get("name", ""), errors)
+
+    def _custom_generation(self, res: Resource, old: Obj, new: Obj) -> None:
+        """A custom object's generation grows on every change but metadata (and status, with its subresource)."""
+        if self.registry.schema_of(res) is None:
+            return
+        ignored = {"metadata", "status"} if "status" in res.subresources else {"metadata"}
+        before = {k: v for k, v in old.items() if k not in ignored}
+        after = {k: v for k, v in new.items() if k not in ignored}
+        new["metadata"]["generation"] = int(old["metadata"].get("generation", 1)) + (before != after)
+
     def _validate_update(self, res: Resource, old: Obj, new: Obj) -> None:
+        self._admit_custom(res, new)
         kind = old.get("kind", res.kind)
         if kind == "LimitRange":
             admission.default_limit_range(new)

@@ -210,7 +210,8 @@ _ROLES: tuple[tuple[str, list[Rule]], ...] = (
                                                "/openapi/*", "/api", "/api/*", "/apis", "/apis/*"],
                            "verbs": ["get"]}]),
     ("system:basic-user", [{"apiGroups": ["authorization.k8s.io"],
-                            "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"], "verbs": ["create"]}]),
+                            "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+                            "verbs": ["create"]}]),
     ("system:public-info-viewer", [{"nonResourceURLs": ["/livez", "/readyz", "/healthz", "/version", "/version/"],
                                     "verbs": ["get"]}]),
 )
@@ -228,7 +229,8 @@ def bootstrap_policy() -> list[Obj]:
     out: list[Obj] = [{"apiVersion": api_version, "kind": "ClusterRole",
                        "metadata": {"name": name, **_BOOTSTRAP_META}, "rules": rules} for name, rules in _ROLES]
     for name, groups in _BINDINGS:
-        out.append({"apiVersion": api_version, "kind": "ClusterRoleBinding", "metadata": {"name": name, **_BOOTSTRAP_META},
+        out.append({"apiVersion": api_version, "kind": "ClusterRoleBinding",
+                    "metadata": {"name": name, **_BOOTSTRAP_META},
                     "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": name},
                     "subjects": [{"apiGroup": RBAC_GROUP, "kind": "Group", "name": g} for g in groups]})
     return out

@@ -98,6 +98,8 @@ class Registry:
     """The resources one simulated cluster serves; generic kinds can be added at run time."""
 
     resources: list[Resource] = field(default_factory=lambda: list(BUILTIN))
+    # (group, version, kind) -> openAPIV3Schema of a CRD's version; a custom resource is one with an entry.
+    schemas: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
 
     def by_path(self, group: str, version: str, plural: str) -> Resource | None:
         for res in self.resources:
@@ -143,7 +145,15 @@ class Registry:
                        subresources=subresources, categories=tuple(names.get("categories") or ()),
                        other_versions=tuple(v["name"] for v in versions[1:]))
         self.resources = [r for r in self.resources if not (r.group == res.group and r.kind == res.kind)] + [res]
+        for v in versions:
+            schema = (v.get("schema") or {}).get("openAPIV3Schema")
+            self.schemas[(res.group, v["name"], res.kind)] = schema if isinstance(schema, dict) else {}
         return res
+
+    def schema_of(self, res: Resource, api_version: str = "") -> dict[str, Any] | None:
+        """The CRD schema a custom object of `res` is checked against; None for built-in resources."""
+        version = api_version.rpartition("/")[2] or res.version
+        return self.schemas.get((res.group, version, res.kind), self.schemas.get((res.group, res.version, res.kind)))
 
     def groups(self) -> dict[str, list[str]]:
         """group -> versions, in table order; the core group is ''."""

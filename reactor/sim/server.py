@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from . import access, discovery, impersonation, protobuf, protobuf_objects, rbac, routing
+from . import access, discovery, impersonation, protobuf_objects, rbac, routing
 from .authn import Tokens, User
 from .faults import Faults
 from .operations import Api
@@ -269,8 +269,9 @@ def dispatch(api: Api, method: str, verb: str, route: routing.Route, query: dict
         return 200, api.update(res, ns, name, _json(body), subresource=sub, dry_run=dry_run)
     if verb == "patch":
         ctype = content_type.split(";")[0].strip()
-        if ctype not in PATCH_TYPES:
-            raise unsupported_media_type(ctype)
+        custom = api.registry.schema_of(res) is not None
+        if ctype not in PATCH_TYPES or (custom and ctype == STRATEGIC):
+            raise unsupported_media_type(ctype, custom=custom)
         return 200, api.patch(res, ns, name, ctype, _json(body), subresource=sub, dry_run=dry_run)
     if verb == "delete":
         return 200, api.delete(res, ns, name)

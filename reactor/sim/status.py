@@ -75,10 +75,13 @@ def path_not_found() -> ApiError:
     return ApiError(404, "NotFound", "the server could not find the requested resource")
 
 
-def unsupported_media_type(content_type: str) -> ApiError:
+def unsupported_media_type(content_type: str, *, custom: bool = False) -> ApiError:
+    """A patch type the resource does not take; custom resources take no strategic merge (apiextensions)."""
+    accepted = "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+    if not custom:
+        accepted += ", application/strategic-merge-patch+json"
     return ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - "
-                    f"accepted media types include: application/json-patch+json, application/merge-patch+json, "
-                    f"application/apply-patch+yaml, application/strategic-merge-patch+json (got {content_type})")
+                    f"accepted media types include: {accepted} (got {content_type})")
 
 
 def generic_invalid() -> ApiError:

@@ -24,7 +24,8 @@ class Certificate:
         folder = Path(self._dir.name)
         self.cert_file, self.key_file = folder / "apiserver.crt", folder / "apiserver.key"
         subprocess.run([openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                        "-days", "2", "-subj", "/CN=sim-apiserver", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                        "-days", "2", "-subj", "/CN=sim-apiserver",
+                        "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
                         "-keyout", str(self.key_file), "-out", str(self.cert_file)],
                        check=True, capture_output=True, timeout=30)
 

@@ -18,6 +18,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from .seeds import demo_file
 from .signals import Signalled, raising_on_stop_signals
 
 NAMESPACE = "ml-workloads"
+NOTEBOOKS = "kubeflow-user-example-com"  # a Kubeflow profile's namespace, for the notebook step
 WORKLOADS = (("deployments", "llm-inference"), ("statefulsets", "trainer"), ("deployments", "embedder"),
              ("deployments", "chat"), ("deployments", "pretrain"))
 COUNTERS = ("reactor_actions_total", "reactor_skips_total")
@@ -94,6 +96,9 @@ def _steps() -> list[Step]:
             [AlertSpec("GPUIdle", "kube-system", "nvidia-dcgm-exporter-abcde", "exporter", 0.0, 1)])),
         Step("embedder's saturation resolved (its pod was replaced meanwhile)", lambda d: resolved(d.sent["embedder"])),
         *_cpu_steps(),
+        Step("a Kubeflow notebook sits idle (changed through the Notebook)", lambda d: notification(
+            [AlertSpec("GPUUnderutilized", NOTEBOOKS, seed_notebook(d.sim), "notebook", 0.02, 2,
+                       starts_at=d.started)])),
     ]
 
 
@@ -107,6 +112,29 @@ def _cpu_steps() -> list[Step]:
         Step("pretrain underused, its CPU throttled 60%", throttled("GPUUnderutilized", 0.18)),
         Step("pretrain starved by its CPU", throttled("GPUStarvedByCPU", 0.18)),
     ]
+
+
+def seed_notebook(sim: SimCluster, name: str = "jupyter") -> str:
+    """Play Kubeflow's notebook controller: the Notebook CRD, a 2-GPU Notebook in a user's profile namespace, and
+    the StatefulSet it would create for it (controller reference with the Notebook's uid, its labels). Returns the
+    notebook's pod name."""
+    sim.load_manifests(resources.files("reactor.tools.demo_data").joinpath("notebook-crd.yaml").read_text())
+    sim.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NOTEBOOKS}})
+    gpus = {"limits": {"nvidia.com/gpu": "2"}, "requests": {"nvidia.com/gpu": "2"}}
+    pod_spec = {"containers": [{"name": "notebook", "image": "kubeflownotebookswg/jupyter-pytorch-cuda:v1.9.0",
+                                "resources": gpus}]}
+    sim.apply({"apiVersion": "kubeflow.org/v1", "kind": "Notebook", "metadata": {"name": name, "namespace": NOTEBOOKS},
+               "spec": {"template": {"spec": pod_spec}}})
+    notebook = sim.get("notebooks", NOTEBOOKS, name)
+    labels = {"statefulset": name, "notebook-name": name}
+    owner = {"apiVersion": "kubeflow.org/v1", "kind": "Notebook", "name": name, "uid": notebook["metadata"]["uid"],
+             "controller": True, "blockOwnerDeletion": True}
+    sim.apply({"apiVersion": "apps/v1", "kind": "StatefulSet",
+               "metadata": {"name": name, "namespace": NOTEBOOKS, "labels": labels, "ownerReferences": [owner]},
+               "spec": {"replicas": 1, "serviceName": "", "selector": {"matchLabels": {"statefulset": name}},
+                        "template": {"metadata": {"labels": labels}, "spec": pod_spec}}})
+    sim.settle()
+    return f"{name}-0"
 
 
 def run_demo(*, once: bool, port: int = 0) -> int:

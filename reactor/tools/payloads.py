@@ -56,7 +56,8 @@ class AlertSpec:
         return labels
 
 
-def alert_body(spec: AlertSpec, now: datetime, prometheus: str = "http://prometheus.monitoring.svc:9090") -> dict[str, Any]:
+def alert_body(spec: AlertSpec, now: datetime,
+               prometheus: str = "http://prometheus.monitoring.svc:9090") -> dict[str, Any]:
     annotations = {
         "summary": f"GPUs of {spec.namespace}/{spec.pod} fired {spec.name}",
         "description": f"Container {spec.container} of pod {spec.namespace}/{spec.pod} fired {spec.name}.",

@@ -29,8 +29,11 @@ NAMESPACED_CALLS: dict[tuple[str, str], set[str]] = {
     ("batch", "jobs"): {"get"},
     ("batch", "cronjobs"): {"get", "patch"},
     ("autoscaling", "horizontalpodautoscalers"): {"list"},
+    ("kueue.x-k8s.io", "localqueues"): {"get"},
 }
-CLUSTER_CALLS: dict[tuple[str, str], set[str]] = {("scheduling.k8s.io", "priorityclasses"): {"list"}}
+CLUSTER_CALLS: dict[tuple[str, str], set[str]] = {("scheduling.k8s.io", "priorityclasses"): {"list"},
+                                                  ("kueue.x-k8s.io", "clusterqueues"): {"get"},
+                                                  ("kueue.x-k8s.io", "workloadpriorityclasses"): {"list"}}
 READ_VERBS = {"get", "list", "watch"}
 
 
@@ -269,7 +272,8 @@ def test_cluster_rules_are_exactly_listing_priority_classes(objs: list[dict[str,
 
 def test_no_other_roles(objs: list[dict[str, Any]]) -> None:
     roles = {(o["kind"], o["metadata"]["name"]) for o in objs if o["kind"] in {"Role", "ClusterRole"}}
-    assert roles == {("ClusterRole", "gpu-reactor-workloads"), ("ClusterRole", "gpu-reactor-priorityclasses")}
+    assert roles == {("ClusterRole", "gpu-reactor-workloads"), ("ClusterRole", "gpu-reactor-priorityclasses"),
+                     ("ClusterRole", "gpu-reactor-operators")}
 
 
 def test_no_wildcards_and_no_secrets(objs: list[dict[str, Any]]) -> None:
@@ -292,11 +296,23 @@ def test_cluster_wide_bindings_grant_reads_only(objs: list[dict[str, Any]]) -> N
 
 def test_role_bindings_are_namespaced_and_match_the_allow_list(objs: list[dict[str, Any]], settings: Settings) -> None:
     bindings = [o for o in objs if o["kind"] == "RoleBinding"]
-    for b in bindings:
-        assert b["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "gpu-reactor-workloads"}
-        assert b["subjects"] == [SA]
-    # A namespace in the allow list without a binding gets 403s; a binding without allow is unused power.
-    assert {b["metadata"]["namespace"] for b in bindings} == set(settings.policy.allow)
+    for role in ("gpu-reactor-workloads", "gpu-reactor-operators"):
+        bound = [b for b in bindings if b["roleRef"]["name"] == role]
+        for b in bound:
+            assert b["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role}
+            assert b["subjects"] == [SA]
+        # A namespace in the allow list without a binding gets 403s; a binding without allow is unused power.
+        assert {b["metadata"]["namespace"] for b in bound} == set(settings.policy.allow)
+    assert {b["roleRef"]["name"] for b in bindings} == {"gpu-reactor-workloads", "gpu-reactor-operators"}
+
+
+def test_operator_grants_match_the_enabled_adapters(objs: list[dict[str, Any]], settings: Settings) -> None:
+    """get/patch on exactly the custom resources whose adapters the policy enables (adapters.builtin)."""
+    role = one(objs, "ClusterRole", "gpu-reactor-operators")
+    granted = {(rule_group, resource): frozenset(rule["verbs"]) for rule in role["rules"]
+               for rule_group in rule["apiGroups"] for resource in rule["resources"]}
+    enabled = {(a.group, a.plural) for a in settings.adapters}
+    assert set(granted) == enabled and set(granted.values()) == {frozenset({"get", "patch"})}
 
 
 def test_rbac_table_guard_catches_an_extra_verb(objs: list[dict[str, Any]]) -> None:

@@ -30,6 +30,14 @@ from reactor.settings import build_settings
 from reactor.sim import SimCluster
 from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec, notification
+from tests.adapters.operators import (
+    container,
+    install,
+    reconcile_isvc,
+    reconcile_lws,
+    reconcile_notebook,
+    reconcile_ray,
+)
 from tests.deploy.deploy_helpers import DEPLOY, render
 from tests.support import HERE, NAMESPACE, Reactor
 
@@ -53,6 +61,7 @@ def _cluster(reactor_objects: list[dict[str, Any]]) -> SimCluster:
                    "restartPolicy": "Never", "containers": [{"name": "train", "image": "registry.example.com/train:1",
                                                              "resources": {"limits": {GPU: "4"}, "requests": {GPU: "4"}}}]}}}}}})
     sim.settle()
+    _operators(sim)
     return sim
 
 
@@ -66,6 +75,55 @@ def _sa_token(sim: SimCluster) -> str:
             "gpu-reactor", "gpu-reactor", {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
                                            "spec": {"expirationSeconds": 3600}})
     return str(issued.status.token)
+
+
+def _operators(sim: SimCluster) -> None:
+    """A Notebook, an InferenceService and a RayCluster (4 GPUs each, opted in), with what their operators
+    create (played by the test: see tests/adapters/operators.py)."""
+    install(sim, "kubeflow.org_notebooks.yaml", "serving.kserve.io_inferenceservices.yaml", "ray.io_rayclusters.yaml",
+            "leaderworkerset.x-k8s.io_leaderworkersets.yaml")
+    meta = lambda name: {"name": name, "namespace": NAMESPACE, "annotations": ENFORCE}  # noqa: E731
+    sim.apply({"apiVersion": "kubeflow.org/v1", "kind": "Notebook", "metadata": meta("jupyter"),
+               "spec": {"template": {"spec": {"containers": [container("notebook", 4)]}}}})
+    sim.apply({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": meta("llama"),
+               "spec": {"predictor": {"minReplicas": 1, "containers": [container("kserve-container", 4)]}}})
+    sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": meta("ray"),
+               "spec": {"headGroupSpec": {"template": {"spec": {"containers": [container("ray-head", 0)]}}},
+                        "workerGroupSpecs": [{"groupName": "gpu-workers", "replicas": 1, "template": {
+                            "spec": {"containers": [container("ray-worker", 4)]}}}]}})
+    reconcile_notebook(sim, "jupyter")
+    reconcile_isvc(sim, "llama")
+    reconcile_ray(sim, "ray")
+    sim.apply({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": meta("vllm"),
+               "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2, "workerTemplate": {
+                   "spec": {"containers": [container("vllm", 4)]}}}}})
+    reconcile_lws(sim, "vllm")
+    _kueue(sim)
+
+
+def _kueue(sim: SimCluster) -> None:
+    """A Deployment admitted by Kueue (queue team-a → ClusterQueue gpu-cq, its quota all in use) whose priority is
+    a WorkloadPriorityClass named like the ladder's classes."""
+    install(sim, "kueue.x-k8s.io.yaml")
+    for name, value in (("medium-priority-gpu", 100), ("high-priority-gpu", 1000)):
+        sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadPriorityClass", "metadata": {"name": name},
+                   "value": value})
+    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "gpu-cq"},
+               "spec": {"resourceGroups": [{"flavors": [{"name": "h100", "resources": [
+                   {"name": GPU, "nominalQuota": 4}]}]}]}})
+    res = sim.registry.by_plural("clusterqueues")
+    with sim.store.lock:
+        sim.api.patch(res, None, "gpu-cq", "application/merge-patch+json", {"status": {"flavorsUsage": [
+            {"name": "h100", "resources": [{"name": GPU, "total": 4}]}]}}, subresource="status")
+    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
+               "metadata": {"name": "team-a", "namespace": NAMESPACE}, "spec": {"clusterQueue": "gpu-cq"}})
+    labels = {"kueue.x-k8s.io/queue-name": "team-a", "kueue.x-k8s.io/priority-class": "medium-priority-gpu"}
+    sim.apply({"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": "queued", "namespace": NAMESPACE, "labels": labels, "annotations": ENFORCE},
+               "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "queued"}},
+                        "template": {"metadata": {"labels": {"app": "queued"}},
+                                     "spec": {"containers": [container("server", 4)]}}}})
+    sim.settle()
 
 
 def _annotate(sim: SimCluster, resource: str, name: str, annotations: dict[str, str]) -> None:
@@ -165,7 +223,7 @@ def set_priority(r: Reactor) -> Answer:
     """GPUSaturated on the StatefulSet with the quota spent: no more GPUs or replicas fit, so its priority
     class goes up the ladder (medium → high), which needs the cluster's PriorityClasses."""
     quota = r.sim.get("resourcequotas", NAMESPACE, "gpu-quota")
-    quota["spec"]["hard"][f"requests.{GPU}"] = "16"  # 3×4 + 2×2 GPUs are in use
+    quota["spec"]["hard"][f"requests.{GPU}"] = quota["status"]["used"][f"requests.{GPU}"]  # all in use
     r.sim.apply(quota)
     return _post(r, [AlertSpec("GPUSaturated", NAMESPACE, p, "trainer", 0.98, 2) for p in r.pods("trainer")])
 
@@ -191,6 +249,34 @@ def cpu_resize(r: Reactor) -> Answer:
                                extra_annotations={"cpu_throttling": "0.5"}) for p in r.pods("loader")])
 
 
+def notebook_resize(r: Reactor) -> Answer:
+    """GPUUnderutilized on a Kubeflow Notebook's pod: the Notebook's template shrinks 4 → 1 (merge patch)."""
+    return _post(r, [AlertSpec("GPUUnderutilized", NAMESPACE, "jupyter-0", "notebook", 0.1, 4)])
+
+
+def isvc_resize(r: Reactor) -> Answer:
+    """GPUUnderutilized on a KServe predictor's pod: the InferenceService's predictor shrinks 4 → 1."""
+    pods = r.sim.list("pods", NAMESPACE, label_selector="serving.kserve.io/inferenceservice=llama")
+    return _post(r, [AlertSpec("GPUUnderutilized", NAMESPACE, p["metadata"]["name"], "kserve-container", 0.1, 4)
+                     for p in pods])
+
+
+def ray_resize(r: Reactor) -> Answer:
+    """GPUUnderutilized on a Ray worker: the RayCluster's worker group template shrinks 4 → 1."""
+    return _post(r, [AlertSpec("GPUUnderutilized", NAMESPACE, "ray-gpu-workers-0", "ray-worker", 0.1, 4)])
+
+
+def lws_resize(r: Reactor) -> Answer:
+    """GPUUnderutilized on a LeaderWorkerSet's worker: the LWS's worker template shrinks 4 → 1 for every group."""
+    return _post(r, [AlertSpec("GPUUnderutilized", NAMESPACE, "vllm-0-0", "vllm", 0.1, 4)])
+
+
+def kueue_priority(r: Reactor) -> Answer:
+    """GPUSaturated on a Kueue workload whose ClusterQueue is full: no growth fits (LocalQueue → ClusterQueue), so
+    its kueue.x-k8s.io/priority-class label goes up the ladder, a WorkloadPriorityClass that exists."""
+    return _post(r, [AlertSpec("GPUSaturated", NAMESPACE, p, "server", 0.98, 4) for p in r.pods("queued")])
+
+
 Flow = Callable[[Reactor], Answer]
 # What each flow does when every grant is there.
 EXPECTED: dict[str, tuple[Flow, set[tuple[str, ...]]]] = {
@@ -201,6 +287,11 @@ EXPECTED: dict[str, tuple[Flow, set[tuple[str, ...]]]] = {
     "set-priority": (set_priority, {("applied", "set-priority")}),
     "namespace-wide": (namespace_wide, {("applied", "resize-gpu")}),
     "cpu-resize": (cpu_resize, {("applied", "resize-cpu")}),
+    "notebook-resize": (notebook_resize, {("applied", "resize-gpu")}),
+    "isvc-resize": (isvc_resize, {("applied", "resize-gpu")}),
+    "ray-resize": (ray_resize, {("applied", "resize-gpu")}),
+    "lws-resize": (lws_resize, {("applied", "resize-gpu")}),
+    "kueue-priority": (kueue_priority, {("applied", "set-priority")}),
 }
 
 
@@ -220,11 +311,27 @@ CHANGES: dict[str, Callable[[SimCluster], tuple[str, ...]]] = {
     "namespace-wide": lambda s: (_template_gpus(s, "deployments", "llm-inference"), _template_gpus(s, "statefulsets", "trainer")),
     "cpu-resize": lambda s: tuple(str(p["spec"]["containers"][0]["resources"]["limits"]["cpu"])
                                   for p in s.list("pods", NAMESPACE, label_selector="app=loader")) or ("2",),
+    "notebook-resize": lambda s: (_limit(s.get("notebooks", NAMESPACE, "jupyter")["spec"]["template"]["spec"]),),
+    "isvc-resize": lambda s: (_limit(s.get("inferenceservices", NAMESPACE, "llama")["spec"]["predictor"]),),
+    "ray-resize": lambda s: (
+        _limit(s.get("rayclusters", NAMESPACE, "ray")["spec"]["workerGroupSpecs"][0]["template"]["spec"]),),
+    "lws-resize": lambda s: (_limit(
+        s.get("leaderworkersets", NAMESPACE, "vllm")["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]),),
+    "kueue-priority": lambda s: (s.get("deployments", NAMESPACE, "queued")["metadata"]["labels"][
+        "kueue.x-k8s.io/priority-class"],),
 }
 BEFORE = {"deployment-resize": ("4",), "statefulset-resize": ("2",), "cronjob-via-job": ("4",), "hpa-check": ("4",),
-          "set-priority": ("medium-priority-gpu",), "namespace-wide": ("4", "2"), "cpu-resize": ("2",)}
+          "set-priority": ("medium-priority-gpu",), "namespace-wide": ("4", "2"), "cpu-resize": ("2",),
+          "notebook-resize": ("4",), "isvc-resize": ("4",), "ray-resize": ("4",), "lws-resize": ("4",),
+          "kueue-priority": ("medium-priority-gpu",)}
 AFTER = {"deployment-resize": ("3",), "statefulset-resize": ("3",), "cronjob-via-job": ("1",), "hpa-check": ("1",),
-         "set-priority": ("high-priority-gpu",), "namespace-wide": ("3", "1"), "cpu-resize": ("3",)}
+         "set-priority": ("high-priority-gpu",), "namespace-wide": ("3", "1"), "cpu-resize": ("3",),
+         "notebook-resize": ("1",), "isvc-resize": ("1",), "ray-resize": ("1",), "lws-resize": ("1",),
+         "kueue-priority": ("high-priority-gpu",)}
+
+
+def _limit(pod_spec: dict[str, Any]) -> str:
+    return str(pod_spec["containers"][0]["resources"]["limits"][GPU])
 
 
 def _gpu_reactor_events(sim: SimCluster) -> list[dict[str, Any]]:
@@ -305,6 +412,17 @@ NEEDED_BY: dict[tuple[str, str, str], tuple[str, str]] = {
     ("batch", "cronjobs", "get"): ("cronjob-via-job", "read"),
     ("batch", "cronjobs", "patch"): ("cronjob-via-job", "write"),
     ("autoscaling", "horizontalpodautoscalers", "list"): ("hpa-check", "read"),
+    ("kubeflow.org", "notebooks", "get"): ("notebook-resize", "read"),
+    ("kubeflow.org", "notebooks", "patch"): ("notebook-resize", "write"),
+    ("serving.kserve.io", "inferenceservices", "get"): ("isvc-resize", "read"),
+    ("serving.kserve.io", "inferenceservices", "patch"): ("isvc-resize", "write"),
+    ("ray.io", "rayclusters", "get"): ("ray-resize", "read"),
+    ("ray.io", "rayclusters", "patch"): ("ray-resize", "write"),
+    ("leaderworkerset.x-k8s.io", "leaderworkersets", "get"): ("lws-resize", "read"),
+    ("leaderworkerset.x-k8s.io", "leaderworkersets", "patch"): ("lws-resize", "write"),
+    ("kueue.x-k8s.io", "localqueues", "get"): ("kueue-priority", "read"),
+    ("kueue.x-k8s.io", "clusterqueues", "get"): ("kueue-priority", "read"),
+    ("kueue.x-k8s.io", "workloadpriorityclasses", "list"): ("kueue-priority", "read"),
 }
 
 
@@ -313,7 +431,8 @@ DENIALS: dict[tuple[str, str, str], int] = {("", "pods", "get"): 3}
 
 
 def _forbidden_text(group: str, resource: str, verb: str) -> str:
-    scope = "at the cluster scope" if resource == "priorityclasses" else f'in the namespace "{NAMESPACE}"'
+    cluster = resource in ("priorityclasses", "clusterqueues", "workloadpriorityclasses")
+    scope = "at the cluster scope" if cluster else f'in the namespace "{NAMESPACE}"'
     return f'User "{SA_USER}" cannot {verb} resource "{resource}" in API group "{group}" {scope}'
 
 

@@ -33,15 +33,18 @@ def test_the_grants_are_the_proven_ones_bound_once_per_allowed_namespace(count: 
     objs = render({"policy": {"namespaces": {"allow": allowed}}})
     assert sorted((g, r, v) for _, g, r, v in _grants(objs)) == sorted(NEEDED_BY)
     bindings = [o for o in objs if o["kind"] == "RoleBinding"]
-    assert sorted(b["metadata"]["namespace"] for b in bindings) == sorted(allowed)
-    for b in bindings:
-        assert (b["roleRef"]["kind"], b["roleRef"]["name"]) == ("ClusterRole", "gpu-reactor-workloads")
-        assert b["subjects"] == SUBJECT
+    for role in ("gpu-reactor-workloads", "gpu-reactor-operators"):  # both bound once per allowed namespace
+        bound = [b for b in bindings if b["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io",
+                                                          "kind": "ClusterRole", "name": role}]
+        assert sorted(b["metadata"]["namespace"] for b in bound) == sorted(allowed)
+    assert all(b["subjects"] == SUBJECT for b in bindings) and len(bindings) == 2 * count
     (cluster_binding,) = [o for o in objs if o["kind"] == "ClusterRoleBinding"]
     assert cluster_binding["roleRef"]["name"] == "gpu-reactor-priorityclasses"
     roles = [o for o in objs if o["kind"] == "ClusterRole"]
     (cluster_grants,) = [_grants([o]) for o in roles if o["metadata"]["name"] == "gpu-reactor-priorityclasses"]
-    assert [g[1:] for g in cluster_grants] == [("scheduling.k8s.io", "priorityclasses", "list")]
+    assert [g[1:] for g in cluster_grants] == [("scheduling.k8s.io", "priorityclasses", "list"),
+                                               ("kueue.x-k8s.io", "clusterqueues", "get"),
+                                               ("kueue.x-k8s.io", "workloadpriorityclasses", "list")]
     assert not [o for o in objs if o["kind"] == "Role"], "namespaced grants come from the one ClusterRole"
 
 

@@ -27,7 +27,8 @@ spec:
   names: {kind: ServiceMonitor, plural: servicemonitors, singular: servicemonitor, shortNames: [smon],
           categories: [prometheus-operator]}
   versions:
-  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}
+  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object,
+     properties: {spec: {type: object, x-kubernetes-preserve-unknown-fields: true}}}}}
 """
 
 

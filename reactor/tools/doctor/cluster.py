@@ -7,8 +7,6 @@ with SelfSubjectAccessReview, as the reactor's ServiceAccount when the gateway i
 
 from __future__ import annotations
 
-from typing import Any, cast
-
 from ...errors import ReactorError
 from ...kube import KubeGateway
 from ...settings import Settings
@@ -60,8 +58,7 @@ def priority_classes(kube: KubeGateway, settings: Settings) -> Check:
     if not ladder:
         return ok("priority-classes", "no priorityLadder: the reactor never changes priorities")
     try:
-        # cast: KubeGateway.list shadows the builtin inside its class, so mypy misreads that return type.
-        classes = cast("list[dict[str, Any]]", kube.list_priority_classes())
+        classes = kube.list_priority_classes()
         present = {pc["metadata"]["name"] for pc in classes}
     except ReactorError as e:
         return failing("priority-classes", f"cannot list PriorityClasses: {e}", "see rbac cluster")
@@ -77,7 +74,8 @@ def bounds(kube: KubeGateway, settings: Settings) -> list[Check]:
     checks = []
     for namespace in settings.policy.allow:
         try:
-            quota = [q for q in kube.list_objects("ResourceQuota", namespace) if f"requests.{gpu}" in q["spec"].get("hard", {})]
+            quota = [q for q in kube.list_objects("ResourceQuota", namespace)
+                     if f"requests.{gpu}" in q["spec"].get("hard", {})]
             limits = [lr for lr in kube.list_objects("LimitRange", namespace) if _limits(lr, gpu)]
         except ReactorError as e:
             checks.append(failing(f"bounds {namespace}", f"cannot read quota/LimitRange: {e}", RBAC_FIX))

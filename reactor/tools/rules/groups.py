@@ -40,7 +40,8 @@ _WHAT = {
     "GPUUnderutilized": "averaged {{ $value | humanizePercentage }} GPU utilization over {window}, below {threshold}",
     "GPUIdle": "averaged {{ $value | humanizePercentage }} GPU utilization over {window}, below {threshold}: idle",
     "GPUSaturated": "averaged {{ $value | humanizePercentage }} GPU utilization over {window}, above {threshold}",
-    "GPUMemorySaturated": "used {{ $value | humanizePercentage }} of GPU memory on average over {window}, above {threshold}",
+    "GPUMemorySaturated": ("used {{ $value | humanizePercentage }} of GPU memory on average over {window}, "
+                           "above {threshold}"),
 }
 
 
@@ -83,7 +84,8 @@ def recording_rules(values: Values) -> list[dict[str, Any]]:
         {"record": promql.GPU_SEEN, "expr": promql.container_gpu_seen()},
     ]
     for v in variants(values, "idleGpu"):
-        rule = {"record": promql.IDLE_GPUS, "expr": promql.container_idle_gpus(v.selector, v.tunables.threshold, v.tunables.window)}
+        expr = promql.container_idle_gpus(v.selector, v.tunables.threshold, v.tunables.window)
+        rule = {"record": promql.IDLE_GPUS, "expr": expr}
         rules.append({**rule, "labels": v.labels} if v.labels else rule)
     return rules + cpu.recording_rules(values)
 

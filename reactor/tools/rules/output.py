@@ -84,7 +84,7 @@ def write_files(rendered: Rendered, root: Path) -> list[Path]:
 
 def stale_files(rendered: Rendered, root: Path) -> str:
     """A unified diff of every committed file that differs from the render; empty when all match."""
-    diffs = []
+    diffs: list[str] = []
     for rel, text in rendered.files.items():
         path = root / rel
         current = path.read_text(encoding="utf-8") if path.exists() else ""

@@ -115,8 +115,10 @@ class Values:
     signal_overrides: Mapping[str, BusySignal] = field(default_factory=lambda: MappingProxyType({}))
     rule_name: str = "gpu-reactor"
     rule_namespace: str = "monitoring"
-    rule_labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({"release": "kube-prometheus-stack"}))
-    defaults: Mapping[str, Tunables] = field(default_factory=lambda: MappingProxyType({k: v[1] for k, v in SECTIONS.items()}))
+    rule_labels: Mapping[str, str] = field(
+        default_factory=lambda: MappingProxyType({"release": "kube-prometheus-stack"}))
+    defaults: Mapping[str, Tunables] = field(
+        default_factory=lambda: MappingProxyType({k: v[1] for k, v in SECTIONS.items()}))
     overrides: Mapping[str, Mapping[str, Tunables]] = field(default_factory=lambda: MappingProxyType({}))
 
     def namespaces_overriding(self, section: str) -> tuple[str, ...]:
@@ -253,7 +255,8 @@ def _exporter(raw: Any) -> dict[str, Any]:
         return {}
     pattern = doc["container"]
     if not isinstance(pattern, str) or not pattern or any(c in pattern for c in '"\\\n'):
-        raise ConfigError("exporter.container", f"expected a regular expression without quotes or backslashes, got {pattern!r}")
+        raise ConfigError("exporter.container",
+                          f"expected a regular expression without quotes or backslashes, got {pattern!r}")
     try:
         compiled = re.compile(pattern)
     except re.error as e:
@@ -312,4 +315,5 @@ def _check_windows(values: Values) -> None:
     pairs += [(f"namespaces.{ns}.{n}", t) for ns, s in values.overrides.items() for n, t in s.items()]
     for key, tunables in pairs:
         if tunables.window < 2 * values.evaluation_interval:
-            raise ConfigError(f"{key}.window", f"must be at least twice evaluationInterval ({values.evaluation_interval})")
+            raise ConfigError(f"{key}.window",
+                              f"must be at least twice evaluationInterval ({values.evaluation_interval})")

@@ -1,0 +1,113 @@
+"""The adapter value, the registry of enabled adapters, and the pure reads and writes by path.
+
+Paths are tuples of keys (str) and list indexes (int) from the object's root. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Path = tuple[str | int, ...]
+Obj = Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One pod template inside a custom resource: a Ray worker group, a LeaderWorkerSet's leader.
+
+    `name` is "" where the resource has a single template; `spec_path` leads to the pod spec (the
+    object holding `containers` and `priorityClassName`); `replicas_path` to its replica count, if
+    it has one; `max_replicas_path` to a ceiling raised with it where the operator has one; `model`
+    to a container the operator builds from a spec of its own (its `resources` are the container's).
+    """
+
+    name: str
+    spec_path: Path
+    replicas_path: Path | None = None
+    max_replicas_path: Path | None = None
+    default_replicas: int = 1
+    # A container described apart from the pod spec (KServe's `predictor.model`): (name, path of its object).
+    model: tuple[str, Path] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Adapter:
+    """How the reactor reads and writes one operator's kind."""
+
+    kind: str
+    group: str
+    version: str
+    plural: str
+    children: frozenset[str]  # kinds the operator creates with a controller reference to it
+    parts: Callable[[Obj], tuple[Part, ...]]
+    owner_label: str = ""  # label its children carry with its name ("" where it sets none)
+    part_label: str = ""  # pod label naming the part, where there are several
+    rollout: Callable[[Obj, Obj | None], str] = field(default=lambda obj, child: "")
+    # (child kind, owner kind) links the operator builds below its resource, believed by uid and owner label.
+    hops: frozenset[tuple[str, str]] = frozenset()
+    pod_part: Callable[[Mapping[str, Any]], str] | None = None  # the part a pod's labels name, if not part_label
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def part(self, obj: Obj, name: str) -> Part | None:
+        """The part called `name`; with a single part, that part whatever the name."""
+        parts = self.parts(obj)
+        if len(parts) == 1 and not self.part_label and self.pod_part is None:
+            return parts[0]
+        return next((p for p in parts if p.name == name), None)
+
+    def part_of_pod(self, pod_labels: Mapping[str, Any]) -> str:
+        if self.pod_part is not None:
+            return self.pod_part(pod_labels)
+        return str(pod_labels.get(self.part_label, "")) if self.part_label else ""
+
+
+_registry: dict[str, Adapter] = {}
+_lock = threading.Lock()
+
+
+def register_adapters(adapters: Iterable[Adapter]) -> None:
+    """Enable these adapters (by kind), replacing any enabled before: the policy's `adapters` section."""
+    with _lock:
+        _registry.clear()
+        _registry.update({a.kind: a for a in adapters})
+
+
+def adapter_for(kind: str) -> Adapter | None:
+    return _registry.get(kind)
+
+
+def registered() -> tuple[Adapter, ...]:
+    return tuple(_registry.values())
+
+
+def read(obj: Any, path: Path) -> Any:
+    """The value at `path`, or None where any step is missing or of the wrong shape."""
+    node = obj
+    for step in path:
+        if isinstance(step, int):
+            node = node[step] if isinstance(node, list) and -len(node) <= step < len(node) else None
+        else:
+            node = node.get(step) if isinstance(node, Mapping) else None
+        if node is None:
+            return None
+    return node
+
+
+def written(obj: Obj, changes: Mapping[Path, Callable[[Any], Any]]) -> dict[str, Any]:
+    """A deep copy of `obj` with each path's value replaced by `change(old)`; missing maps are created."""
+    out = copy.deepcopy(dict(obj))
+    for path, change in changes.items():
+        node: Any = out
+        for step in path[:-1]:
+            node = node[step] if isinstance(step, int) else node.setdefault(step, {})
+        last = path[-1]
+        old = node[last] if isinstance(last, int) else node.get(last)
+        node[last] = change(old)
+    return out

@@ -1,0 +1,133 @@
+"""The tests play the operators (they are not simulated): read the custom resource, create what the
+operator would create (StatefulSet, Deployment or pods) with its controller reference, uid and labels,
+and report status as the operator does."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from reactor.sim import SimCluster
+from tests.support import NAMESPACE
+
+CRDS = Path(__file__).resolve().parents[1] / "fixtures" / "crds"
+GPU = "nvidia.com/gpu"
+Obj = dict[str, Any]
+
+
+def install(sim: SimCluster, *files: str) -> None:
+    for name in files:
+        sim.load_manifests(CRDS / name)
+
+
+def container(name: str, gpus: int, image: str = "registry.example.com/app:1") -> Obj:
+    return {"name": name, "image": image, "resources": {"limits": {GPU: str(gpus)}, "requests": {GPU: str(gpus)}}}
+
+
+def owner_ref(obj: Obj) -> list[Obj]:
+    return [{"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": obj["metadata"]["name"],
+             "uid": obj["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]
+
+
+def custom(sim: SimCluster, plural: str, name: str) -> Obj:
+    return sim.get(plural, NAMESPACE, name)
+
+
+def set_status(sim: SimCluster, plural: str, name: str, status: Obj) -> None:
+    """The operator's status write (a merge patch of the status subresource), as the cluster admin."""
+    res = sim.registry.by_plural(plural)
+    with sim.store.lock:
+        sim.api.patch(res, NAMESPACE, name, "application/merge-patch+json", {"status": status}, subresource="status")
+
+
+def template_of(pod_spec: Obj, labels: dict[str, str]) -> Obj:
+    spec = {k: copy.deepcopy(v) for k, v in pod_spec.items()
+            if k in ("containers", "priorityClassName", "restartPolicy")}
+    return {"metadata": {"labels": labels}, "spec": spec}
+
+
+def reconcile_notebook(sim: SimCluster, name: str, *, settle: bool = True) -> None:
+    """Kubeflow's notebook controller: a StatefulSet `name` (1 replica) with the notebook's pod template."""
+    nb = custom(sim, "notebooks", name)
+    labels = {"statefulset": name, "notebook-name": name}
+    sim.apply({"apiVersion": "apps/v1", "kind": "StatefulSet",
+               "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels, "ownerReferences": owner_ref(nb)},
+               "spec": {"replicas": 1, "serviceName": "", "selector": {"matchLabels": {"statefulset": name}},
+                        "template": template_of(nb["spec"]["template"]["spec"], labels)}})
+    if settle:
+        sim.settle()
+
+
+def reconcile_isvc(sim: SimCluster, name: str, *, settle: bool = True) -> None:
+    """KServe in raw deployment mode: Deployment `<name>-predictor` with minReplicas pods of the predictor."""
+    isvc = custom(sim, "inferenceservices", name)
+    predictor = dict(isvc["spec"]["predictor"])
+    if "model" in predictor:  # KServe builds kserve-container from the model spec and its runtime
+        model = {"name": "kserve-container", "image": "kserve/huggingfaceserver:v0.14",
+                 "resources": predictor["model"].get("resources", {})}
+        predictor["containers"] = [model, *predictor.get("containers", [])]
+    labels = {"app": f"isvc.{name}-predictor", "serving.kserve.io/inferenceservice": name, "component": "predictor"}
+    sim.apply({"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": f"{name}-predictor", "namespace": NAMESPACE, "labels": labels,
+                            "ownerReferences": owner_ref(isvc)},
+               "spec": {"replicas": int(predictor.get("minReplicas", 1)),
+                        "selector": {"matchLabels": {"app": labels["app"]}},
+                        "template": template_of(predictor, labels)}})
+    if settle:
+        sim.settle()
+        generation = custom(sim, "inferenceservices", name)["metadata"]["generation"]
+        set_status(sim, "inferenceservices", name,
+                   {"observedGeneration": generation, "conditions": [{"type": "Ready", "status": "True"}]})
+
+
+def reconcile_ray(sim: SimCluster, name: str) -> None:
+    """KubeRay: the head pod and `replicas` pods per worker group, created directly, labelled by group; status
+    `ready` with the generation it observed."""
+    rc = custom(sim, "rayclusters", name)
+    groups = [("headgroup", "head", rc["spec"]["headGroupSpec"]["template"]["spec"], 1)]
+    groups += [(g["groupName"], "worker", g["template"]["spec"], int(g.get("replicas", 0)))
+               for g in rc["spec"].get("workerGroupSpecs") or []]
+    existing = {p["metadata"]["name"] for p in sim.list("pods", NAMESPACE, label_selector=f"ray.io/cluster={name}")}
+    for group, node_type, pod_spec, replicas in groups:
+        for i in range(replicas):
+            if f"{name}-{group}-{i}" in existing:
+                continue  # KubeRay leaves running pods alone on a template change; new pods get the new template
+            labels = {"ray.io/cluster": name, "ray.io/group": group, "ray.io/node-type": node_type}
+            spec = template_of(pod_spec, labels)["spec"]
+            sim.apply({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": f"{name}-{group}-{i}", "namespace": NAMESPACE, "labels": labels,
+                                    "ownerReferences": owner_ref(rc)}, "spec": spec})
+    sim.settle()
+    set_status(sim, "rayclusters", name,
+               {"state": "ready", "observedGeneration": custom(sim, "rayclusters", name)["metadata"]["generation"]})
+
+
+LWS = "leaderworkerset.sigs.k8s.io/name"
+
+
+def reconcile_lws(sim: SimCluster, name: str) -> None:
+    """The LWS controller: StatefulSet `name` of leaders (one per group, worker-index 0); for each leader pod a
+    StatefulSet `name-<group>` of size-1 workers whose controller is that leader pod."""
+    lws = custom(sim, "leaderworkersets", name)
+    tmpl = lws["spec"]["leaderWorkerTemplate"]
+    leader_spec = (tmpl.get("leaderTemplate") or tmpl["workerTemplate"])["spec"]
+    leader_labels = {LWS: name, "leaderworkerset.sigs.k8s.io/worker-index": "0", "role": f"{name}-leader"}
+    sim.apply({"apiVersion": "apps/v1", "kind": "StatefulSet",
+               "metadata": {"name": name, "namespace": NAMESPACE, "labels": {LWS: name},
+                            "ownerReferences": owner_ref(lws)},
+               "spec": {"replicas": int(lws["spec"].get("replicas", 1)), "serviceName": "",
+                        "selector": {"matchLabels": {"role": f"{name}-leader"}},
+                        "template": template_of(leader_spec, leader_labels)}})
+    sim.settle()
+    for leader in sim.list("pods", NAMESPACE, label_selector=f"role={name}-leader"):
+        group = leader["metadata"]["name"].rsplit("-", 1)[1]
+        labels = {LWS: name, "leaderworkerset.sigs.k8s.io/group-index": group,
+                  "leaderworkerset.sigs.k8s.io/worker-index": "1", "role": f"{name}-worker-{group}"}
+        sim.apply({"apiVersion": "apps/v1", "kind": "StatefulSet",
+                   "metadata": {"name": f"{name}-{group}", "namespace": NAMESPACE, "labels": {LWS: name},
+                                "ownerReferences": owner_ref(leader)},
+                   "spec": {"replicas": int(tmpl.get("size", 1)) - 1, "serviceName": "",
+                            "selector": {"matchLabels": {"role": labels["role"]}},
+                            "template": template_of(tmpl["workerTemplate"]["spec"], labels)}})
+    sim.settle()

@@ -1,0 +1,93 @@
+"""LeaderWorkerSet v1 over HTTP with the CRD installed (issue 17): multi-host inference groups. A worker pod
+reaches the LWS through its group's StatefulSet and its leader pod (a link the LWS controller builds); a GPU
+change goes to the template the pod came from, so it applies to every group."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from reactor.tools.payloads import AlertSpec, notification
+from tests.adapters.operators import GPU, LWS, container, custom, install, owner_ref, reconcile_lws, set_status
+from tests.support import NAMESPACE, Reactor
+
+
+@pytest.fixture
+def lws(reactor: Reactor) -> dict[str, Any]:
+    install(reactor.sim, "leaderworkerset.x-k8s.io_leaderworkersets.yaml")
+    reactor.sim.apply({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+                       "metadata": {"name": "vllm", "namespace": NAMESPACE},
+                       "spec": {"replicas": 2, "leaderWorkerTemplate": {
+                           "size": 2,
+                           "leaderTemplate": {"spec": {"priorityClassName": "medium-priority-gpu",
+                                                       "containers": [container("vllm-leader", 4)]}},
+                           "workerTemplate": {"spec": {"priorityClassName": "medium-priority-gpu",
+                                                       "containers": [container("vllm-worker", 4)]}}}}})
+    reconcile_lws(reactor.sim, "vllm")
+    return custom(reactor.sim, "leaderworkersets", "vllm")
+
+
+def _post(reactor: Reactor, name: str, pod: str, container_name: str, **kw: Any) -> dict[str, Any]:
+    r = reactor.post(notification([AlertSpec(name, NAMESPACE, pod, container_name, **kw)]))
+    (outcome,) = r.get_json()["outcomes"]
+    return outcome
+
+
+def _template(reactor: Reactor, which: str) -> dict[str, Any]:
+    return custom(reactor.sim, "leaderworkersets", "vllm")["spec"]["leaderWorkerTemplate"][which]["spec"]
+
+
+def test_a_worker_pod_shrinks_the_worker_template_through_its_leader(reactor: Reactor, lws: dict[str, Any]) -> None:
+    assert [p["metadata"]["name"] for p in reactor.sim.list("pods", NAMESPACE, label_selector="role=vllm-worker-1")] \
+        == ["vllm-1-0"]
+    outcome = _post(reactor, "GPUUnderutilized", "vllm-1-0", "vllm-worker", value=0.1, gpus=4)
+    assert (outcome["result"], outcome["workload"]) == ("applied", f"LeaderWorkerSet/{NAMESPACE}/vllm"), outcome
+    assert _template(reactor, "workerTemplate")["containers"][0]["resources"]["limits"][GPU] == "1"
+    assert _template(reactor, "leaderTemplate")["containers"][0]["resources"]["limits"][GPU] == "4"
+    assert reactor.sim.requests[("patch", "statefulsets", "")] == 0
+
+
+def test_a_leader_pod_changes_the_leader_template(reactor: Reactor, lws: dict[str, Any]) -> None:
+    outcome = _post(reactor, "GPUSaturated", "vllm-0", "vllm-leader", value=0.99, gpus=4)
+    assert outcome["result"] == "applied", outcome
+    assert _template(reactor, "leaderTemplate")["priorityClassName"] == "high-priority-gpu"
+    assert _template(reactor, "workerTemplate")["priorityClassName"] == "medium-priority-gpu"
+
+
+def test_idle_groups_scale_down(reactor: Reactor, lws: dict[str, Any]) -> None:
+    assert _post(reactor, "GPUIdle", "vllm-0-0", "vllm-worker", value=0.0, gpus=4)["result"] == "applied"
+    assert custom(reactor.sim, "leaderworkersets", "vllm")["spec"]["replicas"] == 1
+
+
+def test_a_grow_of_the_group_reverts(reactor: Reactor, lws: dict[str, Any]) -> None:
+    assert _post(reactor, "GPUMemorySaturated", "vllm-0-0", "vllm-worker", value=0.97, gpus=4)["result"] == "applied"
+    grown = _template(reactor, "workerTemplate")["containers"][0]["resources"]["limits"][GPU]
+    assert int(grown) > 4
+    outcome = _post(reactor, "GPUMemorySaturated", "vllm-0-0", "vllm-worker", value=0.97, gpus=4, status="resolved")
+    assert (outcome["result"], outcome.get("action")) == ("applied", "revert"), outcome
+    assert _template(reactor, "workerTemplate")["containers"][0]["resources"]["limits"][GPU] == "4"
+
+
+def test_an_update_in_progress_refuses(reactor: Reactor, lws: dict[str, Any]) -> None:
+    set_status(reactor.sim, "leaderworkersets", "vllm",
+               {"conditions": [{"type": "UpdateInProgress", "status": "True", "reason": "GroupsUpdating"}]})
+    outcome = _post(reactor, "GPUUnderutilized", "vllm-1-0", "vllm-worker", value=0.1, gpus=4)
+    assert outcome["reason"] == "rollout-in-progress" and "GroupsUpdating" in outcome["detail"], outcome
+
+
+def test_a_worker_statefulset_under_another_sets_leader_is_not_believed(reactor: Reactor,
+                                                                        lws: dict[str, Any]) -> None:
+    """A tenant's StatefulSet claiming a leader pod of `vllm` while labelled for another LWS: owner-unverified."""
+    leader = reactor.sim.get("pods", NAMESPACE, "vllm-0")
+    labels = {"role": "forged"}
+    reactor.sim.apply({"apiVersion": "apps/v1", "kind": "StatefulSet",
+                       "metadata": {"name": "forged", "namespace": NAMESPACE, "labels": {LWS: "other"},
+                                    "ownerReferences": owner_ref(leader)},
+                       "spec": {"replicas": 1, "serviceName": "", "selector": {"matchLabels": labels},
+                                "template": {"metadata": {"labels": labels},
+                                             "spec": {"containers": [container("vllm-worker", 4)]}}}})
+    reactor.sim.settle()
+    outcome = _post(reactor, "GPUUnderutilized", "forged-0", "vllm-worker", value=0.1, gpus=4)
+    assert outcome["reason"] == "owner-unverified", outcome
+    assert _template(reactor, "workerTemplate")["containers"][0]["resources"]["limits"][GPU] == "4"

@@ -1,0 +1,108 @@
+"""RayCluster v1 over HTTP with the CRD installed (issue 17): KubeRay creates the pods itself, labelled with
+their group, so an alert on a worker changes that worker group (its template, its replicas) and nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from reactor.tools.payloads import AlertSpec, notification
+from tests.adapters.operators import GPU, container, custom, install, owner_ref, reconcile_ray
+from tests.support import NAMESPACE, Reactor
+
+WORKER = "ray-gpu-workers-0"
+
+
+@pytest.fixture
+def cluster(reactor: Reactor) -> dict[str, Any]:
+    install(reactor.sim, "ray.io_rayclusters.yaml")
+    def group(name: str, gpus: int, replicas: int) -> dict[str, Any]:
+        return {"groupName": name, "replicas": replicas, "minReplicas": 0, "maxReplicas": 4,
+                "rayStartParams": {}, "template": {"spec": {"priorityClassName": "medium-priority-gpu",
+                                                            "containers": [container("ray-worker", gpus)]}}}
+    reactor.sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                       "metadata": {"name": "ray", "namespace": NAMESPACE},
+                       "spec": {"rayVersion": "2.40.0",
+                                "headGroupSpec": {"rayStartParams": {},
+                                                  "template": {"spec": {"containers": [container("ray-head", 0)]}}},
+                                "workerGroupSpecs": [group("gpu-workers", 4, 2), group("cpu-workers", 0, 1)]}})
+    reconcile_ray(reactor.sim, "ray")
+    return custom(reactor.sim, "rayclusters", "ray")
+
+
+def _post(reactor: Reactor, name: str, pod: str = WORKER, *, status: str = "firing", **kw: Any) -> dict[str, Any]:
+    r = reactor.post(notification([AlertSpec(name, NAMESPACE, pod, "ray-worker", status=status, **kw)]))
+    assert r.status_code == 200, r.get_json()
+    (outcome,) = r.get_json()["outcomes"]
+    return outcome
+
+
+def _groups(reactor: Reactor) -> list[dict[str, Any]]:
+    return custom(reactor.sim, "rayclusters", "ray")["spec"]["workerGroupSpecs"]
+
+
+def _gpus(group: dict[str, Any]) -> str:
+    return group["template"]["spec"]["containers"][0]["resources"]["limits"][GPU]
+
+
+def test_an_underused_worker_group_shrinks_and_the_other_groups_stay(reactor: Reactor, cluster: dict[str, Any]) -> None:
+    outcome = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
+    assert (outcome["result"], outcome["workload"]) == ("applied", f"RayCluster/{NAMESPACE}/ray"), outcome
+    groups = _groups(reactor)
+    assert _gpus(groups[0]) == "1"
+    assert groups[1] == cluster["spec"]["workerGroupSpecs"][1]
+    assert custom(reactor.sim, "rayclusters", "ray")["spec"]["headGroupSpec"] == cluster["spec"]["headGroupSpec"]
+
+
+def test_an_idle_worker_group_scales_down(reactor: Reactor, cluster: dict[str, Any]) -> None:
+    outcome = _post(reactor, "GPUIdle", value=0.0, gpus=4)
+    assert outcome["result"] == "applied", outcome
+    assert [g["replicas"] for g in _groups(reactor)] == [1, 1]
+
+
+def test_a_saturated_worker_group_grows_then_reverts(reactor: Reactor, cluster: dict[str, Any]) -> None:
+    assert _post(reactor, "GPUMemorySaturated", value=0.97, gpus=4)["result"] == "applied"
+    assert int(_gpus(_groups(reactor)[0])) > 4
+    reconcile_ray(reactor.sim, "ray")
+    outcome = _post(reactor, "GPUMemorySaturated", value=0.97, gpus=4, status="resolved")
+    assert (outcome["result"], outcome.get("action")) == ("applied", "revert"), outcome
+    assert _gpus(_groups(reactor)[0]) == "4"
+
+
+def test_a_starved_worker_group_moves_up_the_ladder(reactor: Reactor, cluster: dict[str, Any]) -> None:
+    assert _post(reactor, "GPUSaturated", value=0.99, gpus=4)["result"] == "applied"
+    assert _groups(reactor)[0]["template"]["spec"]["priorityClassName"] == "high-priority-gpu"
+    assert _groups(reactor)[1]["template"]["spec"]["priorityClassName"] == "medium-priority-gpu"
+
+
+def test_a_change_kuberay_has_not_observed_refuses(reactor: Reactor, cluster: dict[str, Any]) -> None:
+    rc = custom(reactor.sim, "rayclusters", "ray")
+    rc["spec"]["rayVersion"] = "2.41.0"
+    reactor.sim.apply(rc)  # generation 2; KubeRay has observed 1
+    outcome = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
+    assert outcome["reason"] == "rollout-in-progress" and "observed generation 1 of 2" in outcome["detail"]
+    assert _gpus(_groups(reactor)[0]) == "4"
+
+
+def test_a_pod_of_a_group_the_cluster_no_longer_has_is_refused(reactor: Reactor, cluster: dict[str, Any]) -> None:
+    rc = custom(reactor.sim, "rayclusters", "ray")
+    rc["spec"]["workerGroupSpecs"][0]["groupName"] = "renamed"
+    reactor.sim.apply(rc)
+    outcome = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
+    assert outcome["reason"] == "unsupported-owner" and "'gpu-workers'" in outcome["detail"], outcome
+
+
+def test_a_raycluster_a_rayservice_manages_is_left_to_it(reactor: Reactor, cluster: dict[str, Any]) -> None:
+    """A RayService owns its RayClusters and writes their spec from its own rayClusterConfig: a change made on the
+    RayCluster would be undone, so the pod's owner is the RayService, which has no adapter."""
+    reactor.sim.apply({"apiVersion": "ray.io/v1", "kind": "RayService",
+                       "metadata": {"name": "serve", "namespace": NAMESPACE}, "spec": {}})
+    service = custom(reactor.sim, "rayservices", "serve")
+    rc = custom(reactor.sim, "rayclusters", "ray")
+    rc["metadata"]["ownerReferences"] = owner_ref(service)
+    reactor.sim.apply(rc)
+    outcome = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
+    assert (outcome["reason"], outcome["workload"]) == ("unsupported-owner", f"RayService/{NAMESPACE}/serve"), outcome
+    assert _gpus(_groups(reactor)[0]) == "4"
