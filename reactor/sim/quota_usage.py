@@ -44,11 +44,24 @@ class QuotaUsage:
             return
         pod = change.obj if change.obj is not None else change.prev
         assert pod is not None
+        if _same_usage(change.prev, change.obj):
+            return
         for quota, totals in self._sums.get(pod["metadata"].get("namespace") or "", {}).values():
             if change.prev is not None:
                 _add(totals, self.contribution(quota, change.prev), -1)
             if change.obj is not None:
                 _add(totals, self.contribution(quota, change.obj), 1)
+
+
+def _same_usage(prev: Obj | None, obj: Obj | None) -> bool:
+    """A write that leaves spec and phase alone (binding aside) changes no quota's usage: what a pod counts
+    and which scopes match it come from its spec and phase only."""
+    if prev is None or obj is None:
+        return False
+    if (prev.get("status") or {}).get("phase") != (obj.get("status") or {}).get("phase"):
+        return False
+    before, after = prev.get("spec") or {}, obj.get("spec") or {}
+    return before is after or {**before, "nodeName": None} == {**after, "nodeName": None}
 
 
 def _add(totals: Totals, amounts: Totals, sign: int) -> None:
