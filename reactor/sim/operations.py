@@ -72,9 +72,9 @@ class Api:
                 self.registry.add_crd(obj)
             except ValueError as e:
                 raise invalid(res, meta["name"], [FieldError("spec", "Required value", str(e))]) from e
-        stored = self.store.put(res.plural, obj)
+        stored = self.store.adopt(res.plural, obj)  # obj is this call's own copy (`_normalise`)
         self.after_write(res, meta.get("namespace"))
-        return stored
+        return clone(stored)
 
     def _normalise(self, res: Resource, ns: str | None, body: Obj) -> Obj:
         if not isinstance(body, dict):

@@ -17,6 +17,7 @@ from .history import Change
 
 Obj = dict[str, Any]
 Totals = dict[str, Fraction]
+SHAPE_CACHE = 1024
 Contribution = Callable[[Obj, Obj], Totals]  # (quota, pod) -> what the pod adds to that quota's keys
 
 
@@ -24,11 +25,19 @@ class QuotaUsage:
     def __init__(self, contribution: Contribution) -> None:
         self.contribution = contribution
         self._sums: dict[str, dict[str, tuple[Obj, Totals]]] = {}  # namespace -> shape -> (quota, totals)
+        self._shapes: dict[int, tuple[Obj, str]] = {}
 
-    @staticmethod
-    def shape(quota: Obj) -> str:
+    def shape(self, quota: Obj) -> str:
+        """The quota's hard keys and scopes as a key; remembered per spec object (stored specs never change)."""
         spec = quota.get("spec") or {}
-        return json.dumps([sorted(spec.get("hard") or {}), spec.get("scopes"), spec.get("scopeSelector")])
+        known = self._shapes.get(id(spec))
+        if known is not None and known[0] is spec:
+            return known[1]
+        if len(self._shapes) >= SHAPE_CACHE:
+            self._shapes.clear()
+        shape = json.dumps([sorted(spec.get("hard") or {}), spec.get("scopes"), spec.get("scopeSelector")])
+        self._shapes[id(spec)] = (spec, shape)
+        return shape
 
     def totals(self, quota: Obj, recount: Callable[[], Totals]) -> Totals:
         """The pod usage for this quota: kept sums, or `recount()` the first time this shape is seen."""

@@ -62,9 +62,10 @@ class Store:
         """Store (create or replace) and stamp a new resourceVersion; returns a copy of what is stored."""
         return clone(self._put(plural, clone(obj)))
 
-    def adopt(self, plural: str, obj: Obj) -> None:
-        """`put` without the copies, for a caller that hands `obj` over: it must never mutate it again."""
-        self._put(plural, obj)
+    def adopt(self, plural: str, obj: Obj) -> Obj:
+        """`put` without the copies, for a caller that hands `obj` over: it must never mutate it again.
+        Returns the stored object itself (read only)."""
+        return self._put(plural, obj)
 
     def _put(self, plural: str, stored: Obj) -> Obj:
         self._rv += 1
