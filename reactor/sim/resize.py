@@ -88,6 +88,11 @@ def _others(pod: Obj, node: Obj, pods: list[Obj]) -> list[Obj]:
     return [p for p in pods if p["metadata"]["uid"] != uid and p["spec"].get("nodeName") == name and is_active(p)]
 
 
+def reported(pod: Obj) -> bool:
+    """Does the pod carry a PodResizePending condition (to be re-examined, and dropped once applied)?"""
+    return any(c.get("type") == PENDING for c in (pod.get("status") or {}).get("conditions") or [])
+
+
 def actuate(api: Any, pod: Obj, node: Obj | None, pods: list[Obj]) -> None:
     """The kubelet's part: apply the spec's resources to the running containers, or say why not."""
     status = pod["status"]
