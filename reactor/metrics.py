@@ -53,6 +53,10 @@ class Metrics:
         self.budget_limit = Gauge(
             "reactor_budget_limit", "Actions allowed per budget window.", ["scope"], registry=r,
         )
+        self.verifications = Counter(
+            "reactor_verifications", "Rollouts of the reactor's changes followed to an end, by result.",
+            ["result"], registry=r,
+        )
         self.build_info = Info("reactor_build", "Version of the running reactor.", registry=r)
         self.build_info.info({"version": __version__})
         self._zero()
@@ -63,5 +67,7 @@ class Metrics:
                 self.alerts_received.labels(alertname=name, status=status)
         for reason in SkipReason:
             self.skips.labels(reason=reason.value)
+        for result in ("verified", "reverted"):
+            self.verifications.labels(result=result)
         for code in ("200", "400", "401", "413", "415", "503"):
             self.webhook_requests.labels(code=code)

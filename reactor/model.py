@@ -146,6 +146,16 @@ class LastAction:
 
 
 @dataclass(frozen=True, slots=True)
+class Verification:
+    """How the rollout of the reactor's last action went: pending, verified or reverted (with why)."""
+
+    result: str  # "pending" | "verified" | "reverted"
+    strategy: str  # the strategy whose change is verified, e.g. "resize-gpu-up"
+    since: datetime  # when the change was written (pending) or the result reached
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ReactorState:
     """The workload's `gpu-reactor.io/*` annotations, parsed and validated."""
 
@@ -161,6 +171,7 @@ class ReactorState:
     invalid: tuple[str, ...] = ()
     # The reactor's own annotations found without a valid MAC (see statemac.py): never acted on.
     unauthenticated: tuple[str, ...] = ()
+    verification: Verification | None = None  # the sealed `verification` annotation (reactor/verification.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,6 +326,7 @@ class SkipReason(enum.StrEnum):
     DEADLINE_EXCEEDED = "deadline-exceeded"
     TOO_MANY_UNKNOWN_PODS = "too-many-unknown-pods"
     INTERNAL_ERROR = "internal-error"
+    RECENTLY_REVERTED = "recently-reverted"
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,24 @@ def revert(ctx: Context) -> Action | Skip:
     return _checked(ctx, last, strategy, target)
 
 
+def revert_stalled(ctx: Context) -> Action | Skip:
+    """Action(revert) of a change whose rollout stalled (the verifier's call), or why not.
+
+    Unlike `revert`, no resolved alert is needed and the rollout rail does not apply: the rollout
+    that is in progress is the one being undone. The target, bounds, quota and class checks do.
+    """
+    last = ctx.state.last_action
+    verification = ctx.state.verification
+    if last is None or last.action == "revert" or verification is None or verification.result != "pending":
+        return Skip(SkipReason.NOTHING_TO_REVERT, "no pending change of the reactor's to undo")
+    strategy = f"{last.action}-{last.direction}"
+    target = _target(ctx, last, strategy)
+    if isinstance(target, Skip):
+        return target
+    blocked = rails.first_refusal(ctx, (rails.unsupported_owner,))
+    return blocked or _checked(ctx, last, strategy, target)
+
+
 def _fingerprints(ctx: Context) -> set[str]:
     found = {fp for fp, _ in ctx.signal.keys}
     if ctx.signal.fingerprint:

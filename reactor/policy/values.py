@@ -71,6 +71,11 @@ class Policy:
     priority_ladder: tuple[str, ...] = ("medium-priority-gpu", "high-priority-gpu")
     alerts: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: DEFAULT_ALERTS)
     cluster: str | None = None  # this cluster's name: alerts whose `cluster` label names another are skipped
+    # Verification after acting (reactor/verifier.py): a rollout not done within verify_timeout is reverted,
+    # and the same strategy is not tried again on that workload within verify_revert_window.
+    verify_timeout: timedelta = timedelta(minutes=10)
+    verify_interval: timedelta = timedelta(seconds=15)
+    verify_revert_window: timedelta = timedelta(hours=6)
 
     def namespace_allowed(self, namespace: str) -> bool:
         """Deny wins; `*` in allow admits every namespace not denied and not a system namespace.
