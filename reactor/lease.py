@@ -125,8 +125,10 @@ def _encode(refs: set[WorkloadRef] | list[WorkloadRef]) -> str:
 
 def _expired(spec: dict[str, Any], now: datetime) -> bool:
     try:
-        renewed = datetime.strptime(str(spec.get("renewTime")), _MICRO).replace(tzinfo=UTC)
+        renewed = datetime.fromisoformat(str(spec.get("renewTime")))
         duration = int(spec.get("leaseDurationSeconds") or 0)
     except ValueError:
-        return True
+        return True  # a Lease nobody can read the time of is nobody's
+    if renewed.tzinfo is None:
+        renewed = renewed.replace(tzinfo=UTC)
     return now >= renewed + timedelta(seconds=duration)

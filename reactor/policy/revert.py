@@ -58,7 +58,9 @@ def revert_stalled(ctx: Context) -> Action | Skip:
     if isinstance(target, Skip):
         return target
     blocked = rails.first_refusal(ctx, (rails.unsupported_owner,))
-    return blocked or _checked(ctx, last, strategy, target)
+    # No template quota check: the original template's pods ran before the stalled change, and it is
+    # the new pods (more GPUs, another class) that the quota or the Nodes refused. Added pods are checked.
+    return blocked or _checked(ctx, last, strategy, target, template_quota=False)
 
 
 def _fingerprints(ctx: Context) -> set[str]:
@@ -90,7 +92,8 @@ def _current(ctx: Context, strategy: str, container: str | None) -> object:
     return ctx.workload.priority_class
 
 
-def _checked(ctx: Context, last: LastAction, strategy: str, target: tuple[object, object]) -> Action | Skip:
+def _checked(ctx: Context, last: LastAction, strategy: str, target: tuple[object, object], *,
+             template_quota: bool = True) -> Action | Skip:
     """The revert, after the checks its dimension needs (bounds first, then class exists, autoscaler, quota)."""
     current, original = target
     field = changed_field(strategy)
@@ -111,12 +114,12 @@ def _checked(ctx: Context, last: LastAction, strategy: str, target: tuple[object
         new_pod = pod_gpus(ctx.workload, container=container, gpus=original)
         delta = ctx.replicas * (new_pod - per_pod)
         blocked = check_template(ctx, new_pod_gpus=new_pod, new_class=ctx.workload.priority_class,
-                                 what=f"revert of {strategy}")
+                                 what=f"revert of {strategy}") if template_quota else None
     elif field == "priorityClassName" and isinstance(original, str):
         delta = 0
-        blocked = check_priority_class(ctx, original) or check_template(
+        blocked = check_priority_class(ctx, original) or (check_template(
             ctx, new_pod_gpus=per_pod, new_class=original, what=f"revert of {strategy}"
-        )
+        ) if template_quota else None)
     else:
         return Skip(SkipReason.NOTHING_TO_REVERT, f"recorded original {original!r} does not fit {field}")
     return blocked or replace(action, gpu_delta=delta)
