@@ -178,6 +178,16 @@ def namespace_wide(r: Reactor) -> Answer:
     return _post(r, specs)
 
 
+def verify(r: Reactor) -> Answer:
+    """deployment-resize, then one verifier pass once the rollout is done: the replica takes the verifier Lease,
+    finds the Deployment on the Lease's list and marks it verified (issue 14: verify after acting)."""
+    answer = deployment_resize(r)
+    r.sim.settle()
+    assert r.service.verifier is not None
+    r.service.verifier.check_all()
+    return answer
+
+
 Flow = Callable[[Reactor], Answer]
 # What each flow does when every grant is there.
 EXPECTED: dict[str, tuple[Flow, set[tuple[str, ...]]]] = {
@@ -187,6 +197,7 @@ EXPECTED: dict[str, tuple[Flow, set[tuple[str, ...]]]] = {
     "hpa-check": (hpa_check, {("applied", "resize-gpu")}),
     "set-priority": (set_priority, {("applied", "set-priority")}),
     "namespace-wide": (namespace_wide, {("applied", "resize-gpu")}),
+    "verify": (verify, {("applied", "resize-gpu")}),
 }
 
 
@@ -204,11 +215,18 @@ CHANGES: dict[str, Callable[[SimCluster], tuple[str, ...]]] = {
     "hpa-check": lambda s: (_template_gpus(s, "deployments", "llm-inference"),),
     "set-priority": lambda s: (s.get("statefulsets", NAMESPACE, "trainer")["spec"]["template"]["spec"]["priorityClassName"],),
     "namespace-wide": lambda s: (_template_gpus(s, "deployments", "llm-inference"), _template_gpus(s, "statefulsets", "trainer")),
+    "verify": lambda s: (_template_gpus(s, "deployments", "llm-inference"), _verified(s)),
 }
 BEFORE = {"deployment-resize": ("4",), "statefulset-resize": ("2",), "cronjob-via-job": ("4",), "hpa-check": ("4",),
-          "set-priority": ("medium-priority-gpu",), "namespace-wide": ("4", "2")}
+          "set-priority": ("medium-priority-gpu",), "namespace-wide": ("4", "2"), "verify": ("4", "")}
 AFTER = {"deployment-resize": ("3",), "statefulset-resize": ("3",), "cronjob-via-job": ("1",), "hpa-check": ("1",),
-         "set-priority": ("high-priority-gpu",), "namespace-wide": ("3", "1")}
+         "set-priority": ("high-priority-gpu",), "namespace-wide": ("3", "1"), "verify": ("3", "verified")}
+
+
+def _verified(sim: SimCluster) -> str:
+    raw = (sim.get("deployments", NAMESPACE, "llm-inference")["metadata"].get("annotations") or {}).get(
+        "gpu-reactor.io/verification")
+    return json.loads(raw)["result"] if raw else ""
 
 
 def _gpu_reactor_events(sim: SimCluster) -> list[dict[str, Any]]:
@@ -288,11 +306,16 @@ NEEDED_BY: dict[tuple[str, str, str], tuple[str, str]] = {
     ("batch", "cronjobs", "get"): ("cronjob-via-job", "read"),
     ("batch", "cronjobs", "patch"): ("cronjob-via-job", "write"),
     ("autoscaling", "horizontalpodautoscalers", "list"): ("hpa-check", "read"),
+    ("coordination.k8s.io", "leases", "get"): ("verify", "lease"),
+    ("coordination.k8s.io", "leases", "create"): ("verify", "lease"),
+    ("coordination.k8s.io", "leases", "update"): ("verify", "lease"),
 }
 
 
 # Grants whose refusal is met once per pod of the flow rather than once in all.
-DENIALS: dict[tuple[str, str, str], int] = {("", "pods", "get"): 3}
+# The Lease's get and create are refused twice: when the action is put on its list, and in the verifier's pass.
+DENIALS: dict[tuple[str, str, str], int] = {("", "pods", "get"): 3, ("coordination.k8s.io", "leases", "get"): 2,
+                                            ("coordination.k8s.io", "leases", "create"): 2}
 
 
 def _forbidden_text(group: str, resource: str, verb: str) -> str:
@@ -322,6 +345,10 @@ def test_each_grant_is_needed(reactor_objects: list[dict[str, Any]], token_file:
             escaped = str(e)
         # Each refused object is asked for once per notification; pods are distinct objects, one read each.
         assert sim.denied == {(verb, resource, ""): DENIALS.get(grant, 1)}
+        if how == "lease":  # the change stands; without its Lease no replica verifies it
+            assert answer is not None and (answer.code, answer.results) == (200, EXPECTED[flow][1])
+            assert CHANGES[flow](sim) == ("3", "pending")
+            return
         if how == "event":
             assert answer is not None and (answer.code, answer.results) == (200, EXPECTED[flow][1])
             assert CHANGES[flow](sim) == AFTER[flow] and _gpu_reactor_events(sim) == []
