@@ -32,7 +32,7 @@ def test_the_grants_are_the_proven_ones_bound_once_per_allowed_namespace(count: 
     allowed = [NAMESPACE] + [f"team-{i}" for i in range(1, count)]
     objs = render({"policy": {"namespaces": {"allow": allowed}}})
     assert sorted((g, r, v) for _, g, r, v in _grants(objs)) == sorted(NEEDED_BY)
-    bindings = [o for o in objs if o["kind"] == "RoleBinding"]
+    bindings = [o for o in objs if o["kind"] == "RoleBinding" and o["roleRef"]["kind"] == "ClusterRole"]
     assert sorted(b["metadata"]["namespace"] for b in bindings) == sorted(allowed)
     for b in bindings:
         assert (b["roleRef"]["kind"], b["roleRef"]["name"]) == ("ClusterRole", "gpu-reactor-workloads")
@@ -42,7 +42,9 @@ def test_the_grants_are_the_proven_ones_bound_once_per_allowed_namespace(count: 
     roles = [o for o in objs if o["kind"] == "ClusterRole"]
     (cluster_grants,) = [_grants([o]) for o in roles if o["metadata"]["name"] == "gpu-reactor-priorityclasses"]
     assert [g[1:] for g in cluster_grants] == [("scheduling.k8s.io", "priorityclasses", "list")]
-    assert not [o for o in objs if o["kind"] == "Role"], "namespaced grants come from the one ClusterRole"
+    (lease_role,) = [o for o in objs if o["kind"] == "Role"]  # the workload grants come from the one ClusterRole
+    assert (lease_role["metadata"]["namespace"], lease_role["rules"][1]["resourceNames"]) == (
+        "gpu-reactor", ["gpu-reactor-verifier"])
 
 
 @pytest.mark.parametrize("flow", ["deployment-resize", "cronjob-via-job", "set-priority"])
