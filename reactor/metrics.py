@@ -57,6 +57,17 @@ class Metrics:
             "reactor_verifications", "Rollouts of the reactor's changes followed to an end, by result.",
             ["result"], registry=r,
         )
+        self.gpus_released = Gauge(
+            "reactor_gpus_released", "GPUs the reactor's changes currently hold back (original minus current).",
+            ["namespace"], registry=r,
+        )
+        self.gpus_added = Gauge(
+            "reactor_gpus_added", "GPUs the reactor's changes currently add (current minus original).",
+            ["namespace"], registry=r,
+        )
+        self.gpu_seconds_saved = Counter(
+            "reactor_gpu_seconds_saved", "GPU-seconds held back by the reactor's changes.", ["namespace"], registry=r,
+        )
         self.build_info = Info("reactor_build", "Version of the running reactor.", registry=r)
         self.build_info.info({"version": __version__})
         self._zero()

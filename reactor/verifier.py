@@ -32,6 +32,7 @@ from .annotations import (
     verification_annotation,
 )
 from .errors import ConflictError, ReactorError
+from .finops import GpuLedger
 from .kube import KubeGateway, NotFound
 from .lease import VerifierLease
 from .metrics import Metrics
@@ -59,6 +60,7 @@ class Verifier:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.ledger = GpuLedger(metrics)
 
     # --- what to verify -------------------------------------------------------------------------
 
@@ -102,6 +104,7 @@ class Verifier:
                 self._check(ref, now)
             except ReactorError as e:  # the API failed: the next pass tries again
                 log.warning("verification not checked", extra={"workload": str(ref), "error": str(e)})
+        self.ledger.publish(now)
         return len(refs)
 
     def _check(self, ref: WorkloadRef, now: datetime) -> None:
@@ -111,6 +114,7 @@ class Verifier:
             self._untrack(ref, now)
             return
         workload = authenticate(to_workload(obj, ref.kind, self.policy.gpu_resource), self.state_keys)
+        self.ledger.observe(workload)
         verification = workload.state.verification
         if verification is None or verification.result != PENDING:
             self._untrack(ref, now)  # nothing pending under a valid seal: nothing to follow
@@ -148,6 +152,9 @@ class Verifier:
         acted = self.actor.carry_out(attempt, obj, now)
         if acted.result is Result.APPLIED:
             self._done(ref, REVERTED, verification, reason, now)
+            written = self._reread(ref)
+            if written is not None:  # what the revert left on record, for the GPU-hours
+                self.ledger.observe(to_workload(written, ref.kind, self.policy.gpu_resource))
         else:
             log.warning("stalled rollout not reverted", extra={"workload": str(ref), "reason": reason,
                         "result": acted.result.value, "detail": getattr(acted.decision, "detail", acted.error)})

@@ -141,6 +141,7 @@ def test_a_grow_beyond_every_nodes_free_gpus_is_reverted_within_verify_timeout(s
     stalled = next(e for e in small.list("events", NAMESPACE) if e["reason"] == "RolloutStalled")
     assert stalled["type"] == "Warning"
     assert r.metric("reactor_verifications_total", result="reverted") == 1
+    assert r.metric("reactor_gpus_added", namespace=NAMESPACE) == 0  # the revert gave the GPU back
     small.settle()
     assert _verifier(r).check_all() == 0  # nothing left to follow
 
@@ -173,6 +174,8 @@ def test_a_successful_rollout_is_marked_verified(roomy: SimCluster, build: Build
     assert _verification(roomy)["result"] == "verified"
     assert _gpus(roomy) == "3"
     assert r.metric("reactor_verifications_total", result="verified") == 1
+    assert r.metric("reactor_gpus_added", namespace=NAMESPACE) == 1  # 1 replica, 2 → 3 GPUs
+    assert r.metric("reactor_gpus_released", namespace=NAMESPACE) == 0
     lease = roomy.get("leases", "gpu-reactor", "gpu-reactor-verifier")
     assert lease["spec"]["holderIdentity"] == "replica-a"
     assert json.loads(lease["metadata"]["annotations"]["gpu-reactor.io/verifying"]) == []
