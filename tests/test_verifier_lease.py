@@ -73,7 +73,8 @@ def test_the_pending_list_is_shared_and_bounded(kube: KubeGateway) -> None:
 
 
 def test_hostile_entries_on_the_list_are_dropped() -> None:
-    raw = json.dumps(["Deployment/ml/ok", "Pod/ml/p", "Deployment/ML/bad", "Secret/ml/s", "a/b", 7, "Deployment/ml/x/y"])
+    raw = json.dumps(["Deployment/ml/ok", "Pod/ml/p", "Deployment/ML/bad", "Secret/ml/s", "a/b", 7,
+                      "Deployment/ml/x/y"])
     assert pending_refs({"metadata": {"annotations": {PENDING: raw}}}) == {WorkloadRef("Deployment", "ml", "ok")}
     assert pending_refs({"metadata": {"annotations": {PENDING: "{not json"}}}) == set()
 

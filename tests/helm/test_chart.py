@@ -69,7 +69,8 @@ def test_every_object_is_valid_for_kubernetes(values: dict[str, Any], version: s
 
 def test_defaults_render_the_reactor_and_nothing_optional() -> None:
     kinds = sorted(o["kind"] for o in render())
-    assert kinds == sorted(["ServiceAccount", "ClusterRole", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+    assert kinds == sorted(["ServiceAccount", "ClusterRole", "RoleBinding", "ClusterRole", "ClusterRoleBinding",
+                            "Role", "RoleBinding",
                             "ConfigMap", "ConfigMap", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy"])
 
 
