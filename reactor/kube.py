@@ -165,10 +165,10 @@ class KubeGateway:
         api = self._apis[k8s.CoordinationV1Api]
         return self._call("update", "leases", lambda **kw: api.replace_namespaced_lease(name, namespace, body, **kw))
 
-    def access_review(self, *, verb: str, group: str, resource: str, namespace: str = "") -> bool:
+    def access_review(self, *, verb: str, group: str, resource: str, namespace: str = "", name: str = "") -> bool:
         """A SelfSubjectAccessReview (`kubectl auth can-i`): may this client, or whom it impersonates, do it?"""
         api = k8s.AuthorizationV1Api(self._client)
-        attributes = {"verb": verb, "group": group, "resource": resource, "namespace": namespace}
+        attributes = {"verb": verb, "group": group, "resource": resource, "namespace": namespace, "name": name}
         body: Any = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
                 "spec": {"resourceAttributes": attributes}}
         send = lambda **kw: api.create_self_subject_access_review(body, **kw)  # noqa: E731

@@ -70,17 +70,18 @@ def _reviews(sim: SimCluster) -> int:
 
 def test_the_required_grants_are_the_proven_ones() -> None:
     """The doctor asks for exactly the grants tests/deploy/test_rbac_proof.py proves needed, no more, no less."""
-    assert sorted(cluster.NAMESPACED + cluster.CLUSTER) == sorted(NEEDED_BY)
+    assert sorted(cluster.NAMESPACED + cluster.CLUSTER + cluster.LEASE) == sorted(NEEDED_BY)
 
 
 def test_as_deployed_every_cluster_check_passes(sim: SimCluster, admin_kubeconfig: str) -> None:
     checks = _doctor(_settings(), admin_kubeconfig)
-    names = [f"rbac {NAMESPACE}", "rbac cluster", "priority-classes", f"bounds {NAMESPACE}"]
+    names = [f"rbac {NAMESPACE}", "rbac cluster", "rbac lease", "priority-classes", f"bounds {NAMESPACE}"]
     assert [n for n in checks if n.startswith(("rbac", "priority", "bounds"))] == names
     for name in names:
         assert checks[name].status is Status.OK, checks[name]
     assert checks[f"rbac {NAMESPACE}"].detail == f"{WHO} may make all 14 calls the reactor makes"
-    assert _reviews(sim) == 15  # one SelfSubjectAccessReview per grant
+    assert checks["rbac lease"].detail == f"{WHO} may hold the verifier Lease gpu-reactor/gpu-reactor-verifier"
+    assert _reviews(sim) == 18  # one SelfSubjectAccessReview per grant
 
 
 def test_with_the_service_accounts_own_token(sim: SimCluster, tmp_path: Path) -> None:
@@ -134,5 +135,5 @@ def test_the_command_exits_0_with_warnings_only(sim: SimCluster, admin_kubeconfi
     code = main(["doctor", "--kubeconfig", admin_kubeconfig, "--config", str(POLICY), "--as", WHO])
     lines = capsys.readouterr().out.splitlines()
     assert code == 0
-    assert [ln.split()[0] for ln in lines] == ["warning", "warning", "ok", "ok", "ok", "ok"]
+    assert [ln.split()[0] for ln in lines] == ["warning", "warning", "ok", "ok", "ok", "ok", "ok"]
     assert lines[0].startswith("warning  prometheus") and "not checked" in lines[0]

@@ -24,14 +24,31 @@ NAMESPACED: tuple[tuple[str, str, str], ...] = (
     ("autoscaling", "horizontalpodautoscalers", "list"),
 )
 CLUSTER: tuple[tuple[str, str, str], ...] = (("scheduling.k8s.io", "priorityclasses", "list"),)
+# The verifier's Lease, in verify.leaseNamespace: get/update on it by name (verify.leaseName), create on leases.
+LEASE: tuple[tuple[str, str, str], ...] = (("coordination.k8s.io", "leases", "get"),
+                                           ("coordination.k8s.io", "leases", "create"),
+                                           ("coordination.k8s.io", "leases", "update"))
 BOUNDS_FIX = ("growth is then bounded only by the policy's gpus.max/replicas.max: apply deploy/base "
               "(or the gpu-reactor-base chart) to the namespace")
 RBAC_FIX = "bind ClusterRole gpu-reactor-workloads there (chart: list it in policy.namespaces.allow)"
 
 
-def _denied(kube: KubeGateway, grants: tuple[tuple[str, str, str], ...], namespace: str) -> list[str]:
+def _denied(kube: KubeGateway, grants: tuple[tuple[str, str, str], ...], namespace: str,
+            name: str = "") -> list[str]:
     return [f"{verb} {resource}" for group, resource, verb in grants
-            if not kube.access_review(verb=verb, group=group, resource=resource, namespace=namespace)]
+            if not kube.access_review(verb=verb, group=group, resource=resource, namespace=namespace,
+                                      name="" if verb == "create" else name)]
+
+
+def _lease(kube: KubeGateway, settings: Settings, who: str) -> list[Check]:
+    namespace, name = settings.server.lease_namespace, settings.server.lease_name
+    if namespace is None or name is None:
+        return []
+    denied = _denied(kube, LEASE, namespace, name)
+    if denied:
+        return [failing("rbac lease", f"{who} may not: {', '.join(denied)} (Lease {namespace}/{name})",
+                        "apply deploy/reactor/rbac-lease.yaml (the chart grants it): no replica verifies rollouts")]
+    return [ok("rbac lease", f"{who} may hold the verifier Lease {namespace}/{name}")]
 
 
 def rbac(kube: KubeGateway, settings: Settings, who: str) -> list[Check]:
@@ -49,7 +66,7 @@ def rbac(kube: KubeGateway, settings: Settings, who: str) -> list[Check]:
                               "bind ClusterRole gpu-reactor-priorityclasses with a ClusterRoleBinding"))
     else:
         checks.append(ok("rbac cluster", f"{who} may list priorityclasses"))
-    return checks
+    return checks + _lease(kube, settings, who)
 
 
 def priority_classes(kube: KubeGateway, settings: Settings) -> Check:
