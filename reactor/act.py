@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -59,6 +59,9 @@ class Attempt:
     signal: Signal
     decide: Callable[[dict[str, Any]], tuple[Workload, Decision, Mode]]
     reread: Callable[[], dict[str, Any] | None]
+    # The verifier's revert: state annotations written beside the change's, and the Event's reason.
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    event_reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +98,7 @@ class Actor:
                                  Result.SKIPPED)
                 spent = True
                 try:
-                    written = self._write(decision, workload, attempt.signal, now, obj)
+                    written = self._write(decision, workload, attempt.signal, now, obj, attempt.annotations)
                 except PermanentError as e:
                     return Acted(decision, Result.FAILED, str(e))
                 if written is None:
@@ -109,7 +112,8 @@ class Actor:
                     resized = self._resize_pods(decision, workload, attempt.signal)
                 except PermanentError as e:
                     return Acted(decision, Result.FAILED, str(e))
-                record_event(self.kube, decision, written, event_message(decision, attempt.signal) + resized, now)
+                record_event(self.kube, decision, written, event_message(decision, attempt.signal) + resized, now,
+                             reason=attempt.event_reason)
                 return Acted(decision, Result.APPLIED)
             raise KeptChanging(f"{attempt.ref} kept changing while the reactor acted "
                                  f"({self.conflict_retries + 1} conflicts)")
@@ -119,9 +123,9 @@ class Actor:
                 self.budget.refund(attempt.ref.namespace, now)
 
     def _write(self, action: Action, workload: Workload, signal: Signal, now: datetime,
-               obj: dict[str, Any]) -> dict[str, Any] | None:
+               obj: dict[str, Any], extra: Mapping[str, str]) -> dict[str, Any] | None:
         """The conditional patch; the object as written, or None on a 409 (the read was stale)."""
-        annotations = state_annotations(action, signal, workload, self.cooldown, now)
+        annotations = {**state_annotations(action, signal, workload, self.cooldown, now), **extra}
         if self.state_keys is not None:  # None only in dry run, which never writes
             annotations = self.state_keys.sealed(workload.uid, annotations)
         ref = workload.ref
@@ -204,7 +208,8 @@ def event_message(action: Action, signal: Signal) -> str:
             f"on {signal.alert} ({signal.status}, value {signal.value}) for pods {', '.join(signal.pods[:5])}")
 
 
-def record_event(kube: KubeGateway, action: Action, written: dict[str, Any], message: str, now: datetime) -> bool:
+def record_event(kube: KubeGateway, action: Action, written: dict[str, Any], message: str, now: datetime, *,
+                 reason: str = "", warning: bool = False) -> bool:
     """A Normal Event on the workload for `kubectl describe`; failing to write one never undoes the action."""
     meta = written.get("metadata") or {}
     ref = action.workload
@@ -221,9 +226,9 @@ def record_event(kube: KubeGateway, action: Action, written: dict[str, Any], mes
             "uid": meta.get("uid", ""),
             "resourceVersion": meta.get("resourceVersion", ""),
         },
-        "reason": EVENT_REASONS.get(action.action, "GPUReactorAction"),
+        "reason": reason or EVENT_REASONS.get(action.action, "GPUReactorAction"),
         "message": message[:1024],
-        "type": "Normal",
+        "type": "Warning" if warning else "Normal",
         "source": {"component": "gpu-reactor"},
         "reportingComponent": "gpu-reactor",
         "reportingInstance": socket.gethostname()[:128],

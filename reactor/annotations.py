@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any
 
-from .model import Action, CpuResources, LastAction, Mode, ReactorState, Signal, Workload
+from .model import Action, CpuResources, LastAction, Mode, ReactorState, Signal, Verification, Workload
 
 PREFIX = "gpu-reactor.io/"
 # Set by people.
@@ -26,6 +26,8 @@ MAX_REPLICAS = PREFIX + "max-replicas"
 LAST_ACTION = PREFIX + "last-action"
 COOLDOWN_UNTIL = PREFIX + "cooldown-until"
 ORIGINAL = PREFIX + "original"
+VERIFICATION = PREFIX + "verification"  # how the last action's rollout went (reactor/verifier.py)
+PENDING, VERIFIED, REVERTED = "pending", "verified", "reverted"
 
 # Keys of the `original` JSON: one per dimension the reactor changes.
 GPUS = "gpus"
@@ -83,7 +85,8 @@ def read_state(annotations: Mapping[str, str]) -> ReactorState:
     values: dict[str, Any] = {}
     invalid: list[str] = []
     readers = {MODE: ("mode", _mode), LAST_ACTION: ("last_action", _last_action),
-               COOLDOWN_UNTIL: ("cooldown_until", parse_time), ORIGINAL: ("original", _original)}
+               COOLDOWN_UNTIL: ("cooldown_until", parse_time), ORIGINAL: ("original", _original),
+               VERIFICATION: ("verification", _verification)}
     readers.update({key: (name, _count) for key, name in _COUNTS.items()})
     for key, (name, read) in readers.items():
         if key not in annotations:
@@ -158,6 +161,25 @@ def _last_action(raw: str) -> LastAction:
     )
 
 
+def _verification(raw: str) -> Verification:
+    doc = _json(raw)
+    if not isinstance(doc, dict) or doc.get("result") not in (PENDING, VERIFIED, REVERTED):
+        raise _Invalid(raw)
+    strategy = _text(doc, "strategy")
+    try:
+        changed_field(strategy)
+    except ValueError as e:
+        raise _Invalid(raw) from e
+    return Verification(result=doc["result"], strategy=strategy, since=parse_time(doc.get("since")),
+                        reason=_text(doc, "reason", required=False)[:256])
+
+
+def verification_annotation(result: str, strategy: str, since: datetime, reason: str = "") -> str:
+    """The `verification` value: JSON, like `last-action`, sealed with it by the state MAC."""
+    doc = {"result": result, "strategy": strategy, "since": format_time(since), "reason": reason}
+    return json.dumps(doc, separators=(",", ":"), sort_keys=True)
+
+
 def _original(raw: str) -> Mapping[str, object]:
     doc = _json(raw)
     if not isinstance(doc, dict) or set(doc) - {GPUS, REPLICAS, PRIORITY_CLASS, CPU}:
@@ -227,10 +249,13 @@ def state_annotations(
         "time": format_time(now),
     }
     original = _next_original(action, workload)
+    # Every change is verified after it is written; a revert is not (reverting it would undo the undo).
+    pending = None if action.action == "revert" else verification_annotation(PENDING, action.strategy, now)
     return {
         LAST_ACTION: json.dumps(last, separators=(",", ":"), sort_keys=True),
         COOLDOWN_UNTIL: format_time(_ceil_second(now + cooldown)),
         ORIGINAL: json.dumps(original, separators=(",", ":"), sort_keys=True) if original else None,
+        VERIFICATION: pending,
     }
 
 

@@ -103,6 +103,7 @@ class Engine:
                            dry_run=self.policy.dry_run, state_keys=state_keys,
                            cpu_apply_to=self.policy.cpu_apply_to)
         self._lock = threading.Lock()
+        self.on_applied: Callable[[WorkloadRef], None] | None = None  # the verifier's `track`, when one runs
         # One thread at a time per workload in this process (striped: bounded memory), so concurrent
         # copies of a notification meet the dedup cache instead of racing to a 409 and spending budget.
         self._workload_locks = tuple(threading.Lock() for _ in range(WORKLOAD_LOCKS))
@@ -315,6 +316,8 @@ class Engine:
             return Skip(SkipReason.API_ERROR, acted.error), Result.FAILED
         if acted.result is Result.APPLIED:
             ns.reserve(decision.quota_charges)
+            if self.on_applied is not None and decision.action != "revert":
+                self.on_applied(ref)
         return self._finish_action(ref, signal, decision, acted.result)
 
     def _to_workload(self, obj: dict[str, Any], owner: Owner) -> Workload:

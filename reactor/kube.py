@@ -87,7 +87,7 @@ class KubeGateway:
 
     def __init__(self, api_client: k8s.ApiClient, *, settings: Kube, metrics: Metrics, retries: int = 3) -> None:
         self._client = api_client
-        kinds = {r.api for r in _ROUTES.values()} | {k8s.SchedulingV1Api}
+        kinds = {r.api for r in _ROUTES.values()} | {k8s.SchedulingV1Api, k8s.CoordinationV1Api}
         self._apis: dict[type, Any] = {api: api(api_client) for api in kinds}
         self._custom_api = k8s.CustomObjectsApi(api_client)
         self._timeout = settings.timeout.total_seconds()
@@ -190,10 +190,27 @@ class KubeGateway:
         api = self._apis[k8s.CoreV1Api]
         self._call("create", "events", lambda **kw: api.create_namespaced_event(namespace, body, **kw))
 
-    def access_review(self, *, verb: str, group: str, resource: str, namespace: str = "") -> bool:
+    # --- the verifier's Lease (coordination.k8s.io): every update carries the resourceVersion it read -----
+
+    def get_lease(self, namespace: str, name: str) -> dict[str, Any]:
+        api = self._apis[k8s.CoordinationV1Api]
+        return self._call("get", "leases", lambda **kw: api.read_namespaced_lease(name, namespace, **kw))
+
+    def create_lease(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        api = self._apis[k8s.CoordinationV1Api]
+        return self._call("create", "leases", lambda **kw: api.create_namespaced_lease(namespace, body, **kw))
+
+    def update_lease(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """PUT with `metadata.resourceVersion` (a Lease update without one is a 422): a 409 if it moved on."""
+        if not (body.get("metadata") or {}).get("resourceVersion"):
+            raise ValueError("a Lease update must carry the resourceVersion it was read at")
+        api = self._apis[k8s.CoordinationV1Api]
+        return self._call("update", "leases", lambda **kw: api.replace_namespaced_lease(name, namespace, body, **kw))
+
+    def access_review(self, *, verb: str, group: str, resource: str, namespace: str = "", name: str = "") -> bool:
         """A SelfSubjectAccessReview (`kubectl auth can-i`): may this client, or whom it impersonates, do it?"""
         api = k8s.AuthorizationV1Api(self._client)
-        attributes = {"verb": verb, "group": group, "resource": resource, "namespace": namespace}
+        attributes = {"verb": verb, "group": group, "resource": resource, "namespace": namespace, "name": name}
         body: Any = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
                 "spec": {"resourceAttributes": attributes}}
         send = lambda **kw: api.create_self_subject_access_review(body, **kw)  # noqa: E731

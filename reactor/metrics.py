@@ -53,6 +53,21 @@ class Metrics:
         self.budget_limit = Gauge(
             "reactor_budget_limit", "Actions allowed per budget window.", ["scope"], registry=r,
         )
+        self.verifications = Counter(
+            "reactor_verifications", "Rollouts of the reactor's changes followed to an end, by result.",
+            ["result"], registry=r,
+        )
+        self.gpus_released = Gauge(
+            "reactor_gpus_released", "GPUs the reactor's changes currently hold back (original minus current).",
+            ["namespace"], registry=r,
+        )
+        self.gpus_added = Gauge(
+            "reactor_gpus_added", "GPUs the reactor's changes currently add (current minus original).",
+            ["namespace"], registry=r,
+        )
+        self.gpu_seconds_saved = Counter(
+            "reactor_gpu_seconds_saved", "GPU-seconds held back by the reactor's changes.", ["namespace"], registry=r,
+        )
         self.build_info = Info("reactor_build", "Version of the running reactor.", registry=r)
         self.build_info.info({"version": __version__})
         self._zero()
@@ -63,5 +78,7 @@ class Metrics:
                 self.alerts_received.labels(alertname=name, status=status)
         for reason in SkipReason:
             self.skips.labels(reason=reason.value)
+        for result in ("verified", "reverted"):
+            self.verifications.labels(result=result)
         for code in ("200", "400", "401", "413", "415", "503"):
             self.webhook_requests.labels(code=code)

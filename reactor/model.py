@@ -160,6 +160,16 @@ class LastAction:
 
 
 @dataclass(frozen=True, slots=True)
+class Verification:
+    """How the rollout of the reactor's last action went: pending, verified or reverted (with why)."""
+
+    result: str  # "pending" | "verified" | "reverted"
+    strategy: str  # the strategy whose change is verified, e.g. "resize-gpu-up"
+    since: datetime  # when the change was written (pending) or the result reached
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ReactorState:
     """The workload's `gpu-reactor.io/*` annotations, parsed and validated."""
 
@@ -175,6 +185,7 @@ class ReactorState:
     invalid: tuple[str, ...] = ()
     # The reactor's own annotations found without a valid MAC (see statemac.py): never acted on.
     unauthenticated: tuple[str, ...] = ()
+    verification: Verification | None = None  # the sealed `verification` annotation (reactor/verification.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,6 +361,7 @@ class SkipReason(enum.StrEnum):
     INTERNAL_ERROR = "internal-error"
     CPU_BOUND = "cpu-bound"
     AT_MAX_CPU = "at-max-cpu"
+    RECENTLY_REVERTED = "recently-reverted"
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,6 +52,9 @@ class Server:
     notification_deadline: timedelta = timedelta(seconds=8)
     max_unknown_pods: int = 10  # owners of pods that do not exist looked up per notification (2 reads each)
     state_previous_key_file: str | None = None
+    # The Lease (coordination.k8s.io) that elects the one replica that verifies rollouts.
+    lease_namespace: str | None = "gpu-reactor"
+    lease_name: str | None = "gpu-reactor-verifier"  # None: no election (one replica only)
     # /healthz, /readyz and /metrics, on a listener and a thread of their own (never the webhook's).
     probe_listen: str = "0.0.0.0:8081"
     # The longest a client may take to send a whole request, head and body (each read: 5 s at most).
@@ -168,12 +171,18 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "kube.burst": ("kube", "burst", bounded(int, 1, 100_000)),
     "kube.timeout": ("kube", "timeout", duration_in(timedelta(seconds=1), timedelta(minutes=5))),
     "kube.conflictRetries": ("kube", "conflict_retries", bounded(int, 0, 20)),
+    "verify.timeout": ("policy", "verify_timeout", duration_in(timedelta(seconds=30), timedelta(days=1))),
+    "verify.interval": ("policy", "verify_interval", duration_in(timedelta(seconds=1), timedelta(minutes=10))),
+    "verify.revertWindow": ("policy", "verify_revert_window", duration_in(timedelta(0), timedelta(days=30))),
+    "verify.leaseNamespace": ("server", "lease_namespace", opt_str),
+    "verify.leaseName": ("server", "lease_name", opt_str),
     "adapters.builtin": ("top", "adapters_builtin", parse_builtin),
     "adapters.custom": ("top", "adapters_custom", parse_custom),
     "logging.format": ("top", "log_format", choice("json", "text")),
     "logging.level": ("top", "log_level", choice("DEBUG", "INFO", "WARNING", "ERROR")),
 }
-_SECTIONS = {"namespaces", "gpus", "replicas", "budget", "server", "kube", "logging", "state", "cpu", "adapters"}
+_SECTIONS = {"namespaces", "gpus", "replicas", "budget", "server", "kube", "logging", "state", "cpu", "adapters",
+             "verify"}
 
 
 def env_name(path: str) -> str:

@@ -20,14 +20,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .annotations import COOLDOWN_UNTIL, LAST_ACTION, ORIGINAL, PREFIX
+from .annotations import COOLDOWN_UNTIL, LAST_ACTION, ORIGINAL, PREFIX, VERIFICATION
 from .errors import ConfigError
 from .model import EMPTY, Workload
 
 log = logging.getLogger(__name__)
 
 STATE_MAC = PREFIX + "state-mac"
-SIGNED = (LAST_ACTION, COOLDOWN_UNTIL, ORIGINAL)
+SIGNED = (LAST_ACTION, COOLDOWN_UNTIL, ORIGINAL, VERIFICATION)
 _VERSION = "v1"
 MIN_KEY_BYTES = 32
 
@@ -41,7 +41,10 @@ class StateKeys:
 
     def mac(self, uid: str, annotations: Mapping[str, str | None], key: bytes | None = None) -> str:
         """`v1:<hex>` over the uid and the signed annotations' values (None: absent)."""
-        message = json.dumps([_VERSION, uid, [annotations.get(k) for k in SIGNED]], separators=(",", ":"))
+        values = [annotations.get(k) for k in SIGNED]
+        if values[-1] is None:
+            values.pop()  # state written before `verification` existed keeps its MAC
+        message = json.dumps([_VERSION, uid, values], separators=(",", ":"))
         digest = hmac.new(key or self.current, message.encode(), hashlib.sha256).hexdigest()
         return f"{_VERSION}:{digest}"
 
@@ -68,7 +71,8 @@ def authenticate(workload: Workload, keys: StateKeys | None) -> Workload:
     if not found or (keys is not None and keys.authentic(workload.uid, workload.annotations)):
         return workload
     state = workload.state
-    state = replace(state, last_action=None, cooldown_until=None, original=EMPTY, unauthenticated=found,
+    state = replace(state, last_action=None, cooldown_until=None, original=EMPTY, verification=None,
+                    unauthenticated=found,
                     invalid=tuple(k for k in state.invalid if k not in SIGNED))
     return replace(workload, state=state)
 

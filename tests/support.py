@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,7 @@ from flask.testing import FlaskClient
 from prometheus_client import CollectorRegistry
 
 from reactor.app.assembly import Service, assemble
+from reactor.engine import utcnow
 from reactor.kube import KubeGateway
 from reactor.metrics import Metrics
 from reactor.probes import ProbeAnswer
@@ -68,10 +71,10 @@ class Reactor:
         return notification(specs)
 
 
-def build_reactor(sim: SimCluster, settings: Settings) -> Reactor:
+def build_reactor(sim: SimCluster, settings: Settings, *, clock: Callable[[], datetime] = utcnow) -> Reactor:
     registry = CollectorRegistry()
     metrics = Metrics(registry)
     kube = KubeGateway.for_url(sim.url, settings.kube, metrics)
-    service = assemble(settings, kube=kube, metrics=metrics)
+    service = assemble(settings, kube=kube, metrics=metrics, clock=clock)
     service.app.testing = True
     return Reactor(service, service.app.test_client(), sim, registry)

@@ -113,7 +113,8 @@ def test_the_top_of_the_package_reads_as_the_pipeline() -> None:
     assert top == {
         "__init__.py", "__main__.py", "py.typed",
         "web.py", "bearer.py", "probes.py", "alerts.py", "engine.py", "resolve.py", "ownership.py", "policy", "act.py",
-        "statemac.py", "budget.py", "record.py",
+        "statemac.py", "budget.py", "record.py", "verifier.py", "rollout.py", "lease.py",
+        "finops.py",
         "outcome.py", "metrics.py", "kube.py", "model.py", "annotations.py", "workloads.py", "errors.py",
         "settings.py", "config_sources.py", "fields.py", "app", "tools", "sim",
         "cpu_objects.py", "cpu_act.py",  # the CPU half: its conversions (beside workloads.py), its act part

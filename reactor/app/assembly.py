@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from flask import Flask
 from prometheus_client import CollectorRegistry
@@ -13,11 +15,13 @@ from prometheus_client import CollectorRegistry
 from ..engine import Engine, utcnow
 from ..errors import ConfigError, PermanentError
 from ..kube import KubeGateway
+from ..lease import VerifierLease
 from ..metrics import Metrics
 from ..probes import Probes, Readiness
 from ..settings import Settings
 from ..settings import warnings as settings_warnings
 from ..statemac import load_state_keys
+from ..verifier import Verifier
 from ..web import TokenFile, create_app
 
 log = logging.getLogger(__name__)
@@ -30,6 +34,7 @@ class Service:
     engine: Engine
     metrics: Metrics
     kube: KubeGateway
+    verifier: Verifier | None = None  # None in dry run: nothing is written, nothing to verify
 
 
 def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Metrics | None = None,
@@ -46,11 +51,26 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
     metrics = metrics or Metrics(registry)
     kube = kube or KubeGateway.connect(settings.kube, metrics)
     engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock, state_keys=keys)
+    verifier = None
+    if keys is not None and not settings.policy.dry_run:
+        verifier = Verifier(settings=settings, kube=kube, actor=engine.actor, metrics=metrics, state_keys=keys,
+                            clock=clock, lease=verifier_lease(settings, kube))
+        engine.on_applied = verifier.track
     app = create_app(settings, engine=engine, metrics=metrics, token=token)
     probes = Probes(metrics, Readiness(kube.version))
     for warning in settings_warnings(settings):
         log.warning("the policy acts nowhere", extra={"detail": warning})
-    return Service(app=app, probes=probes, engine=engine, metrics=metrics, kube=kube)
+    return Service(app=app, probes=probes, engine=engine, metrics=metrics, kube=kube, verifier=verifier)
+
+
+def verifier_lease(settings: Settings, kube: KubeGateway, identity: str = "") -> VerifierLease | None:
+    """The Lease that elects one verifying replica; None when `verify.leaseName` is null (one replica)."""
+    server = settings.server
+    if server.lease_name is None or server.lease_namespace is None:
+        return None
+    duration = max(3 * settings.policy.verify_interval, timedelta(seconds=15))
+    return VerifierLease(kube, namespace=server.lease_namespace, name=server.lease_name,
+                         identity=identity or f"{socket.gethostname()}-{os.getpid()}", duration=duration)
 
 
 def check_ladder(service: Service) -> list[str]:

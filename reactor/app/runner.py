@@ -18,6 +18,7 @@ from gunicorn.workers import gthread
 
 from ..probes import Probes
 from ..settings import Settings
+from ..verifier import Verifier
 from .probe_server import ProbeServer, bind_listener
 from .reads import DeadlineReader, WSGIApp, guard_input
 
@@ -132,7 +133,7 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
     return options
 
 
-def run(app: Flask, settings: Settings, probes: Probes | None = None) -> None:
+def run(app: Flask, settings: Settings, probes: Probes | None = None, verifier: Verifier | None = None) -> None:
     """Serve until SIGTERM/SIGINT (gunicorn handles both gracefully); `probes` on their own listener.
 
     The probe socket is bound here, in gunicorn's arbiter, so a port in use fails the start and a
@@ -140,12 +141,17 @@ def run(app: Flask, settings: Settings, probes: Probes | None = None) -> None:
     """
     options = gunicorn_options(settings)
     if probes is not None:
-        options["post_worker_init"] = _probe_starter(bind_listener(settings.server.probe_listen), probes)
+        options["post_worker_init"] = _probe_starter(bind_listener(settings.server.probe_listen), probes, verifier)
+    if verifier is not None:
+        # The verifier is a thread of the worker (its Lease and its list are the worker's), stopped with it.
+        options["worker_exit"] = lambda _arbiter, _worker: verifier.stop()
     _Gunicorn(app, options).run()
 
 
-def _probe_starter(sock: socket.socket, probes: Probes) -> Callable[[Any], None]:
+def _probe_starter(sock: socket.socket, probes: Probes, verifier: Verifier | None) -> Callable[[Any], None]:
     def serve_probes(worker: Any) -> None:
         ProbeServer(sock, probes).start()
+        if verifier is not None:
+            verifier.start()
 
     return serve_probes

@@ -69,7 +69,7 @@ def _first_that_applies(ctx: Context) -> Action | Skip:
     for name in ctx.policy.alerts[ctx.signal.alert]:
         result = cpu_bound(ctx, name) or run(name, ctx)
         if isinstance(result, Action):
-            result = rails.hysteresis(ctx, result.direction) or result
+            result = rails.hysteresis(ctx, result.direction) or rails.recently_reverted(ctx, name) or result
         if isinstance(result, Action):
             return replace(result, considered=(*considered, Considered(name, None)))
         considered.append(Considered(name, result.reason, result.detail))

@@ -130,6 +130,19 @@ def hysteresis(ctx: Context, direction: str) -> Skip | None:
     )
 
 
+def recently_reverted(ctx: Context, strategy: str) -> Skip | None:
+    """A change the verifier reverted because its rollout stalled would stall again: not retried for a while."""
+    verification = ctx.state.verification
+    if verification is None or verification.result != "reverted" or verification.strategy != strategy:
+        return None
+    ready = verification.since + ctx.policy.verify_revert_window
+    if ctx.now >= ready:
+        return None
+    return Skip(SkipReason.RECENTLY_REVERTED,
+                f"{strategy} was reverted at {verification.since.isoformat()} ({verification.reason}); "
+                f"not tried again before {ready.isoformat()}")
+
+
 def recorded_in(last: LastAction, keys: Sequence[tuple[str, str]]) -> bool:
     """Is the firing recorded in `last` one of `keys`? Times compare as instants, not as spellings."""
     return any(fp == last.fingerprint and _same_time(at, last.starts_at) for fp, at in keys)

@@ -44,6 +44,26 @@ def revert(ctx: Context) -> Action | Skip:
     return _checked(ctx, last, strategy, target)
 
 
+def revert_stalled(ctx: Context) -> Action | Skip:
+    """Action(revert) of a change whose rollout stalled (the verifier's call), or why not.
+
+    Unlike `revert`, no resolved alert is needed and the rollout rail does not apply: the rollout
+    that is in progress is the one being undone. The target, bounds, quota and class checks do.
+    """
+    last = ctx.state.last_action
+    verification = ctx.state.verification
+    if last is None or last.action == "revert" or verification is None or verification.result != "pending":
+        return Skip(SkipReason.NOTHING_TO_REVERT, "no pending change of the reactor's to undo")
+    strategy = f"{last.action}-{last.direction}"
+    target = _target(ctx, last, strategy)
+    if isinstance(target, Skip):
+        return target
+    blocked = rails.first_refusal(ctx, (rails.unsupported_owner,))
+    # No template quota check: the original template's pods ran before the stalled change, and it is
+    # the new pods (more GPUs, another class) that the quota or the Nodes refused. Added pods are checked.
+    return blocked or _checked(ctx, last, strategy, target, template_quota=False)
+
+
 def _fingerprints(ctx: Context) -> set[str]:
     found = {fp for fp, _ in ctx.signal.keys}
     if ctx.signal.fingerprint:
@@ -75,7 +95,8 @@ def _current(ctx: Context, strategy: str, container: str | None) -> object:
     return ctx.workload.priority_class
 
 
-def _checked(ctx: Context, last: LastAction, strategy: str, target: tuple[object, object]) -> Action | Skip:
+def _checked(ctx: Context, last: LastAction, strategy: str, target: tuple[object, object], *,
+             template_quota: bool = True) -> Action | Skip:
     """The revert, after the checks its dimension needs (bounds first, then class exists, autoscaler, quota)."""
     current, original = target
     field = changed_field(strategy)
@@ -98,12 +119,12 @@ def _checked(ctx: Context, last: LastAction, strategy: str, target: tuple[object
         new_pod = pod_gpus(ctx.workload, container=container, gpus=original)
         delta = ctx.replicas * (new_pod - per_pod)
         charged = check_template(ctx, new_pod_gpus=new_pod, new_class=ctx.workload.priority_class,
-                                 what=f"revert of {strategy}")
+                                 what=f"revert of {strategy}") if template_quota else ()
     elif field == "priorityClassName" and isinstance(original, str):
         delta = 0
-        charged = check_priority_class(ctx, original) or check_template(
+        charged = check_priority_class(ctx, original) or (check_template(
             ctx, new_pod_gpus=per_pod, new_class=original, what=f"revert of {strategy}"
-        )
+        ) if template_quota else ())
     else:
         return Skip(SkipReason.NOTHING_TO_REVERT, f"recorded original {original!r} does not fit {field}")
     return charged if isinstance(charged, Skip) else replace(action, gpu_delta=delta, quota_charges=charged)

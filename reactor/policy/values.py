@@ -82,6 +82,12 @@ class Policy:
     cpu_max_m: int = 16_000  # highest CPU limit the reactor sets (millicores)
     cpu_apply_to: str = "pods"
 
+    # Verification after acting (reactor/verifier.py): a rollout not done within verify_timeout is reverted,
+    # and the same strategy is not tried again on that workload within verify_revert_window.
+    verify_timeout: timedelta = timedelta(minutes=10)
+    verify_interval: timedelta = timedelta(seconds=15)
+    verify_revert_window: timedelta = timedelta(hours=6)
+
     @property
     def resizes_pods_in_place(self) -> bool:
         """Does some alert raise CPU on the running pods (pods/resize)? The RBAC grant follows this."""

@@ -30,6 +30,10 @@ REACTOR_METRICS = {
     "reactor_budget_used",
     "reactor_budget_limit",
     "reactor_build_info",
+    "reactor_verifications_total",
+    "reactor_gpus_released",
+    "reactor_gpus_added",
+    "reactor_gpu_seconds_saved_total",
 }
 # Recording rules (level:metric:operations) must be recorded in rules/*.rules.yaml.
 RECORDING = re.compile(r"^gpu_reactor:[a-z0-9_]+:[a-z0-9_]+$")

@@ -273,7 +273,19 @@ def test_cluster_rules_are_exactly_listing_priority_classes(objs: list[dict[str,
 def test_no_other_roles(objs: list[dict[str, Any]]) -> None:
     roles = {(o["kind"], o["metadata"]["name"]) for o in objs if o["kind"] in {"Role", "ClusterRole"}}
     assert roles == {("ClusterRole", "gpu-reactor-workloads"), ("ClusterRole", "gpu-reactor-priorityclasses"),
-                     ("ClusterRole", "gpu-reactor-operators")}
+                     ("ClusterRole", "gpu-reactor-operators"),
+                     ("Role", "gpu-reactor-verifier")}
+
+
+def test_the_verifier_role_touches_one_lease_in_the_reactors_namespace(objs: list[dict[str, Any]]) -> None:
+    """get/update only on the Lease the policy names; create cannot be limited by name (authorized before the
+    object has one); bound in gpu-reactor only, to the reactor's ServiceAccount."""
+    role = one(objs, "Role", "gpu-reactor-verifier")
+    assert role["metadata"]["namespace"] == "gpu-reactor"
+    assert [(r["resources"], r["verbs"], r.get("resourceNames")) for r in role["rules"]] == [
+        (["leases"], ["create"], None), (["leases"], ["get", "update"], ["gpu-reactor-verifier"])]
+    binding = one(objs, "RoleBinding", "gpu-reactor-verifier")
+    assert (binding["metadata"]["namespace"], binding["subjects"]) == ("gpu-reactor", [SA])
 
 
 def test_no_wildcards_and_no_secrets(objs: list[dict[str, Any]]) -> None:
@@ -295,7 +307,7 @@ def test_cluster_wide_bindings_grant_reads_only(objs: list[dict[str, Any]]) -> N
 
 
 def test_role_bindings_are_namespaced_and_match_the_allow_list(objs: list[dict[str, Any]], settings: Settings) -> None:
-    bindings = [o for o in objs if o["kind"] == "RoleBinding"]
+    bindings = [o for o in objs if o["kind"] == "RoleBinding" and o["metadata"]["name"] != "gpu-reactor-verifier"]
     for role in ("gpu-reactor-workloads", "gpu-reactor-operators"):
         bound = [b for b in bindings if b["roleRef"]["name"] == role]
         for b in bound:

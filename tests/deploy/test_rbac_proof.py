@@ -277,6 +277,16 @@ def kueue_priority(r: Reactor) -> Answer:
     return _post(r, [AlertSpec("GPUSaturated", NAMESPACE, p, "server", 0.98, 4) for p in r.pods("queued")])
 
 
+def verify(r: Reactor) -> Answer:
+    """deployment-resize, then one verifier pass once the rollout is done: the replica takes the verifier Lease,
+    finds the Deployment on the Lease's list and marks it verified (issue 14: verify after acting)."""
+    answer = deployment_resize(r)
+    r.sim.settle()
+    assert r.service.verifier is not None
+    r.service.verifier.check_all()
+    return answer
+
+
 Flow = Callable[[Reactor], Answer]
 # What each flow does when every grant is there.
 EXPECTED: dict[str, tuple[Flow, set[tuple[str, ...]]]] = {
@@ -292,6 +302,7 @@ EXPECTED: dict[str, tuple[Flow, set[tuple[str, ...]]]] = {
     "ray-resize": (ray_resize, {("applied", "resize-gpu")}),
     "lws-resize": (lws_resize, {("applied", "resize-gpu")}),
     "kueue-priority": (kueue_priority, {("applied", "set-priority")}),
+    "verify": (verify, {("applied", "resize-gpu")}),
 }
 
 
@@ -319,19 +330,26 @@ CHANGES: dict[str, Callable[[SimCluster], tuple[str, ...]]] = {
         s.get("leaderworkersets", NAMESPACE, "vllm")["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]),),
     "kueue-priority": lambda s: (s.get("deployments", NAMESPACE, "queued")["metadata"]["labels"][
         "kueue.x-k8s.io/priority-class"],),
+    "verify": lambda s: (_template_gpus(s, "deployments", "llm-inference"), _verified(s)),
 }
 BEFORE = {"deployment-resize": ("4",), "statefulset-resize": ("2",), "cronjob-via-job": ("4",), "hpa-check": ("4",),
           "set-priority": ("medium-priority-gpu",), "namespace-wide": ("4", "2"), "cpu-resize": ("2",),
           "notebook-resize": ("4",), "isvc-resize": ("4",), "ray-resize": ("4",), "lws-resize": ("4",),
-          "kueue-priority": ("medium-priority-gpu",)}
+          "kueue-priority": ("medium-priority-gpu",), "verify": ("4", "")}
 AFTER = {"deployment-resize": ("3",), "statefulset-resize": ("3",), "cronjob-via-job": ("1",), "hpa-check": ("1",),
          "set-priority": ("high-priority-gpu",), "namespace-wide": ("3", "1"), "cpu-resize": ("3",),
          "notebook-resize": ("1",), "isvc-resize": ("1",), "ray-resize": ("1",), "lws-resize": ("1",),
-         "kueue-priority": ("high-priority-gpu",)}
+         "kueue-priority": ("high-priority-gpu",), "verify": ("3", "verified")}
 
 
 def _limit(pod_spec: dict[str, Any]) -> str:
     return str(pod_spec["containers"][0]["resources"]["limits"][GPU])
+
+
+def _verified(sim: SimCluster) -> str:
+    raw = (sim.get("deployments", NAMESPACE, "llm-inference")["metadata"].get("annotations") or {}).get(
+        "gpu-reactor.io/verification")
+    return json.loads(raw)["result"] if raw else ""
 
 
 def _gpu_reactor_events(sim: SimCluster) -> list[dict[str, Any]]:
@@ -423,11 +441,16 @@ NEEDED_BY: dict[tuple[str, str, str], tuple[str, str]] = {
     ("kueue.x-k8s.io", "localqueues", "get"): ("kueue-priority", "read"),
     ("kueue.x-k8s.io", "clusterqueues", "get"): ("kueue-priority", "read"),
     ("kueue.x-k8s.io", "workloadpriorityclasses", "list"): ("kueue-priority", "read"),
+    ("coordination.k8s.io", "leases", "get"): ("verify", "lease"),
+    ("coordination.k8s.io", "leases", "create"): ("verify", "lease"),
+    ("coordination.k8s.io", "leases", "update"): ("verify", "lease"),
 }
 
 
 # Grants whose refusal is met once per pod of the flow rather than once in all.
-DENIALS: dict[tuple[str, str, str], int] = {("", "pods", "get"): 3}
+# The Lease's get and create are refused twice: when the action is put on its list, and in the verifier's pass.
+DENIALS: dict[tuple[str, str, str], int] = {("", "pods", "get"): 3, ("coordination.k8s.io", "leases", "get"): 2,
+                                            ("coordination.k8s.io", "leases", "create"): 2}
 
 
 def _forbidden_text(group: str, resource: str, verb: str) -> str:
@@ -459,6 +482,10 @@ def test_each_grant_is_needed(reactor_objects: list[dict[str, Any]], token_file:
         # Each refused object is asked for once per notification; pods are distinct objects, one read each.
         plural, _, subresource = resource.partition("/")
         assert sim.denied == {(verb, plural, subresource): DENIALS.get(grant, 1)}
+        if how == "lease":  # the change stands; without its Lease no replica verifies it
+            assert answer is not None and (answer.code, answer.results) == (200, EXPECTED[flow][1])
+            assert CHANGES[flow](sim) == ("3", "pending")
+            return
         if how == "event":
             assert answer is not None and (answer.code, answer.results) == (200, EXPECTED[flow][1])
             assert CHANGES[flow](sim) == AFTER[flow] and _gpu_reactor_events(sim) == []

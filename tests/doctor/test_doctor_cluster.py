@@ -70,17 +70,19 @@ def _reviews(sim: SimCluster) -> int:
 
 def test_the_required_grants_are_the_proven_ones() -> None:
     """The doctor asks for exactly the grants tests/deploy/test_rbac_proof.py proves needed, no more, no less."""
-    assert sorted(cluster.NAMESPACED + cluster.CPU_IN_PLACE + cluster.CLUSTER) == sorted(NEEDED_BY)
+    grants = cluster.namespaced_grants(_settings()) + cluster.CLUSTER + cluster.KUEUE_CLUSTER + cluster.LEASE
+    assert sorted(grants) == sorted(NEEDED_BY)
 
 
 def test_as_deployed_every_cluster_check_passes(sim: SimCluster, admin_kubeconfig: str) -> None:
     checks = _doctor(_settings(), admin_kubeconfig)
-    names = [f"rbac {NAMESPACE}", "rbac cluster", "priority-classes", f"bounds {NAMESPACE}"]
+    names = [f"rbac {NAMESPACE}", "rbac cluster", "rbac lease", "priority-classes", f"bounds {NAMESPACE}"]
     assert [n for n in checks if n.startswith(("rbac", "priority", "bounds"))] == names
     for name in names:
         assert checks[name].status is Status.OK, checks[name]
-    assert checks[f"rbac {NAMESPACE}"].detail == f"{WHO} may make all 15 calls the reactor makes"
-    assert _reviews(sim) == 16  # one SelfSubjectAccessReview per grant (pods/resize too: the policy resizes CPU)
+    assert checks[f"rbac {NAMESPACE}"].detail == f"{WHO} may make all 24 calls the reactor makes"
+    assert checks["rbac lease"].detail == f"{WHO} may hold the verifier Lease gpu-reactor/gpu-reactor-verifier"
+    assert _reviews(sim) == 30  # one SelfSubjectAccessReview per grant: pods/resize, Kueue and the adapters' kinds too
 
 
 def test_with_the_service_accounts_own_token(sim: SimCluster, tmp_path: Path) -> None:
@@ -88,7 +90,7 @@ def test_with_the_service_accounts_own_token(sim: SimCluster, tmp_path: Path) ->
     kubeconfig = _sa_kubeconfig(sim, tmp_path)
     checks = _doctor(_settings(), kubeconfig, impersonate=None)
     assert checks[f"rbac {NAMESPACE}"].status is Status.OK and checks["rbac cluster"].status is Status.OK
-    assert checks[f"rbac {NAMESPACE}"].detail.startswith("this client may make all 15 calls")
+    assert checks[f"rbac {NAMESPACE}"].detail.startswith("this client may make all 24 calls")
 
 
 def test_without_impersonation_rights_the_kubernetes_checks_fail_clearly(sim: SimCluster, tmp_path: Path) -> None:
@@ -126,7 +128,8 @@ def test_a_namespace_without_quota_or_limitrange_is_a_warning(sim: SimCluster, a
 def test_a_missing_cluster_grant_fails(sim: SimCluster, admin_kubeconfig: str) -> None:
     sim.delete("clusterrolebindings", None, "gpu-reactor-priorityclasses")
     check = _doctor(_settings(), admin_kubeconfig)["rbac cluster"]
-    assert check.status is Status.FAILING and check.detail == f"{WHO} may not: list priorityclasses"
+    assert check.status is Status.FAILING and check.detail == (
+        f"{WHO} may not: list priorityclasses, get clusterqueues, list workloadpriorityclasses")
 
 
 def test_the_command_exits_0_with_warnings_only(sim: SimCluster, admin_kubeconfig: str,
@@ -134,5 +137,5 @@ def test_the_command_exits_0_with_warnings_only(sim: SimCluster, admin_kubeconfi
     code = main(["doctor", "--kubeconfig", admin_kubeconfig, "--config", str(POLICY), "--as", WHO])
     lines = capsys.readouterr().out.splitlines()
     assert code == 0
-    assert [ln.split()[0] for ln in lines] == ["warning", "warning", "ok", "ok", "ok", "ok"]
+    assert [ln.split()[0] for ln in lines] == ["warning", "warning", "ok", "ok", "ok", "ok", "ok"]
     assert lines[0].startswith("warning  prometheus") and "not checked" in lines[0]

@@ -71,6 +71,7 @@ def test_defaults_render_the_reactor_and_nothing_optional() -> None:
     kinds = sorted(o["kind"] for o in render())
     assert kinds == sorted(["ServiceAccount", "ClusterRole", "RoleBinding", "ClusterRole", "ClusterRoleBinding",
                             "ClusterRole", "RoleBinding",  # the operators' resources (adapters.builtin)
+                            "Role", "RoleBinding",
                             "ConfigMap", "ConfigMap", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy"])
 
 

@@ -32,7 +32,7 @@ def test_the_grants_are_the_proven_ones_bound_once_per_allowed_namespace(count: 
     allowed = [NAMESPACE] + [f"team-{i}" for i in range(1, count)]
     objs = render({"policy": {"namespaces": {"allow": allowed}}})
     assert sorted((g, r, v) for _, g, r, v in _grants(objs)) == sorted(NEEDED_BY)
-    bindings = [o for o in objs if o["kind"] == "RoleBinding"]
+    bindings = [o for o in objs if o["kind"] == "RoleBinding" and o["roleRef"]["kind"] == "ClusterRole"]
     for role in ("gpu-reactor-workloads", "gpu-reactor-operators"):  # both bound once per allowed namespace
         bound = [b for b in bindings if b["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io",
                                                           "kind": "ClusterRole", "name": role}]
@@ -45,7 +45,9 @@ def test_the_grants_are_the_proven_ones_bound_once_per_allowed_namespace(count: 
     assert [g[1:] for g in cluster_grants] == [("scheduling.k8s.io", "priorityclasses", "list"),
                                                ("kueue.x-k8s.io", "clusterqueues", "get"),
                                                ("kueue.x-k8s.io", "workloadpriorityclasses", "list")]
-    assert not [o for o in objs if o["kind"] == "Role"], "namespaced grants come from the one ClusterRole"
+    (lease_role,) = [o for o in objs if o["kind"] == "Role"]  # the workload grants come from the one ClusterRole
+    assert (lease_role["metadata"]["namespace"], lease_role["rules"][1]["resourceNames"]) == (
+        "gpu-reactor", ["gpu-reactor-verifier"])
 
 
 @pytest.mark.parametrize("flow", ["deployment-resize", "cronjob-via-job", "set-priority"])

@@ -18,6 +18,7 @@ from reactor.annotations import (
     MIN_REPLICAS,
     MODE,
     ORIGINAL,
+    VERIFICATION,
     read_state,
     state_annotations,
 )
@@ -117,9 +118,11 @@ def _resize(from_value=4, to_value=2, *, direction="down") -> Action:
     return Action("resize-gpu", direction, REF, "server", from_value, to_value, f"resize-gpu-{direction}", gpu_delta=-4)
 
 
-def test_first_change_writes_all_three():
+def test_first_change_writes_all_three_and_a_pending_verification():
     written = state_annotations(_resize(), signal(value=0.2), workload(), POLICY.cooldown, NOW)
-    assert set(written) == {LAST_ACTION, COOLDOWN_UNTIL, ORIGINAL}
+    assert set(written) == {LAST_ACTION, COOLDOWN_UNTIL, ORIGINAL, VERIFICATION}
+    assert json.loads(written[VERIFICATION]) == {"result": "pending", "strategy": "resize-gpu-down",
+                                                 "since": "2025-03-01T12:00:00Z", "reason": ""}
     assert json.loads(written[LAST_ACTION]) == {
         "action": "resize-gpu", "direction": "down", "container": "server", "from": 4, "to": 2,
         "alert": "GPUUnderutilized", "fingerprint": "fp-a", "startsAt": KEY[1], "time": "2025-03-01T12:00:00Z"}

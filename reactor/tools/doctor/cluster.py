@@ -24,19 +24,51 @@ NAMESPACED: tuple[tuple[str, str, str], ...] = (
 # Only when the policy raises CPU on running pods (Policy.resizes_pods_in_place).
 CPU_IN_PLACE: tuple[tuple[str, str, str], ...] = (("", "pods/resize", "patch"),)
 CLUSTER: tuple[tuple[str, str, str], ...] = (("scheduling.k8s.io", "priorityclasses", "list"),)
+# Kueue-admitted workloads: the LocalQueue in the namespace, its ClusterQueue and the WorkloadPriorityClasses.
+KUEUE_NAMESPACED: tuple[tuple[str, str, str], ...] = (("kueue.x-k8s.io", "localqueues", "get"),)
+KUEUE_CLUSTER: tuple[tuple[str, str, str], ...] = (("kueue.x-k8s.io", "clusterqueues", "get"),
+                                                   ("kueue.x-k8s.io", "workloadpriorityclasses", "list"))
+# The verifier's Lease, in verify.leaseNamespace: get/update on it by name (verify.leaseName), create on leases.
+LEASE: tuple[tuple[str, str, str], ...] = (("coordination.k8s.io", "leases", "get"),
+                                           ("coordination.k8s.io", "leases", "create"),
+                                           ("coordination.k8s.io", "leases", "update"))
 BOUNDS_FIX = ("growth is then bounded only by the policy's gpus.max/replicas.max: apply deploy/base "
               "(or the gpu-reactor-base chart) to the namespace")
 RBAC_FIX = "bind ClusterRole gpu-reactor-workloads there (chart: list it in policy.namespaces.allow)"
 
 
-def _denied(kube: KubeGateway, grants: tuple[tuple[str, str, str], ...], namespace: str) -> list[str]:
+def _denied(kube: KubeGateway, grants: tuple[tuple[str, str, str], ...], namespace: str,
+            name: str = "") -> list[str]:
     return [f"{verb} {resource}" for group, resource, verb in grants
-            if not kube.access_review(verb=verb, group=group, resource=resource, namespace=namespace)]
+            if not kube.access_review(verb=verb, group=group, resource=resource, namespace=namespace,
+                                      name="" if verb == "create" else name)]
+
+
+def _lease(kube: KubeGateway, settings: Settings, who: str) -> list[Check]:
+    namespace, name = settings.server.lease_namespace, settings.server.lease_name
+    if namespace is None or name is None:
+        return []
+    denied = _denied(kube, LEASE, namespace, name)
+    if denied:
+        return [failing("rbac lease", f"{who} may not: {', '.join(denied)} (Lease {namespace}/{name})",
+                        "apply deploy/reactor/rbac-lease.yaml (the chart grants it): no replica verifies rollouts")]
+    return [ok("rbac lease", f"{who} may hold the verifier Lease {namespace}/{name}")]
+
+
+def operator_grants(settings: Settings) -> tuple[tuple[str, str, str], ...]:
+    """get/patch on the resources of the enabled adapters (adapters.builtin and adapters.custom)."""
+    return tuple((a.group, a.plural, verb) for a in settings.adapters for verb in ("get", "patch"))
+
+
+def namespaced_grants(settings: Settings) -> tuple[tuple[str, str, str], ...]:
+    """Every namespaced call the reactor makes under this policy."""
+    cpu = CPU_IN_PLACE if settings.policy.resizes_pods_in_place else ()
+    return NAMESPACED + cpu + KUEUE_NAMESPACED + operator_grants(settings)
 
 
 def rbac(kube: KubeGateway, settings: Settings, who: str) -> list[Check]:
     checks = []
-    grants = NAMESPACED + (CPU_IN_PLACE if settings.policy.resizes_pods_in_place else ())
+    grants = namespaced_grants(settings)
     for namespace in settings.policy.allow:
         name = f"rbac {namespace}"
         denied = _denied(kube, grants, namespace)
@@ -44,13 +76,13 @@ def rbac(kube: KubeGateway, settings: Settings, who: str) -> list[Check]:
             checks.append(failing(name, f"{who} may not: {', '.join(denied)}", RBAC_FIX))
         else:
             checks.append(ok(name, f"{who} may make all {len(grants)} calls the reactor makes"))
-    denied = _denied(kube, CLUSTER, "")
+    denied = _denied(kube, CLUSTER + KUEUE_CLUSTER, "")
     if denied:
         checks.append(failing("rbac cluster", f"{who} may not: {', '.join(denied)}",
                               "bind ClusterRole gpu-reactor-priorityclasses with a ClusterRoleBinding"))
     else:
-        checks.append(ok("rbac cluster", f"{who} may list priorityclasses"))
-    return checks
+        checks.append(ok("rbac cluster", f"{who} may list priorityclasses and read Kueue's queues and classes"))
+    return checks + _lease(kube, settings, who)
 
 
 def priority_classes(kube: KubeGateway, settings: Settings) -> Check:

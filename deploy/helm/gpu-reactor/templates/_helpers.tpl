@@ -64,5 +64,7 @@ release's own namespace always denied (the reactor never acts on itself). */}}
 {{- $_ := set $policy "namespaces" $namespaces -}}
 {{- $server := merge (dict "tokenFile" "/etc/gpu-reactor/token/token" "listen" (printf "0.0.0.0:%d" (int .Values.ports.http)) "probeListen" (printf "0.0.0.0:%d" (int .Values.ports.metrics))) (omit ($policy.server | default dict) "listen" "probeListen" "tokenFile") -}}
 {{- $_ := set $policy "server" $server -}}
+{{- $lease := dict "leaseNamespace" .Release.Namespace "leaseName" (printf "%s-verifier" (include "gpu-reactor.fullname" .)) -}}
+{{- $_ := set $policy "verify" (merge $lease (omit ($policy.verify | default dict) "leaseNamespace" "leaseName")) -}}
 {{- toYaml $policy -}}
 {{- end -}}

@@ -1,0 +1,99 @@
+"""The verifier Lease against the embedded cluster: leader election with resourceVersion preconditions, the
+bounded list of pending verifications (hostile entries dropped), and the verifier thread's start and stop."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from reactor.kube import KubeGateway
+from reactor.lease import PENDING, VerifierLease, pending_refs
+from reactor.metrics import Metrics
+from reactor.model import WorkloadRef
+from reactor.settings import Kube
+from reactor.sim import SimCluster
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+REF = WorkloadRef("Deployment", "ml-workloads", "trainer")
+
+
+@pytest.fixture
+def kube() -> Iterator[KubeGateway]:
+    with SimCluster().start() as sim:
+        sim.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpu-reactor"}})
+        gateway = KubeGateway.for_url(sim.url, Kube(qps=1000, burst=1000), Metrics(CollectorRegistry()))
+        yield gateway
+        gateway.close()
+
+
+def _lease(kube: KubeGateway, identity: str) -> VerifierLease:
+    return VerifierLease(kube, namespace="gpu-reactor", name="verifier", identity=identity,
+                         duration=timedelta(seconds=15))
+
+
+def test_one_holder_at_a_time_and_takeover_only_after_expiry(kube: KubeGateway) -> None:
+    a, b = _lease(kube, "a"), _lease(kube, "b")
+    assert a.lead(T0) and not b.lead(T0 + timedelta(seconds=5))
+    assert a.lead(T0 + timedelta(seconds=10))  # renewed
+    assert not b.lead(T0 + timedelta(seconds=24))  # 10 + 15 not yet passed
+    assert b.lead(T0 + timedelta(seconds=26)) and not a.lead(T0 + timedelta(seconds=27))
+    spec = kube.get_lease("gpu-reactor", "verifier")["spec"]
+    assert (spec["holderIdentity"], spec["leaseTransitions"]) == ("b", 1)
+
+
+def test_a_stale_read_loses_the_race_with_a_409(kube: KubeGateway) -> None:
+    """Both replicas read the expired Lease; the first update wins, the second (stale resourceVersion) is a 409
+    and that replica stands by instead of overwriting: the optimistic concurrency client-go's election uses."""
+    a, b = _lease(kube, "a"), _lease(kube, "b")
+    assert a.lead(T0)
+    stale = kube.get_lease("gpu-reactor", "verifier")
+    assert b.lead(T0 + timedelta(seconds=20))
+    stale["spec"]["holderIdentity"] = "a"
+    assert not a._update(stale)
+    assert kube.get_lease("gpu-reactor", "verifier")["spec"]["holderIdentity"] == "b"
+
+
+def test_an_update_without_a_resource_version_is_refused_before_it_is_sent(kube: KubeGateway) -> None:
+    with pytest.raises(ValueError, match="resourceVersion"):
+        kube.update_lease("gpu-reactor", "verifier", {"metadata": {"name": "verifier"}, "spec": {}})
+
+
+def test_the_pending_list_is_shared_and_bounded(kube: KubeGateway) -> None:
+    a, b = _lease(kube, "a"), _lease(kube, "b")
+    a.add(REF, T0)
+    b.add(WorkloadRef("StatefulSet", "ml-workloads", "t2"), T0)
+    assert a.pending() == {REF, WorkloadRef("StatefulSet", "ml-workloads", "t2")}
+    b.remove(REF, T0)
+    assert a.pending() == {WorkloadRef("StatefulSet", "ml-workloads", "t2")}
+
+
+def test_hostile_entries_on_the_list_are_dropped() -> None:
+    raw = json.dumps(["Deployment/ml/ok", "Pod/ml/p", "Deployment/ML/bad", "Secret/ml/s", "a/b", 7,
+                      "Deployment/ml/x/y"])
+    assert pending_refs({"metadata": {"annotations": {PENDING: raw}}}) == {WorkloadRef("Deployment", "ml", "ok")}
+    assert pending_refs({"metadata": {"annotations": {PENDING: "{not json"}}}) == set()
+
+
+def test_the_verifier_thread_runs_passes_and_stops(kube: KubeGateway, token_file: object) -> None:
+    from reactor.app.assembly import assemble
+    from tests.support import make_settings
+
+    settings = make_settings(token_file, verify={"interval": "1s", "leaseName": None})  # type: ignore[arg-type]
+    service = assemble(settings, kube=kube, metrics=Metrics(CollectorRegistry()))
+    verifier = service.verifier
+    assert verifier is not None and verifier.lease is None
+    passes: list[int] = []
+    original = verifier.check_all
+    verifier.check_all = lambda: passes.append(original()) or 0  # type: ignore[method-assign]
+    verifier.start()
+    deadline = time.monotonic() + 10
+    while not passes and time.monotonic() < deadline:
+        time.sleep(0.1)
+    verifier.stop()
+    assert passes == [0] * len(passes) and passes
+    assert verifier._thread is not None and not verifier._thread.is_alive()
