@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .cache import ALL, Miss, Store
 from .errors import PermanentError
 from .kube import KubeGateway, NotFound
 from .model import WorkloadRef
@@ -62,11 +63,18 @@ class Reader:
     at most `unknown_limit` such controller names per notification are looked up (pods of one
     ReplicaSet share one), so a notification naming hundreds of vanished or invented pods costs a
     bounded number of API requests.
+
+    With a watch-fed `cache` (reactor/cache.py), the cached kinds are read from it where it is synced
+    (a miss there means "does not exist"); pods and uncached kinds are read from the API. After
+    `forget` (a write, a 409), that object is read from the API, never the cache, for the rest of the
+    notification: the re-read after a conflict must see what the server holds now.
     """
 
     def __init__(self, kube: KubeGateway, unknown_limit: int = 1 << 30, deadline: float = float("inf"),
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, cache: Store | None = None) -> None:
         self.kube = kube
+        self._cache = cache
+        self._fresh: set[tuple[str, str, str]] = set()
         self._unknown_limit = unknown_limit
         self._unknown_names: set[tuple[str, str]] = set()
         self._deadline, self._clock = deadline, clock
@@ -77,10 +85,17 @@ class Reader:
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         """The object, or None if it does not exist; each (kind, namespace, name) is read once."""
+        if self._cache is not None and (kind, namespace, name) not in self._fresh:
+            cached = self._cache.lookup(kind, namespace, name)
+            if not isinstance(cached, Miss):
+                return cached
         return self._once((kind, namespace, name), self._objects, lambda: self._get_or_none(kind, namespace, name))
 
     def list_objects(self, kind: str, namespace: str) -> list[dict[str, Any]]:
         """Every object of a kind in a namespace; each (kind, namespace) is listed once."""
+        cached = self._cache.objects(kind, namespace) if self._cache is not None else None
+        if isinstance(cached, list):
+            return cached
         return self._once((kind, namespace), self._lists, lambda: self.kube.list_objects(kind, namespace))
 
     def priority_classes(self) -> frozenset[str]:
@@ -89,6 +104,9 @@ class Reader:
 
     def priority_class_objects(self) -> list[dict[str, Any]]:
         """The cluster's PriorityClasses, listed once per notification."""
+        cached = self._cache.objects("PriorityClass", ALL) if self._cache is not None else None
+        if isinstance(cached, list):
+            return cached
         return self._once(("PriorityClass", ""), self._lists, self.kube.list_priority_classes)
 
     def _get_or_none(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
@@ -149,6 +167,7 @@ class Reader:
         """Drop a cached object after a write or a conflict, so the next read is fresh."""
         with self._lock:
             self._objects.pop((kind, namespace, name), None)
+            self._fresh.add((kind, namespace, name))
 
 
 class Owners:

@@ -52,6 +52,7 @@ class Kube:
     burst: int = 40
     timeout: timedelta = timedelta(seconds=10)
     conflict_retries: int = 3
+    watch_cache: bool = False  # read the cached kinds from list+watch informers (reactor/informer.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +145,7 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "kube.burst": ("kube", "burst", bounded(int, 1, 100_000)),
     "kube.timeout": ("kube", "timeout", duration_in(timedelta(seconds=1), timedelta(minutes=5))),
     "kube.conflictRetries": ("kube", "conflict_retries", bounded(int, 0, 20)),
+    "kube.watchCache": ("kube", "watch_cache", boolean),
     "logging.format": ("top", "log_format", choice("json", "text")),
     "logging.level": ("top", "log_level", choice("DEBUG", "INFO", "WARNING", "ERROR")),
 }

@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry
 
 from ..engine import Engine, utcnow
 from ..errors import ConfigError, PermanentError
+from ..informer import Informers
 from ..kube import KubeGateway
 from ..metrics import Metrics
 from ..probes import Probes, Readiness
@@ -29,6 +30,7 @@ class Service:
     engine: Engine
     metrics: Metrics
     kube: KubeGateway
+    informers: Informers | None = None  # started in the serving process (see runner.run), stopped at its exit
 
 
 def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Metrics | None = None,
@@ -43,12 +45,25 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
                            required=not settings.policy.dry_run)
     metrics = metrics or Metrics(registry)
     kube = kube or KubeGateway.connect(settings.kube, metrics)
-    engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock, state_keys=keys)
+    informers = Informers(kube, settings.policy.allow, settings.policy.deny) if settings.kube.watch_cache else None
+    engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock, state_keys=keys,
+                    cache=informers.store if informers else None)
     app = create_app(settings, engine=engine, metrics=metrics, token=token)
-    probes = Probes(metrics, Readiness(kube.version))
+    probes = Probes(metrics, Readiness(_readiness_probe(kube, informers)))
     if not settings.policy.allow:
         log.warning("no namespace is allowed: every alert will be skipped (set namespaces.allow)")
-    return Service(app=app, probes=probes, engine=engine, metrics=metrics, kube=kube)
+    return Service(app=app, probes=probes, engine=engine, metrics=metrics, kube=kube, informers=informers)
+
+
+def _readiness_probe(kube: KubeGateway, informers: Informers | None) -> Callable[[], None]:
+    """Ready when the API server answers and, with the watch cache, every informer has listed once."""
+
+    def probe() -> None:
+        kube.version()
+        if informers is not None:
+            informers.check()
+
+    return probe
 
 
 def check_ladder(service: Service) -> list[str]:

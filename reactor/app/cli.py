@@ -99,7 +99,7 @@ def _serve(config: str | None) -> int:
         log.warning("priority ladder names classes that do not exist", extra={"missing": missing})
     log.info("serving", extra={"listen": settings.server.listen, "probeListen": settings.server.probe_listen,
                                "dryRun": settings.policy.dry_run})
-    run(service.app, settings, service.probes)
+    run(service.app, settings, service.probes, service.informers)
     return 0
 
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import errno
 import socket
-from collections.abc import Callable
 from typing import Any
 
 from flask import Flask
 from gunicorn.app.base import BaseApplication
 from gunicorn.workers import gthread
 
+from ..informer import Informers
 from ..probes import Probes
 from ..settings import Settings
 from .probe_server import ProbeServer, bind_listener
@@ -132,20 +132,24 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
     return options
 
 
-def run(app: Flask, settings: Settings, probes: Probes | None = None) -> None:
+def run(app: Flask, settings: Settings, probes: Probes | None = None, informers: Informers | None = None) -> None:
     """Serve until SIGTERM/SIGINT (gunicorn handles both gracefully); `probes` on their own listener.
 
     The probe socket is bound here, in gunicorn's arbiter, so a port in use fails the start and a
     restarted worker serves the same socket; the worker serves it from a thread of its own.
+    The informers' threads start in the worker too (threads do not survive gunicorn's fork).
     """
     options = gunicorn_options(settings)
-    if probes is not None:
-        options["post_worker_init"] = _probe_starter(bind_listener(settings.server.probe_listen), probes)
+    sock = bind_listener(settings.server.probe_listen) if probes is not None else None
+
+    def worker_init(worker: Any) -> None:
+        if sock is not None and probes is not None:
+            ProbeServer(sock, probes).start()
+        if informers is not None:
+            informers.start()
+
+    options["post_worker_init"] = worker_init
+    if informers is not None:
+        options["worker_exit"] = lambda server, worker: informers.stop()
     _Gunicorn(app, options).run()
 
-
-def _probe_starter(sock: socket.socket, probes: Probes) -> Callable[[Any], None]:
-    def serve_probes(worker: Any) -> None:
-        ProbeServer(sock, probes).start()
-
-    return serve_probes

@@ -1,0 +1,113 @@
+"""Decisions read the watch-fed cache, over real HTTP against the embedded cluster.
+
+A notification on a cached workload reads no workload from the API (the sim's request counters say so);
+a watch answered 410 lists again; a cache that is stale gives a 409 on the conditional write, and the
+re-read (a GET, never the cache) decides the right change; readiness waits for the first list of
+every informer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from reactor import probes
+from reactor.informer import Informers
+from reactor.sim import SimCluster
+from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
+
+GPU = "nvidia.com/gpu"
+WORKLOAD_READS = {"deployments", "replicasets", "statefulsets", "jobs", "cronjobs", "limitranges",
+                  "resourcequotas", "horizontalpodautoscalers", "priorityclasses"}
+
+
+def eventually(check: Callable[[], bool], seconds: float = 10.0) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if check():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+@pytest.fixture
+def cached(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
+    r = build_reactor(sim, make_settings(token_file, kube={"timeout": "2s", "qps": 1000, "burst": 1000,
+                                                           "watchCache": True}))
+    informers = r.service.informers
+    assert informers is not None
+    informers.start()
+    eventually(lambda: not informers.unsynced())
+    try:
+        yield r
+    finally:
+        informers.stop(timeout=5)
+        r.service.kube.close()
+
+
+def informers_of(r: Reactor) -> Informers:
+    assert r.service.informers is not None
+    return r.service.informers
+
+
+def reads(sim: SimCluster) -> dict[tuple[str, str, str], int]:
+    return {k: v for k, v in sim.requests.items() if k[0] == "get" and k[1] in WORKLOAD_READS}
+
+
+def gpus(sim: SimCluster) -> str:
+    spec = sim.get("deployments", NAMESPACE, "llm-inference")["spec"]["template"]["spec"]
+    return str(next(c for c in spec["containers"] if c["name"] == "server")["resources"]["limits"][GPU])
+
+
+def test_a_notification_on_a_cached_workload_reads_no_workload(cached: Reactor) -> None:
+    body = cached.alerts("GPUUnderutilized", "llm-inference", "server")
+    cached.sim.reset_counters()
+    outcomes = cached.post(body).get_json()["outcomes"]
+    assert {(o["result"], o["from"], o["to"]) for o in outcomes} == {("applied", 4, 3)}
+    assert reads(cached.sim) == {}, "Deployment, ReplicaSet, quotas and limits come from the cache"
+    assert {k[1] for k in cached.sim.requests if k[0] == "get"} <= {"pods"}  # ownership checks the pod itself
+    cached.sim.reset_counters()
+    again = cached.post(cached.alerts("GPUUnderutilized", "llm-inference", "server")).get_json()["outcomes"]
+    assert {o["result"] for o in again} == {"skipped"}
+    assert reads(cached.sim) == {}
+
+
+def test_a_watch_answered_410_lists_again(cached: Reactor) -> None:
+    """kube-apiserver answers a watch from a compacted resourceVersion with 410 Gone: the informer relists."""
+    informer = next(i for i in informers_of(cached).informers if i.kind == "Deployment")
+    before = informer.relists
+    cached.sim.inject_fault(verb="watch", resource="deployments", status=410, count=1)
+    eventually(lambda: informer.relists > before)
+    assert cached.sim.requests[("list", "deployments", "")] >= 1 or informer.relists > before
+
+
+def test_a_stale_cache_is_a_409_and_the_reread_decides(cached: Reactor) -> None:
+    informers_of(cached).stop(timeout=5)  # the cache stops following: it still holds 4 GPUs
+    deployment = cached.sim.get("deployments", NAMESPACE, "llm-inference")
+    server = next(c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "server")
+    server["resources"] = {"limits": {GPU: "2"}, "requests": {GPU: "2"}}
+    cached.sim.apply(deployment)
+    cached.sim.settle()
+    body = cached.alerts("GPUUnderutilized", "llm-inference", "server")
+    cached.sim.reset_counters()
+    outcomes = cached.post(body).get_json()["outcomes"]
+    assert {(o["result"], o["from"], o["to"]) for o in outcomes} == {("applied", 2, 1)}
+    assert gpus(cached.sim) == "1"
+    assert cached.sim.requests[("patch", "deployments", "")] == 2  # the stale one (409), then the right one
+    assert cached.sim.requests[("get", "deployments", "")] == 1  # the re-read went to the API
+
+
+def test_readiness_waits_for_the_first_list(sim: SimCluster, token_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(probes, "READY_CACHE_SECONDS", 0.0)
+    r = build_reactor(sim, make_settings(token_file, kube={"timeout": "2s", "watchCache": True}))
+    try:
+        answer = r.probe("/readyz")
+        assert answer.status == 503 and "cache not synced yet" in answer.json()["error"]
+        informers_of(r).start()
+        eventually(lambda: r.probe("/readyz").status == 200)
+    finally:
+        informers_of(r).stop(timeout=5)
+        r.service.kube.close()
