@@ -56,7 +56,9 @@ class Informer:
             try:
                 if self.version is None:
                     self._relist()
-                failures = 0 if self._watch(stop) else failures + 1
+                delivered, lasted = self._watch(stop)
+                # A stream that ends at once is an error (waited on, growing); one that brought events, one wait.
+                failures = 0 if lasted else (1 if delivered else failures + 1)
             except Expired:
                 log.info("watch expired; listing again", extra={"kind": self.kind, "namespace": self.scope})
                 # Expired again right after a list is a server in trouble, not a compaction: wait before listing.
@@ -73,13 +75,14 @@ class Informer:
         self._store.replace(self.kind, self.scope, items)
         self.version, self._listed, self.relists = version, version, self.relists + 1
 
-    def _watch(self, stop: threading.Event) -> bool:
-        """One watch stream, applied; False when it ended too soon to count as healthy."""
-        started = self._clock()
+    def _watch(self, stop: threading.Event) -> tuple[int, bool]:
+        """One watch stream, applied: how many events it brought, and whether it lasted long enough to be healthy."""
+        started, delivered = self._clock(), 0
         events = iter(self._source.watch_events(self.kind, self.scope, self.version or "", self._seconds))
         for event in _until(stop, events):
             self._apply(event)
-        return self._clock() - started >= SHORT_WATCH
+            delivered += 1
+        return delivered, self._clock() - started >= SHORT_WATCH
 
     def _apply(self, event: Obj) -> None:
         kind, obj = event.get("type"), event.get("object") or {}

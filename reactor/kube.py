@@ -165,11 +165,11 @@ class KubeGateway:
 
     def _lister(self, kind: str, namespace: str) -> Callable[..., Any]:
         if kind == "PriorityClass":
-            return self._apis[k8s.SchedulingV1Api].list_priority_class  # type: ignore[no-any-return]
+            return self._apis[k8s.SchedulingV1Api].list_priority_class
         route = _ROUTES[kind]
         api = self._apis[route.api]
         if not namespace:
-            return getattr(api, f"list_{route.suffix.removeprefix('namespaced_')}_for_all_namespaces")  # type: ignore[no-any-return]
+            return getattr(api, f"list_{route.suffix.removeprefix('namespaced_')}_for_all_namespaces")
         method = getattr(api, f"list_{route.suffix}")
         return lambda **kw: method(namespace, **kw)
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .cache import ALL, Miss, Store
+from .cache import ALL, Store
 from .errors import PermanentError
 from .kube import KubeGateway, NotFound
 from .model import WorkloadRef
@@ -83,11 +83,15 @@ class Reader:
         self._refused: dict[tuple[str, ...], PermanentError] = {}
         self._lock = threading.Lock()
 
-    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-        """The object, or None if it does not exist; each (kind, namespace, name) is read once."""
+    def get(self, kind: str, namespace: str, name: str, *, referenced: bool = False) -> dict[str, Any] | None:
+        """The object, or None if it does not exist; each (kind, namespace, name) is read once.
+
+        `referenced`: a controller reference names it, so it existed a moment ago: if the cache does
+        not hold it (a new ReplicaSet the watch has not delivered yet), the API is asked.
+        """
         if self._cache is not None and (kind, namespace, name) not in self._fresh:
             cached = self._cache.lookup(kind, namespace, name)
-            if not isinstance(cached, Miss):
+            if isinstance(cached, dict) or (cached is None and not referenced):
                 return cached
         return self._once((kind, namespace, name), self._objects, lambda: self._get_or_none(kind, namespace, name))
 
@@ -246,7 +250,7 @@ def _walk(reader: Reader, namespace: str, pod_name: str) -> Owner | None:
             break
         if ref.kind not in ("ReplicaSet", "Deployment", "StatefulSet", "Job", "CronJob"):
             return Owner(WorkloadRef(ref.kind, namespace, ref.name), None)
-        parent = reader.get(ref.kind, namespace, ref.name)
+        parent = reader.get(ref.kind, namespace, ref.name, referenced=True)
         if parent is None:
             # The owner is gone (being deleted): nothing safe to patch.
             return Owner(WorkloadRef(ref.kind, namespace, ref.name), None)

@@ -69,6 +69,9 @@ def test_a_notification_on_a_cached_workload_reads_no_workload(cached: Reactor) 
     assert {(o["result"], o["from"], o["to"]) for o in outcomes} == {("applied", 4, 3)}
     assert reads(cached.sim) == {}, "Deployment, ReplicaSet, quotas and limits come from the cache"
     assert {k[1] for k in cached.sim.requests if k[0] == "get"} <= {"pods"}  # ownership checks the pod itself
+    store = informers_of(cached).store
+    eventually(lambda: "gpu-reactor.io/last-action" in (store.lookup("Deployment", NAMESPACE, "llm-inference")
+                                                         or {}).get("metadata", {}).get("annotations", {}))
     cached.sim.reset_counters()
     again = cached.post(cached.alerts("GPUUnderutilized", "llm-inference", "server")).get_json()["outcomes"]
     assert {o["result"] for o in again} == {"skipped"}
@@ -79,9 +82,23 @@ def test_a_watch_answered_410_lists_again(cached: Reactor) -> None:
     """kube-apiserver answers a watch from a compacted resourceVersion with 410 Gone: the informer relists."""
     informer = next(i for i in informers_of(cached).informers if i.kind == "Deployment")
     before = informer.relists
+    cached.sim.reset_counters()
     cached.sim.inject_fault(verb="watch", resource="deployments", status=410, count=1)
     eventually(lambda: informer.relists > before)
-    assert cached.sim.requests[("list", "deployments", "")] >= 1 or informer.relists > before
+    assert cached.sim.requests[("list", "deployments", "")] >= 1
+    assert informers_of(cached).store.synced_for("Deployment", NAMESPACE)
+
+
+def test_a_pod_that_does_not_exist_costs_no_workload_read(cached: Reactor) -> None:
+    """An invented pod name is looked up as `<replicaset>-<suffix>` in the cache: a miss there is "does not exist"."""
+    body = cached.alerts("GPUUnderutilized", "llm-inference", "server")
+    body["alerts"] = body["alerts"][:1]
+    body["alerts"][0]["labels"]["pod"] = "invented-7f9c8d6b5-abcde"
+    cached.sim.reset_counters()
+    (outcome,) = cached.post(body).get_json()["outcomes"]
+    assert outcome["result"] == "skipped"
+    assert reads(cached.sim) == {}
+    assert cached.sim.requests[("get", "pods", "")] == 1
 
 
 def test_a_stale_cache_is_a_409_and_the_reread_decides(cached: Reactor) -> None:
