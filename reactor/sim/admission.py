@@ -11,6 +11,7 @@ from fractions import Fraction
 from typing import Any
 
 from . import quantity, quota_scopes
+from .quota_usage import QuotaUsage
 from .registry import Resource
 from .status import ApiError, forbidden
 from .store import Store
@@ -129,19 +130,40 @@ def _counts(pod: Obj) -> bool:
     return pod.get("status", {}).get("phase") not in ("Succeeded", "Failed")
 
 
+def pod_contribution(quota: Obj, pod: Obj) -> dict[str, Fraction]:
+    """What one pod adds to a quota's keys: its usage if it is live and the quota's scopes track it."""
+    return pod_usage(pod) if _counts(pod) and quota_scopes.matches(quota, pod) else {}
+
+
+def recount(store: Store, quota: Obj) -> dict[str, Fraction]:
+    """The pod usage of one quota summed over every pod of its namespace (what the incremental sums equal)."""
+    totals = {key: Fraction(0) for key in (quota.get("spec") or {}).get("hard") or {}}
+    for pod in store.view("pods", quota["metadata"]["namespace"]):
+        for key, value in pod_contribution(quota, pod).items():
+            if key in totals:
+                totals[key] += value
+    return totals
+
+
+def usage_tracker(store: Store) -> QuotaUsage:
+    """The store's incremental quota usage, registered as its observer on first use."""
+    for observer in store.observers:
+        tracker = getattr(observer, "__self__", None)
+        if isinstance(tracker, QuotaUsage):
+            return tracker
+    tracker = QuotaUsage(pod_contribution)
+    store.observers.append(tracker.observe)
+    return tracker
+
+
 def quota_used(store: Store, registry_plurals: Iterable[tuple[str, str]], quota: Obj) -> dict[str, str]:
     """status.used for one quota: the sum over the namespace's live pods plus object counts."""
     ns, hard = quota["metadata"]["namespace"], (quota.get("spec") or {}).get("hard") or {}
-    totals = {key: Fraction(0) for key in hard}
-    for pod in store.items("pods", ns):
-        if _counts(pod) and quota_scopes.matches(quota, pod):
-            for key, value in pod_usage(pod).items():
-                if key in totals:
-                    totals[key] += value
+    totals = usage_tracker(store).totals(quota, lambda: recount(store, quota))
     for plural, qualified in registry_plurals:
         key = f"count/{qualified}"
         if key in totals and plural != "pods":
-            totals[key] = Fraction(sum(1 for _ in store.items(plural, ns)))
+            totals[key] = Fraction(store.count(plural, ns))
     return {k: quantity.render(v, binary=quantity.is_binary(hard[k])) for k, v in totals.items()}
 
 

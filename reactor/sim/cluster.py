@@ -19,6 +19,7 @@ from . import cronjobs, kubeconfig, manifests, rbac, scheduler, serviceaccounts
 from .authn import MASTERS, Tokens, make_user
 from .controllers import Controllers
 from .faults import Fault, Faults
+from .history import DEFAULT_CAPACITY
 from .objects import Clock
 from .operations import Api
 from .registry import Registry, Resource
@@ -40,13 +41,15 @@ def _utcnow() -> datetime:
 
 
 class SimCluster:
-    def __init__(self, rbac: bool = False, *, clock: Clock | None = None, seed: int = 0) -> None:
+    def __init__(self, rbac: bool = False, *, clock: Clock | None = None, seed: int = 0,
+                 watch_history: int = DEFAULT_CAPACITY) -> None:
         """`rbac=True`: every request needs a bearer token (`add_token`; anonymous requests are 401, as with
         `--anonymous-auth=false`) and RBAC decides it. The admin token (`admin_token`, group system:masters)
-        is what `write_kubeconfig` writes by default. Admin helpers (`apply`, `get`, ...) bypass both."""
+        is what `write_kubeconfig` writes by default. Admin helpers (`apply`, `get`, ...) bypass both.
+        `watch_history`: changes kept per resource for watches to resume from (older ones are 410 Expired)."""
         self.rbac = rbac
         self.registry = Registry()
-        self.store = Store()
+        self.store = Store(watch_history)
         self.api = Api(self.store, self.registry, clock or _utcnow, seed=seed)
         self.faults = Faults()
         self.tokens = Tokens() if rbac else None
@@ -75,6 +78,7 @@ class SimCluster:
     def start(self, host: str = "127.0.0.1", port: int = 0, *, tls: bool = False) -> SimCluster:
         """Serve on host:port (0: any free port). `tls`: https with a self-signed certificate (`ca_file`;
         `write_kubeconfig` embeds it), which kubectl needs before it sends a token."""
+        self._ctx.stopping.clear()
         self._server = SimHTTPServer((host, port), self._ctx)
         if tls:
             self._tls = self._tls or Certificate()
@@ -100,6 +104,7 @@ class SimCluster:
 
     def stop(self) -> None:
         self._stop.set()
+        self._ctx.stopping.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -211,6 +216,10 @@ class SimCluster:
     def denied(self) -> Counter[tuple[str, str, str]]:
         """The requests RBAC refused (403), by the same keys as `requests`."""
         return self._ctx.denied
+
+    def set_bookmark_interval(self, seconds: float) -> None:
+        """How often watches with allowWatchBookmarks get a BOOKMARK (default 1 s)."""
+        self._ctx.bookmark_interval = seconds
 
     def reset_counters(self) -> None:
         with self._ctx.counter_lock:

@@ -27,9 +27,5 @@ class Controllers:
 
     def collect_garbage(self) -> None:
         """Delete objects whose controlling owner no longer exists (background propagation)."""
-        uids = self.api.store.uids()
-        for plural, ns, name in self.api.store.all_keys():
-            obj = self.api.store.get(plural, ns, name)
-            refs = (obj or {}).get("metadata", {}).get("ownerReferences") or []
-            if refs and all(r.get("uid") not in uids for r in refs):
-                self.api.store.delete(plural, ns, name)
+        for plural, ns, name in self.api.store.orphans():
+            self.api.store.delete(plural, ns, name)

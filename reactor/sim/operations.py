@@ -198,14 +198,13 @@ class Api:
 
     def _cascade(self, owner: Obj) -> None:
         """Background garbage collection, done at once: dependents and a namespace's contents go too."""
-        uid, is_ns = owner["metadata"]["uid"], owner.get("kind") == "Namespace"
-        for plural, ns, name in self.store.all_keys():
-            obj = self.store.get(plural, ns, name)
-            if obj is None:
-                continue
-            owned = any(ref.get("uid") == uid for ref in obj["metadata"].get("ownerReferences") or [])
-            if owned or (is_ns and ns == owner["metadata"]["name"]):
-                self.store.delete(plural, ns, name)
+        meta = owner["metadata"]
+        keys = {key for key, _ in self.store.dependents(meta["uid"])}
+        if owner.get("kind") == "Namespace":
+            keys |= {k for k in self.store.all_keys() if k[1] == meta["name"]}
+        for plural, ns, name in sorted(keys):
+            obj = self.store.delete(plural, ns, name)
+            if obj is not None:
                 self._cascade(obj)
 
     # -- scale subresource ------------------------------------------------------------------------

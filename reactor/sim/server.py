@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from . import access, discovery, impersonation, protobuf, protobuf_objects, rbac, routing
+from . import access, discovery, impersonation, protobuf, protobuf_objects, rbac, routing, watch
 from .authn import Tokens, User
 from .faults import Faults
 from .operations import Api
@@ -25,6 +25,8 @@ from .status import ApiError, bad_request, method_not_allowed, path_not_found, u
 
 Obj = dict[str, Any]
 PATCH_TYPES = (STRATEGIC, MERGE, JSON_PATCH)
+WATCH_POLL = 0.25  # seconds: how often an idle watch stream looks at its deadline and the stop flag
+BOOKMARK_INTERVAL = 1.0  # seconds between BOOKMARKs (upstream: about a minute; short so tests see them)
 LIST_KINDS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
@@ -37,6 +39,8 @@ class Context:
         self.requests: Counter[tuple[str, str, str]] = Counter()
         self.denied: Counter[tuple[str, str, str]] = Counter()
         self.counter_lock = threading.Lock()
+        self.stopping = threading.Event()  # set on stop: open watch streams end
+        self.bookmark_interval = BOOKMARK_INTERVAL
 
     def count(self, key: tuple[str, str, str], *, denied: bool = False) -> None:
         with self.counter_lock:
@@ -127,15 +131,15 @@ class Handler(BaseHTTPRequestHandler):
             self._answer_access(route, user, body, content_type)
             return
         try:
+            if verb == "watch" and not route.subresource:
+                self._stream_watch(watch.options(route.resource, route.namespace, query))
+                return
             with ctx.api.store.lock:
                 code, answer = dispatch(ctx.api, method, verb, route, query, body, content_type)
         except ApiError as e:
             self._send(e.code, e.body(), e.headers)
             return
-        if verb == "watch":
-            self._send_watch(answer)
-        else:
-            self._send(code, answer)
+        self._send(code, answer)
 
     def _answer_access(self, route: routing.Route, user: User | None, body: bytes, content_type: str) -> None:
         """`body` as transcoded by `protobuf_objects` (JSON where it knows the kind; the raw protobuf otherwise)."""
@@ -185,19 +189,47 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _send_watch(self, answer: Obj) -> None:
-        """A watch answers the current objects as ADDED events, then ends (no long-lived streams yet)."""
-        lines = b"".join(json.dumps({"type": "ADDED", "object": o}).encode() + b"\n" for o in answer["items"])
+    def _stream_watch(self, opts: watch.Options) -> None:
+        """A watch: newline-delimited WatchEvents in chunks of one 200 response, until timeoutSeconds,
+        the client leaves or the server stops (then a clean end of the chunked body)."""
+        store = self.server.ctx.api.store
+        with store.lock:
+            events, cursor = watch.begin(store, opts)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(lines)))
+        self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        self.wfile.write(lines)
+        try:
+            self._write_events(events)
+            if cursor is not None:
+                self._follow(opts, cursor, time.monotonic() + opts.timeout)
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+            self.close_connection = True
+
+    def _follow(self, opts: watch.Options, cursor: int, deadline: float) -> None:
+        store, ctx = self.server.ctx.api.store, self.server.ctx
+        next_bookmark = time.monotonic() + ctx.bookmark_interval
+        while not ctx.stopping.is_set() and (now := time.monotonic()) < deadline:
+            with store.changed:
+                if store.resource_version == cursor:
+                    store.changed.wait(max(0.0, min(deadline, next_bookmark, now + WATCH_POLL) - now))
+                events, cursor = watch.events_after(store, opts, cursor)
+            if opts.bookmarks and time.monotonic() >= next_bookmark:
+                events.append(watch.bookmark(opts.resource, cursor))
+                next_bookmark = time.monotonic() + ctx.bookmark_interval
+            self._write_events(events)
+
+    def _write_events(self, events: list[Obj]) -> None:
+        for event in events:
+            data = json.dumps(event).encode() + b"\n"
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
 
 
 def _verb(method: str, route: routing.Route, query: dict[str, str]) -> str:
     if method == "GET" and route.name is None:
-        return "watch" if query.get("watch") in ("true", "1") else "list"
+        return "watch" if watch.is_watch(query) else "list"
     if method == "DELETE" and route.name is None:
         return "deletecollection"
     return LIST_KINDS.get(method, method.lower())
@@ -235,7 +267,7 @@ def dispatch(api: Api, method: str, verb: str, route: routing.Route, query: dict
     dry_run = query.get("dryRun") == "All"
     if sub and verb not in ("get", "update", "patch"):
         raise method_not_allowed()  # subresources (status, scale, resize) serve get, update and patch only
-    if verb in ("list", "watch"):
+    if verb == "list":
         items, rv = api.list(res, ns, query.get("labelSelector"), query.get("fieldSelector"))
         return 200, {"kind": f"{res.kind}List", "apiVersion": res.api_version,
                      "metadata": {"resourceVersion": rv}, "items": items}

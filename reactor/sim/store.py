@@ -1,24 +1,37 @@
 """The object store: every object by (resource plural, namespace, name), with a global resourceVersion.
 
-It does no validation, admission or HTTP; callers hold the cluster lock. It keeps deep copies so no
-caller can mutate stored state by accident.
+It does no validation, admission or HTTP; callers hold the cluster lock. `get` and `items` hand out
+deep copies for callers that mutate; `view` and `dependents` hand out the stored objects themselves,
+which callers must only read (a stored object is never mutated: `put` stores a fresh copy). Every
+change is recorded in the watch `History`, passed to the `observers` (incremental quota usage) and
+wakes the watches waiting on `changed`. Indexes: by resource, by owner uid, by uid.
 """
 
 from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from .history import Change, History
 
 Obj = dict[str, Any]
 Key = tuple[str, str, str]
+Observer = Callable[[str, Change], None]
 
 
 class Store:
-    def __init__(self) -> None:
+    def __init__(self, history: int | None = None) -> None:
         self.lock = threading.RLock()
+        self.changed = threading.Condition(self.lock)
+        self.history = History(history) if history is not None else History()
+        self.observers: list[Observer] = []
         self._objects: dict[Key, Obj] = {}
+        self._by_plural: dict[str, dict[tuple[str, str], Obj]] = {}
+        self._dependents: dict[str | None, set[Key]] = {}  # owner uid -> objects naming it in ownerReferences
+        self._uids: Counter[str] = Counter()
         self._rv = 0
         self._uid = 0
 
@@ -43,23 +56,85 @@ class Store:
         stored = copy.deepcopy(obj)
         stored.setdefault("metadata", {})["resourceVersion"] = str(self._rv)
         meta = stored["metadata"]
-        self._objects[(plural, meta.get("namespace") or "", meta["name"])] = stored
+        key = (plural, meta.get("namespace") or "", meta["name"])
+        prev = self._objects.get(key)
+        if prev is not None:
+            self._unindex(key, prev)
+        self._index(key, stored)
+        self._record(plural, Change(self._rv, stored, prev))
         return copy.deepcopy(stored)
 
     def delete(self, plural: str, namespace: str | None, name: str) -> Obj | None:
-        obj = self._objects.pop((plural, namespace or "", name), None)
+        key = (plural, namespace or "", name)
+        obj = self._objects.get(key)
         if obj is not None:
+            self._unindex(key, obj)
             self._rv += 1
+            self._record(plural, Change(self._rv, None, obj))
         return obj
+
+    def _index(self, key: Key, obj: Obj) -> None:
+        self._objects[key] = obj
+        self._by_plural.setdefault(key[0], {})[(key[1], key[2])] = obj
+        self._uids[obj["metadata"].get("uid", "")] += 1
+        for ref in obj["metadata"].get("ownerReferences") or []:
+            self._dependents.setdefault(ref.get("uid"), set()).add(key)
+
+    def _unindex(self, key: Key, obj: Obj) -> None:
+        del self._objects[key]
+        del self._by_plural[key[0]][(key[1], key[2])]
+        uid = obj["metadata"].get("uid", "")
+        self._uids[uid] -= 1
+        if not self._uids[uid]:
+            del self._uids[uid]
+        for ref in obj["metadata"].get("ownerReferences") or []:
+            keys = self._dependents.get(ref.get("uid"))
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._dependents[ref.get("uid")]
+
+    def _record(self, plural: str, change: Change) -> None:
+        for observe in self.observers:
+            observe(plural, change)
+        with self.changed:
+            self.history.record(plural, change)
+            self.changed.notify_all()
+
+    def view(self, plural: str, namespace: str | None = None) -> list[Obj]:
+        """The stored objects of one resource (one namespace, or all), sorted by namespace and name: read only."""
+        objs = self._by_plural.get(plural, {})
+        keys = sorted(k for k in objs if namespace is None or k[0] == namespace)
+        return [objs[k] for k in keys]
 
     def items(self, plural: str, namespace: str | None = None) -> Iterator[Obj]:
         """Copies of the objects of one resource (one namespace, or all), sorted by namespace and name."""
-        keys = sorted(k for k in self._objects if k[0] == plural and (namespace is None or k[1] == namespace))
-        for key in keys:
-            yield copy.deepcopy(self._objects[key])
+        for obj in self.view(plural, namespace):
+            yield copy.deepcopy(obj)
+
+    def count(self, plural: str, namespace: str | None = None) -> int:
+        objs = self._by_plural.get(plural, {})
+        return len(objs) if namespace is None else sum(1 for k in objs if k[0] == namespace)
+
+    def dependents(self, owner_uid: str, plural: str | None = None) -> list[tuple[Key, Obj]]:
+        """The stored objects (read only) whose ownerReferences name this uid, sorted by key."""
+        keys = sorted(k for k in self._dependents.get(owner_uid, ()) if plural is None or k[0] == plural)
+        return [(k, self._objects[k]) for k in keys]
+
+    def orphans(self) -> list[Key]:
+        """Objects with ownerReferences of which no owner exists (by uid), sorted."""
+        out = set()
+        for uid, keys in self._dependents.items():
+            if uid in self._uids:
+                continue
+            for key in keys:
+                refs = self._objects[key]["metadata"].get("ownerReferences") or []
+                if all(r.get("uid") not in self._uids for r in refs):
+                    out.add(key)
+        return sorted(out)
 
     def all_keys(self) -> list[Key]:
         return sorted(self._objects)
 
     def uids(self) -> set[str]:
-        return {o["metadata"].get("uid", "") for o in self._objects.values()}
+        return set(self._uids)
