@@ -14,10 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from prometheus_client import CollectorRegistry
+
 from reactor import probes
 from reactor.informer import Informers
+from reactor.kube import KubeGateway
+from reactor.metrics import Metrics
 from reactor.sim import SimCluster
-from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
+from tests.support import HERE, NAMESPACE, Reactor, build_reactor, make_settings
 
 GPU = "nvidia.com/gpu"
 WORKLOAD_READS = {"deployments", "replicasets", "statefulsets", "jobs", "cronjobs", "limitranges",
@@ -78,15 +82,36 @@ def test_a_notification_on_a_cached_workload_reads_no_workload(cached: Reactor) 
     assert reads(cached.sim) == {}
 
 
-def test_a_watch_answered_410_lists_again(cached: Reactor) -> None:
-    """kube-apiserver answers a watch from a compacted resourceVersion with 410 Gone: the informer relists."""
-    informer = next(i for i in informers_of(cached).informers if i.kind == "Deployment")
-    before = informer.relists
-    cached.sim.reset_counters()
-    cached.sim.inject_fault(verb="watch", resource="deployments", status=410, count=1)
-    eventually(lambda: informer.relists > before)
-    assert cached.sim.requests[("list", "deployments", "")] >= 1
-    assert informers_of(cached).store.synced_for("Deployment", NAMESPACE)
+def test_a_watch_that_expires_lists_again(token_file: Path) -> None:
+    """kube-apiserver's watch cache answers a resourceVersion older than its window with a 410 Expired ERROR
+    event: the informer lists again and catches up on what it missed."""
+    with SimCluster(watch_history=3).start() as sim:
+        sim.load_manifests((HERE / "fixtures" / "cluster.yaml").read_text())
+        sim.settle()
+        metrics = Metrics(CollectorRegistry())
+        kube = KubeGateway.for_url(sim.url, make_settings(token_file).kube, metrics)
+        informers = Informers(kube, [NAMESPACE], watch_seconds=1)
+        informer = next(i for i in informers.informers if i.kind == "Deployment")
+        informers.start()
+        try:
+            eventually(lambda: not informers.unsynced())
+            watches = sim.requests[("watch", "deployments", "")]
+            sim.inject_fault(verb="watch", resource="deployments", status=500, count=3)  # ~3 s off the stream
+            eventually(lambda: sim.requests[("watch", "deployments", "")] > watches + 1)
+            for n in range(5):  # more changes than the window keeps
+                annotate(sim, {"team/touched": str(n)})
+            eventually(lambda: informer.relists == 2)
+            cached = informers.store.lookup("Deployment", NAMESPACE, "llm-inference")
+            assert isinstance(cached, dict) and cached["metadata"]["annotations"]["team/touched"] == "4"
+        finally:
+            informers.stop(timeout=5)
+            kube.close()
+
+
+def annotate(sim: SimCluster, annotations: dict[str, str]) -> None:
+    obj = sim.get("deployments", NAMESPACE, "llm-inference")
+    obj["metadata"].setdefault("annotations", {}).update(annotations)
+    sim.apply(obj)
 
 
 def test_a_pod_that_does_not_exist_costs_no_workload_read(cached: Reactor) -> None:
