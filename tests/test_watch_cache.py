@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
 from prometheus_client import CollectorRegistry
 
 from reactor import probes
