@@ -49,6 +49,7 @@ class Informer:
         self.version: str | None = None  # None: list before watching
         self._listed: str | None = None  # the version the last list answered
         self.relists = 0
+        self.error = ""  # the refusal that stopped this informer following, "" while it follows
 
     def run(self, stop: threading.Event) -> None:
         failures = 0
@@ -59,6 +60,8 @@ class Informer:
                 delivered, lasted = self._watch(stop)
                 # A stream that ends at once is an error (waited on, growing); one that brought events, one wait.
                 failures = 0 if lasted else (1 if delivered else failures + 1)
+                if lasted or delivered:
+                    self.error = ""  # following again
             except Expired:
                 log.info("watch expired; listing again", extra={"kind": self.kind, "namespace": self.scope})
                 # Expired again right after a list is a server in trouble, not a compaction: wait before listing.
@@ -66,9 +69,18 @@ class Informer:
                 self.version = None
             except (TemporaryError, PermanentError) as e:
                 failures += 1
-                log.warning("list/watch failed", extra={"kind": self.kind, "namespace": self.scope, "error": str(e)})
+                self._failed(e)
             if failures:
                 stop.wait(min(MAX_BACKOFF, 0.2 * 2 ** min(failures, 10)))
+
+    def _failed(self, e: TemporaryError | PermanentError) -> None:
+        log.warning("list/watch failed", extra={"kind": self.kind, "namespace": self.scope, "error": str(e)})
+        if isinstance(e, PermanentError):
+            # Refused (403 after an RBAC change, say): the cache can no longer follow, so reads go to the API
+            # and readiness names the refusal until a list succeeds again.
+            self.error = str(e)
+            self._store.unsync(self.kind, self.scope)
+            self.version = None
 
     def _relist(self) -> None:
         items, version = self._source.list_page(self.kind, self.scope)
@@ -130,8 +142,8 @@ class Informers:
             thread.join(max(0.0, deadline - time.monotonic()))
 
     def unsynced(self) -> list[str]:
-        return [f"{i.kind} in {i.scope or 'all namespaces'}" for i in self.informers
-                if not self.store.synced_for(i.kind, i.scope)]
+        return [f"{i.kind} in {i.scope or 'all namespaces'}" + (f" ({i.error})" if i.error else "")
+                for i in self.informers if i.error or not self.store.synced_for(i.kind, i.scope)]
 
     def check(self) -> None:
         """Readiness: raises TemporaryError until every informer has finished its first list."""

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from reactor.cache import ALL, MISS, Store
-from reactor.errors import TemporaryError
+from reactor.errors import PermanentError, TemporaryError
 from reactor.informer import CACHED, Informer, Informers, scopes
 from reactor.kube import Expired
 
@@ -209,3 +209,22 @@ def test_scopes_follow_the_allowed_namespaces() -> None:
     assert ("ReplicaSet", "ml") in pairs and ("Job", "b") in pairs
     assert not [p for p in pairs if p[1] == "kube-system"]
     assert ("PriorityClass", ALL) in pairs and ("HorizontalPodAutoscaler", "ml") in pairs
+
+
+def test_a_refused_watch_unsyncs_and_readiness_names_the_refusal(running: Callable[[Informer], None]) -> None:
+    """A 403 (an RBAC grant taken away) stops the cache following: reads go to the API, /readyz says why."""
+    source, store = FakeSource(), Store(CACHED)
+    refusal = PermanentError('watch deployments: 403 Forbidden: cannot watch resource "deployments"', status=403)
+
+    def refused(*_: object) -> Iterator[Obj]:
+        raise refusal
+
+    source.watch_events = refused  # type: ignore[method-assign]
+    informers = Informers(source, ["ml"], watch_seconds=1)
+    informers.start()
+    try:
+        eventually(lambda: any("403 Forbidden" in u for u in informers.unsynced()))
+        with pytest.raises(TemporaryError, match="cannot watch resource"):
+            informers.check()
+    finally:
+        informers.stop(timeout=5)
