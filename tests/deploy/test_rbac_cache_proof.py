@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from reactor.informer import Informers
-from reactor.sim import SimCluster
 from tests.deploy.deploy_helpers import render
 from tests.deploy.test_rbac_proof import (
     CACHE_NEEDED,
