@@ -93,6 +93,12 @@ class FakeSource:
         yield {"type": "BOOKMARK", "object": {"kind": "Deployment", "metadata": {"resourceVersion": str(version)}}}
 
 
+def held(store: Store, name: str) -> Obj:
+    """The cached Deployment `name` in namespace ml, or {} when the store holds none (or cannot say)."""
+    found = store.lookup("Deployment", "ml", name)
+    return found if isinstance(found, dict) else {}
+
+
 def eventually(check: Callable[[], bool], seconds: float = 5.0) -> None:
     end = time.monotonic() + seconds
     while time.monotonic() < end:
@@ -146,7 +152,7 @@ def test_first_list_then_watch_applies_added_modified_deleted(running: Callable[
     source.change("ADDED", deployment("b"))
     source.change("MODIFIED", deployment("a", spec={"replicas": 3}))
     source.change("DELETED", deployment("b"))
-    eventually(lambda: (store.lookup("Deployment", "ml", "a") or {}).get("spec") == {"replicas": 3})
+    eventually(lambda: held(store, "a").get("spec") == {"replicas": 3})
     eventually(lambda: store.lookup("Deployment", "ml", "b") is None and informer.version == str(source.version))
     assert source.lists == 1  # watched from the list's version, never listed again
 
@@ -176,7 +182,7 @@ def test_an_expired_watch_lists_again_and_catches_up(running: Callable[[Informer
         source.events.clear()
     eventually(lambda: source.lists == 2, seconds=6)
     eventually(lambda: store.lookup("Deployment", "ml", "c") is not None)
-    assert (store.lookup("Deployment", "ml", "a") or {}).get("spec") == {"replicas": 7}
+    assert held(store, "a").get("spec") == {"replicas": 7}
     assert informer.relists == 2
 
 
@@ -211,15 +217,15 @@ def test_scopes_follow_the_allowed_namespaces() -> None:
     assert ("PriorityClass", ALL) in pairs and ("HorizontalPodAutoscaler", "ml") in pairs
 
 
-def test_a_refused_watch_unsyncs_and_readiness_names_the_refusal(running: Callable[[Informer], None]) -> None:
+def test_a_refused_watch_unsyncs_and_readiness_names_the_refusal() -> None:
     """A 403 (an RBAC grant taken away) stops the cache following: reads go to the API, /readyz says why."""
-    source, store = FakeSource(), Store(CACHED)
+    source = FakeSource()
     refusal = PermanentError('watch deployments: 403 Forbidden: cannot watch resource "deployments"', status=403)
 
     def refused(*_: object) -> Iterator[Obj]:
         raise refusal
 
-    source.watch_events = refused  # type: ignore[method-assign]
+    source.watch_events = refused  # type: ignore[method-assign,assignment]
     informers = Informers(source, ["ml"], watch_seconds=1)
     informers.start()
     try:

@@ -73,8 +73,12 @@ def test_a_notification_on_a_cached_workload_reads_no_workload(cached: Reactor) 
     assert reads(cached.sim) == {}, "Deployment, ReplicaSet, quotas and limits come from the cache"
     assert {k[1] for k in cached.sim.requests if k[0] == "get"} <= {"pods"}  # ownership checks the pod itself
     store = informers_of(cached).store
-    eventually(lambda: "gpu-reactor.io/last-action" in (store.lookup("Deployment", NAMESPACE, "llm-inference")
-                                                         or {}).get("metadata", {}).get("annotations", {}))
+
+    def written() -> bool:
+        found = store.lookup("Deployment", NAMESPACE, "llm-inference")
+        return isinstance(found, dict) and "gpu-reactor.io/last-action" in found["metadata"].get("annotations", {})
+
+    eventually(written)  # the watch delivered the reactor's own write
     cached.sim.reset_counters()
     again = cached.post(cached.alerts("GPUUnderutilized", "llm-inference", "server")).get_json()["outcomes"]
     assert {o["result"] for o in again} == {"skipped"}
