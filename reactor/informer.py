@@ -98,6 +98,8 @@ class Informer:
 
     def _apply(self, event: Obj) -> None:
         kind, obj = event.get("type"), event.get("object") or {}
+        if not isinstance(obj, dict):
+            raise TemporaryError(f"watch {self.kind}: an event whose object is not an object")
         if kind == "ERROR":
             if obj.get("code") == 410 or obj.get("reason") in ("Expired", "Gone"):
                 raise Expired(str(obj.get("message") or "resourceVersion too old"), status=410)

@@ -157,8 +157,11 @@ class KubeGateway:
         try:
             for line in response:
                 if line.strip():
-                    yield json.loads(line)
-        except (urllib3.exceptions.HTTPError, OSError) as e:
+                    event = json.loads(line)
+                    if not isinstance(event, dict):
+                        raise ValueError("a watch event that is not a JSON object")
+                    yield event
+        except (urllib3.exceptions.HTTPError, OSError, ValueError) as e:
             raise TemporaryError(f"watch {_resource(kind)}: {type(e).__name__}: {e}") from e
         finally:
             response.release_conn()

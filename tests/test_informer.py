@@ -234,3 +234,22 @@ def test_a_refused_watch_unsyncs_and_readiness_names_the_refusal() -> None:
             informers.check()
     finally:
         informers.stop(timeout=5)
+
+
+def test_a_malformed_event_is_an_error_that_is_retried_not_the_end_of_the_informer(
+        running: Callable[[Informer], None]) -> None:
+    source, store = FakeSource(), Store(CACHED)
+    streams = source.watch_events
+    calls: list[str] = []
+
+    def junk_first(kind: str, namespace: str, version: str, seconds: int) -> Iterator[Obj]:
+        calls.append(version)
+        if len(calls) == 1:
+            return iter([{"type": "ADDED", "object": ["not", "an", "object"]}])
+        return streams(kind, namespace, version, seconds)
+
+    source.watch_events = junk_first  # type: ignore[method-assign]
+    running(Informer(source, store, "Deployment", "ml", watch_seconds=1))
+    eventually(lambda: len(calls) >= 2)
+    source.change("ADDED", deployment("late"))
+    eventually(lambda: held(store, "late") != {})
