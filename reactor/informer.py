@@ -38,6 +38,8 @@ class Source(Protocol):
 
     def watch_events(self, kind: str, namespace: str, version: str, seconds: int) -> Iterable[Obj]: ...
 
+    def end_watches(self) -> None: ...
+
 
 class Informer:
     """Keeps one (kind, scope) of the store current; `run` returns when `stop` is set."""
@@ -126,6 +128,7 @@ class Informers:
         self.store = Store(CACHED)
         self.informers = [Informer(source, self.store, kind, scope, watch_seconds=watch_seconds)
                           for kind, scope in scopes(allow, deny)]
+        self._source = source
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -137,8 +140,9 @@ class Informers:
             self._threads.append(thread)
 
     def stop(self, timeout: float = 2.0) -> None:
-        """Ask every loop to end; a loop blocked in a watch read ends when that stream does (daemon threads)."""
+        """End every loop: the stop is set, then the open watch streams are ended so no read stays blocked."""
         self._stop.set()
+        self._source.end_watches()
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))

@@ -94,6 +94,8 @@ class KubeGateway:
         self._limiter = RateLimiter(settings.qps, settings.burst)
         self._metrics = metrics
         self._retries = retries
+        self._watches: set[Any] = set()  # open watch responses, so `end_watches` can end them
+        self._watches_lock = threading.Lock()
 
     # --- construction -------------------------------------------------------------------
 
@@ -154,6 +156,8 @@ class KubeGateway:
                  "timeout_seconds": seconds}
         send = lambda **kw: self._lister(kind, namespace)(**query, **kw)  # noqa: E731
         response = self._open("watch", _resource(kind), send, seconds + self._timeout)
+        with self._watches_lock:
+            self._watches.add(response)
         try:
             for line in response:
                 if line.strip():
@@ -164,7 +168,17 @@ class KubeGateway:
         except (urllib3.exceptions.HTTPError, OSError, ValueError) as e:
             raise TemporaryError(f"watch {_resource(kind)}: {type(e).__name__}: {e}") from e
         finally:
+            with self._watches_lock:
+                self._watches.discard(response)
             response.release_conn()
+
+    def end_watches(self) -> None:
+        """End every open watch stream now, from any thread (a blocked read returns; the informer sees its stop)."""
+        with self._watches_lock:
+            open_now = list(self._watches)
+        for response in open_now:
+            shutdown = getattr(response, "shutdown", None)  # urllib3 ≥ 2.3 interrupts a read blocked in another thread
+            (shutdown or response.close)()
 
     def _lister(self, kind: str, namespace: str) -> Callable[..., Any]:
         if kind == "PriorityClass":

@@ -55,6 +55,10 @@ class FakeSource:
             self.events.append((self.version, {"type": kind, "object": stored}))
             self._cond.notify_all()
 
+    def end_watches(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
     def compact(self) -> None:
         """Forget the history: every watch from an older version is now Expired."""
         with self._cond:

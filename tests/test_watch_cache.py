@@ -156,3 +156,20 @@ def test_readiness_waits_for_the_first_list(sim: SimCluster, token_file: Path, m
     finally:
         informers_of(r).stop(timeout=5)
         r.service.kube.close()
+
+
+def test_stop_ends_the_informers_at_once_even_in_long_watches(sim: SimCluster, token_file: Path) -> None:
+    """Watches of 5 minutes (the default) are ended by `stop`: no thread is left blocked in a read."""
+    sim._ctx.bookmark_interval = 60.0  # as upstream (about a minute): the streams stay silent
+    kube = KubeGateway.for_url(sim.url, make_settings(token_file).kube, Metrics(CollectorRegistry()))
+    informers = Informers(kube, [NAMESPACE])
+    informers.start()
+    try:
+        eventually(lambda: not informers.unsynced())
+        eventually(lambda: sum(n for k, n in sim.requests.items() if k[0] == "watch") == len(informers.informers))
+        started = time.monotonic()
+        informers.stop(timeout=5)
+        assert time.monotonic() - started < 3
+        assert not [t.name for t in informers._threads if t.is_alive()]
+    finally:
+        kube.close()
