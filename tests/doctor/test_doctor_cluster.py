@@ -21,7 +21,7 @@ from reactor.sim import SimCluster
 from reactor.tools.doctor import Sources, cluster, connect_cluster, diagnose
 from reactor.tools.doctor.report import Check, Status
 from tests.deploy.deploy_helpers import DEPLOY, render
-from tests.deploy.test_rbac_proof import NEEDED_BY, _cluster
+from tests.deploy.test_rbac_proof import CACHE_NEEDED, NEEDED_BY, _cluster
 from tests.support import NAMESPACE
 
 WHO = "system:serviceaccount:gpu-reactor:gpu-reactor"
@@ -71,6 +71,7 @@ def _reviews(sim: SimCluster) -> int:
 def test_the_required_grants_are_the_proven_ones() -> None:
     """The doctor asks for exactly the grants tests/deploy/test_rbac_proof.py proves needed, no more, no less."""
     assert sorted(cluster.NAMESPACED + cluster.CLUSTER) == sorted(NEEDED_BY)
+    assert sorted(cluster.CACHE_NAMESPACED + cluster.CACHE_CLUSTER) == sorted(CACHE_NEEDED)
 
 
 def test_as_deployed_every_cluster_check_passes(sim: SimCluster, admin_kubeconfig: str) -> None:
@@ -79,8 +80,9 @@ def test_as_deployed_every_cluster_check_passes(sim: SimCluster, admin_kubeconfi
     assert [n for n in checks if n.startswith(("rbac", "priority", "bounds"))] == names
     for name in names:
         assert checks[name].status is Status.OK, checks[name]
-    assert checks[f"rbac {NAMESPACE}"].detail == f"{WHO} may make all 14 calls the reactor makes"
-    assert _reviews(sim) == 15  # one SelfSubjectAccessReview per grant
+    # 14 calls, and 13 list/watch for kube.watchCache (on in the deployed policy)
+    assert checks[f"rbac {NAMESPACE}"].detail == f"{WHO} may make all 27 calls the reactor makes"
+    assert _reviews(sim) == 29  # one SelfSubjectAccessReview per grant
 
 
 def test_with_the_service_accounts_own_token(sim: SimCluster, tmp_path: Path) -> None:
@@ -88,7 +90,7 @@ def test_with_the_service_accounts_own_token(sim: SimCluster, tmp_path: Path) ->
     kubeconfig = _sa_kubeconfig(sim, tmp_path)
     checks = _doctor(_settings(), kubeconfig, impersonate=None)
     assert checks[f"rbac {NAMESPACE}"].status is Status.OK and checks["rbac cluster"].status is Status.OK
-    assert checks[f"rbac {NAMESPACE}"].detail.startswith("this client may make all 14 calls")
+    assert checks[f"rbac {NAMESPACE}"].detail.startswith("this client may make all 27 calls")
 
 
 def test_without_impersonation_rights_the_kubernetes_checks_fail_clearly(sim: SimCluster, tmp_path: Path) -> None:
@@ -126,7 +128,7 @@ def test_a_namespace_without_quota_or_limitrange_is_a_warning(sim: SimCluster, a
 def test_a_missing_cluster_grant_fails(sim: SimCluster, admin_kubeconfig: str) -> None:
     sim.delete("clusterrolebindings", None, "gpu-reactor-priorityclasses")
     check = _doctor(_settings(), admin_kubeconfig)["rbac cluster"]
-    assert check.status is Status.FAILING and check.detail == f"{WHO} may not: list priorityclasses"
+    assert check.status is Status.FAILING and check.detail == f"{WHO} may not: list priorityclasses, watch priorityclasses"
 
 
 def test_the_command_exits_0_with_warnings_only(sim: SimCluster, admin_kubeconfig: str,

@@ -24,6 +24,13 @@ NAMESPACED: tuple[tuple[str, str, str], ...] = (
     ("autoscaling", "horizontalpodautoscalers", "list"),
 )
 CLUSTER: tuple[tuple[str, str, str], ...] = (("scheduling.k8s.io", "priorityclasses", "list"),)
+# What the read cache adds (kube.watchCache): list+watch of the cached kinds (test_rbac_proof.CACHE_NEEDED).
+CACHE_NAMESPACED: tuple[tuple[str, str, str], ...] = tuple(
+    (g, r, v) for g, r in (("apps", "replicasets"), ("apps", "deployments"), ("apps", "statefulsets"),
+                           ("batch", "jobs"), ("batch", "cronjobs")) for v in ("list", "watch")
+) + (("", "limitranges", "watch"), ("", "resourcequotas", "watch"),
+     ("autoscaling", "horizontalpodautoscalers", "watch"))
+CACHE_CLUSTER: tuple[tuple[str, str, str], ...] = (("scheduling.k8s.io", "priorityclasses", "watch"),)
 BOUNDS_FIX = ("growth is then bounded only by the policy's gpus.max/replicas.max: apply deploy/base "
               "(or the gpu-reactor-base chart) to the namespace")
 RBAC_FIX = "bind ClusterRole gpu-reactor-workloads there (chart: list it in policy.namespaces.allow)"
@@ -36,19 +43,21 @@ def _denied(kube: KubeGateway, grants: tuple[tuple[str, str, str], ...], namespa
 
 def rbac(kube: KubeGateway, settings: Settings, who: str) -> list[Check]:
     checks = []
+    cached = settings.kube.watch_cache
+    namespaced = NAMESPACED + (CACHE_NAMESPACED if cached else ())
     for namespace in settings.policy.allow:
         name = f"rbac {namespace}"
-        denied = _denied(kube, NAMESPACED, namespace)
+        denied = _denied(kube, namespaced, namespace)
         if denied:
             checks.append(failing(name, f"{who} may not: {', '.join(denied)}", RBAC_FIX))
         else:
-            checks.append(ok(name, f"{who} may make all {len(NAMESPACED)} calls the reactor makes"))
-    denied = _denied(kube, CLUSTER, "")
+            checks.append(ok(name, f"{who} may make all {len(namespaced)} calls the reactor makes"))
+    denied = _denied(kube, CLUSTER + (CACHE_CLUSTER if cached else ()), "")
     if denied:
         checks.append(failing("rbac cluster", f"{who} may not: {', '.join(denied)}",
                               "bind ClusterRole gpu-reactor-priorityclasses with a ClusterRoleBinding"))
     else:
-        checks.append(ok("rbac cluster", f"{who} may list priorityclasses"))
+        checks.append(ok("rbac cluster", f"{who} may list{' and watch' if cached else ''} priorityclasses"))
     return checks
 
 
