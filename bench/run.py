@@ -3,7 +3,7 @@
 1. webhook overhead: the reactor (`reactor serve`, gunicorn) on its cooldown path against a bare
    Flask echo under the same gunicorn settings, and the load generator against a raw socket server;
 2. the alert storm on the embedded cluster, and the same storm handled the naive way;
-3. latency to effect; 4. the reactor worker's memory.
+3. latency to effect; 4. the reactor worker's memory; 5. the embedded cluster's settle time at 10,000 pods.
 Nothing is asserted on time: the machine is shared and noisy; the numbers are reported.
 """
 
@@ -26,7 +26,7 @@ from typing import Any
 if __package__ in (None, ""):  # `python bench/run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import procs  # noqa: E402
+from bench import procs, sim_scale  # noqa: E402
 from bench.cache_memory import cache_memory  # noqa: E402
 from bench.latency import run_latency  # noqa: E402
 from bench.loadgen import write_bodies  # noqa: E402
@@ -106,6 +106,7 @@ class Bench:
         memory.update(self._memory(reactor, worker, fleet, storm_at))
         self.results["memory"] = memory
         self.results["latency"] = run_latency(self.sim, self.tmp, self.token, self.latency_runs)
+        self.results["sim_settle"] = sim_scale.measure()
 
     def _webhook(self, reactor: procs.Child, policy: Path, fleet: Fleet, storm_at: datetime) -> dict[str, Any]:
         """Generator ceiling, echo and reactor, size by size, with the same bodies: new firings on

@@ -109,12 +109,11 @@ def start_sim() -> SimCluster:
 
 
 def build_cluster(sim: SimCluster, *, replicas: int = REPLICAS, latency_workloads: int = LATENCY_WORKLOADS) -> None:
-    """Seed and settle. The simulator recomputes quota usage over every pod of a namespace on each
-    write, so creating 1,000 pods under a quota is quadratic; the quotas are added once the pods run."""
+    """Seed and settle, the quotas in place before the first pod (the simulator keeps quota usage incrementally)."""
     docs, quotas = manifests(replicas=replicas, latency_workloads=latency_workloads)
-    sim.apply(docs)
-    sim.settle()
+    sim.apply([d for d in docs if d["kind"] != "Deployment"])
     sim.apply(quotas)
+    sim.apply([d for d in docs if d["kind"] == "Deployment"])
     sim.settle()
 
 

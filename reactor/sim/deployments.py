@@ -46,7 +46,8 @@ def surge_and_unavailable(deploy: Obj) -> tuple[int, int]:
 
 
 def replica_sets(api: Api, deploy: Obj) -> list[Obj]:
-    return [rs for rs in api.store.items("replicasets", deploy["metadata"]["namespace"]) if controlled_by(rs, deploy)]
+    return [copy.deepcopy(rs) for _, rs in api.store.dependents(deploy["metadata"]["uid"], "replicasets")
+            if controlled_by(rs, deploy)]
 
 
 def sync(api: Api, deploy: Obj) -> None:

@@ -23,7 +23,7 @@ def _same(a: str, b: str) -> bool:
 def record(api: Api, obj: Obj, *, type_: str, reason: str, message: str, component: str) -> None:
     meta = obj["metadata"]
     ns = meta.get("namespace") or "default"
-    for ev in api.store.items("events", ns):
+    for ev in api.store.view("events", ns):
         inv = ev.get("involvedObject") or {}
         if inv.get("uid") == meta["uid"] and ev.get("reason") == reason and _same(ev.get("message", ""), message):
             return
@@ -39,4 +39,4 @@ def record(api: Api, obj: Obj, *, type_: str, reason: str, message: str, compone
         "reportingComponent": component, "reportingInstance": "",
     }
     event["metadata"].update(uid=api.store.next_uid(), creationTimestamp=now)
-    api.store.put("events", event)
+    api.store.adopt("events", event)

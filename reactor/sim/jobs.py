@@ -7,6 +7,7 @@ Finished pods stay, as they do upstream until the Job goes. NonIndexed completio
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from . import events
@@ -35,7 +36,7 @@ def finished(job: Obj) -> str | None:
 
 
 def owned_pods(api: Api, job: Obj) -> list[Obj]:
-    return [p for p in api.store.items("pods", job["metadata"]["namespace"]) if controlled_by(p, job)]
+    return [copy.deepcopy(p) for _, p in api.store.dependents(job["metadata"]["uid"], "pods") if controlled_by(p, job)]
 
 
 def sync(api: Api, job: Obj) -> None:

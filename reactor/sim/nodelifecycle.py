@@ -40,7 +40,7 @@ def sync_all(api: Api) -> None:
 
 def evict(api: Api, nodes: dict[str, Obj]) -> None:
     """Delete every active pod whose node has a NoExecute taint it does not tolerate (or no longer does)."""
-    for pod in api.store.items("pods"):
+    for pod in api.store.view("pods"):
         node = nodes.get(pod["spec"].get("nodeName", ""))
         if node is None or not is_active(pod):
             continue

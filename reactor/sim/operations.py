@@ -6,7 +6,6 @@ admission, validation, optimistic concurrency, then the store. It speaks no HTTP
 
 from __future__ import annotations
 
-import copy
 import random
 from typing import Any
 
@@ -16,7 +15,7 @@ from .objects import Clock, Obj
 from .registry import Registry, Resource
 from .selectors import SelectorError, parse_fields, parse_labels, selector_string
 from .status import FieldError, bad_request, conflict, generic_invalid, invalid, not_found
-from .store import Store
+from .store import Store, clone
 
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -73,14 +72,14 @@ class Api:
                 self.registry.add_crd(obj)
             except ValueError as e:
                 raise invalid(res, meta["name"], [FieldError("spec", "Required value", str(e))]) from e
-        stored = self.store.put(res.plural, obj)
+        stored = self.store.adopt(res.plural, obj)  # obj is this call's own copy (`_normalise`)
         self.after_write(res, meta.get("namespace"))
-        return stored
+        return clone(stored)
 
     def _normalise(self, res: Resource, ns: str | None, body: Obj) -> Obj:
         if not isinstance(body, dict):
             raise bad_request("the body of the request was not a JSON object")
-        obj = copy.deepcopy(body)
+        obj = clone(body)
         obj["apiVersion"], obj["kind"] = body.get("apiVersion") or res.api_version, body.get("kind") or res.kind
         if obj["kind"] != res.kind:
             raise bad_request(f"the API version in the data ({obj['apiVersion']}) does not match the expected "
@@ -141,7 +140,7 @@ class Api:
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise conflict(res, name)
         if subresource == "status":
-            new = dict(copy.deepcopy(old), status=new.get("status", {}))
+            new = dict(clone(old), status=new.get("status", {}))
         elif subresource == "resize":
             new = self._prepare_resize(res, old, new)
         else:
@@ -238,12 +237,11 @@ class Api:
         """The resource-quota controller's part, done synchronously: keep status.used current."""
         if not ns:
             return
-        for quota in self.store.items("resourcequotas", ns):
+        for quota in self.store.view("resourcequotas", ns):
             hard = (quota.get("spec") or {}).get("hard") or {}
             status = {"hard": dict(hard), "used": admission.quota_used(self.store, self.plurals(), quota)}
-            if quota.get("status") != status:
-                quota["status"] = status
-                self.store.put("resourcequotas", quota)
+            if quota.get("status") != status:  # a new stored version; the old one, shared parts included, stays as is
+                self.store.adopt("resourcequotas", dict(quota, metadata=dict(quota["metadata"]), status=status))
 
 
 class _Hex0(str):

@@ -5,6 +5,7 @@ Pure arithmetic; no knowledge of pods or quotas.
 
 from __future__ import annotations
 
+import functools
 import re
 from fractions import Fraction
 
@@ -22,7 +23,13 @@ def parse(value: object) -> Fraction:
         raise ValueError(f"quantities must match the regular expression: {value!r}")
     if isinstance(value, (int, float)):
         return Fraction(str(value))
-    m = _RE.match(str(value).strip())
+    return _parse_text(str(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(value: str) -> Fraction:
+    """Cached: quota and scheduling parse the same few quantities of thousands of pods (Fractions are immutable)."""
+    m = _RE.match(value.strip())
     if not m:
         raise ValueError("quantities must match the regular expression "
                          "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")

@@ -17,6 +17,7 @@ from .history import Change
 
 Obj = dict[str, Any]
 Totals = dict[str, Fraction]
+SHAPE_CACHE = 1024
 Contribution = Callable[[Obj, Obj], Totals]  # (quota, pod) -> what the pod adds to that quota's keys
 
 
@@ -24,11 +25,19 @@ class QuotaUsage:
     def __init__(self, contribution: Contribution) -> None:
         self.contribution = contribution
         self._sums: dict[str, dict[str, tuple[Obj, Totals]]] = {}  # namespace -> shape -> (quota, totals)
+        self._shapes: dict[int, tuple[Obj, str]] = {}
 
-    @staticmethod
-    def shape(quota: Obj) -> str:
+    def shape(self, quota: Obj) -> str:
+        """The quota's hard keys and scopes as a key; remembered per spec object (stored specs never change)."""
         spec = quota.get("spec") or {}
-        return json.dumps([sorted(spec.get("hard") or {}), spec.get("scopes"), spec.get("scopeSelector")])
+        known = self._shapes.get(id(spec))
+        if known is not None and known[0] is spec:
+            return known[1]
+        if len(self._shapes) >= SHAPE_CACHE:
+            self._shapes.clear()
+        shape = json.dumps([sorted(spec.get("hard") or {}), spec.get("scopes"), spec.get("scopeSelector")])
+        self._shapes[id(spec)] = (spec, shape)
+        return shape
 
     def totals(self, quota: Obj, recount: Callable[[], Totals]) -> Totals:
         """The pod usage for this quota: kept sums, or `recount()` the first time this shape is seen."""
@@ -44,11 +53,24 @@ class QuotaUsage:
             return
         pod = change.obj if change.obj is not None else change.prev
         assert pod is not None
+        if _same_usage(change.prev, change.obj):
+            return
         for quota, totals in self._sums.get(pod["metadata"].get("namespace") or "", {}).values():
             if change.prev is not None:
                 _add(totals, self.contribution(quota, change.prev), -1)
             if change.obj is not None:
                 _add(totals, self.contribution(quota, change.obj), 1)
+
+
+def _same_usage(prev: Obj | None, obj: Obj | None) -> bool:
+    """A write that leaves spec and phase alone (binding aside) changes no quota's usage: what a pod counts
+    and which scopes match it come from its spec and phase only."""
+    if prev is None or obj is None:
+        return False
+    if (prev.get("status") or {}).get("phase") != (obj.get("status") or {}).get("phase"):
+        return False
+    before, after = prev.get("spec") or {}, obj.get("spec") or {}
+    return before is after or {**before, "nodeName": None} == {**after, "nodeName": None}
 
 
 def _add(totals: Totals, amounts: Totals, sign: int) -> None:

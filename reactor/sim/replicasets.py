@@ -23,7 +23,8 @@ def sync_all(api: Api) -> None:
 
 
 def owned_pods(api: Api, owner: Obj) -> list[Obj]:
-    return [p for p in api.store.items("pods", owner["metadata"]["namespace"])
+    """The owner's active pods as stored (read only), through the store's owner index."""
+    return [p for _, p in api.store.dependents(owner["metadata"]["uid"], "pods")
             if controlled_by(p, owner) and is_active(p)]
 
 
@@ -85,4 +86,4 @@ def _write_status(api: Api, rs: Obj, failure: str | None) -> None:
         status["conditions"] = conds
     if current.get("status") != status:
         current["status"] = status
-        api.store.put("replicasets", current)
+        api.store.adopt("replicasets", current)

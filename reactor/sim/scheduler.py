@@ -8,7 +8,7 @@ evicts or preempts (NoExecute evictions belong to nodelifecycle).
 
 from __future__ import annotations
 
-import copy
+import json
 from fractions import Fraction
 from typing import Any
 
@@ -18,6 +18,7 @@ from .objects import set_condition, timestamp
 from .operations import Api
 from .ownership import is_active
 from .selectors import match_label_selector
+from .store import clone
 
 Obj = dict[str, Any]
 NO_NODES = "no nodes available to schedule pods"  # ErrNoNodesAvailable
@@ -74,24 +75,32 @@ def _misfits(node: Obj, pod: Obj, needs: dict[str, Fraction], free: dict[str, Fr
 
 
 def schedule(api: Api) -> None:
-    pods = list(api.store.items("pods"))
+    """Read the stored pods and nodes without copying; copy only the pods it writes."""
+    pods = api.store.view("pods")
     pending = [p for p in pods if is_active(p) and not p["spec"].get("nodeName")]
     if pending:
-        nodes = list(api.store.items("nodes"))
+        nodes = api.store.view("nodes")
         free = _free_by_node(nodes, pods)
+        first_fit: dict[str, int] = {}
         for pod in pending:
-            _schedule_one(api, pod, nodes, free)
-    for pod in api.store.items("pods"):
+            _schedule_one(api, clone(pod), nodes, free, first_fit)
+    for pod in api.store.view("pods"):
         if pod["spec"].get("nodeName") and pod.get("status", {}).get("phase") == "Pending":
-            _run(api, pod)
-        elif pod.get("status", {}).get("phase") == "Running":
-            _actuate_resize(api, pod)
+            _run(api, clone(pod))
+        elif pod.get("status", {}).get("phase") == "Running" and _resize_pending(pod):
+            _actuate_resize(api, clone(pod))
 
 
 def _status_resources(container: Obj) -> Obj:
     """What a resize-capable kubelet reports in containerStatuses[*].resources: the container's
     resources as applied (here: as in spec, at once)."""
-    return copy.deepcopy(container.get("resources") or {})
+    return clone(container.get("resources") or {})
+
+
+def _resize_pending(pod: Obj) -> bool:
+    specs = {c["name"]: c.get("resources") or {} for c in pod["spec"].get("containers") or []}
+    return any(s.get("name") in specs and "running" in (s.get("state") or {})
+               and s.get("resources") != specs[s["name"]] for s in pod["status"].get("containerStatuses") or [])
 
 
 def _actuate_resize(api: Api, pod: Obj) -> None:
@@ -106,24 +115,37 @@ def _actuate_resize(api: Api, pod: Obj) -> None:
             status["resources"] = _status_resources(spec)
             changed = True
     if changed:
-        api.store.put("pods", pod)
+        api.store.adopt("pods", pod)
 
 
-def _schedule_one(api: Api, pod: Obj, nodes: list[Obj], free: dict[str, dict[str, Fraction]]) -> None:
+def _fit_key(pod: Obj, needs: dict[str, Fraction]) -> str:
+    """Pods with the same needs, tolerations and node selector fit the same nodes."""
+    spec = pod.get("spec") or {}
+    return json.dumps([sorted((k, str(v)) for k, v in needs.items()), spec.get("tolerations"),
+                       spec.get("nodeSelector")], sort_keys=True)
+
+
+def _schedule_one(api: Api, pod: Obj, nodes: list[Obj], free: dict[str, dict[str, Fraction]],
+                  first_fit: dict[str, int]) -> None:
+    """First fit in node order. Free room only shrinks within a round, so a pod like one placed before
+    starts where that one fit: the nodes before it did not fit then and do not now (same answer, fewer scans)."""
     if not nodes:
         _unschedulable(api, pod, NO_NODES)
         return
-    reasons: dict[str, int] = {}
     needs = requests_of(pod)
-    for node in nodes:
+    key = _fit_key(pod, needs)
+    for index in range(first_fit.get(key, 0), len(nodes)):
+        node = nodes[index]
         room = free[node["metadata"]["name"]]
-        misfits = _misfits(node, pod, needs, room)
-        if not misfits:
+        if not _misfits(node, pod, needs, room):
             pod["spec"]["nodeName"] = node["metadata"]["name"]
             _take(room, needs)
-            api.store.put("pods", pod)
+            first_fit[key] = index
+            api.store.adopt("pods", pod)
             return
-        for why in misfits:
+    reasons: dict[str, int] = {}
+    for node in nodes:  # no node fits: every node's reasons, for the FitError histogram
+        for why in _misfits(node, pod, needs, free[node["metadata"]["name"]]):
             reasons[why] = reasons.get(why, 0) + 1
     detail = ", ".join(sorted(f"{n} {why}" for why, n in reasons.items()))  # FitError.Error's histogram
     _unschedulable(api, pod, f"0/{len(nodes)} nodes are available: {detail}.")
@@ -155,7 +177,7 @@ def _run(api: Api, pod: Obj) -> None:
                                "state": {"running": {"startedAt": now}}, "resources": _status_resources(c)}
                               for c in pod["spec"].get("containers") or []],
     })
-    api.store.put("pods", pod)
+    api.store.adopt("pods", pod)
     api.after_write(api.registry.by_plural("pods"), pod["metadata"]["namespace"])
 
 

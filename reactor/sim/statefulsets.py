@@ -29,7 +29,7 @@ def revision(sts: Obj) -> str:
 def _pods(api: Api, sts: Obj) -> dict[int, Obj]:
     out: dict[int, Obj] = {}
     prefix = sts["metadata"]["name"] + "-"
-    for pod in api.store.items("pods", sts["metadata"]["namespace"]):
+    for _, pod in api.store.dependents(sts["metadata"]["uid"], "pods"):
         suffix = pod["metadata"]["name"][len(prefix):]
         if controlled_by(pod, sts) and is_active(pod) and suffix.isdigit():
             out[int(suffix)] = pod

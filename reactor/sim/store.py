@@ -9,7 +9,6 @@ wakes the watches waiting on `changed`. Indexes: by resource, by owner uid, by u
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -20,6 +19,15 @@ from .history import Change, History
 Obj = dict[str, Any]
 Key = tuple[str, str, str]
 Observer = Callable[[str, Change], None]
+
+
+def clone(value: Any) -> Any:
+    """A deep copy of a JSON-shaped value (dicts, lists, scalars): what copy.deepcopy does, several times faster."""
+    if isinstance(value, dict):
+        return {k: clone(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clone(v) for v in value]
+    return value
 
 
 class Store:
@@ -45,15 +53,22 @@ class Store:
 
     def get(self, plural: str, namespace: str | None, name: str) -> Obj | None:
         obj = self._objects.get((plural, namespace or "", name))
-        return copy.deepcopy(obj) if obj is not None else None
+        return clone(obj) if obj is not None else None
 
     def exists(self, plural: str, namespace: str | None, name: str) -> bool:
         return (plural, namespace or "", name) in self._objects
 
     def put(self, plural: str, obj: Obj) -> Obj:
         """Store (create or replace) and stamp a new resourceVersion; returns a copy of what is stored."""
+        return clone(self._put(plural, clone(obj)))
+
+    def adopt(self, plural: str, obj: Obj) -> Obj:
+        """`put` without the copies, for a caller that hands `obj` over: it must never mutate it again.
+        Returns the stored object itself (read only)."""
+        return self._put(plural, obj)
+
+    def _put(self, plural: str, stored: Obj) -> Obj:
         self._rv += 1
-        stored = copy.deepcopy(obj)
         stored.setdefault("metadata", {})["resourceVersion"] = str(self._rv)
         meta = stored["metadata"]
         key = (plural, meta.get("namespace") or "", meta["name"])
@@ -62,7 +77,7 @@ class Store:
             self._unindex(key, prev)
         self._index(key, stored)
         self._record(plural, Change(self._rv, stored, prev))
-        return copy.deepcopy(stored)
+        return stored
 
     def delete(self, plural: str, namespace: str | None, name: str) -> Obj | None:
         key = (plural, namespace or "", name)
@@ -110,7 +125,7 @@ class Store:
     def items(self, plural: str, namespace: str | None = None) -> Iterator[Obj]:
         """Copies of the objects of one resource (one namespace, or all), sorted by namespace and name."""
         for obj in self.view(plural, namespace):
-            yield copy.deepcopy(obj)
+            yield clone(obj)
 
     def count(self, plural: str, namespace: str | None = None) -> int:
         objs = self._by_plural.get(plural, {})

@@ -19,7 +19,6 @@ from .status import ApiError, bad_request
 from .store import Store
 
 Obj = dict[str, Any]
-TRUE = ("1", "t", "T", "TRUE", "true", "True")  # Go's strconv.ParseBool, as the query decoder uses it
 MIN_REQUEST_TIMEOUT = 1800  # kube-apiserver --min-request-timeout: a watch without timeoutSeconds lasts 1-2x this
 
 
@@ -42,8 +41,14 @@ class Options:
         return self.labels(meta.get("labels") or {}) and self.fields(obj)
 
 
+def flag(query: dict[str, str], name: str) -> bool:
+    """A boolean query parameter as apimachinery's Convert_Slice_string_To_bool reads it (and RBAC's
+    RequestInfo with it): present and neither "0" nor "false" (any case) is true."""
+    return name in query and query[name].lower() not in ("0", "false")
+
+
 def is_watch(query: dict[str, str]) -> bool:
-    return query.get("watch", "") in TRUE
+    return flag(query, "watch")
 
 
 def options(res: Resource, namespace: str | None, query: dict[str, str]) -> Options:
@@ -56,7 +61,7 @@ def options(res: Resource, namespace: str | None, query: dict[str, str]) -> Opti
         raise bad_request(f'invalid resource version "{rv}"')
     timeout = _timeout(query.get("timeoutSeconds"))
     return Options(res, namespace if res.namespaced else None, labels, fields, rv, timeout,
-                   query.get("allowWatchBookmarks", "") in TRUE)
+                   flag(query, "allowWatchBookmarks"))
 
 
 def _timeout(text: str | None) -> float:

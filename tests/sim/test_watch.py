@@ -184,3 +184,17 @@ def test_rbac_authorizes_watch_as_its_own_verb() -> None:
         sim.apply(deployment("web"))
         status, _, events = _raw_watch(sim, path.replace("watch=1", "watch=1&resourceVersion=0"), "t")
         assert status == 200 and _types(events) == [("ADDED", "web")]
+
+
+@pytest.mark.parametrize("value, watches", [("true", True), ("1", True), ("True", True), ("yes", True),
+                                            ("false", False), ("0", False), ("FALSE", False)])
+def test_the_watch_parameter_is_read_as_apimachinery_converts_a_bool(sim: SimCluster, value: str,
+                                                                      watches: bool) -> None:
+    """Convert_Slice_string_To_bool: only "0" and "false" (any case) are false; a list answers a PodList."""
+    sim.apply(pod("a"))
+    status, headers, lines = _raw_watch(sim, f"/api/v1/namespaces/ml/pods?watch={value}&timeoutSeconds=1")
+    assert status == 200
+    if watches:
+        assert headers["transfer-encoding"] == "chunked" and _types(lines) == [("ADDED", "a")]
+    else:
+        assert lines[0]["kind"] == "PodList" and [p["metadata"]["name"] for p in lines[0]["items"]] == ["a"]
