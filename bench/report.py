@@ -40,6 +40,8 @@ def render(r: dict[str, Any]) -> str:
            f"Python {meta.get('python')}; took {meta.get('seconds', '?')} s (cluster set-up {r.get('setup_s', '?')} s)", ""]
     out += _webhook(r["webhook"], meta.get("threads", 4))
     out += _storm(r["storm"], r["naive"])
+    if "cache" in r:
+        out += _cache(r["cache"], r["storm"])
     out += _latency(r["latency"])
     out += _memory(r["memory"])
     if "sim_settle" in r:
@@ -90,6 +92,17 @@ def _storm(s: dict[str, Any], n: dict[str, Any]) -> list[str]:
             f"{_ok(s['patches'] <= s['workloads_changed'])}; at the default rate limit (20 QPS, burst 40) these "
             f"requests would wait ≥ {s['default_limiter_s']} s", ""]
     return out
+
+
+def _cache(c: dict[str, Any], s: dict[str, Any]) -> list[str]:
+    workload_reads = sum(v for k, v in s["by_resource"].items()
+                         if k.startswith("get ") and not k.startswith(("get pods", "get /version")))
+    budget = s["writes"] + c["startup_lists"]
+    return [f"   watch cache (kube.watchCache): {c['startup_lists']} lists and {c['startup_watches']} watches at start "
+            f"(before ready); workload reads during the storm {workload_reads} (target 0: {_ok(workload_reads == 0)}); "
+            f"storm requests {s['requests']} ≤ writes + initial lists {budget}: {_ok(s['requests'] <= budget)}",
+            f"   cache memory: {c['mb_per_1000']:.2f} MB per 1,000 cached objects ({c['objects']:,} objects: "
+            + ", ".join(f"{k} {v}" for k, v in c["by_kind"].items() if v) + ")", ""]
 
 
 def _latency(la: dict[str, Any]) -> list[str]:

@@ -27,6 +27,7 @@ if __package__ in (None, ""):  # `python bench/run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import procs, sim_scale  # noqa: E402
+from bench.cache_memory import cache_memory  # noqa: E402
 from bench.latency import run_latency  # noqa: E402
 from bench.loadgen import write_bodies  # noqa: E402
 from bench.report import render  # noqa: E402
@@ -44,7 +45,7 @@ from bench.scenario import (  # noqa: E402
     storm_body,
     webhook_bodies,
 )
-from bench.storm import run_naive_storm, run_storm  # noqa: E402
+from bench.storm import ApiCount, run_naive_storm, run_storm  # noqa: E402
 from reactor.sim import SimCluster  # noqa: E402
 from reactor.tools.launcher import state_key_file  # noqa: E402
 
@@ -84,8 +85,12 @@ class Bench:
         build_cluster(self.sim)
         fleet = Fleet.read(self.sim)
         self.results["setup_s"] = round(time.monotonic() - started, 1)
-        reactor = start_reactor(self.sim, self.tmp, self.token)
+        self.sim.reset_counters()
+        reactor = start_reactor(self.sim, self.tmp, self.token)  # ready: its watch cache has listed everything
         self.children.append(reactor)
+        startup = ApiCount.of(self.sim.requests)
+        self.results["cache"] = {**cache_memory(self.sim), "startup_lists": startup.by_verb.get("list", 0),
+                                 "startup_watches": startup.by_verb.get("watch", 0)}
         policy = self.tmp / "policy.yaml"
         worker = procs.worker_of(reactor.pid)
         memory: dict[str, float] = {"idle_mb": procs.rss_mb(worker)}

@@ -47,7 +47,7 @@ POLICY: dict[str, Any] = {
     "reverseAfter": "2h",
     "budget": {"global": {"actions": 1000, "per": "10m"}, "namespace": {"actions": 500, "per": "10m"}},
     "server": {"maxBodyBytes": 16 << 20},
-    "kube": {"qps": 5000, "burst": 5000},
+    "kube": {"qps": 5000, "burst": 5000, "watchCache": True},
     "logging": {"format": "json", "level": "INFO"},
 }
 

@@ -22,6 +22,7 @@ from .act import Acted, Actor, Attempt, KeptChanging
 from .adapted import adapted_refusal, adapted_workload
 from .adapters import adapter_for, register_adapters
 from .budget import Budget
+from .cache import Store
 from .cpu_act import cpu_facts
 from .errors import PermanentError, TemporaryError
 from .kube import KubeGateway
@@ -82,9 +83,10 @@ class Engine:
     def __init__(
         self, *, settings: Settings, kube: KubeGateway, metrics: Metrics,
         budget: Budget | None = None, clock: Callable[[], datetime] = utcnow, state_keys: StateKeys | None = None,
-        monotonic: Callable[[], float] = time.monotonic,
+        monotonic: Callable[[], float] = time.monotonic, cache: Store | None = None,
     ) -> None:
         self.monotonic = monotonic
+        self.cache = cache  # the watch-fed store (reactor/cache.py) the notification's Reader reads first
         if state_keys is None and not settings.policy.dry_run:
             raise ValueError("an Engine that may write needs state keys (see statemac.load_state_keys)")
         self.state_keys = state_keys
@@ -130,7 +132,8 @@ class Engine:
             self.metrics.alerts_received.labels(alertname=name, status=status).inc(count)
         server = self.settings.server
         reader = Reader(self.kube, server.max_unknown_pods,
-                        self.monotonic() + server.notification_deadline.total_seconds(), self.monotonic)
+                        self.monotonic() + server.notification_deadline.total_seconds(), self.monotonic,
+                        cache=self.cache)
         groups, unresolved = self._resolve(reader, alerts, pending)
         outcomes.update(unresolved)
         failures = self._decide_all(reader, alerts, groups, outcomes, now)

@@ -13,7 +13,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,10 @@ MAX_RETRY_AFTER = 5.0
 
 class NotFound(PermanentError):
     """The object does not exist (404)."""
+
+
+class Expired(PermanentError):
+    """The resourceVersion a list or watch started from is too old (410 Gone): list again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +98,8 @@ class KubeGateway:
         self._limiter = RateLimiter(settings.qps, settings.burst)
         self._metrics = metrics
         self._retries = retries
+        self._watches: set[Any] = set()  # open watch responses, so `end_watches` can end them
+        self._watches_lock = threading.Lock()
 
     # --- construction -------------------------------------------------------------------
 
@@ -143,6 +149,68 @@ class KubeGateway:
     def list_priority_classes(self) -> list[dict[str, Any]]:
         api = self._apis[k8s.SchedulingV1Api]
         return self._call("list", "priorityclasses", lambda **kw: api.list_priority_class(**kw)).get("items") or []
+
+    def list_page(self, kind: str, namespace: str) -> tuple[list[dict[str, Any]], str]:
+        """Every object of a kind in a namespace ("" = all namespaces) and the list's resourceVersion."""
+        answer = self._call("list", _resource(kind), lambda **kw: self._lister(kind, namespace)(**kw))
+        return answer.get("items") or [], str((answer.get("metadata") or {}).get("resourceVersion") or "")
+
+    def watch_events(self, kind: str, namespace: str, version: str, seconds: int) -> Iterator[dict[str, Any]]:
+        """The watch events after `version` (BOOKMARKs asked for), until the server ends the stream.
+
+        A 410 at the start raises `Expired`; an ERROR event in the stream is yielded as it came.
+        """
+        query = {"watch": True, "resource_version": version, "allow_watch_bookmarks": True,
+                 "timeout_seconds": seconds}
+        send = lambda **kw: self._lister(kind, namespace)(**query, **kw)  # noqa: E731
+        response = self._open("watch", _resource(kind), send, seconds + self._timeout)
+        with self._watches_lock:
+            self._watches.add(response)
+        try:
+            for line in response:
+                if line.strip():
+                    event = json.loads(line)
+                    if not isinstance(event, dict):
+                        raise ValueError("a watch event that is not a JSON object")
+                    yield event
+        except (urllib3.exceptions.HTTPError, OSError, ValueError) as e:
+            raise TemporaryError(f"watch {_resource(kind)}: {type(e).__name__}: {e}") from e
+        finally:
+            with self._watches_lock:
+                self._watches.discard(response)
+            response.release_conn()
+
+    def end_watches(self) -> None:
+        """End every open watch stream now, from any thread (a blocked read returns; the informer sees its stop)."""
+        with self._watches_lock:
+            open_now = list(self._watches)
+        for response in open_now:
+            shutdown = getattr(response, "shutdown", None)  # urllib3 ≥ 2.3 interrupts a read blocked in another thread
+            (shutdown or response.close)()
+
+    def _lister(self, kind: str, namespace: str) -> Callable[..., Any]:
+        if kind == "PriorityClass":
+            return self._apis[k8s.SchedulingV1Api].list_priority_class
+        route = _ROUTES[kind]
+        api = self._apis[route.api]
+        if not namespace:
+            return getattr(api, f"list_{route.suffix.removeprefix('namespaced_')}_for_all_namespaces")
+        method = getattr(api, f"list_{route.suffix}")
+        return lambda **kw: method(namespace, **kw)
+
+    def _open(self, verb: str, resource: str, send: Callable[..., Any], read_timeout: float) -> Any:
+        """Start a streamed request (one attempt; the informer owns the retries): the raw response."""
+        self._limiter.acquire()
+        try:
+            response = send(_preload_content=False, _request_timeout=(self._timeout, read_timeout))
+        except ApiException as e:
+            self._count(verb, resource, str(e.status))
+            raise _translate(e, verb, resource) from e
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            self._count(verb, resource, "error")
+            raise TemporaryError(f"{verb} {resource}: {type(e).__name__}: {e}") from e
+        self._count(verb, resource, str(getattr(response, "status", 200)))
+        return response
 
     def patch(self, kind: str, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
         """Strategic merge patch (JSON merge patch for an adapter's custom resource); a
@@ -257,6 +325,10 @@ class KubeGateway:
         self._metrics.kube_requests.labels(verb=verb, resource=resource, code=code).inc()
 
 
+def _resource(kind: str) -> str:
+    return "priorityclasses" if kind == "PriorityClass" else _ROUTES[kind].resource
+
+
 def _api_client(configuration: k8s.Configuration, settings: Kube) -> k8s.ApiClient:
     # Retries are ours (bounded, rate limited, Retry-After aware); urllib3 must not add its own.
     configuration.retries = False
@@ -275,6 +347,8 @@ def _translate(e: ApiException, verb: str, resource: str) -> Exception:
         return ConflictError(text)
     if e.status == 404:
         return NotFound(text, status=404, reason=reason)
+    if e.status == 410:
+        return Expired(text, status=410, reason=reason)
     if e.status == 429 or (e.status or 0) >= 500:
         return TemporaryError(text)
     return PermanentError(text, status=e.status, reason=reason)

@@ -20,6 +20,7 @@ from typing import Any
 from . import kueue
 from .adapters import Adapter, adapter_for, registered
 from .adapters.links import adapted_link_failure, hop_failure
+from .cache import ALL, Store
 from .errors import PermanentError
 from .kube import KubeGateway, NotFound
 from .model import WorkloadRef
@@ -68,11 +69,18 @@ class Reader:
     at most `unknown_limit` such controller names per notification are looked up (pods of one
     ReplicaSet share one), so a notification naming hundreds of vanished or invented pods costs a
     bounded number of API requests.
+
+    With a watch-fed `cache` (reactor/cache.py), the cached kinds are read from it where it is synced
+    (a miss there means "does not exist"); pods and uncached kinds are read from the API. After
+    `forget` (a write, a 409), that object is read from the API, never the cache, for the rest of the
+    notification: the re-read after a conflict must see what the server holds now.
     """
 
     def __init__(self, kube: KubeGateway, unknown_limit: int = 1 << 30, deadline: float = float("inf"),
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, cache: Store | None = None) -> None:
         self.kube = kube
+        self._cache = cache
+        self._fresh: set[tuple[str, str, str]] = set()
         self._unknown_limit = unknown_limit
         self._unknown_names: set[tuple[str, str]] = set()
         self._deadline, self._clock = deadline, clock
@@ -81,12 +89,23 @@ class Reader:
         self._refused: dict[tuple[str, ...], PermanentError] = {}
         self._lock = threading.Lock()
 
-    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-        """The object, or None if it does not exist; each (kind, namespace, name) is read once."""
+    def get(self, kind: str, namespace: str, name: str, *, referenced: bool = False) -> dict[str, Any] | None:
+        """The object, or None if it does not exist; each (kind, namespace, name) is read once.
+
+        `referenced`: a controller reference names it, so it existed a moment ago: if the cache does
+        not hold it (a new ReplicaSet the watch has not delivered yet), the API is asked.
+        """
+        if self._cache is not None and (kind, namespace, name) not in self._fresh:
+            cached = self._cache.lookup(kind, namespace, name)
+            if isinstance(cached, dict) or (cached is None and not referenced):
+                return cached
         return self._once((kind, namespace, name), self._objects, lambda: self._get_or_none(kind, namespace, name))
 
     def list_objects(self, kind: str, namespace: str) -> list[dict[str, Any]]:
         """Every object of a kind in a namespace; each (kind, namespace) is listed once."""
+        cached = self._cache.objects(kind, namespace) if self._cache is not None else None
+        if isinstance(cached, list):
+            return cached
         return self._once((kind, namespace), self._lists, lambda: self.kube.list_objects(kind, namespace))
 
     def priority_classes(self) -> frozenset[str]:
@@ -95,6 +114,9 @@ class Reader:
 
     def priority_class_objects(self) -> list[dict[str, Any]]:
         """The cluster's PriorityClasses, listed once per notification."""
+        cached = self._cache.objects("PriorityClass", ALL) if self._cache is not None else None
+        if isinstance(cached, list):
+            return cached
         return self._once(("PriorityClass", ""), self._lists, self.kube.list_priority_classes)
 
     def cluster_queue_quota(self, namespace: str, queue: str, resource: str) -> tuple[int, int] | None:
@@ -173,6 +195,7 @@ class Reader:
         """Drop a cached object after a write or a conflict, so the next read is fresh."""
         with self._lock:
             self._objects.pop((kind, namespace, name), None)
+            self._fresh.add((kind, namespace, name))
 
 
 class Owners:
@@ -269,7 +292,7 @@ def _step_up(reader: Reader, namespace: str, child: tuple[str, str, dict[str, An
     kind, name, obj = child
     target = WorkloadRef(ref.kind, namespace, ref.name)
     hop = _operator_hop(kind, obj, ref)
-    parent = reader.get(ref.kind, namespace, ref.name)
+    parent = reader.get(ref.kind, namespace, ref.name, referenced=True)
     if parent is None:  # the owner is gone (being deleted): nothing safe to patch
         return Owner(target, None, unverified=f"{kind} {name}: its {ref.kind} is gone" if hop else "")
     failure = hop_failure(hop, kind, obj, ref.name, ref.uid, parent) if hop else link_failure(kind, obj, ref, parent)
@@ -294,7 +317,7 @@ def _adapted_owner(reader: Reader, adapter: Adapter, child: tuple[str, str, dict
     kind, name, obj = child
     namespace = str((obj.get("metadata") or {}).get("namespace", ""))
     target = WorkloadRef(ref.kind, namespace, ref.name)
-    parent = reader.get(ref.kind, namespace, ref.name)
+    parent = reader.get(ref.kind, namespace, ref.name, referenced=True)
     if parent is None:
         return Owner(target, None)
     failure = adapted_link_failure(adapter, kind, obj, ref.name, ref.uid, parent)

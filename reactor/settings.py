@@ -69,6 +69,7 @@ class Kube:
     burst: int = 40
     timeout: timedelta = timedelta(seconds=10)
     conflict_retries: int = 3
+    watch_cache: bool = False  # read the cached kinds from list+watch informers (reactor/informer.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +179,7 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "verify.leaseName": ("server", "lease_name", opt_str),
     "adapters.builtin": ("top", "adapters_builtin", parse_builtin),
     "adapters.custom": ("top", "adapters_custom", parse_custom),
+    "kube.watchCache": ("kube", "watch_cache", boolean),
     "logging.format": ("top", "log_format", choice("json", "text")),
     "logging.level": ("top", "log_level", choice("DEBUG", "INFO", "WARNING", "ERROR")),
 }

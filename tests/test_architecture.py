@@ -119,4 +119,5 @@ def test_the_top_of_the_package_reads_as_the_pipeline() -> None:
         "settings.py", "config_sources.py", "fields.py", "app", "tools", "sim",
         "cpu_objects.py", "cpu_act.py",  # the CPU half: its conversions (beside workloads.py), its act part
         "adapters", "adapted.py", "kueue.py",  # operators' resources (adapters) and Kueue-admitted workloads
+        "cache.py", "informer.py",  # the watch-fed reads (issue 14)
     }

@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry
 
 from ..engine import Engine, utcnow
 from ..errors import ConfigError, PermanentError
+from ..informer import Informers
 from ..kube import KubeGateway
 from ..lease import VerifierLease
 from ..metrics import Metrics
@@ -35,6 +36,7 @@ class Service:
     metrics: Metrics
     kube: KubeGateway
     verifier: Verifier | None = None  # None in dry run: nothing is written, nothing to verify
+    informers: Informers | None = None  # started in the serving process (see runner.run), stopped at its exit
 
 
 def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Metrics | None = None,
@@ -50,17 +52,20 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
                            required=not settings.policy.dry_run)
     metrics = metrics or Metrics(registry)
     kube = kube or KubeGateway.connect(settings.kube, metrics)
-    engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock, state_keys=keys)
+    informers = Informers(kube, settings.policy.allow, settings.policy.deny) if settings.kube.watch_cache else None
+    engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock, state_keys=keys,
+                    cache=informers.store if informers else None)
     verifier = None
     if keys is not None and not settings.policy.dry_run:
         verifier = Verifier(settings=settings, kube=kube, actor=engine.actor, metrics=metrics, state_keys=keys,
                             clock=clock, lease=verifier_lease(settings, kube))
         engine.on_applied = verifier.track
     app = create_app(settings, engine=engine, metrics=metrics, token=token)
-    probes = Probes(metrics, Readiness(kube.version))
+    probes = Probes(metrics, Readiness(_readiness_probe(kube, informers)))
     for warning in settings_warnings(settings):
         log.warning("the policy acts nowhere", extra={"detail": warning})
-    return Service(app=app, probes=probes, engine=engine, metrics=metrics, kube=kube, verifier=verifier)
+    return Service(app=app, probes=probes, engine=engine, metrics=metrics, kube=kube, verifier=verifier,
+                   informers=informers)
 
 
 def verifier_lease(settings: Settings, kube: KubeGateway, identity: str = "") -> VerifierLease | None:
@@ -71,6 +76,17 @@ def verifier_lease(settings: Settings, kube: KubeGateway, identity: str = "") ->
     duration = max(3 * settings.policy.verify_interval, timedelta(seconds=15))
     return VerifierLease(kube, namespace=server.lease_namespace, name=server.lease_name,
                          identity=identity or f"{socket.gethostname()}-{os.getpid()}", duration=duration)
+
+
+def _readiness_probe(kube: KubeGateway, informers: Informers | None) -> Callable[[], None]:
+    """Ready when the API server answers and, with the watch cache, every informer has listed once."""
+
+    def probe() -> None:
+        kube.version()
+        if informers is not None:
+            informers.check()
+
+    return probe
 
 
 def check_ladder(service: Service) -> list[str]:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import errno
 import socket
-from collections.abc import Callable
 from typing import Any
 
 from flask import Flask
 from gunicorn.app.base import BaseApplication
 from gunicorn.workers import gthread
 
+from ..informer import Informers
 from ..probes import Probes
 from ..settings import Settings
 from ..verifier import Verifier
@@ -133,25 +133,34 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
     return options
 
 
-def run(app: Flask, settings: Settings, probes: Probes | None = None, verifier: Verifier | None = None) -> None:
+def run(app: Flask, settings: Settings, probes: Probes | None = None, verifier: Verifier | None = None,
+        informers: Informers | None = None) -> None:
     """Serve until SIGTERM/SIGINT (gunicorn handles both gracefully); `probes` on their own listener.
 
     The probe socket is bound here, in gunicorn's arbiter, so a port in use fails the start and a
     restarted worker serves the same socket; the worker serves it from a thread of its own.
+    The informers' threads start in the worker too (threads do not survive gunicorn's fork).
     """
     options = gunicorn_options(settings)
-    if probes is not None:
-        options["post_worker_init"] = _probe_starter(bind_listener(settings.server.probe_listen), probes, verifier)
-    if verifier is not None:
-        # The verifier is a thread of the worker (its Lease and its list are the worker's), stopped with it.
-        options["worker_exit"] = lambda _arbiter, _worker: verifier.stop()
-    _Gunicorn(app, options).run()
+    sock = bind_listener(settings.server.probe_listen) if probes is not None else None
 
-
-def _probe_starter(sock: socket.socket, probes: Probes, verifier: Verifier | None) -> Callable[[Any], None]:
-    def serve_probes(worker: Any) -> None:
-        ProbeServer(sock, probes).start()
+    def worker_init(worker: Any) -> None:
+        # Threads of the worker (they do not survive gunicorn's fork), stopped with it.
+        if sock is not None and probes is not None:
+            ProbeServer(sock, probes).start()
+        if informers is not None:
+            informers.start()
         if verifier is not None:
             verifier.start()
 
-    return serve_probes
+    def worker_exit(server: Any, worker: Any) -> None:
+        if verifier is not None:
+            verifier.stop()
+        if informers is not None:
+            informers.stop()
+
+    options["post_worker_init"] = worker_init
+    options["worker_exit"] = worker_exit
+    _Gunicorn(app, options).run()
+
+

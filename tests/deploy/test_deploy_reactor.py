@@ -17,21 +17,21 @@ POD_LABELS = {"app.kubernetes.io/name": "gpu-reactor", "app.kubernetes.io/compon
 
 # The complete list of API calls the reactor makes (apiGroup, resource) -> verbs.
 # Change it only together with the code and deploy/reactor/rbac-*.yaml.
-NAMESPACED_CALLS: dict[tuple[str, str], set[str]] = {
+NAMESPACED_CALLS: dict[tuple[str, str], set[str]] = {  # list+watch of the cached kinds: kube.watchCache
     ("", "pods"): {"get", "list"},
-    ("", "limitranges"): {"list"},
-    ("", "resourcequotas"): {"list"},
+    ("", "limitranges"): {"list", "watch"},
+    ("", "resourcequotas"): {"list", "watch"},
     ("", "events"): {"create"},
     ("", "pods/resize"): {"patch"},  # CPU actions in place (see test_the_pods_resize_grant_follows_the_policy)
-    ("apps", "replicasets"): {"get"},
-    ("apps", "deployments"): {"get", "patch"},
-    ("apps", "statefulsets"): {"get", "patch"},
-    ("batch", "jobs"): {"get"},
-    ("batch", "cronjobs"): {"get", "patch"},
-    ("autoscaling", "horizontalpodautoscalers"): {"list"},
+    ("apps", "replicasets"): {"get", "list", "watch"},
+    ("apps", "deployments"): {"get", "list", "watch", "patch"},
+    ("apps", "statefulsets"): {"get", "list", "watch", "patch"},
+    ("batch", "jobs"): {"get", "list", "watch"},
+    ("batch", "cronjobs"): {"get", "list", "watch", "patch"},
+    ("autoscaling", "horizontalpodautoscalers"): {"list", "watch"},
     ("kueue.x-k8s.io", "localqueues"): {"get"},
 }
-CLUSTER_CALLS: dict[tuple[str, str], set[str]] = {("scheduling.k8s.io", "priorityclasses"): {"list"},
+CLUSTER_CALLS: dict[tuple[str, str], set[str]] = {("scheduling.k8s.io", "priorityclasses"): {"list", "watch"},
                                                   ("kueue.x-k8s.io", "clusterqueues"): {"get"},
                                                   ("kueue.x-k8s.io", "workloadpriorityclasses"): {"list"}}
 READ_VERBS = {"get", "list", "watch"}

@@ -21,7 +21,7 @@ from reactor.sim import SimCluster
 from reactor.tools.doctor import Sources, cluster, connect_cluster, diagnose
 from reactor.tools.doctor.report import Check, Status
 from tests.deploy.deploy_helpers import DEPLOY, render
-from tests.deploy.test_rbac_proof import NEEDED_BY, _cluster
+from tests.deploy.test_rbac_proof import CACHE_NEEDED, NEEDED_BY, _cluster
 from tests.support import NAMESPACE
 
 WHO = "system:serviceaccount:gpu-reactor:gpu-reactor"
@@ -72,6 +72,7 @@ def test_the_required_grants_are_the_proven_ones() -> None:
     """The doctor asks for exactly the grants tests/deploy/test_rbac_proof.py proves needed, no more, no less."""
     grants = cluster.namespaced_grants(_settings()) + cluster.CLUSTER + cluster.KUEUE_CLUSTER + cluster.LEASE
     assert sorted(grants) == sorted(NEEDED_BY)
+    assert sorted(cluster.CACHE_NAMESPACED + cluster.CACHE_CLUSTER) == sorted(CACHE_NEEDED)
 
 
 def test_as_deployed_every_cluster_check_passes(sim: SimCluster, admin_kubeconfig: str) -> None:
@@ -80,9 +81,10 @@ def test_as_deployed_every_cluster_check_passes(sim: SimCluster, admin_kubeconfi
     assert [n for n in checks if n.startswith(("rbac", "priority", "bounds"))] == names
     for name in names:
         assert checks[name].status is Status.OK, checks[name]
-    assert checks[f"rbac {NAMESPACE}"].detail == f"{WHO} may make all 24 calls the reactor makes"
+    # 24 calls (pods/resize, Kueue and the adapters' kinds included), and 13 list/watch for kube.watchCache
+    assert checks[f"rbac {NAMESPACE}"].detail == f"{WHO} may make all 37 calls the reactor makes"
     assert checks["rbac lease"].detail == f"{WHO} may hold the verifier Lease gpu-reactor/gpu-reactor-verifier"
-    assert _reviews(sim) == 30  # one SelfSubjectAccessReview per grant: pods/resize, Kueue and the adapters' kinds too
+    assert _reviews(sim) == 44  # one SelfSubjectAccessReview per grant
 
 
 def test_with_the_service_accounts_own_token(sim: SimCluster, tmp_path: Path) -> None:
@@ -90,7 +92,7 @@ def test_with_the_service_accounts_own_token(sim: SimCluster, tmp_path: Path) ->
     kubeconfig = _sa_kubeconfig(sim, tmp_path)
     checks = _doctor(_settings(), kubeconfig, impersonate=None)
     assert checks[f"rbac {NAMESPACE}"].status is Status.OK and checks["rbac cluster"].status is Status.OK
-    assert checks[f"rbac {NAMESPACE}"].detail.startswith("this client may make all 24 calls")
+    assert checks[f"rbac {NAMESPACE}"].detail.startswith("this client may make all 37 calls")
 
 
 def test_without_impersonation_rights_the_kubernetes_checks_fail_clearly(sim: SimCluster, tmp_path: Path) -> None:
@@ -129,7 +131,7 @@ def test_a_missing_cluster_grant_fails(sim: SimCluster, admin_kubeconfig: str) -
     sim.delete("clusterrolebindings", None, "gpu-reactor-priorityclasses")
     check = _doctor(_settings(), admin_kubeconfig)["rbac cluster"]
     assert check.status is Status.FAILING and check.detail == (
-        f"{WHO} may not: list priorityclasses, get clusterqueues, list workloadpriorityclasses")
+        f"{WHO} may not: list priorityclasses, get clusterqueues, list workloadpriorityclasses, watch priorityclasses")
 
 
 def test_the_command_exits_0_with_warnings_only(sim: SimCluster, admin_kubeconfig: str,

@@ -13,7 +13,17 @@ from typing import Any
 
 import pytest
 
-from tests.deploy.test_rbac_proof import AFTER, CHANGES, EXPECTED, NEEDED_BY, SA_USER, _cluster, _grants, _reactor
+from tests.deploy.test_rbac_proof import (
+    AFTER,
+    CACHE_NEEDED,
+    CHANGES,
+    EXPECTED,
+    NEEDED_BY,
+    SA_USER,
+    _cluster,
+    _grants,
+    _reactor,
+)
 from tests.helm.charts import render
 from tests.support import NAMESPACE
 
@@ -31,7 +41,7 @@ SUBJECT = [{"kind": "ServiceAccount", "name": "gpu-reactor", "namespace": "gpu-r
 def test_the_grants_are_the_proven_ones_bound_once_per_allowed_namespace(count: int) -> None:
     allowed = [NAMESPACE] + [f"team-{i}" for i in range(1, count)]
     objs = render({"policy": {"namespaces": {"allow": allowed}}})
-    assert sorted((g, r, v) for _, g, r, v in _grants(objs)) == sorted(NEEDED_BY)
+    assert sorted((g, r, v) for _, g, r, v in _grants(objs)) == sorted([*NEEDED_BY, *CACHE_NEEDED])
     bindings = [o for o in objs if o["kind"] == "RoleBinding" and o["roleRef"]["kind"] == "ClusterRole"]
     for role in ("gpu-reactor-workloads", "gpu-reactor-operators"):  # both bound once per allowed namespace
         bound = [b for b in bindings if b["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io",
@@ -43,6 +53,7 @@ def test_the_grants_are_the_proven_ones_bound_once_per_allowed_namespace(count: 
     roles = [o for o in objs if o["kind"] == "ClusterRole"]
     (cluster_grants,) = [_grants([o]) for o in roles if o["metadata"]["name"] == "gpu-reactor-priorityclasses"]
     assert [g[1:] for g in cluster_grants] == [("scheduling.k8s.io", "priorityclasses", "list"),
+                                               ("scheduling.k8s.io", "priorityclasses", "watch"),
                                                ("kueue.x-k8s.io", "clusterqueues", "get"),
                                                ("kueue.x-k8s.io", "workloadpriorityclasses", "list")]
     (lease_role,) = [o for o in objs if o["kind"] == "Role"]  # the workload grants come from the one ClusterRole

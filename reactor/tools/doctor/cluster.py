@@ -32,6 +32,13 @@ KUEUE_CLUSTER: tuple[tuple[str, str, str], ...] = (("kueue.x-k8s.io", "clusterqu
 LEASE: tuple[tuple[str, str, str], ...] = (("coordination.k8s.io", "leases", "get"),
                                            ("coordination.k8s.io", "leases", "create"),
                                            ("coordination.k8s.io", "leases", "update"))
+# What the read cache adds (kube.watchCache): list+watch of the cached kinds (test_rbac_proof.CACHE_NEEDED).
+CACHE_NAMESPACED: tuple[tuple[str, str, str], ...] = tuple(
+    (g, r, v) for g, r in (("apps", "replicasets"), ("apps", "deployments"), ("apps", "statefulsets"),
+                           ("batch", "jobs"), ("batch", "cronjobs")) for v in ("list", "watch")
+) + (("", "limitranges", "watch"), ("", "resourcequotas", "watch"),
+     ("autoscaling", "horizontalpodautoscalers", "watch"))
+CACHE_CLUSTER: tuple[tuple[str, str, str], ...] = (("scheduling.k8s.io", "priorityclasses", "watch"),)
 BOUNDS_FIX = ("growth is then bounded only by the policy's gpus.max/replicas.max: apply deploy/base "
               "(or the gpu-reactor-base chart) to the namespace")
 RBAC_FIX = "bind ClusterRole gpu-reactor-workloads there (chart: list it in policy.namespaces.allow)"
@@ -68,7 +75,8 @@ def namespaced_grants(settings: Settings) -> tuple[tuple[str, str, str], ...]:
 
 def rbac(kube: KubeGateway, settings: Settings, who: str) -> list[Check]:
     checks = []
-    grants = namespaced_grants(settings)
+    cached = settings.kube.watch_cache
+    grants = namespaced_grants(settings) + (CACHE_NAMESPACED if cached else ())
     for namespace in settings.policy.allow:
         name = f"rbac {namespace}"
         denied = _denied(kube, grants, namespace)
@@ -76,12 +84,13 @@ def rbac(kube: KubeGateway, settings: Settings, who: str) -> list[Check]:
             checks.append(failing(name, f"{who} may not: {', '.join(denied)}", RBAC_FIX))
         else:
             checks.append(ok(name, f"{who} may make all {len(grants)} calls the reactor makes"))
-    denied = _denied(kube, CLUSTER + KUEUE_CLUSTER, "")
+    denied = _denied(kube, CLUSTER + KUEUE_CLUSTER + (CACHE_CLUSTER if cached else ()), "")
     if denied:
         checks.append(failing("rbac cluster", f"{who} may not: {', '.join(denied)}",
                               "bind ClusterRole gpu-reactor-priorityclasses with a ClusterRoleBinding"))
     else:
-        checks.append(ok("rbac cluster", f"{who} may list priorityclasses and read Kueue's queues and classes"))
+        checks.append(ok("rbac cluster", f"{who} may list{' and watch' if cached else ''} priorityclasses and "
+                                         "read Kueue's queues and classes"))
     return checks + _lease(kube, settings, who)
 
 
