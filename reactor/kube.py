@@ -9,6 +9,7 @@ reactor's own errors, typed by what the caller should do next.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -186,7 +187,9 @@ class KubeGateway:
             open_now = list(self._watches)
         for response in open_now:
             shutdown = getattr(response, "shutdown", None)  # urllib3 ≥ 2.3 interrupts a read blocked in another thread
-            (shutdown or response.close)()
+            # The stream may have ended on its own meanwhile (socket closed, connection back in the pool).
+            with contextlib.suppress(OSError, ValueError, RuntimeError):
+                (shutdown or response.close)()
 
     def _lister(self, kind: str, namespace: str) -> Callable[..., Any]:
         if kind == "PriorityClass":

@@ -8,6 +8,7 @@ every informer.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from reactor import probes
+from reactor.errors import TemporaryError
 from reactor.informer import Informers
 from reactor.kube import KubeGateway
 from reactor.metrics import Metrics
@@ -172,5 +174,43 @@ def test_stop_ends_the_informers_at_once_even_in_long_watches(sim: SimCluster, t
         informers.stop(timeout=5)
         assert time.monotonic() - started < 3
         assert not [t.name for t in informers._threads if t.is_alive()]
+    finally:
+        kube.close()
+
+
+def test_ending_a_watch_whose_stream_just_closed_is_not_an_error(sim: SimCluster, token_file: Path) -> None:
+    """`stop` races the watch thread: a stream can close (its socket gone, its connection back in the pool) between
+    `end_watches` taking the list and shutting it. urllib3 then raises EBADF/ValueError/RuntimeError; ending a
+    stream that has already ended is the goal reached, and every other stream is still ended."""
+    sim._ctx.bookmark_interval = 60.0
+    kube = KubeGateway.for_url(sim.url, make_settings(token_file).kube, Metrics(CollectorRegistry()))
+    stream = kube.watch_events("Deployment", NAMESPACE, kube.list_page("Deployment", NAMESPACE)[1], 60)
+    ended: list[str] = []
+
+    def read() -> None:
+        try:
+            for _ in stream:
+                pass
+        except TemporaryError as e:  # how a stream ended under a reader shows (the informer's stop check follows)
+            ended.append(str(e))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    eventually(lambda: len(kube._watches) == 1)
+
+    class Closed:
+        def shutdown(self) -> None:
+            raise OSError(9, "Bad file descriptor")
+
+    class Released:
+        def shutdown(self) -> None:
+            raise RuntimeError("Cannot shutdown as connection has already been released to the pool")
+
+    with kube._watches_lock:
+        kube._watches.update({Closed(), Released()})
+    try:
+        kube.end_watches()
+        reader.join(timeout=3)
+        assert not reader.is_alive() and ended  # the real stream was still ended
     finally:
         kube.close()
