@@ -6,6 +6,7 @@ deploy/ route) → webhook sink (records, relays) → `reactor serve` → embedd
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 import time
@@ -64,11 +65,13 @@ DELAYS: list[Delay] = []
 
 
 class GenerationWatch:
-    """When each workload's spec changed: the first time each `metadata.generation` was seen (every 50 ms)."""
+    """When each workload's spec changed: the first time each `metadata.generation` was seen (every 50 ms), and
+    the object as it was then — a change the reactor reverts seconds later stays visible to a test that looks late."""
 
     def __init__(self, sim: SimCluster, resources: tuple[str, ...] = ("deployments", "statefulsets")) -> None:
         self.sim, self.resources = sim, resources
         self.seen: dict[tuple[str, str, int], float] = {}
+        self.objects: dict[tuple[str, str, int], dict[str, Any]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="generation-watch", daemon=True)
 
@@ -84,11 +87,21 @@ class GenerationWatch:
     def changed_at(self, resource: str, name: str, generation: int) -> float | None:
         return self.seen.get((resource, name, generation))
 
+    def first(self, resource: str, name: str, check: Callable[[dict[str, Any]], bool]) -> tuple[float, dict[str, Any]] | None:
+        """The first generation of the workload for which `check(object)` held: (when it was seen, the object)."""
+        for key, obj in sorted(self.objects.items(), key=lambda kv: kv[0][2]):
+            if key[:2] == (resource, name) and check(obj):
+                return self.seen[key], obj
+        return None
+
     def _poll(self) -> None:
         now = time.monotonic()
         for resource in self.resources:
             for obj in self.sim.list(resource, NAMESPACE):
-                self.seen.setdefault((resource, obj["metadata"]["name"], obj["metadata"]["generation"]), now)
+                key = (resource, obj["metadata"]["name"], obj["metadata"]["generation"])
+                if key not in self.seen:
+                    self.objects[key] = copy.deepcopy(obj)
+                    self.seen[key] = now
 
     def _loop(self) -> None:
         while not self._stop.wait(0.05):

@@ -65,7 +65,20 @@ def drive(e2e_pipeline: Pipeline) -> Drive:
 
 
 def _priority(p: Pipeline, name: str) -> str:
-    return str(p.workload("deployments", name)["spec"]["template"]["spec"].get("priorityClassName"))
+    return _class_of(p.workload("deployments", name))
+
+
+def _class_of(obj: dict[str, Any]) -> str:
+    return str(obj["spec"]["template"]["spec"].get("priorityClassName"))
+
+
+def _boosted(p: Pipeline, drive: Drive) -> tuple[float, dict[str, Any]]:
+    """The burst as the boost left it, and when: read from the generation watch, because the boost is served and
+    reverted within seconds, so a test that looks after the others may find medium-priority-gpu back already."""
+    boosted = p.wait(lambda: p.watch.first("deployments", BURST, lambda o: _class_of(o) == HIGH), timeout=TIMEOUT,
+                     what="burst boosted to high-priority-gpu")
+    drive.applied.setdefault(BURST, boosted[0])
+    return boosted
 
 
 def _seen(p: Pipeline, drive: Drive, key: str, check: Any, what: str) -> float:
@@ -178,8 +191,7 @@ def test_saturated_workloads_grow_by_their_first_applicable_strategy(e2e_pipelin
     assert outcome["considered"] == [{"strategy": "scale-replicas-up", "reason": "not-applicable"},
                                      {"strategy": "resize-gpu-up", "reason": None}]
 
-    burst_at = _seen(p, drive, BURST, lambda: _priority(p, BURST) == HIGH, "burst boosted to high-priority-gpu")
-    burst = p.workload("deployments", BURST)
+    burst_at, burst = _boosted(p, drive)
     assert (burst["spec"]["replicas"], gpus(burst, "burst")) == (1, ("1", "1"))
     last = last_action(burst)
     assert last is not None
@@ -239,7 +251,7 @@ def test_priority_boost_is_reverted_when_the_saturation_resolves(e2e_pipeline: P
     """Scenario 3, for the one action the policy reverts (revert: [set-priority-up], revertAfter: 0s): the
     boost serves the burst, its GPUSaturated resolves, the reactor puts medium-priority-gpu back."""
     p = e2e_pipeline
-    boosted = _seen(p, drive, BURST, lambda: _priority(p, BURST) == HIGH, "burst boosted to high-priority-gpu")
+    boosted, _ = _boosted(p, drive)
     left = boosted + 20 - time.monotonic()  # vanish (~2 s) + resolve (5 s window) + group interval, generously
     p.wait(lambda: _priority(p, BURST) == MEDIUM, timeout=max(left, 1.0), what="burst's boost reverted", every=0.2)
 

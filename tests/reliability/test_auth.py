@@ -90,7 +90,8 @@ def test_almost_right_tokens_are_refused_by_the_running_server(served: tuple[Sim
 
 
 def timing_medians(check: Callable[[str], bool], candidates: dict[str, str], rounds: int) -> dict[str, float]:
-    """Median µs per candidate, samples interleaved in a varying order so drift hits all alike."""
+    """Low-decile µs per candidate (the time without the machine's other work: load only ever adds time), samples
+    interleaved in a varying order so drift hits all alike."""
     samples: dict[str, list[int]] = {k: [] for k in candidates}
     order = list(candidates)
     for r in range(rounds):
@@ -99,7 +100,7 @@ def timing_medians(check: Callable[[str], bool], candidates: dict[str, str], rou
             started = time.perf_counter_ns()
             check(candidates[k])
             samples[k].append(time.perf_counter_ns() - started)
-    return {k: statistics.median(v) / 1000 for k, v in samples.items()}
+    return {k: statistics.quantiles(v, n=10)[0] / 1000 for k, v in samples.items()}
 
 
 def leaks(check: Callable[[str], bool], candidates: dict[str, str]) -> tuple[bool, dict[str, float]]:
@@ -121,7 +122,7 @@ def test_the_token_comparison_takes_as_long_wherever_the_guess_is_wrong(tmp_path
     """With a 1 MiB token, a short-circuiting comparison shows ~40% between first- and last-byte
     mismatches; `hmac.compare_digest` shows noise (<2%). The bound (10%) sits between, the naive
     comparison proves the measurement can see a leak, and a leak is seen on every try while noise
-    is not: three tries, one clean one is enough."""
+    is not: up to five tries, one clean one is enough."""
     secret = random.Random(7).randbytes(1 << 19).hex()  # 1 MiB of hex
     path = tmp_path / "token"
     path.write_text(secret)
@@ -130,10 +131,20 @@ def test_the_token_comparison_takes_as_long_wherever_the_guess_is_wrong(tmp_path
     real, naive = TokenFile(str(path)), NaiveToken(str(path))
     assert not any(real.matches(c) or naive.matches(c) for c in candidates.values())
     assert real.matches("Bearer " + secret) and naive.matches("Bearer " + secret)
-    tries = [leaks(real.matches, candidates) for _ in range(3)]
-    assert any(not leaked for leaked, _ in tries), f"timing differs with the guess: {[m for _, m in tries]}"
-    naive_tries = [leaks(naive.matches, candidates) for _ in range(3)]
-    assert any(leaked for leaked, _ in naive_tries), f"the measurement cannot see a leak: {[m for _, m in naive_tries]}"
+    tries = _until(lambda: not leaks(real.matches, candidates)[0], real.matches, candidates)
+    assert tries is None, f"timing differs with the guess on every try: {tries}"
+    naive_tries = _until(lambda: leaks(naive.matches, candidates)[0], naive.matches, candidates)
+    assert naive_tries is None, f"the measurement cannot see a leak: {naive_tries}"
+
+
+def _until(clean: Callable[[], bool], check: Callable[[str], bool], candidates: dict[str, str],
+           tries: int = 5) -> list[dict[str, float]] | None:
+    """None as soon as one try shows what is expected (noise on a loaded machine fails single tries, never all five
+    the same way a real leak does); otherwise the medians of every try, for the failure message."""
+    for _ in range(tries):
+        if clean():
+            return None
+    return [timing_medians(check, candidates, rounds=50) for _ in range(2)]
 
 
 def rotate(path: Path, token: str) -> None:
