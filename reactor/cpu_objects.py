@@ -12,11 +12,13 @@ from types import MappingProxyType
 from typing import Any
 
 from . import workloads
-from .model import CpuBounds, CpuResources
+from .model import CpuBounds, CpuQuota, CpuResources
 
 # The pod conditions an in-place resize reports (Kubernetes 1.33+), as the kubelet sets them.
 RESIZE_PENDING = "PodResizePending"  # reason Deferred (may fit later) or Infeasible (never on this node)
 RESIZE_IN_PROGRESS = "PodResizeInProgress"
+# The ResourceQuota lines a CPU raise counts against: `cpu` is requests.cpu's older spelling, tracked apart.
+CPU_QUOTA_KEYS = ("cpu", "requests.cpu", "limits.cpu")
 
 
 def millicores(raw: Any) -> int | None:
@@ -52,7 +54,7 @@ def pod_cpu(pod: Mapping[str, Any] | None) -> Mapping[str, CpuResources]:
 
 
 def to_cpu_bounds(limit_ranges: Iterable[Mapping[str, Any]], quotas: Iterable[Mapping[str, Any]]) -> CpuBounds:
-    """The tightest Container min/max for cpu, and the least requests.cpu / limits.cpu headroom."""
+    """The tightest Container min/max for cpu, and every quota's CPU lines with its scope."""
     lo: int | None = None
     hi: int | None = None
     for lr in limit_ranges:
@@ -62,23 +64,24 @@ def to_cpu_bounds(limit_ranges: Iterable[Mapping[str, Any]], quotas: Iterable[Ma
             low, high = millicores((item.get("min") or {}).get("cpu")), millicores((item.get("max") or {}).get("cpu"))
             lo = low if lo is None or (low is not None and low > lo) else lo
             hi = high if hi is None or (high is not None and high < hi) else hi
-    quotas = list(quotas)
-    return CpuBounds(min_m=lo, max_m=hi, requests_headroom_m=_headroom(quotas, "requests.cpu"),
-                     limits_headroom_m=_headroom(quotas, "limits.cpu"))
+    lines = sorted((line for quota in quotas for line in cpu_quota_lines(quota)), key=lambda q: q.key)
+    return CpuBounds(min_m=lo, max_m=hi, quotas=tuple(lines))
 
 
-def _headroom(quotas: Iterable[Mapping[str, Any]], key: str) -> int | None:
-    """hard − used of the tightest quota naming `key` (`cpu` is requests.cpu's other spelling)."""
-    best: int | None = None
-    for quota in quotas:
-        status, spec = quota.get("status") or {}, quota.get("spec") or {}
-        for name in (key, "cpu") if key == "requests.cpu" else (key,):
-            hard = millicores((status.get("hard") or {}).get(name, (spec.get("hard") or {}).get(name)))
-            if hard is None:
-                continue
-            used = millicores((status.get("used") or {}).get(name, 0)) or 0
-            best = hard - used if best is None else min(best, hard - used)
-    return best
+def cpu_quota_lines(quota: Mapping[str, Any]) -> list[CpuQuota]:
+    """The quota's `cpu`, `requests.cpu` and `limits.cpu` lines (hard from status, as the API server enforces
+    it, else spec). A hard value that does not parse is skipped: it is not a bound the reactor can reason on."""
+    status, spec = quota.get("status") or {}, quota.get("spec") or {}
+    name = str((quota.get("metadata") or {}).get("name", ""))
+    found = []
+    for key in CPU_QUOTA_KEYS:
+        hard = millicores((status.get("hard") or {}).get(key, (spec.get("hard") or {}).get(key)))
+        if hard is None:
+            continue
+        used = millicores((status.get("used") or {}).get(key, 0)) or 0
+        found.append(CpuQuota(name=name, resource=key, hard_m=hard, used_m=used,
+                              scopes=workloads.scope_terms(dict(spec))))
+    return found
 
 
 def cpu_quantity(millis: int) -> str:

@@ -3,7 +3,9 @@
 As kube-apiserver 1.33+ and the kubelet do it (KEP-1287, "Resource Quota" and "Affected Components"):
 a pods/NAME/resize is admitted like a Pod update, so LimitRanger checks the resized containers against
 the namespace's min/max and ResourceQuota charges the growth (new usage − old usage, increases only)
-against every quota of the namespace; both deny with 403 Forbidden and store nothing. The kubelet then
+against every quota of the namespace whose scopes match the pod (a quota scoped to another PriorityClass
+neither counts nor limits it: the admission plugin's checkRequest skips a quota its evaluator does not
+`Matches`); both deny with 403 Forbidden and store nothing. The kubelet then
 either applies the new resources (status.containerStatuses[*].resources) or reports why not in a
 `PodResizePending` condition: `Infeasible` when the pod's requests exceed the node's allocatable
 ("Node didn't have enough capacity: cpu, requested: N, capacity: M", millicores), `Deferred` when they
@@ -19,7 +21,7 @@ from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
-from . import admission, quantity
+from . import admission, quantity, quota_scopes
 from .objects import timestamp
 from .ownership import is_active
 from .registry import Resource
@@ -40,6 +42,8 @@ def _check_quota_growth(store: Any, res: Resource, old: Obj, new: Obj, plurals: 
     before, after = admission.pod_usage(old), admission.pod_usage(new)
     growth = {k: v - before.get(k, Fraction(0)) for k, v in after.items() if v > before.get(k, Fraction(0))}
     for quota in store.items("resourcequotas", new["metadata"]["namespace"]):
+        if not quota_scopes.matches(quota, new):  # checkRequest: only the quotas whose evaluator Matches the pod
+            continue
         hard = (quota.get("spec") or {}).get("hard") or {}
         used = {k: quantity.parse(v) for k, v in admission.quota_used(store, plurals, quota).items()}
         failed = sorted(k for k in hard if k in growth and used[k] + growth[k] > quantity.parse(hard[k]))

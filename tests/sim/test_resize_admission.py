@@ -3,7 +3,8 @@
 Upstream (KEP-1287 "In-place Update of Pod Resources", sections Resource Quota and Affected Components;
 the ResourceQuota pod evaluator and LimitRanger handle pod updates through pods/resize): LimitRanger
 checks the resized containers against the namespace's min/max; ResourceQuota charges the growth of
-requests.*/limits.* against every quota; both refuse with 403 Forbidden and store nothing. The kubelet
+requests.*/limits.* against every quota whose scope matches the pod (checkRequest skips the quotas
+its evaluator does not `Matches`); both refuse with 403 Forbidden and store nothing. The kubelet
 (pkg/kubelet allocation manager, canAdmitPod for resizes) reports a resize it cannot apply in a
 `PodResizePending` condition: reason `Infeasible` ("Node didn't have enough capacity: cpu, requested: N,
 capacity: M") when it exceeds the node's allocatable, `Deferred` ("Node didn't have enough resource: cpu,
@@ -76,6 +77,28 @@ def test_a_shrinking_resize_needs_no_quota_headroom(sim: SimCluster, core: k8s.C
     _running(sim, core, _pod("p", "2"))
     core.patch_namespaced_pod_resize("p", "ml", _cpu("1500m"))
     assert core.read_namespaced_pod("p", "ml").spec.containers[0].resources.limits["cpu"] == "1500m"
+
+
+def test_a_resize_is_charged_only_to_the_quotas_whose_scope_matches_the_pod(sim: SimCluster,
+                                                                          core: k8s.CoreV1Api) -> None:
+    """checkRequest skips a quota its evaluator does not `Matches` (podMatchesScopeFunc): a full quota scoped
+    to PriorityClass high neither limits nor counts a pod of no class, and still refuses its own class's pod."""
+    sim.apply([{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
+                "value": 1000},
+               {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "high-cpu", "namespace": "ml"},
+                "spec": {"hard": {"requests.cpu": "1", "limits.cpu": "1"},
+                         "scopeSelector": {"matchExpressions": [
+                             {"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}]}}}])
+    high = _pod("p")
+    high["spec"]["priorityClassName"] = "high"
+    _running(sim, core, high, _pod("q"))
+    core.patch_namespaced_pod_resize("q", "ml", _cpu("3"))
+    assert core.read_namespaced_pod("q", "ml").spec.containers[0].resources.limits["cpu"] == "3"
+    body = status_of(lambda: core.patch_namespaced_pod_resize("p", "ml", _cpu("2")), 403)
+    assert body["message"].startswith('pods "p" is forbidden: exceeded quota: high-cpu, requested: ')
+    sim.settle()
+    assert core.read_namespaced_resource_quota("high-cpu", "ml").status.used == {"requests.cpu": "1",
+                                                                                 "limits.cpu": "1"}
 
 
 def test_limitranger_refuses_a_resize_past_the_container_max_with_403(sim: SimCluster, core: k8s.CoreV1Api) -> None:
