@@ -107,6 +107,11 @@ def test_cpu_read_from_resources_and_quota() -> None:
         ([{"type": "PodResizePending", "status": "True", "reason": "Infeasible", "message": "too big"}],
          "Infeasible: too big"),
         ([{"type": "PodResizeInProgress", "status": "True"}], "InProgress"),
+        ([{"type": "PodResizeInProgress", "status": "True", "reason": "Error", "message": "cgroup write failed"}],
+         "InProgress: Error: cgroup write failed"),
+        ([{"type": "PodResizeInProgress", "status": "True"},
+          {"type": "PodResizePending", "status": "True", "reason": "Deferred", "message": "no room"}],
+         "Deferred: no room"),
         ([{"type": "PodResizePending", "status": "False", "reason": "Deferred"}], "done"),
     ],
 )

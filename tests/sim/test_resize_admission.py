@@ -9,7 +9,11 @@ its evaluator does not `Matches`); both refuse with 403 Forbidden and store noth
 `PodResizePending` condition: reason `Infeasible` ("Node didn't have enough capacity: cpu, requested: N,
 capacity: M") when it exceeds the node's allocatable, `Deferred` ("Node didn't have enough resource: cpu,
 requested: N, used: U, capacity: M") when the other pods leave too little; the containers keep their
-old resources in status until it fits.
+old resources in status until it fits. A resize that fits is allocated and reported as `PodResizeInProgress`
+(type from pkg/apis/core PodConditionType: "the Kubelet has allocated resources for the resize, but has not yet
+actuated all of the required changes"; the allocation manager sets it with no reason or message) until the
+runtime has actuated it: only then do status.containerStatuses[*].resources change and the condition goes
+(kubelet SyncPod: ClearPodResizeInProgressCondition once allocated == actual).
 """
 
 from __future__ import annotations
@@ -141,4 +145,42 @@ def test_kubelet_defers_a_resize_the_other_pods_leave_no_room_for_then_applies_i
     core.delete_namespaced_pod("q", "ml", grace_period_seconds=0)
     sim.settle()
     assert _pending(core) == []
+    assert core.read_namespaced_pod("p", "ml").status.container_statuses[0].resources.limits["cpu"] == "3"
+
+
+def _conditions(core: k8s.CoreV1Api, name: str = "p") -> list[tuple[str, str, str | None, str | None]]:
+    got = core.read_namespaced_pod(name, "ml")
+    return [(c.type, c.status, c.reason, c.message) for c in got.status.conditions or []
+            if c.type.startswith("PodResize")]
+
+
+def test_an_allocated_resize_is_in_progress_until_actuated(sim: SimCluster, core: k8s.CoreV1Api) -> None:
+    """Upstream, step by step: accepted by the API server, nothing yet (the kubelet has not synced); the
+    kubelet allocates it: PodResizeInProgress True without reason or message, status.resources still the old
+    ones; the runtime actuates it: status.resources are the new ones and the condition is cleared."""
+    _running(sim, core, _pod("p"))
+    core.patch_namespaced_pod_resize("p", "ml", _cpu("2"))
+    assert _conditions(core) == []
+    sim.controllers.run_once()
+    assert _conditions(core) == [("PodResizeInProgress", "True", None, None)]
+    got = core.read_namespaced_pod("p", "ml")
+    assert got.status.container_statuses[0].resources.limits["cpu"] == "1"
+    (cond,) = [c for c in got.status.conditions if c.type == "PodResizeInProgress"]
+    assert cond.last_transition_time is not None
+    sim.controllers.run_once()
+    assert _conditions(core) == []
+    assert core.read_namespaced_pod("p", "ml").status.container_statuses[0].resources.limits["cpu"] == "2"
+
+
+def test_a_deferred_resize_goes_through_in_progress_once_room_is_made(sim: SimCluster, core: k8s.CoreV1Api) -> None:
+    sim.apply(_node("4"))
+    _running(sim, core, _pod("p"), _pod("q", "2"))
+    core.patch_namespaced_pod_resize("p", "ml", _cpu("3"))
+    sim.controllers.run_once()
+    assert [c[:3] for c in _conditions(core)] == [("PodResizePending", "True", "Deferred")]
+    core.delete_namespaced_pod("q", "ml", grace_period_seconds=0)
+    sim.controllers.run_once()
+    assert _conditions(core) == [("PodResizeInProgress", "True", None, None)]
+    sim.settle()
+    assert _conditions(core) == []
     assert core.read_namespaced_pod("p", "ml").status.container_statuses[0].resources.limits["cpu"] == "3"
