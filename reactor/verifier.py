@@ -1,8 +1,9 @@
 """Verify after acting: follow each change's rollout, mark it verified, or revert it when it stalls.
 
 A background thread of the worker (started and stopped by the assembly). Each interval, the replica
-holding the verifier Lease reads every workload with a pending verification (one GET each: the cost
-grows with the workloads being verified, never with alerts or pods). Done → the sealed `verification`
+holding the verifier Lease reads every workload with a pending verification (one GET each, and one LIST of
+the namespace's pods for an in-place CPU raise, which is done only when the kubelets report it applied: the
+cost grows with the workloads being verified, never with alerts). Done → the sealed `verification`
 annotation becomes `verified`; not done `verify.timeout` after the write → a `RolloutStalled` Warning
 Event, then the change is reverted to the recorded original through the act step (the same bounded,
 conditional, sealed write; the revert decision is the policy's `revert_stalled`), recorded as
