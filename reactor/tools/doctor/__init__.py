@@ -57,7 +57,12 @@ def signal_checks(url: str, thresholds: Path | None, settings: Settings) -> Iter
     if thresholds is not None:
         from ..rules import load_values
 
-        values = load_values(thresholds)
+        try:
+            values = load_values(thresholds)
+        except ConfigError as e:
+            yield failing("busy-signal", f"{thresholds}: {e}", "fix the key it names (`reactor rules render` "
+                          "checks the file too)")
+            return
     yield from signals.signal_checks(url, values, settings.policy, str(thresholds))
 
 
