@@ -10,7 +10,7 @@ PodResizeInProgress) is reported. Decides nothing; the policy already did.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import cpu_objects
@@ -25,17 +25,21 @@ log = logging.getLogger(__name__)
 CPU_ACTION = "resize-cpu"
 
 
-def cpu_facts(reader: Reader, namespace: str, signal: Signal) -> CpuFacts:
-    """Readers, so only a CPU decision pays for them: the namespace's CPU bounds, the first named pod's CPU."""
+def cpu_bounds(reader: Reader, namespace: str) -> CpuBounds:
+    """The namespace's CPU bounds: LimitRange min/max and every quota's CPU lines."""
+    return cpu_objects.to_cpu_bounds(reader.list_objects("LimitRange", namespace),
+                                     reader.list_objects("ResourceQuota", namespace))
 
-    def bounds() -> CpuBounds:
-        return cpu_objects.to_cpu_bounds(reader.list_objects("LimitRange", namespace),
-                                         reader.list_objects("ResourceQuota", namespace))
+
+def cpu_facts(reader: Reader, namespace: str, signal: Signal,
+              bounds: Callable[[], CpuBounds] | None = None) -> CpuFacts:
+    """Readers, so only a CPU decision pays for them: the namespace's CPU bounds (`bounds`: the engine's, with
+    what the notification already reserved), the first named pod's CPU."""
 
     def running() -> Mapping[str, CpuResources]:
         return cpu_objects.pod_cpu(reader.get("Pod", namespace, signal.pods[0]) if signal.pods else None)
 
-    return CpuFacts(bounds=bounds, pods=running)
+    return CpuFacts(bounds=bounds or (lambda: cpu_bounds(reader, namespace)), pods=running)
 
 
 def changes_cpu(action: Action, workload: Workload) -> bool:

@@ -23,7 +23,7 @@ from .adapted import adapted_refusal, adapted_workload
 from .adapters import adapter_for, register_adapters
 from .budget import Budget
 from .cache import Store
-from .cpu_act import cpu_facts
+from .cpu_act import cpu_bounds, cpu_facts
 from .errors import PermanentError, TemporaryError
 from .kube import KubeGateway
 from .metrics import Metrics
@@ -32,6 +32,7 @@ from .model import (
     Action,
     Alert,
     Bounds,
+    CpuBounds,
     Decision,
     Mode,
     Notification,
@@ -67,14 +68,22 @@ def utcnow() -> datetime:
 
 @dataclass(slots=True)
 class _Namespace:
-    """What one notification learned about a namespace: bounds, and GPUs its own actions reserved."""
+    """What one notification learned about a namespace: bounds, and the GPUs and CPU its own actions reserved.
+
+    The CPU bounds are read once per notification, like the GPU's: an in-place resize changes `status.used` at
+    once (the watch may deliver it mid-notification), and the reservation must not be counted twice.
+    """
 
     bounds: Bounds | None = None
     reserved: dict[str, int] = field(default_factory=dict)  # quota name -> GPUs
+    cpu_bounds: CpuBounds | None = None
+    cpu_reserved: dict[tuple[str, str], int] = field(default_factory=dict)  # (quota, resource) -> millicores
 
-    def reserve(self, charges: tuple[tuple[str, int], ...]) -> None:
-        for name, gpus in charges:
+    def reserve(self, action: Action) -> None:
+        for name, gpus in action.quota_charges:
             self.reserved[name] = self.reserved.get(name, 0) + gpus
+        for key, millis in action.cpu_quota_charges:
+            self.cpu_reserved[key] = self.cpu_reserved.get(key, 0) + millis
 
 
 class Engine:
@@ -293,6 +302,11 @@ class Engine:
             quota = reader.cluster_queue_quota(ref.namespace, workload.queue, self.policy.gpu_resource)
             return kueue.with_cluster_queue(namespaced, quota, workload.queue)
 
+        def cpu_namespace_bounds() -> CpuBounds:
+            if ns.cpu_bounds is None:
+                ns.cpu_bounds = cpu_bounds(reader, ref.namespace)
+            return ns.cpu_bounds.reserving(ns.cpu_reserved)
+
         def hpa_managed() -> bool:
             return (ref.kind, ref.name) in hpa_targets(reader.list_objects("HorizontalPodAutoscaler", ref.namespace))
 
@@ -304,7 +318,7 @@ class Engine:
             now,
             priority_classes=reader.workload_priority_classes if workload.queue else reader.priority_classes,
             hpa_managed=hpa_managed,
-            cpu=cpu_facts(reader, ref.namespace, signal),
+            cpu=cpu_facts(reader, ref.namespace, signal, bounds=cpu_namespace_bounds),
         )
         return workload, decision, effective_mode(workload, self.policy)
 
@@ -318,7 +332,7 @@ class Engine:
             self.recorder.action(ref, signal, decision, Result.FAILED, acted.error)
             return Skip(SkipReason.API_ERROR, acted.error), Result.FAILED
         if acted.result is Result.APPLIED:
-            ns.reserve(decision.quota_charges)
+            ns.reserve(decision)
             if self.on_applied is not None and decision.action != "revert":
                 self.on_applied(ref)
         return self._finish_action(ref, signal, decision, acted.result)

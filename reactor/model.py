@@ -291,16 +291,46 @@ class Bounds:
 
 
 @dataclass(frozen=True, slots=True)
+class CpuQuota:
+    """One ResourceQuota's CPU line in millicores: `requests.cpu` (also spelled `cpu`) or `limits.cpu`. Like a
+    GPU `Quota`, it counts and limits only the pods all its scope terms match."""
+
+    name: str
+    resource: str  # "requests.cpu" | "cpu" | "limits.cpu"
+    hard_m: int
+    used_m: int = 0
+    scopes: tuple[ScopeTerm, ...] = ()
+
+    @property
+    def headroom_m(self) -> int:
+        return self.hard_m - self.used_m
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What a reservation is kept under: one quota may limit requests and limits apart."""
+        return self.name, self.resource
+
+
+@dataclass(frozen=True, slots=True)
 class CpuBounds:
-    """What the namespace allows for CPU, in millicores: LimitRange max per container, quota headroom.
+    """What the namespace allows for CPU, in millicores: LimitRange min/max per container, and every CPU line
+    of every ResourceQuota with its scope.
 
     Kept apart from `Bounds` (the GPU's) so the CPU half adds to the quota math, never reshapes it.
     """
 
     min_m: int | None = None  # LimitRange min (Container type)
     max_m: int | None = None  # LimitRange max (Container type)
-    requests_headroom_m: int | None = None  # tightest requests.cpu hard - used; None = no quota
-    limits_headroom_m: int | None = None  # tightest limits.cpu hard - used; None = no quota
+    quotas: tuple[CpuQuota, ...] = ()  # by quota name, then resource
+
+    def reserving(self, reserved: Mapping[tuple[str, str], int]) -> CpuBounds:
+        """These bounds with the millicores earlier actions of the same notification took, line by line: an
+        in-place resize shows in `status.used` only once the quota controller recounts (and the reactor reads
+        each namespace's quotas once per notification)."""
+        if not any(reserved.get(q.key) for q in self.quotas):
+            return self
+        quotas = tuple(replace(q, used_m=q.used_m + reserved.get(q.key, 0)) for q in self.quotas)
+        return replace(self, quotas=quotas)
 
 
 @dataclass(frozen=True, slots=True)
@@ -395,6 +425,9 @@ class Action:
     quota_charges: tuple[tuple[str, int], ...] = ()
     cpu: CpuResources | None = None  # resize-cpu (and its revert): the container's CPU to set
     cpu_before: CpuResources | None = None  # ... and what it was (kept in `original` for the revert)
+    # Millicores of each CPU quota line ((quota name, resource), as CpuQuota.key) a CPU raise keeps: reserved
+    # for the rest of the notification, like `quota_charges`.
+    cpu_quota_charges: tuple[tuple[tuple[str, str], int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

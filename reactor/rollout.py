@@ -15,10 +15,14 @@ from .model import Kind
 
 @dataclass(frozen=True, slots=True)
 class Progress:
-    """`done`: the new template is fully rolled out. `trouble`: what the controller reports holding it up."""
+    """`done`: the new template is fully rolled out. `trouble`: what the controller reports holding it up.
+    `actuating`: a kubelet is applying the change right now (an in-place resize `PodResizeInProgress`): not done,
+    and not stalled either, so never reverted mid-way."""
 
     done: bool
     trouble: str = ""
+    actuating: bool = False
+    pods: tuple[str, ...] = ()  # the pods an in-place change has not reached: what a revert resizes back
 
 
 def progress(obj: Mapping[str, Any], kind: str) -> Progress:

@@ -1,8 +1,9 @@
 """Verify after acting: follow each change's rollout, mark it verified, or revert it when it stalls.
 
 A background thread of the worker (started and stopped by the assembly). Each interval, the replica
-holding the verifier Lease reads every workload with a pending verification (one GET each: the cost
-grows with the workloads being verified, never with alerts or pods). Done → the sealed `verification`
+holding the verifier Lease reads every workload with a pending verification (one GET each, and one LIST of
+the namespace's pods for an in-place CPU raise, which is done only when the kubelets report it applied: the
+cost grows with the workloads being verified, never with alerts). Done → the sealed `verification`
 annotation becomes `verified`; not done `verify.timeout` after the write → a `RolloutStalled` Warning
 Event, then the change is reverted to the recorded original through the act step (the same bounded,
 conditional, sealed write; the revert decision is the policy's `revert_stalled`), recorded as
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from . import cpu_objects
 from .act import Actor, Attempt, record_event
 from .annotations import (
     COOLDOWN_UNTIL,
@@ -31,6 +33,7 @@ from .annotations import (
     format_time,
     verification_annotation,
 )
+from .cpu_act import CPU_ACTION, cpu_facts
 from .errors import ConflictError, ReactorError
 from .finops import GpuLedger
 from .kube import KubeGateway, NotFound
@@ -41,7 +44,7 @@ from .policy import effective_mode
 from .policy.context import Context
 from .policy.revert import revert_stalled
 from .resolve import Reader
-from .rollout import progress
+from .rollout import Progress, progress
 from .settings import Settings
 from .statemac import StateKeys, authenticate
 from .workloads import namespace_bounds, to_workload
@@ -121,9 +124,26 @@ class Verifier:
             return
         state = progress(obj, ref.kind)
         if state.done:
+            state = self._resized_in_place(obj, workload)
+        if state.done:
             self._mark_verified(workload, verification, now)
+        elif state.actuating:
+            return  # a kubelet is applying it (PodResizeInProgress): neither verified nor reverted mid-way
         elif now - verification.since >= self.policy.verify_timeout:
-            self._revert(obj, workload, verification, state.trouble, now)
+            self._revert(obj, workload, verification, state, now)
+
+    def _resized_in_place(self, obj: dict[str, Any], workload: Workload) -> Progress:
+        """An in-place CPU raise is done when the kubelets say so, not when the owner's patch is: the pods that
+        carry it are read (one list of the namespace's pods) and each one's resize state judged."""
+        last = workload.state.last_action
+        limit = cpu_objects.millicores(last.to_value) if last is not None else None
+        if last is None or last.action != CPU_ACTION or last.container is None or limit is None \
+                or self.policy.cpu_apply_to == "template":
+            return Progress(True)
+        selector = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels")
+        pods = self.kube.list_objects("Pod", workload.ref.namespace)
+        return cpu_objects.resize_progress(pods, selector if isinstance(selector, dict) else None,
+                                           last.container, limit)
 
     def _mark_verified(self, workload: Workload, verification: Verification, now: datetime) -> None:
         kept = {k: workload.annotations.get(k) for k in (LAST_ACTION, COOLDOWN_UNTIL, ORIGINAL)}
@@ -136,16 +156,17 @@ class Verifier:
             return  # changed since the read: the next pass reads it again
         self._done(workload.ref, VERIFIED, verification, "rolled out", now)
 
-    def _revert(self, obj: dict[str, Any], workload: Workload, verification: Verification, trouble: str,
+    def _revert(self, obj: dict[str, Any], workload: Workload, verification: Verification, state: Progress,
                 now: datetime) -> None:
         ref = workload.ref
-        reason = f"rollout stalled for {self.policy.verify_timeout}: {trouble}"[:256]
+        reason = f"rollout stalled for {self.policy.verify_timeout}: {state.trouble}"[:256]
         stalled = Action(action=verification.strategy.rsplit("-", 1)[0], direction="up", workload=ref,
                          container=None, from_value=None, to_value=None, strategy=verification.strategy)
         record_event(self.kube, stalled, obj, f"gpu-reactor: {verification.strategy} {reason}", now,
                      reason="RolloutStalled", warning=True)
+        # An in-place change names the pods it did not reach: the revert resizes those back.
         signal = Signal(alert="RolloutStalled", status=Status.RESOLVED, keys=(), container=None, value=None,
-                        fingerprint="rollout-stalled", starts_at=format_time(verification.since))
+                        fingerprint="rollout-stalled", starts_at=format_time(verification.since), pods=state.pods)
         marked = {VERIFICATION: verification_annotation(REVERTED, verification.strategy, now, reason)}
         attempt = Attempt(ref, signal, lambda o: self._decide(ref, o, signal, now),
                           lambda: self._reread(ref), annotations=marked, event_reason="ActionReverted")
@@ -164,7 +185,8 @@ class Verifier:
         workload = authenticate(to_workload(obj, ref.kind, self.policy.gpu_resource), self.state_keys)
         reader = Reader(self.kube)
         ctx = Context(signal, workload, lambda: namespace_bounds(reader, ref.namespace, self.policy.gpu_resource),
-                      self.policy, now, priority_classes=reader.priority_classes)
+                      self.policy, now, priority_classes=reader.priority_classes,
+                      cpu=cpu_facts(reader, ref.namespace, signal))
         return workload, revert_stalled(ctx), effective_mode(workload, self.policy)
 
     def _reread(self, ref: WorkloadRef) -> dict[str, Any] | None:

@@ -200,12 +200,17 @@ def to_quota(obj: Obj, key: str) -> Quota | None:
     if hard_raw is None:
         return None
     used = int(parse_quantity((status.get("used") or {}).get(key, 0)))
+    name = str((obj.get("metadata") or {}).get("name", ""))
+    return Quota(name=name, hard=int(parse_quantity(hard_raw)), used=used, scopes=scope_terms(spec))
+
+
+def scope_terms(spec: Obj) -> tuple[ScopeTerm, ...]:
+    """A quota's scope as terms: each `spec.scopes` entry as `Exists`, then the scopeSelector's expressions."""
     terms = [ScopeTerm(str(s)) for s in spec.get("scopes") or []]
     for expr in (spec.get("scopeSelector") or {}).get("matchExpressions") or []:
         terms.append(ScopeTerm(str(expr.get("scopeName", "")), str(expr.get("operator", "")),
                                tuple(str(v) for v in expr.get("values") or [])))
-    name = str((obj.get("metadata") or {}).get("name", ""))
-    return Quota(name=name, hard=int(parse_quantity(hard_raw)), used=used, scopes=tuple(terms))
+    return tuple(terms)
 
 
 def default_class(priority_classes: Iterable[Obj]) -> str | None:

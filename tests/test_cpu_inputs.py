@@ -10,7 +10,7 @@ import pytest
 from reactor.alerts import parse_notification
 from reactor.cpu_objects import container_cpu, resize_status, to_cpu_bounds
 from reactor.errors import ConfigError, InvalidPayload
-from reactor.model import CpuBounds, CpuResources
+from reactor.model import CpuBounds, CpuQuota, CpuResources, ScopeTerm
 from reactor.policy import fold
 from reactor.settings import build_settings
 from tests.support import sample
@@ -86,11 +86,16 @@ def test_cpu_read_from_resources_and_quota() -> None:
     assert container_cpu({"limits": {"cpu": "bogus"}}) == CpuResources(None, None)
     lr = {"spec": {"limits": [{"type": "Container", "max": {"cpu": "4"}, "min": {"cpu": "100m"}},
                               {"type": "Pod", "max": {"cpu": "1"}}]}}
-    quotas = [{"spec": {"hard": {"requests.cpu": "10"}}, "status": {"hard": {"requests.cpu": "10"},
-                                                                    "used": {"requests.cpu": "7500m"}}},
-              {"spec": {"hard": {"limits.cpu": "20"}}, "status": {"used": {"limits.cpu": "1"}}}]
-    assert to_cpu_bounds([lr], quotas) == CpuBounds(min_m=100, max_m=4000, requests_headroom_m=2500,
-                                                    limits_headroom_m=19000)
+    scoped = {"scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In",
+                                                       "values": ["high-priority-gpu"]}]}}
+    quotas = [{"metadata": {"name": "a"}, "spec": {"hard": {"requests.cpu": "10"}},
+               "status": {"hard": {"requests.cpu": "10"}, "used": {"requests.cpu": "7500m"}}},
+              {"metadata": {"name": "b"}, "spec": {"hard": {"limits.cpu": "20", "cpu": "bogus"}, **scoped},
+               "status": {"used": {"limits.cpu": "1"}}}]
+    high = (ScopeTerm("PriorityClass", "In", ("high-priority-gpu",)),)
+    assert to_cpu_bounds([lr], quotas) == CpuBounds(min_m=100, max_m=4000, quotas=(
+        CpuQuota("a", "requests.cpu", hard_m=10_000, used_m=7500),
+        CpuQuota("b", "limits.cpu", hard_m=20_000, used_m=1000, scopes=high)))
 
 
 @pytest.mark.parametrize(
@@ -102,6 +107,11 @@ def test_cpu_read_from_resources_and_quota() -> None:
         ([{"type": "PodResizePending", "status": "True", "reason": "Infeasible", "message": "too big"}],
          "Infeasible: too big"),
         ([{"type": "PodResizeInProgress", "status": "True"}], "InProgress"),
+        ([{"type": "PodResizeInProgress", "status": "True", "reason": "Error", "message": "cgroup write failed"}],
+         "InProgress: Error: cgroup write failed"),
+        ([{"type": "PodResizeInProgress", "status": "True"},
+          {"type": "PodResizePending", "status": "True", "reason": "Deferred", "message": "no room"}],
+         "Deferred: no room"),
         ([{"type": "PodResizePending", "status": "False", "reason": "Deferred"}], "done"),
     ],
 )

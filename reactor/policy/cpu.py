@@ -11,6 +11,7 @@ import math
 
 from ..model import Action, CpuResources, Skip, SkipReason
 from .context import Context
+from .quota import tracks
 
 # The strategies that take GPUs away from a workload: pointless, even harmful, when its GPUs
 # wait for its CPU (data loading, decoding, tokenization).
@@ -64,12 +65,12 @@ def resize_cpu(ctx: Context, direction: str) -> Action | Skip:
     target = size_cpu(current, ctx.signal.cpu_throttling, step_m=ctx.policy.cpu_step_m, max_m=highest)
     if target.limit_m is None or target.limit_m <= current.limit_m:
         return Skip(SkipReason.AT_MAX_CPU, f"CPU limit {current.limit_m}m; highest allowed {highest}m")
-    blocked = check_cpu_quota(ctx, current, target, what=f"{container.name} CPU {current.limit_m}m→{target.limit_m}m")
-    if blocked is not None:
-        return blocked
+    charged = check_cpu_quota(ctx, current, target, what=f"{container.name} CPU {current.limit_m}m→{target.limit_m}m")
+    if isinstance(charged, Skip):
+        return charged
     return Action(action="resize-cpu", direction="up", workload=ctx.workload.ref, container=container.name,
                   from_value=f"{current.limit_m}m", to_value=f"{target.limit_m}m", strategy="resize-cpu-up",
-                  cpu=target, cpu_before=current)
+                  cpu=target, cpu_before=current, cpu_quota_charges=charged)
 
 
 def revert_cpu(ctx: Context, container: str | None, original: object) -> Action | Skip:
@@ -87,25 +88,35 @@ def revert_cpu(ctx: Context, container: str | None, original: object) -> Action 
                   cpu=original, cpu_before=current)
 
 
-def check_cpu_quota(ctx: Context, current: CpuResources, target: CpuResources, *, what: str) -> Skip | None:
-    """QUOTA_EXCEEDED when requests.cpu or limits.cpu has less headroom than the change needs.
+CpuCharges = tuple[tuple[tuple[str, str], int], ...]  # ((quota name, resource), millicores): Action.cpu_quota_charges
 
-    In place (`cpu.applyTo: pods`), each pod the alerts name grows by the difference. Through the
-    template, like GPUs: every replica grows, and the surge pods run the new size while every old
-    pod still counts.
+
+def check_cpu_quota(ctx: Context, current: CpuResources, target: CpuResources, *, what: str) -> Skip | CpuCharges:
+    """QUOTA_EXCEEDED when a CPU line of a quota that counts these pods has less headroom than the change needs;
+    else the millicores it keeps of each line (reserved for the rest of the notification).
+
+    Scope-aware like the GPU's (`quota.tracks`): a quota scoped to another PriorityClass neither counts nor
+    limits these pods; `cpu` and `requests.cpu` both count the requests. In place (`cpu.applyTo: pods`), each
+    pod the alerts name grows by the difference (the API server charges a resize its growth). Through the
+    template, like GPUs: every replica grows, and the surge pods run the new size while every old pod still
+    counts (the surge is transient: only the replicas' growth is kept).
     """
-    b = ctx.cpu_bounds
     old_request = current.request_m if current.request_m is not None else current.limit_m or 0
-    needs = (("requests.cpu", old_request, target.request_m or 0, b.requests_headroom_m),
-             ("limits.cpu", current.limit_m or 0, target.limit_m or 0, b.limits_headroom_m))
-    for key, old, new, headroom in needs:
-        if ctx.policy.cpu_apply_to == "pods":
-            pods = len(ctx.signal.pods) or ctx.replicas
-            need = pods * max(0, new - old)
-        else:
-            pods = ctx.replicas
-            need = pods * max(0, new - old) + ctx.surge * new
-        if headroom is not None and need > headroom:
+    sizes = {"requests": (old_request, target.request_m or 0), "limits": (current.limit_m or 0, target.limit_m or 0)}
+    in_place = ctx.policy.cpu_apply_to == "pods"
+    pods = (len(ctx.signal.pods) or ctx.replicas) if in_place else ctx.replicas
+    surge = 0 if in_place else ctx.surge
+    charges: list[tuple[tuple[str, str], int]] = []
+    for quota in ctx.cpu_bounds.quotas:
+        if not tracks(ctx, quota, ctx.workload.priority_class):
+            continue
+        old, new = sizes["limits" if quota.resource == "limits.cpu" else "requests"]
+        kept = pods * max(0, new - old)
+        need = kept + surge * new
+        if need > 0 and need > quota.headroom_m:
             return Skip(SkipReason.QUOTA_EXCEEDED,
-                        f"{what} needs {need}m of {key} ({pods} pods, surge {ctx.surge}), headroom {headroom}m")
-    return None
+                        f"{what} needs {need}m of {quota.resource} of quota {quota.name} ({pods} pods, surge "
+                        f"{surge}), headroom {quota.headroom_m}m (hard {quota.hard_m}m, used {quota.used_m}m)")
+        if kept:
+            charges.append((quota.key, kept))
+    return tuple(charges)

@@ -6,13 +6,17 @@ from dataclasses import replace
 
 import pytest
 
-from reactor.model import Action, Container, CpuBounds, CpuResources, Skip
+from reactor.model import Action, Container, CpuBounds, CpuQuota, CpuResources, ScopeTerm, Skip
 from reactor.model import SkipReason as R
 from reactor.policy import CpuFacts, decide
 from reactor.policy.cpu import size_cpu
 from tests.policy.policy_builders import NOW, POLICY, bounds, signal, workload
 
 UNDER, IDLE, STARVED = "GPUUnderutilized", "GPUIdle", "GPUStarvedByCPU"
+
+
+def cpu_quota(resource: str, headroom: int, *, name: str = "compute", scopes: tuple[ScopeTerm, ...] = ()) -> CpuBounds:
+    return CpuBounds(quotas=(CpuQuota(name, resource, hard_m=20_000, used_m=20_000 - headroom, scopes=scopes),))
 
 
 def cpu_workload(*, request: int | None = 2000, limit: int | None = 2000, replicas: int = 2):
@@ -109,11 +113,11 @@ def test_the_running_pod_s_cpu_is_the_base_when_resizing_pods():
         pytest.param(cpu_workload(request=None, limit=None), CpuFacts(), POLICY, R.NOT_APPLICABLE, id="no-cpu-limit"),
         pytest.param(cpu_workload(), CpuFacts(bounds=CpuBounds(max_m=2000)), POLICY, R.AT_MAX_CPU, id="limitrange-max"),
         pytest.param(cpu_workload(limit=16000, request=16000), CpuFacts(), POLICY, R.AT_MAX_CPU, id="policy-max"),
-        pytest.param(cpu_workload(), CpuFacts(bounds=CpuBounds(requests_headroom_m=999)), POLICY, R.QUOTA_EXCEEDED,
+        pytest.param(cpu_workload(), CpuFacts(bounds=cpu_quota("requests.cpu", 999)), POLICY, R.QUOTA_EXCEEDED,
                      id="requests-cpu-quota"),
-        pytest.param(cpu_workload(), CpuFacts(bounds=CpuBounds(limits_headroom_m=999)), POLICY, R.QUOTA_EXCEEDED,
+        pytest.param(cpu_workload(), CpuFacts(bounds=cpu_quota("limits.cpu", 999)), POLICY, R.QUOTA_EXCEEDED,
                      id="limits-cpu-quota"),
-        pytest.param(cpu_workload(), CpuFacts(bounds=CpuBounds(limits_headroom_m=3000)),
+        pytest.param(cpu_workload(), CpuFacts(bounds=cpu_quota("limits.cpu", 3000)),
                      replace(POLICY, cpu_apply_to="template"), R.QUOTA_EXCEEDED, id="template-counts-the-surge"),
     ],
 )
@@ -125,10 +129,43 @@ def test_resize_cpu_refusals(wl, facts, policy, reason):
 
 def test_in_place_quota_counts_only_the_named_pods():
     """One pod resized in place by 1000m fits 1000m of headroom; the template's rollout would not."""
-    facts = CpuFacts(bounds=CpuBounds(requests_headroom_m=1000, limits_headroom_m=1000))
-    assert isinstance(decide(throttled(STARVED, 0.5), cpu_workload(), bounds(), POLICY, NOW, cpu=facts), Action)
+    facts = CpuFacts(bounds=CpuBounds(quotas=cpu_quota("requests.cpu", 1000).quotas + cpu_quota("limits.cpu", 1000).quotas))
+    one = decide(throttled(STARVED, 0.5), cpu_workload(), bounds(), POLICY, NOW, cpu=facts)
+    assert isinstance(one, Action)
+    assert one.cpu_quota_charges == ((("compute", "requests.cpu"), 1000), (("compute", "limits.cpu"), 1000))
     two = throttled(STARVED, 0.5, pods=("p-1", "p-2"))
-    assert isinstance(decide(two, cpu_workload(), bounds(), POLICY, NOW, cpu=facts), Skip)
+    refused = decide(two, cpu_workload(), bounds(), POLICY, NOW, cpu=facts)
+    assert isinstance(refused, Skip) and refused.reason is R.QUOTA_EXCEEDED
+    assert refused.detail == ("resize-cpu-up: server CPU 2000m→3000m needs 2000m of requests.cpu of quota compute (2 pods, surge 0), "
+                              "headroom 1000m (hard 20000m, used 19000m)")
+
+
+def test_the_old_cpu_spelling_counts_the_requests():
+    """`cpu` in a quota is requests.cpu by its older name: a raise counts against it too."""
+    decision = decide(throttled(STARVED, 0.5), cpu_workload(), bounds(), POLICY, NOW,
+                      cpu=CpuFacts(bounds=cpu_quota("cpu", 999)))
+    assert isinstance(decision, Skip) and "of cpu of quota compute" in decision.detail
+
+
+def test_a_cpu_quota_scoped_to_another_class_neither_counts_nor_limits():
+    """Scope-aware like the GPU's: a full quota of another PriorityClass is not this workload's bound, and
+    nothing is charged to it; a full quota of the workload's own class refuses."""
+    other = cpu_quota("requests.cpu", 0, name="high",
+                      scopes=(ScopeTerm("PriorityClass", "In", ("high-priority-gpu",)),))
+    decision = decide(throttled(STARVED, 0.5), cpu_workload(), bounds(), POLICY, NOW, cpu=CpuFacts(bounds=other))
+    assert isinstance(decision, Action) and decision.cpu_quota_charges == ()
+    own = cpu_quota("requests.cpu", 0, name="medium",
+                    scopes=(ScopeTerm("PriorityClass", "In", ("medium-priority-gpu",)),))
+    medium = replace(cpu_workload(), priority_class="medium-priority-gpu")
+    refused = decide(throttled(STARVED, 0.5), medium, bounds(), POLICY, NOW, cpu=CpuFacts(bounds=own))
+    assert isinstance(refused, Skip) and "of quota medium" in refused.detail
+
+
+def test_reserving_adds_the_notification_s_earlier_charges_line_by_line():
+    b = CpuBounds(quotas=cpu_quota("requests.cpu", 3000).quotas + cpu_quota("limits.cpu", 3000).quotas)
+    reserved = b.reserving({("compute", "limits.cpu"): 2000, ("other", "limits.cpu"): 5})
+    assert [q.headroom_m for q in reserved.quotas] == [3000, 1000]
+    assert b.reserving({}) is b
 
 
 def test_a_cpu_raise_records_the_original_and_its_resolve_reverts_it():

@@ -32,8 +32,9 @@ pytestmark = pytest.mark.promstack
 
 REPO = Path(__file__).resolve().parents[2]
 NS = "ml-workloads"
-ORDER = ["dcgm-metrics", "label-spelling", "gpu-rules", "shared-gpus", "alertmanager-route", "alert-inhibition",
-         "reactor-webhook", "kubernetes"]
+PROMETHEUS = ["dcgm-metrics", "label-spelling", "gpu-rules", "shared-gpus"]
+SIGNALS = ["busy-signal", "cpu-metrics"]  # tests/e2e/test_doctor_signals.py checks them with and without data
+ORDER = [*PROMETHEUS, *SIGNALS, "alertmanager-route", "alert-inhibition", "reactor-webhook", "kubernetes"]
 BROKEN_ALERTMANAGER = {
     "route": {"receiver": "default", "routes": [{"receiver": "slack", "matchers": ['severity="critical"']}]},
     "receivers": [{"name": "default"}, {"name": "slack"}],
@@ -97,8 +98,11 @@ def test_a_healthy_stack_passes_every_check(stack: PromStack, dcgm_exporter: Fak
                       reactor_url=webhook_sink.url)
     checks = _by_name(diagnose(sources, settings, "no cluster in this test"))
     assert list(checks) == ORDER
-    for name in ORDER[:6]:
+    for name in [*PROMETHEUS, "alertmanager-route", "alert-inhibition"]:
         assert checks[name].status is Status.OK, checks[name]
+    # No --thresholds: the signal in use is unknown; no cAdvisor scraped: no GPU would ever be shrunk.
+    assert checks["busy-signal"].status is Status.WARNING and "--thresholds" in checks["busy-signal"].fix
+    assert checks["cpu-metrics"].status is Status.FAILING
     assert "exported labels, as the rules read (loaded rules)" in checks["label-spelling"].detail
     assert f"go to gpu-reactor ({webhook_sink.url})" in checks["alertmanager-route"].detail
     # The sink answers 200 to anyone; the reactor would answer 401 without the token.
@@ -146,6 +150,8 @@ def test_the_command_exits_1_and_prints_one_line_per_check(broken: PromStack,
                  "--config", str(REPO / "deploy/reactor/policy.yaml"), "--kubeconfig", "/nonexistent/kubeconfig"])
     lines = capsys.readouterr().out.splitlines()
     assert code == 1
-    assert [ln.split()[1] for ln in lines] == ORDER
+    # rules/thresholds.yaml by default: the signal of the policy's one allowed namespace too.
+    assert [ln.split()[1] for ln in lines] == [*PROMETHEUS, "busy-signal", "busy-signal", *ORDER[5:]]
+    assert lines[5].split()[1:3] == ["busy-signal", "ml-workloads"]
     assert lines[2].startswith("failing  gpu-rules") and " -> " in lines[2]
     assert lines[-1].startswith("failing  kubernetes")

@@ -3,12 +3,17 @@
 Upstream (KEP-1287 "In-place Update of Pod Resources", sections Resource Quota and Affected Components;
 the ResourceQuota pod evaluator and LimitRanger handle pod updates through pods/resize): LimitRanger
 checks the resized containers against the namespace's min/max; ResourceQuota charges the growth of
-requests.*/limits.* against every quota; both refuse with 403 Forbidden and store nothing. The kubelet
+requests.*/limits.* against every quota whose scope matches the pod (checkRequest skips the quotas
+its evaluator does not `Matches`); both refuse with 403 Forbidden and store nothing. The kubelet
 (pkg/kubelet allocation manager, canAdmitPod for resizes) reports a resize it cannot apply in a
 `PodResizePending` condition: reason `Infeasible` ("Node didn't have enough capacity: cpu, requested: N,
 capacity: M") when it exceeds the node's allocatable, `Deferred` ("Node didn't have enough resource: cpu,
 requested: N, used: U, capacity: M") when the other pods leave too little; the containers keep their
-old resources in status until it fits.
+old resources in status until it fits. A resize that fits is allocated and reported as `PodResizeInProgress`
+(type from pkg/apis/core PodConditionType: "the Kubelet has allocated resources for the resize, but has not yet
+actuated all of the required changes"; the allocation manager sets it with no reason or message) until the
+runtime has actuated it: only then do status.containerStatuses[*].resources change and the condition goes
+(kubelet SyncPod: ClearPodResizeInProgressCondition once allocated == actual).
 """
 
 from __future__ import annotations
@@ -78,6 +83,28 @@ def test_a_shrinking_resize_needs_no_quota_headroom(sim: SimCluster, core: k8s.C
     assert core.read_namespaced_pod("p", "ml").spec.containers[0].resources.limits["cpu"] == "1500m"
 
 
+def test_a_resize_is_charged_only_to_the_quotas_whose_scope_matches_the_pod(sim: SimCluster,
+                                                                          core: k8s.CoreV1Api) -> None:
+    """checkRequest skips a quota its evaluator does not `Matches` (podMatchesScopeFunc): a full quota scoped
+    to PriorityClass high neither limits nor counts a pod of no class, and still refuses its own class's pod."""
+    sim.apply([{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
+                "value": 1000},
+               {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "high-cpu", "namespace": "ml"},
+                "spec": {"hard": {"requests.cpu": "1", "limits.cpu": "1"},
+                         "scopeSelector": {"matchExpressions": [
+                             {"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}]}}}])
+    high = _pod("p")
+    high["spec"]["priorityClassName"] = "high"
+    _running(sim, core, high, _pod("q"))
+    core.patch_namespaced_pod_resize("q", "ml", _cpu("3"))
+    assert core.read_namespaced_pod("q", "ml").spec.containers[0].resources.limits["cpu"] == "3"
+    body = status_of(lambda: core.patch_namespaced_pod_resize("p", "ml", _cpu("2")), 403)
+    assert body["message"].startswith('pods "p" is forbidden: exceeded quota: high-cpu, requested: ')
+    sim.settle()
+    assert core.read_namespaced_resource_quota("high-cpu", "ml").status.used == {"requests.cpu": "1",
+                                                                                 "limits.cpu": "1"}
+
+
 def test_limitranger_refuses_a_resize_past_the_container_max_with_403(sim: SimCluster, core: k8s.CoreV1Api) -> None:
     """LimitRanger validates pods/resize like a create: above the Container max is 403, nothing stored."""
     sim.apply({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "cpu", "namespace": "ml"},
@@ -118,4 +145,42 @@ def test_kubelet_defers_a_resize_the_other_pods_leave_no_room_for_then_applies_i
     core.delete_namespaced_pod("q", "ml", grace_period_seconds=0)
     sim.settle()
     assert _pending(core) == []
+    assert core.read_namespaced_pod("p", "ml").status.container_statuses[0].resources.limits["cpu"] == "3"
+
+
+def _conditions(core: k8s.CoreV1Api, name: str = "p") -> list[tuple[str, str, str | None, str | None]]:
+    got = core.read_namespaced_pod(name, "ml")
+    return [(c.type, c.status, c.reason, c.message) for c in got.status.conditions or []
+            if c.type.startswith("PodResize")]
+
+
+def test_an_allocated_resize_is_in_progress_until_actuated(sim: SimCluster, core: k8s.CoreV1Api) -> None:
+    """Upstream, step by step: accepted by the API server, nothing yet (the kubelet has not synced); the
+    kubelet allocates it: PodResizeInProgress True without reason or message, status.resources still the old
+    ones; the runtime actuates it: status.resources are the new ones and the condition is cleared."""
+    _running(sim, core, _pod("p"))
+    core.patch_namespaced_pod_resize("p", "ml", _cpu("2"))
+    assert _conditions(core) == []
+    sim.controllers.run_once()
+    assert _conditions(core) == [("PodResizeInProgress", "True", None, None)]
+    got = core.read_namespaced_pod("p", "ml")
+    assert got.status.container_statuses[0].resources.limits["cpu"] == "1"
+    (cond,) = [c for c in got.status.conditions if c.type == "PodResizeInProgress"]
+    assert cond.last_transition_time is not None
+    sim.controllers.run_once()
+    assert _conditions(core) == []
+    assert core.read_namespaced_pod("p", "ml").status.container_statuses[0].resources.limits["cpu"] == "2"
+
+
+def test_a_deferred_resize_goes_through_in_progress_once_room_is_made(sim: SimCluster, core: k8s.CoreV1Api) -> None:
+    sim.apply(_node("4"))
+    _running(sim, core, _pod("p"), _pod("q", "2"))
+    core.patch_namespaced_pod_resize("p", "ml", _cpu("3"))
+    sim.controllers.run_once()
+    assert [c[:3] for c in _conditions(core)] == [("PodResizePending", "True", "Deferred")]
+    core.delete_namespaced_pod("q", "ml", grace_period_seconds=0)
+    sim.controllers.run_once()
+    assert _conditions(core) == [("PodResizeInProgress", "True", None, None)]
+    sim.settle()
+    assert _conditions(core) == []
     assert core.read_namespaced_pod("p", "ml").status.container_statuses[0].resources.limits["cpu"] == "3"

@@ -21,7 +21,7 @@ from ...errors import ConfigError, ReactorError
 from ...kube import KubeGateway
 from ...metrics import Metrics
 from ...settings import Settings, load_settings
-from . import alertmanager, cluster, prometheus
+from . import alertmanager, cluster, prometheus, signals
 from .http import Unreachable
 from .report import Check, exit_code, failing, line, warning
 
@@ -49,6 +49,21 @@ def prometheus_checks(url: str, thresholds: Path | None) -> Iterator[Check]:
     yield prometheus.label_spelling(url, configured, source)
     yield prometheus.gpu_rules(url, rules)
     yield prometheus.shared_gpus(url, prometheus.arriving_spelling(url) or configured)
+
+
+def signal_checks(url: str, thresholds: Path | None, settings: Settings) -> Iterator[Check]:
+    """The busy signal in use and its data, and the CPU half's cAdvisor series (signals.py)."""
+    values = None
+    if thresholds is not None:
+        from ..rules import load_values
+
+        try:
+            values = load_values(thresholds)
+        except ConfigError as e:
+            yield failing("busy-signal", f"{thresholds}: {e}", "fix the key it names (`reactor rules render` "
+                          "checks the file too)")
+            return
+    yield from signals.signal_checks(url, values, settings.policy, str(thresholds))
 
 
 def _scrape_labels(path: Path) -> str:
@@ -105,6 +120,8 @@ def diagnose(sources: Sources, settings: Settings, kube: KubeGateway | str) -> l
         url = sources.prometheus
         checks += _guarded("prometheus", "pass the Prometheus URL (e.g. a port-forward to :9090)",
                            lambda: prometheus_checks(url, sources.thresholds))
+        checks += _guarded("prometheus", "pass the Prometheus URL (e.g. a port-forward to :9090)",
+                           lambda: signal_checks(url, sources.thresholds, settings))
     else:
         checks.append(warning("prometheus", "not checked: metrics, labels, rules, shared GPUs", "pass --prometheus"))
     if sources.alertmanager:
@@ -177,7 +194,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig", metavar="FILE", help="the cluster (default: in-cluster, then ~/.kube/config)")
     parser.add_argument("--config", metavar="FILE", help="the reactor's policy file (allowed namespaces, ladder)")
     parser.add_argument("--thresholds", metavar="FILE", type=Path,
-                        help="rules/thresholds.yaml, when the rules are not loaded (default: it, if present)")
+                        help="rules/thresholds.yaml: the busy signal in use, and the label spelling when the rules "
+                             "are not loaded (default: it, if present)")
     parser.add_argument("--as", dest="impersonate", metavar="USER",
                         help="ask RBAC as this user, e.g. system:serviceaccount:gpu-reactor:gpu-reactor")
 
