@@ -9,12 +9,15 @@ would be a raise withheld for nothing.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from reactor.app.cli import main
 from reactor.sim import SimCluster
 from reactor.tools.payloads import AlertSpec, notification
 from tests.sim.builders import gpu_node
@@ -108,3 +111,28 @@ def test_a_quota_scoped_to_a_priority_class_counts_only_its_pods(cluster: SimClu
     assert _cpu(cluster, "a") == {"2"} and _cpu(cluster, "b") == {"3"}
     assert cluster.get("resourcequotas", NAMESPACE, "high-cpu")["status"]["used"] == {"requests.cpu": "2",
                                                                                       "limits.cpu": "2"}
+
+
+def test_reactor_plan_names_the_cpu_quota_it_would_exceed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`reactor plan` runs the same engine in dry run: a raise the CPU quota cannot take is planned as
+    `quota-exceeded` naming the quota, not as an action the real run would then be refused."""
+    seed = tmp_path / "cluster.yaml"
+    docs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, gpu_node(),
+            _trainer("a", 2), _quota("compute", 5)]
+    seed.write_text(yaml.safe_dump_all([*yaml.safe_load_all((ROOT / "deploy" / "base" / "priorityclasses.yaml")
+                                                             .read_text()), *docs]))
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(f"namespaces: {{allow: [{NAMESPACE}]}}\n")
+    with SimCluster().start() as sim:  # only to learn the pod names the seed's Deployment gets
+        sim.apply(docs)
+        sim.settle()
+        pods = [p["metadata"]["name"] for p in sim.list("pods", NAMESPACE, label_selector="app=a")]
+    alerts = tmp_path / "alerts.json"
+    alerts.write_text(json.dumps(notification([
+        AlertSpec("GPUStarvedByCPU", NAMESPACE, pod, "main", 0.2, 1, extra_annotations={"cpu_throttling": "0.5"})
+        for pod in pods])))
+    assert main(["plan", "--alerts", str(alerts), "--config", str(policy), "--seed", str(seed),
+                 "--output", "json"]) == 0
+    outcomes = json.loads(capsys.readouterr().out)["outcomes"]
+    assert outcomes and {(o["result"], o["reason"]) for o in outcomes} == {("skipped", "quota-exceeded")}, outcomes
+    assert all("compute" in (o.get("detail") or "") for o in outcomes)
