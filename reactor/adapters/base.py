@@ -1,4 +1,4 @@
-"""The adapter value, the registry of enabled adapters, and the pure reads and writes by path.
+"""The adapter value, the set of enabled adapters (a value), and the pure reads and writes by path.
 
 Paths are tuples of keys (str) and list indexes (int) from the object's root. Pure: no I/O.
 """
@@ -6,8 +6,7 @@ Paths are tuples of keys (str) and list indexes (int) from the object's root. Pu
 from __future__ import annotations
 
 import copy
-import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,23 +67,29 @@ class Adapter:
         return str(pod_labels.get(self.part_label, "")) if self.part_label else ""
 
 
-_registry: dict[str, Adapter] = {}
-_lock = threading.Lock()
+@dataclass(frozen=True, slots=True)
+class Adapters:
+    """The enabled adapters, by kind: a value built from the settings (`Settings.adapters`) and handed to
+    whatever resolves, reads, decides on or writes an operator's resource. No module state: two engines
+    with different settings in one process each see their own."""
 
+    items: tuple[Adapter, ...] = ()
+    _by_kind: Mapping[str, Adapter] = field(init=False, repr=False, compare=False)
 
-def register_adapters(adapters: Iterable[Adapter]) -> None:
-    """Enable these adapters (by kind), replacing any enabled before: the policy's `adapters` section."""
-    with _lock:
-        _registry.clear()
-        _registry.update({a.kind: a for a in adapters})
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_kind", {a.kind: a for a in self.items})
 
+    def get(self, kind: str) -> Adapter | None:
+        return self._by_kind.get(kind)
 
-def adapter_for(kind: str) -> Adapter | None:
-    return _registry.get(kind)
+    def __iter__(self) -> Iterator[Adapter]:
+        return iter(self.items)
 
+    def __len__(self) -> int:
+        return len(self.items)
 
-def registered() -> tuple[Adapter, ...]:
-    return tuple(_registry.values())
+    def kinds(self) -> frozenset[str]:
+        return frozenset(self._by_kind)
 
 
 def read(obj: Any, path: Path) -> Any:
