@@ -327,8 +327,13 @@ def _adapted_owner(reader: Reader, adapter: Adapter, child: tuple[str, str, dict
         return Owner(target, None, unverified=f"{kind} {name}: {failure}")
     above = controller_ref(parent)
     if above is not None:  # e.g. a RayCluster a RayService manages: it would write the resource back
+        outer = reader.adapters.get(above.kind)
+        if outer is not None and adapter.kind in outer.children:  # changed through its controller's resource
+            return _adapted_owner(reader, outer, (adapter.kind, ref.name, parent), above, pod, via)
         return Owner(WorkloadRef(above.kind, namespace, above.name), None)
-    part = adapter.part_of_pod((pod.get("metadata") or {}).get("labels") or {})
+    # The pod's labels name its template; a vanished pod's come from the controller it was found through.
+    source = pod or ((obj.get("spec") or {}).get("template") or obj)
+    part = adapter.part_of_pod((source.get("metadata") or {}).get("labels") or {})
     return Owner(target, parent, via, part=part, child=None if kind == "Pod" else obj)
 
 

@@ -49,6 +49,14 @@ class Adapter:
     # (child kind, owner kind) links the operator builds below its resource, believed by uid and owner label.
     hops: frozenset[tuple[str, str]] = frozenset()
     pod_part: Callable[[Mapping[str, Any]], str] | None = None  # the part a pod's labels name, if not part_label
+    # Labels with a fixed value the operator also puts on its children (KubeRay's ray.io/originated-from-crd).
+    child_labels: tuple[tuple[str, str], ...] = ()
+    # The fields (resize-gpu, scale-replicas, set-priority) its webhook refuses or its controller never carries
+    # to a pod, given the resource as read, each with the reason: refused as `operator-forbids`, never written.
+    forbidden: Callable[[Obj], Mapping[str, str]] = field(default=lambda obj: {})
+    # A template change brings up a whole new copy before the old one goes (a RayService's zero-downtime upgrade
+    # prepares a new RayCluster): every replica of the part is surge while both run.
+    replaces_all: bool = False
 
     @property
     def api_version(self) -> str:

@@ -131,3 +131,35 @@ def reconcile_lws(sim: SimCluster, name: str) -> None:
                             "selector": {"matchLabels": {"role": labels["role"]}},
                             "template": template_of(tmpl["workerTemplate"]["spec"], labels)}})
     sim.settle()
+
+
+RAY_ORIGIN = {"ray.io/originated-from-crd": "RayService"}
+
+
+def ray_service_cluster(sim: SimCluster, service: str, suffix: str) -> str:
+    """KubeRay's RayService controller: a RayCluster `<service>-raycluster-<suffix>` built from rayClusterConfig,
+    controlled by the RayService and labelled with its name and kind; KubeRay's RayCluster controller makes its
+    pods. Returns the cluster's name."""
+    svc = custom(sim, "rayservices", service)
+    name = f"{service}-raycluster-{suffix}"
+    sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+               "metadata": {"name": name, "namespace": NAMESPACE, "ownerReferences": owner_ref(svc),
+                            "labels": {"ray.io/originated-from-cr-name": service, **RAY_ORIGIN}},
+               "spec": copy.deepcopy(svc["spec"]["rayClusterConfig"])})
+    reconcile_ray(sim, name)
+    return name
+
+
+def ray_service_status(sim: SimCluster, service: str, active: str, pending: str = "") -> None:
+    """The RayService's status as KubeRay writes it: the active (and pending) cluster, UpgradeInProgress while a
+    pending one exists, Ready, and the generation it observed."""
+    generation = custom(sim, "rayservices", service)["metadata"]["generation"]
+    now = "2026-01-01T00:00:00Z"
+    upgrading = {"type": "UpgradeInProgress", "status": "True" if pending else "False", "lastTransitionTime": now,
+                 "reason": "BothActivePendingClustersExist" if pending else "NoPendingCluster", "message": ""}
+    ready = {"type": "Ready", "status": "True", "lastTransitionTime": now, "reason": "NonZeroServeEndpoints",
+             "message": ""}
+    set_status(sim, "rayservices", service,
+               {"observedGeneration": generation, "conditions": [ready, upgrading],
+                "activeServiceStatus": {"rayClusterName": active},
+                "pendingServiceStatus": {"rayClusterName": pending or None}})  # null: a merge patch removes it

@@ -20,6 +20,7 @@ from tests.adapters.test_inferenceservice import isvc  # noqa: F401 - fixtures
 from tests.adapters.test_leaderworkerset import lws  # noqa: F401
 from tests.adapters.test_notebook import notebook  # noqa: F401
 from tests.adapters.test_raycluster import cluster  # noqa: F401
+from tests.adapters.test_rayservice import service  # noqa: F401
 from tests.support import NAMESPACE, Reactor
 
 CASES = {
@@ -27,6 +28,7 @@ CASES = {
     "isvc": ("isvc", None, "kserve-container", "InferenceService/ml-workloads/llama"),
     "cluster": ("cluster", "ray-gpu-workers-0", "ray-worker", "RayCluster/ml-workloads/ray"),
     "lws": ("lws", "vllm-1-0", "vllm-worker", "LeaderWorkerSet/ml-workloads/vllm"),
+    "service": ("service", "serve-raycluster-a1b2c-gpu-workers-0", "ray-worker", "RayService/ml-workloads/serve"),
 }
 
 
