@@ -60,25 +60,33 @@ def reconcile_notebook(sim: SimCluster, name: str, *, settle: bool = True) -> No
 
 
 def reconcile_isvc(sim: SimCluster, name: str, *, settle: bool = True) -> None:
-    """KServe in raw deployment mode: Deployment `<name>-predictor` with minReplicas pods of the predictor."""
+    """KServe in raw deployment mode: a Deployment `<name>-<component>` with minReplicas pods for the predictor and
+    for the transformer and explainer where the resource has them, each labelled `component`."""
     isvc = custom(sim, "inferenceservices", name)
-    predictor = dict(isvc["spec"]["predictor"])
-    if "model" in predictor:  # KServe builds kserve-container from the model spec and its runtime
-        model = {"name": "kserve-container", "image": "kserve/huggingfaceserver:v0.14",
-                 "resources": predictor["model"].get("resources", {})}
-        predictor["containers"] = [model, *predictor.get("containers", [])]
-    labels = {"app": f"isvc.{name}-predictor", "serving.kserve.io/inferenceservice": name, "component": "predictor"}
-    sim.apply({"apiVersion": "apps/v1", "kind": "Deployment",
-               "metadata": {"name": f"{name}-predictor", "namespace": NAMESPACE, "labels": labels,
-                            "ownerReferences": owner_ref(isvc)},
-               "spec": {"replicas": int(predictor.get("minReplicas", 1)),
-                        "selector": {"matchLabels": {"app": labels["app"]}},
-                        "template": template_of(predictor, labels)}})
+    for component in ("predictor", "transformer", "explainer"):
+        if component in isvc["spec"]:
+            _isvc_component(sim, isvc, component)
     if settle:
         sim.settle()
         generation = custom(sim, "inferenceservices", name)["metadata"]["generation"]
         set_status(sim, "inferenceservices", name,
                    {"observedGeneration": generation, "conditions": [{"type": "Ready", "status": "True"}]})
+
+
+def _isvc_component(sim: SimCluster, isvc: Obj, component: str) -> None:
+    name = isvc["metadata"]["name"]
+    spec = dict(isvc["spec"][component])
+    if "model" in spec:  # KServe builds kserve-container from the model spec and its runtime
+        model = {"name": "kserve-container", "image": "kserve/huggingfaceserver:v0.14",
+                 "resources": spec["model"].get("resources", {})}
+        spec["containers"] = [model, *spec.get("containers", [])]
+    labels = {"app": f"isvc.{name}-{component}", "serving.kserve.io/inferenceservice": name, "component": component}
+    sim.apply({"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": f"{name}-{component}", "namespace": NAMESPACE, "labels": labels,
+                            "ownerReferences": owner_ref(isvc)},
+               "spec": {"replicas": int(spec.get("minReplicas", 1)),
+                        "selector": {"matchLabels": {"app": labels["app"]}},
+                        "template": template_of(spec, labels)}})
 
 
 def reconcile_ray(sim: SimCluster, name: str) -> None:
