@@ -171,3 +171,24 @@ def ray_service_status(sim: SimCluster, service: str, active: str, pending: str 
                {"observedGeneration": generation, "conditions": [ready, upgrading],
                 "activeServiceStatus": {"rayClusterName": active},
                 "pendingServiceStatus": {"rayClusterName": pending or None}})  # null: a merge patch removes it
+
+
+JOBSET = "jobset.sigs.k8s.io/jobset-name"
+JOBSET_RJOB = "jobset.sigs.k8s.io/replicatedjob-name"
+
+
+def reconcile_jobset(sim: SimCluster, name: str) -> None:
+    """The JobSet controller: `replicas` Jobs `<jobset>-<replicatedJob>-<index>` per replicatedJob, controlled by the
+    JobSet and labelled (Job and pod template) with its name, the replicatedJob's name and the job index; the Job
+    controller makes their pods."""
+    js = custom(sim, "jobsets", name)
+    for rjob in js["spec"]["replicatedJobs"]:
+        for index in range(int(rjob.get("replicas", 1))):
+            labels = {JOBSET: name, JOBSET_RJOB: rjob["name"], "jobset.sigs.k8s.io/job-index": str(index)}
+            spec = copy.deepcopy(rjob["template"]["spec"])
+            spec["template"].setdefault("metadata", {}).setdefault("labels", {}).update(labels)
+            sim.apply({"apiVersion": "batch/v1", "kind": "Job",
+                       "metadata": {"name": f"{name}-{rjob['name']}-{index}", "namespace": NAMESPACE,
+                                    "labels": labels, "ownerReferences": owner_ref(js)},
+                       "spec": spec})
+    sim.settle()
