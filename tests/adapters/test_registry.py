@@ -54,3 +54,17 @@ def test_the_settings_build_the_value_and_nothing_else_holds_it(token_file: Path
     assert [a.kind for a in settings.adapters] == ["Notebook"] and settings.adapters.get("RayCluster") is None
     import reactor.adapters.base as base
     assert not [n for n, v in vars(base).items() if isinstance(v, (dict, list, set)) and not n.startswith("__")]
+
+
+def test_rayservice_without_raycluster_is_a_clear_error_at_start(token_file: Path) -> None:
+    """A RayService's pods are found through the RayCluster KubeRay builds: enabling one without the other would
+    leave them `unsupported-owner` silently, so the policy is refused at start, naming the key."""
+    from reactor.errors import ConfigError
+    try:
+        make_settings(token_file, adapters={"builtin": ["RayService"]})
+    except ConfigError as e:
+        assert "adapters.builtin" in str(e) and "RayService needs RayCluster" in str(e), str(e)
+    else:
+        raise AssertionError("RayService without RayCluster was accepted")
+    assert [a.kind for a in make_settings(token_file, adapters={"builtin": ["RayCluster", "RayService"]}).adapters] \
+        == ["RayCluster", "RayService"]
