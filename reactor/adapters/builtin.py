@@ -153,15 +153,15 @@ def _ray_service_rollout(obj: Obj, child: Obj | None) -> str:
     behind = _observed_behind(obj)
     if behind:
         return behind
-    status = obj.get("status") or {}
-    for condition in status.get("conditions") or []:
+    conditions = read(obj, ("status", "conditions"))
+    for condition in conditions if isinstance(conditions, list) else []:
         if isinstance(condition, Mapping) and condition.get("type") == "UpgradeInProgress" \
                 and condition.get("status") == "True":
             return f"UpgradeInProgress: {condition.get('reason', '')} {condition.get('message', '')}".strip()
-    pending = (status.get("pendingServiceStatus") or {}).get("rayClusterName")
+    pending = read(obj, ("status", "pendingServiceStatus", "rayClusterName"))
     if pending:
         return f"KubeRay is preparing the pending RayCluster {pending} (a zero-downtime upgrade)"
-    active = (status.get("activeServiceStatus") or {}).get("rayClusterName")
+    active = read(obj, ("status", "activeServiceStatus", "rayClusterName"))
     if not active:
         return "the RayService has no active RayCluster yet"
     # The pod's own RayCluster counts only when it is the active one: a retired one (awaiting KubeRay's deletion
