@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .adapted import adapted_patch
-from .adapters import adapter_for
+from .adapters import Adapters
 from .annotations import state_annotations
 from .budget import Budget
 from .cpu_act import CPU_ACTION, changes_cpu, resize_pods, template_cpu
@@ -78,8 +78,9 @@ class Actor:
 
     def __init__(self, *, kube: KubeGateway, budget: Budget, gpu_resource: str, cooldown: timedelta,
                  conflict_retries: int, dry_run: bool, state_keys: StateKeys | None = None,
-                 cpu_apply_to: str = "pods") -> None:
+                 cpu_apply_to: str = "pods", adapters: Adapters) -> None:
         self.kube, self.budget, self.state_keys, self.cpu_apply_to = kube, budget, state_keys, cpu_apply_to
+        self.adapters = adapters  # the enabled operators' kinds, written by JSON merge patch (see adapted.py)
         self.gpu_resource, self.cooldown = gpu_resource, cooldown
         self.conflict_retries, self.dry_run = conflict_retries, dry_run
 
@@ -130,7 +131,8 @@ class Actor:
             annotations = self.state_keys.sealed(workload.uid, annotations)
         ref = workload.ref
         try:
-            return self.kube.patch(ref.kind, ref.namespace, ref.name, self._body(action, workload, annotations, obj))
+            return self.kube.patch(ref.kind, ref.namespace, ref.name, self._body(action, workload, annotations, obj),
+                                   self.adapters.get(ref.kind))
         except ConflictError:
             return None
 
@@ -140,7 +142,7 @@ class Actor:
         field = changed_field(action, workload)
         if workload.queue and field == "set-priority":
             return queue_priority_patch(action, workload, annotations)
-        adapter = adapter_for(workload.ref.kind)
+        adapter = self.adapters.get(workload.ref.kind)
         if adapter is not None:
             return adapted_patch(adapter, obj, workload, field, action, annotations, self.gpu_resource)
         return build_patch(action, workload, annotations, self.gpu_resource, self.cpu_apply_to)
@@ -197,9 +199,10 @@ def queue_priority_patch(action: Action, workload: Workload, annotations: dict[s
                          "labels": {PRIORITY_LABEL: action.to_value}}}
 
 
-def _api_version(kind: str) -> str:
-    adapter = adapter_for(kind)
-    return adapter.api_version if adapter is not None else API_VERSIONS.get(kind, "v1")
+def _api_version(kind: str, written: Mapping[str, Any]) -> str:
+    """The workload's apiVersion as the server answered it (an operator's resource), else the built-in kind's."""
+    answered = written.get("apiVersion")
+    return answered if isinstance(answered, str) and answered else API_VERSIONS.get(kind, "v1")
 
 
 def event_message(action: Action, signal: Signal) -> str:
@@ -219,7 +222,7 @@ def record_event(kube: KubeGateway, action: Action, written: dict[str, Any], mes
         "kind": "Event",
         "metadata": {"generateName": f"{ref.name}.", "namespace": ref.namespace},
         "involvedObject": {
-            "apiVersion": _api_version(ref.kind),
+            "apiVersion": _api_version(ref.kind, written),
             "kind": ref.kind,
             "name": ref.name,
             "namespace": ref.namespace,

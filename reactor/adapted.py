@@ -34,6 +34,8 @@ def adapted_workload(adapter: Adapter, obj: Obj, part_name: str, gpu_resource: s
     replicas = _replicas(obj, part)
     generation = int(meta.get("generation", 0))
     surge = max_surge(child.get("spec") or {}, replicas) if child and child.get("kind") == "Deployment" else 0
+    if adapter.replaces_all:
+        surge = part.default_replicas if replicas is None else replicas
     return Workload(
         ref=WorkloadRef(adapter.kind, str(meta.get("namespace", "")), str(meta.get("name", ""))),
         resource_version=str(meta.get("resourceVersion", "")), containers=containers,
@@ -41,6 +43,7 @@ def adapted_workload(adapter: Adapter, obj: Obj, part_name: str, gpu_resource: s
         generation=generation, observed_generation=generation, max_surge=surge,
         state=read_state(annotations), via=via, annotations=annotations, uid=str(meta.get("uid", "")),
         part=part.name, operator_rollout=adapter.rollout(obj, child), adapted=True,
+        forbidden=dict(adapter.forbidden(obj)),
     )
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from . import kueue
 from .act import Acted, Actor, Attempt, KeptChanging
 from .adapted import adapted_refusal, adapted_workload
-from .adapters import adapter_for, register_adapters
+from .adapters import Adapters
 from .budget import Budget
 from .cache import Store
 from .cpu_act import cpu_bounds, cpu_facts
@@ -99,7 +99,7 @@ class Engine:
         if state_keys is None and not settings.policy.dry_run:
             raise ValueError("an Engine that may write needs state keys (see statemac.load_state_keys)")
         self.state_keys = state_keys
-        register_adapters(settings.adapters)  # the kinds resolve, the gateway and the act step go through
+        self.adapters = settings.adapters  # the kinds resolve, the gateway and the act step go through (a value)
         self.settings = settings
         self.policy = settings.policy
         self.kube = kube
@@ -112,7 +112,7 @@ class Engine:
         self.actor = Actor(kube=kube, budget=self.budget, gpu_resource=self.policy.gpu_resource,
                            cooldown=self.policy.cooldown, conflict_retries=settings.kube.conflict_retries,
                            dry_run=self.policy.dry_run, state_keys=state_keys,
-                           cpu_apply_to=self.policy.cpu_apply_to)
+                           cpu_apply_to=self.policy.cpu_apply_to, adapters=self.adapters)
         self._lock = threading.Lock()
         self.on_applied: Callable[[WorkloadRef], None] | None = None  # the verifier's `track`, when one runs
         # One thread at a time per workload in this process (striped: bounded memory), so concurrent
@@ -142,7 +142,7 @@ class Engine:
         server = self.settings.server
         reader = Reader(self.kube, server.max_unknown_pods,
                         self.monotonic() + server.notification_deadline.total_seconds(), self.monotonic,
-                        cache=self.cache)
+                        cache=self.cache, adapters=self.adapters)
         groups, unresolved = self._resolve(reader, alerts, pending)
         outcomes.update(unresolved)
         failures = self._decide_all(reader, alerts, groups, outcomes, now)
@@ -209,7 +209,7 @@ class Engine:
             if pod not in resolved:
                 try:
                     found = resolve_owner(reader, alert.namespace, alert.pod, self._owners)  # type: ignore[arg-type]
-                    resolved[pod] = found, _owner_skip(alert, found)
+                    resolved[pod] = found, _owner_skip(alert, found, self.adapters)
                 except PermanentError as e:
                     # A refused read (403, 422) is this pod's outcome, never a lost notification.
                     resolved[pod] = None, Skip(SkipReason.API_ERROR, str(e))
@@ -338,7 +338,7 @@ class Engine:
         return self._finish_action(ref, signal, decision, acted.result)
 
     def _to_workload(self, obj: dict[str, Any], owner: Owner) -> Workload:
-        adapter = adapter_for(owner.ref.kind)
+        adapter = self.adapters.get(owner.ref.kind)
         if adapter is None:
             return to_workload(obj, owner.ref.kind, self.policy.gpu_resource, via=owner.via)
         workload = adapted_workload(adapter, obj, owner.part, self.policy.gpu_resource, child=owner.child,
@@ -377,12 +377,12 @@ class Engine:
                 self._applied.popitem(last=False)
 
 
-def _owner_skip(alert: Alert, owner: Owner | None) -> Skip | None:
+def _owner_skip(alert: Alert, owner: Owner | None, adapters: Adapters) -> Skip | None:
     if owner is None:
         return Skip(SkipReason.NOT_FOUND, f"pod {alert.namespace}/{alert.pod} does not exist (replaced or deleted)")
     if owner.unverified:
         return Skip(SkipReason.OWNER_UNVERIFIED, owner.unverified)
-    adapter = adapter_for(owner.ref.kind)
+    adapter = adapters.get(owner.ref.kind)
     if adapter is not None and owner.obj is not None:
         return adapted_refusal(adapter, owner)
     refused = owner_refusal(owner.ref.kind, owner.ref.name)

@@ -24,7 +24,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from .adapters import Adapter, adapter_for
+from .adapters import Adapter
 from .errors import ConfigError, ConflictError, PermanentError, TemporaryError
 from .metrics import Metrics
 from .settings import Kube
@@ -134,11 +134,11 @@ class KubeGateway:
 
     # --- calls ----------------------------------------------------------------------------
 
-    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
-        adapter = adapter_for(kind)
+    def get(self, kind: str, namespace: str, name: str, adapter: Adapter | None = None) -> dict[str, Any]:
+        """A built-in object by kind; an operator's resource through the `adapter` the caller enabled for it."""
         if adapter is not None and kind not in _ROUTES:
             return self._get_custom(adapter, namespace, name)
-        route = _ROUTES[kind]
+        route = _route(kind)
         method = getattr(self._apis[route.api], f"read_{route.suffix}")
         return self._call("get", route.resource, lambda **kw: method(name, namespace, **kw))
 
@@ -215,13 +215,13 @@ class KubeGateway:
         self._count(verb, resource, str(getattr(response, "status", 200)))
         return response
 
-    def patch(self, kind: str, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        """Strategic merge patch (JSON merge patch for an adapter's custom resource); a
+    def patch(self, kind: str, namespace: str, name: str, body: dict[str, Any],
+              adapter: Adapter | None = None) -> dict[str, Any]:
+        """Strategic merge patch (JSON merge patch for an operator's resource, given its `adapter`); a
         `metadata.resourceVersion` in `body` makes it conditional (409 if stale)."""
-        adapter = adapter_for(kind)
         if adapter is not None and kind not in _ROUTES:
             return self._patch_custom(adapter, namespace, name, body)
-        route = _ROUTES[kind]
+        route = _route(kind)
         method = getattr(self._apis[route.api], f"patch_{route.suffix}")
         return self._call(
             "patch", route.resource, lambda **kw: method(name, namespace, body, _content_type=STRATEGIC, **kw)
@@ -326,6 +326,14 @@ class KubeGateway:
 
     def _count(self, verb: str, resource: str, code: str) -> None:
         self._metrics.kube_requests.labels(verb=verb, resource=resource, code=code).inc()
+
+
+def _route(kind: str) -> _Route:
+    """The built-in route of `kind`; an operator's kind reaches here only when no adapter for it is enabled."""
+    route = _ROUTES.get(kind)
+    if route is None:
+        raise PermanentError(f"{kind} is not a built-in kind and no enabled adapter serves it")
+    return route
 
 
 def _resource(kind: str) -> str:

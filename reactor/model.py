@@ -224,6 +224,8 @@ class Workload:
     part: str = ""  # the template inside an operator's resource (a Ray worker group); "" for one template
     operator_rollout: str = ""  # why the operator's own rollout is in progress ("" when it is not)
     adapted: bool = False  # an operator's resource, read and written through its adapter (see adapters/)
+    # Fields (resize-gpu, scale-replicas, set-priority) the operator refuses or ignores on this resource, and why.
+    forbidden: Mapping[str, str] = field(default_factory=lambda: EMPTY)
     queue: str = ""  # Kueue's LocalQueue (label kueue.x-k8s.io/queue-name); "" when Kueue does not manage it
 
     def container(self, name: str | None) -> Container | None:
@@ -392,6 +394,7 @@ class SkipReason(enum.StrEnum):
     CPU_BOUND = "cpu-bound"
     AT_MAX_CPU = "at-max-cpu"
     RECENTLY_REVERTED = "recently-reverted"
+    OPERATOR_FORBIDS = "operator-forbids"
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import kueue
-from .adapters import Adapter, adapter_for, registered
+from .adapters import Adapter, Adapters
 from .adapters.links import adapted_link_failure, hop_failure
 from .cache import ALL, Store
 from .errors import PermanentError
@@ -77,8 +77,10 @@ class Reader:
     """
 
     def __init__(self, kube: KubeGateway, unknown_limit: int = 1 << 30, deadline: float = float("inf"),
-                 clock: Callable[[], float] = time.monotonic, cache: Store | None = None) -> None:
+                 clock: Callable[[], float] = time.monotonic, cache: Store | None = None, *,
+                 adapters: Adapters) -> None:
         self.kube = kube
+        self.adapters = adapters  # the operators' kinds the settings enable: read through, resolved to
         self._cache = cache
         self._fresh: set[tuple[str, str, str]] = set()
         self._unknown_limit = unknown_limit
@@ -139,7 +141,7 @@ class Reader:
 
     def _get_or_none(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         try:
-            return self.kube.get(kind, namespace, name)
+            return self.kube.get(kind, namespace, name, self.adapters.get(kind))
         except NotFound:
             return None
 
@@ -272,8 +274,8 @@ def _walk(reader: Reader, namespace: str, pod_name: str) -> Owner | None:
         ref = controller_ref(obj)
         if ref is None:
             break
-        if ref.kind not in _BUILTIN_OWNERS and _operator_hop(kind, obj, ref) is None:
-            adapter = adapter_for(ref.kind)
+        if ref.kind not in _BUILTIN_OWNERS and _operator_hop(reader.adapters, kind, obj, ref) is None:
+            adapter = reader.adapters.get(ref.kind)
             if adapter is None:
                 return Owner(WorkloadRef(ref.kind, namespace, ref.name), None)
             return _adapted_owner(reader, adapter, (kind, name, obj), ref, pod or {}, via)
@@ -291,7 +293,7 @@ def _step_up(reader: Reader, namespace: str, child: tuple[str, str, dict[str, An
     """The controller above `child` if the link holds (ownership.py, or an operator's hop), else where to stop."""
     kind, name, obj = child
     target = WorkloadRef(ref.kind, namespace, ref.name)
-    hop = _operator_hop(kind, obj, ref)
+    hop = _operator_hop(reader.adapters, kind, obj, ref)
     parent = reader.get(ref.kind, namespace, ref.name, referenced=True)
     if parent is None:  # the owner is gone (being deleted): nothing safe to patch
         return Owner(target, None, unverified=f"{kind} {name}: its {ref.kind} is gone" if hop else "")
@@ -301,11 +303,11 @@ def _step_up(reader: Reader, namespace: str, child: tuple[str, str, dict[str, An
     return parent
 
 
-def _operator_hop(kind: str, obj: dict[str, Any], ref: ControllerRef) -> Adapter | None:
+def _operator_hop(adapters: Adapters, kind: str, obj: dict[str, Any], ref: ControllerRef) -> Adapter | None:
     """The enabled adapter whose operator builds a link `kind` → `ref.kind` on the way up (a LeaderWorkerSet's
     worker StatefulSet is controlled by its leader pod), judged by the label the operator puts on the child."""
     labels = (obj.get("metadata") or {}).get("labels") or {}
-    for adapter in registered():
+    for adapter in adapters:
         if (kind, ref.kind) in adapter.hops and adapter.owner_label in labels:
             return adapter
     return None
@@ -325,8 +327,13 @@ def _adapted_owner(reader: Reader, adapter: Adapter, child: tuple[str, str, dict
         return Owner(target, None, unverified=f"{kind} {name}: {failure}")
     above = controller_ref(parent)
     if above is not None:  # e.g. a RayCluster a RayService manages: it would write the resource back
+        outer = reader.adapters.get(above.kind)
+        if outer is not None and adapter.kind in outer.children:  # changed through its controller's resource
+            return _adapted_owner(reader, outer, (adapter.kind, ref.name, parent), above, pod, via)
         return Owner(WorkloadRef(above.kind, namespace, above.name), None)
-    part = adapter.part_of_pod((pod.get("metadata") or {}).get("labels") or {})
+    # The pod's labels name its template; a vanished pod's come from the controller it was found through.
+    source = pod or ((obj.get("spec") or {}).get("template") or obj)
+    part = adapter.part_of_pod((source.get("metadata") or {}).get("labels") or {})
     return Owner(target, parent, via, part=part, child=None if kind == "Pod" else obj)
 
 

@@ -15,7 +15,7 @@ from datetime import timedelta
 from types import MappingProxyType
 from typing import Any
 
-from .adapters import Adapter
+from .adapters import Adapter, Adapters
 from .adapters.config import BUILTIN_NAMES, enabled, parse_builtin, parse_custom
 from .config_sources import Problems, env_values, file_values
 from .errors import ConfigError
@@ -83,8 +83,9 @@ class Settings:
     adapters_custom: tuple[Adapter, ...] = ()
 
     @property
-    def adapters(self) -> tuple[Adapter, ...]:
-        return enabled(self.adapters_builtin, self.adapters_custom)
+    def adapters(self) -> Adapters:
+        """The enabled adapters as a value, handed to the engine, the resolver, the act step and the verifier."""
+        return Adapters(enabled(self.adapters_builtin, self.adapters_custom))
 
 
 def _mode(key: str, raw: Any) -> Mode:

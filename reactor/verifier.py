@@ -112,7 +112,7 @@ class Verifier:
 
     def _check(self, ref: WorkloadRef, now: datetime) -> None:
         try:
-            obj = self.kube.get(ref.kind, ref.namespace, ref.name)
+            obj = self.kube.get(ref.kind, ref.namespace, ref.name, self.actor.adapters.get(ref.kind))
         except NotFound:
             self._untrack(ref, now)
             return
@@ -151,7 +151,8 @@ class Verifier:
         patch = {"metadata": {"resourceVersion": workload.resource_version,
                               "annotations": self.state_keys.sealed(workload.uid, kept)}}
         try:
-            self.kube.patch(workload.ref.kind, workload.ref.namespace, workload.ref.name, patch)
+            self.kube.patch(workload.ref.kind, workload.ref.namespace, workload.ref.name, patch,
+                            self.actor.adapters.get(workload.ref.kind))
         except ConflictError:
             return  # changed since the read: the next pass reads it again
         self._done(workload.ref, VERIFIED, verification, "rolled out", now)
@@ -183,7 +184,7 @@ class Verifier:
     def _decide(self, ref: WorkloadRef, obj: dict[str, Any], signal: Signal,
                 now: datetime) -> tuple[Workload, Decision, Mode]:
         workload = authenticate(to_workload(obj, ref.kind, self.policy.gpu_resource), self.state_keys)
-        reader = Reader(self.kube)
+        reader = Reader(self.kube, adapters=self.actor.adapters)
         ctx = Context(signal, workload, lambda: namespace_bounds(reader, ref.namespace, self.policy.gpu_resource),
                       self.policy, now, priority_classes=reader.priority_classes,
                       cpu=cpu_facts(reader, ref.namespace, signal))
@@ -191,7 +192,7 @@ class Verifier:
 
     def _reread(self, ref: WorkloadRef) -> dict[str, Any] | None:
         try:
-            return self.kube.get(ref.kind, ref.namespace, ref.name)
+            return self.kube.get(ref.kind, ref.namespace, ref.name, self.actor.adapters.get(ref.kind))
         except NotFound:
             return None
 

@@ -9,9 +9,7 @@ merge). Pure: no I/O; the resolver, the conversion to a `Workload` and the act s
 
 from __future__ import annotations
 
-from .base import Adapter, Part, adapter_for, register_adapters, registered
+from .base import Adapter, Adapters, Part
 from .builtin import BUILTIN
 
-__all__ = ["BUILTIN", "Adapter", "Part", "adapter_for", "register_adapters", "registered"]
-
-register_adapters(BUILTIN)  # the default; assembly replaces it with the policy's `adapters` section
+__all__ = ["BUILTIN", "Adapter", "Adapters", "Part"]

@@ -1,4 +1,4 @@
-"""The adapter value, the registry of enabled adapters, and the pure reads and writes by path.
+"""The adapter value, the set of enabled adapters (a value), and the pure reads and writes by path.
 
 Paths are tuples of keys (str) and list indexes (int) from the object's root. Pure: no I/O.
 """
@@ -6,8 +6,7 @@ Paths are tuples of keys (str) and list indexes (int) from the object's root. Pu
 from __future__ import annotations
 
 import copy
-import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +49,14 @@ class Adapter:
     # (child kind, owner kind) links the operator builds below its resource, believed by uid and owner label.
     hops: frozenset[tuple[str, str]] = frozenset()
     pod_part: Callable[[Mapping[str, Any]], str] | None = None  # the part a pod's labels name, if not part_label
+    # Labels with a fixed value the operator also puts on its children (KubeRay's ray.io/originated-from-crd).
+    child_labels: tuple[tuple[str, str], ...] = ()
+    # The fields (resize-gpu, scale-replicas, set-priority) its webhook refuses or its controller never carries
+    # to a pod, given the resource as read, each with the reason: refused as `operator-forbids`, never written.
+    forbidden: Callable[[Obj], Mapping[str, str]] = field(default=lambda obj: {})
+    # A template change brings up a whole new copy before the old one goes (a RayService's zero-downtime upgrade
+    # prepares a new RayCluster): every replica of the part is surge while both run.
+    replaces_all: bool = False
 
     @property
     def api_version(self) -> str:
@@ -68,23 +75,29 @@ class Adapter:
         return str(pod_labels.get(self.part_label, "")) if self.part_label else ""
 
 
-_registry: dict[str, Adapter] = {}
-_lock = threading.Lock()
+@dataclass(frozen=True, slots=True)
+class Adapters:
+    """The enabled adapters, by kind: a value built from the settings (`Settings.adapters`) and handed to
+    whatever resolves, reads, decides on or writes an operator's resource. No module state: two engines
+    with different settings in one process each see their own."""
 
+    items: tuple[Adapter, ...] = ()
+    _by_kind: Mapping[str, Adapter] = field(init=False, repr=False, compare=False)
 
-def register_adapters(adapters: Iterable[Adapter]) -> None:
-    """Enable these adapters (by kind), replacing any enabled before: the policy's `adapters` section."""
-    with _lock:
-        _registry.clear()
-        _registry.update({a.kind: a for a in adapters})
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_kind", {a.kind: a for a in self.items})
 
+    def get(self, kind: str) -> Adapter | None:
+        return self._by_kind.get(kind)
 
-def adapter_for(kind: str) -> Adapter | None:
-    return _registry.get(kind)
+    def __iter__(self) -> Iterator[Adapter]:
+        return iter(self.items)
 
+    def __len__(self) -> int:
+        return len(self.items)
 
-def registered() -> tuple[Adapter, ...]:
-    return tuple(_registry.values())
+    def kinds(self) -> frozenset[str]:
+        return frozenset(self._by_kind)
 
 
 def read(obj: Any, path: Path) -> Any:

@@ -6,7 +6,10 @@ pod spec (spec.predictor.containers, priorityClassName) with minReplicas/maxRepl
 deployment mode KServe runs it as a Deployment. RayCluster v1: the head template and each worker
 group's template and replicas; KubeRay creates the pods itself, labelled `ray.io/group`.
 LeaderWorkerSet v1: the leader and worker templates, `replicas` groups; the leader StatefulSet is the
-LWS's, each group's worker StatefulSet is its leader pod's (a hop the adapter declares). Pure: no I/O.
+LWS's, each group's worker StatefulSet is its leader pod's (a hop the adapter declares). RayService v1:
+the same templates under spec.rayClusterConfig, reached through the RayCluster KubeRay builds from it.
+JobSet v1alpha2: pods → Job → JobSet, each replicatedJob a part; its webhook forbids every change the
+reactor makes but a Kueue priority label (see `_jobset_forbidden`). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -23,18 +26,28 @@ def _notebook_parts(obj: Obj) -> tuple[Part, ...]:
     return (Part("", ("spec", "template", "spec"), default_replicas=1),)
 
 
+ISVC_COMPONENTS = ("predictor", "transformer", "explainer")  # KServe's `component` label on each one's pods
+
+
 def _isvc_parts(obj: Obj) -> tuple[Part, ...]:
-    # KServe runs `predictor.model` as the container named kserve-container.
-    return (Part("", ("spec", "predictor"), ("spec", "predictor", "minReplicas"),
-                 ("spec", "predictor", "maxReplicas"), model=("kserve-container", ("spec", "predictor", "model"))),)
+    """The predictor, and the transformer and explainer where the resource has them: each a pod spec with
+    min/maxReplicas (v1beta1 ComponentExtensionSpec); KServe runs `predictor.model` as kserve-container."""
+    parts = []
+    for name in ISVC_COMPONENTS:
+        if name != "predictor" and not isinstance(read(obj, ("spec", name)), Mapping):
+            continue
+        model = ("kserve-container", ("spec", "predictor", "model")) if name == "predictor" else None
+        parts.append(Part(name, ("spec", name), ("spec", name, "minReplicas"), ("spec", name, "maxReplicas"),
+                          model=model))
+    return tuple(parts)
 
 
-def _ray_parts(obj: Obj) -> tuple[Part, ...]:
-    head = Part(RAY_HEAD, ("spec", "headGroupSpec", "template", "spec"), default_replicas=1)
-    groups = read(obj, ("spec", "workerGroupSpecs")) or []
+def _ray_parts(obj: Obj, base: tuple[str, ...] = ("spec",)) -> tuple[Part, ...]:
+    head = Part(RAY_HEAD, (*base, "headGroupSpec", "template", "spec"), default_replicas=1)
+    groups = read(obj, (*base, "workerGroupSpecs")) or []
     workers = tuple(
-        Part(str(g.get("groupName", "")), ("spec", "workerGroupSpecs", i, "template", "spec"),
-             ("spec", "workerGroupSpecs", i, "replicas"), ("spec", "workerGroupSpecs", i, "maxReplicas"),
+        Part(str(g.get("groupName", "")), (*base, "workerGroupSpecs", i, "template", "spec"),
+             (*base, "workerGroupSpecs", i, "replicas"), (*base, "workerGroupSpecs", i, "maxReplicas"),
              default_replicas=0)
         for i, g in enumerate(groups) if isinstance(g, Mapping)
     )
@@ -91,8 +104,8 @@ def _ray_rollout(obj: Obj, child: Obj | None) -> str:
 NOTEBOOK = Adapter("Notebook", "kubeflow.org", "v1", "notebooks", frozenset({"StatefulSet"}), _notebook_parts,
                    owner_label="notebook-name", rollout=_notebook_rollout)
 INFERENCE_SERVICE = Adapter("InferenceService", "serving.kserve.io", "v1beta1", "inferenceservices",
-                            frozenset({"Deployment"}), _isvc_parts,
-                            owner_label="serving.kserve.io/inferenceservice", rollout=_isvc_rollout)
+                            frozenset({"Deployment"}), _isvc_parts, owner_label="serving.kserve.io/inferenceservice",
+                            part_label="component", rollout=_isvc_rollout)
 RAY_CLUSTER = Adapter("RayCluster", "ray.io", "v1", "rayclusters", frozenset({"Pod"}), _ray_parts,
                       owner_label="ray.io/cluster", part_label="ray.io/group", rollout=_ray_rollout)
 LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
@@ -122,4 +135,91 @@ def _lws_rollout(obj: Obj, child: Obj | None) -> str:
 LEADER_WORKER_SET = Adapter("LeaderWorkerSet", "leaderworkerset.x-k8s.io", "v1", "leaderworkersets",
                             frozenset({"StatefulSet"}), _lws_parts, owner_label=LWS_NAME, rollout=_lws_rollout,
                             hops=frozenset({("StatefulSet", "Pod")}), pod_part=_lws_pod_part)
-BUILTIN: tuple[Adapter, ...] = (NOTEBOOK, INFERENCE_SERVICE, RAY_CLUSTER, LEADER_WORKER_SET)
+
+# --- RayService v1: its RayClusters are built from spec.rayClusterConfig ------------------------------------
+
+RAY_SERVICE_CONFIG = ("spec", "rayClusterConfig")
+# KubeRay's labels on the RayClusters a RayService creates (ray-operator utils: RayOriginatedFromCR*LabelKey).
+RAY_ORIGIN_NAME, RAY_ORIGIN_KIND = "ray.io/originated-from-cr-name", "ray.io/originated-from-crd"
+
+
+def _ray_service_parts(obj: Obj) -> tuple[Part, ...]:
+    return _ray_parts(obj, RAY_SERVICE_CONFIG)
+
+
+def _ray_service_rollout(obj: Obj, child: Obj | None) -> str:
+    """KubeRay's own rollout: a zero-downtime upgrade (a pending RayCluster prepared, then switched to), a
+    RayService with no active RayCluster yet, or its active RayCluster not ready."""
+    behind = _observed_behind(obj)
+    if behind:
+        return behind
+    conditions = read(obj, ("status", "conditions"))
+    for condition in conditions if isinstance(conditions, list) else []:
+        if isinstance(condition, Mapping) and condition.get("type") == "UpgradeInProgress" \
+                and condition.get("status") == "True":
+            return f"UpgradeInProgress: {condition.get('reason', '')} {condition.get('message', '')}".strip()
+    pending = read(obj, ("status", "pendingServiceStatus", "rayClusterName"))
+    if pending:
+        return f"KubeRay is preparing the pending RayCluster {pending} (a zero-downtime upgrade)"
+    active = read(obj, ("status", "activeServiceStatus", "rayClusterName"))
+    if not active:
+        return "the RayService has no active RayCluster yet"
+    # The pod's own RayCluster counts only when it is the active one: a retired one (awaiting KubeRay's deletion
+    # delay) is not the RayService's rollout, and a resolve on its pods must still reach the revert.
+    if child is not None and (child.get("metadata") or {}).get("name") == active:
+        return _ray_rollout(child, None)
+    return ""
+
+
+def _ray_service_forbidden(obj: Obj) -> dict[str, str]:
+    """What KubeRay never carries from rayClusterConfig to a pod (ray-operator rayservice_controller:
+    shouldUpdateCluster, shouldPrepareNewCluster): the cluster hash leaves worker replicas out, so a replicas
+    change reaches no RayCluster; a template change reaches pods only through a new RayCluster, which upgrade
+    strategy None never prepares."""
+    out = {"scale-replicas": "KubeRay does not carry a worker group's replicas from rayClusterConfig to the running "
+                             "RayCluster (its cluster hash leaves replicas out; the Ray autoscaler owns them)"}
+    if read(obj, ("spec", "upgradeStrategy", "type")) == "None":
+        why = ("its upgradeStrategy.type is None: KubeRay prepares no new RayCluster, so a template change never "
+               "reaches a pod")
+        out.update({"resize-gpu": why, "set-priority": why})
+    return out
+
+
+RAY_SERVICE = Adapter("RayService", "ray.io", "v1", "rayservices", frozenset({"RayCluster"}), _ray_service_parts,
+                      owner_label=RAY_ORIGIN_NAME, part_label="ray.io/group", rollout=_ray_service_rollout,
+                      child_labels=((RAY_ORIGIN_KIND, "RayService"),), forbidden=_ray_service_forbidden,
+                      replaces_all=True)
+
+# --- JobSet v1alpha2: Jobs per replicatedJob; the webhook keeps replicatedJobs immutable ---------------------
+
+JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"  # on its Jobs and their pods (jobset api: JobSetNameKey)
+JOBSET_REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"  # ReplicatedJobNameKey
+
+
+def _jobset_parts(obj: Obj) -> tuple[Part, ...]:
+    jobs = read(obj, ("spec", "replicatedJobs")) or []
+    return tuple(Part(str(j.get("name", "")), ("spec", "replicatedJobs", i, "template", "spec", "template", "spec"),
+                      ("spec", "replicatedJobs", i, "replicas"))
+                 for i, j in enumerate(jobs) if isinstance(j, Mapping))
+
+
+def _jobset_forbidden(obj: Obj) -> dict[str, str]:
+    """kubernetes-sigs/jobset ValidateUpdate: spec.replicatedJobs is immutable; while the JobSet is (or is being)
+    suspended, only its pod templates' labels, annotations, nodeSelector, tolerations and schedulingGates may
+    change. None of the reactor's fields is among them."""
+    webhook = ("the JobSet webhook keeps spec.replicatedJobs immutable (only a suspended JobSet's pod-template "
+               "labels, annotations, nodeSelector, tolerations and schedulingGates may change)")
+    return {"resize-gpu": f"{webhook}: its GPU requests cannot change",
+            "scale-replicas": f"{webhook}: its replicas cannot change",
+            "set-priority": f"{webhook}: its priorityClassName cannot change; a JobSet Kueue manages (label "
+                            f"kueue.x-k8s.io/queue-name) changes priority through Kueue's label instead"}
+
+
+def _jobset_rollout(obj: Obj, child: Obj | None) -> str:
+    return ""  # a JobSet's template never changes: there is no rollout of it to wait for
+
+
+JOB_SET = Adapter("JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", frozenset({"Job"}), _jobset_parts,
+                  owner_label=JOBSET_NAME, part_label=JOBSET_REPLICATED_JOB, rollout=_jobset_rollout,
+                  forbidden=_jobset_forbidden)
+BUILTIN: tuple[Adapter, ...] = (NOTEBOOK, INFERENCE_SERVICE, RAY_CLUSTER, LEADER_WORKER_SET, RAY_SERVICE, JOB_SET)

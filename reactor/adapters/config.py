@@ -35,7 +35,13 @@ def parse_builtin(key: str, raw: Any) -> tuple[str, ...]:
     unknown = [k for k in raw if k not in BUILTIN_NAMES]
     if unknown:
         raise ConfigError(key, f"no built-in adapter for {unknown[0]!r}; built-in: {', '.join(BUILTIN_NAMES)}")
-    return tuple(dict.fromkeys(raw))
+    kinds = tuple(dict.fromkeys(raw))
+    for outer in BUILTIN:
+        needs = [a.kind for a in BUILTIN if a.kind in outer.children and a.kind not in kinds]
+        if outer.kind in kinds and needs:
+            raise ConfigError(key, f"{outer.kind} needs {needs[0]} too: its pods are found through the {needs[0]} "
+                                   f"its operator builds")
+    return kinds
 
 
 def parse_custom(key: str, raw: Any) -> tuple[Adapter, ...]:

@@ -23,10 +23,12 @@ def adapted_link_failure(adapter: Adapter, child_kind: str, child: Mapping[str, 
     uid = (owner.get("metadata") or {}).get("uid")
     if not uid or uid != ref_uid:
         return f"the ownerReference's uid {ref_uid!r} is not {adapter.kind} {ref_name}'s uid"
-    if adapter.owner_label:
-        labels = (child.get("metadata") or {}).get("labels") or {}
-        if labels.get(adapter.owner_label) != ref_name:
-            return f"the {child_kind} lacks the label {adapter.owner_label}={ref_name} the operator sets"
+    labels = (child.get("metadata") or {}).get("labels") or {}
+    if adapter.owner_label and labels.get(adapter.owner_label) != ref_name:
+        return f"the {child_kind} lacks the label {adapter.owner_label}={ref_name} the operator sets"
+    for key, value in adapter.child_labels:
+        if labels.get(key) != value:
+            return f"the {child_kind} lacks the label {key}={value} the operator sets"
     return None
 
 

@@ -49,7 +49,10 @@ def decide(
     if refused is not None:
         return refused
     if signal.status != Status.FIRING:
-        return _bounded(ctx, revert(ctx))
+        reverted = revert(ctx)
+        if isinstance(reverted, Action):
+            reverted = rails.operator_forbids(ctx, reverted) or reverted
+        return _bounded(ctx, reverted)
     refused = rails.first_refusal(ctx, rails.BEFORE_STRATEGIES)
     if refused is not None:
         return refused
@@ -69,7 +72,8 @@ def _first_that_applies(ctx: Context) -> Action | Skip:
     for name in ctx.policy.alerts[ctx.signal.alert]:
         result = cpu_bound(ctx, name) or run(name, ctx)
         if isinstance(result, Action):
-            result = rails.hysteresis(ctx, result.direction) or rails.recently_reverted(ctx, name) or result
+            result = (rails.operator_forbids(ctx, result) or rails.hysteresis(ctx, result.direction)
+                      or rails.recently_reverted(ctx, name) or result)
         if isinstance(result, Action):
             return replace(result, considered=(*considered, Considered(name, None)))
         considered.append(Considered(name, result.reason, result.detail))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from ..model import KNOWN_ALERTS, PATCHABLE_KINDS, AlertName, Kind, LastAction, Mode, Skip, SkipReason
+from ..model import KNOWN_ALERTS, PATCHABLE_KINDS, Action, AlertName, Kind, LastAction, Mode, Skip, SkipReason
 from .context import Context, effective_mode
 from .values import Policy
 
@@ -114,6 +114,21 @@ def unsupported_owner(ctx: Context) -> Skip | None:
     if ctx.workload.adapted:  # an operator's resource the resolver found through an enabled adapter
         return None
     return owner_refusal(ctx.workload.ref.kind, ctx.workload.ref.name)
+
+
+def operator_forbids(ctx: Context, action: Action) -> Skip | None:
+    """A change the operator's webhook would refuse, or its controller would never carry to a pod (a JobSet's
+    immutable replicatedJobs, a RayService whose upgrade strategy is None). A Kueue-managed workload's priority
+    is its Kueue label, not the template: that one the operator never sees."""
+    w = ctx.workload
+    field = action.action
+    if field == "revert":
+        last = ctx.state.last_action
+        field = last.action if last is not None else field
+    if field == "set-priority" and w.queue:
+        return None
+    why = w.forbidden.get(field)
+    return None if why is None else Skip(SkipReason.OPERATOR_FORBIDS, f"{w.ref.kind} {w.ref.name}: {why}")
 
 
 def hysteresis(ctx: Context, direction: str) -> Skip | None:

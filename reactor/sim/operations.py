@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from . import admission, objects, resize, schema, taints, validation
+from . import admission, objects, resize, schema, taints, validation, webhooks
 from . import patch as patches
 from .objects import Clock, Obj
 from .registry import Registry, Resource
@@ -152,6 +152,7 @@ class Api:
             objects.prepare_update(old, new, has_status="status" in res.subresources)
             self._custom_generation(res, old, new)
             self._validate_update(res, old, new)
+            webhooks.validate_update(res, old, new)  # an operator's validating webhook, after the schema
         new["apiVersion"], new["kind"] = old.get("apiVersion", res.api_version), old.get("kind", res.kind)
         if objects.strip_rv(new) == objects.strip_rv(old) or dry_run:
             return new if dry_run else old

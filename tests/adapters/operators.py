@@ -60,25 +60,33 @@ def reconcile_notebook(sim: SimCluster, name: str, *, settle: bool = True) -> No
 
 
 def reconcile_isvc(sim: SimCluster, name: str, *, settle: bool = True) -> None:
-    """KServe in raw deployment mode: Deployment `<name>-predictor` with minReplicas pods of the predictor."""
+    """KServe in raw deployment mode: a Deployment `<name>-<component>` with minReplicas pods for the predictor and
+    for the transformer and explainer where the resource has them, each labelled `component`."""
     isvc = custom(sim, "inferenceservices", name)
-    predictor = dict(isvc["spec"]["predictor"])
-    if "model" in predictor:  # KServe builds kserve-container from the model spec and its runtime
-        model = {"name": "kserve-container", "image": "kserve/huggingfaceserver:v0.14",
-                 "resources": predictor["model"].get("resources", {})}
-        predictor["containers"] = [model, *predictor.get("containers", [])]
-    labels = {"app": f"isvc.{name}-predictor", "serving.kserve.io/inferenceservice": name, "component": "predictor"}
-    sim.apply({"apiVersion": "apps/v1", "kind": "Deployment",
-               "metadata": {"name": f"{name}-predictor", "namespace": NAMESPACE, "labels": labels,
-                            "ownerReferences": owner_ref(isvc)},
-               "spec": {"replicas": int(predictor.get("minReplicas", 1)),
-                        "selector": {"matchLabels": {"app": labels["app"]}},
-                        "template": template_of(predictor, labels)}})
+    for component in ("predictor", "transformer", "explainer"):
+        if component in isvc["spec"]:
+            _isvc_component(sim, isvc, component)
     if settle:
         sim.settle()
         generation = custom(sim, "inferenceservices", name)["metadata"]["generation"]
         set_status(sim, "inferenceservices", name,
                    {"observedGeneration": generation, "conditions": [{"type": "Ready", "status": "True"}]})
+
+
+def _isvc_component(sim: SimCluster, isvc: Obj, component: str) -> None:
+    name = isvc["metadata"]["name"]
+    spec = dict(isvc["spec"][component])
+    if "model" in spec:  # KServe builds kserve-container from the model spec and its runtime
+        model = {"name": "kserve-container", "image": "kserve/huggingfaceserver:v0.14",
+                 "resources": spec["model"].get("resources", {})}
+        spec["containers"] = [model, *spec.get("containers", [])]
+    labels = {"app": f"isvc.{name}-{component}", "serving.kserve.io/inferenceservice": name, "component": component}
+    sim.apply({"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": f"{name}-{component}", "namespace": NAMESPACE, "labels": labels,
+                            "ownerReferences": owner_ref(isvc)},
+               "spec": {"replicas": int(spec.get("minReplicas", 1)),
+                        "selector": {"matchLabels": {"app": labels["app"]}},
+                        "template": template_of(spec, labels)}})
 
 
 def reconcile_ray(sim: SimCluster, name: str) -> None:
@@ -130,4 +138,57 @@ def reconcile_lws(sim: SimCluster, name: str) -> None:
                    "spec": {"replicas": int(tmpl.get("size", 1)) - 1, "serviceName": "",
                             "selector": {"matchLabels": {"role": labels["role"]}},
                             "template": template_of(tmpl["workerTemplate"]["spec"], labels)}})
+    sim.settle()
+
+
+RAY_ORIGIN = {"ray.io/originated-from-crd": "RayService"}
+
+
+def ray_service_cluster(sim: SimCluster, service: str, suffix: str) -> str:
+    """KubeRay's RayService controller: a RayCluster `<service>-raycluster-<suffix>` built from rayClusterConfig,
+    controlled by the RayService and labelled with its name and kind; KubeRay's RayCluster controller makes its
+    pods. Returns the cluster's name."""
+    svc = custom(sim, "rayservices", service)
+    name = f"{service}-raycluster-{suffix}"
+    sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+               "metadata": {"name": name, "namespace": NAMESPACE, "ownerReferences": owner_ref(svc),
+                            "labels": {"ray.io/originated-from-cr-name": service, **RAY_ORIGIN}},
+               "spec": copy.deepcopy(svc["spec"]["rayClusterConfig"])})
+    reconcile_ray(sim, name)
+    return name
+
+
+def ray_service_status(sim: SimCluster, service: str, active: str, pending: str = "") -> None:
+    """The RayService's status as KubeRay writes it: the active (and pending) cluster, UpgradeInProgress while a
+    pending one exists, Ready, and the generation it observed."""
+    generation = custom(sim, "rayservices", service)["metadata"]["generation"]
+    now = "2026-01-01T00:00:00Z"
+    upgrading = {"type": "UpgradeInProgress", "status": "True" if pending else "False", "lastTransitionTime": now,
+                 "reason": "BothActivePendingClustersExist" if pending else "NoPendingCluster", "message": ""}
+    ready = {"type": "Ready", "status": "True", "lastTransitionTime": now, "reason": "NonZeroServeEndpoints",
+             "message": ""}
+    set_status(sim, "rayservices", service,
+               {"observedGeneration": generation, "conditions": [ready, upgrading],
+                "activeServiceStatus": {"rayClusterName": active},
+                "pendingServiceStatus": {"rayClusterName": pending or None}})  # null: a merge patch removes it
+
+
+JOBSET = "jobset.sigs.k8s.io/jobset-name"
+JOBSET_RJOB = "jobset.sigs.k8s.io/replicatedjob-name"
+
+
+def reconcile_jobset(sim: SimCluster, name: str) -> None:
+    """The JobSet controller: `replicas` Jobs `<jobset>-<replicatedJob>-<index>` per replicatedJob, controlled by the
+    JobSet and labelled (Job and pod template) with its name, the replicatedJob's name and the job index; the Job
+    controller makes their pods."""
+    js = custom(sim, "jobsets", name)
+    for rjob in js["spec"]["replicatedJobs"]:
+        for index in range(int(rjob.get("replicas", 1))):
+            labels = {JOBSET: name, JOBSET_RJOB: rjob["name"], "jobset.sigs.k8s.io/job-index": str(index)}
+            spec = copy.deepcopy(rjob["template"]["spec"])
+            spec["template"].setdefault("metadata", {}).setdefault("labels", {}).update(labels)
+            sim.apply({"apiVersion": "batch/v1", "kind": "Job",
+                       "metadata": {"name": f"{name}-{rjob['name']}-{index}", "namespace": NAMESPACE,
+                                    "labels": labels, "ownerReferences": owner_ref(js)},
+                       "spec": spec})
     sim.settle()

@@ -91,3 +91,85 @@ def test_a_predictor_kserve_has_not_made_ready_is_left_alone(reactor: Reactor, i
     assert {o["reason"] for o in outcomes} == {"rollout-in-progress"}
     assert "PredictorNotReady" in outcomes[0]["detail"]
     assert _predictor(reactor)["model"]["resources"]["limits"][GPU] == "4"
+
+
+@pytest.fixture
+def pipeline(reactor: Reactor) -> dict[str, Any]:
+    """A predictor with a GPU transformer (pre-processing on a GPU) and a GPU explainer, each its own Deployment."""
+    install(reactor.sim, "serving.kserve.io_inferenceservices.yaml")
+
+    def component(container: str, gpus: int) -> dict[str, Any]:
+        return {"minReplicas": 2, "maxReplicas": 3, "priorityClassName": "medium-priority-gpu",
+                "containers": [{"name": container, "image": "registry.example.com/isvc:1",
+                                "resources": {"limits": {GPU: str(gpus)}, "requests": {GPU: str(gpus)}}}]}
+    reactor.sim.apply({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+                       "metadata": {"name": "rag", "namespace": NAMESPACE},
+                       "spec": {"predictor": {"model": {"modelFormat": {"name": "huggingface"},
+                                                        "resources": {"limits": {GPU: "1"}, "requests": {GPU: "1"}}}},
+                                "transformer": component("embedder", 2), "explainer": component("explainer", 4)}})
+    reconcile_isvc(reactor.sim, "rag")
+    return custom(reactor.sim, "inferenceservices", "rag")
+
+
+def _component_post(reactor: Reactor, component: str, container: str, name: str, *, status: str = "firing",
+                    pods: list[str] | None = None, **kw: Any) -> list[dict[str, Any]]:
+    pods = pods or sorted(p["metadata"]["name"] for p in reactor.sim.list(
+        "pods", NAMESPACE, label_selector=f"serving.kserve.io/inferenceservice=rag,component={component}")
+        if not p["metadata"].get("deletionTimestamp"))
+    r = reactor.post(notification([AlertSpec(name, NAMESPACE, pod, container, status=status, **kw) for pod in pods]))
+    assert r.status_code == 200, r.get_json()
+    return r.get_json()["outcomes"]
+
+
+def _spec(reactor: Reactor) -> dict[str, Any]:
+    return custom(reactor.sim, "inferenceservices", "rag")["spec"]
+
+
+def _limit(component: dict[str, Any]) -> str:
+    return component["containers"][0]["resources"]["limits"][GPU]
+
+
+def test_an_underused_transformer_shrinks_and_the_predictor_and_explainer_stay(reactor: Reactor,
+                                                                             pipeline: dict[str, Any]) -> None:
+    outcomes = _component_post(reactor, "transformer", "embedder", "GPUUnderutilized", value=0.1, gpus=2)
+    assert {(o["result"], o["workload"]) for o in outcomes} == {("applied", f"InferenceService/{NAMESPACE}/rag")}
+    spec = _spec(reactor)
+    assert _limit(spec["transformer"]) == "1"
+    assert spec["predictor"] == pipeline["spec"]["predictor"] and spec["explainer"] == pipeline["spec"]["explainer"]
+    assert reactor.sim.requests[("patch", "deployments", "")] == 0
+
+
+def test_an_idle_explainer_scales_its_min_replicas_down(reactor: Reactor, pipeline: dict[str, Any]) -> None:
+    outcomes = _component_post(reactor, "explainer", "explainer", "GPUIdle", value=0.0, gpus=4)
+    assert {o["result"] for o in outcomes} == {"applied"}, [(o.get("reason"), o.get("detail")) for o in outcomes]
+    spec = _spec(reactor)
+    assert (spec["explainer"]["minReplicas"], spec["transformer"]["minReplicas"]) == (1, 2)
+
+
+def test_a_saturated_explainer_grows_then_reverts(reactor: Reactor, pipeline: dict[str, Any]) -> None:
+    firing = [p["metadata"]["name"] for p in reactor.sim.list(
+        "pods", NAMESPACE, label_selector="serving.kserve.io/inferenceservice=rag,component=explainer")]
+    grown = _component_post(reactor, "explainer", "explainer", "GPUMemorySaturated", value=0.97, gpus=4)
+    assert {o["result"] for o in grown} == {"applied"}, [(o.get("reason"), o.get("detail")) for o in grown]
+    assert int(_limit(_spec(reactor)["explainer"])) > 4
+    reconcile_isvc(reactor.sim, "rag")
+    outcomes = _component_post(reactor, "explainer", "explainer", "GPUMemorySaturated", value=0.97, gpus=4,
+                               status="resolved", pods=firing)
+    assert {(o["result"], o.get("action")) for o in outcomes} == {("applied", "revert")}, outcomes
+    assert _limit(_spec(reactor)["explainer"]) == "4"
+
+
+def test_a_starved_transformer_moves_up_the_ladder(reactor: Reactor, pipeline: dict[str, Any]) -> None:
+    outcomes = _component_post(reactor, "transformer", "embedder", "GPUSaturated", value=0.99, gpus=2)
+    assert {o["result"] for o in outcomes} == {"applied"}
+    spec = _spec(reactor)
+    assert spec["transformer"]["priorityClassName"] == "high-priority-gpu"
+    assert spec["explainer"]["priorityClassName"] == "medium-priority-gpu"
+
+
+def test_a_transformer_kserve_has_not_made_ready_is_left_alone(reactor: Reactor, pipeline: dict[str, Any]) -> None:
+    set_status(reactor.sim, "inferenceservices", "rag",
+               {"conditions": [{"type": "Ready", "status": "False", "reason": "TransformerNotReady"}]})
+    outcomes = _component_post(reactor, "transformer", "embedder", "GPUUnderutilized", value=0.1, gpus=2)
+    assert {o["reason"] for o in outcomes} == {"rollout-in-progress"}
+    assert _limit(_spec(reactor)["transformer"]) == "2"

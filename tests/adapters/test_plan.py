@@ -16,17 +16,22 @@ from reactor.alerts import parse_notification
 from reactor.engine import Engine
 from reactor.tools.payloads import AlertSpec, notification
 from reactor.tools.plan import print_plan
-from tests.adapters.test_inferenceservice import isvc  # noqa: F401 - fixtures
+from tests.adapters.test_inferenceservice import isvc, pipeline  # noqa: F401 - fixtures
 from tests.adapters.test_leaderworkerset import lws  # noqa: F401
 from tests.adapters.test_notebook import notebook  # noqa: F401
 from tests.adapters.test_raycluster import cluster  # noqa: F401
+from tests.adapters.test_rayservice import service  # noqa: F401
 from tests.support import NAMESPACE, Reactor
 
 CASES = {
     "notebook": ("notebook", "jupyter-0", "notebook", "Notebook/ml-workloads/jupyter"),
-    "isvc": ("isvc", None, "kserve-container", "InferenceService/ml-workloads/llama"),
+    "isvc": ("isvc", "serving.kserve.io/inferenceservice=llama", "kserve-container",
+             "InferenceService/ml-workloads/llama"),
+    "explainer": ("pipeline", "serving.kserve.io/inferenceservice=rag,component=explainer", "explainer",
+                  "InferenceService/ml-workloads/rag"),
     "cluster": ("cluster", "ray-gpu-workers-0", "ray-worker", "RayCluster/ml-workloads/ray"),
     "lws": ("lws", "vllm-1-0", "vllm-worker", "LeaderWorkerSet/ml-workloads/vllm"),
+    "service": ("service", "serve-raycluster-a1b2c-gpu-workers-0", "ray-worker", "RayService/ml-workloads/serve"),
 }
 
 
@@ -35,9 +40,8 @@ def test_plan_explains_a_shrink_of_each_adapters_resource(reactor: Reactor, requ
                                                           case: str) -> None:
     fixture, pod, container, workload = CASES[case]
     request.getfixturevalue(fixture)
-    if pod is None:
-        pods = reactor.sim.list("pods", NAMESPACE, label_selector="serving.kserve.io/inferenceservice=llama")
-        pod = pods[0]["metadata"]["name"]
+    if "=" in pod:  # a label selector: the pods of a Deployment KServe made
+        pod = reactor.sim.list("pods", NAMESPACE, label_selector=pod)[0]["metadata"]["name"]
     engine = Engine(settings=_dry(reactor), kube=reactor.service.kube, metrics=reactor.service.engine.metrics)
     body = notification([AlertSpec("GPUUnderutilized", NAMESPACE, pod, container, 0.1, 4)])
     before = dict(reactor.sim.requests)

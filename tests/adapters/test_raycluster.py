@@ -4,19 +4,26 @@ their group, so an alert on a worker changes that worker group (its template, it
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from reactor.sim import SimCluster
 from reactor.tools.payloads import AlertSpec, notification
+from tests.adapters.conftest import POLICY
 from tests.adapters.operators import GPU, container, custom, install, owner_ref, reconcile_ray
-from tests.support import NAMESPACE, Reactor
+from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 WORKER = "ray-gpu-workers-0"
 
 
 @pytest.fixture
 def cluster(reactor: Reactor) -> dict[str, Any]:
+    return _cluster(reactor)
+
+
+def _cluster(reactor: Reactor) -> dict[str, Any]:
     install(reactor.sim, "ray.io_rayclusters.yaml")
     def group(name: str, gpus: int, replicas: int) -> dict[str, Any]:
         return {"groupName": name, "replicas": replicas, "minReplicas": 0, "maxReplicas": 4,
@@ -94,15 +101,24 @@ def test_a_pod_of_a_group_the_cluster_no_longer_has_is_refused(reactor: Reactor,
     assert outcome["reason"] == "unsupported-owner" and "'gpu-workers'" in outcome["detail"], outcome
 
 
-def test_a_raycluster_a_rayservice_manages_is_left_to_it(reactor: Reactor, cluster: dict[str, Any]) -> None:
+def test_a_raycluster_a_rayservice_manages_is_left_to_it_without_the_rayservice_adapter(
+        sim: SimCluster, token_file: Path) -> None:
     """A RayService owns its RayClusters and writes their spec from its own rayClusterConfig: a change made on the
-    RayCluster would be undone, so the pod's owner is the RayService, which has no adapter."""
-    reactor.sim.apply({"apiVersion": "ray.io/v1", "kind": "RayService",
-                       "metadata": {"name": "serve", "namespace": NAMESPACE}, "spec": {}})
-    service = custom(reactor.sim, "rayservices", "serve")
-    rc = custom(reactor.sim, "rayclusters", "ray")
-    rc["metadata"]["ownerReferences"] = owner_ref(service)
-    reactor.sim.apply(rc)
-    outcome = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
-    assert (outcome["reason"], outcome["workload"]) == ("unsupported-owner", f"RayService/{NAMESPACE}/serve"), outcome
-    assert _gpus(_groups(reactor)[0]) == "4"
+    RayCluster would be undone, so with the RayService adapter off the pod's owner is the RayService, unsupported.
+    (With it on, see test_rayservice.py.)"""
+    reactor = build_reactor(sim, make_settings(token_file, **POLICY, adapters={"builtin": ["RayCluster"]}))
+    try:
+        install(sim, "ray.io_rayservices.yaml")
+        _cluster(reactor)
+        sim.apply({"apiVersion": "ray.io/v1", "kind": "RayService",
+                   "metadata": {"name": "serve", "namespace": NAMESPACE},
+                   "spec": {"rayClusterConfig": custom(sim, "rayclusters", "ray")["spec"]}})
+        service = custom(sim, "rayservices", "serve")
+        rc = custom(sim, "rayclusters", "ray")
+        rc["metadata"]["ownerReferences"] = owner_ref(service)
+        sim.apply(rc)
+        outcome = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
+        assert (outcome["reason"], outcome["workload"]) == ("unsupported-owner", f"RayService/{NAMESPACE}/serve")
+        assert _gpus(_groups(reactor)[0]) == "4"
+    finally:
+        reactor.service.kube.close()

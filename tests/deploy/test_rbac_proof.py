@@ -31,9 +31,13 @@ from reactor.sim import SimCluster
 from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec, notification
 from tests.adapters.operators import (
+    JOBSET,
     container,
     install,
+    ray_service_cluster,
+    ray_service_status,
     reconcile_isvc,
+    reconcile_jobset,
     reconcile_lws,
     reconcile_notebook,
     reconcile_ray,
@@ -98,6 +102,13 @@ def _operators(sim: SimCluster) -> None:
                "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2, "workerTemplate": {
                    "spec": {"containers": [container("vllm", 4)]}}}}})
     reconcile_lws(sim, "vllm")
+    install(sim, "ray.io_rayservices.yaml")
+    sim.apply({"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": meta("serve"),
+               "spec": {"rayClusterConfig": {
+                   "headGroupSpec": {"template": {"spec": {"containers": [container("ray-head", 0)]}}},
+                   "workerGroupSpecs": [{"groupName": "gpu-workers", "replicas": 1, "template": {
+                       "spec": {"containers": [container("ray-worker", 4)]}}}]}}})
+    ray_service_status(sim, "serve", ray_service_cluster(sim, "serve", "a1b2c"))
     _kueue(sim)
 
 
@@ -124,6 +135,12 @@ def _kueue(sim: SimCluster) -> None:
                         "template": {"metadata": {"labels": {"app": "queued"}},
                                      "spec": {"containers": [container("server", 4)]}}}})
     sim.settle()
+    install(sim, "jobset.x-k8s.io_jobsets.yaml")  # a JobSet Kueue admits: its webhook leaves it only the label
+    sim.apply({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+               "metadata": {"name": "train", "namespace": NAMESPACE, "labels": labels, "annotations": ENFORCE},
+               "spec": {"replicatedJobs": [{"name": "workers", "replicas": 1, "template": {"spec": {
+                   "template": {"spec": {"restartPolicy": "Never", "containers": [container("trainer", 4)]}}}}}]}})
+    reconcile_jobset(sim, "train")
 
 
 def _annotate(sim: SimCluster, resource: str, name: str, annotations: dict[str, str]) -> None:
@@ -275,6 +292,20 @@ def lws_resize(r: Reactor) -> Answer:
     return _post(r, [AlertSpec("GPUUnderutilized", NAMESPACE, "vllm-0-0", "vllm", 0.1, 4)])
 
 
+def rayservice_resize(r: Reactor) -> Answer:
+    """GPUUnderutilized on a RayService's worker: its rayClusterConfig's worker group shrinks 4 → 1 (the pod's
+    RayCluster is read to believe the link, then the RayService is read and patched)."""
+    return _post(r, [AlertSpec("GPUUnderutilized", NAMESPACE, "serve-raycluster-a1b2c-gpu-workers-0", "ray-worker",
+                               0.1, 4)])
+
+
+def jobset_priority(r: Reactor) -> Answer:
+    """GPUSaturated on a JobSet Kueue admits: its webhook forbids every template change, so the priority goes up
+    through its kueue.x-k8s.io/priority-class label (the pod → Job → JobSet links read on the way)."""
+    pods = r.sim.list("pods", NAMESPACE, label_selector=f"{JOBSET}=train")
+    return _post(r, [AlertSpec("GPUSaturated", NAMESPACE, p["metadata"]["name"], "trainer", 0.98, 4) for p in pods])
+
+
 def kueue_priority(r: Reactor) -> Answer:
     """GPUSaturated on a Kueue workload whose ClusterQueue is full: no growth fits (LocalQueue → ClusterQueue), so
     its kueue.x-k8s.io/priority-class label goes up the ladder, a WorkloadPriorityClass that exists."""
@@ -306,6 +337,8 @@ EXPECTED: dict[str, tuple[Flow, set[tuple[str, ...]]]] = {
     "ray-resize": (ray_resize, {("applied", "resize-gpu")}),
     "lws-resize": (lws_resize, {("applied", "resize-gpu")}),
     "kueue-priority": (kueue_priority, {("applied", "set-priority")}),
+    "rayservice-resize": (rayservice_resize, {("applied", "resize-gpu")}),
+    "jobset-priority": (jobset_priority, {("applied", "set-priority")}),
     "verify": (verify, {("applied", "resize-gpu")}),
 }
 
@@ -335,15 +368,21 @@ CHANGES: dict[str, Callable[[SimCluster], tuple[str, ...]]] = {
     "kueue-priority": lambda s: (s.get("deployments", NAMESPACE, "queued")["metadata"]["labels"][
         "kueue.x-k8s.io/priority-class"],),
     "verify": lambda s: (_template_gpus(s, "deployments", "llm-inference"), _verified(s)),
+    "rayservice-resize": lambda s: (_limit(
+        s.get("rayservices", NAMESPACE, "serve")["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["template"]["spec"]),),
+    "jobset-priority": lambda s: (s.get("jobsets", NAMESPACE, "train")["metadata"]["labels"][
+        "kueue.x-k8s.io/priority-class"],),
 }
 BEFORE = {"deployment-resize": ("4",), "statefulset-resize": ("2",), "cronjob-via-job": ("4",), "hpa-check": ("4",),
           "set-priority": ("medium-priority-gpu",), "namespace-wide": ("4", "2"), "cpu-resize": ("2",),
           "notebook-resize": ("4",), "isvc-resize": ("4",), "ray-resize": ("4",), "lws-resize": ("4",),
-          "kueue-priority": ("medium-priority-gpu",), "verify": ("4", "")}
+          "kueue-priority": ("medium-priority-gpu",), "verify": ("4", ""), "rayservice-resize": ("4",),
+          "jobset-priority": ("medium-priority-gpu",)}
 AFTER = {"deployment-resize": ("3",), "statefulset-resize": ("3",), "cronjob-via-job": ("1",), "hpa-check": ("1",),
          "set-priority": ("high-priority-gpu",), "namespace-wide": ("3", "1"), "cpu-resize": ("3",),
          "notebook-resize": ("1",), "isvc-resize": ("1",), "ray-resize": ("1",), "lws-resize": ("1",),
-         "kueue-priority": ("high-priority-gpu",), "verify": ("3", "verified")}
+         "kueue-priority": ("high-priority-gpu",), "verify": ("3", "verified"), "rayservice-resize": ("1",),
+         "jobset-priority": ("high-priority-gpu",)}
 
 
 def _limit(pod_spec: dict[str, Any]) -> str:
@@ -442,6 +481,10 @@ NEEDED_BY: dict[tuple[str, str, str], tuple[str, str]] = {
     ("ray.io", "rayclusters", "patch"): ("ray-resize", "write"),
     ("leaderworkerset.x-k8s.io", "leaderworkersets", "get"): ("lws-resize", "read"),
     ("leaderworkerset.x-k8s.io", "leaderworkersets", "patch"): ("lws-resize", "write"),
+    ("ray.io", "rayservices", "get"): ("rayservice-resize", "read"),
+    ("ray.io", "rayservices", "patch"): ("rayservice-resize", "write"),
+    ("jobset.x-k8s.io", "jobsets", "get"): ("jobset-priority", "read"),
+    ("jobset.x-k8s.io", "jobsets", "patch"): ("jobset-priority", "write"),
     ("kueue.x-k8s.io", "localqueues", "get"): ("kueue-priority", "read"),
     ("kueue.x-k8s.io", "clusterqueues", "get"): ("kueue-priority", "read"),
     ("kueue.x-k8s.io", "workloadpriorityclasses", "list"): ("kueue-priority", "read"),

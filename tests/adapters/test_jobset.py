@@ -1,0 +1,116 @@
+"""JobSet v1alpha2 over HTTP with its CRD installed (issue 17): pods → Job → JobSet, each link believed by uid and the
+labels the JobSet controller puts on its Jobs. The JobSet webhook keeps spec.replicatedJobs immutable (the embedded
+cluster plays it: tests/sim/test_jobset_webhook.py), so a GPU, replica or priorityClassName change is refused by name
+(`operator-forbids`) and never sent; a JobSet Kueue manages changes priority through Kueue's label, which the
+webhook does not look at."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from collections.abc import Iterator
+from contextlib import redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reactor.alerts import parse_notification
+from reactor.engine import Engine
+from reactor.sim import SimCluster
+from reactor.tools.payloads import AlertSpec, notification
+from reactor.tools.plan import print_plan
+from tests.adapters.conftest import POLICY
+from tests.adapters.operators import JOBSET, container, custom, install, reconcile_jobset
+from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
+
+
+def _apply(reactor: Reactor, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    install(reactor.sim, "jobset.x-k8s.io_jobsets.yaml")
+    pod = {"restartPolicy": "Never", "priorityClassName": "medium-priority-gpu",
+           "containers": [container("trainer", 4)]}
+    reactor.sim.apply({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                       "metadata": {"name": "train", "namespace": NAMESPACE, "labels": labels or {}},
+                       "spec": {"replicatedJobs": [
+                           {"name": "workers", "replicas": 2,
+                            "template": {"spec": {"parallelism": 1, "completions": 1, "template": {"spec": pod}}}}]}})
+    reconcile_jobset(reactor.sim, "train")
+    return custom(reactor.sim, "jobsets", "train")
+
+
+@pytest.fixture
+def jobset(reactor: Reactor) -> dict[str, Any]:
+    return _apply(reactor)
+
+
+def _pod(reactor: Reactor) -> str:
+    pods = reactor.sim.list("pods", NAMESPACE, label_selector=f"{JOBSET}=train")
+    return sorted(p["metadata"]["name"] for p in pods)[0]
+
+
+def _post(reactor: Reactor, name: str, **kw: Any) -> dict[str, Any]:
+    r = reactor.post(notification([AlertSpec(name, NAMESPACE, _pod(reactor), "trainer", **kw)]))
+    assert r.status_code == 200, r.get_json()
+    (outcome,) = r.get_json()["outcomes"]
+    return outcome
+
+
+@pytest.mark.parametrize("alert, value, what", [("GPUUnderutilized", 0.1, "GPU requests"),
+                                                ("GPUMemorySaturated", 0.97, "GPU requests"),
+                                                ("GPUIdle", 0.0, "replicas"),
+                                                ("GPUSaturated", 0.99, "priorityClassName")])
+def test_every_change_the_webhook_forbids_is_refused_by_name_and_never_sent(
+        reactor: Reactor, jobset: dict[str, Any], alert: str, value: float, what: str) -> None:
+    outcome = _post(reactor, alert, value=value, gpus=4)
+    assert (outcome["reason"], outcome["workload"]) == ("operator-forbids", f"JobSet/{NAMESPACE}/train"), outcome
+    assert "JobSet webhook keeps spec.replicatedJobs immutable" in outcome["detail"] and what in outcome["detail"]
+    assert custom(reactor.sim, "jobsets", "train")["spec"] == jobset["spec"]
+    assert not [k for k in reactor.sim.requests if k[0] == "patch" and k[1] in ("jobsets", "jobs", "pods")]
+
+
+def test_plan_explains_the_refusal(reactor: Reactor, jobset: dict[str, Any]) -> None:
+    """`reactor plan`: the engine in dry run, printed; the refusal and the webhook's rule are in the text."""
+    settings = reactor.service.engine.settings
+    dry = dataclasses.replace(settings, policy=dataclasses.replace(settings.policy, dry_run=True))
+    engine = Engine(settings=dry, kube=reactor.service.kube, metrics=reactor.service.engine.metrics)
+    body = notification([AlertSpec("GPUUnderutilized", NAMESPACE, _pod(reactor), "trainer", 0.1, 4)])
+    out = io.StringIO()
+    with redirect_stdout(out):
+        print_plan(engine.handle(parse_notification(body)), dry)
+    text = out.getvalue()
+    assert "workload: JobSet/ml-workloads/train" in text and "operator-forbids" in text, text
+    assert "JobSet webhook keeps spec.replicatedJobs immutable" in text
+
+
+def test_a_job_without_the_jobset_label_is_not_believed(reactor: Reactor, jobset: dict[str, Any]) -> None:
+    job = reactor.sim.get("jobs", NAMESPACE, "train-workers-0")
+    del job["metadata"]["labels"][JOBSET]
+    reactor.sim.apply(job)
+    pods = reactor.sim.list("pods", NAMESPACE, label_selector="jobset.sigs.k8s.io/job-index=0")
+    r = reactor.post(notification([AlertSpec("GPUUnderutilized", NAMESPACE, pods[0]["metadata"]["name"], "trainer",
+                                             0.1, 4)]))
+    (outcome,) = r.get_json()["outcomes"]
+    assert outcome["reason"] == "owner-unverified" and f"{JOBSET}=train" in outcome["detail"], outcome
+
+
+@pytest.fixture
+def kueue_reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
+    r = build_reactor(sim, make_settings(token_file, **{**POLICY, "priorityLadder": ["wpc-low", "wpc-high"]}))
+    try:
+        yield r
+    finally:
+        r.service.kube.close()
+
+
+def test_a_jobset_kueue_manages_changes_priority_through_kueues_label(kueue_reactor: Reactor) -> None:
+    reactor = kueue_reactor
+    install(reactor.sim, "kueue.x-k8s.io.yaml")
+    for name, value in (("wpc-low", 100), ("wpc-high", 1000)):
+        reactor.sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadPriorityClass",
+                           "metadata": {"name": name}, "value": value})
+    before = _apply(reactor, {"kueue.x-k8s.io/queue-name": "team-a", "kueue.x-k8s.io/priority-class": "wpc-low"})
+    outcome = _post(reactor, "GPUSaturated", value=0.99, gpus=4)
+    assert (outcome["result"], outcome["workload"]) == ("applied", f"JobSet/{NAMESPACE}/train"), outcome
+    after = custom(reactor.sim, "jobsets", "train")
+    assert after["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "wpc-high"
+    assert after["spec"] == before["spec"]  # the webhook's business untouched: only a label changed

@@ -1,0 +1,182 @@
+"""RayService v1 over HTTP with both CRDs installed (issue 17): pods → RayCluster → RayService, each link believed
+by uid and KubeRay's labels; the change goes into spec.rayClusterConfig as a JSON merge patch carrying that whole
+subtree, conditional on the resourceVersion. KubeRay carries a template change to pods by preparing a new
+RayCluster (a zero-downtime upgrade), during which the reactor waits; it never carries a replicas change."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from reactor.tools.payloads import AlertSpec, notification
+from tests.adapters.operators import (
+    GPU,
+    container,
+    custom,
+    install,
+    owner_ref,
+    ray_service_cluster,
+    ray_service_status,
+)
+from tests.support import NAMESPACE, Reactor
+
+ACTIVE = "serve-raycluster-a1b2c"
+WORKER = f"{ACTIVE}-gpu-workers-0"
+
+
+def _group(name: str, gpus: int, replicas: int) -> dict[str, Any]:
+    return {"groupName": name, "replicas": replicas, "minReplicas": 0, "maxReplicas": 4, "rayStartParams": {},
+            "template": {"spec": {"priorityClassName": "medium-priority-gpu",
+                                  "containers": [container("ray-worker", gpus)]}}}
+
+
+@pytest.fixture
+def service(reactor: Reactor) -> dict[str, Any]:
+    install(reactor.sim, "ray.io_rayclusters.yaml", "ray.io_rayservices.yaml")
+    reactor.sim.apply({"apiVersion": "ray.io/v1", "kind": "RayService",
+                       "metadata": {"name": "serve", "namespace": NAMESPACE},
+                       "spec": {"serveConfigV2": "applications: []\n",
+                                "rayClusterConfig": {
+                                    "rayVersion": "2.40.0",
+                                    "headGroupSpec": {"rayStartParams": {}, "template": {
+                                        "spec": {"containers": [container("ray-head", 0)]}}},
+                                    "workerGroupSpecs": [_group("gpu-workers", 4, 2), _group("cpu-workers", 0, 1)]}}})
+    ray_service_cluster(reactor.sim, "serve", "a1b2c")
+    ray_service_status(reactor.sim, "serve", ACTIVE)
+    return custom(reactor.sim, "rayservices", "serve")
+
+
+def _post(reactor: Reactor, name: str, pod: str = WORKER, *, status: str = "firing", **kw: Any) -> dict[str, Any]:
+    r = reactor.post(notification([AlertSpec(name, NAMESPACE, pod, "ray-worker", status=status, **kw)]))
+    assert r.status_code == 200, r.get_json()
+    (outcome,) = r.get_json()["outcomes"]
+    return outcome
+
+
+def _config(reactor: Reactor) -> dict[str, Any]:
+    return custom(reactor.sim, "rayservices", "serve")["spec"]["rayClusterConfig"]
+
+
+def _gpus(group: dict[str, Any]) -> str:
+    return group["template"]["spec"]["containers"][0]["resources"]["limits"][GPU]
+
+
+def test_an_underused_worker_group_shrinks_through_the_rayservice(reactor: Reactor, service: dict[str, Any]) -> None:
+    before_cluster = custom(reactor.sim, "rayclusters", ACTIVE)
+    outcome = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
+    assert (outcome["result"], outcome["workload"]) == ("applied", f"RayService/{NAMESPACE}/serve"), outcome
+    config = _config(reactor)
+    assert _gpus(config["workerGroupSpecs"][0]) == "1"
+    assert config["workerGroupSpecs"][1] == service["spec"]["rayClusterConfig"]["workerGroupSpecs"][1]
+    assert config["headGroupSpec"] == service["spec"]["rayClusterConfig"]["headGroupSpec"]
+    # Never beneath the operator: the RayCluster KubeRay owns is left for KubeRay to replace.
+    assert custom(reactor.sim, "rayclusters", ACTIVE)["spec"] == before_cluster["spec"]
+    assert reactor.sim.requests[("patch", "rayservices", "")] == 1
+    assert reactor.sim.requests[("patch", "rayclusters", "")] == 0
+
+
+def test_the_write_is_one_merge_patch_of_the_whole_rayclusterconfig_conditional_on_the_read(
+        reactor: Reactor, service: dict[str, Any]) -> None:
+    sent: list[dict[str, Any]] = []
+    kube = reactor.service.kube
+    original = kube.patch
+
+    def spy(kind: str, namespace: str, name: str, body: dict[str, Any], adapter: Any = None) -> dict[str, Any]:
+        sent.append(copy.deepcopy(body))
+        return original(kind, namespace, name, body, adapter)
+
+    kube.patch = spy  # type: ignore[method-assign]
+    try:
+        assert _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)["result"] == "applied"
+    finally:
+        kube.patch = original  # type: ignore[method-assign]
+    (body,) = sent
+    assert set(body["spec"]) == {"rayClusterConfig"}
+    assert body["metadata"]["resourceVersion"] == service["metadata"]["resourceVersion"]
+    expected = copy.deepcopy(service["spec"]["rayClusterConfig"])
+    expected["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["resources"] = {
+        "limits": {GPU: "1"}, "requests": {GPU: "1"}}
+    assert body["spec"]["rayClusterConfig"] == expected
+
+
+def test_a_saturated_group_grows_waits_for_kuberays_upgrade_then_reverts(reactor: Reactor,
+                                                                        service: dict[str, Any]) -> None:
+    assert _post(reactor, "GPUMemorySaturated", value=0.97, gpus=4)["result"] == "applied"
+    assert int(_gpus(_config(reactor)["workerGroupSpecs"][0])) > 4
+    # KubeRay prepares a new RayCluster from the changed config: a zero-downtime upgrade.
+    pending = ray_service_cluster(reactor.sim, "serve", "d4e5f")
+    ray_service_status(reactor.sim, "serve", ACTIVE, pending)
+    early = _post(reactor, "GPUMemorySaturated", value=0.97, gpus=4, status="resolved")
+    assert early["reason"] == "rollout-in-progress", early  # no revert in the middle of KubeRay's switch
+    # The switch is done; the old cluster waits out KubeRay's deletion delay, its pods still firing then resolving.
+    ray_service_status(reactor.sim, "serve", pending)
+    outcome = _post(reactor, "GPUMemorySaturated", value=0.97, gpus=4, status="resolved")
+    assert (outcome["result"], outcome.get("action")) == ("applied", "revert"), outcome
+    assert _gpus(_config(reactor)["workerGroupSpecs"][0]) == "4"
+
+
+def test_no_change_during_kuberays_zero_downtime_upgrade(reactor: Reactor, service: dict[str, Any]) -> None:
+    svc = custom(reactor.sim, "rayservices", "serve")
+    svc["spec"]["rayClusterConfig"]["rayVersion"] = "2.41.0"
+    reactor.sim.apply(svc)  # someone's change: KubeRay prepares a new cluster and switches when it is ready
+    pending = ray_service_cluster(reactor.sim, "serve", "d4e5f")
+    ray_service_status(reactor.sim, "serve", ACTIVE, pending)
+    for alert, value in (("GPUUnderutilized", 0.1), ("GPUSaturated", 0.99)):
+        refused = _post(reactor, alert, value=value, gpus=4)
+        assert refused["reason"] == "rollout-in-progress" and "UpgradeInProgress" in refused["detail"], refused
+    assert _config(reactor)["workerGroupSpecs"] == svc["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+    assert reactor.sim.requests[("patch", "rayservices", "")] == 0
+
+
+def test_a_starved_worker_group_moves_up_the_ladder(reactor: Reactor, service: dict[str, Any]) -> None:
+    assert _post(reactor, "GPUSaturated", value=0.99, gpus=4)["result"] == "applied"
+    groups = _config(reactor)["workerGroupSpecs"]
+    assert groups[0]["template"]["spec"]["priorityClassName"] == "high-priority-gpu"
+    assert groups[1]["template"]["spec"]["priorityClassName"] == "medium-priority-gpu"
+
+
+def test_replicas_are_refused_kuberay_never_carries_them_to_the_cluster(reactor: Reactor,
+                                                                       service: dict[str, Any]) -> None:
+    outcome = _post(reactor, "GPUIdle", value=0.0, gpus=4)
+    assert outcome["reason"] == "operator-forbids" and "replicas" in outcome["detail"], outcome
+    assert [g["replicas"] for g in _config(reactor)["workerGroupSpecs"]] == [2, 1]
+    assert reactor.sim.requests[("patch", "rayservices", "")] == 0
+
+
+def test_upgrade_strategy_none_refuses_a_template_change(reactor: Reactor, service: dict[str, Any]) -> None:
+    svc = custom(reactor.sim, "rayservices", "serve")
+    svc["spec"]["upgradeStrategy"] = {"type": "None"}
+    reactor.sim.apply(svc)
+    ray_service_status(reactor.sim, "serve", ACTIVE)  # KubeRay observed it
+    outcome = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
+    assert outcome["reason"] == "operator-forbids" and "upgradeStrategy.type is None" in outcome["detail"], outcome
+    assert _gpus(_config(reactor)["workerGroupSpecs"][0]) == "4"
+
+
+def test_a_change_kuberay_has_not_observed_refuses(reactor: Reactor, service: dict[str, Any]) -> None:
+    svc = custom(reactor.sim, "rayservices", "serve")
+    svc["spec"]["serveConfigV2"] = "applications: [{name: app}]\n"
+    reactor.sim.apply(svc)  # generation 2; KubeRay observed 1
+    outcome = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
+    assert outcome["reason"] == "rollout-in-progress" and "observed generation 1 of 2" in outcome["detail"]
+
+
+def test_a_raycluster_without_kuberays_labels_is_not_believed(reactor: Reactor, service: dict[str, Any]) -> None:
+    """A tenant who can write RayClusters cannot steer the reactor to a RayService by pointing an ownerReference at
+    it: the RayCluster must carry the labels KubeRay puts on what it builds."""
+    rc = custom(reactor.sim, "rayclusters", ACTIVE)
+    del rc["metadata"]["labels"]["ray.io/originated-from-crd"]
+    reactor.sim.apply(rc)
+    outcome = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
+    assert outcome["reason"] == "owner-unverified" and "ray.io/originated-from-crd=RayService" in outcome["detail"]
+    assert _gpus(_config(reactor)["workerGroupSpecs"][0]) == "4"
+
+
+def test_an_ownerreference_with_another_uid_is_not_believed(reactor: Reactor, service: dict[str, Any]) -> None:
+    rc = custom(reactor.sim, "rayclusters", ACTIVE)
+    rc["metadata"]["ownerReferences"] = [dict(owner_ref(service)[0], uid="0000-forged")]
+    reactor.sim.apply(rc)
+    outcome = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
+    assert outcome["reason"] == "owner-unverified" and "uid" in outcome["detail"], outcome
