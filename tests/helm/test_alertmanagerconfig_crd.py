@@ -12,9 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-import yaml
 
-from tests.deploy.deploy_helpers import DEPLOY
 from tests.helm.charts import by_key, render
 from tests.helm.crd_schema import ALERTMANAGER_CONFIG_CRD, problems, served
 from tests.helm.test_chart import ALL_ON
@@ -30,17 +28,6 @@ def _config(values: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-def _deploy_examples() -> list[dict[str, Any]]:
-    """Every AlertmanagerConfig written out under deploy/ (chart templates are not YAML until rendered)."""
-    found = []
-    for path in sorted(DEPLOY.rglob("*.yaml")):
-        if "templates" in path.parts:
-            continue
-        found += [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8"))
-                  if isinstance(d, dict) and d.get("kind") == "AlertmanagerConfig"]
-    return found
-
-
 def test_the_fixture_is_the_served_v1alpha1_schema() -> None:
     assert set(served(ALERTMANAGER_CONFIG_CRD)) == {("monitoring.coreos.com/v1alpha1", "AlertmanagerConfig")}
     assert "operator.prometheus.io/version: 0.93.1" in ALERTMANAGER_CONFIG_CRD.read_text(encoding="utf-8")
@@ -50,11 +37,6 @@ def test_the_fixture_is_the_served_v1alpha1_schema() -> None:
 def test_the_rendered_config_is_valid_for_the_crd(values: dict[str, Any]) -> None:
     obj = _config(values)
     assert problems(obj, ALERTMANAGER_CONFIG_CRD) == []
-
-
-def test_every_example_under_deploy_is_valid_for_the_crd() -> None:
-    for obj in _deploy_examples():
-        assert problems(obj, ALERTMANAGER_CONFIG_CRD) == [], obj["metadata"]["name"]
 
 
 def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:

@@ -225,3 +225,17 @@ def test_the_charts_runbook_default_is_auto_and_keeps_the_rendered_links() -> No
     assert yaml.safe_load((CHART / "values.yaml").read_text())["prometheusRule"]["runbookUrl"] == "auto"
     links = _rule_links()
     assert links["chart"] == links["rules/gpu-reactor.rules.yaml"]
+
+
+@pytest.mark.parametrize("url", ["docs/runbooks.md", "https://x.example/runbooks.md#gpuidle", "Auto"])
+def test_a_runbook_url_is_auto_or_an_http_url_without_anchor(url: str) -> None:
+    from reactor.errors import ConfigError
+    from reactor.tools.rules.values import build_values
+
+    assert build_values({"runbookUrl": "auto"}).runbook_url == "auto"
+    with pytest.raises(ConfigError, match="runbookUrl: expected `auto` or an http"):
+        build_values({"runbookUrl": url})
+    import helm_python
+
+    with pytest.raises(helm_python.HelmError, match="runbookUrl"):
+        render({"prometheusRule": {"enabled": True, "runbookUrl": url}})
