@@ -145,8 +145,8 @@ class Clock:
 
 
 def send_test_alert(alertmanager: str, config: Mapping[str, Any], namespace: str,
-                         metrics_urls: Sequence[str], *, clock: Clock = Clock(), margin: timedelta = MARGIN,
-                         read: Callable[[str], str] = _read) -> Check:
+                    metrics_urls: Sequence[str], *, clock: Clock = Clock(), margin: timedelta = MARGIN,
+                    read: Callable[[str], str] = _read) -> Check:
     """Send the test alert and wait for a replica of the reactor to count it."""
     if not metrics_urls:
         return failing(NAME, "not sent: the reactor's /metrics is needed to see it arrive", METRICS_FIX)
@@ -165,21 +165,29 @@ def send_test_alert(alertmanager: str, config: Mapping[str, Any], namespace: str
     except Unreachable as e:
         return failing(NAME, f"Alertmanager refused the test alert: {e}", "check --alertmanager (the API v2 URL)")
     sent = clock.monotonic()
-    deadline = sent + limit.total_seconds()
+    after = _counted(metrics_urls, before, sent + limit.total_seconds(), clock, read)
+    where = f'{TEST_ALERT} in {namespace} (reactor="gpu")'
+    if after.received > before.received:
+        return ok(NAME, f"{where} reached the reactor {clock.monotonic() - sent:.1f}s after Alertmanager took it "
+                        f"({RECEIVED} +{after.received - before.received:g}); the reactor did nothing with it")
+    detail = (f"Alertmanager took {where}, but the reactor did not count it within {format_duration(limit)} "
+              f"(group_wait {format_duration(wait.group_wait)} + {format_duration(margin)})")
+    return _not_counted(detail, after.rejected - before.rejected, wait)
+
+
+def _counted(metrics_urls: Sequence[str], before: Counts, deadline: float, clock: Clock,
+             read: Callable[[str], str]) -> Counts:
+    """The counts once the test alert is counted, or at the deadline."""
     now = counts(metrics_urls, read)
     while now.received <= before.received and clock.monotonic() < deadline:
         clock.sleep(POLL_SECONDS)
         now = counts(metrics_urls, read)
-    where = f'{TEST_ALERT} in {namespace} (reactor="gpu")'
-    if now.received > before.received:
-        took = clock.monotonic() - sent
-        return ok(NAME, f"{where} reached the reactor {took:.1f}s after Alertmanager took it "
-                        f"({RECEIVED} +{now.received - before.received:g}); the reactor did nothing with it")
-    detail = (f"Alertmanager took {where}, but the reactor did not count it within {format_duration(limit)} "
-              f"(group_wait {format_duration(wait.group_wait)} + {format_duration(margin)})")
-    if now.rejected > before.rejected:
-        return failing(NAME, f"{detail}; the reactor answered 401 to {now.rejected - before.rejected:g} webhook "
-                             "request(s) meanwhile",
+    return now
+
+
+def _not_counted(detail: str, rejected: float, wait: Timers) -> Check:
+    if rejected > 0:
+        return failing(NAME, f"{detail}; the reactor answered 401 to {rejected:g} webhook request(s) meanwhile",
                        "Alertmanager sends another token than the reactor's: make the receiver's bearer "
                        "credentials the reactor's token Secret")
     return failing(NAME, detail,
