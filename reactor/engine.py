@@ -29,6 +29,7 @@ from .kube import KubeGateway
 from .metrics import Metrics
 from .model import (
     KNOWN_ALERTS,
+    TEST_ALERT,
     Action,
     Alert,
     Bounds,
@@ -153,6 +154,8 @@ class Engine:
 
     def _screen(self, alert: Alert, targets: dict[tuple[str | None, str | None], Skip | None]) -> Skip | None:
         """Refusals that need no API call; `targets` holds the verdict on each pod named so far."""
+        if alert.name == TEST_ALERT:  # before any rail: it names no real pod, in any namespace
+            return Skip(SkipReason.TEST_ALERT, "reactor doctor's test alert: received, nothing done")
         refused = alert_refusal(alert.name, self.policy)
         if refused is not None:
             return refused
@@ -392,5 +395,6 @@ def _owner_skip(alert: Alert, owner: Owner | None, adapters: Adapters) -> Skip |
 
 
 def _alertname(alert: Alert) -> str:
-    """Metric label: known names as they are, anything else folded so series stay bounded."""
-    return alert.name if alert.name in KNOWN_ALERTS else "other"
+    """Metric label: known names (and the doctor's test alert) as they are, anything else folded so series stay
+    bounded."""
+    return alert.name if alert.name in KNOWN_ALERTS or alert.name == TEST_ALERT else "other"

@@ -27,6 +27,9 @@ class AlertName(enum.StrEnum):
 
 
 KNOWN_ALERTS = frozenset(a.value for a in AlertName)
+# What `reactor doctor --send-test-alert` posts through Alertmanager to prove the route ends here: counted in
+# reactor_alerts_received_total under its own name and answered with the `test-alert` skip, never acted on.
+TEST_ALERT = "GPUReactorTestAlert"
 
 
 class Status(enum.StrEnum):
@@ -395,6 +398,7 @@ class SkipReason(enum.StrEnum):
     AT_MAX_CPU = "at-max-cpu"
     RECENTLY_REVERTED = "recently-reverted"
     OPERATOR_FORBIDS = "operator-forbids"
+    TEST_ALERT = "test-alert"
 
 
 @dataclass(frozen=True, slots=True)

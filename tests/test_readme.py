@@ -89,7 +89,7 @@ def test_make_demo_runs_as_the_quick_start_says(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_the_tuning_steps_keep_the_rule_checks_green(tmp_path: Path) -> None:
     """A copy of the repository's rules, deploy manifests and tests; the README's steps run there as written."""
-    for folder in ("rules", "deploy", "tests"):
+    for folder in ("rules", "deploy", "docs", "tests"):
         shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
     (edit, render, check, commit) = sh_block("To tune a threshold")

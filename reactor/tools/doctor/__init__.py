@@ -1,7 +1,8 @@
 """`reactor doctor`: a preflight that says why nothing would happen, one line per check.
 
 It reads Prometheus, Alertmanager and the Kubernetes API, and never writes to any of them; the only
-request with a body is an unauthenticated POST to the reactor's webhook (answered 401 by the reactor).
+request with a body is an unauthenticated POST to the reactor's webhook (answered 401 by the reactor),
+unless asked to `--send-test-alert`: then one alert the reactor ignores goes through Alertmanager.
 A source not given is reported as a warning ("not checked"), never silently skipped. Exit status 1 when
 any check fails.
 """
@@ -21,7 +22,7 @@ from ...errors import ConfigError, ReactorError
 from ...kube import KubeGateway
 from ...metrics import Metrics
 from ...settings import Settings, load_settings
-from . import alertmanager, cluster, prometheus, signals
+from . import alertmanager, cluster, delivery, prometheus, signals
 from .http import Unreachable
 from .report import Check, exit_code, failing, line, warning
 
@@ -38,6 +39,8 @@ class Sources:
     thresholds: Path | None = None
     impersonate: str | None = None
     kubeconfig: str | None = None
+    send_test_alert: bool = False  # the one check that writes: an alert to Alertmanager (delivery.py)
+    reactor_metrics: tuple[str, ...] = ()  # each replica's probe port, where the test alert is seen arriving
 
 
 def prometheus_checks(url: str, thresholds: Path | None) -> Iterator[Check]:
@@ -131,6 +134,11 @@ def diagnose(sources: Sources, settings: Settings, kube: KubeGateway | str) -> l
                            lambda: alertmanager_checks(am, settings, sources.reactor_url, severities))
     else:
         checks.append(warning("alertmanager", "not checked: route, inhibition, webhook", "pass --alertmanager URL"))
+    if sources.send_test_alert:
+        namespace = settings.policy.allow[0] if settings.policy.allow else "default"
+        checks += _guarded(delivery.NAME, "pass the Alertmanager URL (e.g. a port-forward to :9093)",
+                           lambda: iter(delivery.test_alert_checks(sources.alertmanager, sources.reactor_metrics,
+                                                                   namespace)))
     if isinstance(kube, KubeGateway):
         who = sources.impersonate or "this client"
         gateway = kube
@@ -198,10 +206,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "are not loaded (default: it, if present)")
     parser.add_argument("--as", dest="impersonate", metavar="USER",
                         help="ask RBAC as this user, e.g. system:serviceaccount:gpu-reactor:gpu-reactor")
+    parser.add_argument("--send-test-alert", action="store_true",
+                        help=f"post a {delivery.TEST_ALERT} to --alertmanager and wait for the reactor to count it "
+                             "(it acts on nothing); needs --reactor-metrics")
+    parser.add_argument("--reactor-metrics", metavar="URL", action="append", default=[],
+                        help="a reactor replica's probe port (/metrics), e.g. http://127.0.0.1:8081; once per replica")
 
 
 def run_command(args: argparse.Namespace) -> int:
     thresholds = args.thresholds or (DEFAULT_THRESHOLDS if DEFAULT_THRESHOLDS.is_file() else None)
     sources = Sources(prometheus=args.prometheus, alertmanager=args.alertmanager, reactor_url=args.reactor_url,
-                      thresholds=thresholds, impersonate=args.impersonate, kubeconfig=args.kubeconfig)
+                      thresholds=thresholds, impersonate=args.impersonate, kubeconfig=args.kubeconfig,
+                      send_test_alert=args.send_test_alert, reactor_metrics=tuple(args.reactor_metrics))
     return run_doctor(sources, config=args.config)

@@ -2,6 +2,10 @@
 
 `render_command(["render"])` writes `rules/gpu-reactor.rules.yaml` and the PrometheusRule in
 `deploy/prometheus/`; `render_command(["render", "--check"])` only compares and prints a diff.
+
+`runbookUrl: auto` (the default) is resolved when writing, from the checkout (checkout.py): the links then
+point at docs/runbooks.md where the project is hosted, at the commit or tag rendered. Where the checkout came
+from is not a value, so `--check` compares against the base already committed.
 """
 
 from __future__ import annotations
@@ -9,13 +13,23 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from ...errors import ConfigError
 from ...fields import read_yaml_file
+from .checkout import UNRESOLVED_HELP, RunbookBase, read_checkout, resolve
 from .groups import rule_groups
-from .output import PROMETHEUS_RULE_FILE, RULES_FILE, Rendered, render_texts, stale_files, write_files
-from .values import Values, build_values
+from .output import (
+    PROMETHEUS_RULE_FILE,
+    RULES_FILE,
+    Rendered,
+    committed_runbook_base,
+    render_texts,
+    stale_files,
+    write_files,
+)
+from .values import AUTO, Values, build_values
 
 DEFAULT_VALUES = Path("rules/thresholds.yaml")
 
@@ -45,11 +59,33 @@ def _source_name(values_path: Path, root: Path) -> str:
         return values_path.name
 
 
-def render(values_path: str | os.PathLike[str], root: str | os.PathLike[str] = ".") -> Rendered:
+def runbook_base(values: Values, root: Path, *, check: bool = False) -> RunbookBase:
+    """The base of the alerts' runbook links: the values' URL, or what `auto` stands for in `root`.
+
+    Unresolvable `auto` keeps the committed base (with a warning) so that a checkout without a remote still
+    renders; with nothing committed either it is a `ConfigError` telling the user to set runbookUrl.
+    """
+    if values.runbook_url != AUTO:
+        return RunbookBase(values.runbook_url, "runbookUrl in the values file")
+    committed = committed_runbook_base(root)
+    if check and committed is not None:
+        return RunbookBase(committed, f"the committed {RULES_FILE} (auto is resolved when writing)")
+    resolved = resolve(read_checkout(root))
+    if resolved is not None:
+        return resolved
+    if committed is None:
+        raise ConfigError("runbookUrl", UNRESOLVED_HELP)
+    return RunbookBase(committed, f"kept from the committed {RULES_FILE}", warning=UNRESOLVED_HELP)
+
+
+def render(values_path: str | os.PathLike[str], root: str | os.PathLike[str] = ".", *,
+           check: bool = False) -> Rendered:
     """The text of both output files for a values file (nothing written)."""
     path = Path(values_path)
     values = load_values(path)
-    return render_texts(values, rule_groups(values), source=_source_name(path, Path(root)))
+    base = runbook_base(values, Path(root), check=check)
+    values = replace(values, runbook_url=base.url)
+    return render_texts(values, rule_groups(values), source=_source_name(path, Path(root)), runbook=base)
 
 
 def render_to(values_path: str | os.PathLike[str], root: str | os.PathLike[str]) -> Path:
@@ -86,7 +122,7 @@ def run_render(args: argparse.Namespace) -> int:
               f"(where {DEFAULT_VALUES} is) or pass --root DIR or --values FILE", file=sys.stderr)
         return 2
     try:
-        rendered = render(values_path, args.root)
+        rendered = render(values_path, args.root, check=args.check)
     except ConfigError as e:
         print(f"reactor rules render: {values_path}: {e}", file=sys.stderr)
         return 2
@@ -94,6 +130,9 @@ def run_render(args: argparse.Namespace) -> int:
         return _check(rendered, args.root)
     for path in write_files(rendered, args.root):
         print(f"wrote {path}")
+    print(f"runbook links: {rendered.runbook.url}#<alert> ({rendered.runbook.origin})")
+    if rendered.runbook.warning:
+        print(f"reactor rules render: warning: runbookUrl: {rendered.runbook.warning}", file=sys.stderr)
     return 0
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from .checkout import RunbookBase
 from .values import Values
 
 RULES_FILE = Path("rules/gpu-reactor.rules.yaml")
@@ -56,20 +57,38 @@ def prometheus_rule(values: Values, groups: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class Rendered:
-    """The text of each output file, keyed by its path relative to the output root."""
+    """The text of each output file, keyed by its path relative to the output root, and the runbook links'
+    base they carry."""
 
     files: dict[Path, str]
+    runbook: RunbookBase
 
 
-def render_texts(values: Values, groups: dict[str, Any], *, source: str) -> Rendered:
+def render_texts(values: Values, groups: dict[str, Any], *, source: str, runbook: RunbookBase) -> Rendered:
     header = HEADER.format(source=source)
     return Rendered(
         {
             RULES_FILE: header + dump(groups),
             CHART_RULES_FILE: header + dump(groups),
             PROMETHEUS_RULE_FILE: header + _RELEASE_NOTE + dump(prometheus_rule(values, groups)),
-        }
+        },
+        runbook,
     )
+
+
+def committed_runbook_base(root: Path) -> str | None:
+    """The runbook links' base in the committed plain rule file (its first alert's, without `#anchor`)."""
+    try:
+        doc = yaml.safe_load((root / RULES_FILE).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
+    groups = doc.get("groups") if isinstance(doc, dict) else None
+    for group in groups if isinstance(groups, list) else []:
+        for rule in group.get("rules") or [] if isinstance(group, dict) else []:
+            url = (rule.get("annotations") or {}).get("runbook_url") if isinstance(rule, dict) else None
+            if isinstance(url, str) and "#" in url:
+                return url.split("#", 1)[0]
+    return None
 
 
 def write_files(rendered: Rendered, root: Path) -> list[Path]:

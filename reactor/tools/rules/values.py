@@ -18,6 +18,8 @@ from ...fields import parse_duration
 from .signal import NAMED as NAMED_SIGNALS
 from .signal import BusySignal
 
+AUTO = "auto"  # runbookUrl: docs/runbooks.md where this checkout is hosted (the renderer resolves it)
+
 SEVERITIES = ("info", "warning", "critical")
 # How the scrape spells the workload's labels on dcgm-exporter series (see `Values.scrape_labels`).
 LABEL_SPELLINGS = ("exported", "plain")
@@ -106,7 +108,7 @@ class Values:
 
     evaluation_interval: timedelta = timedelta(minutes=1)
     stale_after: timedelta = timedelta(minutes=10)
-    runbook_url: str = "https://github.com/gpu-reactor/gpu-reactor/blob/main/docs/runbooks.md"
+    runbook_url: str = AUTO  # or an http(s) URL of docs/runbooks.md; the renderer resolves `auto` (checkout.py)
     scrape_labels: str = "exported"
     exporter_container: str = DEFAULT_EXPORTER_CONTAINER
     kube_state_metrics: bool = False
@@ -289,8 +291,9 @@ def build_values(doc: Any) -> Values:
             if fields[name] <= timedelta(0):
                 raise ConfigError(key, "must be longer than 0s")
     if "runbookUrl" in top:
-        if not isinstance(top["runbookUrl"], str) or not top["runbookUrl"].startswith(("http://", "https://")):
-            raise ConfigError("runbookUrl", f"expected an http(s) URL, got {top['runbookUrl']!r}")
+        url = top["runbookUrl"]
+        if not isinstance(url, str) or not (url == AUTO or url.startswith(("http://", "https://"))) or "#" in url:
+            raise ConfigError("runbookUrl", f"expected `auto` or an http(s) URL without #fragment, got {url!r}")
         fields["runbook_url"] = top["runbookUrl"]
     fields.update(_scrape(top.get("scrape")))
     fields.update(_exporter(top.get("exporter")))
