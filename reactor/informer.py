@@ -32,7 +32,7 @@ SHORT_WATCH = 1.0
 
 
 class Source(Protocol):
-    """What an informer reads from: the gateway (reactor/kube.py) or a fake event source in tests."""
+    """What an informer reads from: the gateway (reactor/kube/) or a fake event source in tests."""
 
     def list_page(self, kind: str, namespace: str) -> tuple[list[Obj], str]: ...
 

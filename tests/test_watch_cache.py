@@ -196,7 +196,7 @@ def test_ending_a_watch_whose_stream_just_closed_is_not_an_error(sim: SimCluster
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    eventually(lambda: len(kube._watches) == 1)
+    eventually(lambda: kube._streams.count() == 1)
 
     class Closed:
         def shutdown(self) -> None:
@@ -206,8 +206,8 @@ def test_ending_a_watch_whose_stream_just_closed_is_not_an_error(sim: SimCluster
         def shutdown(self) -> None:
             raise RuntimeError("Cannot shutdown as connection has already been released to the pool")
 
-    with kube._watches_lock:
-        kube._watches.update({Closed(), Released()})
+    kube._streams.track(Closed())
+    kube._streams.track(Released())
     try:
         kube.end_watches()
         reader.join(timeout=3)

@@ -1,21 +1,18 @@
-"""The Kubernetes gateway: the only module that imports the `kubernetes` package.
+"""The Kubernetes gateway: reads and writes the few objects the reactor needs, as plain dicts.
 
 It speaks raw JSON (`_preload_content=False`) because the reactor reads a handful of fields
 and the client's model deserialisation costs more than the request. Every call goes through
 a client-side rate limit (QPS, burst) so an alert storm cannot flood the API server, and through
 bounded retries for 429/5xx/timeouts that honour `Retry-After`. `ApiException`s become the
-reactor's own errors, typed by what the caller should do next.
+reactor's own errors, typed by what the caller should do next (`failures.py`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import urllib3
@@ -24,67 +21,17 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from .adapters import Adapter
-from .errors import ConfigError, ConflictError, PermanentError, TemporaryError
-from .metrics import Metrics
-from .settings import Kube
+from ..adapters import Adapter
+from ..errors import ConfigError, TemporaryError
+from ..metrics import Metrics
+from ..settings import Kube
+from . import routes
+from .failures import backoff, retry_after, translate
+from .limiter import RateLimiter
+from .routes import MERGE, ROUTES, STRATEGIC
+from .watches import WatchStreams
 
 log = logging.getLogger(__name__)
-
-STRATEGIC = "application/strategic-merge-patch+json"
-MERGE = "application/merge-patch+json"  # custom resources take no strategic merge
-MAX_RETRY_AFTER = 5.0
-
-
-class NotFound(PermanentError):
-    """The object does not exist (404)."""
-
-
-class Expired(PermanentError):
-    """The resourceVersion a list or watch started from is too old (410 Gone): list again."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Route:
-    api: type
-    resource: str
-    suffix: str  # method name suffix, e.g. "namespaced_deployment"
-
-
-_ROUTES: dict[str, _Route] = {
-    "Pod": _Route(k8s.CoreV1Api, "pods", "namespaced_pod"),
-    "ReplicaSet": _Route(k8s.AppsV1Api, "replicasets", "namespaced_replica_set"),
-    "Deployment": _Route(k8s.AppsV1Api, "deployments", "namespaced_deployment"),
-    "StatefulSet": _Route(k8s.AppsV1Api, "statefulsets", "namespaced_stateful_set"),
-    "Job": _Route(k8s.BatchV1Api, "jobs", "namespaced_job"),
-    "CronJob": _Route(k8s.BatchV1Api, "cronjobs", "namespaced_cron_job"),
-    "LimitRange": _Route(k8s.CoreV1Api, "limitranges", "namespaced_limit_range"),
-    "ResourceQuota": _Route(k8s.CoreV1Api, "resourcequotas", "namespaced_resource_quota"),
-    "HorizontalPodAutoscaler": _Route(
-        k8s.AutoscalingV2Api, "horizontalpodautoscalers", "namespaced_horizontal_pod_autoscaler"
-    ),
-}
-
-
-class RateLimiter:
-    """Token bucket: `burst` requests at once, then `qps` per second; callers wait, never fail."""
-
-    def __init__(self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
-        self._qps, self._burst, self._clock = qps, float(burst), clock
-        self._tokens, self._last = float(burst), clock()
-        self._lock = threading.Lock()
-
-    def acquire(self) -> float:
-        """Take one token, sleeping if needed; returns the seconds waited."""
-        with self._lock:
-            now = self._clock()
-            self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
-            self._last = now
-            self._tokens -= 1.0
-            wait = 0.0 if self._tokens >= 0 else -self._tokens / self._qps
-        if wait:
-            time.sleep(wait)
-        return wait
 
 
 class KubeGateway:
@@ -92,15 +39,14 @@ class KubeGateway:
 
     def __init__(self, api_client: k8s.ApiClient, *, settings: Kube, metrics: Metrics, retries: int = 3) -> None:
         self._client = api_client
-        kinds = {r.api for r in _ROUTES.values()} | {k8s.SchedulingV1Api, k8s.CoordinationV1Api}
+        kinds = {r.api for r in ROUTES.values()} | {k8s.SchedulingV1Api, k8s.CoordinationV1Api}
         self._apis: dict[type, Any] = {api: api(api_client) for api in kinds}
         self._custom_api = k8s.CustomObjectsApi(api_client)
         self._timeout = settings.timeout.total_seconds()
         self._limiter = RateLimiter(settings.qps, settings.burst)
         self._metrics = metrics
         self._retries = retries
-        self._watches: set[Any] = set()  # open watch responses, so `end_watches` can end them
-        self._watches_lock = threading.Lock()
+        self._streams = WatchStreams()  # open watch responses, so `end_watches` can end them
 
     # --- construction -------------------------------------------------------------------
 
@@ -136,14 +82,14 @@ class KubeGateway:
 
     def get(self, kind: str, namespace: str, name: str, adapter: Adapter | None = None) -> dict[str, Any]:
         """A built-in object by kind; an operator's resource through the `adapter` the caller enabled for it."""
-        if adapter is not None and kind not in _ROUTES:
+        if adapter is not None and kind not in ROUTES:
             return self._get_custom(adapter, namespace, name)
-        route = _route(kind)
+        route = routes.route(kind)
         method = getattr(self._apis[route.api], f"read_{route.suffix}")
         return self._call("get", route.resource, lambda **kw: method(name, namespace, **kw))
 
     def list_objects(self, kind: str, namespace: str) -> list[dict[str, Any]]:
-        route = _ROUTES[kind]
+        route = ROUTES[kind]
         method = getattr(self._apis[route.api], f"list_{route.suffix}")
         return self._call("list", route.resource, lambda **kw: method(namespace, **kw)).get("items") or []
 
@@ -153,7 +99,7 @@ class KubeGateway:
 
     def list_page(self, kind: str, namespace: str) -> tuple[list[dict[str, Any]], str]:
         """Every object of a kind in a namespace ("" = all namespaces) and the list's resourceVersion."""
-        answer = self._call("list", _resource(kind), lambda **kw: self._lister(kind, namespace)(**kw))
+        answer = self._call("list", routes.resource(kind), lambda **kw: self._lister(kind, namespace)(**kw))
         return answer.get("items") or [], str((answer.get("metadata") or {}).get("resourceVersion") or "")
 
     def watch_events(self, kind: str, namespace: str, version: str, seconds: int) -> Iterator[dict[str, Any]]:
@@ -164,41 +110,21 @@ class KubeGateway:
         query = {"watch": True, "resource_version": version, "allow_watch_bookmarks": True,
                  "timeout_seconds": seconds}
         send = lambda **kw: self._lister(kind, namespace)(**query, **kw)  # noqa: E731
-        response = self._open("watch", _resource(kind), send, seconds + self._timeout)
-        with self._watches_lock:
-            self._watches.add(response)
-        try:
-            for line in response:
-                if line.strip():
-                    event = json.loads(line)
-                    if not isinstance(event, dict):
-                        raise ValueError("a watch event that is not a JSON object")
-                    yield event
-        except (urllib3.exceptions.HTTPError, OSError, ValueError) as e:
-            raise TemporaryError(f"watch {_resource(kind)}: {type(e).__name__}: {e}") from e
-        finally:
-            with self._watches_lock:
-                self._watches.discard(response)
-            response.release_conn()
+        response = self._open("watch", routes.resource(kind), send, seconds + self._timeout)
+        yield from self._streams.events(response, routes.resource(kind))
 
     def end_watches(self) -> None:
         """End every open watch stream now, from any thread (a blocked read returns; the informer sees its stop)."""
-        with self._watches_lock:
-            open_now = list(self._watches)
-        for response in open_now:
-            shutdown = getattr(response, "shutdown", None)  # urllib3 ≥ 2.3 interrupts a read blocked in another thread
-            # The stream may have ended on its own meanwhile (socket closed, connection back in the pool).
-            with contextlib.suppress(OSError, ValueError, RuntimeError):
-                (shutdown or response.close)()
+        self._streams.end_all()
 
     def _lister(self, kind: str, namespace: str) -> Callable[..., Any]:
         if kind == "PriorityClass":
             return self._apis[k8s.SchedulingV1Api].list_priority_class
-        route = _ROUTES[kind]
-        api = self._apis[route.api]
+        found = ROUTES[kind]
+        api = self._apis[found.api]
         if not namespace:
-            return getattr(api, f"list_{route.suffix.removeprefix('namespaced_')}_for_all_namespaces")
-        method = getattr(api, f"list_{route.suffix}")
+            return getattr(api, f"list_{found.suffix.removeprefix('namespaced_')}_for_all_namespaces")
+        method = getattr(api, f"list_{found.suffix}")
         return lambda **kw: method(namespace, **kw)
 
     def _open(self, verb: str, resource: str, send: Callable[..., Any], read_timeout: float) -> Any:
@@ -208,7 +134,7 @@ class KubeGateway:
             response = send(_preload_content=False, _request_timeout=(self._timeout, read_timeout))
         except ApiException as e:
             self._count(verb, resource, str(e.status))
-            raise _translate(e, verb, resource) from e
+            raise translate(e, verb, resource) from e
         except (urllib3.exceptions.HTTPError, OSError) as e:
             self._count(verb, resource, "error")
             raise TemporaryError(f"{verb} {resource}: {type(e).__name__}: {e}") from e
@@ -219,9 +145,9 @@ class KubeGateway:
               adapter: Adapter | None = None) -> dict[str, Any]:
         """Strategic merge patch (JSON merge patch for an operator's resource, given its `adapter`); a
         `metadata.resourceVersion` in `body` makes it conditional (409 if stale)."""
-        if adapter is not None and kind not in _ROUTES:
+        if adapter is not None and kind not in ROUTES:
             return self._patch_custom(adapter, namespace, name, body)
-        route = _route(kind)
+        route = routes.route(kind)
         method = getattr(self._apis[route.api], f"patch_{route.suffix}")
         return self._call(
             "patch", route.resource, lambda **kw: method(name, namespace, body, _content_type=STRATEGIC, **kw)
@@ -309,13 +235,13 @@ class KubeGateway:
             except ApiException as e:
                 self._count(verb, resource, str(e.status))
                 cause: BaseException = e
-                error = _translate(e, verb, resource)
-                delay = _retry_after(e, attempt)
+                error = translate(e, verb, resource)
+                delay = retry_after(e, attempt)
             except (urllib3.exceptions.HTTPError, OSError) as e:
                 self._count(verb, resource, "error")
                 cause = e
                 error = TemporaryError(f"{verb} {resource}: {type(e).__name__}: {e}")
-                delay = _backoff(attempt)
+                delay = backoff(attempt)
             if not isinstance(error, TemporaryError) or attempt + 1 == attempts:
                 raise error from cause
             log.info(
@@ -328,18 +254,6 @@ class KubeGateway:
         self._metrics.kube_requests.labels(verb=verb, resource=resource, code=code).inc()
 
 
-def _route(kind: str) -> _Route:
-    """The built-in route of `kind`; an operator's kind reaches here only when no adapter for it is enabled."""
-    route = _ROUTES.get(kind)
-    if route is None:
-        raise PermanentError(f"{kind} is not a built-in kind and no enabled adapter serves it")
-    return route
-
-
-def _resource(kind: str) -> str:
-    return "priorityclasses" if kind == "PriorityClass" else _ROUTES[kind].resource
-
-
 def _api_client(configuration: k8s.Configuration, settings: Kube) -> k8s.ApiClient:
     # Retries are ours (bounded, rate limited, Retry-After aware); urllib3 must not add its own.
     configuration.retries = False
@@ -349,37 +263,3 @@ def _api_client(configuration: k8s.Configuration, settings: Kube) -> k8s.ApiClie
     return api_client
 
 
-def _translate(e: ApiException, verb: str, resource: str) -> Exception:
-    status_body = _status_body(e)
-    message = status_body.get("message") or e.reason or "no message"
-    reason = status_body.get("reason", "")
-    text = f"{verb} {resource}: {e.status} {reason}: {message}".replace(" : ", " ")
-    if e.status == 409:
-        return ConflictError(text)
-    if e.status == 404:
-        return NotFound(text, status=404, reason=reason)
-    if e.status == 410:
-        return Expired(text, status=410, reason=reason)
-    if e.status == 429 or (e.status or 0) >= 500:
-        return TemporaryError(text)
-    return PermanentError(text, status=e.status, reason=reason)
-
-
-def _status_body(e: ApiException) -> dict[str, Any]:
-    try:
-        body = json.loads(e.body or "{}")
-    except ValueError:
-        return {}
-    return body if isinstance(body, dict) else {}
-
-
-def _retry_after(e: ApiException, attempt: int) -> float:
-    header = (e.headers or {}).get("Retry-After") if e.headers is not None else None
-    try:
-        return min(MAX_RETRY_AFTER, max(0.0, float(header))) if header else _backoff(attempt)
-    except ValueError:
-        return _backoff(attempt)
-
-
-def _backoff(attempt: int) -> float:
-    return min(MAX_RETRY_AFTER, 0.1 * (2**attempt))
