@@ -114,3 +114,20 @@ def test_a_jobset_kueue_manages_changes_priority_through_kueues_label(kueue_reac
     after = custom(reactor.sim, "jobsets", "train")
     assert after["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "wpc-high"
     assert after["spec"] == before["spec"]  # the webhook's business untouched: only a label changed
+
+
+def test_kueues_priority_label_is_put_back_when_the_saturation_resolves(kueue_reactor: Reactor) -> None:
+    """The one change a JobSet takes is revertible like any priority boost: the resolved alert restores the label
+    recorded as the original, still without touching the spec."""
+    reactor = kueue_reactor
+    install(reactor.sim, "kueue.x-k8s.io.yaml")
+    for name, value in (("wpc-low", 100), ("wpc-high", 1000)):
+        reactor.sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadPriorityClass",
+                           "metadata": {"name": name}, "value": value})
+    before = _apply(reactor, {"kueue.x-k8s.io/queue-name": "team-a", "kueue.x-k8s.io/priority-class": "wpc-low"})
+    assert _post(reactor, "GPUSaturated", value=0.99, gpus=4)["result"] == "applied"
+    outcome = _post(reactor, "GPUSaturated", value=0.99, gpus=4, status="resolved")
+    assert (outcome["result"], outcome.get("action")) == ("applied", "revert"), outcome
+    after = custom(reactor.sim, "jobsets", "train")
+    assert after["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "wpc-low"
+    assert after["spec"] == before["spec"]
