@@ -102,13 +102,18 @@ def kueue_reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
         r.service.kube.close()
 
 
-def test_a_jobset_kueue_manages_changes_priority_through_kueues_label(kueue_reactor: Reactor) -> None:
-    reactor = kueue_reactor
+def _kueue_jobset(reactor: Reactor) -> dict[str, Any]:
+    """Kueue installed with two WorkloadPriorityClasses, and the JobSet queued at the lower one."""
     install(reactor.sim, "kueue.x-k8s.io.yaml")
     for name, value in (("wpc-low", 100), ("wpc-high", 1000)):
         reactor.sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadPriorityClass",
                            "metadata": {"name": name}, "value": value})
-    before = _apply(reactor, {"kueue.x-k8s.io/queue-name": "team-a", "kueue.x-k8s.io/priority-class": "wpc-low"})
+    return _apply(reactor, {"kueue.x-k8s.io/queue-name": "team-a", "kueue.x-k8s.io/priority-class": "wpc-low"})
+
+
+def test_a_jobset_kueue_manages_changes_priority_through_kueues_label(kueue_reactor: Reactor) -> None:
+    reactor = kueue_reactor
+    before = _kueue_jobset(reactor)
     outcome = _post(reactor, "GPUSaturated", value=0.99, gpus=4)
     assert (outcome["result"], outcome["workload"]) == ("applied", f"JobSet/{NAMESPACE}/train"), outcome
     after = custom(reactor.sim, "jobsets", "train")
@@ -120,11 +125,7 @@ def test_kueues_priority_label_is_put_back_when_the_saturation_resolves(kueue_re
     """The one change a JobSet takes is revertible like any priority boost: the resolved alert restores the label
     recorded as the original, still without touching the spec."""
     reactor = kueue_reactor
-    install(reactor.sim, "kueue.x-k8s.io.yaml")
-    for name, value in (("wpc-low", 100), ("wpc-high", 1000)):
-        reactor.sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadPriorityClass",
-                           "metadata": {"name": name}, "value": value})
-    before = _apply(reactor, {"kueue.x-k8s.io/queue-name": "team-a", "kueue.x-k8s.io/priority-class": "wpc-low"})
+    before = _kueue_jobset(reactor)
     assert _post(reactor, "GPUSaturated", value=0.99, gpus=4)["result"] == "applied"
     outcome = _post(reactor, "GPUSaturated", value=0.99, gpus=4, status="resolved")
     assert (outcome["result"], outcome.get("action")) == ("applied", "revert"), outcome

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -25,7 +23,7 @@ from ...errors import ConfigError
 from ...fields import format_duration, parse_duration
 from ...model import TEST_ALERT
 from .alertmanager import loaded_config
-from .http import TIMEOUT, Unreachable
+from .http import Unreachable, send
 from .report import Check, failing, ok
 from .routing import route_matchers
 
@@ -92,14 +90,7 @@ def sample(metrics_text: str, name: str, labels: Mapping[str, str]) -> float | N
 
 
 def _read(url: str) -> str:
-    where = f"{url.rstrip('/')}/metrics"
-    try:
-        with urllib.request.urlopen(where, timeout=TIMEOUT) as response:
-            return str(response.read().decode("utf-8", "replace"))
-    except urllib.error.HTTPError as e:
-        raise Unreachable(f"{where}: HTTP {e.code} {e.reason}") from e
-    except (urllib.error.URLError, OSError) as e:
-        raise Unreachable(f"{where}: {getattr(e, 'reason', e)}") from e
+    return send(f"{url.rstrip('/')}/metrics").decode("utf-8", "replace")
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,16 +114,7 @@ def counts(metrics_urls: Sequence[str], read: Callable[[str], str] = _read) -> C
 
 
 def post_alert(alertmanager: str, body: list[dict[str, Any]]) -> None:
-    url = f"{alertmanager.rstrip('/')}/api/v2/alerts"
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT):
-            return
-    except urllib.error.HTTPError as e:
-        raise Unreachable(f"{url}: HTTP {e.code} {e.read()[:200].decode('utf-8', 'replace')}") from e
-    except (urllib.error.URLError, OSError) as e:
-        raise Unreachable(f"{url}: {getattr(e, 'reason', e)}") from e
+    send(f"{alertmanager.rstrip('/')}/api/v2/alerts", body=json.dumps(body).encode())
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,15 +18,27 @@ class Unreachable(Exception):
     """The URL did not answer, or not with what was expected."""
 
 
-def get_json(url: str, *, timeout: float = TIMEOUT) -> Any:
+def send(url: str, *, body: bytes | None = None, timeout: float = TIMEOUT) -> bytes:
+    """GET `url` (POST `body` as JSON when given): the answer's bytes, or `Unreachable` naming the URL and why
+    (a refused POST says what the server answered: Alertmanager names the field it rejects)."""
     where = url.split("?", 1)[0]
+    headers = {"Content-Type": "application/json"} if body is not None else {}
+    request = urllib.request.Request(url, data=body, method="GET" if body is None else "POST", headers=headers)
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            return json.load(response)
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return bytes(response.read())
     except urllib.error.HTTPError as e:
-        raise Unreachable(f"{where}: HTTP {e.code} {e.reason}") from e
-    except (urllib.error.URLError, OSError, ValueError) as e:
+        detail = e.reason if body is None else e.read()[:200].decode("utf-8", "replace")
+        raise Unreachable(f"{where}: HTTP {e.code} {detail}") from e
+    except (urllib.error.URLError, OSError) as e:
         raise Unreachable(f"{where}: {getattr(e, 'reason', e)}") from e
+
+
+def get_json(url: str, *, timeout: float = TIMEOUT) -> Any:
+    try:
+        return json.loads(send(url, timeout=timeout))
+    except ValueError as e:
+        raise Unreachable(f"{url.split('?', 1)[0]}: {e}") from e
 
 
 def prometheus_query(base: str, expr: str) -> list[dict[str, Any]]:
