@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +18,8 @@ from reactor.sim import SimCluster
 from reactor.tools.payloads import AlertSpec, notification
 from reactor.verifier import Verifier
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
+from tests.test_verification import Clock
 
-START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 MANIFESTS = """
 apiVersion: v1
 kind: Namespace
@@ -55,17 +54,6 @@ spec:
           limits: {nvidia.com/gpu: "2", cpu: "2", memory: 8Gi}
           requests: {nvidia.com/gpu: "2", cpu: "2", memory: 8Gi}
 """
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def at(self, seconds: float) -> None:
-        self.now = START + timedelta(seconds=seconds)
 
 
 def _cluster(node_cpu: str) -> Iterator[SimCluster]:
