@@ -220,3 +220,37 @@ def test_a_knative_service_of_the_users_own_is_not_an_inferenceservice(reactor: 
     (outcome,) = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
     assert (outcome["reason"], outcome["workload"]) == (
         "unsupported-owner", f"Service.serving.knative.dev/{NAMESPACE}/llama-predictor"), outcome
+
+
+def test_a_core_service_is_not_a_knative_service(reactor: Reactor, serverless: dict[str, Any]) -> None:
+    """Kinds are told apart by API group: a Configuration whose controller reference names a core v1 `Service`
+    (even with the Knative Service's uid) is not believed to be Knative's."""
+    config = custom(reactor.sim, "configurations", "llama-predictor")
+    config["metadata"]["ownerReferences"][0]["apiVersion"] = "v1"
+    reactor.sim.apply(config)
+    (outcome, _) = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
+    assert outcome["reason"] == "owner-unverified", outcome
+    assert "its controller is Service (v1), not Knative's Service" in outcome["detail"]
+    assert reactor.sim.requests[("patch", "inferenceservices", "")] == 0
+
+
+def test_an_inferenceservice_of_another_group_is_not_believed(reactor: Reactor, serverless: dict[str, Any]) -> None:
+    ksvc = reactor.sim.get(f"services.{KNATIVE}", NAMESPACE, "llama-predictor")
+    ksvc["metadata"]["ownerReferences"][0]["apiVersion"] = "serving.kserve.example.com/v1beta1"
+    reactor.sim.apply(ksvc)
+    (outcome, _) = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
+    assert outcome["reason"] == "owner-unverified", outcome
+    assert "is of 'serving.kserve.example.com/v1beta1', not serving.kserve.io/v1beta1" in outcome["detail"]
+    assert reactor.sim.requests[("patch", "inferenceservices", "")] == 0
+
+
+def test_the_quota_counts_the_new_revision_beside_the_old(reactor: Reactor, serverless: dict[str, Any]) -> None:
+    """Knative starts the new Revision (min-scale pods) while the old one still serves: with no GPU of the quota
+    free, even a shrink does not fit, and the refusal counts both replicas as surge."""
+    quota = reactor.sim.get("resourcequotas", NAMESPACE, "gpu-quota")
+    quota["spec"]["hard"][f"requests.{GPU}"] = quota["status"]["used"][f"requests.{GPU}"]  # all in use
+    reactor.sim.apply(quota)
+    outcomes = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
+    assert {o["reason"] for o in outcomes} == {"quota-exceeded"}, _why(outcomes)
+    assert "replicas 2, surge 2" in outcomes[0]["detail"]
+    assert reactor.sim.requests[("patch", "inferenceservices", "")] == 0
