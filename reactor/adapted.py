@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .adapters import Adapter, Part
+from .adapters import Adapter, Part, knative
 from .adapters.base import Path, read, written
 from .annotations import read_state
 from .errors import ReactorError
@@ -34,7 +34,7 @@ def adapted_workload(adapter: Adapter, obj: Obj, part_name: str, gpu_resource: s
     replicas = _replicas(obj, part)
     generation = int(meta.get("generation", 0))
     surge = max_surge(child.get("spec") or {}, replicas) if child and child.get("kind") == "Deployment" else 0
-    if adapter.replaces_all:
+    if adapter.replaces_all or knative.is_service(child):  # a new Knative Revision starts beside the old one
         surge = part.default_replicas if replicas is None else replicas
     return Workload(
         ref=WorkloadRef(adapter.kind, str(meta.get("namespace", "")), str(meta.get("name", ""))),

@@ -28,13 +28,19 @@ class ControllerRef:
     kind: str
     name: str
     uid: str
+    api_version: str = ""  # e.g. "serving.knative.dev/v1": a kind is told apart from its namesakes by group
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
 
 
 def controller_ref(obj: Mapping[str, Any]) -> ControllerRef | None:
     """The object's controlling owner reference, if any (the first with `controller: true`)."""
     for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
         if isinstance(ref, Mapping) and ref.get("controller") is True:
-            return ControllerRef(str(ref.get("kind", "")), str(ref.get("name", "")), str(ref.get("uid", "")))
+            return ControllerRef(str(ref.get("kind", "")), str(ref.get("name", "")), str(ref.get("uid", "")),
+                                 str(ref.get("apiVersion", "")))
     return None
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import kueue
-from .adapters import Adapter, Adapters
+from .adapters import Adapter, Adapters, knative
 from .adapters.links import adapted_link_failure, hop_failure
 from .cache import ALL, Store
 from .errors import PermanentError
@@ -138,6 +138,15 @@ class Reader:
         items = self._once(("WorkloadPriorityClass", ""), self._lists, lambda: self.kube.list_cluster_custom(
             kueue.GROUP, kueue.VERSION, "workloadpriorityclasses"))
         return frozenset((c.get("metadata") or {}).get("name", "") for c in items)
+
+    def get_custom(self, group: str, version: str, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """A custom object the resolver passes on the way up (a Knative Revision), None if absent; read once."""
+        def fetch() -> dict[str, Any] | None:
+            try:
+                return self.kube.get_custom(group, version, plural, namespace, name)
+            except NotFound:
+                return None
+        return self._once((group, plural, namespace, name), self._objects, fetch)
 
     def _get_or_none(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         try:
@@ -274,6 +283,9 @@ def _walk(reader: Reader, namespace: str, pod_name: str) -> Owner | None:
         ref = controller_ref(obj)
         if ref is None:
             break
+        serverless = _serverless_adapter(reader.adapters) if knative.is_revision_ref(kind, ref) else None
+        if serverless is not None:
+            return _serverless_owner(reader, serverless, (kind, name, obj), ref, pod or {}, via)
         if ref.kind not in _BUILTIN_OWNERS and _operator_hop(reader.adapters, kind, obj, ref) is None:
             adapter = reader.adapters.get(ref.kind)
             if adapter is None:
@@ -319,6 +331,9 @@ def _adapted_owner(reader: Reader, adapter: Adapter, child: tuple[str, str, dict
     kind, name, obj = child
     namespace = str((obj.get("metadata") or {}).get("namespace", ""))
     target = WorkloadRef(ref.kind, namespace, ref.name)
+    if ref.group != adapter.group:  # a namesake kind of another API group is not the operator's resource
+        return Owner(target, None, unverified=f"{kind} {name}: its controller {ref.kind} {ref.name} is of "
+                                              f"{ref.api_version!r}, not {adapter.api_version}")
     parent = reader.get(ref.kind, namespace, ref.name, referenced=True)
     if parent is None:
         return Owner(target, None)
@@ -335,6 +350,27 @@ def _adapted_owner(reader: Reader, adapter: Adapter, child: tuple[str, str, dict
     source = pod or ((obj.get("spec") or {}).get("template") or obj)
     part = adapter.part_of_pod((source.get("metadata") or {}).get("labels") or {})
     return Owner(target, parent, via, part=part, child=None if kind == "Pod" else obj)
+
+
+def _serverless_adapter(adapters: Adapters) -> Adapter | None:
+    """The enabled adapter whose operator runs its pods under a Knative Service (KServe's serverless mode)."""
+    return next((a for a in adapters if knative.SERVICE_KIND in a.children), None)
+
+
+def _serverless_owner(reader: Reader, adapter: Adapter, child: tuple[str, str, dict[str, Any]], ref: ControllerRef,
+                      pod: dict[str, Any], via: WorkloadRef | None) -> Owner:
+    """A Revision's Deployment: up Knative's chain (adapters/knative.py), then to the InferenceService above the
+    Knative Service, believed as any operator's link is (`_adapted_owner`)."""
+    namespace = str((child[2].get("metadata") or {}).get("namespace", ""))
+    chain = knative.walk(child[2], ref, lambda plural, name: reader.get_custom(
+        knative.GROUP, knative.VERSION, plural, namespace, name))
+    if chain.service is None:
+        return Owner(WorkloadRef(chain.stopped_at[0], namespace, chain.stopped_at[1]), None, unverified=chain.failure)
+    name = str((chain.service.get("metadata") or {}).get("name", ""))
+    if chain.above is None or chain.above.kind != adapter.kind:  # a Knative Service of the user's or another's
+        top = chain.above or ControllerRef(knative.SERVICE_KIND, name, "")
+        return Owner(WorkloadRef(top.kind, namespace, top.name), None)
+    return _adapted_owner(reader, adapter, (knative.SERVICE_KIND, name, dict(chain.service)), chain.above, pod, via)
 
 
 def _former_owner(reader: Reader, namespace: str, pod_name: str) -> tuple[str, str, dict[str, Any]] | None:

@@ -57,6 +57,9 @@ class Adapter:
     # A template change brings up a whole new copy before the old one goes (a RayService's zero-downtime upgrade
     # prepares a new RayCluster): every replica of the part is surge while both run.
     replaces_all: bool = False
+    # (group, plural) of the objects the resolver GETs between the pods and the resource, besides the resource
+    # itself (KServe's serverless mode: Knative's Revisions, Configurations and Services): RBAC grants get on them.
+    reads: tuple[tuple[str, str], ...] = ()
 
     @property
     def api_version(self) -> str:

@@ -3,8 +3,9 @@
 Kubeflow Notebook v1: one pod template at spec.template.spec, run by a StatefulSet the notebook
 controller creates (no replicas of its own). KServe InferenceService v1beta1: the predictor is a
 pod spec (spec.predictor.containers, priorityClassName) with minReplicas/maxReplicas; in raw
-deployment mode KServe runs it as a Deployment. RayCluster v1: the head template and each worker
-group's template and replicas; KubeRay creates the pods itself, labelled `ray.io/group`.
+deployment mode KServe runs it as a Deployment, in serverless mode as a Knative Service (knative.py).
+RayCluster v1: the head template and each worker group's template and replicas; KubeRay creates the
+pods itself, labelled `ray.io/group`.
 LeaderWorkerSet v1: the leader and worker templates, `replicas` groups; the leader StatefulSet is the
 LWS's, each group's worker StatefulSet is its leader pod's (a hop the adapter declares). RayService v1:
 the same templates under spec.rayClusterConfig, reached through the RayCluster KubeRay builds from it.
@@ -17,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from . import knative
 from .base import Adapter, Obj, Part, read
 
 RAY_HEAD = "headgroup"  # KubeRay's ray.io/group label value on the head pod
@@ -91,7 +93,11 @@ def _notebook_rollout(obj: Obj, child: Obj | None) -> str:
 
 
 def _isvc_rollout(obj: Obj, child: Obj | None) -> str:
-    return _observed_behind(obj) or _not_ready(obj) or child_rollout(child)
+    """Raw deployment mode: the component's Deployment; serverless mode: its Knative revisions (knative.py)."""
+    behind = _observed_behind(obj) or _not_ready(obj)
+    if behind or child is None:
+        return behind
+    return knative.rollout(obj, child) if knative.is_service(child) else child_rollout(child)
 
 
 def _ray_rollout(obj: Obj, child: Obj | None) -> str:
@@ -104,8 +110,9 @@ def _ray_rollout(obj: Obj, child: Obj | None) -> str:
 NOTEBOOK = Adapter("Notebook", "kubeflow.org", "v1", "notebooks", frozenset({"StatefulSet"}), _notebook_parts,
                    owner_label="notebook-name", rollout=_notebook_rollout)
 INFERENCE_SERVICE = Adapter("InferenceService", "serving.kserve.io", "v1beta1", "inferenceservices",
-                            frozenset({"Deployment"}), _isvc_parts, owner_label="serving.kserve.io/inferenceservice",
-                            part_label="component", rollout=_isvc_rollout)
+                            frozenset({"Deployment", knative.SERVICE_KIND}), _isvc_parts,
+                            owner_label="serving.kserve.io/inferenceservice", part_label="component",
+                            rollout=_isvc_rollout, reads=tuple((knative.GROUP, p) for p in knative.PLURALS))
 RAY_CLUSTER = Adapter("RayCluster", "ray.io", "v1", "rayclusters", frozenset({"Pod"}), _ray_parts,
                       owner_label="ray.io/cluster", part_label="ray.io/group", rollout=_ray_rollout)
 LWS_NAME = "leaderworkerset.sigs.k8s.io/name"

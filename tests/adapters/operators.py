@@ -192,3 +192,96 @@ def reconcile_jobset(sim: SimCluster, name: str) -> None:
                                     "labels": labels, "ownerReferences": owner_ref(js)},
                        "spec": spec})
     sim.settle()
+
+
+KNATIVE = "serving.knative.dev"
+ISVC_LABEL = "serving.kserve.io/inferenceservice"
+
+
+def reconcile_isvc_serverless(sim: SimCluster, name: str, *, ready: bool = True) -> None:
+    """KServe in serverless mode (its default) and Knative Serving under it: per component a Knative Service
+    `<name>-<component>` controlled by the InferenceService; Knative's Configuration, a Revision per generation of
+    it, and the Revision's Deployment `<revision>-deployment`; an older Revision, no longer routed, scales to zero.
+    `ready=False`: the newest Revision is created but not ready yet (status as KServe and Knative report it)."""
+    isvc = custom(sim, "inferenceservices", name)
+    components = {}
+    for component in ("predictor", "transformer", "explainer"):
+        if component in isvc["spec"]:
+            components[component] = _knative_component(sim, isvc, component, ready)
+    sim.settle()
+    generation = custom(sim, "inferenceservices", name)["metadata"]["generation"]
+    ready_condition = {"type": "Ready", "status": "True" if ready else "False",
+                       **({} if ready else {"reason": "RevisionMissing", "message": "revision not ready"})}
+    statuses = {}
+    for component, (service, created, previous) in components.items():
+        latest_ready = created if ready else previous
+        ksvc = sim.get(f"services.{KNATIVE}", NAMESPACE, service)
+        set_status(sim, f"services.{KNATIVE}", service,
+                   {"observedGeneration": ksvc["metadata"]["generation"], "conditions": [ready_condition],
+                    "latestCreatedRevisionName": created, "latestReadyRevisionName": latest_ready})
+        statuses[component] = {"latestCreatedRevision": created, "latestReadyRevision": latest_ready,
+                               "latestRolledoutRevision": latest_ready}
+    set_status(sim, "inferenceservices", name, {"observedGeneration": generation, "components": statuses,
+                                                "conditions": [{"type": "Ready", "status": "True"}]})
+
+
+def _knative_component(sim: SimCluster, isvc: Obj, component: str, ready: bool) -> tuple[str, str, str]:
+    """Returns (Knative Service, its newest Revision, the Revision before it or ""); the older Revisions keep
+    their pods until the newest is ready."""
+    name = isvc["metadata"]["name"]
+    spec = dict(isvc["spec"][component])
+    if "model" in spec:
+        model = {"name": "kserve-container", "image": "kserve/huggingfaceserver:v0.14",
+                 "resources": spec["model"].get("resources", {})}
+        spec["containers"] = [model, *spec.get("containers", [])]
+    labels = {ISVC_LABEL: name, "component": component}
+    scale = {"autoscaling.knative.dev/class": "kpa.autoscaling.knative.dev",
+             "autoscaling.knative.dev/min-scale": str(spec.get("minReplicas", 1)),
+             **({"autoscaling.knative.dev/max-scale": str(spec["maxReplicas"])} if spec.get("maxReplicas") else {})}
+    template = {"metadata": {"labels": labels, "annotations": scale}, "spec": template_of(spec, labels)["spec"]}
+    service = f"{name}-{component}"
+    sim.apply({"apiVersion": f"{KNATIVE}/v1", "kind": "Service",
+               "metadata": {"name": service, "namespace": NAMESPACE, "labels": labels, "ownerReferences": owner_ref(isvc)},
+               "spec": {"template": template, "traffic": [{"latestRevision": True, "percent": 100}]}})
+    ksvc = sim.get(f"services.{KNATIVE}", NAMESPACE, service)
+    service_labels = {**labels, f"{KNATIVE}/service": service, f"{KNATIVE}/serviceUID": ksvc["metadata"]["uid"]}
+    sim.apply({"apiVersion": f"{KNATIVE}/v1", "kind": "Configuration",
+               "metadata": {"name": service, "namespace": NAMESPACE, "labels": service_labels,
+                            "ownerReferences": owner_ref(ksvc)},
+               "spec": {"template": copy.deepcopy(template)}})
+    config = custom(sim, "configurations", service)
+    generation = config["metadata"]["generation"]
+    revision = f"{service}-{generation:05d}"
+    previous = f"{service}-{generation - 1:05d}" if generation > 1 else ""
+    if not [r for r in sim.list("revisions", NAMESPACE) if r["metadata"]["name"] == revision]:
+        _revision(sim, config, revision, template)
+    older = [] if not ready else sim.list("deployments", NAMESPACE, label_selector=f"{KNATIVE}/configuration={service}")
+    for dep in older:
+        if dep["metadata"]["labels"][f"{KNATIVE}/revision"] != revision and dep["spec"]["replicas"]:
+            dep["spec"]["replicas"] = 0  # a Revision no route sends traffic to scales to zero
+            sim.apply(dep)
+    return service, revision, previous
+
+
+def _revision(sim: SimCluster, config: Obj, revision: str, template: Obj) -> None:
+    """Knative's Revision of the Configuration's generation, and its Deployment (min-scale replicas)."""
+    meta = config["metadata"]
+    labels = {**template["metadata"]["labels"], f"{KNATIVE}/configuration": meta["name"],
+              f"{KNATIVE}/configurationGeneration": str(meta["generation"]),
+              f"{KNATIVE}/configurationUID": meta["uid"], f"{KNATIVE}/routingState": "active",
+              f"{KNATIVE}/service": meta["labels"][f"{KNATIVE}/service"],
+              f"{KNATIVE}/serviceUID": meta["labels"][f"{KNATIVE}/serviceUID"]}
+    sim.apply({"apiVersion": f"{KNATIVE}/v1", "kind": "Revision",
+               "metadata": {"name": revision, "namespace": NAMESPACE, "labels": labels,
+                            "annotations": dict(template["metadata"]["annotations"]), "ownerReferences": owner_ref(config)},
+               "spec": copy.deepcopy(template["spec"])})
+    rev = custom(sim, "revisions", revision)
+    pod_labels = {**labels, f"{KNATIVE}/revision": revision, f"{KNATIVE}/revisionUID": rev["metadata"]["uid"],
+                  "app": revision}
+    replicas = int(template["metadata"]["annotations"]["autoscaling.knative.dev/min-scale"])
+    sim.apply({"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": f"{revision}-deployment", "namespace": NAMESPACE, "labels": pod_labels,
+                            "ownerReferences": owner_ref(rev)},
+               "spec": {"replicas": replicas,
+                        "selector": {"matchLabels": {f"{KNATIVE}/revisionUID": rev["metadata"]["uid"]}},
+                        "template": {"metadata": {"labels": pod_labels}, "spec": copy.deepcopy(template["spec"])}}})

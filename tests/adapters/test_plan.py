@@ -17,6 +17,7 @@ from reactor.engine import Engine
 from reactor.tools.payloads import AlertSpec, notification
 from reactor.tools.plan import print_plan
 from tests.adapters.test_inferenceservice import isvc, pipeline  # noqa: F401 - fixtures
+from tests.adapters.test_inferenceservice_serverless import serverless  # noqa: F401
 from tests.adapters.test_leaderworkerset import lws  # noqa: F401
 from tests.adapters.test_notebook import notebook  # noqa: F401
 from tests.adapters.test_raycluster import cluster  # noqa: F401
@@ -29,6 +30,8 @@ CASES = {
              "InferenceService/ml-workloads/llama"),
     "explainer": ("pipeline", "serving.kserve.io/inferenceservice=rag,component=explainer", "explainer",
                   "InferenceService/ml-workloads/rag"),
+    "serverless": ("serverless", "serving.kserve.io/inferenceservice=llama", "kserve-container",
+                   "InferenceService/ml-workloads/llama"),
     "cluster": ("cluster", "ray-gpu-workers-0", "ray-worker", "RayCluster/ml-workloads/ray"),
     "lws": ("lws", "vllm-1-0", "vllm-worker", "LeaderWorkerSet/ml-workloads/vllm"),
     "service": ("service", "serve-raycluster-a1b2c-gpu-workers-0", "ray-worker", "RayService/ml-workloads/serve"),
@@ -40,7 +43,7 @@ def test_plan_explains_a_shrink_of_each_adapters_resource(reactor: Reactor, requ
                                                           case: str) -> None:
     fixture, pod, container, workload = CASES[case]
     request.getfixturevalue(fixture)
-    if "=" in pod:  # a label selector: the pods of a Deployment KServe made
+    if "=" in pod:  # a label selector: the pods of a Deployment KServe (or Knative, serverless) made
         pod = reactor.sim.list("pods", NAMESPACE, label_selector=pod)[0]["metadata"]["name"]
     engine = Engine(settings=_dry(reactor), kube=reactor.service.kube, metrics=reactor.service.engine.metrics)
     body = notification([AlertSpec("GPUUnderutilized", NAMESPACE, pod, container, 0.1, 4)])

@@ -37,6 +37,7 @@ from tests.adapters.operators import (
     ray_service_cluster,
     ray_service_status,
     reconcile_isvc,
+    reconcile_isvc_serverless,
     reconcile_jobset,
     reconcile_lws,
     reconcile_notebook,
@@ -97,6 +98,10 @@ def _operators(sim: SimCluster) -> None:
                             "spec": {"containers": [container("ray-worker", 4)]}}}]}})
     reconcile_notebook(sim, "jupyter")
     reconcile_isvc(sim, "llama")
+    install(sim, "serving.knative.dev.yaml")  # KServe's serverless mode: Knative Serving under the predictor
+    sim.apply({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": meta("mistral"),
+               "spec": {"predictor": {"minReplicas": 1, "containers": [container("kserve-container", 4)]}}})
+    reconcile_isvc_serverless(sim, "mistral")
     reconcile_ray(sim, "ray")
     sim.apply({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": meta("vllm"),
                "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2, "workerTemplate": {
@@ -282,6 +287,14 @@ def isvc_resize(r: Reactor) -> Answer:
                      for p in pods])
 
 
+def isvc_serverless_resize(r: Reactor) -> Answer:
+    """GPUUnderutilized on a serverless predictor's pod: the Knative Revision, Configuration and Service above its
+    Deployment are read to believe each link, then the InferenceService's predictor shrinks 4 → 1."""
+    pods = r.sim.list("pods", NAMESPACE, label_selector="serving.kserve.io/inferenceservice=mistral")
+    return _post(r, [AlertSpec("GPUUnderutilized", NAMESPACE, p["metadata"]["name"], "kserve-container", 0.1, 4)
+                     for p in pods])
+
+
 def ray_resize(r: Reactor) -> Answer:
     """GPUUnderutilized on a Ray worker: the RayCluster's worker group template shrinks 4 → 1."""
     return _post(r, [AlertSpec("GPUUnderutilized", NAMESPACE, "ray-gpu-workers-0", "ray-worker", 0.1, 4)])
@@ -334,6 +347,7 @@ EXPECTED: dict[str, tuple[Flow, set[tuple[str, ...]]]] = {
     "cpu-resize": (cpu_resize, {("applied", "resize-cpu")}),
     "notebook-resize": (notebook_resize, {("applied", "resize-gpu")}),
     "isvc-resize": (isvc_resize, {("applied", "resize-gpu")}),
+    "isvc-serverless-resize": (isvc_serverless_resize, {("applied", "resize-gpu")}),
     "ray-resize": (ray_resize, {("applied", "resize-gpu")}),
     "lws-resize": (lws_resize, {("applied", "resize-gpu")}),
     "kueue-priority": (kueue_priority, {("applied", "set-priority")}),
@@ -361,6 +375,7 @@ CHANGES: dict[str, Callable[[SimCluster], tuple[str, ...]]] = {
                                   for p in s.list("pods", NAMESPACE, label_selector="app=loader")) or ("2",),
     "notebook-resize": lambda s: (_limit(s.get("notebooks", NAMESPACE, "jupyter")["spec"]["template"]["spec"]),),
     "isvc-resize": lambda s: (_limit(s.get("inferenceservices", NAMESPACE, "llama")["spec"]["predictor"]),),
+    "isvc-serverless-resize": lambda s: (_limit(s.get("inferenceservices", NAMESPACE, "mistral")["spec"]["predictor"]),),
     "ray-resize": lambda s: (
         _limit(s.get("rayclusters", NAMESPACE, "ray")["spec"]["workerGroupSpecs"][0]["template"]["spec"]),),
     "lws-resize": lambda s: (_limit(
@@ -375,12 +390,12 @@ CHANGES: dict[str, Callable[[SimCluster], tuple[str, ...]]] = {
 }
 BEFORE = {"deployment-resize": ("4",), "statefulset-resize": ("2",), "cronjob-via-job": ("4",), "hpa-check": ("4",),
           "set-priority": ("medium-priority-gpu",), "namespace-wide": ("4", "2"), "cpu-resize": ("2",),
-          "notebook-resize": ("4",), "isvc-resize": ("4",), "ray-resize": ("4",), "lws-resize": ("4",),
+          "notebook-resize": ("4",), "isvc-resize": ("4",), "isvc-serverless-resize": ("4",), "ray-resize": ("4",), "lws-resize": ("4",),
           "kueue-priority": ("medium-priority-gpu",), "verify": ("4", ""), "rayservice-resize": ("4",),
           "jobset-priority": ("medium-priority-gpu",)}
 AFTER = {"deployment-resize": ("3",), "statefulset-resize": ("3",), "cronjob-via-job": ("1",), "hpa-check": ("1",),
          "set-priority": ("high-priority-gpu",), "namespace-wide": ("3", "1"), "cpu-resize": ("3",),
-         "notebook-resize": ("1",), "isvc-resize": ("1",), "ray-resize": ("1",), "lws-resize": ("1",),
+         "notebook-resize": ("1",), "isvc-resize": ("1",), "isvc-serverless-resize": ("1",), "ray-resize": ("1",), "lws-resize": ("1",),
          "kueue-priority": ("high-priority-gpu",), "verify": ("3", "verified"), "rayservice-resize": ("1",),
          "jobset-priority": ("high-priority-gpu",)}
 
@@ -477,6 +492,9 @@ NEEDED_BY: dict[tuple[str, str, str], tuple[str, str]] = {
     ("kubeflow.org", "notebooks", "patch"): ("notebook-resize", "write"),
     ("serving.kserve.io", "inferenceservices", "get"): ("isvc-resize", "read"),
     ("serving.kserve.io", "inferenceservices", "patch"): ("isvc-resize", "write"),
+    ("serving.knative.dev", "revisions", "get"): ("isvc-serverless-resize", "read"),
+    ("serving.knative.dev", "configurations", "get"): ("isvc-serverless-resize", "read"),
+    ("serving.knative.dev", "services", "get"): ("isvc-serverless-resize", "read"),
     ("ray.io", "rayclusters", "get"): ("ray-resize", "read"),
     ("ray.io", "rayclusters", "patch"): ("ray-resize", "write"),
     ("leaderworkerset.x-k8s.io", "leaderworkersets", "get"): ("lws-resize", "read"),

@@ -86,3 +86,13 @@ def test_without_its_namespace_in_the_list_the_reactor_is_refused(token_file: Pa
     finally:
         r.service.kube.close()
         sim.stop()
+
+
+def test_knative_reads_come_and_go_with_the_inferenceservice_adapter() -> None:
+    """KServe's serverless mode: get (never patch) on Knative's revisions, configurations and services, rendered
+    only where `adapters.builtin` enables InferenceService, as the doctor asks (operator_grants)."""
+    knative = {("serving.knative.dev", r, "get") for r in ("revisions", "configurations", "services")}
+    for builtin, expected in ((["InferenceService"], knative), (["Notebook", "RayCluster"], set())):
+        objs = render({"policy": {"adapters": {"builtin": builtin}}})
+        granted = {g[1:] for g in _grants(objs) if g[0] == "gpu-reactor-operators"}
+        assert {g for g in granted if g[0] == "serving.knative.dev"} == expected, builtin

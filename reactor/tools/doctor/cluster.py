@@ -63,8 +63,11 @@ def _lease(kube: KubeGateway, settings: Settings, who: str) -> list[Check]:
 
 
 def operator_grants(settings: Settings) -> tuple[tuple[str, str, str], ...]:
-    """get/patch on the resources of the enabled adapters (adapters.builtin and adapters.custom)."""
-    return tuple((a.group, a.plural, verb) for a in settings.adapters for verb in ("get", "patch"))
+    """get/patch on the resources of the enabled adapters (adapters.builtin and adapters.custom), and get on what
+    the resolver reads on the way to them (KServe's serverless mode: Knative's Revisions, Configurations and
+    Services)."""
+    changed = tuple((a.group, a.plural, verb) for a in settings.adapters for verb in ("get", "patch"))
+    return changed + tuple((group, plural, "get") for a in settings.adapters for group, plural in a.reads)
 
 
 def namespaced_grants(settings: Settings) -> tuple[tuple[str, str, str], ...]:
