@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .model import Action, Alert, Result, Skip, WorkloadRef
+from .model import Action, Alert, Result, Skip, WorkloadRef, iso
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,13 +52,22 @@ class Outcome:
 
 
 def outcome_for(alert: Alert, ref: WorkloadRef | None, decision: Action | Skip, result: Result) -> Outcome:
-    considered = tuple((c.strategy, c.reason.value if c.reason else None) for c in decision.considered)
-    common: dict[str, Any] = dict(
-        alert=alert.name, fingerprint=alert.fingerprint, starts_at=alert.starts_at.isoformat(),
-        status=alert.status, namespace=alert.namespace, pod=alert.pod,
-        workload=str(ref) if ref else None, result=result, considered=considered,
-    )
+    return alert_outcome(alert, decision_fields(ref, decision, result))
+
+
+def decision_fields(ref: WorkloadRef | None, decision: Action | Skip, result: Result) -> dict[str, Any]:
+    """What the outcomes of every alert folded into one decision share: computed once per workload, not per alert."""
+    fields: dict[str, Any] = dict(workload=str(ref) if ref else None, result=result, considered=tuple(
+        (c.strategy, c.reason.value if c.reason else None) for c in decision.considered))
     if isinstance(decision, Action):
-        return Outcome(action=decision.action, container=decision.container,
-                       from_value=decision.from_value, to_value=decision.to_value, **common)
-    return Outcome(reason=decision.reason.value, detail=decision.detail, **common)
+        fields.update(action=decision.action, container=decision.container, from_value=decision.from_value,
+                      to_value=decision.to_value)
+    else:
+        fields.update(reason=decision.reason.value, detail=decision.detail)
+    return fields
+
+
+def alert_outcome(alert: Alert, fields: dict[str, Any]) -> Outcome:
+    """One alert's outcome, with the decision's `fields` (see `decision_fields`)."""
+    return Outcome(alert.name, alert.fingerprint, iso(alert.starts_at), alert.status, alert.namespace, alert.pod,
+                   **fields)
