@@ -50,7 +50,7 @@ def create_app(settings: Settings, *, engine: Engine, metrics: Metrics, token: T
     waiting = threading.BoundedSemaphore(max_inflight or max(1, settings.server.threads - 2))
 
     def answer(code: int, body: dict[str, Any]) -> Response:
-        metrics.webhook_requests.labels(code=str(code)).inc()
+        metrics.child(metrics.webhook_requests, str(code)).inc()
         response = jsonify(body)
         response.status_code = code
         return response
