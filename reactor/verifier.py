@@ -163,7 +163,7 @@ class Verifier:
             self.kube.patch(workload.ref.kind, workload.ref.namespace, workload.ref.name, patch)
         except ConflictError:
             return False  # changed since the read: the next pass reads it again
-        self._done(workload.ref, VERIFIED, verification, "rolled out", now)
+        self._done(workload.ref, VERIFIED, verification, "rolled out")
         return True
 
     def _revert(self, obj: dict[str, Any], workload: Workload, verification: Verification, trouble: str,
@@ -181,7 +181,7 @@ class Verifier:
                           lambda: self._reread(ref), annotations=marked, event_reason="ActionReverted")
         acted = self.actor.carry_out(attempt, obj, now)
         if acted.result is Result.APPLIED:
-            self._done(ref, REVERTED, verification, reason, now)
+            self._done(ref, REVERTED, verification, reason)
             written = self._reread(ref)
             if written is not None:  # what the revert left on record, for the GPU-hours
                 self.ledger.observe(to_workload(written, ref.kind, self.policy.gpu_resource))
@@ -204,7 +204,7 @@ class Verifier:
         except NotFound:
             return None
 
-    def _done(self, ref: WorkloadRef, result: str, verification: Verification, reason: str, now: datetime) -> None:
+    def _done(self, ref: WorkloadRef, result: str, verification: Verification, reason: str) -> None:
         self.metrics.verifications.labels(result=result).inc()
         log.info("rollout " + result, extra={"workload": str(ref), "strategy": verification.strategy,
                                               "reason": reason, "written": verification.since.isoformat()})
