@@ -8,7 +8,8 @@ cluster's controllers run), so each change rolls out by itself. Verifier passes 
 every `PASS` s) instead of every `verify.interval` (15 s by default), so what is measured is the rollout
 and the verifier's detection, not the polling period: a deployment's figure adds up to one interval.
 Per run: `rolled out` = from the write until the Deployment's status says complete (read from the API
-server by the bench), `verified` = until the `verified` mark is on the Deployment.
+server by the bench), `verified` = until the `verified` mark is on the Deployment. It runs before the
+bench starts its `reactor serve` (whose storm leaves rollouts pending), with a Lease of its own.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from .scenario import CONTAINER, LATENCY_NAMESPACES, POLICY, deployment
 CONTROLLER_ROUND = 0.02
 PASS = 0.01
 RUN_TIMEOUT = 30.0
+LEASE = "bench-verify-latency"  # not the reactor's: this in-process reactor is a deployment of its own
 
 
 def verify_workload(i: int) -> tuple[str, str]:
@@ -53,7 +55,7 @@ def run_verify_latency(sim: SimCluster, tmp: Path, token: str, runs: int = 20) -
     sim.settle()
     (tmp / "verify-token").write_text(token)
     doc = dict(POLICY, server={**POLICY["server"], "tokenFile": str(tmp / "verify-token")},
-               state={"keyFile": str(state_key_file(tmp))})
+               state={"keyFile": str(state_key_file(tmp))}, verify={"leaseName": LEASE})
     settings = build_settings(doc, {})
     metrics = Metrics(CollectorRegistry())
     kube = KubeGateway.for_url(sim.url, settings.kube, metrics)
@@ -107,6 +109,7 @@ def run_verify_latency(sim: SimCluster, tmp: Path, token: str, runs: int = 20) -
     finally:
         if halt is not None:
             halt()
+            sim.settle()  # what the last round left (old ReplicaSets scaled down), before the next step
         informers.stop(timeout=5)
         kube.close()
         log.removeHandler(handler)

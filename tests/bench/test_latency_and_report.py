@@ -33,7 +33,7 @@ def test_verify_latency_runs_follow_each_rollout_until_verified(small_sim: SimCl
         assert json.loads(obj["metadata"]["annotations"]["gpu-reactor.io/verification"])["result"] == "verified"
         assert obj["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
         assert obj["status"]["updatedReplicas"] == obj["status"]["readyReplicas"] == 1
-    lease = small_sim.get("leases", "gpu-reactor", "gpu-reactor-verifier")
+    lease = small_sim.get("leases", "gpu-reactor", "bench-verify-latency")
     assert json.loads(lease["metadata"]["annotations"]["gpu-reactor.io/verifying"]) == []
 
 
