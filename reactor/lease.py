@@ -86,7 +86,8 @@ class VerifierLease:
         means another replica wrote first: read again and apply the same change."""
         with self._writing:
             for _ in range(_TRIES):
-                lease = self._last if self._last is not None else self._read()
+                fresh = self._last is None
+                lease = self._read() if fresh else self._last
                 if lease is None:
                     if self._create(now, sorted(change(set()))):
                         return
@@ -94,7 +95,10 @@ class VerifierLease:
                 before = pending_refs(lease)
                 refs = change(before)
                 if refs == before:
-                    return
+                    if fresh:
+                        return  # the Lease says so now: nothing to write
+                    self._last = None  # an old copy may say so wrongly (another replica removed them): read it
+                    continue
                 meta = lease.get("metadata") or {}
                 annotations = {**(meta.get("annotations") or {}), PENDING: _encode(refs)}
                 if self._update({**lease, "metadata": {**meta, "annotations": annotations}}):

@@ -92,9 +92,15 @@ def test_each_change_of_the_list_is_one_write_and_a_stale_copy_is_read_again() -
         a.add_all(refs[2:4], T0)
         assert lease_requests() == {"update": 1}
         a.add_all(refs[2:4], T0)
-        assert lease_requests() == {}  # already on it: nothing to write
-        b.add(refs[4], T0)
+        assert lease_requests() == {"get": 1}  # already on it, as the Lease says when read again: nothing written
+        b.remove(refs[3], T0)
+        sim.reset_counters()
+        a.add(refs[3], T0)  # a's copy still lists it; b took it off: a reads again and puts it back
         assert lease_requests() == {"get": 1, "update": 1}
+        assert refs[3] in b.pending()
+        lease_requests()
+        b.add(refs[4], T0)
+        assert lease_requests() == {"update": 1}  # b's copy is the one it just read
         a.add(refs[5], T0)
         assert lease_requests() == {"update": 2, "get": 1}  # 409 on the stale copy, read, written
         assert b.pending() == set(refs)
