@@ -7,8 +7,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-TARGET_RATIO = 0.5
+TARGET_RATIO = 0.7
 TARGET_US_PER_ALERT = 25.0
+TARGET_NAIVE_FACTOR = 20.0
 TARGET_IDLE_MB = 100.0
 TARGET_GROWTH_MB = 50.0
 TARGET_SIM_SETTLE_S = 30.0
@@ -41,8 +42,10 @@ def render(r: dict[str, Any]) -> str:
     out += _webhook(r["webhook"], meta.get("threads", 4))
     out += _storm(r["storm"], r["naive"])
     if "cache" in r:
-        out += _cache(r["cache"], r["storm"])
+        out += _cache(r["cache"], r["storm"], r["naive"])
     out += _latency(r["latency"])
+    if "verify_latency" in r:
+        out += _verify_latency(r["verify_latency"])
     out += _memory(r["memory"])
     if "sim_settle" in r:
         out += _sim_settle(r["sim_settle"])
@@ -63,13 +66,22 @@ def _webhook(w: dict[str, Any], threads: int) -> list[str]:
         rows.append(("", "reactor / echo", f"{by['reactor']['rps'] / by['echo']['rps']:.2f}", "", "", "", "", ""))
     out += _table(("alerts", "server", "req/s", "p50 ms", "p99 ms", "CPU µs/req", "CPU µs/alert", "API req/notif"), rows)
     ratio = w["1"]["reactor"]["rps"] / w["1"]["echo"]["rps"]
+    cpu_ratio = w["1"]["echo"]["cpu_us_per_request"] / max(w["1"]["reactor"]["cpu_us_per_request"], 0.1)
     reactor_marginal, echo_marginal = marginal_us(w, "reactor"), marginal_us(w, "echo")
-    out += ["", f"   1-alert req/s reactor/echo: {ratio:.2f} (target ≥ {TARGET_RATIO}: {_ok(ratio >= TARGET_RATIO)}); "
-                f"marginal CPU per alert (1,000 vs 1): reactor {reactor_marginal:.1f} µs, echo {echo_marginal:.1f} µs "
-                f"(target ≤ {TARGET_US_PER_ALERT:.0f} µs: {_ok(reactor_marginal <= TARGET_US_PER_ALERT)})",
+    scaled = reactor_marginal * REFERENCE_ECHO_US / max(echo_marginal, 0.1)
+    ratio_ok, marginal_ok = ratio >= TARGET_RATIO, reactor_marginal <= TARGET_US_PER_ALERT
+    out += ["", f"   1-alert req/s reactor/echo: {ratio:.2f} (target ≥ {TARGET_RATIO}: {_ok(ratio_ok)}"
+                + ("" if ratio_ok else ": the reactor's fixed work per notification — token, validation, "
+                   "the decision, its log line and metrics — against an echo that only parses and answers")
+                + f"); echo CPU per request / reactor's: {cpu_ratio:.2f}",
+            f"   marginal CPU per alert (1,000 vs 1): reactor {reactor_marginal:.1f} µs, echo {echo_marginal:.1f} µs "
+            f"(target ≤ {TARGET_US_PER_ALERT:.0f} µs: {_ok(marginal_ok)}"
+            + ("" if marginal_ok else ": each alert is validated field by field, screened, folded into its "
+               "workload's signal and answered with its own outcome; the echo only parses and re-encodes it")
+            + ")",
             f"   on this machine the echo costs {echo_marginal:.1f} µs per alert against the ~{REFERENCE_ECHO_US:.0f} µs "
             f"the target was set with: scaled the same way, the reactor's {reactor_marginal:.1f} µs is "
-            f"{reactor_marginal * REFERENCE_ECHO_US / max(echo_marginal, 0.1):.1f} µs",
+            f"{scaled:.1f} µs ({'within' if scaled <= TARGET_US_PER_ALERT else 'over'} the target on that scale)",
             "   CPU: utime+stime of the server's processes (gunicorn master + worker); the embedded cluster runs "
             "in another process and is not counted.", ""]
     return out
@@ -94,13 +106,25 @@ def _storm(s: dict[str, Any], n: dict[str, Any]) -> list[str]:
     return out
 
 
-def _cache(c: dict[str, Any], s: dict[str, Any]) -> list[str]:
-    workload_reads = sum(v for k, v in s["by_resource"].items()
-                         if k.startswith("get ") and not k.startswith(("get pods", "get /version")))
+def _cache(c: dict[str, Any], s: dict[str, Any], n: dict[str, Any]) -> list[str]:
+    by = s["by_resource"]
+    workload_reads = sum(v for k, v in by.items() if k.startswith("get ") and not k.startswith(("get pods",
+                                                                                                "get /version",
+                                                                                                "get leases")))
     budget = s["writes"] + c["startup_lists"]
+    factor = n["requests"] / max(1, s["requests"])
+    floor = by.get("patch deployments", 0) + by.get("create events", 0)
+    left = ", ".join(f"{k} {v}" for k, v in by.items() if not k.startswith(("patch ", "create events")))
+    factor_ok = factor >= TARGET_NAIVE_FACTOR
     return [f"   watch cache (kube.watchCache): {c['startup_lists']} lists and {c['startup_watches']} watches at start "
             f"(before ready); workload reads during the storm {workload_reads} (target 0: {_ok(workload_reads == 0)}); "
             f"storm requests {s['requests']} ≤ writes + initial lists {budget}: {_ok(s['requests'] <= budget)}",
+            f"   ≥ {TARGET_NAIVE_FACTOR:.0f}× fewer requests than the naive script: {factor:.1f}× ({_ok(factor_ok)}"
+            + ("" if factor_ok else f": one patch and one Event per changed workload are {floor} writes, "
+               f"{n['requests'] / max(1, floor):.1f}× at best with no other request")
+            + f"). Besides those: {left or 'nothing'} — the pod LISTs (one per namespace) read the pods' "
+            "ownerReferences, which a pod name alone does not prove (pods are not cached: a watch on every pod would "
+            "cost more than these lists); the Lease requests record the changes to verify, once per notification",
             f"   cache memory: {c['mb_per_1000']:.2f} MB per 1,000 cached objects ({c['objects']:,} objects: "
             + ", ".join(f"{k} {v}" for k, v in c["by_kind"].items() if v) + ")", ""]
 
@@ -112,6 +136,19 @@ def _latency(la: dict[str, Any]) -> list[str]:
                                               ("to webhook answer", la["answer_p50_ms"], la["answer_p99_ms"])]),
             "", f"   API calls before the effect: {la['api_calls_to_effect']} per run; share of the time to effect "
             f"spent in them (client-side timing): p50 {la['api_share_p50']:.0%}, mean {la['api_share_mean']:.0%}", ""]
+
+
+def _verify_latency(v: dict[str, Any]) -> list[str]:
+    return [f"   Write → verified — {v['runs']} one-alert changes (1 replica, 2 GPUs → 1), each on its own Deployment, "
+            f"the embedded cluster's controllers rolling out (a round every {v['controller_round_s'] * 1e3:.0f} ms), "
+            f"verifier passes every {v['pass_s'] * 1e3:.0f} ms reading the watch cache",
+            *_table(("", "p50 ms", "p99 ms"),
+                    [("rolled out (the controller's status says complete)", v["rolled_out_p50_ms"],
+                      v["rolled_out_p99_ms"]),
+                     ("verified (the mark written)", v["verified_p50_ms"], v["verified_p99_ms"]),
+                     ("verifier's own share (verified − rolled out)", v["detect_p50_ms"], v["detect_p99_ms"])]),
+            "", f"   with the default verify.interval a deployment adds up to {v['default_interval_s']:.0f} s "
+                "(one pass) to the verified time", ""]
 
 
 def _memory(m: dict[str, Any]) -> list[str]:

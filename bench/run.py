@@ -3,7 +3,8 @@
 1. webhook overhead: the reactor (`reactor serve`, gunicorn) on its cooldown path against a bare
    Flask echo under the same gunicorn settings, and the load generator against a raw socket server;
 2. the alert storm on the embedded cluster, and the same storm handled the naive way;
-3. latency to effect; 4. the reactor worker's memory; 5. the embedded cluster's settle time at 10,000 pods.
+3. latency to effect, and from the write to the verified rollout; 4. the reactor worker's memory;
+5. the embedded cluster's settle time at 10,000 pods.
 Nothing is asserted on time: the machine is shared and noisy; the numbers are reported.
 """
 
@@ -46,6 +47,7 @@ from bench.scenario import (  # noqa: E402
     webhook_bodies,
 )
 from bench.storm import ApiCount, run_naive_storm, run_storm  # noqa: E402
+from bench.verify_latency import run_verify_latency  # noqa: E402
 from reactor.sim import SimCluster  # noqa: E402
 from reactor.tools.launcher import state_key_file  # noqa: E402
 
@@ -61,9 +63,11 @@ class Bench:
 
     sim: SimCluster
 
-    def __init__(self, tmp: Path, duration: float, memory_notifications: int, latency_runs: int) -> None:
+    def __init__(self, tmp: Path, duration: float, memory_notifications: int, latency_runs: int,
+                 verify_runs: int = 20) -> None:
         self.tmp, self.duration = tmp, duration
         self.memory_notifications, self.latency_runs = memory_notifications, latency_runs
+        self.verify_runs = verify_runs
         self.token = secrets.token_hex(16)
         self.children: list[procs.Child] = []
         self.results: dict[str, Any] = {}
@@ -85,6 +89,8 @@ class Bench:
         build_cluster(self.sim)
         fleet = Fleet.read(self.sim)
         self.results["setup_s"] = round(time.monotonic() - started, 1)
+        if self.verify_runs:  # first: the cluster's controllers run only here, before any storm change is pending
+            self.results["verify_latency"] = run_verify_latency(self.sim, self.tmp, self.token, self.verify_runs)
         self.sim.reset_counters()
         reactor = start_reactor(self.sim, self.tmp, self.token)  # ready: its watch cache has listed everything
         self.children.append(reactor)
@@ -216,11 +222,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--duration", type=float, default=2.5, help="seconds per measured load run")
     p.add_argument("--memory-notifications", type=int, default=1000)
     p.add_argument("--latency-runs", type=int, default=200)
+    p.add_argument("--verify-runs", type=int, default=20, help="rollouts followed until verified (0: none)")
     p.add_argument("--out", default=str(HERE / "results.json"), help="where to write the results ('' = nowhere)")
     args = p.parse_args(argv)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="gpu-reactor-bench-") as tmp:
-        results = Bench(Path(tmp), args.duration, args.memory_notifications, args.latency_runs).run()
+        results = Bench(Path(tmp), args.duration, args.memory_notifications, args.latency_runs,
+                        args.verify_runs).run()
     results["meta"] = {**_meta(), "seconds": round(time.monotonic() - started, 1)}
     print(render(results))
     if args.out:

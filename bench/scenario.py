@@ -35,6 +35,7 @@ LATENCY_WORKLOADS = 200
 CONTAINER = "server"
 QUOTA = 4000  # requests.nvidia.com/gpu per namespace: far above the 1,600 in use, room for any surge
 NODE_GPUS = 64
+LEASE_NAMESPACE = "gpu-reactor"
 
 # Enough budget that all 50 storm workloads and the 200 latency workloads may act: the storm
 # measures API economy when every workload changes; a smaller budget would hide writes (each
@@ -58,7 +59,7 @@ def policy_yaml(**overrides: Any) -> str:
     return str(yaml.safe_dump(doc, sort_keys=False))
 
 
-def _deployment(namespace: str, name: str, replicas: int, gpus: int) -> dict[str, Any]:
+def deployment(namespace: str, name: str, replicas: int, gpus: int) -> dict[str, Any]:
     limits = {GPU: str(gpus)}
     return {
         "apiVersion": "apps/v1", "kind": "Deployment",
@@ -80,6 +81,8 @@ def manifests(*, replicas: int = REPLICAS, latency_workloads: int = LATENCY_WORK
         {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
         for name, value in (("medium-priority-gpu", 50000), ("high-priority-gpu", 100000))
     ]
+    # The reactor's own namespace, where its verifier Lease lives (verify.leaseNamespace), as in an install.
+    docs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LEASE_NAMESPACE}})
     quotas = []
     for ns in (*TEAMS, *LATENCY_NAMESPACES[:latency_workloads]):
         docs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
@@ -88,8 +91,8 @@ def manifests(*, replicas: int = REPLICAS, latency_workloads: int = LATENCY_WORK
         quotas.append({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "gpu-quota", "namespace": ns},
                        "spec": {"hard": {f"requests.{GPU}": str(QUOTA)}}})
     for ns in TEAMS:
-        docs += [_deployment(ns, f"model-{d}", replicas, GPUS_PER_POD) for d in range(DEPLOYMENTS_PER_TEAM)]
-    docs += [_deployment(*latency_workload(i), 1, 2) for i in range(latency_workloads)]
+        docs += [deployment(ns, f"model-{d}", replicas, GPUS_PER_POD) for d in range(DEPLOYMENTS_PER_TEAM)]
+    docs += [deployment(*latency_workload(i), 1, 2) for i in range(latency_workloads)]
     gpus = len(TEAMS) * DEPLOYMENTS_PER_TEAM * replicas * GPUS_PER_POD + latency_workloads * 2
     docs += [gpu_node(f"gpu-node-{i:03d}") for i in range(math.ceil(gpus * 1.5 / NODE_GPUS))]
     return docs, quotas

@@ -19,6 +19,7 @@ from .errors import InvalidPayload
 from .model import Alert, Notification, Status
 
 _STATUSES = tuple(s.value for s in Status)
+_STATUS_OF = {s.value: s for s in Status}
 _ZERO_TIME = "0001-01-01T00:00:00Z"
 # RFC 3339 as Go prints it: fractional seconds up to nanoseconds, `Z` or an offset.
 _TIME = re.compile(
@@ -28,7 +29,6 @@ _FINGERPRINT = re.compile(r"^[0-9a-f]{1,64}$")
 MAX_LABEL_BYTES = 4096
 CPU_THROTTLING = "cpu_throttling"
 UNKNOWN = "unknown"
-_EXPORTED = {name: f"exported_{name}" for name in ("namespace", "pod", "container")}
 
 
 def parse_time(field: str, raw: Any) -> datetime:
@@ -88,35 +88,63 @@ def parse_notification(body: Any) -> Notification:
 
 
 def _alert(raw: Any, where: str) -> Alert:
+    """One alert, checked field by field in a fixed order (the first problem found is the one named).
+
+    This runs once per alert of every notification, so it keeps to plain lookups: repeated spellings
+    (times, numbers) are parsed once through small caches, and nothing is formatted unless it is an error.
+    """
     if not isinstance(raw, dict):
         raise InvalidPayload(where, f"expected an object, got {_kind(raw)}")
-    labels = _string_map(raw.get("labels"), f"{where}.labels")
-    annotations = _string_map(raw.get("annotations", {}), f"{where}.annotations")
+    labels = _string_map(raw.get("labels"), where, "labels")
+    annotations = _string_map(raw.get("annotations", _NO_ANNOTATIONS), where, "annotations")
     name = labels.get("alertname")
     if not name:
         raise InvalidPayload(f"{where}.labels.alertname", "missing: every alert has an alertname label")
-    fingerprint = _string(raw, "fingerprint", where)
+    fingerprint = raw.get("fingerprint")
+    if not isinstance(fingerprint, str):
+        fingerprint = _string(raw, "fingerprint", where)  # raises, naming the field
     if not _FINGERPRINT.match(fingerprint):
         raise InvalidPayload(f"{where}.fingerprint", f"expected lowercase hex, got {_clip(fingerprint)!r}")
     ends_raw = raw.get("endsAt", _ZERO_TIME)
     ends_at = None if ends_raw == _ZERO_TIME else parse_time(f"{where}.endsAt", ends_raw)
+    status = _STATUS_OF.get(raw.get("status"))  # type: ignore[arg-type]
+    if status is None:
+        _choice(raw, "status", _STATUSES, where)  # raises, naming the field
+    starts = raw.get("startsAt")
+    starts_at = _time(where, "startsAt", starts) if isinstance(starts, str) else parse_time(f"{where}.startsAt", starts)
+    generator_url = raw.get("generatorURL")
+    if not isinstance(generator_url, str):
+        generator_url = _string(raw, "generatorURL", where, required=False)
+    get = labels.get
     return Alert(
         name=name,
-        status=Status(_choice(raw, "status", _STATUSES, where)),
+        status=status,  # type: ignore[arg-type]
         labels=labels,
         annotations=annotations,
-        starts_at=parse_time(f"{where}.startsAt", raw.get("startsAt")),
+        starts_at=starts_at,
         ends_at=ends_at,
         fingerprint=fingerprint,
-        generator_url=_string(raw, "generatorURL", where, required=False),
-        namespace=_workload_label(labels, "namespace"),
-        pod=_workload_label(labels, "pod"),
-        container=_workload_label(labels, "container"),
-        value=_number(annotations, "value", where),
-        gpus=_count(annotations, "gpus", where),
-        idle_gpus=_count(annotations, "idle_gpus", where),
-        **_throttling(annotations, where),
+        generator_url=generator_url,
+        # The `exported_*` spelling names the workload when the exporter's target labels were kept.
+        namespace=get("exported_namespace") or get("namespace") or None,
+        pod=get("exported_pod") or get("pod") or None,
+        container=get("exported_container") or get("container") or None,
+        value=_number(annotations, "value", where) if annotations else None,
+        gpus=_count(annotations, "gpus", where) if annotations else None,
+        idle_gpus=_count(annotations, "idle_gpus", where) if annotations else None,
+        **(_throttling(annotations, where) if CPU_THROTTLING in annotations else _NOTHING),
     )
+
+
+_NO_ANNOTATIONS: dict[str, str] = {}
+_NOTHING: dict[str, Any] = {}
+
+
+def _time(where: str, key: str, raw: str) -> datetime:
+    try:
+        return _utc(raw)
+    except ValueError as e:
+        raise InvalidPayload(f"{where}.{key}", str(e)) from e
 
 
 def _throttling(annotations: Mapping[str, str], where: str) -> dict[str, Any]:
@@ -135,24 +163,28 @@ def _throttling(annotations: Mapping[str, str], where: str) -> dict[str, Any]:
     return {"cpu_throttling": min(value, 1.0)}  # rate() extrapolation can nudge a ratio past 1
 
 
-def _workload_label(labels: Mapping[str, str], name: str) -> str | None:
-    """The `exported_*` spelling names the workload when the exporter's target labels were kept."""
-    return labels.get(_EXPORTED[name]) or labels.get(name) or None
-
-
 def _number(annotations: Mapping[str, str], key: str, where: str) -> float | None:
     raw = annotations.get(key)
     if raw is None or raw == "":
         return None
     try:
-        value = float(raw)
+        return _float(raw)
     except ValueError as e:
-        raise InvalidPayload(f"{where}.annotations.{key}", f"expected a number, got {_clip(raw)!r}") from e
+        raise InvalidPayload(f"{where}.annotations.{key}", str(e)) from e
+
+
+@functools.lru_cache(maxsize=4096)
+def _float(raw: str) -> float | None:
+    """A number annotation's value (None: NaN, "unknown"); cached: one notification repeats a few spellings."""
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"expected a number, got {_clip(raw)!r}") from None
     if math.isnan(value):
         # The rules print NaN when nothing was ever measured: unknown, never "idle".
         return None
     if not math.isfinite(value) or value < 0:
-        raise InvalidPayload(f"{where}.annotations.{key}", f"expected a finite number >= 0, got {_clip(raw)!r}")
+        raise ValueError(f"expected a finite number >= 0, got {_clip(raw)!r}")
     return value
 
 
@@ -165,15 +197,31 @@ def _count(annotations: Mapping[str, str], key: str, where: str) -> int | None:
     return int(value)
 
 
-def _string_map(raw: Any, where: str) -> Mapping[str, str]:
+def _string_map(raw: Any, where: str, key: str = "") -> Mapping[str, str]:
+    """A read-only view of an object of strings (labels, annotations); `where` + `key` names the field."""
     if not isinstance(raw, dict):
-        raise InvalidPayload(where, f"expected an object of strings, got {_kind(raw)}")
-    for key, value in raw.items():
-        if not isinstance(value, str):
-            raise InvalidPayload(f"{where}.{_clip(key)}", f"expected a string, got {_kind(value)}")
-        if len(key) > MAX_LABEL_BYTES or len(value) > MAX_LABEL_BYTES:
-            raise InvalidPayload(f"{where}.{_clip(key)}", f"longer than {MAX_LABEL_BYTES} characters")
+        raise InvalidPayload(f"{where}.{key}" if key else where, f"expected an object of strings, got {_kind(raw)}")
+    # The common case in loops that run in C: every value a str, no key or value too long.
+    if raw and not _short_strings(raw):
+        field = f"{where}.{key}" if key else where
+        for name, value in raw.items():  # find the first offender, to name it
+            if not isinstance(value, str):
+                raise InvalidPayload(f"{field}.{_clip(name)}", f"expected a string, got {_kind(value)}")
+            if len(name) > MAX_LABEL_BYTES or len(value) > MAX_LABEL_BYTES:
+                raise InvalidPayload(f"{field}.{_clip(name)}", f"longer than {MAX_LABEL_BYTES} characters")
     return MappingProxyType(raw)
+
+
+def _short_strings(raw: dict[Any, Any]) -> bool:
+    """True when every value is a str and no key or value is longer than the limit; False may be either way.
+
+    Both joins run in C: joining fails on a value that is not a str, and keys or values that all fit
+    within the limit together each fit within it (the usual case by far; the rest is checked one by one).
+    """
+    try:
+        return len("".join(raw.values())) <= MAX_LABEL_BYTES and len("".join(raw)) <= MAX_LABEL_BYTES
+    except TypeError:
+        return False
 
 
 def _string(raw: dict[str, Any], key: str, where: str, *, required: bool = True) -> str:

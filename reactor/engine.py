@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import Counter, OrderedDict, defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -45,7 +45,7 @@ from .model import (
     Workload,
     WorkloadRef,
 )
-from .outcome import Outcome, outcome_for
+from .outcome import Outcome, alert_outcome, decision_fields
 from .policy import alert_refusal, decide, effective_mode, fold, owner_refusal
 from .record import Recorder
 from .resolve import Owner, Owners, Reader, UnknownPodLimit, resolve_owner, valid_name, valid_namespace
@@ -56,6 +56,7 @@ from .workloads import hpa_targets, namespace_bounds, to_workload
 log = logging.getLogger(__name__)
 
 DEDUP_SIZE = 10_000
+WORKLOAD_MEMO = 1024  # workloads remembered as read, by resourceVersion (see Engine._workload)
 WORKLOAD_LOCKS = 64
 # Answered 200, not 503: a retry would meet the same work and the same deadline. The group is sent
 # again at its next group_interval while it fires, and workloads decided this time then refuse early.
@@ -108,6 +109,7 @@ class Engine:
         self.budget = budget or Budget(self.policy.budget_global, self.policy.budget_namespace)
         self.clock = clock
         self._applied: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._workloads: OrderedDict[tuple[Any, ...], Workload] = OrderedDict()  # see `_workload`
         self._owners = Owners()
         self.recorder = Recorder(metrics)
         self.actor = Actor(kube=kube, budget=self.budget, gpu_resource=self.policy.gpu_resource,
@@ -115,7 +117,8 @@ class Engine:
                            dry_run=self.policy.dry_run, state_keys=state_keys,
                            cpu_apply_to=self.policy.cpu_apply_to, adapters=self.adapters)
         self._lock = threading.Lock()
-        self.on_applied: Callable[[WorkloadRef], None] | None = None  # the verifier's `track`, when one runs
+        # The verifier's `track`, when one runs: called once per notification with every change it applied.
+        self.on_applied: Callable[[list[WorkloadRef]], None] | None = None
         # One thread at a time per workload in this process (striped: bounded memory), so concurrent
         # copies of a notification meet the dedup cache instead of racing to a 409 and spending budget.
         self._workload_locks = tuple(threading.Lock() for _ in range(WORKLOAD_LOCKS))
@@ -129,34 +132,45 @@ class Engine:
         alerts = notification.alerts
         outcomes: dict[int, Outcome] = {}
         pending: list[int] = []
-        received: Counter[tuple[str, str]] = Counter()
+        received: dict[tuple[str, str], int] = {}
         targets: dict[tuple[str | None, str | None], Skip | None] = {}
+        names: dict[str, Skip | None] = {}  # the verdict on each alert name, asked once per notification
         for i, alert in enumerate(alerts):
-            received[_alertname(alert), alert.status] += 1
-            skip = self._screen(alert, targets)
+            counted = (alert.name if alert.name in KNOWN_ALERTS else "other", alert.status)
+            received[counted] = received.get(counted, 0) + 1
+            skip = self._screen(alert, targets, names)
             if skip is None:
                 pending.append(i)
             else:
                 outcomes[i] = self.recorder.alert_skip(alert, self._known_workload(alert, skip), skip)
         for (name, status), count in received.items():
-            self.metrics.alerts_received.labels(alertname=name, status=status).inc(count)
+            self.metrics.child(self.metrics.alerts_received, name, status).inc(count)
         server = self.settings.server
         reader = Reader(self.kube, server.max_unknown_pods,
                         self.monotonic() + server.notification_deadline.total_seconds(), self.monotonic,
                         cache=self.cache, adapters=self.adapters)
         groups, unresolved = self._resolve(reader, alerts, pending)
         outcomes.update(unresolved)
-        failures = self._decide_all(reader, alerts, groups, outcomes, now)
+        applied: list[WorkloadRef] = []
+        try:
+            failures = self._decide_all(reader, alerts, groups, outcomes, now, applied)
+        finally:
+            if applied and self.on_applied is not None:
+                self.on_applied(applied)  # one Lease write for the whole notification
         self.recorder.budget(self.budget, now)
         if failures:
             raise TemporaryError("; ".join(failures))
         return [outcomes[i] for i in range(len(alerts))]
 
-    def _screen(self, alert: Alert, targets: dict[tuple[str | None, str | None], Skip | None]) -> Skip | None:
-        """Refusals that need no API call; `targets` holds the verdict on each pod named so far."""
+    def _screen(self, alert: Alert, targets: dict[tuple[str | None, str | None], Skip | None],
+                names: dict[str, Skip | None]) -> Skip | None:
+        """Refusals that need no API call; `targets` and `names` hold the verdicts on each pod and alert name
+        met so far in the notification."""
         if alert.name == TEST_ALERT:  # before any rail: it names no real pod, in any namespace
             return Skip(SkipReason.TEST_ALERT, "reactor doctor's test alert: received, nothing done")
-        refused = alert_refusal(alert.name, self.policy)
+        if alert.name not in names:
+            names[alert.name] = alert_refusal(alert.name, self.policy)
+        refused = names[alert.name]
         if refused is not None:
             return refused
         cluster = alert.labels.get("cluster")
@@ -196,20 +210,27 @@ class Engine:
     def _resolve(
         self, reader: Reader, alerts: Sequence[Alert], pending: list[int]
     ) -> tuple[dict[WorkloadRef, tuple[Owner, list[int]]], dict[int, Outcome]]:
-        by_namespace: dict[str, set[str]] = defaultdict(set)
+        by_pod: dict[tuple[str, str], list[int]] = {}  # the alerts of each pod, in order: one resolve per pod
         for i in pending:
-            by_namespace[alerts[i].namespace].add(alerts[i].pod)  # type: ignore[index,arg-type]
+            alert = alerts[i]
+            same_pod = by_pod.get((alert.namespace, alert.pod))  # type: ignore[arg-type]
+            if same_pod is None:
+                by_pod[alert.namespace, alert.pod] = [i]  # type: ignore[index]
+            else:
+                same_pod.append(i)
+        by_namespace: dict[str, set[str]] = defaultdict(set)
+        for namespace, pod_name in by_pod:
+            by_namespace[namespace].add(pod_name)
         for namespace, pods in by_namespace.items():
             reader.prime_pods(namespace, {p for p in pods if self._owners.get(namespace, p) is None})
         groups: dict[WorkloadRef, tuple[Owner, list[int]]] = {}
         unresolved: dict[int, Outcome] = {}
-        resolved: dict[tuple[str | None, str | None], tuple[Owner | None, Skip | None]] = {}  # one resolve per pod
-        for i in pending:
-            alert = alerts[i]
-            pod = (alert.namespace, alert.pod)
-            if pod not in resolved and reader.past_deadline():
+        resolved: dict[tuple[str, str], tuple[Owner | None, Skip | None]] = {}
+        for pod, indexes in by_pod.items():
+            alert = alerts[indexes[0]]
+            if reader.past_deadline():
                 resolved[pod] = None, _DEADLINE
-            if pod not in resolved:
+            else:
                 try:
                     found = resolve_owner(reader, alert.namespace, alert.pod, self._owners)  # type: ignore[arg-type]
                     resolved[pod] = found, _owner_skip(alert, found, self.adapters)
@@ -223,13 +244,16 @@ class Engine:
                 except TemporaryError:
                     raise  # the whole notification is retried (503): the API server may answer next time
                 except Exception as e:  # noqa: BLE001 - as in _decide_all: fails this pod's alerts only
-                    resolved[pod] = None, self._internal_error(WorkloadRef("Pod", *pod), e)  # type: ignore[arg-type]
+                    resolved[pod] = None, self._internal_error(WorkloadRef("Pod", *pod), e)
             owner, skip = resolved[pod]
             if skip is not None:
-                unresolved[i] = self.recorder.alert_skip(alert, owner.ref if owner else None, skip)
+                for i in indexes:
+                    unresolved[i] = self.recorder.alert_skip(alerts[i], owner.ref if owner else None, skip)
                 continue
             assert owner is not None
-            groups.setdefault(owner.ref, (owner, []))[1].append(i)
+            groups.setdefault(owner.ref, (owner, []))[1].extend(indexes)
+        for _owner, group in groups.values():
+            group.sort()  # the alerts of a workload in the notification's order, as `fold` reads them
         return groups, unresolved
 
     def _decide_all(
@@ -239,6 +263,7 @@ class Engine:
         groups: dict[WorkloadRef, tuple[Owner, list[int]]],
         outcomes: dict[int, Outcome],
         now: datetime,
+        applied: list[WorkloadRef],
     ) -> list[str]:
         failures: list[str] = []
         namespaces: dict[str, _Namespace] = defaultdict(_Namespace)
@@ -247,12 +272,14 @@ class Engine:
             group = [alerts[i] for i in indexes]
             if reader.past_deadline():
                 self.metrics.skips.labels(reason=SkipReason.DEADLINE_EXCEEDED.value).inc()
+                fields = decision_fields(ref, _DEADLINE, Result.SKIPPED)
                 for i, alert in zip(indexes, group, strict=True):
-                    outcomes[i] = outcome_for(alert, ref, _DEADLINE, Result.SKIPPED)
+                    outcomes[i] = alert_outcome(alert, fields)
                 continue
             try:
                 with self._workload_locks[hash(ref) % len(self._workload_locks)]:
-                    decision, result = self._handle_workload(reader, owner, fold(group), namespaces[ref.namespace], now)
+                    decision, result = self._handle_workload(reader, owner, fold(group), namespaces[ref.namespace], now,
+                                                             applied)
             except TemporaryError as e:
                 if isinstance(e, KeptChanging):
                     self.metrics.skips.labels(reason=SkipReason.CONFLICT.value).inc()
@@ -266,14 +293,15 @@ class Engine:
             except Exception as e:  # noqa: BLE001 - the isolation boundary: one workload's bug fails that workload
                 decision, result = self._internal_error(ref, e), Result.FAILED
                 self.metrics.skips.labels(reason=SkipReason.INTERNAL_ERROR.value).inc()
+            fields = decision_fields(ref, decision, result)  # once per workload; the alerts only add their own
             for i, alert in zip(indexes, group, strict=True):
-                outcomes[i] = outcome_for(alert, ref, decision, result)
+                outcomes[i] = alert_outcome(alert, fields)
         return failures
 
     # --- one workload -------------------------------------------------------------------
 
     def _handle_workload(
-        self, reader: Reader, owner: Owner, signal: Signal, ns: _Namespace, now: datetime
+        self, reader: Reader, owner: Owner, signal: Signal, ns: _Namespace, now: datetime, applied: list[WorkloadRef]
     ) -> tuple[Decision, Result]:
         ref = owner.ref
         if signal.status == Status.FIRING and self._seen(signal.keys):
@@ -287,14 +315,14 @@ class Engine:
 
         attempt = Attempt(ref, signal, lambda obj: self._decide(reader, obj, owner, signal, ns, now), reread)
         acted = self.actor.carry_out(attempt, owner.obj, now)
-        return self._finish(ref, signal, acted, ns)
+        return self._finish(ref, signal, acted, ns, applied)
 
     def _decide(
         self, reader: Reader, obj: dict[str, Any], owner: Owner, signal: Signal, ns: _Namespace, now: datetime
     ) -> tuple[Workload, Decision, Mode]:
         """One call of the policy; the namespace facts are readers it calls only if a strategy needs them."""
         ref = owner.ref
-        workload = authenticate(kueue.as_managed(self._to_workload(obj, owner), obj), self.state_keys)
+        workload = self._workload(obj, owner)
 
         def bounds() -> Bounds:
             if ns.bounds is None:
@@ -327,7 +355,8 @@ class Engine:
 
     # --- recording ----------------------------------------------------------------------
 
-    def _finish(self, ref: WorkloadRef, signal: Signal, acted: Acted, ns: _Namespace) -> tuple[Decision, Result]:
+    def _finish(self, ref: WorkloadRef, signal: Signal, acted: Acted, ns: _Namespace,
+                applied: list[WorkloadRef]) -> tuple[Decision, Result]:
         decision = acted.decision
         if isinstance(decision, Skip):
             return self._finish_skip(ref, signal, decision)
@@ -336,9 +365,34 @@ class Engine:
             return Skip(SkipReason.API_ERROR, acted.error), Result.FAILED
         if acted.result is Result.APPLIED:
             ns.reserve(decision)
-            if self.on_applied is not None and decision.action != "revert":
-                self.on_applied(ref)
+            if decision.action != "revert":
+                applied.append(ref)  # to verify: handed to `on_applied` with the notification's others
         return self._finish_action(ref, signal, decision, acted.result)
+
+    def _workload(self, obj: dict[str, Any], owner: Owner) -> Workload:
+        """The workload as the policy sees it (its state authenticated), remembered by resourceVersion.
+
+        The API server gives each version of an object its own resourceVersion, so the same (workload, uid,
+        resourceVersion) always reads the same: on the cooldown path, where every notification meets an
+        unchanged workload, neither the object is read again nor its state's MAC recomputed. An operator's
+        resource (read through its adapter and child) and an object without a version are read every time.
+        """
+        meta = obj.get("metadata") or {}
+        version = meta.get("resourceVersion")
+        if not version or owner.child is not None or self.adapters.get(owner.ref.kind) is not None:
+            return authenticate(kueue.as_managed(self._to_workload(obj, owner), obj), self.state_keys)
+        key = (owner.ref, str(meta.get("uid", "")), str(version), owner.via, owner.part)
+        with self._lock:
+            known = self._workloads.get(key)
+            if known is not None:
+                self._workloads.move_to_end(key)
+                return known
+        workload = authenticate(kueue.as_managed(self._to_workload(obj, owner), obj), self.state_keys)
+        with self._lock:
+            self._workloads[key] = workload
+            while len(self._workloads) > WORKLOAD_MEMO:
+                self._workloads.popitem(last=False)
+        return workload
 
     def _to_workload(self, obj: dict[str, Any], owner: Owner) -> Workload:
         adapter = self.adapters.get(owner.ref.kind)

@@ -7,13 +7,19 @@ two replicas racing for it one gets a 409 and stands by. The Lease also carries 
 with a pending verification (any replica that acts adds one), so the leader, a restarted reactor or
 the other replica finds them without listing workloads. The list is bounded; a ref in it only causes
 a read: nothing is acted on unless the workload's own sealed state says a verification is pending.
+
+The list is written once per notification (every change it applied, in one update) and once per verifier
+pass (every verification it finished). Each update starts from the Lease this replica last read or wrote,
+so while no other replica writes it costs one PUT and no GET; a 409 (another replica wrote since) means:
+read it again, apply the same change, try again. The resourceVersion precondition is never skipped.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -36,41 +42,67 @@ class VerifierLease:
     def __init__(self, kube: KubeGateway, *, namespace: str, name: str, identity: str, duration: timedelta) -> None:
         self.kube, self.namespace, self.name, self.identity = kube, namespace, name, identity
         self.duration = max(1, int(duration.total_seconds()))
+        self._last: dict[str, Any] | None = None  # the Lease as this replica last read or wrote it
+        self._writing = threading.Lock()  # this process's writers take turns rather than 409 each other
 
     def lead(self, now: datetime) -> bool:
-        """Hold the Lease for another term: True if this replica holds it now."""
-        lease = self._read()
-        if lease is None:
-            return self._create(now, [])
-        spec = lease.get("spec") or {}
-        if spec.get("holderIdentity") not in (None, "", self.identity) and not _expired(spec, now):
-            return False
-        transitions = int(spec.get("leaseTransitions") or 0) + (spec.get("holderIdentity") != self.identity)
-        lease["spec"] = {**spec, **self._term(now, spec), "leaseTransitions": transitions}
-        return self._update(lease)
+        """Hold the Lease for another term: True if this replica holds it now (always read fresh: once a pass)."""
+        with self._writing:
+            lease = self._read()
+            if lease is None:
+                return self._create(now, [])
+            spec = lease.get("spec") or {}
+            if spec.get("holderIdentity") not in (None, "", self.identity) and not _expired(spec, now):
+                return False
+            transitions = int(spec.get("leaseTransitions") or 0) + (spec.get("holderIdentity") != self.identity)
+            lease["spec"] = {**spec, **self._term(now, spec), "leaseTransitions": transitions}
+            return self._update(lease)
 
     def pending(self) -> set[WorkloadRef]:
-        lease = self._read()
+        """The list as the Lease holds it now (read fresh: once a pass)."""
+        with self._writing:
+            lease = self._read()
         return set() if lease is None else pending_refs(lease)
 
     def add(self, ref: WorkloadRef, now: datetime) -> None:
-        self._change(lambda refs: refs | {ref}, now)
+        self.add_all((ref,), now)
 
     def remove(self, ref: WorkloadRef, now: datetime) -> None:
-        self._change(lambda refs: refs - {ref}, now)
+        self.remove_all((ref,), now)
+
+    def add_all(self, refs: Iterable[WorkloadRef], now: datetime) -> None:
+        """Put every ref on the list in one write (nothing is written when they are all on it already)."""
+        added = frozenset(refs)
+        if added:
+            self._change(lambda on: on | added, now)
+
+    def remove_all(self, refs: Iterable[WorkloadRef], now: datetime) -> None:
+        removed = frozenset(refs)
+        if removed:
+            self._change(lambda on: on - removed, now)
 
     def _change(self, change: Callable[[set[WorkloadRef]], set[WorkloadRef]], now: datetime) -> None:
-        """Read-modify-write of the list, conditional; a 409 means another replica wrote first: read again."""
-        for _ in range(_TRIES):
-            lease = self._read()
-            if lease is None:
-                if self._create(now, sorted(change(set()))):
+        """Read-modify-write of the list, conditional on the resourceVersion of the copy it started from; a 409
+        means another replica wrote first: read again and apply the same change."""
+        with self._writing:
+            for _ in range(_TRIES):
+                fresh = self._last is None
+                lease = self._read() if fresh else self._last
+                if lease is None:
+                    if self._create(now, sorted(change(set()))):
+                        return
+                    continue
+                before = pending_refs(lease)
+                refs = change(before)
+                if refs == before:
+                    if fresh:
+                        return  # the Lease says so now: nothing to write
+                    self._last = None  # an old copy may say so wrongly (another replica removed them): read it
+                    continue
+                meta = lease.get("metadata") or {}
+                annotations = {**(meta.get("annotations") or {}), PENDING: _encode(refs)}
+                if self._update({**lease, "metadata": {**meta, "annotations": annotations}}):
                     return
-                continue
-            refs = change(pending_refs(lease))
-            lease.setdefault("metadata", {}).setdefault("annotations", {})[PENDING] = _encode(refs)
-            if self._update(lease):
-                return
         log.warning("verification list not updated", extra={"lease": self.name, "tries": _TRIES})
 
     def _term(self, now: datetime, spec: dict[str, Any]) -> dict[str, Any]:
@@ -81,25 +113,31 @@ class VerifierLease:
 
     def _read(self) -> dict[str, Any] | None:
         try:
-            return self.kube.get_lease(self.namespace, self.name)
+            self._last = self.kube.get_lease(self.namespace, self.name)
         except NotFound:
-            return None
+            self._last = None
+        return self._last
 
     def _create(self, now: datetime, refs: list[WorkloadRef]) -> bool:
         body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                 "metadata": {"name": self.name, "namespace": self.namespace, "annotations": {PENDING: _encode(refs)}},
                 "spec": {**self._term(now, {}), "leaseTransitions": 0}}
         try:
-            self.kube.create_lease(self.namespace, body)
+            self._last = self.kube.create_lease(self.namespace, body)
         except ConflictError:  # 409 AlreadyExists: another replica created it first
+            self._last = None
             return False
         return True
 
     def _update(self, lease: dict[str, Any]) -> bool:
         try:
-            self.kube.update_lease(self.namespace, self.name, lease)
-        except ConflictError:
+            self._last = self.kube.update_lease(self.namespace, self.name, lease)
+        except ConflictError:  # another replica wrote since this copy was read: the next try reads it again
+            self._last = None
             return False
+        except Exception:
+            self._last = None  # not known what the server holds now
+            raise
         return True
 
 

@@ -7,6 +7,8 @@ combinations are set to zero at start so that dashboards see them before the fir
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
 from . import __version__
@@ -70,7 +72,17 @@ class Metrics:
         )
         self.build_info = Info("reactor_build", "Version of the running reactor.", registry=r)
         self.build_info.info({"version": __version__})
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self._zero()
+
+    def child(self, metric: Any, *values: str) -> Any:
+        """`metric.labels(*values)`, remembered: label values come from bounded sets (see above), and the
+        lookup `labels()` does (validate, stringify, lock) would otherwise be paid on every request."""
+        key = (id(metric), values)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*values)
+        return found
 
     def _zero(self) -> None:
         for name in [*sorted(KNOWN_ALERTS), TEST_ALERT]:  # the doctor reads TEST_ALERT's before it sends one

@@ -7,9 +7,10 @@ This module holds data only. It imports nothing from Flask, `kubernetes` or
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from types import MappingProxyType
 
 EMPTY: Mapping[str, str] = MappingProxyType({})
@@ -90,7 +91,18 @@ class Alert:
     @property
     def key(self) -> tuple[str, str]:
         """Identity of one firing: the fingerprint alone repeats when the alert fires again."""
-        return (self.fingerprint, self.starts_at.isoformat())
+        return (self.fingerprint, iso(self.starts_at))
+
+
+def iso(moment: datetime) -> str:
+    """`moment.isoformat()`, remembered: the alerts of a notification share a few startsAt, each spelled per alert
+    (its key, its outcome). Keyed with the offset too: equal instants in two offsets are spelled differently."""
+    return _iso(moment, moment.utcoffset())
+
+
+@functools.lru_cache(maxsize=1024)
+def _iso(moment: datetime, _offset: timedelta | None) -> str:
+    return moment.isoformat()
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,12 +23,12 @@ class Recorder:
         self.metrics = metrics
 
     def skip(self, ref: WorkloadRef, signal: Signal, skip: Skip) -> None:
-        self.metrics.skips.labels(reason=skip.reason.value).inc()
+        self.metrics.child(self.metrics.skips, skip.reason.value).inc()
         self._log(ref, signal, skip, Result.SKIPPED, skip.detail)
 
     def action(self, ref: WorkloadRef, signal: Signal, action: Action, result: Result, detail: str = "") -> None:
         """An action `applied`, `recommended` or `failed`; applied ones also count the GPUs they moved."""
-        self.metrics.actions.labels(action=action.action, result=result, namespace=ref.namespace).inc()
+        self.metrics.child(self.metrics.actions, action.action, result, ref.namespace).inc()
         if result is Result.APPLIED and action.gpu_delta:
             direction = "added" if action.gpu_delta > 0 else "released"
             self.metrics.gpus_changed.labels(direction=direction, namespace=ref.namespace).inc(abs(action.gpu_delta))
@@ -37,7 +37,7 @@ class Recorder:
     def alert_skip(self, alert: Alert, ref: WorkloadRef | None, skip: Skip) -> Outcome:
         """A refusal of one alert before it reached a workload decision (screening, resolving)."""
         result = Result.FAILED if skip.reason is SkipReason.API_ERROR else Result.SKIPPED
-        self.metrics.skips.labels(reason=skip.reason.value).inc()
+        self.metrics.child(self.metrics.skips, skip.reason.value).inc()
         log.info("decision", extra={"alert": alert.name, "fingerprint": alert.fingerprint, "namespace": alert.namespace,
                                     "pod": alert.pod, "workload": str(ref) if ref else None, "result": result,
                                     "reason": skip.reason.value, "detail": skip.detail})
@@ -45,8 +45,8 @@ class Recorder:
 
     def budget(self, budget: Budget, now: datetime) -> None:
         used = budget.used(now)
-        self.metrics.budget_used.labels(scope="global").set(used.get("global", 0))
-        self.metrics.budget_used.labels(scope="namespace").set(
+        self.metrics.child(self.metrics.budget_used, "global").set(used.get("global", 0))
+        self.metrics.child(self.metrics.budget_used, "namespace").set(
             max((v for k, v in used.items() if k != "global"), default=0)
         )
 

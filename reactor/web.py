@@ -26,6 +26,7 @@ from .bearer import TokenFile
 from .engine import Engine
 from .errors import InvalidPayload, ReactorError, TemporaryError
 from .metrics import Metrics
+from .outcome import answer_json
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ def create_app(settings: Settings, *, engine: Engine, metrics: Metrics, token: T
     waiting = threading.BoundedSemaphore(max_inflight or max(1, settings.server.threads - 2))
 
     def answer(code: int, body: dict[str, Any]) -> Response:
-        metrics.webhook_requests.labels(code=str(code)).inc()
+        metrics.child(metrics.webhook_requests, str(code)).inc()
         response = jsonify(body)
         response.status_code = code
         return response
@@ -78,7 +79,7 @@ def create_app(settings: Settings, *, engine: Engine, metrics: Metrics, token: T
         if request.mimetype != "application/json":
             return answer(415, {"error": f"expected Content-Type application/json, got {request.mimetype or 'none'!r}"})
         try:
-            notification = parse_notification(_decode(_body(settings.server.max_body_bytes)))
+            notification = parse_notification(_json_body(settings.server.max_body_bytes))
         except InvalidPayload as e:
             return answer(400, {"error": f"invalid Alertmanager payload: {e}", "field": e.field})
         if not _admit(inflight, waiting):
@@ -90,10 +91,12 @@ def create_app(settings: Settings, *, engine: Engine, metrics: Metrics, token: T
             return answer(503, {"error": f"temporary failure, retry: {e}"})
         finally:
             inflight.release()
+        del notification  # the alerts' labels and annotations: not needed for the answer, freed before it is built
         counts: dict[str, int] = {}
         for o in outcomes:
             counts[o.result] = counts.get(o.result, 0) + 1
-        return answer(200, {"status": "ok", "summary": counts, "outcomes": [o.to_json() for o in outcomes]})
+        metrics.child(metrics.webhook_requests, "200").inc()
+        return Response(answer_json(counts, outcomes), mimetype="application/json")
 
     @app.errorhandler(HTTPException)
     def http_error(e: HTTPException) -> Response:
@@ -120,22 +123,19 @@ def _admit(inflight: threading.BoundedSemaphore, waiting: threading.BoundedSemap
         waiting.release()
 
 
-def _body(limit: int) -> bytes:
-    """The request body; a chunked one (no Content-Length) longer than `limit` is a 413, not a body cut short.
-
-    The stream stops one byte past the limit (MAX_CONTENT_LENGTH), so reading it whole shows whether there is more.
-    """
+def _json_body(limit: int) -> Any:
+    """The request body, decoded: UTF-8, then JSON. A chunked body (no Content-Length) longer than `limit` is a
+    413, not a body cut short: the stream stops one byte past the limit (MAX_CONTENT_LENGTH), so reading it
+    whole shows whether there is more. The bytes are let go as soon as they are decoded (a storm's body is
+    megabytes: the bytes, the text and the parsed JSON need not all be held at once)."""
     raw = request.get_data(cache=False)
     if len(raw) > limit:
         raise RequestEntityTooLarge()
-    return raw
-
-
-def _decode(raw: bytes) -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InvalidPayload("(body)", f"not valid UTF-8 at byte {e.start}") from e
+    del raw
     try:
         return json.loads(text)
     except RecursionError as e:

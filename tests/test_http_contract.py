@@ -22,6 +22,19 @@ def test_200_with_an_outcome_per_alert(reactor: Reactor) -> None:
     assert reactor.metric("reactor_webhook_requests_total", code="200") == 1
 
 
+def test_the_200_answer_is_compact_ascii_json_in_field_order(reactor: Reactor) -> None:
+    """The answer is written without `jsonify` (one decision's part encoded once, see outcome.answer_json): it is
+    still byte for byte what `jsonify` wrote, hostile label text included."""
+    body = sample("grouped-firing")
+    body["alerts"][0]["labels"]["pod"] = "p\u2028\u00f8d\n\"x\x1b"
+    r = reactor.post(body)
+    assert r.status_code == 200 and r.mimetype == "application/json"
+    assert r.data == (json.dumps(r.get_json(), separators=(",", ":")) + "\n").encode()
+    assert list(r.get_json()) == ["status", "summary", "outcomes"]
+    assert list(r.get_json()["outcomes"][1])[:8] == ["alert", "fingerprint", "startsAt", "status", "namespace", "pod",
+                                                      "workload", "result"]
+
+
 @pytest.mark.parametrize("header", [None, "", "Bearer", "Bearer ", "Basic dGVzdA==", f"Bearer {TOKEN}x",
                                     f"Bearer {TOKEN[:-1]}", f"bearer {TOKEN}", "Bearer wrong"],
                          ids=["missing", "empty", "no-token", "blank-token", "basic", "longer", "shorter",

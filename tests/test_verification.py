@@ -6,6 +6,7 @@ not tried again within `verify.revertWindow`. The verifier's clock is injected; 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,7 +16,9 @@ import pytest
 
 from reactor.annotations import VERIFICATION
 from reactor.app.assembly import verifier_lease
+from reactor.cache import Store
 from reactor.sim import SimCluster
+from reactor.tools.payloads import AlertSpec, notification
 from reactor.verifier import Verifier
 from tests.sim.builders import gpu_node
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
@@ -36,21 +39,21 @@ class Clock:
         self.now = START + timedelta(seconds=seconds)
 
 
-def _trainer(replicas: int = 1, gpus: int = 2) -> dict[str, Any]:
+def _trainer(replicas: int = 1, gpus: int = 2, name: str = "trainer") -> dict[str, Any]:
     resources = {"limits": {GPU: str(gpus)}, "requests": {GPU: str(gpus)}}
     spec = {"priorityClassName": "medium-priority-gpu",
             "containers": [{"name": "main", "image": "trainer:1", "resources": resources}]}
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "trainer", "namespace": NAMESPACE},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "trainer"}},
-                     "template": {"metadata": {"labels": {"app": "trainer"}}, "spec": spec}}}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": spec}}}
 
 
-def _cluster(node_gpus: int) -> SimCluster:
+def _cluster(node_gpus: int, names: tuple[str, ...] = ("trainer",)) -> SimCluster:
     sim = SimCluster().start()
     sim.load_manifests(ROOT / "deploy" / "base" / "priorityclasses.yaml")
     sim.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpu-reactor"}},
-               gpu_node(gpus=node_gpus), _trainer()])
+               gpu_node(gpus=node_gpus), *(_trainer(name=n) for n in names)])
     sim.settle()
     return sim
 
@@ -77,9 +80,10 @@ Build = Callable[..., Reactor]
 def build(token_file: Path) -> Iterator[Build]:
     made: list[Reactor] = []
 
-    def make(sim: SimCluster, clock: Clock, identity: str = "replica-a") -> Reactor:
+    def make(sim: SimCluster, clock: Clock, identity: str = "replica-a", **kube: Any) -> Reactor:
         settings = make_settings(token_file, alerts={"GPUSaturated": ["resize-gpu-up"]}, cooldown="0s",
-                                 verify={"timeout": "30s", "interval": "1s"})
+                                 verify={"timeout": "30s", "interval": "1s"},
+                                 kube={"timeout": "2s", "qps": 1000, "burst": 1000, **kube})
         r = build_reactor(sim, settings, clock=clock)
         assert r.service.verifier is not None
         r.service.verifier.lease = verifier_lease(settings, r.service.kube, identity)
@@ -88,6 +92,8 @@ def build(token_file: Path) -> Iterator[Build]:
 
     yield make
     for r in made:
+        if r.service.informers is not None:
+            r.service.informers.stop(timeout=5)
         r.service.kube.close()
 
 
@@ -231,3 +237,87 @@ def test_the_recently_reverted_rail_refuses_a_repeat(small: SimCluster, build: B
     assert (outcome["result"], outcome["reason"]) == ("skipped", "recently-reverted")
     assert "resize-gpu-up was reverted at" in outcome["detail"]
     assert _gpus(small) == "2"
+
+
+def test_one_notification_puts_all_its_changes_on_the_lease_in_one_write(build: Build) -> None:
+    """Three workloads changed by one notification: one Lease update names all three (no read: the replica
+    wrote the Lease last, when it took it)."""
+    names = ("trainer", "trainer-b", "trainer-c")
+    sim = _cluster(32, names)
+    try:
+        r = build(sim, Clock())
+        assert _verifier(r).check_all() == 0  # takes the Lease
+        sim.reset_counters()
+        body = notification([AlertSpec("GPUSaturated", NAMESPACE, pod, "main", 0.98)
+                             for name in names for pod in r.pods(name)])
+        outcomes = r.post(body).get_json()["outcomes"]
+        assert [o["result"] for o in outcomes] == ["applied"] * 3
+        assert {verb: n for (verb, resource, _), n in sim.requests.items() if resource == "leases"} == {"update": 1}
+        lease = sim.get("leases", "gpu-reactor", "gpu-reactor-verifier")
+        assert sorted(json.loads(lease["metadata"]["annotations"]["gpu-reactor.io/verifying"])) == [
+            f"Deployment/{NAMESPACE}/{name}" for name in names]
+    finally:
+        sim.stop()
+
+
+def _cache_of(r: Reactor) -> Store:
+    informers = r.service.informers
+    assert informers is not None
+    informers.start()
+    deadline = time.monotonic() + 10
+    while informers.unsynced() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not informers.unsynced()
+    return informers.store
+
+
+def _eventually(check: Callable[[], bool], seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+
+
+def _cached_verification(store: Store) -> str:
+    obj = store.lookup("Deployment", NAMESPACE, "trainer")
+    raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(VERIFICATION) if isinstance(obj, dict) else None
+    return str(json.loads(raw)["result"]) if raw else ""
+
+
+def test_with_the_watch_cache_passes_read_the_workload_from_it(roomy: SimCluster, build: Build) -> None:
+    """While the rollout goes on, and when it is done, a pass reads the workload from the watch-fed cache: no
+    GET of the Deployment from the change to `verified`."""
+    clock = Clock()
+    r = build(roomy, clock, watchCache=True)
+    store = _cache_of(r)
+    assert _grow(r)["result"] == "applied"
+    _eventually(lambda: _cached_verification(store) == "pending")
+    roomy.reset_counters()
+    clock.at(5)
+    assert _verifier(r).check_all() == 1
+    assert _verification(roomy)["result"] == "pending"
+    roomy.settle()
+
+    def verified() -> bool:
+        _verifier(r).check_all()
+        return bool(_verification(roomy)["result"] == "verified")
+
+    _eventually(verified)
+    assert roomy.requests[("get", "deployments", "")] == 0
+    assert _gpus(roomy) == "3"
+
+
+def test_with_the_watch_cache_a_revert_is_decided_on_a_fresh_read(small: SimCluster, build: Build) -> None:
+    """The cached copy says the rollout stalled past verify.timeout: the Deployment is read from the API server
+    before anything is reverted (the cache may lag), then reverted as without the cache."""
+    clock = Clock()
+    r = build(small, clock, watchCache=True)
+    store = _cache_of(r)
+    assert _grow(r)["result"] == "applied"
+    small.settle()
+    _eventually(lambda: _cached_verification(store) == "pending")
+    small.reset_counters()
+    clock.at(31)
+    _verifier(r).check_all()
+    assert small.requests[("get", "deployments", "")] >= 1
+    assert (_gpus(small), _verification(small)["result"]) == ("2", "reverted")

@@ -72,6 +72,43 @@ def test_the_pending_list_is_shared_and_bounded(kube: KubeGateway) -> None:
     assert a.pending() == {WorkloadRef("StatefulSet", "ml-workloads", "t2")}
 
 
+def test_each_change_of_the_list_is_one_write_and_a_stale_copy_is_read_again() -> None:
+    """The list is changed from the copy this replica last read or wrote: one PUT per change and no GET while no
+    other replica writes; after another replica's write, the PUT of the stale copy is a 409, the Lease is read
+    again and the change applied to what it holds, so nothing another replica put on the list is lost."""
+    refs = [WorkloadRef("Deployment", "ml-workloads", f"t{i}") for i in range(6)]
+    with SimCluster().start() as sim:
+        sim.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpu-reactor"}})
+        kube = KubeGateway.for_url(sim.url, Kube(qps=1000, burst=1000), Metrics(CollectorRegistry()))
+        a, b = _lease(kube, "a"), _lease(kube, "b")
+
+        def lease_requests() -> dict[str, int]:
+            counts = {verb: n for (verb, resource, _), n in sim.requests.items() if resource == "leases"}
+            sim.reset_counters()
+            return counts
+
+        a.add_all(refs[:2], T0)
+        assert lease_requests() == {"get": 1, "create": 1}  # none yet: created with both on it
+        a.add_all(refs[2:4], T0)
+        assert lease_requests() == {"update": 1}
+        a.add_all(refs[2:4], T0)
+        assert lease_requests() == {"get": 1}  # already on it, as the Lease says when read again: nothing written
+        b.remove(refs[3], T0)
+        sim.reset_counters()
+        a.add(refs[3], T0)  # a's copy still lists it; b took it off: a reads again and puts it back
+        assert lease_requests() == {"get": 1, "update": 1}
+        assert refs[3] in b.pending()
+        lease_requests()
+        b.add(refs[4], T0)
+        assert lease_requests() == {"update": 1}  # b's copy is the one it just read
+        a.add(refs[5], T0)
+        assert lease_requests() == {"update": 2, "get": 1}  # 409 on the stale copy, read, written
+        assert b.pending() == set(refs)
+        a.remove_all(refs[:3], T0)
+        assert a.pending() == set(refs[3:])
+        kube.close()
+
+
 def test_hostile_entries_on_the_list_are_dropped() -> None:
     raw = json.dumps(["Deployment/ml/ok", "Pod/ml/p", "Deployment/ML/bad", "Secret/ml/s", "a/b", 7,
                       "Deployment/ml/x/y"])

@@ -58,7 +58,8 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
     verifier = None
     if keys is not None and not settings.policy.dry_run:
         verifier = Verifier(settings=settings, kube=kube, actor=engine.actor, metrics=metrics, state_keys=keys,
-                            clock=clock, lease=verifier_lease(settings, kube))
+                            clock=clock, lease=verifier_lease(settings, kube),
+                            cache=informers.store if informers else None)
         engine.on_applied = verifier.track
     app = create_app(settings, engine=engine, metrics=metrics, token=token)
     probes = Probes(metrics, Readiness(_readiness_probe(kube, informers)))

@@ -8,9 +8,8 @@ its CPU first: its low GPU use is the CPU's fault, so it must not read as waste)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
 
-from ..model import Alert, AlertName, Signal, Status
+from ..model import Alert, AlertName, Signal, Status, iso
 
 PRECEDENCE: tuple[str, ...] = (
     AlertName.METRICS_MISSING.value,
@@ -60,15 +59,7 @@ def fold(alerts: Sequence[Alert]) -> Signal:
 
 def _keys(alerts: Sequence[Alert]) -> tuple[tuple[str, str], ...]:
     """Every `Alert.key`, sorted; each distinct startsAt is spelled once (a pod's alerts share a few)."""
-    spelled: dict[tuple[datetime, timedelta | None], str] = {}
-    keys = set()
-    for a in alerts:
-        stamp = (a.starts_at, a.starts_at.utcoffset())
-        text = spelled.get(stamp)
-        if text is None:
-            text = spelled[stamp] = a.starts_at.isoformat()
-        keys.add((a.fingerprint, text))
-    return tuple(sorted(keys))
+    return tuple(sorted({(a.fingerprint, iso(a.starts_at)) for a in alerts}))
 
 
 def _rank(name: str) -> tuple[int, str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import secrets
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -198,14 +198,23 @@ class SimCluster:
             pod = self.api.get(self.registry.by_plural("pods"), namespace, name)
             return scheduler.finish(self.api, pod, exit_code)
 
-    def run_controllers(self, interval: float = 0.2) -> None:
+    def run_controllers(self, interval: float = 0.2) -> Callable[[], None]:
+        """Run every controller once each `interval`, in the background, as a cluster's controllers run; the
+        function returned stops that loop (stopping the cluster stops it too)."""
+        halted = threading.Event()
+
         def loop() -> None:
-            while not self._stop.wait(interval):
+            while not self._stop.wait(interval) and not halted.is_set():
                 with self.store.lock:
                     self.controllers.run_once()
         thread = threading.Thread(target=loop, name="sim-controllers", daemon=True)
         thread.start()
         self._threads.append(thread)
+
+        def halt() -> None:
+            halted.set()
+            thread.join(max(1.0, 10 * interval))
+        return halt
 
     # -- counters, faults, kubeconfig -------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from bench.latency import run_latency
 from bench.report import marginal_us, render
+from bench.verify_latency import run_verify_latency, verify_workload
 from reactor.sim import SimCluster
 
 
@@ -23,6 +24,19 @@ def test_latency_runs_act_on_their_own_deployment_and_time_the_api_calls(small_s
     assert (tmp_path / "latency.log").read_text().count('"msg": "decision"') >= 3
 
 
+def test_verify_latency_runs_follow_each_rollout_until_verified(small_sim: SimCluster, tmp_path: Path) -> None:
+    result = run_verify_latency(small_sim, tmp_path, "verify-token", runs=2)
+    assert result["runs"] == 2
+    assert 0 < result["rolled_out_p50_ms"] <= result["verified_p50_ms"] <= result["verified_p99_ms"]
+    for i in range(2):
+        obj = small_sim.get("deployments", *verify_workload(i))
+        assert json.loads(obj["metadata"]["annotations"]["gpu-reactor.io/verification"])["result"] == "verified"
+        assert obj["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+        assert obj["status"]["updatedReplicas"] == obj["status"]["readyReplicas"] == 1
+    lease = small_sim.get("leases", "gpu-reactor", "bench-verify-latency")
+    assert json.loads(lease["metadata"]["annotations"]["gpu-reactor.io/verifying"]) == []
+
+
 def _load(**kw: float) -> dict[str, float]:
     return {"requests": 10, "errors": 0, "rps": kw.get("rps", 100.0), "p50_ms": 1.0, "p99_ms": 2.0,
             "cpu_us_per_request": kw.get("cpu", 100.0), "cpu_us_per_alert": 1.0, "codes": {"200": 10},
@@ -31,7 +45,7 @@ def _load(**kw: float) -> dict[str, float]:
 
 def test_report_renders_every_section_and_judges_the_targets() -> None:
     webhook = {size: {"generator": _load(rps=5000), "echo": _load(rps=1000, cpu=300 + 10 * int(size)),
-                      "reactor": _load(rps=600, cpu=500 + 20 * int(size))} for size in ("1", "100", "1000")}
+                      "reactor": _load(rps=800, cpu=500 + 20 * int(size))} for size in ("1", "100", "1000")}
     results = {
         "webhook": webhook, "setup_s": 5,
         "storm": {"alerts": 10000, "pods": 1000, "workloads": 50, "workloads_changed": 50,
@@ -42,13 +56,22 @@ def test_report_renders_every_section_and_judges_the_targets() -> None:
                   "patch_codes": {"422": 1000}, "seconds": 3.0},
         "latency": {"runs": 200, "api_calls_to_effect": 4.0, "effect_p50_ms": 3.0, "effect_p99_ms": 9.0,
                     "answer_p50_ms": 4.0, "answer_p99_ms": 11.0, "api_share_p50": 0.7, "api_share_mean": 0.72},
+        "cache": {"startup_lists": 122, "startup_watches": 121, "mb_per_1000": 7.5, "objects": 534,
+                  "by_kind": {"Deployment": 250, "ReplicaSet": 250, "Job": 0}},
+        "verify_latency": {"runs": 20, "controller_round_s": 0.02, "pass_s": 0.01, "default_interval_s": 15.0,
+                           "rolled_out_p50_ms": 280.0, "rolled_out_p99_ms": 380.0, "verified_p50_ms": 320.0,
+                           "verified_p99_ms": 430.0, "detect_p50_ms": 35.0, "detect_p99_ms": 68.0},
         "memory": {"idle_mb": 80.0, "after_storm_mb": 120.0, "after_alerts": 100000, "after_half_mb": 124.0,
                    "after_alerts_mb": 125.0},
         "meta": {"date": "today", "commit": "abc", "cpus": 2, "python": "3.11", "seconds": 100, "threads": 4},
     }
     assert marginal_us(webhook, "reactor") == 20.0
     text = render(json.loads(json.dumps(results)))
-    assert "reactor / echo" in text and "0.60" in text
-    assert "target ≥ 0.5: met" in text and "target ≤ 25 µs: met" in text
+    assert "reactor / echo" in text and "0.80" in text
+    assert "target ≥ 0.7: met" in text and "target ≤ 25 µs: met" in text
     assert "15.9×" in text  # naive 2005 / reactor 126
+    assert "Write → verified" in text and "320.0" in text
+    assert "storm requests 126 ≤ writes + initial lists 222: met" in text
+    assert "≥ 20× fewer requests than the naive script: 15.9× (MISSED: one patch and one Event" in text
+    assert "Besides those: list pods 5" in text
     assert "growth ≤ 50 MB: met" in text
