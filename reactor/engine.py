@@ -136,7 +136,7 @@ class Engine:
         targets: dict[tuple[str | None, str | None], Skip | None] = {}
         names: dict[str, Skip | None] = {}  # the verdict on each alert name, asked once per notification
         for i, alert in enumerate(alerts):
-            counted = (alert.name if alert.name in KNOWN_ALERTS else "other", alert.status)
+            counted = (_alertname(alert), alert.status)
             received[counted] = received.get(counted, 0) + 1
             skip = self._screen(alert, targets, names)
             if skip is None:
