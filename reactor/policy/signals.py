@@ -15,6 +15,7 @@ from ..model import Alert, AlertName, Signal, Status
 PRECEDENCE: tuple[str, ...] = (
     AlertName.METRICS_MISSING.value,
     AlertName.STARVED_BY_CPU.value,
+    AlertName.NEAR_MEMORY_LIMIT.value,
     AlertName.SATURATED.value,
     AlertName.MEMORY_SATURATED.value,
     AlertName.UNDERUTILIZED.value,
