@@ -198,3 +198,21 @@ def test_a_container_restarted_by_a_memory_resize_gets_it_through_its_template(t
         assert {v[:3] for v in after.values()} == {("10Gi", "10Gi", "2")}
     finally:
         sim.stop()
+
+
+def test_memory_a_raise_takes_is_reserved_for_the_rest_of_the_notification(token_file: Path) -> None:
+    """Two near-limit trainers in one notification, headroom for one raise (2 pods × 2Gi of 36Gi, 32Gi used): the
+    first is raised, the second refused by the policy (not by a 403 from the API server on its resizes)."""
+    second = MANIFESTS.split("---\napiVersion: apps/v1", 1)[1].replace("trainer", "trainer-b")
+    sim = start("36Gi", extra="---\napiVersion: apps/v1" + second.replace("MEMORY", "NotRequired"))
+    try:
+        r = reactor_for(sim, token_file)
+        specs = [AlertSpec(ALERT, NAMESPACE, pod, "main", 0.95, 2) for app in ("trainer", "trainer-b")
+                 for pod in r.pods(app)]
+        found = {o["workload"].rsplit("/", 1)[-1]: o for o in r.post(notification(specs)).get_json()["outcomes"]}
+        assert {name: (o["result"], o.get("reason")) for name, o in found.items()} == {
+            "trainer": ("applied", None), "trainer-b": ("skipped", "quota-exceeded")}
+        assert "headroom 0B" in found["trainer-b"]["detail"]
+        assert sim.requests[("patch", "pods", "resize")] == 2, "only the first trainer's pods were resized"
+    finally:
+        sim.stop()
