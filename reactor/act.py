@@ -21,7 +21,7 @@ from .adapted import adapted_patch
 from .adapters import Adapters
 from .annotations import state_annotations
 from .budget import Budget
-from .cpu_act import CPU_ACTION, changes_cpu, resize_pods, template_cpu
+from .cpu_act import CPU_ACTION, MEMORY_ACTION, changes_cpu, resize_pods, template_cpu
 from .errors import ConflictError, PermanentError, ReactorError, TemporaryError
 from .kube import KubeGateway
 from .kueue import PRIORITY_LABEL
@@ -40,6 +40,7 @@ EVENT_REASONS = {
     "set-priority": "PriorityChanged",
     "revert": "ChangeReverted",
     "resize-cpu": "CPUResized",
+    "resize-memory": "MemoryResized",
 }
 
 
@@ -145,10 +146,11 @@ class Actor:
         adapter = self.adapters.get(workload.ref.kind)
         if adapter is not None:
             return adapted_patch(adapter, obj, workload, field, action, annotations, self.gpu_resource)
-        return build_patch(action, workload, annotations, self.gpu_resource, self.cpu_apply_to)
+        return build_patch(action, workload, annotations, self.gpu_resource, action.apply_to or self.cpu_apply_to)
     def _resize_pods(self, action: Action, workload: Workload, signal: Signal) -> str:
-        """After the owner's patch recorded it: a CPU change in place on the named pods; their status, for the Event."""
-        if not changes_cpu(action, workload) or self.cpu_apply_to == "template":
+        """After the owner's patch recorded it: a CPU (memory) change in place on the named pods; their status, for
+        the Event."""
+        if not changes_cpu(action, workload) or (action.apply_to or self.cpu_apply_to) == "template":
             return ""
         return "; resized in place: " + ", ".join(resize_pods(self.kube, action, signal))
 
@@ -179,7 +181,7 @@ def build_patch(action: Action, workload: Workload, annotations: dict[str, str |
         pod_spec = {"containers": [{"name": action.container, "resources": resources}]}
     elif field == "set-priority":
         pod_spec = {"priorityClassName": action.to_value}
-    elif field == CPU_ACTION:
+    elif field in (CPU_ACTION, MEMORY_ACTION):
         if cpu_apply_to == "pods":
             return patch  # the pods are resized in place; the owner records it
         pod_spec = template_cpu(action)

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any
 
-from .model import Action, CpuResources, LastAction, Mode, ReactorState, Signal, Verification, Workload
+from .model import Action, ComputeResources, LastAction, Mode, ReactorState, Signal, Verification, Workload
 
 PREFIX = "gpu-reactor.io/"
 # Set by people.
@@ -34,6 +34,9 @@ GPUS = "gpus"
 REPLICAS = "replicas"
 PRIORITY_CLASS = "priorityClassName"
 CPU = "cpu"  # {container: {"request": millicores | null, "limit": millicores}}
+MEMORY = "memory"  # {container: {"request": bytes | null, "limit": bytes}}
+_PER_CONTAINER = (GPUS, CPU, MEMORY)
+MAX_BYTES = 1 << 50  # the largest memory size an annotation may hold (1 PiB)
 
 _DIRECTIONS = frozenset({"up", "down", "revert"})
 _COUNT = re.compile(r"^[0-9]{1,6}$")
@@ -59,6 +62,8 @@ def changed_field(strategy: str) -> str:
         return PRIORITY_CLASS
     if strategy.startswith("resize-cpu"):
         return CPU
+    if strategy.startswith("resize-memory"):
+        return MEMORY
     raise ValueError(f"strategy {strategy!r} changes nothing")
 
 
@@ -182,10 +187,12 @@ def verification_annotation(result: str, strategy: str, since: datetime, reason:
 
 def _original(raw: str) -> Mapping[str, object]:
     doc = _json(raw)
-    if not isinstance(doc, dict) or set(doc) - {GPUS, REPLICAS, PRIORITY_CLASS, CPU}:
+    if not isinstance(doc, dict) or set(doc) - {GPUS, REPLICAS, PRIORITY_CLASS, CPU, MEMORY}:
         raise _Invalid(raw)
     if CPU in doc:
         doc[CPU] = _original_cpu(doc[CPU])
+    if MEMORY in doc:
+        doc[MEMORY] = _original_cpu(doc[MEMORY], most=MAX_BYTES)
     gpus = doc.get(GPUS, {})
     if not isinstance(gpus, dict) or not all(_is_count(v) for v in gpus.values()):
         raise _Invalid(raw)
@@ -198,28 +205,29 @@ def _original(raw: str) -> Mapping[str, object]:
     return MappingProxyType(doc)
 
 
-def _original_cpu(raw: object) -> Mapping[str, CpuResources]:
-    """`original.cpu`: per container, the request (or null) and limit in millicores it had before."""
+def _original_cpu(raw: object, most: int = MAX_COUNT) -> Mapping[str, ComputeResources]:
+    """`original.cpu` (`original.memory`): per container, the request (or null) and limit in millicores (bytes,
+    at most `most`) it had before."""
     if not isinstance(raw, dict):
         raise _Invalid(raw)
     found = {}
     for name, value in raw.items():
-        if not isinstance(value, dict) or set(value) != {"request", "limit"} or not _is_count(value["limit"]):
+        if not isinstance(value, dict) or set(value) != {"request", "limit"} or not _is_count(value["limit"], most):
             raise _Invalid(raw)
-        if value["request"] is not None and not _is_count(value["request"]):
+        if value["request"] is not None and not _is_count(value["request"], most):
             raise _Invalid(raw)
-        found[name] = CpuResources(request_m=value["request"], limit_m=value["limit"])
+        found[name] = ComputeResources(request=value["request"], limit=value["limit"])
     return MappingProxyType(found)
 
 
-def _is_count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
+def _is_count(value: object, most: int = MAX_COUNT) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= most
 
 
 def original_value(original: Mapping[str, object], *, strategy: str, container: str | None) -> object:
     """The value recorded before the first change of this strategy's dimension; `KeyError` if none."""
     name = changed_field(strategy)
-    if name not in (GPUS, CPU):
+    if name not in _PER_CONTAINER:
         return original[name]
     per_container = original.get(name)
     if not isinstance(per_container, Mapping) or container is None:
@@ -269,11 +277,12 @@ def signal_key(signal: Signal) -> tuple[str, str]:
 def _next_original(action: Action, workload: Workload) -> dict[str, Any]:
     original: dict[str, Any] = {k: (dict(v) if isinstance(v, Mapping) else v)
                                 for k, v in workload.state.original.items()}
-    if CPU in original:  # back to the JSON shape it was read from
-        original[CPU] = {c: {"request": r.request_m, "limit": r.limit_m} for c, r in original[CPU].items()}
+    for key in (CPU, MEMORY):  # back to the JSON shape it was read from
+        if key in original:
+            original[key] = {c: {"request": r.request, "limit": r.limit} for c, r in original[key].items()}
     name = changed_field(action.strategy)
     if action.action == "revert":
-        if name in (GPUS, CPU):
+        if name in _PER_CONTAINER:
             per_container = original.get(name, {})
             per_container.pop(action.container, None)
             if not per_container:
@@ -283,9 +292,13 @@ def _next_original(action: Action, workload: Workload) -> dict[str, Any]:
     elif name == GPUS:
         original.setdefault(GPUS, {}).setdefault(action.container, action.from_value)
     elif name == CPU:
-        before = action.cpu_before or CpuResources()
-        original.setdefault(CPU, {}).setdefault(action.container, {"request": before.request_m,
-                                                                   "limit": before.limit_m})
+        before = action.cpu_before or ComputeResources()
+        original.setdefault(CPU, {}).setdefault(action.container, {"request": before.request,
+                                                                   "limit": before.limit})
+    elif name == MEMORY:
+        before = action.memory_before or ComputeResources()
+        original.setdefault(MEMORY, {}).setdefault(action.container, {"request": before.request,
+                                                                      "limit": before.limit})
     else:
         original.setdefault(name, action.from_value)
     return original

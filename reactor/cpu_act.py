@@ -1,7 +1,8 @@
-"""The act step's CPU part: the CPU facts a decision reads, and the in-place pods/resize writes.
+"""The act step's CPU part (and memory's): the facts a decision reads, and the in-place pods/resize writes.
 
-A CPU raise goes to the running pods (`cpu.applyTo: pods`, no restart: Kubernetes 1.33+), to the
-owner's template (`template`: every pod is replaced by the rollout), or to both. The pods resized
+A CPU or memory raise goes to the running pods (`cpu.applyTo: pods`, no restart: Kubernetes 1.33+), to the
+owner's template (`template`: every pod is replaced by the rollout), or to both; a memory raise on a container
+whose resizePolicy restarts it for memory goes to the template only (the Action's `apply_to`). The pods resized
 are the ones the alerts name: the resolver tied each to this workload through its owner chain. After
 each resize the pod is read back and the kubelet's verdict (PodResizePending Deferred/Infeasible,
 PodResizeInProgress) is reported. Decides nothing; the policy already did.
@@ -16,44 +17,70 @@ from typing import Any
 from . import cpu_objects
 from .errors import PermanentError
 from .kube import KubeGateway, NotFound
-from .model import Action, CpuBounds, CpuResources, Signal, Workload
+from .model import Action, ComputeBounds, ComputeResources, Signal, Workload
 from .policy import CpuFacts
 from .resolve import Reader
 
 log = logging.getLogger(__name__)
 
 CPU_ACTION = "resize-cpu"
+MEMORY_ACTION = "resize-memory"
+RESOURCE = {CPU_ACTION: "cpu", MEMORY_ACTION: "memory"}  # the resource each in-place action resizes
 
 
-def cpu_bounds(reader: Reader, namespace: str) -> CpuBounds:
+def cpu_bounds(reader: Reader, namespace: str) -> ComputeBounds:
     """The namespace's CPU bounds: LimitRange min/max and every quota's CPU lines."""
     return cpu_objects.to_cpu_bounds(reader.list_objects("LimitRange", namespace),
                                      reader.list_objects("ResourceQuota", namespace))
 
 
+def memory_bounds(reader: Reader, namespace: str) -> ComputeBounds:
+    """The namespace's memory bounds (bytes): LimitRange min/max/maxLimitRequestRatio and every quota's lines."""
+    return cpu_objects.to_cpu_bounds(reader.list_objects("LimitRange", namespace),
+                                     reader.list_objects("ResourceQuota", namespace), "memory")
+
+
 def cpu_facts(reader: Reader, namespace: str, signal: Signal,
-              bounds: Callable[[], CpuBounds] | None = None) -> CpuFacts:
-    """Readers, so only a CPU decision pays for them: the namespace's CPU bounds (`bounds`: the engine's, with
-    what the notification already reserved), the first named pod's CPU."""
+              bounds: Callable[[], ComputeBounds] | None = None,
+              memory: Callable[[], ComputeBounds] | None = None) -> CpuFacts:
+    """Readers, so only a CPU or memory decision pays for them: the namespace's CPU and memory bounds
+    (`bounds`, `memory`: the engine's, with what the notification already reserved), the first named pod's
+    CPU, memory and memory resizePolicy (the pod is read once)."""
+    pod: dict[str, Any] = {}
 
-    def running() -> Mapping[str, CpuResources]:
-        return cpu_objects.pod_cpu(reader.get("Pod", namespace, signal.pods[0]) if signal.pods else None)
+    def first() -> Mapping[str, Any] | None:
+        if signal.pods and "pod" not in pod:
+            pod["pod"] = reader.get("Pod", namespace, signal.pods[0])
+        return pod.get("pod")
 
-    return CpuFacts(bounds=bounds or (lambda: cpu_bounds(reader, namespace)), pods=running)
+    return CpuFacts(bounds=bounds or (lambda: cpu_bounds(reader, namespace)),
+                    pods=lambda: cpu_objects.pod_cpu(first()),
+                    memory_bounds=memory or (lambda: memory_bounds(reader, namespace)),
+                    pod_memory=lambda: cpu_objects.pod_cpu(first(), "memory"),
+                    memory_restarts=lambda: cpu_objects.restarts_on_resize(first(), "memory"))
 
 
 def changes_cpu(action: Action, workload: Workload) -> bool:
-    """A CPU raise, or the revert of one."""
-    if action.action == CPU_ACTION:
+    """A CPU or memory raise, or the revert of one."""
+    if action.action in RESOURCE:
         return True
     last = workload.state.last_action
-    return action.action == "revert" and last is not None and last.action == CPU_ACTION
+    return action.action == "revert" and last is not None and last.action in RESOURCE
+
+
+def _resized(action: Action) -> tuple[str, ComputeResources]:
+    """(resource, what to set) of a CPU or memory action (a revert carries what it restores)."""
+    if action.memory is not None:
+        return "memory", action.memory
+    assert action.cpu is not None
+    return "cpu", action.cpu
 
 
 def template_cpu(action: Action) -> dict[str, Any]:
-    """The pod-spec part of a template patch that sets the container's CPU."""
-    assert action.cpu is not None and action.container is not None
-    return cpu_objects.resize_body(action.container, action.cpu)["spec"]
+    """The pod-spec part of a template patch that sets the container's CPU (or memory)."""
+    assert action.container is not None
+    resource, value = _resized(action)
+    return cpu_objects.resize_body(action.container, value, resource)["spec"]
 
 
 def resize_pods(kube: KubeGateway, action: Action, signal: Signal) -> list[str]:
@@ -62,9 +89,10 @@ def resize_pods(kube: KubeGateway, action: Action, signal: Signal) -> list[str]:
     A refused resize (quota, LimitRange, QoS change: 403/422) is a PermanentError naming the pod;
     a pod that is gone is skipped (its replacement is created from the template).
     """
-    assert action.cpu is not None and action.container is not None
+    assert action.container is not None
     namespace = action.workload.namespace
-    body = cpu_objects.resize_body(action.container, action.cpu)
+    resource, value = _resized(action)
+    body = cpu_objects.resize_body(action.container, value, resource)
     report = []
     for pod in signal.pods:
         try:
@@ -77,5 +105,5 @@ def resize_pods(kube: KubeGateway, action: Action, signal: Signal) -> list[str]:
             raise PermanentError(f"pod {pod}: resize refused: {e}", status=e.status, reason=e.reason) from e
         report.append(f"{pod}: {status}")
     log.info("pods resized", extra={"workload": str(action.workload), "container": action.container,
-                                    "to": action.to_value, "pods": "; ".join(report)})
+                                    "resource": resource, "to": action.to_value, "pods": "; ".join(report)})
     return report

@@ -23,7 +23,7 @@ from .adapted import adapted_refusal, adapted_workload
 from .adapters import Adapters
 from .budget import Budget
 from .cache import Store
-from .cpu_act import cpu_bounds, cpu_facts
+from .cpu_act import cpu_bounds, cpu_facts, memory_bounds
 from .errors import PermanentError, TemporaryError
 from .kube import KubeGateway
 from .metrics import Metrics
@@ -33,7 +33,7 @@ from .model import (
     Action,
     Alert,
     Bounds,
-    CpuBounds,
+    ComputeBounds,
     Decision,
     Mode,
     Notification,
@@ -70,22 +70,25 @@ def utcnow() -> datetime:
 
 @dataclass(slots=True)
 class _Namespace:
-    """What one notification learned about a namespace: bounds, and the GPUs and CPU its own actions reserved.
+    """What one notification learned about a namespace: bounds, and the GPUs, CPU and memory its own actions
+    reserved.
 
-    The CPU bounds are read once per notification, like the GPU's: an in-place resize changes `status.used` at
+    The CPU (memory) bounds are read once per notification, like the GPU's: an in-place resize changes `status.used` at
     once (the watch may deliver it mid-notification), and the reservation must not be counted twice.
     """
 
     bounds: Bounds | None = None
     reserved: dict[str, int] = field(default_factory=dict)  # quota name -> GPUs
-    cpu_bounds: CpuBounds | None = None
-    cpu_reserved: dict[tuple[str, str], int] = field(default_factory=dict)  # (quota, resource) -> millicores
+    cpu_bounds: ComputeBounds | None = None
+    memory_bounds: ComputeBounds | None = None
+    # (quota, resource) -> millicores (cpu lines) or bytes (memory lines): one map, the resource tells them apart
+    compute_reserved: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def reserve(self, action: Action) -> None:
         for name, gpus in action.quota_charges:
             self.reserved[name] = self.reserved.get(name, 0) + gpus
-        for key, millis in action.cpu_quota_charges:
-            self.cpu_reserved[key] = self.cpu_reserved.get(key, 0) + millis
+        for key, millis in action.compute_quota_charges:
+            self.compute_reserved[key] = self.compute_reserved.get(key, 0) + millis
 
 
 class Engine:
@@ -333,10 +336,15 @@ class Engine:
             quota = reader.cluster_queue_quota(ref.namespace, workload.queue, self.policy.gpu_resource)
             return kueue.with_cluster_queue(namespaced, quota, workload.queue)
 
-        def cpu_namespace_bounds() -> CpuBounds:
+        def cpu_namespace_bounds() -> ComputeBounds:
             if ns.cpu_bounds is None:
                 ns.cpu_bounds = cpu_bounds(reader, ref.namespace)
-            return ns.cpu_bounds.reserving(ns.cpu_reserved)
+            return ns.cpu_bounds.reserving(ns.compute_reserved)
+
+        def memory_namespace_bounds() -> ComputeBounds:
+            if ns.memory_bounds is None:
+                ns.memory_bounds = memory_bounds(reader, ref.namespace)
+            return ns.memory_bounds.reserving(ns.compute_reserved)
 
         def hpa_managed() -> bool:
             return (ref.kind, ref.name) in hpa_targets(reader.list_objects("HorizontalPodAutoscaler", ref.namespace))
@@ -349,7 +357,7 @@ class Engine:
             now,
             priority_classes=reader.workload_priority_classes if workload.queue else reader.priority_classes,
             hpa_managed=hpa_managed,
-            cpu=cpu_facts(reader, ref.namespace, signal, bounds=cpu_namespace_bounds),
+            cpu=cpu_facts(reader, ref.namespace, signal, bounds=cpu_namespace_bounds, memory=memory_namespace_bounds),
         )
         return workload, decision, effective_mode(workload, self.policy)
 

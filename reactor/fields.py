@@ -138,6 +138,27 @@ def read_yaml_file(path: str | os.PathLike[str]) -> Any:
 _CPU = re.compile(r"^(\d+(?:\.\d{1,3})?)(m?)$")
 
 
+_MEMORY = re.compile(r"^(\d{1,16})(Ki|Mi|Gi|Ti|Pi)?$")
+_BINARY = {None: 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50}
+
+
+def memory_bytes(lo: int, hi: int) -> Callable[[str, Any], int]:
+    """A memory size as Kubernetes writes it with a binary suffix (`512Mi`, `64Gi`) or in bytes, returned in
+    bytes."""
+
+    def parse(key: str, raw: Any) -> int:
+        text = str(raw).strip() if isinstance(raw, (str, int)) and not isinstance(raw, bool) else ""
+        m = _MEMORY.match(text)
+        if m is None:
+            raise ConfigError(key, f"expected a memory size like '512Mi' or '64Gi', got {raw!r}")
+        value = int(m.group(1)) * _BINARY[m.group(2)]
+        if not lo <= value <= hi:
+            raise ConfigError(key, f"must be between {lo} and {hi} bytes, got {raw!r}")
+        return value
+
+    return parse
+
+
 def millicores(lo: int, hi: int) -> Callable[[str, Any], int]:
     """A CPU quantity as Kubernetes writes it (`500m`, `2`, `1.5`), returned in millicores."""
 

@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from . import __version__
 from .model import KNOWN_ALERTS, TEST_ALERT, Result, SkipReason, Status
 
-ACTIONS = ("resize-gpu", "scale-replicas", "set-priority", "revert", "resize-cpu")
+ACTIONS = ("resize-gpu", "scale-replicas", "set-priority", "revert", "resize-cpu", "resize-memory")
 RESULTS = (Result.APPLIED, Result.RECOMMENDED, Result.FAILED)
 WEBHOOK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 

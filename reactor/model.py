@@ -25,6 +25,7 @@ class AlertName(enum.StrEnum):
     MEMORY_SATURATED = "GPUMemorySaturated"
     METRICS_MISSING = "GPUMetricsMissing"
     STARVED_BY_CPU = "GPUStarvedByCPU"
+    NEAR_MEMORY_LIMIT = "GPUContainerNearMemoryLimit"
 
 
 KNOWN_ALERTS = frozenset(a.value for a in AlertName)
@@ -148,15 +149,17 @@ class Container:
 
     name: str
     gpus: int
-    cpu: CpuResources | None = None  # CPU request/limit of the template's container (None: neither set)
+    cpu: ComputeResources | None = None  # CPU request/limit of the template's container (None: neither set)
+    memory: ComputeResources | None = None  # ... and its memory request/limit, in bytes
 
 
 @dataclass(frozen=True, slots=True)
-class CpuResources:
-    """A container's CPU request and limit in millicores (None: not set)."""
+class ComputeResources:
+    """A container's request and limit of one compute resource (None: not set), in that resource's integer unit:
+    millicores for CPU, bytes for memory (the API server's MilliValue and Value)."""
 
-    request_m: int | None = None
-    limit_m: int | None = None
+    request: int | None = None
+    limit: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,19 +311,20 @@ class Bounds:
 
 
 @dataclass(frozen=True, slots=True)
-class CpuQuota:
-    """One ResourceQuota's CPU line in millicores: `requests.cpu` (also spelled `cpu`) or `limits.cpu`. Like a
-    GPU `Quota`, it counts and limits only the pods all its scope terms match."""
+class ComputeQuota:
+    """One ResourceQuota's CPU or memory line, in the resource's unit (millicores, bytes): `requests.cpu` (also
+    spelled `cpu`) or `limits.cpu`; `requests.memory` (also `memory`) or `limits.memory`. Like a GPU `Quota`, it
+    counts and limits only the pods all its scope terms match."""
 
     name: str
-    resource: str  # "requests.cpu" | "cpu" | "limits.cpu"
-    hard_m: int
-    used_m: int = 0
+    resource: str  # "requests.cpu" | "cpu" | "limits.cpu" | "requests.memory" | "memory" | "limits.memory"
+    hard: int
+    used: int = 0
     scopes: tuple[ScopeTerm, ...] = ()
 
     @property
-    def headroom_m(self) -> int:
-        return self.hard_m - self.used_m
+    def headroom(self) -> int:
+        return self.hard - self.used
 
     @property
     def key(self) -> tuple[str, str]:
@@ -329,24 +333,25 @@ class CpuQuota:
 
 
 @dataclass(frozen=True, slots=True)
-class CpuBounds:
-    """What the namespace allows for CPU, in millicores: LimitRange min/max per container, and every CPU line
-    of every ResourceQuota with its scope.
+class ComputeBounds:
+    """What the namespace allows for one compute resource (CPU in millicores, memory in bytes): LimitRange
+    min/max and maxLimitRequestRatio per container, and every line of every ResourceQuota for it with its scope.
 
     Kept apart from `Bounds` (the GPU's) so the CPU half adds to the quota math, never reshapes it.
     """
 
-    min_m: int | None = None  # LimitRange min (Container type)
-    max_m: int | None = None  # LimitRange max (Container type)
-    quotas: tuple[CpuQuota, ...] = ()  # by quota name, then resource
+    lowest: int | None = None  # LimitRange min (Container type)
+    highest: int | None = None  # LimitRange max (Container type)
+    max_ratio: float | None = None  # LimitRange maxLimitRequestRatio (Container type): limit / request at most
+    quotas: tuple[ComputeQuota, ...] = ()  # by quota name, then resource
 
-    def reserving(self, reserved: Mapping[tuple[str, str], int]) -> CpuBounds:
-        """These bounds with the millicores earlier actions of the same notification took, line by line: an
+    def reserving(self, reserved: Mapping[tuple[str, str], int]) -> ComputeBounds:
+        """These bounds with the amounts earlier actions of the same notification took, line by line: an
         in-place resize shows in `status.used` only once the quota controller recounts (and the reactor reads
         each namespace's quotas once per notification)."""
         if not any(reserved.get(q.key) for q in self.quotas):
             return self
-        quotas = tuple(replace(q, used_m=q.used_m + reserved.get(q.key, 0)) for q in self.quotas)
+        quotas = tuple(replace(q, used=q.used + reserved.get(q.key, 0)) for q in self.quotas)
         return replace(self, quotas=quotas)
 
 
@@ -408,6 +413,7 @@ class SkipReason(enum.StrEnum):
     INTERNAL_ERROR = "internal-error"
     CPU_BOUND = "cpu-bound"
     AT_MAX_CPU = "at-max-cpu"
+    AT_MAX_MEMORY = "at-max-memory"
     RECENTLY_REVERTED = "recently-reverted"
     OPERATOR_FORBIDS = "operator-forbids"
     TEST_ALERT = "test-alert"
@@ -442,11 +448,16 @@ class Action:
     # GPUs of each quota (by name) the change keeps once rolled out, where it grows: reserved for the rest
     # of the notification. A set-priority change takes every replica's GPUs in the new class's quota.
     quota_charges: tuple[tuple[str, int], ...] = ()
-    cpu: CpuResources | None = None  # resize-cpu (and its revert): the container's CPU to set
-    cpu_before: CpuResources | None = None  # ... and what it was (kept in `original` for the revert)
-    # Millicores of each CPU quota line ((quota name, resource), as CpuQuota.key) a CPU raise keeps: reserved
-    # for the rest of the notification, like `quota_charges`.
-    cpu_quota_charges: tuple[tuple[tuple[str, str], int], ...] = ()
+    cpu: ComputeResources | None = None  # resize-cpu (and its revert): the container's CPU to set
+    cpu_before: ComputeResources | None = None  # ... and what it was (kept in `original` for the revert)
+    memory: ComputeResources | None = None  # resize-memory (and its revert): the container's memory to set, bytes
+    memory_before: ComputeResources | None = None  # ... and what it was
+    # Where a CPU/memory change goes ("pods" | "template" | "both"); None: the policy's cpu.applyTo. A memory
+    # raise on a container whose resizePolicy restarts it for memory goes to the template only.
+    apply_to: str | None = None
+    # Millicores (bytes) of each CPU (memory) quota line ((quota name, resource), as ComputeQuota.key) a raise
+    # keeps: reserved for the rest of the notification, like `quota_charges`.
+    compute_quota_charges: tuple[tuple[tuple[str, str], int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

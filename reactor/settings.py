@@ -26,6 +26,7 @@ from .fields import (
     duration_in,
     format_duration,
     listen,
+    memory_bytes,
     millicores,
     names,
     opt_str,
@@ -153,6 +154,8 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "cpu.step": ("policy", "cpu_step_m", millicores(10, 64_000)),
     "cpu.max": ("policy", "cpu_max_m", millicores(10, 1_024_000)),
     "cpu.applyTo": ("policy", "cpu_apply_to", choice(*CPU_APPLY_TO)),
+    "memory.step": ("policy", "memory_step", bounded(float, 0.01, 4.0)),
+    "memory.max": ("policy", "memory_max_bytes", memory_bytes(1 << 20, 1 << 50)),
     "server.listen": ("server", "listen", listen),
     "server.tokenFile": ("server", "token_file", opt_str),
     "server.maxBodyBytes": ("server", "max_body_bytes", bounded(int, 1024, 64 << 20)),
@@ -184,8 +187,8 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "logging.format": ("top", "log_format", choice("json", "text")),
     "logging.level": ("top", "log_level", choice("DEBUG", "INFO", "WARNING", "ERROR")),
 }
-_SECTIONS = {"namespaces", "gpus", "replicas", "budget", "server", "kube", "logging", "state", "cpu", "adapters",
-             "verify"}
+_SECTIONS = {"namespaces", "gpus", "replicas", "budget", "server", "kube", "logging", "state", "cpu", "memory",
+             "adapters", "verify"}
 
 
 def env_name(path: str) -> str:

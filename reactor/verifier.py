@@ -37,7 +37,7 @@ from .annotations import (
     verification_annotation,
 )
 from .cache import Store
-from .cpu_act import CPU_ACTION, cpu_facts
+from .cpu_act import RESOURCE, cpu_facts
 from .errors import ConflictError, ReactorError
 from .finops import GpuLedger
 from .kube import KubeGateway, NotFound
@@ -154,17 +154,19 @@ class Verifier:
         return False
 
     def _resized_in_place(self, obj: dict[str, Any], workload: Workload) -> Progress:
-        """An in-place CPU raise is done when the kubelets say so, not when the owner's patch is: the pods that
-        carry it are read (one list of the namespace's pods) and each one's resize state judged."""
+        """An in-place CPU (memory) raise is done when the kubelets say so, not when the owner's patch is: the pods
+        that carry it are read (one list of the namespace's pods) and each one's resize state judged. (A memory
+        raise that went to the template is judged by the rollout: its pods ask the new limit, and are done.)"""
         last = workload.state.last_action
-        limit = cpu_objects.millicores(last.to_value) if last is not None else None
-        if last is None or last.action != CPU_ACTION or last.container is None or limit is None \
+        resource = RESOURCE.get(last.action) if last is not None else None
+        limit = cpu_objects.amount(last.to_value, resource) if last is not None and resource is not None else None
+        if last is None or resource is None or last.container is None or limit is None \
                 or self.policy.cpu_apply_to == "template":
             return Progress(True)
         selector = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels")
         pods = self.kube.list_objects("Pod", workload.ref.namespace)
         return cpu_objects.resize_progress(pods, selector if isinstance(selector, dict) else None,
-                                           last.container, limit)
+                                           last.container, limit, resource)
 
     def _read(self, ref: WorkloadRef, *, fresh: bool) -> tuple[dict[str, Any] | None, bool]:
         """(the object or None, whether it came from the cache): the cache's copy unless `fresh` or not cached."""

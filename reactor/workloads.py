@@ -71,7 +71,8 @@ def to_workload(
     pod_spec = pod_template(obj, kind).get("spec") or {}
     containers = tuple(
         Container(name=c.get("name", ""), gpus=gpu_count(c.get("resources"), gpu_resource),
-                  cpu=cpu_objects.container_cpu(c.get("resources")))
+                  cpu=cpu_objects.container_cpu(c.get("resources")),
+                  memory=cpu_objects.container_cpu(c.get("resources"), "memory"))
         for c in pod_spec.get("containers") or []
     )
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith(ANNOTATION_PREFIX)}

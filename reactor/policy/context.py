@@ -11,7 +11,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, TypeAlias, TypeVar, cast
 
-from ..model import Bounds, CpuBounds, CpuResources, Kind, Mode, ReactorState, Signal, Workload
+from ..model import Bounds, ComputeBounds, ComputeResources, Kind, Mode, ReactorState, Signal, Workload
 from .values import Policy
 
 _NO_LIMIT = 1 << 30
@@ -25,11 +25,15 @@ Fact: TypeAlias = T | Callable[[], T]
 
 @dataclass(frozen=True, slots=True)
 class CpuFacts:
-    """The CPU inputs, values or readers like the other facts: the namespace's CPU bounds, and the
-    CPU of each container of the (first) pod the alerts name, as it runs now."""
+    """The CPU and memory inputs, values or readers like the other facts: the namespace's CPU (memory) bounds,
+    the CPU (memory) of each container of the (first) pod the alerts name, as it runs now, and that pod's
+    containers whose resizePolicy restarts them for a memory resize."""
 
-    bounds: Fact[CpuBounds] = CpuBounds()
-    pods: Fact[Mapping[str, CpuResources]] = field(default_factory=lambda: MappingProxyType({}))
+    bounds: Fact[ComputeBounds] = ComputeBounds()
+    pods: Fact[Mapping[str, ComputeResources]] = field(default_factory=lambda: MappingProxyType({}))
+    memory_bounds: Fact[ComputeBounds] = ComputeBounds()
+    pod_memory: Fact[Mapping[str, ComputeResources]] = field(default_factory=lambda: MappingProxyType({}))
+    memory_restarts: Fact[frozenset[str]] = frozenset()
 
 
 class Context:
@@ -48,7 +52,9 @@ class Context:
         hpa: Fact[bool] = workload.hpa_managed if hpa_managed is None else hpa_managed
         cpu = cpu or CpuFacts()
         self._facts: dict[str, object] = {"bounds": bounds, "priority_classes": priority_classes, "hpa_managed": hpa,
-                                          "cpu_bounds": cpu.bounds, "pod_cpu": cpu.pods}
+                                          "cpu_bounds": cpu.bounds, "pod_cpu": cpu.pods,
+                                          "memory_bounds": cpu.memory_bounds, "pod_memory": cpu.pod_memory,
+                                          "memory_restarts": cpu.memory_restarts}
         self._known: dict[str, object] = {}
 
     def _fact(self, name: str) -> Any:
@@ -73,19 +79,40 @@ class Context:
         return bool(self._fact("hpa_managed"))
 
     @property
-    def cpu_bounds(self) -> CpuBounds:
+    def cpu_bounds(self) -> ComputeBounds:
         """The namespace's LimitRange and quota numbers for CPU."""
-        return cast(CpuBounds, self._fact("cpu_bounds"))
+        return cast(ComputeBounds, self._fact("cpu_bounds"))
 
-    def container_cpu(self, name: str) -> CpuResources | None:
+    def container_cpu(self, name: str) -> ComputeResources | None:
         """The container's CPU as the change will find it: on the running pod the alert names when the
         change goes to pods (a pods-only raise leaves the template behind), else in the template."""
         if self.policy.cpu_apply_to != "template":
-            running = cast("Mapping[str, CpuResources]", self._fact("pod_cpu")).get(name)
+            running = cast("Mapping[str, ComputeResources]", self._fact("pod_cpu")).get(name)
             if running is not None:
                 return running
         container = self.workload.container(name)
         return None if container is None else container.cpu
+
+    @property
+    def memory_bounds(self) -> ComputeBounds:
+        """The namespace's LimitRange and quota numbers for memory (bytes)."""
+        return cast(ComputeBounds, self._fact("memory_bounds"))
+
+    def memory_apply_to(self, name: str) -> str:
+        """Where a memory change of container `name` goes: `cpu.applyTo`, except that a container whose
+        resizePolicy restarts it for memory is never resized in place (that is a restart): its template only."""
+        if name in cast("frozenset[str]", self._fact("memory_restarts")):
+            return "template"
+        return self.policy.cpu_apply_to
+
+    def container_memory(self, name: str) -> ComputeResources | None:
+        """The container's memory as the change will find it (like `container_cpu`)."""
+        if self.memory_apply_to(name) != "template":
+            running = cast("Mapping[str, ComputeResources]", self._fact("pod_memory")).get(name)
+            if running is not None:
+                return running
+        container = self.workload.container(name)
+        return None if container is None else container.memory
 
     @property
     def state(self) -> ReactorState:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from ..model import Action, CpuResources, Skip, SkipReason
+from ..model import Action, ComputeBounds, ComputeResources, Skip, SkipReason
 from .context import Context
 from .quota import tracks
 
@@ -37,19 +37,19 @@ def cpu_bound(ctx: Context, strategy: str) -> Skip | None:
     return None
 
 
-def size_cpu(current: CpuResources, throttling: float | None, *, step_m: int, max_m: int) -> CpuResources:
+def size_cpu(current: ComputeResources, throttling: float | None, *, step_m: int, max_m: int) -> ComputeResources:
     """The documented rule: limit × (1 + throttling), at least one `step` more, rounded up to `step`, capped.
 
     Throttled in a fraction t of its CFS periods, the container wanted more CPU in those periods;
     t more of its limit is the smallest raise that can end it. Without a measure: one step. The
     request keeps its proportion to the limit (equal stays equal, so the QoS class never changes).
     """
-    limit = current.limit_m or 0
+    limit = current.limit or 0
     wanted = math.ceil(limit * (1 + (throttling or 0.0)))
     new_limit = min(max_m, max(limit + step_m, math.ceil(wanted / step_m) * step_m))
-    request = limit if current.request_m is None else current.request_m
+    request = limit if current.request is None else current.request
     new_request = new_limit if request >= limit else min(new_limit, math.ceil(request * new_limit / limit))
-    return CpuResources(request_m=new_request, limit_m=new_limit)
+    return ComputeResources(request=new_request, limit=new_limit)
 
 
 def resize_cpu(ctx: Context, direction: str) -> Action | Skip:
@@ -58,65 +58,73 @@ def resize_cpu(ctx: Context, direction: str) -> Action | Skip:
         return Skip(SkipReason.NOT_APPLICABLE, "the reactor only raises CPU (a GPU alert never says CPU is wasted)")
     container = ctx.workload.container(ctx.signal.container)
     current = ctx.container_cpu(container.name) if container is not None else None
-    if container is None or current is None or not current.limit_m:
+    if container is None or current is None or not current.limit:
         named = ctx.signal.container or "(none named, and not exactly one GPU container)"
         return Skip(SkipReason.NOT_APPLICABLE, f"container {named} has no CPU limit: CFS never throttles it")
-    highest = min(ctx.policy.cpu_max_m, ctx.cpu_bounds.max_m or ctx.policy.cpu_max_m)
+    highest = min(ctx.policy.cpu_max_m, ctx.cpu_bounds.highest or ctx.policy.cpu_max_m)
     target = size_cpu(current, ctx.signal.cpu_throttling, step_m=ctx.policy.cpu_step_m, max_m=highest)
-    if target.limit_m is None or target.limit_m <= current.limit_m:
-        return Skip(SkipReason.AT_MAX_CPU, f"CPU limit {current.limit_m}m; highest allowed {highest}m")
-    charged = check_cpu_quota(ctx, current, target, what=f"{container.name} CPU {current.limit_m}m→{target.limit_m}m")
+    if target.limit is None or target.limit <= current.limit:
+        return Skip(SkipReason.AT_MAX_CPU, f"CPU limit {current.limit}m; highest allowed {highest}m")
+    charged = check_cpu_quota(ctx, current, target, what=f"{container.name} CPU {current.limit}m→{target.limit}m")
     if isinstance(charged, Skip):
         return charged
     return Action(action="resize-cpu", direction="up", workload=ctx.workload.ref, container=container.name,
-                  from_value=f"{current.limit_m}m", to_value=f"{target.limit_m}m", strategy="resize-cpu-up",
-                  cpu=target, cpu_before=current, cpu_quota_charges=charged)
+                  from_value=f"{current.limit}m", to_value=f"{target.limit}m", strategy="resize-cpu-up",
+                  cpu=target, cpu_before=current, compute_quota_charges=charged)
 
 
 def revert_cpu(ctx: Context, container: str | None, original: object) -> Action | Skip:
     """Back to the CPU recorded before the first raise; a lowering needs no quota, but stays above the
     LimitRange's min (a tenant may have raised it since)."""
     current = ctx.container_cpu(container) if container is not None else None
-    if not isinstance(original, CpuResources) or current is None or original.limit_m is None:
+    if not isinstance(original, ComputeResources) or current is None or original.limit is None:
         return Skip(SkipReason.NOTHING_TO_REVERT, f"recorded original {original!r} does not fit the CPU of {container}")
-    low = ctx.cpu_bounds.min_m
-    if low is not None and min(original.request_m or original.limit_m, original.limit_m) < low:
+    low = ctx.cpu_bounds.lowest
+    if low is not None and min(original.request or original.limit, original.limit) < low:
         return Skip(SkipReason.NOTHING_TO_REVERT,
-                    f"original CPU {original.limit_m}m is below the LimitRange min {low}m")
+                    f"original CPU {original.limit}m is below the LimitRange min {low}m")
     return Action(action="revert", direction="revert", workload=ctx.workload.ref, container=container,
-                  from_value=f"{current.limit_m}m", to_value=f"{original.limit_m}m", strategy="resize-cpu-up",
+                  from_value=f"{current.limit}m", to_value=f"{original.limit}m", strategy="resize-cpu-up",
                   cpu=original, cpu_before=current)
 
 
-CpuCharges = tuple[tuple[tuple[str, str], int], ...]  # ((quota name, resource), millicores): Action.cpu_quota_charges
+CpuCharges = tuple[tuple[tuple[str, str], int], ...]  # ((quota name, resource), amount): Action.compute_quota_charges
 
 
-def check_cpu_quota(ctx: Context, current: CpuResources, target: CpuResources, *, what: str) -> Skip | CpuCharges:
-    """QUOTA_EXCEEDED when a CPU line of a quota that counts these pods has less headroom than the change needs;
-    else the millicores it keeps of each line (reserved for the rest of the notification).
+def check_cpu_quota(ctx: Context, current: ComputeResources, target: ComputeResources, *,
+                    what: str) -> Skip | CpuCharges:
+    """`check_compute_quota` for a CPU change, in place where `cpu.applyTo` is pods."""
+    return check_compute_quota(ctx, ctx.cpu_bounds, current, target, what=what,
+                               in_place=ctx.policy.cpu_apply_to == "pods", unit="m")
+
+
+def check_compute_quota(ctx: Context, bounds: ComputeBounds, current: ComputeResources, target: ComputeResources,
+                        *, what: str, in_place: bool, unit: str) -> Skip | CpuCharges:
+    """QUOTA_EXCEEDED when a line (CPU or memory: `bounds`) of a quota that counts these pods has less headroom
+    than the change needs; else the amount it keeps of each line (reserved for the rest of the notification).
 
     Scope-aware like the GPU's (`quota.tracks`): a quota scoped to another PriorityClass neither counts nor
-    limits these pods; `cpu` and `requests.cpu` both count the requests. In place (`cpu.applyTo: pods`), each
-    pod the alerts name grows by the difference (the API server charges a resize its growth). Through the
-    template, like GPUs: every replica grows, and the surge pods run the new size while every old pod still
-    counts (the surge is transient: only the replicas' growth is kept).
+    limits these pods; `cpu` and `requests.cpu` (`memory` and `requests.memory`) both count the requests. In
+    place, each pod the alerts name grows by the difference (the API server charges a resize its growth).
+    Through the template, like GPUs: every replica grows, and the surge pods run the new size while every old
+    pod still counts (the surge is transient: only the replicas' growth is kept). `unit` names the amounts in
+    the message (`m` for millicores, `B` for bytes).
     """
-    old_request = current.request_m if current.request_m is not None else current.limit_m or 0
-    sizes = {"requests": (old_request, target.request_m or 0), "limits": (current.limit_m or 0, target.limit_m or 0)}
-    in_place = ctx.policy.cpu_apply_to == "pods"
+    old_request = current.request if current.request is not None else current.limit or 0
+    sizes = {"requests": (old_request, target.request or 0), "limits": (current.limit or 0, target.limit or 0)}
     pods = (len(ctx.signal.pods) or ctx.replicas) if in_place else ctx.replicas
     surge = 0 if in_place else ctx.surge
     charges: list[tuple[tuple[str, str], int]] = []
-    for quota in ctx.cpu_bounds.quotas:
+    for quota in bounds.quotas:
         if not tracks(ctx, quota, ctx.workload.priority_class):
             continue
-        old, new = sizes["limits" if quota.resource == "limits.cpu" else "requests"]
+        old, new = sizes["limits" if quota.resource.startswith("limits.") else "requests"]
         kept = pods * max(0, new - old)
         need = kept + surge * new
-        if need > 0 and need > quota.headroom_m:
+        if need > 0 and need > quota.headroom:
             return Skip(SkipReason.QUOTA_EXCEEDED,
-                        f"{what} needs {need}m of {quota.resource} of quota {quota.name} ({pods} pods, surge "
-                        f"{surge}), headroom {quota.headroom_m}m (hard {quota.hard_m}m, used {quota.used_m}m)")
+                        f"{what} needs {need}{unit} of {quota.resource} of quota {quota.name} ({pods} pods, surge "
+                        f"{surge}), headroom {quota.headroom}{unit} (hard {quota.hard}{unit}, used {quota.used}{unit})")
         if kept:
             charges.append((quota.key, kept))
     return tuple(charges)

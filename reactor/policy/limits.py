@@ -2,15 +2,17 @@
 
 Independent of how the Action was reached (a strategy, or a revert to a recorded `original`): GPUs
 inside gpus.min/max, the annotations and the LimitRange; replicas inside replicas.min/max and the
-annotations; a PriorityClass on the ladder; CPU inside cpu.max and the LimitRange. Recorded state is never
+annotations; a PriorityClass on the ladder; CPU inside cpu.max and the LimitRange; memory inside memory.max
+and the LimitRange (min, max, maxLimitRequestRatio). Recorded state is never
 trusted to be in bounds (the bounds may have changed since it was written, or it may be forged). Pure: no I/O,
 no clock.
 """
 
 from __future__ import annotations
 
-from ..annotations import CPU, GPUS, REPLICAS, changed_field
+from ..annotations import CPU, GPUS, MEMORY, REPLICAS, changed_field
 from ..model import Action, Skip, SkipReason
+from . import memory
 from .context import Context, gpu_range, replica_range
 
 
@@ -25,6 +27,8 @@ def out_of_bounds(ctx: Context, action: Action) -> Skip | None:
         return _in_range(value, replica_range(ctx), what, SkipReason.AT_MIN_REPLICAS, SkipReason.AT_MAX_REPLICAS)
     if field == CPU:
         return _cpu_out_of_bounds(ctx, action, what)
+    if field == MEMORY:
+        return memory.out_of_bounds(ctx.memory_bounds, memory.highest_memory(ctx), action.memory, what)
     ladder = ctx.policy.priority_ladder
     if not isinstance(value, str) or value not in ladder:
         return Skip(SkipReason.PRIORITY_NOT_IN_LADDER, f"{what}, which is not on the ladder {list(ladder)}")
@@ -35,12 +39,12 @@ def _cpu_out_of_bounds(ctx: Context, action: Action, what: str) -> Skip | None:
     """A CPU write (a raise or its revert): request and limit set, the limit at most `cpu.max` and inside the
     LimitRange's CPU min/max, the request not above the limit."""
     cpu = action.cpu
-    if cpu is None or cpu.limit_m is None or cpu.request_m is None or cpu.request_m > cpu.limit_m:
+    if cpu is None or cpu.limit is None or cpu.request is None or cpu.request > cpu.limit:
         return Skip(SkipReason.NOT_APPLICABLE, f"{what}, which is not a request and limit to set")
-    lo, hi = ctx.cpu_bounds.min_m, min(ctx.policy.cpu_max_m, ctx.cpu_bounds.max_m or ctx.policy.cpu_max_m)
-    if cpu.limit_m > hi:
+    lo, hi = ctx.cpu_bounds.lowest, min(ctx.policy.cpu_max_m, ctx.cpu_bounds.highest or ctx.policy.cpu_max_m)
+    if cpu.limit > hi:
         return Skip(SkipReason.AT_MAX_CPU, f"{what}, above the highest allowed {hi}m")
-    if lo is not None and cpu.request_m < lo:
+    if lo is not None and cpu.request < lo:
         return Skip(SkipReason.NOTHING_TO_REVERT, f"{what}, below the LimitRange min {lo}m")
     return None
 

@@ -7,7 +7,7 @@ for every quota that will count the pods the change creates. Pure arithmetic ove
 
 from __future__ import annotations
 
-from ..model import CpuQuota, Quota, ScopeTerm, Skip, SkipReason, Workload
+from ..model import ComputeQuota, Quota, ScopeTerm, Skip, SkipReason, Workload
 from .context import Context
 
 Charges = tuple[tuple[str, int], ...]  # (quota name, GPUs), as Action.quota_charges
@@ -18,7 +18,7 @@ def pod_gpus(workload: Workload, *, container: str | None = None, gpus: int | No
     return sum(gpus if (c.name == container and gpus is not None) else c.gpus for c in workload.containers)
 
 
-def tracks(ctx: Context, quota: Quota | CpuQuota, priority_class: str | None) -> bool:
+def tracks(ctx: Context, quota: Quota | ComputeQuota, priority_class: str | None) -> bool:
     """Whether `quota` counts the workload's pods when they run under `priority_class` (podMatchesScopeFunc:
     every term must match; a quota without terms counts every pod)."""
     cls = priority_class or ctx.bounds.default_priority_class

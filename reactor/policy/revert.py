@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..annotations import CPU, changed_field, original_value
+from ..annotations import CPU, MEMORY, changed_field, original_value
 from ..model import Action, LastAction, Skip, SkipReason
 from . import rails
 from .context import Context
 from .cpu import revert_cpu
 from .limits import out_of_bounds
+from .memory import revert_memory
 from .quota import check_added_pods, check_template, pod_gpus
 from .strategies import check_priority_class
 
@@ -87,6 +88,8 @@ def _current(ctx: Context, strategy: str, container: str | None) -> object:
     name = changed_field(strategy)
     if name == CPU:
         return ctx.container_cpu(container) if container is not None else None
+    if name == MEMORY:
+        return ctx.container_memory(container) if container is not None else None
     if name == "gpus":
         found = ctx.workload.container(container) if container is not None else None
         return None if found is None else found.gpus
@@ -102,6 +105,8 @@ def _checked(ctx: Context, last: LastAction, strategy: str, target: tuple[object
     field = changed_field(strategy)
     if field == CPU:
         return revert_cpu(ctx, last.container, original)
+    if field == MEMORY:
+        return revert_memory(ctx, last.container, original)
     per_pod = pod_gpus(ctx.workload)
     container = last.container if field == "gpus" else None
     action = Action(action="revert", direction="revert", workload=ctx.workload.ref, container=container,

@@ -14,6 +14,7 @@ from ..model import Alert, AlertName, Signal, Status, iso
 PRECEDENCE: tuple[str, ...] = (
     AlertName.METRICS_MISSING.value,
     AlertName.STARVED_BY_CPU.value,
+    AlertName.NEAR_MEMORY_LIMIT.value,
     AlertName.SATURATED.value,
     AlertName.MEMORY_SATURATED.value,
     AlertName.UNDERUTILIZED.value,

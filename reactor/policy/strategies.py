@@ -13,6 +13,7 @@ from collections.abc import Callable
 from ..model import Action, Kind, Skip, SkipReason
 from .context import Context, gpu_range, replica_range
 from .cpu import resize_cpu
+from .memory import resize_memory
 from .quota import Charges, check_added_pods, check_template, pod_gpus
 
 Strategy = Callable[[Context, str], "Action | Skip"]
@@ -138,6 +139,7 @@ FAMILIES: dict[str, Strategy] = {
     "scale-replicas": scale_replicas,
     "set-priority": set_priority,
     "resize-cpu": resize_cpu,
+    "resize-memory": resize_memory,
 }
 
 

@@ -23,9 +23,13 @@ STRATEGIES = frozenset(
         "set-priority-up",
         "hold",
         "resize-cpu-up",
+        "resize-memory-up",
     }
 )
-REVERTIBLE = frozenset({"set-priority-up", "set-priority-down", "scale-replicas-up", "resize-gpu-up", "resize-cpu-up"})
+REVERTIBLE = frozenset({"set-priority-up", "set-priority-down", "scale-replicas-up", "resize-gpu-up", "resize-cpu-up",
+                        "resize-memory-up"})
+# The strategies that resize a running pod in place (pods/resize) unless `cpu.applyTo` is template.
+IN_PLACE = frozenset({"resize-cpu-up", "resize-memory-up"})
 # Where a CPU change goes: the running pods (in place, pods/resize), the owner's template, or both.
 CPU_APPLY_TO = ("pods", "template", "both")
 # Denied whatever `namespaces.deny` says; admitted only when `namespaces.allow` names them (never by `*`).
@@ -39,6 +43,7 @@ DEFAULT_ALERTS: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "GPUMemorySaturated": ("resize-gpu-up",),
         "GPUMetricsMissing": ("hold",),
         "GPUStarvedByCPU": ("resize-cpu-up",),
+        "GPUContainerNearMemoryLimit": ("resize-memory-up",),
     }
 )
 
@@ -80,7 +85,10 @@ class Policy:
     cpu_unknown_holds: bool = True  # throttling "unknown" (no cAdvisor series) also refuses shrinking
     cpu_step_m: int = 250  # smallest CPU raise, and the grain sizes are rounded up to (millicores)
     cpu_max_m: int = 16_000  # highest CPU limit the reactor sets (millicores)
-    cpu_apply_to: str = "pods"
+    cpu_apply_to: str = "pods"  # where CPU and memory changes go (memory: see Context.memory_apply_to)
+    # The memory action (see reactor.policy.memory): a raise is `memory_step` of the limit, up to `memory_max_bytes`.
+    memory_step: float = 0.25
+    memory_max_bytes: int = 256 << 30
 
     # Verification after acting (reactor/verifier.py): a rollout not done within verify_timeout is reverted,
     # and the same strategy is not tried again on that workload within verify_revert_window.
@@ -90,8 +98,8 @@ class Policy:
 
     @property
     def resizes_pods_in_place(self) -> bool:
-        """Does some alert raise CPU on the running pods (pods/resize)? The RBAC grant follows this."""
-        return self.cpu_apply_to != "template" and any("resize-cpu-up" in s for s in self.alerts.values())
+        """Does some alert raise CPU or memory on the running pods (pods/resize)? The RBAC grant follows this."""
+        return self.cpu_apply_to != "template" and any(IN_PLACE & set(s) for s in self.alerts.values())
 
     def namespace_allowed(self, namespace: str) -> bool:
         """Deny wins; `*` in allow admits every namespace not denied and not a system namespace.

@@ -81,7 +81,25 @@ def _check_container(item: Obj, resources: Obj) -> list[str]:
             errors.append(f"maximum {key} usage per Container is {raw}.  No limit is specified")
         elif quantity.parse(limits[key]) > quantity.parse(raw):
             errors.append(f"maximum {key} usage per Container is {raw}, but limit is {limits[key]}")
+    for key, raw in (item.get("maxLimitRequestRatio") or {}).items():
+        errors += _check_ratio(key, raw, requests, limits)
     return errors
+
+
+def _check_ratio(key: str, raw: Any, requests: Obj, limits: Obj) -> list[str]:
+    """limitRequestRatioConstraint: limit / request at most the ratio (compared in milli-units, as upstream
+    does for a ratio that fits them), both set and non-zero."""
+    request = quantity.parse(requests[key]) if key in requests else Fraction(0)
+    limit = quantity.parse(limits[key]) if key in limits else Fraction(0)
+    if request == 0:
+        return [f"{key} max limit to request ratio per Container is {raw}, but no request is specified or "
+                "request is 0"]
+    if limit == 0:
+        return [f"{key} max limit to request ratio per Container is {raw}, but no limit is specified or limit is 0"]
+    if limit / request > quantity.parse(raw):
+        return [f"{key} max limit to request ratio per Container is {raw}, but provided ratio is "
+                f"{float(limit / request):f}"]
+    return []
 
 
 def apply_priority(store: Store, res: Resource, pod: Obj) -> None:

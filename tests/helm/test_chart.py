@@ -225,3 +225,26 @@ def test_base_chart_serves_many_namespaces_and_amd() -> None:
     assert objs[("LimitRange", "a", "gpu-limits")]["spec"]["limits"][0]["max"] == {"amd.com/gpu": "2"}
     assert ("Namespace", None, "b") not in objs and ("LimitRange", "b", "gpu-limits") not in objs
     assert len([k for k in objs if k[0] == "PriorityClass"]) == 3
+
+
+@pytest.mark.parametrize(
+    ("alerts", "cpu", "granted"),
+    [
+        pytest.param({}, {}, True, id="defaults-cpu-and-memory"),
+        pytest.param({"GPUStarvedByCPU": ["hold"]}, {}, True, id="memory-only"),
+        pytest.param({"GPUContainerNearMemoryLimit": ["hold"]}, {}, True, id="cpu-only"),
+        pytest.param({"GPUStarvedByCPU": ["hold"], "GPUContainerNearMemoryLimit": ["hold"]}, {}, False, id="neither"),
+        pytest.param({}, {"applyTo": "template"}, False, id="template-only"),
+    ],
+)
+def test_the_pods_resize_grant_follows_cpu_and_memory_actions(alerts: dict[str, Any], cpu: dict[str, Any],
+                                                              granted: bool) -> None:
+    """As Policy.resizes_pods_in_place: resize-cpu-up or resize-memory-up on some alert, applyTo not template (an
+    alert the policy leaves out keeps its default strategies: `hold` turns one off)."""
+    values = {"policy": {"namespaces": {"allow": ["team-a"]}, "alerts": alerts, "cpu": cpu}}
+    objs = by_key(render(values))
+    role = objs[("ClusterRole", None, "gpu-reactor-workloads")]
+    rules = {(g, r) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
+    assert (("", "pods/resize") in rules) is granted
+    policy = yaml.safe_load(objs[("ConfigMap", NAMESPACE, "gpu-reactor-policy")]["data"]["policy.yaml"])
+    assert build_settings(policy, {}).policy.resizes_pods_in_place is granted

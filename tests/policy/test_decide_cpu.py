@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from reactor.model import Action, Container, CpuBounds, CpuQuota, CpuResources, ScopeTerm, Skip
+from reactor.model import Action, ComputeBounds, ComputeQuota, ComputeResources, Container, ScopeTerm, Skip
 from reactor.model import SkipReason as R
 from reactor.policy import CpuFacts, decide
 from reactor.policy.cpu import size_cpu
@@ -15,12 +15,13 @@ from tests.policy.policy_builders import NOW, POLICY, bounds, signal, workload
 UNDER, IDLE, STARVED = "GPUUnderutilized", "GPUIdle", "GPUStarvedByCPU"
 
 
-def cpu_quota(resource: str, headroom: int, *, name: str = "compute", scopes: tuple[ScopeTerm, ...] = ()) -> CpuBounds:
-    return CpuBounds(quotas=(CpuQuota(name, resource, hard_m=20_000, used_m=20_000 - headroom, scopes=scopes),))
+def cpu_quota(resource: str, headroom: int, *, name: str = "compute",
+              scopes: tuple[ScopeTerm, ...] = ()) -> ComputeBounds:
+    return ComputeBounds(quotas=(ComputeQuota(name, resource, hard=20_000, used=20_000 - headroom, scopes=scopes),))
 
 
 def cpu_workload(*, request: int | None = 2000, limit: int | None = 2000, replicas: int = 2):
-    cpu = None if request is None and limit is None else CpuResources(request, limit)
+    cpu = None if request is None and limit is None else ComputeResources(request, limit)
     return workload(replicas=replicas, containers=(Container("server", 4, cpu), Container("sidecar", 0)))
 
 
@@ -75,13 +76,14 @@ def test_growing_and_priority_are_not_blocked_by_throttling():
 @pytest.mark.parametrize(
     ("current", "ratio", "expected"),
     [
-        pytest.param(CpuResources(2000, 2000), 0.5, CpuResources(3000, 3000), id="guaranteed-stays-equal"),
-        pytest.param(CpuResources(1000, 2000), 0.5, CpuResources(1500, 3000), id="burstable-keeps-its-proportion"),
-        pytest.param(CpuResources(None, 2000), 0.5, CpuResources(3000, 3000), id="request-defaults-to-limit"),
-        pytest.param(CpuResources(2000, 2000), 0.05, CpuResources(2250, 2250), id="at-least-one-step"),
-        pytest.param(CpuResources(2000, 2000), None, CpuResources(2250, 2250), id="unmeasured-one-step"),
-        pytest.param(CpuResources(2000, 2000), 0.33, CpuResources(2750, 2750), id="rounded-up-to-the-step"),
-        pytest.param(CpuResources(2000, 2000), 1.0, CpuResources(3500, 3500), id="capped"),
+        pytest.param(ComputeResources(2000, 2000), 0.5, ComputeResources(3000, 3000), id="guaranteed-stays-equal"),
+        pytest.param(ComputeResources(1000, 2000), 0.5, ComputeResources(1500, 3000),
+                     id="burstable-keeps-its-proportion"),
+        pytest.param(ComputeResources(None, 2000), 0.5, ComputeResources(3000, 3000), id="request-defaults-to-limit"),
+        pytest.param(ComputeResources(2000, 2000), 0.05, ComputeResources(2250, 2250), id="at-least-one-step"),
+        pytest.param(ComputeResources(2000, 2000), None, ComputeResources(2250, 2250), id="unmeasured-one-step"),
+        pytest.param(ComputeResources(2000, 2000), 0.33, ComputeResources(2750, 2750), id="rounded-up-to-the-step"),
+        pytest.param(ComputeResources(2000, 2000), 1.0, ComputeResources(3500, 3500), id="capped"),
     ],
 )
 def test_size_cpu(current, ratio, expected):
@@ -93,13 +95,13 @@ def test_starved_container_gets_cpu_not_fewer_gpus():
     assert isinstance(decision, Action)
     assert (decision.action, decision.container, decision.from_value, decision.to_value) == (
         "resize-cpu", "server", "2000m", "3000m")
-    assert decision.cpu == CpuResources(3000, 3000)
+    assert decision.cpu == ComputeResources(3000, 3000)
     assert decision.gpu_delta == 0
 
 
 def test_the_running_pod_s_cpu_is_the_base_when_resizing_pods():
     """After a pods-only raise the template lags: sizing from it would raise the same step twice."""
-    facts = CpuFacts(pods={"server": CpuResources(3000, 3000)})
+    facts = CpuFacts(pods={"server": ComputeResources(3000, 3000)})
     decision = decide(throttled(STARVED, 0.5), cpu_workload(), bounds(), POLICY, NOW, cpu=facts)
     assert isinstance(decision, Action) and decision.from_value == "3000m" and decision.to_value == "4500m"
     template = decide(throttled(STARVED, 0.5), cpu_workload(), bounds(), replace(POLICY, cpu_apply_to="template"),
@@ -111,7 +113,8 @@ def test_the_running_pod_s_cpu_is_the_base_when_resizing_pods():
     ("wl", "facts", "policy", "reason"),
     [
         pytest.param(cpu_workload(request=None, limit=None), CpuFacts(), POLICY, R.NOT_APPLICABLE, id="no-cpu-limit"),
-        pytest.param(cpu_workload(), CpuFacts(bounds=CpuBounds(max_m=2000)), POLICY, R.AT_MAX_CPU, id="limitrange-max"),
+        pytest.param(cpu_workload(), CpuFacts(bounds=ComputeBounds(highest=2000)), POLICY, R.AT_MAX_CPU,
+                     id="limitrange-max"),
         pytest.param(cpu_workload(limit=16000, request=16000), CpuFacts(), POLICY, R.AT_MAX_CPU, id="policy-max"),
         pytest.param(cpu_workload(), CpuFacts(bounds=cpu_quota("requests.cpu", 999)), POLICY, R.QUOTA_EXCEEDED,
                      id="requests-cpu-quota"),
@@ -129,10 +132,11 @@ def test_resize_cpu_refusals(wl, facts, policy, reason):
 
 def test_in_place_quota_counts_only_the_named_pods():
     """One pod resized in place by 1000m fits 1000m of headroom; the template's rollout would not."""
-    facts = CpuFacts(bounds=CpuBounds(quotas=cpu_quota("requests.cpu", 1000).quotas + cpu_quota("limits.cpu", 1000).quotas))
+    lines = cpu_quota("requests.cpu", 1000).quotas + cpu_quota("limits.cpu", 1000).quotas
+    facts = CpuFacts(bounds=ComputeBounds(quotas=lines))
     one = decide(throttled(STARVED, 0.5), cpu_workload(), bounds(), POLICY, NOW, cpu=facts)
     assert isinstance(one, Action)
-    assert one.cpu_quota_charges == ((("compute", "requests.cpu"), 1000), (("compute", "limits.cpu"), 1000))
+    assert one.compute_quota_charges == ((("compute", "requests.cpu"), 1000), (("compute", "limits.cpu"), 1000))
     two = throttled(STARVED, 0.5, pods=("p-1", "p-2"))
     refused = decide(two, cpu_workload(), bounds(), POLICY, NOW, cpu=facts)
     assert isinstance(refused, Skip) and refused.reason is R.QUOTA_EXCEEDED
@@ -153,7 +157,7 @@ def test_a_cpu_quota_scoped_to_another_class_neither_counts_nor_limits():
     other = cpu_quota("requests.cpu", 0, name="high",
                       scopes=(ScopeTerm("PriorityClass", "In", ("high-priority-gpu",)),))
     decision = decide(throttled(STARVED, 0.5), cpu_workload(), bounds(), POLICY, NOW, cpu=CpuFacts(bounds=other))
-    assert isinstance(decision, Action) and decision.cpu_quota_charges == ()
+    assert isinstance(decision, Action) and decision.compute_quota_charges == ()
     own = cpu_quota("requests.cpu", 0, name="medium",
                     scopes=(ScopeTerm("PriorityClass", "In", ("medium-priority-gpu",)),))
     medium = replace(cpu_workload(), priority_class="medium-priority-gpu")
@@ -162,9 +166,9 @@ def test_a_cpu_quota_scoped_to_another_class_neither_counts_nor_limits():
 
 
 def test_reserving_adds_the_notification_s_earlier_charges_line_by_line():
-    b = CpuBounds(quotas=cpu_quota("requests.cpu", 3000).quotas + cpu_quota("limits.cpu", 3000).quotas)
+    b = ComputeBounds(quotas=cpu_quota("requests.cpu", 3000).quotas + cpu_quota("limits.cpu", 3000).quotas)
     reserved = b.reserving({("compute", "limits.cpu"): 2000, ("other", "limits.cpu"): 5})
-    assert [q.headroom_m for q in reserved.quotas] == [3000, 1000]
+    assert [q.headroom for q in reserved.quotas] == [3000, 1000]
     assert b.reserving({}) is b
 
 
@@ -179,7 +183,7 @@ def test_a_cpu_raise_records_the_original_and_its_resolve_reverts_it():
     written = state_annotations(raised, sig, cpu_workload(), timedelta(minutes=30), NOW - timedelta(minutes=20))
     assert '"cpu":{"server":{"limit":2000,"request":2000}}' in written["gpu-reactor.io/original"]
     annotations = {k: v for k, v in written.items() if v is not None}
-    now_raised = workload(replicas=2, containers=(Container("server", 4, CpuResources(3000, 3000)),),
+    now_raised = workload(replicas=2, containers=(Container("server", 4, ComputeResources(3000, 3000)),),
                           annotations=annotations)
     assert read_state(annotations).invalid == ()
     resolved = replace(sig, status="resolved")
@@ -187,7 +191,7 @@ def test_a_cpu_raise_records_the_original_and_its_resolve_reverts_it():
     revert = decide(resolved, now_raised, bounds(), policy, NOW)
     assert isinstance(revert, Action), revert
     assert (revert.action, revert.from_value, revert.to_value, revert.cpu) == (
-        "revert", "3000m", "2000m", CpuResources(2000, 2000))
+        "revert", "3000m", "2000m", ComputeResources(2000, 2000))
     not_by_default = decide(resolved, now_raised, bounds(), POLICY, NOW)
     assert isinstance(not_by_default, Skip) and not_by_default.reason is R.RESOLVED
     done = state_annotations(revert, resolved, now_raised, timedelta(minutes=30), NOW)

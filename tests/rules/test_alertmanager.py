@@ -99,7 +99,8 @@ def test_no_inhibit_rule_can_mute_a_resolve_the_reactor_may_revert_on() -> None:
     """A muted resolve is never sent later (see the promstack test below): an alert whose firing can take
     a revertible action (policy `revert`) must never be an inhibit target."""
     revertible = {alert for alert, strategies in DEFAULT_ALERTS.items() if set(strategies) & REVERTIBLE}
-    assert revertible == {"GPUSaturated", "GPUMemorySaturated", "GPUUnderutilized", "GPUStarvedByCPU"}  # as in the config
+    assert revertible == {"GPUSaturated", "GPUMemorySaturated", "GPUUnderutilized", "GPUStarvedByCPU",
+                          "GPUContainerNearMemoryLimit"}  # as in the config
     for source, targets in inhibited_targets().items():
         assert not targets & revertible, f"{source} would mute the resolves of {targets & revertible}"
 

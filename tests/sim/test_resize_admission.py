@@ -117,6 +117,43 @@ def test_limitranger_refuses_a_resize_past_the_container_max_with_403(sim: SimCl
     assert core.read_namespaced_pod("p", "ml").spec.containers[0].resources.limits["cpu"] == "1"
 
 
+def _memory(request: str, limit: str) -> dict[str, Any]:
+    return {"spec": {"containers": [{"name": "main", "resources": {"requests": {"memory": request},
+                                                                   "limits": {"memory": limit}}}]}}
+
+
+def test_limitranger_checks_memory_on_a_resize_max_and_limit_to_request_ratio(
+        sim: SimCluster, core: k8s.CoreV1Api) -> None:
+    """Memory as CPU: above the Container max is 403; so is a limit/request above maxLimitRequestRatio
+    (LimitRanger's limitRequestRatioConstraint, its wording: "provided ratio is %f"); nothing stored."""
+    sim.apply({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "mem", "namespace": "ml"},
+               "spec": {"limits": [{"type": "Container", "max": {"memory": "4Gi"},
+                                    "maxLimitRequestRatio": {"memory": "2"}}]}})
+    burstable = _pod("p")
+    burstable["spec"]["containers"][0]["resources"]["limits"]["memory"] = "2Gi"  # QoS stays Burstable throughout
+    _running(sim, core, burstable)
+    body = status_of(lambda: core.patch_namespaced_pod_resize("p", "ml", _memory("3Gi", "6Gi")), 403)
+    assert body["message"] == 'pods "p" is forbidden: maximum memory usage per Container is 4Gi, but limit is 6Gi'
+    body = status_of(lambda: core.patch_namespaced_pod_resize("p", "ml", _memory("1Gi", "3Gi")), 403)
+    assert body["message"] == ('pods "p" is forbidden: memory max limit to request ratio per Container is 2, '
+                               'but provided ratio is 3.000000')
+    assert core.read_namespaced_pod("p", "ml").spec.containers[0].resources.limits["memory"] == "2Gi"
+    core.patch_namespaced_pod_resize("p", "ml", _memory("2Gi", "4Gi"))
+    assert core.read_namespaced_pod("p", "ml").spec.containers[0].resources.limits["memory"] == "4Gi"
+
+
+def test_resourcequota_charges_the_memory_growth_of_a_resize(sim: SimCluster, core: k8s.CoreV1Api) -> None:
+    """limits.memory used 2Gi of 3Gi by two pods: growing one by 2Gi is 403, by 1Gi fits."""
+    sim.apply({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "mem", "namespace": "ml"},
+               "spec": {"hard": {"requests.memory": "3Gi", "limits.memory": "3Gi"}}})
+    _running(sim, core, _pod("p"), _pod("q"))
+    body = status_of(lambda: core.patch_namespaced_pod_resize("p", "ml", _memory("3Gi", "3Gi")), 403)
+    assert body["message"].startswith('pods "p" is forbidden: exceeded quota: mem, requested: ')
+    assert "limits.memory=2Gi" in body["message"] and "requests.memory=2Gi" in body["message"]
+    core.patch_namespaced_pod_resize("p", "ml", _memory("2Gi", "2Gi"))
+    assert core.read_namespaced_pod("p", "ml").spec.containers[0].resources.limits["memory"] == "2Gi"
+
+
 def test_kubelet_reports_infeasible_beyond_the_node_s_allocatable(sim: SimCluster, core: k8s.CoreV1Api) -> None:
     """Accepted by the API server, refused by the node: PodResizePending/Infeasible, old resources in status."""
     sim.apply(_node("4"))

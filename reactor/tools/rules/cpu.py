@@ -1,5 +1,6 @@
 """The CPU half of the rules: per GPU container, its CPU throttling and its CPU use against its limit,
-and GPUStarvedByCPU (GPUs underused while the CPU is throttled).
+and GPUStarvedByCPU (GPUs underused while the CPU is throttled); its memory working set against its memory
+limit, and GPUContainerNearMemoryLimit.
 
 Pure string and dict building, no I/O. cAdvisor (the kubelet) labels its series with the container's
 `namespace`, `pod`, `container`; `scrape.cadvisorLabels: exported` reads `exported_*` instead (a
@@ -19,7 +20,9 @@ from .values import Tunables, Values
 
 THROTTLING = "gpu_reactor:container_cpu_throttling:ratio"
 CPU_LIMIT_USED = "gpu_reactor:container_cpu_usage:limit_ratio"
+MEMORY_LIMIT_USED = "gpu_reactor:container_memory_working_set:limit_ratio"
 STARVED = "GPUStarvedByCPU"
+NEAR_MEMORY_LIMIT = "GPUContainerNearMemoryLimit"
 ANNOTATION = "cpu_throttling"
 _REAL_CONTAINER = 'container!="", container!="POD"'  # "" is the pod's cgroup, "POD" the pause container
 
@@ -59,9 +62,36 @@ def limit_used(values: Values) -> str:
     return f"{used}\n/\n(\n{cores}\n)\nand on ({BY_WORKLOAD})\n{promql.GPUS}"
 
 
+def memory_limit_used(values: Values) -> str:
+    """Memory working set / memory limit, both from cAdvisor (the kubelet), like the CPU series: the working
+    set is what the kernel's OOM killer weighs against the limit (`container_memory_working_set_bytes`), the
+    limit is `container_spec_memory_limit_bytes`, 0 for a container without one: no sample then (nothing to
+    near), and none at all without cAdvisor series (unknown, never "far from its limit")."""
+    labels = values.cadvisor_labels
+    used = f"sum by ({BY_WORKLOAD}) ({cadvisor('container_memory_working_set_bytes', labels)})"
+    limit = f"sum by ({BY_WORKLOAD}) ({cadvisor('container_spec_memory_limit_bytes', labels)} > 0)"
+    return f"{used}\n/\n{limit}\nand on ({BY_WORKLOAD})\n{promql.GPUS}"
+
+
 def recording_rules(values: Values) -> list[dict[str, Any]]:
     """Recorded after the GPU series: they keep only containers `container_gpus:count` lists."""
-    return [{"record": THROTTLING, "expr": throttling(values)}, {"record": CPU_LIMIT_USED, "expr": limit_used(values)}]
+    return [{"record": THROTTLING, "expr": throttling(values)}, {"record": CPU_LIMIT_USED, "expr": limit_used(values)},
+            {"record": MEMORY_LIMIT_USED, "expr": memory_limit_used(values)}]
+
+
+def near_memory_expr(sel: str, threshold: float, window: timedelta, values: Values) -> str:
+    """Working set above `threshold` of the limit on average over `window`, while cAdvisor still reports it
+    (a series silent for `staleAfter` is not judged: missing is never read either way)."""
+    return promql.window_compare(MEMORY_LIMIT_USED, sel, ">", threshold, window, values.stale_after)
+
+
+def near_memory_description(threshold: float, window: timedelta) -> str:
+    return (
+        "Container {{ $labels.container }} of {{ $labels.namespace }}/{{ $labels.pod }} used "
+        f"{{{{ $value | humanizePercentage }}}} of its memory limit on average over {duration(window)}, above "
+        f"{threshold * 100:g}%: near an OOM kill, which would lose its work and idle its GPUs; value is the "
+        "working set / limit ratio. Give it memory."
+    )
 
 
 def throttling_annotation(values: Values) -> str:

@@ -33,6 +33,7 @@ _SUMMARY = {
     "GPUMemorySaturated": "GPU memory of {{ $labels.namespace }}/{{ $labels.pod }} is nearly full",
     "GPUMetricsMissing": "GPU metrics of {{ $labels.namespace }}/{{ $labels.pod }} are missing",
     "GPUStarvedByCPU": "GPUs of {{ $labels.namespace }}/{{ $labels.pod }} wait for its CPU",
+    "GPUContainerNearMemoryLimit": "{{ $labels.namespace }}/{{ $labels.pod }} is near its memory limit",
 }
 # The shrink alerts say how throttled the container's CPU is: the reactor never shrinks a CPU-starved one.
 _CPU_ANNOTATED = frozenset({"GPUUnderutilized", "GPUIdle"})
@@ -142,6 +143,16 @@ def _starved_alerts(values: Values) -> list[dict[str, Any]]:
     return rules
 
 
+def _near_memory_alert(values: Values, v: Variant) -> dict[str, Any]:
+    """GPUContainerNearMemoryLimit: the memory working set near the limit (see `cpu`)."""
+    t = v.tunables
+    expr = cpu.near_memory_expr(v.selector, t.threshold, t.window, values)
+    description = cpu.near_memory_description(t.threshold, t.window)
+    annotations = _annotations(values, cpu.NEAR_MEMORY_LIMIT, description, gpus_window=values.stale_after,
+                               idle_known=True)
+    return _alert(cpu.NEAR_MEMORY_LIMIT, expr, v, annotations)
+
+
 def _missing_alert(values: Values, v: Variant) -> dict[str, Any]:
     t = v.tunables
     dropped = ", its series dropped while the pod exists" if values.kube_state_metrics else ""
@@ -161,7 +172,8 @@ def alerting_rules(values: Values) -> list[dict[str, Any]]:
     for alert, (section, _, _) in _WINDOW_ALERTS.items():
         rules += [_window_alert(values, alert, v) for v in variants(values, section)]
     rules += [_missing_alert(values, v) for v in variants(values, "metricsMissing")]
-    return rules + _starved_alerts(values)
+    rules += _starved_alerts(values)
+    return rules + [_near_memory_alert(values, v) for v in variants(values, "nearMemoryLimit")]
 
 
 def rule_groups(values: Values) -> dict[str, Any]:

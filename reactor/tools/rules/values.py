@@ -79,6 +79,11 @@ SECTIONS: Mapping[str, tuple[frozenset[str], Tunables]] = MappingProxyType(
             frozenset({"threshold", "window", "for", "keepFiringFor", "severity"}),
             Tunables(0.25, timedelta(minutes=15), timedelta(minutes=15), timedelta(minutes=10)),
         ),
+        # GPUContainerNearMemoryLimit: memory working set / memory limit above this ratio (cAdvisor).
+        "nearMemoryLimit": (
+            frozenset({"threshold", "window", "for", "keepFiringFor", "severity"}),
+            Tunables(0.90, timedelta(minutes=10), timedelta(minutes=5), timedelta(minutes=10)),
+        ),
     }
 )
 _TOP = frozenset(
