@@ -19,6 +19,7 @@ from ..informer import Informers
 from ..probes import Probes
 from ..settings import Settings
 from ..verifier import Verifier
+from .arenas import limit_malloc_arenas
 from .probe_server import ProbeServer, bind_listener
 from .reads import DeadlineReader, WSGIApp, guard_input
 
@@ -161,6 +162,7 @@ def run(app: Flask, settings: Settings, probes: Probes | None = None, verifier: 
 
     options["post_worker_init"] = worker_init
     options["worker_exit"] = worker_exit
+    limit_malloc_arenas()  # before the fork: the worker's threads inherit the cap
     _Gunicorn(app, options).run()
 
 
