@@ -2,9 +2,10 @@
 
 For each workload the verifier reads, the GPUs of its recorded `original` (per pod × replicas) against
 its current ones: positive is released, negative is added. Released GPUs integrated over time give
-`reactor_gpu_seconds_saved_total`. Only workloads read while being verified (and re-read after a
-revert) are known: a value is the last one seen, kept until the workload is read again, and lost on
-restart. It reads nothing itself and writes nothing.
+`reactor_gpu_seconds_saved_total`, and, when `finops.gpuHourlyCost` prices the GPU resource, their cost
+`reactor_gpu_cost_saved_total` (in the currency the price is given in). Only workloads read while being
+verified (and re-read after a revert) are known: a value is the last one seen, kept until the workload is
+read again, and lost on restart. It reads nothing itself and writes nothing.
 """
 
 from __future__ import annotations
@@ -40,8 +41,13 @@ def held_gpus(workload: Workload) -> int:
 class GpuLedger:
     """The last known hold of each workload, published as gauges; released GPUs integrated into seconds."""
 
-    def __init__(self, metrics: Metrics) -> None:
+    def __init__(self, metrics: Metrics, hourly_cost: Mapping[str, float] | None = None,
+                 resource: str = "nvidia.com/gpu") -> None:
         self.metrics = metrics
+        prices = hourly_cost or {}
+        for name, price in prices.items():  # published as configured, for dashboards that price other series
+            metrics.gpu_hourly_cost.labels(resource=name).set(price)
+        self._price_per_second = prices[resource] / 3600 if resource in prices else None
         self._held: dict[WorkloadRef, int] = {}
         self._since: datetime | None = None
         self._lock = threading.Lock()
@@ -64,4 +70,7 @@ class GpuLedger:
             self.metrics.gpus_released.labels(namespace=namespace).set(released[namespace])
             self.metrics.gpus_added.labels(namespace=namespace).set(added[namespace])
             if released[namespace] and elapsed:
-                self.metrics.gpu_seconds_saved.labels(namespace=namespace).inc(released[namespace] * elapsed)
+                seconds = released[namespace] * elapsed
+                self.metrics.gpu_seconds_saved.labels(namespace=namespace).inc(seconds)
+                if self._price_per_second is not None:
+                    self.metrics.gpu_cost_saved.labels(namespace=namespace).inc(seconds * self._price_per_second)

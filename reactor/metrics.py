@@ -70,6 +70,14 @@ class Metrics:
         self.gpu_seconds_saved = Counter(
             "reactor_gpu_seconds_saved", "GPU-seconds held back by the reactor's changes.", ["namespace"], registry=r,
         )
+        self.gpu_cost_saved = Counter(
+            "reactor_gpu_cost_saved", "Cost of the GPU-hours held back, at finops.gpuHourlyCost of gpuResource.",
+            ["namespace"], registry=r,
+        )
+        self.gpu_hourly_cost = Gauge(
+            "reactor_gpu_hourly_cost", "The cost of one GPU-hour, per resource, as configured (finops.gpuHourlyCost).",
+            ["resource"], registry=r,
+        )
         self.build_info = Info("reactor_build", "Version of the running reactor.", registry=r)
         self.build_info.info({"version": __version__})
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}

@@ -119,6 +119,17 @@ def _revert(key: str, raw: Any) -> tuple[str, ...]:
     return tuple(raw)
 
 
+def _costs(key: str, raw: Any) -> Mapping[str, float]:
+    """{extended resource: cost of one GPU-hour}; a price is a number from 0 to 100,000 (any currency)."""
+    if raw is None:
+        return MappingProxyType({})
+    if not isinstance(raw, dict):
+        raise ConfigError(key, "expected a mapping of GPU resource to the cost of one GPU-hour, "
+                               "e.g. {nvidia.com/gpu: 2.5}")
+    return MappingProxyType({resource(f"{key}.{name}", name): bounded(float, 0, 100_000)(f"{key}.{name}", cost)
+                             for name, cost in raw.items()})
+
+
 def _window(key: str, raw: Any) -> Window:
     if not isinstance(raw, dict) or set(raw) - {"actions", "per"}:
         raise ConfigError(key, "expected {actions: N, per: DURATION}")
@@ -181,6 +192,7 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "verify.revertWindow": ("policy", "verify_revert_window", duration_in(timedelta(0), timedelta(days=30))),
     "verify.leaseNamespace": ("server", "lease_namespace", opt_str),
     "verify.leaseName": ("server", "lease_name", opt_str),
+    "finops.gpuHourlyCost": ("policy", "gpu_hourly_cost", _costs),
     "adapters.builtin": ("top", "adapters_builtin", parse_builtin),
     "adapters.custom": ("top", "adapters_custom", parse_custom),
     "kube.watchCache": ("kube", "watch_cache", boolean),
@@ -188,7 +200,7 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "logging.level": ("top", "log_level", choice("DEBUG", "INFO", "WARNING", "ERROR")),
 }
 _SECTIONS = {"namespaces", "gpus", "replicas", "budget", "server", "kube", "logging", "state", "cpu", "memory",
-             "adapters", "verify"}
+             "adapters", "verify", "finops"}
 
 
 def env_name(path: str) -> str:

@@ -69,7 +69,7 @@ class Verifier:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.ledger = GpuLedger(metrics)
+        self.ledger = GpuLedger(metrics, self.policy.gpu_hourly_cost, self.policy.gpu_resource)
 
     # --- what to verify -------------------------------------------------------------------------
 

@@ -4,14 +4,17 @@ gauges and GPU-seconds over an isolated registry (issue 14: the FinOps view)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from types import MappingProxyType
 
 import pytest
 from prometheus_client import CollectorRegistry
 
+from reactor.errors import ConfigError
 from reactor.finops import GpuLedger, held_gpus
 from reactor.metrics import Metrics
 from reactor.model import Container, ReactorState, Workload, WorkloadRef
+from reactor.settings import load_settings
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -44,3 +47,46 @@ def test_the_ledger_sets_gauges_per_namespace_and_integrates_released_gpus() -> 
     value = lambda name: registry.get_sample_value(name, {"namespace": "team-a"})  # noqa: E731
     assert (value("reactor_gpus_released"), value("reactor_gpus_added")) == (6, 1)
     assert value("reactor_gpu_seconds_saved_total") == 6 * 600
+
+
+def test_a_priced_gpu_resource_counts_the_cost_of_the_gpu_hours_held_back() -> None:
+    """finops.gpuHourlyCost {nvidia.com/gpu: 2.5}: 6 GPUs held back for 10 minutes cost 6 × 2.5 / 6 = 2.5; every
+    configured price is published, a price for another resource counts nothing here."""
+    registry = CollectorRegistry()
+    ledger = GpuLedger(Metrics(registry), {"nvidia.com/gpu": 2.5, "amd.com/gpu": 1.0}, "nvidia.com/gpu")
+    ledger.observe(_workload("a", 2, 3, {"gpus": MappingProxyType({"main": 4})}))
+    ledger.publish(T0)
+    ledger.publish(T0 + timedelta(minutes=10))
+    assert registry.get_sample_value("reactor_gpu_cost_saved_total", {"namespace": "team-a"}) == pytest.approx(2.5)
+    assert registry.get_sample_value("reactor_gpu_hourly_cost", {"resource": "nvidia.com/gpu"}) == 2.5
+    assert registry.get_sample_value("reactor_gpu_hourly_cost", {"resource": "amd.com/gpu"}) == 1.0
+
+
+def test_without_a_price_no_cost_is_counted() -> None:
+    registry = CollectorRegistry()
+    ledger = GpuLedger(Metrics(registry), {"amd.com/gpu": 1.0}, "nvidia.com/gpu")
+    ledger.observe(_workload("a", 2, 3, {"gpus": MappingProxyType({"main": 4})}))
+    ledger.publish(T0)
+    ledger.publish(T0 + timedelta(minutes=10))
+    assert registry.get_sample_value("reactor_gpu_seconds_saved_total", {"namespace": "team-a"}) == 6 * 600
+    assert registry.get_sample_value("reactor_gpu_cost_saved_total", {"namespace": "team-a"}) is None
+
+
+@pytest.mark.parametrize(("raw", "problem"), [
+    ("finops: {gpuHourlyCost: 2.5}\n", "finops.gpuHourlyCost: expected a mapping of GPU resource"),
+    ("finops: {gpuHourlyCost: {nvidia.com/gpu: -1}}\n", "finops.gpuHourlyCost.nvidia.com/gpu: must be between 0"),
+    ("finops: {gpuHourlyCost: {nvidia.com/gpu: cheap}}\n", "finops.gpuHourlyCost.nvidia.com/gpu: expected a number"),
+    ("finops: {gpuHourlyCost: {'not a resource': 1}}\n", "expected an extended resource name"),
+], ids=["not-a-mapping", "negative", "not-a-number", "bad-resource"])
+def test_a_bad_price_is_a_configuration_error_naming_the_key(tmp_path: Path, raw: str, problem: str) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(raw)
+    with pytest.raises(ConfigError) as e:
+        load_settings(str(path))
+    assert problem in str(e.value)
+
+
+def test_the_price_is_read_from_the_policy_file(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text("finops: {gpuHourlyCost: {nvidia.com/gpu: 2.5}}\n")
+    assert dict(load_settings(str(path)).policy.gpu_hourly_cost) == {"nvidia.com/gpu": 2.5}

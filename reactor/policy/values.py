@@ -95,6 +95,9 @@ class Policy:
     verify_timeout: timedelta = timedelta(minutes=10)
     verify_interval: timedelta = timedelta(seconds=15)
     verify_revert_window: timedelta = timedelta(hours=6)
+    # FinOps (reactor/finops.py): what one GPU-hour of each extended resource costs, in the team's own currency;
+    # with one for `gpu_resource`, the GPU-hours held back are also counted as cost.
+    gpu_hourly_cost: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def resizes_pods_in_place(self) -> bool:

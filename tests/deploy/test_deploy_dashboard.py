@@ -34,6 +34,7 @@ REACTOR_METRICS = {
     "reactor_gpus_released",
     "reactor_gpus_added",
     "reactor_gpu_seconds_saved_total",
+    "reactor_gpu_cost_saved_total",
 }
 # Recording rules (level:metric:operations) must be recorded in rules/*.rules.yaml.
 RECORDING = re.compile(r"^gpu_reactor:[a-z0-9_]+:[a-z0-9_]+$")
