@@ -6,61 +6,21 @@ injected and the embedded kubelet is stepped by hand (`controllers.run_once`: on
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from reactor.annotations import VERIFICATION
 from reactor.sim import SimCluster
 from reactor.tools.payloads import AlertSpec, notification
-from reactor.verifier import Verifier
+from tests.resize_support import trainer_cluster, trainer_pod, verification, verifier_of
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 from tests.test_verification import Clock
 
-MANIFESTS = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: ml-workloads}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: gpu-reactor}
----
-apiVersion: v1
-kind: Node
-metadata: {name: gpu-node-1, labels: {kubernetes.io/hostname: gpu-node-1}}
-status:
-  capacity: {cpu: "CPU", memory: 512Gi, pods: "110", nvidia.com/gpu: "8"}
-  allocatable: {cpu: "CPU", memory: 512Gi, pods: "110", nvidia.com/gpu: "8"}
-  conditions: [{type: Ready, status: "True", reason: KubeletReady}]
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: trainer, namespace: ml-workloads}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: trainer}}
-  template:
-    metadata: {labels: {app: trainer}}
-    spec:
-      containers:
-      - name: main
-        image: registry.example.com/trainer:3
-        resizePolicy: [{resourceName: cpu, restartPolicy: NotRequired}]
-        resources:
-          limits: {nvidia.com/gpu: "2", cpu: "2", memory: 8Gi}
-          requests: {nvidia.com/gpu: "2", cpu: "2", memory: 8Gi}
-"""
-
 
 def _cluster(node_cpu: str) -> Iterator[SimCluster]:
-    with SimCluster().start() as sim:
-        sim.load_manifests(MANIFESTS.replace('"CPU"', f'"{node_cpu}"'))
-        sim.settle()
-        yield sim
+    yield from trainer_cluster(node_cpu=node_cpu, resize_policy="[{resourceName: cpu, restartPolicy: NotRequired}]")
 
 
 @pytest.fixture
@@ -97,42 +57,25 @@ def _raise(r: Reactor) -> dict[str, Any]:
     return outcome
 
 
-def _verifier(r: Reactor) -> Verifier:
-    assert r.service.verifier is not None
-    return r.service.verifier
-
-
-def _verification(sim: SimCluster) -> dict[str, Any]:
-    return json.loads(sim.get("deployments", NAMESPACE, "trainer")["metadata"]["annotations"][VERIFICATION])
-
-
-def _pod(sim: SimCluster) -> tuple[str, str, list[str]]:
-    """(spec CPU limit, CPU the kubelet reports applied, resize conditions) of the trainer's one pod."""
-    (pod,) = sim.list("pods", NAMESPACE, label_selector="app=trainer")
-    applied = pod["status"]["containerStatuses"][0]["resources"]["limits"]["cpu"]
-    kinds = [c["type"] for c in pod["status"].get("conditions") or [] if c["type"].startswith("PodResize")]
-    return pod["spec"]["containers"][0]["resources"]["limits"]["cpu"], applied, kinds
-
-
 @pytest.mark.parametrize("reactor", ["roomy"], indirect=True)
 def test_in_progress_is_neither_verified_nor_reverted(roomy: SimCluster, reactor: Reactor, clock: Clock) -> None:
     outcome = _raise(reactor)
     assert (outcome["result"], outcome["to"]) == ("applied", "3000m")
-    assert _pod(roomy) == ("3", "2", [])  # Proposed: the kubelet has not synced yet
+    assert trainer_pod(roomy, "cpu") == ("3", "2", [])  # Proposed: the kubelet has not synced yet
     clock.at(5)
-    assert _verifier(reactor).check_all() == 1
-    assert _verification(roomy)["result"] == "pending", "an owner patch alone is not a verified raise"
+    assert verifier_of(reactor).check_all() == 1
+    assert verification(roomy)["result"] == "pending", "an owner patch alone is not a verified raise"
     roomy.controllers.run_once()  # the kubelet allocates it
-    assert _pod(roomy) == ("3", "2", ["PodResizeInProgress"])
+    assert trainer_pod(roomy, "cpu") == ("3", "2", ["PodResizeInProgress"])
     clock.at(45)  # past verify.timeout, but the kubelet is actuating it
-    _verifier(reactor).check_all()
-    assert _verification(roomy)["result"] == "pending"
-    assert _pod(roomy)[0] == "3", "not reverted mid-way"
+    verifier_of(reactor).check_all()
+    assert verification(roomy)["result"] == "pending"
+    assert trainer_pod(roomy, "cpu")[0] == "3", "not reverted mid-way"
     assert reactor.metric("reactor_verifications_total", result="reverted") == 0
     roomy.controllers.run_once()  # actuated
-    assert _pod(roomy) == ("3", "3", [])
-    _verifier(reactor).check_all()
-    assert _verification(roomy)["result"] == "verified"
+    assert trainer_pod(roomy, "cpu") == ("3", "3", [])
+    verifier_of(reactor).check_all()
+    assert verification(roomy)["result"] == "verified"
     assert reactor.metric("reactor_verifications_total", result="verified") == 1
 
 
@@ -141,15 +84,15 @@ def test_an_infeasible_raise_is_reverted_on_the_pods_after_the_timeout(tight: Si
                                                                       clock: Clock) -> None:
     assert _raise(reactor)["result"] == "applied"
     tight.settle()
-    assert _pod(tight) == ("3", "2", ["PodResizePending"])
+    assert trainer_pod(tight, "cpu") == ("3", "2", ["PodResizePending"])
     clock.at(20)
-    _verifier(reactor).check_all()
-    assert _verification(tight)["result"] == "pending"
+    verifier_of(reactor).check_all()
+    assert verification(tight)["result"] == "pending"
     clock.at(31)
-    _verifier(reactor).check_all()
-    verification = _verification(tight)
-    assert (verification["result"], verification["strategy"]) == ("reverted", "resize-cpu-up")
-    assert "Infeasible: Node didn't have enough capacity: cpu, requested: 3000, capacity: 2500" in verification["reason"]
+    verifier_of(reactor).check_all()
+    verdict = verification(tight)
+    assert (verdict["result"], verdict["strategy"]) == ("reverted", "resize-cpu-up")
+    assert "Infeasible: Node didn't have enough capacity: cpu, requested: 3000, capacity: 2500" in verdict["reason"]
     tight.settle()
-    assert _pod(tight) == ("2", "2", []), "resized back in place"
-    assert _verifier(reactor).check_all() == 0
+    assert trainer_pod(tight, "cpu") == ("2", "2", []), "resized back in place"
+    assert verifier_of(reactor).check_all() == 0
