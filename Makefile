@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-quick lint reliability bench rules clean
+.PHONY: demo test test-fast test-quick lint reliability bench rules clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,10 +18,15 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q
 
-# ruff (rules in pyproject.toml) and mypy on the package; both must report nothing.
+# ruff (rules in pyproject.toml), mypy, and the layer contracts (import-linter, [tool.importlinter]); all must pass.
 lint: $(STAMP)
-	$(VENV)/bin/ruff check reactor
+	$(VENV)/bin/ruff check reactor reactor_sim
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+# The unit and component tiers (markers set by folder in tests/conftest.py) on every core: about a minute.
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "unit or component" -n auto
 
 test-quick: $(STAMP)
 	$(PY) -m pytest -q -m "not promstack and not slow"

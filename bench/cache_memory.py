@@ -12,9 +12,9 @@ import json
 import tracemalloc
 from typing import Any
 
-from reactor.cache import ALL, Store
-from reactor.informer import CACHED
-from reactor.sim import SimCluster
+from reactor.cluster.cache import ALL, Store
+from reactor.cluster.informer import CACHED
+from reactor_sim import SimCluster
 
 RESOURCES = {"Deployment": "deployments", "ReplicaSet": "replicasets", "StatefulSet": "statefulsets",
              "Job": "jobs", "CronJob": "cronjobs", "LimitRange": "limitranges", "ResourceQuota": "resourcequotas",

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from flask import Flask, Response, jsonify, request
 
 from reactor.app.runner import run
-from reactor.settings import load_settings
+from reactor.config.settings import load_settings
 
 
 def create_echo_app() -> Flask:

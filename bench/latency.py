@@ -20,17 +20,16 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from bench.loadgen import quantile
+from bench.scenario import CONTAINER, GPU, LATENCY_WORKLOADS, POLICY, latency_workload
 from reactor.app.assembly import assemble
 from reactor.app.logs import JsonFormatter
-from reactor.kube import KubeGateway
-from reactor.metrics import Metrics
-from reactor.settings import build_settings
-from reactor.sim import SimCluster
+from reactor.cluster.kube import KubeGateway
+from reactor.config.settings import build_settings
+from reactor.core.metrics import Metrics
 from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec, notification
-
-from .loadgen import quantile
-from .scenario import CONTAINER, GPU, LATENCY_WORKLOADS, POLICY, latency_workload
+from reactor_sim import SimCluster
 
 
 class TimedGateway(KubeGateway):

@@ -48,8 +48,8 @@ from bench.scenario import (  # noqa: E402
 )
 from bench.storm import ApiCount, run_naive_storm, run_storm  # noqa: E402
 from bench.verify_latency import run_verify_latency  # noqa: E402
-from reactor.sim import SimCluster  # noqa: E402
 from reactor.tools.launcher import state_key_file  # noqa: E402
+from reactor_sim import SimCluster  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SIZES = (1, 100, 1000)

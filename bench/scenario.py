@@ -21,8 +21,8 @@ from typing import Any
 
 import yaml
 
-from reactor.sim import SimCluster
 from reactor.tools.payloads import AlertSpec, notification, rfc3339
+from reactor_sim import SimCluster
 
 GPU = "nvidia.com/gpu"
 TEAMS = tuple(f"team-{i}" for i in range(5))

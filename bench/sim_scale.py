@@ -13,8 +13,8 @@ import time
 from fractions import Fraction
 from typing import Any
 
-from reactor.sim import SimCluster
-from reactor.sim.admission import recount
+from reactor_sim import SimCluster
+from reactor_sim.admission import recount
 
 GPU = "nvidia.com/gpu"
 NODE_GPUS = 8
@@ -67,7 +67,7 @@ def build(sim: SimCluster, pods: int, deployments: int, namespaces: int) -> floa
 
 def quotas_match_recount(sim: SimCluster) -> bool:
     """Every quota's status.used for pods equals a full recount over its namespace's pods."""
-    from reactor.sim import quantity
+    from reactor_sim import quantity
     with sim.store.lock:
         for quota in sim.store.view("resourcequotas"):
             used = {k: quantity.parse(v) for k, v in (quota.get("status") or {}).get("used", {}).items()}

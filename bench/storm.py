@@ -13,9 +13,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from reactor.sim import SimCluster
-
-from .naive import FakePrometheus, run_naive
+from bench.naive import FakePrometheus, run_naive
+from reactor_sim import SimCluster
 
 READ_VERBS = frozenset({"get", "list", "watch"})
 # The reactor's production default rate limit, to say what the storm would cost in waiting.

@@ -22,18 +22,17 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from reactor.annotations import VERIFICATION
+from bench.loadgen import quantile
+from bench.scenario import CONTAINER, LATENCY_NAMESPACES, POLICY, deployment
 from reactor.app.assembly import assemble
-from reactor.kube import KubeGateway
-from reactor.metrics import Metrics
-from reactor.rollout import progress
-from reactor.settings import build_settings
-from reactor.sim import SimCluster
+from reactor.cluster.kube import KubeGateway
+from reactor.cluster.rollout import progress
+from reactor.config.settings import build_settings
+from reactor.core.metrics import Metrics
+from reactor.state.annotations import VERIFICATION
 from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec, notification
-
-from .loadgen import quantile
-from .scenario import CONTAINER, LATENCY_NAMESPACES, POLICY, deployment
+from reactor_sim import SimCluster
 
 CONTROLLER_ROUND = 0.02
 PASS = 0.01

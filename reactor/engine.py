@@ -17,17 +17,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from . import kueue
-from .act import Acted, Actor, Attempt, KeptChanging
-from .adapted import adapted_refusal, adapted_workload
-from .adapters import Adapters
-from .budget import Budget
-from .cache import Store
-from .cpu_act import cpu_bounds, cpu_facts, memory_bounds
-from .errors import PermanentError, TemporaryError
-from .kube import KubeGateway
-from .metrics import Metrics
-from .model import (
+from reactor.act.actor import Acted, Actor, Attempt, KeptChanging
+from reactor.act.budget import Budget
+from reactor.act.events import Recorder
+from reactor.act.resize import compute_facts, cpu_bounds, memory_bounds
+from reactor.cluster.adapted import adapted_refusal, adapted_workload
+from reactor.cluster.cache import Store
+from reactor.cluster.kube import KubeGateway
+from reactor.cluster.workloads import hpa_targets, namespace_bounds, to_workload
+from reactor.config.settings import Settings
+from reactor.core.errors import PermanentError, TemporaryError
+from reactor.core.metrics import Metrics
+from reactor.core.model import (
     KNOWN_ALERTS,
     TEST_ALERT,
     Action,
@@ -45,13 +46,12 @@ from .model import (
     Workload,
     WorkloadRef,
 )
-from .outcome import Outcome, alert_outcome, decision_fields
-from .policy import alert_refusal, decide, effective_mode, fold, owner_refusal
-from .record import Recorder
-from .resolve import Owner, Owners, Reader, UnknownPodLimit, resolve_owner, valid_name, valid_namespace
-from .settings import Settings
-from .statemac import StateKeys, authenticate
-from .workloads import hpa_targets, namespace_bounds, to_workload
+from reactor.core.outcome import Outcome, alert_outcome, decision_fields
+from reactor.integrations import kueue
+from reactor.integrations.adapters import Adapters
+from reactor.policy import alert_refusal, decide, effective_mode, fold, owner_refusal
+from reactor.resolve.owners import Owner, Owners, Reader, UnknownPodLimit, resolve_owner, valid_name, valid_namespace
+from reactor.state.seal import StateKeys, authenticate
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ class Engine:
         monotonic: Callable[[], float] = time.monotonic, cache: Store | None = None,
     ) -> None:
         self.monotonic = monotonic
-        self.cache = cache  # the watch-fed store (reactor/cache.py) the notification's Reader reads first
+        self.cache = cache  # the watch-fed store (reactor/cluster/cache.py) the notification's Reader reads first
         if state_keys is None and not settings.policy.dry_run:
             raise ValueError("an Engine that may write needs state keys (see statemac.load_state_keys)")
         self.state_keys = state_keys
@@ -357,7 +357,8 @@ class Engine:
             now,
             priority_classes=reader.workload_priority_classes if workload.queue else reader.priority_classes,
             hpa_managed=hpa_managed,
-            cpu=cpu_facts(reader, ref.namespace, signal, bounds=cpu_namespace_bounds, memory=memory_namespace_bounds),
+            cpu=compute_facts(reader, ref.namespace, signal, bounds=cpu_namespace_bounds,
+                              memory=memory_namespace_bounds),
         )
         return workload, decision, effective_mode(workload, self.policy)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import freezegun
 import pytest
 
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 from tests.support import HERE, TOKEN, Reactor, build_reactor, make_settings
 
 # The official client validates calls with pydantic, which cannot build a schema for freezegun's
@@ -41,3 +41,40 @@ def reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
         yield r
     finally:
         r.service.kube.close()
+
+
+# Test tiers, by folder (pyproject markers): `make test-fast` runs unit and component on every core in about a
+# minute; `make test` and CI run every tier. A top-level test file is a component test unless listed here.
+TIER_OF_FOLDER = {
+    "policy": "unit", "samples": "unit",
+    "adapters": "component", "sim": "component", "trust": "component", "helm": "component", "doctor": "component",
+    "deploy": "process", "e2e": "process", "reliability": "process", "bench": "process", "rules": "process",
+    "promstack": "promstack",
+}
+TIER_OF_FILE = {
+    "test_alerts.py": "unit", "test_statemac.py": "unit", "test_bounds.py": "unit", "test_bearer.py": "unit",
+    "test_config_errors.py": "unit", "test_cpu_inputs.py": "unit", "test_memory_inputs.py": "unit",
+    "test_architecture.py": "process", "test_arenas.py": "process", "test_cli.py": "process",
+    "test_cli_errors.py": "process", "test_demo.py": "process", "test_packaging.py": "process",
+    "test_readme.py": "process", "test_watch_cache_serve.py": "process", "test_sim_service_account.py": "process",
+}
+# Tests that assert a wall-clock time: told apart so a loaded machine's failure is read as what it is.
+WALLCLOCK = {
+    "test_one_notification_of_ten_thousand_alerts", "test_a_write_that_hangs_once_is_retried_and_applied_once",
+    "test_retry_after_is_waited_for", "test_retries_go_through_the_client_rate_limit",
+    "test_a_client_trickling_its_head_is_dropped_after_the_read_timeout",
+    "test_a_client_trickling_its_body_gets_a_408_after_the_read_timeout",
+    "test_healthz_stays_quick_while_50_slow_clients_trickle", "test_a_client_trickling_its_tls_handshake_is_dropped",
+    "test_a_run_stops_at_its_duration",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tests = Path(__file__).parent
+    for item in items:
+        relative = item.path.relative_to(tests)
+        tier = TIER_OF_FOLDER.get(relative.parts[0]) if len(relative.parts) > 1 else None
+        tier = tier or TIER_OF_FILE.get(relative.name, "component")
+        item.add_marker(getattr(pytest.mark, tier))
+        if item.originalname in WALLCLOCK:
+            item.add_marker(pytest.mark.wallclock)

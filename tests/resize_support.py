@@ -7,9 +7,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from reactor.annotations import VERIFICATION
-from reactor.sim import SimCluster
-from reactor.verifier import Verifier
+from reactor.observe.verifier import Verifier
+from reactor.state.annotations import VERIFICATION
+from reactor_sim import SimCluster
 from tests.support import NAMESPACE, Reactor
 
 MANIFESTS = """

@@ -13,14 +13,14 @@ from flask.testing import FlaskClient
 from prometheus_client import CollectorRegistry
 
 from reactor.app.assembly import Service, assemble
+from reactor.cluster.kube import KubeGateway
+from reactor.config.settings import Settings, build_settings
+from reactor.core.metrics import Metrics
 from reactor.engine import utcnow
-from reactor.kube import KubeGateway
-from reactor.metrics import Metrics
-from reactor.probes import ProbeAnswer
-from reactor.settings import Settings, build_settings
-from reactor.sim import SimCluster
+from reactor.observe.probes import ProbeAnswer
 from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec, notification
+from reactor_sim import SimCluster
 
 HERE = Path(__file__).parent
 SAMPLES = HERE / "samples"

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from reactor.alerts import parse_notification, parse_time
-from reactor.errors import InvalidPayload
+from reactor.core.errors import InvalidPayload
+from reactor.intake.alerts import parse_notification, parse_time
 from reactor.tools.payloads import fingerprint
 from tests.support import SAMPLES, sample
 

@@ -1,4 +1,4 @@
-"""The webhook token file (reactor/bearer.py) is read by content: a token rewritten in place with the same
+"""The webhook token file (reactor/intake/bearer.py) is read by content: a token rewritten in place with the same
 size and its old mtime rotates (issue 12: it used to stay valid), an empty file lets nobody in."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from reactor import bearer
-from reactor.bearer import TokenFile
-from reactor.errors import ReactorError
+from reactor.core.errors import ReactorError
+from reactor.intake import bearer
+from reactor.intake.bearer import TokenFile
 from tests.support import TOKEN, Reactor, sample
 
 OLD, NEW = "old-token-aaaaaaaaaaaaaaaa", "new-token-bbbbbbbbbbbbbbbb"  # the same length

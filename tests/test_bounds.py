@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from reactor.model import PodShape, Quota, ScopeTerm
-from reactor.workloads import namespace_bounds, pod_shape, to_bounds
+from reactor.cluster.workloads import namespace_bounds, pod_shape, to_bounds
+from reactor.core.model import PodShape, Quota, ScopeTerm
 
 KEY = "requests.nvidia.com/gpu"
 

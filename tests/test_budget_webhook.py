@@ -8,8 +8,8 @@ from pathlib import Path
 
 from freezegun import freeze_time
 
-from reactor.sim import SimCluster
 from reactor.tools.payloads import AlertSpec, notification
+from reactor_sim import SimCluster
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 

@@ -12,8 +12,8 @@ import json
 import tracemalloc
 from typing import Any
 
-from reactor.cache import Store
-from reactor.informer import CACHED
+from reactor.cluster.cache import Store
+from reactor.cluster.informer import CACHED
 
 MANAGED = [{"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "apps/v1",
             "time": "2026-01-01T00:00:00Z", "fieldsType": "FieldsV1",

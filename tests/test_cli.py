@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from reactor.app.cli import main
-from reactor.settings import env_name, load_settings
+from reactor.config.settings import env_name, load_settings
 from reactor.tools.payloads import AlertSpec, notification
 
 ROOT = Path(__file__).parents[1]
@@ -63,7 +63,7 @@ def test_environment_overrides_the_file(tmp_path: Path) -> None:
 
 
 def test_a_bad_environment_value_names_the_variable(tmp_path: Path) -> None:
-    from reactor.errors import ConfigError
+    from reactor.core.errors import ConfigError
     with pytest.raises(ConfigError, match="^REACTOR_COOLDOWN: expected a duration"):
         load_settings(None, {"REACTOR_COOLDOWN": "[1, 2]"})
 

@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from reactor.app.cli import EXIT_CODES, main
-from reactor.errors import ConfigError
-from reactor.fields import format_duration, parse_duration
-from reactor.settings import _SCHEMA, load_settings
+from reactor.config.fields import format_duration, parse_duration
+from reactor.config.settings import _SCHEMA, load_settings
+from reactor.core.errors import ConfigError
 
 README = (Path(__file__).parents[1] / "README.md").read_text()
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from reactor.annotations import ORIGINAL
-from reactor.sim import SimCluster
+from reactor.state.annotations import ORIGINAL
 from reactor.tools.payloads import AlertSpec, notification
+from reactor_sim import SimCluster
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 MANIFESTS = """

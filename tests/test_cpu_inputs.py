@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from reactor.alerts import parse_notification
-from reactor.cpu_objects import container_cpu, resize_status, to_cpu_bounds
-from reactor.errors import ConfigError, InvalidPayload
-from reactor.model import ComputeBounds, ComputeQuota, ComputeResources, ScopeTerm
+from reactor.cluster.compute import container_compute, resize_status, to_compute_bounds
+from reactor.config.settings import build_settings
+from reactor.core.errors import ConfigError, InvalidPayload
+from reactor.core.model import ComputeBounds, ComputeQuota, ComputeResources, ScopeTerm
+from reactor.intake.alerts import parse_notification
 from reactor.policy import fold
-from reactor.settings import build_settings
 from tests.support import sample
 
 
@@ -81,9 +81,9 @@ def test_bad_cpu_policy_keys_name_the_key(doc: dict[str, Any], key: str) -> None
 
 
 def test_cpu_read_from_resources_and_quota() -> None:
-    assert container_cpu({"requests": {"cpu": "500m"}, "limits": {"cpu": "1.5"}}) == ComputeResources(500, 1500)
-    assert container_cpu({"limits": {"nvidia.com/gpu": "1"}}) is None
-    assert container_cpu({"limits": {"cpu": "bogus"}}) == ComputeResources(None, None)
+    assert container_compute({"requests": {"cpu": "500m"}, "limits": {"cpu": "1.5"}}) == ComputeResources(500, 1500)
+    assert container_compute({"limits": {"nvidia.com/gpu": "1"}}) is None
+    assert container_compute({"limits": {"cpu": "bogus"}}) == ComputeResources(None, None)
     lr = {"spec": {"limits": [{"type": "Container", "max": {"cpu": "4"}, "min": {"cpu": "100m"}},
                               {"type": "Pod", "max": {"cpu": "1"}}]}}
     scoped = {"scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In",
@@ -93,7 +93,7 @@ def test_cpu_read_from_resources_and_quota() -> None:
               {"metadata": {"name": "b"}, "spec": {"hard": {"limits.cpu": "20", "cpu": "bogus"}, **scoped},
                "status": {"used": {"limits.cpu": "1"}}}]
     high = (ScopeTerm("PriorityClass", "In", ("high-priority-gpu",)),)
-    assert to_cpu_bounds([lr], quotas) == ComputeBounds(lowest=100, highest=4000, quotas=(
+    assert to_compute_bounds([lr], quotas) == ComputeBounds(lowest=100, highest=4000, quotas=(
         ComputeQuota("a", "requests.cpu", hard=10_000, used=7500),
         ComputeQuota("b", "limits.cpu", hard=20_000, used=1000, scopes=high)))
 

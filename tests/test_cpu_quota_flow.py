@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from reactor.app.cli import main
-from reactor.sim import SimCluster
 from reactor.tools.payloads import AlertSpec, notification
+from reactor_sim import SimCluster
 from tests.sim.builders import gpu_node
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 

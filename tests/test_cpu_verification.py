@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from reactor.sim import SimCluster
 from reactor.tools.payloads import AlertSpec, notification
+from reactor_sim import SimCluster
 from tests.resize_support import trainer_cluster, trainer_pod, verification, verifier_of
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 from tests.test_verification import Clock

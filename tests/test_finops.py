@@ -10,11 +10,11 @@ from types import MappingProxyType
 import pytest
 from prometheus_client import CollectorRegistry
 
-from reactor.errors import ConfigError
-from reactor.finops import GpuLedger, held_gpus
-from reactor.metrics import Metrics
-from reactor.model import Container, ReactorState, Workload, WorkloadRef
-from reactor.settings import load_settings
+from reactor.config.settings import load_settings
+from reactor.core.errors import ConfigError
+from reactor.core.metrics import Metrics
+from reactor.core.model import Container, ReactorState, Workload, WorkloadRef
+from reactor.observe.finops import GpuLedger, held_gpus
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from freezegun import freeze_time
 
-from reactor.annotations import COOLDOWN_UNTIL, LAST_ACTION, ORIGINAL
-from reactor.sim import SimCluster
+from reactor.state.annotations import COOLDOWN_UNTIL, LAST_ACTION, ORIGINAL
+from reactor_sim import SimCluster
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 GPU = "nvidia.com/gpu"

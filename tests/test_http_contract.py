@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 from tests.support import TOKEN, Reactor, build_reactor, make_settings, sample
 
 

@@ -1,4 +1,4 @@
-"""The watch-fed cache (reactor/cache.py, reactor/informer.py) against a fake event source.
+"""The watch-fed cache (reactor/cluster/cache.py, reactor/cluster/informer.py) against a fake event source.
 
 The fake keeps a versioned history of one kind's objects the way kube-apiserver's watch cache does: a list
 answers the objects and the current resourceVersion; a watch from version V sends every later event, then a
@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from reactor.cache import ALL, MISS, Store
-from reactor.errors import PermanentError, TemporaryError
-from reactor.informer import CACHED, Informer, Informers, scopes
-from reactor.kube import Expired
+from reactor.cluster.cache import ALL, MISS, Store
+from reactor.cluster.informer import CACHED, Informer, Informers, scopes
+from reactor.cluster.kube import Expired
+from reactor.core.errors import PermanentError, TemporaryError
 
 Obj = dict[str, Any]
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from reactor.errors import PermanentError
-from reactor.kube import KubeGateway
-from reactor.metrics import Metrics
-from reactor.sim import SimCluster
+from reactor.cluster.kube import KubeGateway
+from reactor.core.errors import PermanentError
+from reactor.core.metrics import Metrics
+from reactor_sim import SimCluster
 from tests.support import NAMESPACE, make_settings
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from reactor.app.logs import JsonFormatter, TextFormatter, escape
 
-FORGED = "x\nerror   reactor.act: workload patched workload=kube-system/coredns result=applied"
+FORGED = "x\nerror   reactor.act.actor: workload patched workload=kube-system/coredns result=applied"
 HOSTILE = {
     "newline": FORGED,
     "carriage-return": "ok\rerror   forged",

@@ -8,20 +8,20 @@ from typing import Any
 
 import pytest
 
-from reactor.annotations import ORIGINAL, read_state
-from reactor.cpu_objects import container_cpu, resize_body, resize_status, restarts_on_resize, to_cpu_bounds
-from reactor.errors import ConfigError
-from reactor.model import ComputeBounds, ComputeQuota, ComputeResources
-from reactor.settings import build_settings
+from reactor.cluster.compute import container_compute, resize_body, resize_status, restarts_on_resize, to_compute_bounds
+from reactor.config.settings import build_settings
+from reactor.core.errors import ConfigError
+from reactor.core.model import ComputeBounds, ComputeQuota, ComputeResources
+from reactor.state.annotations import ORIGINAL, read_state
 
 GI, MI = 1 << 30, 1 << 20
 
 
 def test_memory_read_from_resources_limitrange_and_quota() -> None:
     resources = {"requests": {"memory": "1536Mi", "cpu": "1"}, "limits": {"memory": "2G", "cpu": "2"}}
-    assert container_cpu(resources, "memory") == ComputeResources(1536 * MI, 2_000_000_000)
-    assert container_cpu(resources) == ComputeResources(1000, 2000), "CPU still in millicores"
-    assert container_cpu({"limits": {"memory": "lots"}}, "memory") == ComputeResources(None, None)
+    assert container_compute(resources, "memory") == ComputeResources(1536 * MI, 2_000_000_000)
+    assert container_compute(resources) == ComputeResources(1000, 2000), "CPU still in millicores"
+    assert container_compute({"limits": {"memory": "lots"}}, "memory") == ComputeResources(None, None)
     lr = {"spec": {"limits": [{"type": "Container", "max": {"memory": "64Gi"}, "min": {"memory": "1Gi"},
                                "maxLimitRequestRatio": {"memory": "2", "cpu": "10"}},
                               {"type": "Container", "max": {"memory": "32Gi"}, "maxLimitRequestRatio": {"memory": "4"}},
@@ -29,11 +29,11 @@ def test_memory_read_from_resources_limitrange_and_quota() -> None:
     quotas = [{"metadata": {"name": "a"}, "spec": {"hard": {"requests.memory": "100Gi", "limits.cpu": "8"}},
                "status": {"hard": {"requests.memory": "100Gi"}, "used": {"requests.memory": "40Gi"}}},
               {"metadata": {"name": "b"}, "spec": {"hard": {"limits.memory": "200Gi", "memory": "bogus"}}}]
-    assert to_cpu_bounds([lr], quotas, "memory") == ComputeBounds(lowest=GI, highest=32 * GI, max_ratio=2.0, quotas=(
+    assert to_compute_bounds([lr], quotas, "memory") == ComputeBounds(lowest=GI, highest=32 * GI, max_ratio=2.0, quotas=(
         ComputeQuota("a", "requests.memory", hard=100 * GI, used=40 * GI),
         ComputeQuota("b", "limits.memory", hard=200 * GI, used=0)))
-    assert [q.resource for q in to_cpu_bounds([lr], quotas).quotas] == ["limits.cpu"], "the CPU lines stay apart"
-    assert to_cpu_bounds([lr], quotas).max_ratio == 10.0
+    assert [q.resource for q in to_compute_bounds([lr], quotas).quotas] == ["limits.cpu"], "the CPU lines stay apart"
+    assert to_compute_bounds([lr], quotas).max_ratio == 10.0
 
 
 def test_resize_policy_restart_container_for_memory_only() -> None:

@@ -1,4 +1,4 @@
-"""The owner links the reactor believes (reactor/ownership.py): kind pairs, uids and selectors, on plain dicts."""
+"""The owner links the reactor believes (reactor/core/ownership.py): kind pairs, uids and selectors, on plain dicts."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from reactor.ownership import ControllerRef, controller_ref, link_failure, selector_matches
+from reactor.core.ownership import ControllerRef, controller_ref, link_failure, selector_matches
 
 LABELS = {"app": "llm", "tier": "gpu"}
 

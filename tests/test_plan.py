@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from reactor.app.cli import main
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 
 ROOT = Path(__file__).parents[1]
 DEMO = ROOT / "reactor" / "tools" / "demo_data"

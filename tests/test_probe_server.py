@@ -13,10 +13,10 @@ from prometheus_client import CollectorRegistry
 
 from reactor.app import probe_server
 from reactor.app.probe_server import ProbeServer, bind_listener
-from reactor.errors import ConfigError, TemporaryError
-from reactor.metrics import Metrics
-from reactor.probes import Probes, Readiness
-from reactor.settings import build_settings
+from reactor.config.settings import build_settings
+from reactor.core.errors import ConfigError, TemporaryError
+from reactor.core.metrics import Metrics
+from reactor.observe.probes import Probes, Readiness
 from tests.support import Reactor
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from reactor.settings import _SCHEMA, env_name
+from reactor.config.settings import _SCHEMA, env_name
 
 ROOT = Path(__file__).parents[1]
 README = (ROOT / "README.md").read_text()
@@ -40,7 +40,7 @@ def test_quick_start_shows_both_commands() -> None:
 
 
 def test_every_skip_reason_is_documented() -> None:
-    from reactor.model import SkipReason
+    from reactor.core.model import SkipReason
     assert [r.value for r in SkipReason if f"`{r.value}`" not in README] == []
 
 

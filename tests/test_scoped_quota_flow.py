@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 from tests.sim.builders import gpu_node
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 

@@ -15,11 +15,11 @@ from kubernetes import config as k8s_config
 from prometheus_client import CollectorRegistry
 
 from reactor.app.assembly import assemble
-from reactor.metrics import Metrics
-from reactor.settings import build_settings
-from reactor.sim import SimCluster
+from reactor.config.settings import build_settings
+from reactor.core.metrics import Metrics
 from reactor.tools.launcher import state_key_file
 from reactor.tools.sim_command import print_account_help, seed, write_reactor_kubeconfig
+from reactor_sim import SimCluster
 from tests.support import HERE, NAMESPACE, TOKEN, Reactor
 
 ROOT = HERE.parent

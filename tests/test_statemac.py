@@ -1,4 +1,4 @@
-"""The state MAC (reactor/statemac.py): what it binds, what it accepts during a rotation, what it never shows."""
+"""The state MAC (reactor/state/seal.py): what it binds, what it accepts during a rotation, what it never shows."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from reactor.annotations import COOLDOWN_UNTIL, LAST_ACTION, MODE, ORIGINAL, read_state
-from reactor.errors import ConfigError
-from reactor.model import Container, Workload, WorkloadRef
-from reactor.statemac import STATE_MAC, StateKeys, authenticate, load_state_keys
+from reactor.core.errors import ConfigError
+from reactor.core.model import Container, Workload, WorkloadRef
+from reactor.state.annotations import COOLDOWN_UNTIL, LAST_ACTION, MODE, ORIGINAL, read_state
+from reactor.state.seal import STATE_MAC, StateKeys, authenticate, load_state_keys
 
 KEY, OLD = b"k" * 32, b"o" * 32
 STATE = {LAST_ACTION: '{"x": 1}', COOLDOWN_UNTIL: "2025-01-01T00:00:00Z", ORIGINAL: None}

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from reactor.settings import build_settings
-from reactor.sim import SimCluster
+from reactor.config.settings import build_settings
 from reactor.tools.payloads import AlertSpec, notification
+from reactor_sim import SimCluster
 from tests.reliability.harness import deployment_doc, namespace_docs, pods_of, seed, state
 from tests.support import build_reactor, make_settings
 

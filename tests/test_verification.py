@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from reactor.annotations import VERIFICATION
 from reactor.app.assembly import verifier_lease
-from reactor.cache import Store
-from reactor.sim import SimCluster
+from reactor.cluster.cache import Store
+from reactor.observe.verifier import Verifier
+from reactor.state.annotations import VERIFICATION
 from reactor.tools.payloads import AlertSpec, notification
-from reactor.verifier import Verifier
+from reactor_sim import SimCluster
 from tests.sim.builders import gpu_node
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 

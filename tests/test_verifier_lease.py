@@ -11,12 +11,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from prometheus_client import CollectorRegistry
 
-from reactor.kube import KubeGateway
-from reactor.lease import PENDING, VerifierLease, pending_refs
-from reactor.metrics import Metrics
-from reactor.model import WorkloadRef
-from reactor.settings import Kube
-from reactor.sim import SimCluster
+from reactor.cluster.kube import KubeGateway
+from reactor.config.settings import Kube
+from reactor.core.metrics import Metrics
+from reactor.core.model import WorkloadRef
+from reactor.observe.lease import VERIFYING_KEY, VerifierLease, pending_refs
+from reactor_sim import SimCluster
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 REF = WorkloadRef("Deployment", "ml-workloads", "trainer")
@@ -112,8 +112,8 @@ def test_each_change_of_the_list_is_one_write_and_a_stale_copy_is_read_again() -
 def test_hostile_entries_on_the_list_are_dropped() -> None:
     raw = json.dumps(["Deployment/ml/ok", "Pod/ml/p", "Deployment/ML/bad", "Secret/ml/s", "a/b", 7,
                       "Deployment/ml/x/y"])
-    assert pending_refs({"metadata": {"annotations": {PENDING: raw}}}) == {WorkloadRef("Deployment", "ml", "ok")}
-    assert pending_refs({"metadata": {"annotations": {PENDING: "{not json"}}}) == set()
+    assert pending_refs({"metadata": {"annotations": {VERIFYING_KEY: raw}}}) == {WorkloadRef("Deployment", "ml", "ok")}
+    assert pending_refs({"metadata": {"annotations": {VERIFYING_KEY: "{not json"}}}) == set()
 
 
 def test_the_verifier_thread_runs_passes_and_stops(kube: KubeGateway, token_file: object) -> None:

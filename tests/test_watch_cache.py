@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from reactor import probes
-from reactor.errors import TemporaryError
-from reactor.informer import Informers
-from reactor.kube import KubeGateway
-from reactor.metrics import Metrics
-from reactor.sim import SimCluster
+from reactor.cluster.informer import Informers
+from reactor.cluster.kube import KubeGateway
+from reactor.core.errors import TemporaryError
+from reactor.core.metrics import Metrics
+from reactor.observe import probes
+from reactor_sim import SimCluster
 from tests.support import HERE, NAMESPACE, Reactor, build_reactor, make_settings
 
 GPU = "nvidia.com/gpu"

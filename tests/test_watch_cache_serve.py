@@ -10,9 +10,9 @@ from pathlib import Path
 
 import yaml
 
-from reactor.sim import SimCluster
 from reactor.tools.launcher import start_serve
 from reactor.tools.payloads import AlertSpec, notification
+from reactor_sim import SimCluster
 from tests.support import NAMESPACE, TOKEN
 from tests.test_watch_cache import WORKLOAD_READS
 

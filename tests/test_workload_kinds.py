@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from reactor.sim import SimCluster
 from reactor.tools.payloads import AlertSpec, notification
+from reactor_sim import SimCluster
 from tests.support import NAMESPACE, Reactor
 
 GPU = "nvidia.com/gpu"

@@ -12,18 +12,18 @@ from datetime import datetime, timedelta
 from flask import Flask
 from prometheus_client import CollectorRegistry
 
-from ..engine import Engine, utcnow
-from ..errors import ConfigError, PermanentError
-from ..informer import Informers
-from ..kube import KubeGateway
-from ..lease import VerifierLease
-from ..metrics import Metrics
-from ..probes import Probes, Readiness
-from ..settings import Settings
-from ..settings import warnings as settings_warnings
-from ..statemac import load_state_keys
-from ..verifier import Verifier
-from ..web import TokenFile, create_app
+from reactor.cluster.informer import Informers
+from reactor.cluster.kube import KubeGateway
+from reactor.config.settings import Settings
+from reactor.config.settings import warnings as settings_warnings
+from reactor.core.errors import ConfigError, PermanentError
+from reactor.core.metrics import Metrics
+from reactor.engine import Engine, utcnow
+from reactor.intake.web import TokenFile, create_app
+from reactor.observe.lease import VerifierLease
+from reactor.observe.probes import Probes, Readiness
+from reactor.observe.verifier import Verifier
+from reactor.state.seal import load_state_keys
 
 log = logging.getLogger(__name__)
 

@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .. import __version__
-from ..errors import ConfigError, ConfigErrors, ReactorError, UsageError
-from ..settings import Settings, load_settings
-from ..settings import warnings as settings_warnings
-from . import logs
+from reactor import __version__
+from reactor.app import logs
+from reactor.config.settings import Settings, load_settings
+from reactor.config.settings import warnings as settings_warnings
+from reactor.core.errors import ConfigError, ConfigErrors, ReactorError, UsageError
 
 log = logging.getLogger("reactor")
 
@@ -119,7 +119,7 @@ def _add_plan(sub: Any) -> None:
 
 
 def _add_rules(sub: Any) -> None:
-    from ..tools.rules import add_render_arguments, run_render
+    from reactor.tools.rules import add_render_arguments, run_render
 
     p = _command(sub, "rules", _missing_subcommand, "render the Prometheus rules from rules/thresholds.yaml")
     rules = p.add_subparsers(dest="rules_command", required=True, metavar="COMMAND")
@@ -128,7 +128,7 @@ def _add_rules(sub: Any) -> None:
 
 
 def _add_doctor(sub: Any) -> None:
-    from ..tools import doctor
+    from reactor.tools import doctor
 
     p = _command(sub, "doctor", doctor.run_command, "preflight: why would nothing happen? one line per check")
     doctor.add_arguments(p)
@@ -173,19 +173,19 @@ def _check_config(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from ..tools.demo import run_demo
+    from reactor.tools.demo import run_demo
 
     return run_demo(once=args.once, port=args.port)
 
 
 def _sim(args: argparse.Namespace) -> int:
-    from ..tools.sim_command import run_sim
+    from reactor.tools.sim_command import run_sim
 
     return run_sim(seeds=args.seed, port=args.port, kubeconfig=args.kubeconfig, rbac=args.rbac)
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from ..tools.plan import run_plan
+    from reactor.tools.plan import run_plan
 
     return run_plan(alerts=args.alerts, config=args.config, kubeconfig=args.kubeconfig, seeds=args.seed,
                     output=args.output)
@@ -201,8 +201,8 @@ def _check_tls_files(settings: Settings) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from .assembly import assemble, check_ladder
-    from .runner import run
+    from reactor.app.assembly import assemble, check_ladder
+    from reactor.app.runner import run
 
     settings = load_settings(args.config)
     _check_tls_files(settings)

@@ -4,7 +4,7 @@ Kubernetes controllers serve health and metrics on a port apart from their webho
 webhook's load or a hostile client cannot make the kubelet restart them. Here one asyncio loop in a
 daemon thread of the gunicorn worker serves them: a slow client costs a socket, not a thread, and is
 dropped when its request head is not complete within `HEAD_SECONDS`; connections past
-`MAX_CONNECTIONS` are closed at once. The answers come from `reactor.probes.Probes`, computed on a
+`MAX_CONNECTIONS` are closed at once. The answers come from `reactor.observe.probes.Probes`, computed on a
 small thread pool so a slow API server (readiness) never blocks the loop. This module must not
 serve the webhook, and never reads a request body.
 """
@@ -18,8 +18,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
 
-from ..errors import ConfigError
-from ..probes import ProbeAnswer, Probes
+from reactor.core.errors import ConfigError
+from reactor.observe.probes import ProbeAnswer, Probes
 
 HEAD_SECONDS = 2.0      # a probe's whole request head; kubelet and Prometheus send theirs at once
 WRITE_SECONDS = 5.0     # the whole answer; a client that does not read it is dropped

@@ -15,13 +15,13 @@ from flask import Flask
 from gunicorn.app.base import BaseApplication
 from gunicorn.workers import gthread
 
-from ..informer import Informers
-from ..probes import Probes
-from ..settings import Settings
-from ..verifier import Verifier
-from .arenas import limit_malloc_arenas
-from .probe_server import ProbeServer, bind_listener
-from .reads import DeadlineReader, WSGIApp, guard_input
+from reactor.app.arenas import limit_malloc_arenas
+from reactor.app.probe_server import ProbeServer, bind_listener
+from reactor.app.reads import DeadlineReader, WSGIApp, guard_input
+from reactor.cluster.informer import Informers
+from reactor.config.settings import Settings
+from reactor.observe.probes import Probes
+from reactor.observe.verifier import Verifier
 
 
 class _Connection(gthread.TConn):

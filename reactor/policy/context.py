@@ -11,8 +11,8 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, TypeAlias, TypeVar, cast
 
-from ..model import Bounds, ComputeBounds, ComputeResources, Kind, Mode, ReactorState, Signal, Workload
-from .values import Policy
+from reactor.core.model import Bounds, ComputeBounds, ComputeResources, Kind, Mode, ReactorState, Signal, Workload
+from reactor.policy.values import Policy
 
 _NO_LIMIT = 1 << 30
 T = TypeVar("T")
@@ -24,7 +24,7 @@ Fact: TypeAlias = T | Callable[[], T]
 
 
 @dataclass(frozen=True, slots=True)
-class CpuFacts:
+class ComputeFacts:
     """The CPU and memory inputs, values or readers like the other facts: the namespace's CPU (memory) bounds,
     the CPU (memory) of each container of the (first) pod the alerts name, as it runs now, and that pod's
     containers whose resizePolicy restarts them for a memory resize."""
@@ -47,12 +47,12 @@ class Context:
 
     def __init__(self, signal: Signal, workload: Workload, bounds: Fact[Bounds], policy: Policy, now: datetime,
                  priority_classes: Fact[frozenset[str] | None] = None, hpa_managed: Fact[bool] | None = None,
-                 cpu: CpuFacts | None = None) -> None:
+                 cpu: ComputeFacts | None = None) -> None:
         self.signal, self.workload, self.policy, self.now = signal, workload, policy, now
         hpa: Fact[bool] = workload.hpa_managed if hpa_managed is None else hpa_managed
-        cpu = cpu or CpuFacts()
+        cpu = cpu or ComputeFacts()
         self._facts: dict[str, object] = {"bounds": bounds, "priority_classes": priority_classes, "hpa_managed": hpa,
-                                          "cpu_bounds": cpu.bounds, "pod_cpu": cpu.pods,
+                                          "cpu_bounds": cpu.bounds, "pod_compute": cpu.pods,
                                           "memory_bounds": cpu.memory_bounds, "pod_memory": cpu.pod_memory,
                                           "memory_restarts": cpu.memory_restarts}
         self._known: dict[str, object] = {}
@@ -83,11 +83,11 @@ class Context:
         """The namespace's LimitRange and quota numbers for CPU."""
         return cast(ComputeBounds, self._fact("cpu_bounds"))
 
-    def container_cpu(self, name: str) -> ComputeResources | None:
+    def container_compute(self, name: str) -> ComputeResources | None:
         """The container's CPU as the change will find it: on the running pod the alert names when the
         change goes to pods (a pods-only raise leaves the template behind), else in the template."""
         if self.policy.cpu_apply_to != "template":
-            running = cast("Mapping[str, ComputeResources]", self._fact("pod_cpu")).get(name)
+            running = cast("Mapping[str, ComputeResources]", self._fact("pod_compute")).get(name)
             if running is not None:
                 return running
         container = self.workload.container(name)
@@ -106,7 +106,7 @@ class Context:
         return self.policy.cpu_apply_to
 
     def container_memory(self, name: str) -> ComputeResources | None:
-        """The container's memory as the change will find it (like `container_cpu`)."""
+        """The container's memory as the change will find it (like `container_compute`)."""
         if self.memory_apply_to(name) != "template":
             running = cast("Mapping[str, ComputeResources]", self._fact("pod_memory")).get(name)
             if running is not None:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 
-from ..model import Action, ComputeBounds, ComputeResources, Skip, SkipReason
-from .context import Context
-from .quota import tracks
+from reactor.core.model import Action, ComputeBounds, ComputeResources, Skip, SkipReason
+from reactor.policy.context import Context
+from reactor.policy.quota import tracks
 
 # The strategies that take GPUs away from a workload: pointless, even harmful, when its GPUs
 # wait for its CPU (data loading, decoding, tokenization).
@@ -57,7 +57,7 @@ def resize_cpu(ctx: Context, direction: str) -> Action | Skip:
     if direction != "up":
         return Skip(SkipReason.NOT_APPLICABLE, "the reactor only raises CPU (a GPU alert never says CPU is wasted)")
     container = ctx.workload.container(ctx.signal.container)
-    current = ctx.container_cpu(container.name) if container is not None else None
+    current = ctx.container_compute(container.name) if container is not None else None
     if container is None or current is None or not current.limit:
         named = ctx.signal.container or "(none named, and not exactly one GPU container)"
         return Skip(SkipReason.NOT_APPLICABLE, f"container {named} has no CPU limit: CFS never throttles it")
@@ -76,7 +76,7 @@ def resize_cpu(ctx: Context, direction: str) -> Action | Skip:
 def revert_cpu(ctx: Context, container: str | None, original: object) -> Action | Skip:
     """Back to the CPU recorded before the first raise; a lowering needs no quota, but stays above the
     LimitRange's min (a tenant may have raised it since)."""
-    current = ctx.container_cpu(container) if container is not None else None
+    current = ctx.container_compute(container) if container is not None else None
     if not isinstance(original, ComputeResources) or current is None or original.limit is None:
         return Skip(SkipReason.NOTHING_TO_REVERT, f"recorded original {original!r} does not fit the CPU of {container}")
     low = ctx.cpu_bounds.lowest

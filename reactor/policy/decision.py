@@ -9,14 +9,14 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from ..model import Action, Bounds, Considered, Signal, Skip, SkipReason, Status, Workload
-from . import rails
-from .context import Context, CpuFacts, Fact, effective_mode
-from .cpu import cpu_bound
-from .limits import out_of_bounds
-from .revert import revert
-from .strategies import run
-from .values import Policy
+from reactor.core.model import Action, Bounds, Considered, Signal, Skip, SkipReason, Status, Workload
+from reactor.policy import rails
+from reactor.policy.context import ComputeFacts, Context, Fact, effective_mode
+from reactor.policy.cpu import cpu_bound
+from reactor.policy.limits import out_of_bounds
+from reactor.policy.revert import revert
+from reactor.policy.strategies import run
+from reactor.policy.values import Policy
 
 __all__ = ["decide", "effective_mode"]
 
@@ -34,7 +34,7 @@ def decide(
     *,
     priority_classes: Fact[frozenset[str] | None] = None,
     hpa_managed: Fact[bool] | None = None,
-    cpu: CpuFacts | None = None,
+    cpu: ComputeFacts | None = None,
 ) -> Action | Skip:
     """The rails in order, then the alert's strategies in order; the first that applies wins.
 

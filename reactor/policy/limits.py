@@ -10,15 +10,15 @@ no clock.
 
 from __future__ import annotations
 
-from ..annotations import CPU, GPUS, MEMORY, REPLICAS, changed_field
-from ..model import Action, Skip, SkipReason
-from . import memory
-from .context import Context, gpu_range, replica_range
+from reactor.core.model import Action, Skip, SkipReason
+from reactor.policy import memory
+from reactor.policy.context import Context, gpu_range, replica_range
+from reactor.state.annotations import CPU, GPUS, MEMORY, REPLICAS, original_key
 
 
 def out_of_bounds(ctx: Context, action: Action) -> Skip | None:
     """A Skip naming the bound `action.to_value` breaks, or None when it may be written."""
-    field = changed_field(action.strategy)
+    field = original_key(action.strategy)
     value = action.to_value
     what = f"{action.action} ({action.strategy}) would set {field} to {value!r}"
     if field == GPUS:

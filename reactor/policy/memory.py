@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 
-from ..model import Action, ComputeBounds, ComputeResources, Skip, SkipReason
-from .context import Context
-from .cpu import check_compute_quota
+from reactor.core.model import Action, ComputeBounds, ComputeResources, Skip, SkipReason
+from reactor.policy.context import Context
+from reactor.policy.cpu import check_compute_quota
 
 MIB = 1 << 20  # memory sizes are rounded up to whole MiB
 

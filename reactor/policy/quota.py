@@ -7,8 +7,8 @@ for every quota that will count the pods the change creates. Pure arithmetic ove
 
 from __future__ import annotations
 
-from ..model import ComputeQuota, Quota, ScopeTerm, Skip, SkipReason, Workload
-from .context import Context
+from reactor.core.model import ComputeQuota, Quota, ScopeTerm, Skip, SkipReason, Workload
+from reactor.policy.context import Context
 
 Charges = tuple[tuple[str, int], ...]  # (quota name, GPUs), as Action.quota_charges
 

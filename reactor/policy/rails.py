@@ -9,9 +9,19 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from ..model import KNOWN_ALERTS, PATCHABLE_KINDS, Action, AlertName, Kind, LastAction, Mode, Skip, SkipReason
-from .context import Context, effective_mode
-from .values import Policy
+from reactor.core.model import (
+    KNOWN_ALERTS,
+    PATCHABLE_KINDS,
+    Action,
+    AlertName,
+    Kind,
+    LastAction,
+    Mode,
+    Skip,
+    SkipReason,
+)
+from reactor.policy.context import Context, effective_mode
+from reactor.policy.values import Policy
 
 Rail = Callable[[Context], Skip | None]
 

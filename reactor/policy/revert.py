@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..annotations import CPU, MEMORY, changed_field, original_value
-from ..model import Action, LastAction, Skip, SkipReason
-from . import rails
-from .context import Context
-from .cpu import revert_cpu
-from .limits import out_of_bounds
-from .memory import revert_memory
-from .quota import check_added_pods, check_template, pod_gpus
-from .strategies import check_priority_class
+from reactor.core.model import Action, LastAction, Skip, SkipReason
+from reactor.policy import rails
+from reactor.policy.context import Context
+from reactor.policy.cpu import revert_cpu
+from reactor.policy.limits import out_of_bounds
+from reactor.policy.memory import revert_memory
+from reactor.policy.quota import check_added_pods, check_template, pod_gpus
+from reactor.policy.strategies import check_priority_class
+from reactor.state.annotations import CPU, MEMORY, original_key, original_value
 
 
 def revert(ctx: Context) -> Action | Skip:
@@ -80,14 +80,14 @@ def _target(ctx: Context, last: LastAction, strategy: str) -> tuple[object, obje
         return Skip(SkipReason.NOTHING_TO_REVERT, f"no original value recorded for {strategy}")
     current = _current(ctx, strategy, last.container)
     if current is None or current == original:
-        return Skip(SkipReason.NOTHING_TO_REVERT, f"{changed_field(strategy)} is already {original!r}")
+        return Skip(SkipReason.NOTHING_TO_REVERT, f"{original_key(strategy)} is already {original!r}")
     return current, original
 
 
 def _current(ctx: Context, strategy: str, container: str | None) -> object:
-    name = changed_field(strategy)
+    name = original_key(strategy)
     if name == CPU:
-        return ctx.container_cpu(container) if container is not None else None
+        return ctx.container_compute(container) if container is not None else None
     if name == MEMORY:
         return ctx.container_memory(container) if container is not None else None
     if name == "gpus":
@@ -102,7 +102,7 @@ def _checked(ctx: Context, last: LastAction, strategy: str, target: tuple[object
              template_quota: bool = True) -> Action | Skip:
     """The revert, after the checks its dimension needs (bounds first, then class exists, autoscaler, quota)."""
     current, original = target
-    field = changed_field(strategy)
+    field = original_key(strategy)
     if field == CPU:
         return revert_cpu(ctx, last.container, original)
     if field == MEMORY:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..model import Alert, AlertName, Signal, Status, iso
+from reactor.core.model import Alert, AlertName, Signal, Status, iso
 
 PRECEDENCE: tuple[str, ...] = (
     AlertName.METRICS_MISSING.value,

@@ -10,11 +10,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from ..model import Action, Kind, Skip, SkipReason
-from .context import Context, gpu_range, replica_range
-from .cpu import resize_cpu
-from .memory import resize_memory
-from .quota import Charges, check_added_pods, check_template, pod_gpus
+from reactor.core.model import Action, Kind, Skip, SkipReason
+from reactor.policy.context import Context, gpu_range, replica_range
+from reactor.policy.cpu import resize_cpu
+from reactor.policy.memory import resize_memory
+from reactor.policy.quota import Charges, check_added_pods, check_template, pod_gpus
 
 Strategy = Callable[[Context, str], "Action | Skip"]
 

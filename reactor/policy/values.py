@@ -1,7 +1,7 @@
 """The policy as a value: what the reactor may do, and how eagerly.
 
 Data and the one predicate over it (`namespace_allowed`); the pure decision reads it. Reading it
-from a file and the environment is configuration's job (`reactor.settings`), never done here.
+from a file and the environment is configuration's job (`reactor.config.settings`), never done here.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from types import MappingProxyType
 
-from ..model import Mode
+from reactor.core.model import Mode
 
 STRATEGIES = frozenset(
     {
@@ -90,12 +90,12 @@ class Policy:
     memory_step: float = 0.25
     memory_max_bytes: int = 256 << 30
 
-    # Verification after acting (reactor/verifier.py): a rollout not done within verify_timeout is reverted,
+    # Verification after acting (reactor/observe/verifier.py): a rollout not done within verify_timeout is reverted,
     # and the same strategy is not tried again on that workload within verify_revert_window.
     verify_timeout: timedelta = timedelta(minutes=10)
     verify_interval: timedelta = timedelta(seconds=15)
     verify_revert_window: timedelta = timedelta(hours=6)
-    # FinOps (reactor/finops.py): what one GPU-hour of each extended resource costs, in the team's own currency;
+    # FinOps (reactor/observe/finops.py): what one GPU-hour of each extended resource costs, in the team's own currency;
     # with one for `gpu_resource`, the GPU-hours held back are also counted as cost.
     gpu_hourly_cost: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
 

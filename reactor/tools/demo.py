@@ -22,12 +22,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..sim import SimCluster
-from .launcher import Child, LaunchError, start_serve
-from .payloads import AlertSpec, notification, rfc3339
-from .seeds import demo_file
-from .signals import Signalled, raising_on_stop_signals
+from reactor.core.errors import UsageError
+from reactor.tools.launcher import Child, LaunchError, start_serve
+from reactor.tools.payloads import AlertSpec, notification, rfc3339
+from reactor.tools.seeds import demo_file
+from reactor.tools.signals import Signalled, raising_on_stop_signals
+from reactor_sim import SimCluster
 
 NAMESPACE = "ml-workloads"
 NOTEBOOKS = "kubeflow-user-example-com"  # a Kubeflow profile's namespace, for the notebook step

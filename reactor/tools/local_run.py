@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..policy.values import SYSTEM_NAMESPACES
-from ..settings import env_name
-from .launcher import free_port
-from .seeds import demo_file
+from reactor.config.settings import env_name
+from reactor.policy.values import SYSTEM_NAMESPACES
+from reactor.tools.launcher import free_port
+from reactor.tools.seeds import demo_file
 
 WORKLOAD_KINDS = frozenset({"Deployment", "StatefulSet", "CronJob", "Job"})
 

@@ -14,15 +14,15 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from ..alerts import parse_notification
-from ..engine import Engine
-from ..errors import ConfigError, InvalidPayload, TemporaryError, UsageError
-from ..kube import KubeGateway
-from ..metrics import Metrics
-from ..outcome import Outcome
-from ..settings import Settings, load_settings
-from ..statemac import load_state_keys
-from .seeds import apply_seeds, demo_file, read_seeds
+from reactor.cluster.kube import KubeGateway
+from reactor.config.settings import Settings, load_settings
+from reactor.core.errors import ConfigError, InvalidPayload, TemporaryError, UsageError
+from reactor.core.metrics import Metrics
+from reactor.core.outcome import Outcome
+from reactor.engine import Engine
+from reactor.intake.alerts import parse_notification
+from reactor.state.seal import load_state_keys
+from reactor.tools.seeds import apply_seeds, demo_file, read_seeds
 
 OUTPUTS = ("text", "json")
 
@@ -89,7 +89,7 @@ def _connect(settings: Settings, kubeconfig: str, metrics: Metrics) -> KubeGatew
 
 
 def _embedded(stack: ExitStack, seeds: list[str], settings: Settings, metrics: Metrics) -> KubeGateway:
-    from ..sim import SimCluster
+    from reactor_sim import SimCluster
 
     found = read_seeds(seeds)
     sim = SimCluster().start()

@@ -10,8 +10,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..sim import ApiError, SimCluster, manifests
+from reactor.core.errors import UsageError
+from reactor_sim import ApiError, SimCluster, manifests
 
 DEMO_DATA = "reactor.tools.demo_data"
 DEMO_CLUSTER = "the demo cluster (reactor/tools/demo_data/cluster.yaml)"

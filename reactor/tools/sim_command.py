@@ -15,11 +15,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..sim import SimCluster
-from .local_run import allowed_namespaces, print_serve_recipe, write_secrets
-from .seeds import apply_seeds, missing_namespaces, read_seeds
-from .signals import STOP_SIGNALS
+from reactor.core.errors import UsageError
+from reactor.tools.local_run import allowed_namespaces, print_serve_recipe, write_secrets
+from reactor.tools.seeds import apply_seeds, missing_namespaces, read_seeds
+from reactor.tools.signals import STOP_SIGNALS
+from reactor_sim import SimCluster
 
 
 def seed(sim: SimCluster, seeds: list[str]) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 from tests.support import NAMESPACE
 
 CRDS = Path(__file__).resolve().parents[1] / "fixtures" / "crds"

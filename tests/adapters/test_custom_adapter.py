@@ -11,9 +11,9 @@ from typing import Any
 import freezegun
 import pytest
 
-from reactor.errors import ConfigError
-from reactor.sim import SimCluster
+from reactor.core.errors import ConfigError
 from reactor.tools.payloads import AlertSpec, notification
+from reactor_sim import SimCluster
 from tests.adapters.conftest import POLICY
 from tests.adapters.operators import GPU, container, custom, owner_ref
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings

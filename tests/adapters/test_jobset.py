@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from reactor.alerts import parse_notification
 from reactor.engine import Engine
-from reactor.sim import SimCluster
+from reactor.intake.alerts import parse_notification
 from reactor.tools.payloads import AlertSpec, notification
 from reactor.tools.plan import print_plan
+from reactor_sim import SimCluster
 from tests.adapters.conftest import POLICY
 from tests.adapters.operators import JOBSET, container, custom, install, reconcile_jobset
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from reactor.sim import SimCluster
 from reactor.tools.payloads import AlertSpec, notification
+from reactor_sim import SimCluster
 from tests.adapters.conftest import POLICY
 from tests.adapters.operators import GPU, container, install
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings

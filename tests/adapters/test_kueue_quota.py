@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from reactor.kueue import cluster_queue_quota, with_cluster_queue
-from reactor.model import Bounds, Quota
+from reactor.core.model import Bounds, Quota
+from reactor.integrations.kueue import cluster_queue_quota, with_cluster_queue
 
 GPU = "nvidia.com/gpu"
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from reactor.alerts import parse_notification
 from reactor.engine import Engine
+from reactor.intake.alerts import parse_notification
 from reactor.tools.payloads import AlertSpec, notification
 from reactor.tools.plan import print_plan
 from tests.adapters.test_inferenceservice import isvc, pipeline  # noqa: F401 - fixtures

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from reactor.adapters import Adapters
-from reactor.settings import Settings
-from reactor.sim import SimCluster
+from reactor.config.settings import Settings
+from reactor.integrations.adapters import Adapters
 from reactor.tools.payloads import AlertSpec, notification
+from reactor_sim import SimCluster
 from tests.adapters.conftest import POLICY
 from tests.adapters.operators import container, custom, install, reconcile_notebook
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
@@ -52,14 +52,14 @@ def test_the_settings_build_the_value_and_nothing_else_holds_it(token_file: Path
     assert isinstance(settings.adapters, Adapters)
     assert settings.adapters == make_settings(token_file, adapters={"builtin": ["Notebook"]}).adapters
     assert [a.kind for a in settings.adapters] == ["Notebook"] and settings.adapters.get("RayCluster") is None
-    import reactor.adapters.base as base
+    import reactor.integrations.adapters.base as base
     assert not [n for n, v in vars(base).items() if isinstance(v, (dict, list, set)) and not n.startswith("__")]
 
 
 def test_rayservice_without_raycluster_is_a_clear_error_at_start(token_file: Path) -> None:
     """A RayService's pods are found through the RayCluster KubeRay builds: enabling one without the other would
     leave them `unsupported-owner` silently, so the policy is refused at start, naming the key."""
-    from reactor.errors import ConfigError
+    from reactor.core.errors import ConfigError
     try:
         make_settings(token_file, adapters={"builtin": ["RayService"]})
     except ConfigError as e:

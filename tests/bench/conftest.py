@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from bench.scenario import build_cluster, start_sim
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,9 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from reactor.model import WorkloadRef
-from reactor.resolve import Owner, Owners
-from reactor.sim import SimCluster
+from reactor.core.model import WorkloadRef
+from reactor.resolve.owners import Owner, Owners
+from reactor_sim import SimCluster
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 START = datetime.now(UTC) - timedelta(minutes=5)

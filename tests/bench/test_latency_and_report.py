@@ -8,7 +8,7 @@ from pathlib import Path
 from bench.latency import run_latency
 from bench.report import marginal_us, render
 from bench.verify_latency import run_verify_latency, verify_workload
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 
 
 def test_latency_runs_act_on_their_own_deployment_and_time_the_api_calls(small_sim: SimCluster, tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from bench.naive import FakePrometheus, run_naive
 from bench.run import start_reactor
 from bench.scenario import GPUS_PER_POD, IDLE_GPUS, TEAMS, Fleet, pod_alerts, restamp, storm_body, webhook_bodies
 from bench.storm import ApiCount, limiter_seconds, run_naive_storm, run_storm
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from reactor.settings import Settings, build_settings, load_settings
+from reactor.config.settings import Settings, build_settings, load_settings
 from tests.deploy.deploy_helpers import DEPLOY, ROOT, objects, one, render
 
 SA = {"kind": "ServiceAccount", "name": "gpu-reactor", "namespace": "gpu-reactor"}
@@ -259,7 +259,7 @@ def test_workload_rules_are_exactly_the_calls_the_code_makes(objs: list[dict[str
 
 def test_the_pods_resize_grant_follows_the_policy(objs: list[dict[str, Any]]) -> None:
     """pods/resize patch is granted exactly when the deployed policy resizes running pods' CPU."""
-    from reactor.settings import load_settings
+    from reactor.config.settings import load_settings
 
     policy = load_settings(DEPLOY / "reactor" / "policy.yaml", {}).policy
     granted = ("", "pods/resize") in _rules(one(objs, "ClusterRole", "gpu-reactor-workloads"))

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from reactor.sim import ApiError, SimCluster
+from reactor_sim import ApiError, SimCluster
 from tests.deploy.deploy_helpers import DEPLOY, ENTRY_POINTS, load_all, render
 
 NAMESPACE = "ml-workloads"

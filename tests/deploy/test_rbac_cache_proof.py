@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from reactor.informer import Informers
+from reactor.cluster.informer import Informers
 from tests.deploy.deploy_helpers import render
 from tests.deploy.test_rbac_proof import (
     CACHE_NEEDED,

@@ -23,13 +23,13 @@ from kubernetes.client import ApiException
 from prometheus_client import CollectorRegistry
 
 from reactor.app.assembly import assemble
-from reactor.errors import PermanentError
-from reactor.kube import KubeGateway
-from reactor.metrics import Metrics
-from reactor.settings import build_settings
-from reactor.sim import SimCluster
+from reactor.cluster.kube import KubeGateway
+from reactor.config.settings import build_settings
+from reactor.core.errors import PermanentError
+from reactor.core.metrics import Metrics
 from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec, notification
+from reactor_sim import SimCluster
 from tests.adapters.operators import (
     JOBSET,
     container,

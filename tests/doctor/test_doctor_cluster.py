@@ -15,11 +15,11 @@ import pytest
 import yaml
 
 from reactor.app.cli import main
-from reactor.kube import KubeGateway
-from reactor.settings import Settings, build_settings
-from reactor.sim import SimCluster
+from reactor.cluster.kube import KubeGateway
+from reactor.config.settings import Settings, build_settings
 from reactor.tools.doctor import Sources, cluster, connect_cluster, diagnose
 from reactor.tools.doctor.report import Check, Status
+from reactor_sim import SimCluster
 from tests.deploy.deploy_helpers import DEPLOY, render
 from tests.deploy.test_rbac_proof import CACHE_NEEDED, NEEDED_BY, _cluster
 from tests.support import NAMESPACE

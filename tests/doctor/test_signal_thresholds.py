@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reactor.settings import build_settings
+from reactor.config.settings import build_settings
 from reactor.tools.doctor import signal_checks
 from reactor.tools.doctor.report import Status
 

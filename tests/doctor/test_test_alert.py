@@ -13,8 +13,8 @@ import yaml
 from prometheus_client import CollectorRegistry, generate_latest
 
 from reactor.app.cli import main
-from reactor.metrics import Metrics
-from reactor.model import TEST_ALERT
+from reactor.core.metrics import Metrics
+from reactor.core.model import TEST_ALERT
 from reactor.tools.doctor.delivery import alert_body, alert_labels, counts, sample, timers
 from reactor.tools.doctor.http import Unreachable
 from reactor.tools.payloads import AlertSpec, notification

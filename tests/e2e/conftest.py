@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 from tests.e2e.mirror import ClusterMirror, NodeExporter
 from tests.e2e.pipeline import (
     DELAYS,

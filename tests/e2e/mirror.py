@@ -18,7 +18,7 @@ from typing import Any
 
 from prometheus_client.core import Metric
 
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 from tests.promstack.cadvisor import FakeCadvisor
 from tests.promstack.exporter import FakeDcgmExporter, _Pod
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 from tests.e2e.mirror import ClusterMirror
 from tests.e2e.reactor_process import ReactorProcess
 from tests.promstack.stack import Delivery, PromStack, WebhookSink

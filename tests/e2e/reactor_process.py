@@ -17,8 +17,8 @@ from typing import Any
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from reactor.sim import SimCluster
 from reactor.tools.launcher import Child, LaunchError, start_serve
+from reactor_sim import SimCluster
 from tests.promstack.stack import StackError
 
 

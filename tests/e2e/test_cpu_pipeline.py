@@ -51,8 +51,8 @@ def test_a_gpu_starved_by_its_cpu_gets_cpu_in_place(e2e_pipeline: Pipeline) -> N
     assert _cpu(after) == ("3250m", "3250m")  # 2 cores × (1 + 0.6), rounded up to the 250m step
     deployment = p.workload("deployments", LOADER)
     assert gpus(deployment, LOADER) == ("1", "1"), "its GPUs untouched"
-    template_cpu = deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"]
-    assert template_cpu == "2", "cpu.applyTo: pods (the default) leaves the template alone"
+    template_compute = deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"]
+    assert template_compute == "2", "cpu.applyTo: pods (the default) leaves the template alone"
     last = last_action(deployment)
     assert last is not None and (last["action"], last["from"], last["to"], last["alert"]) == (
         "resize-cpu", "2000m", "3250m", "GPUStarvedByCPU")

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from reactor.settings import Settings, build_settings
+from reactor.config.settings import Settings, build_settings
 from reactor.tools.doctor import Sources, diagnose
 from reactor.tools.doctor.report import Check, Status
 from tests.e2e.pipeline import NAMESPACE, Pipeline

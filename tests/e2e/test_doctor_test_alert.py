@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from reactor.model import TEST_ALERT
-from reactor.settings import load_settings
+from reactor.config.settings import load_settings
+from reactor.core.model import TEST_ALERT
 from reactor.tools.doctor import Sources, diagnose
 from reactor.tools.doctor.alertmanager import loaded_config
 from reactor.tools.doctor.delivery import NAME, send_test_alert

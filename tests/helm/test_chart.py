@@ -10,7 +10,7 @@ import helm_python
 import pytest
 import yaml
 
-from reactor.settings import build_settings
+from reactor.config.settings import build_settings
 from tests.deploy.deploy_helpers import DEPLOY, ROOT
 from tests.deploy.test_deploy_build import VERSIONS, _validate
 from tests.helm.charts import BASE_CHART, CHART, NAMESPACE, by_key, notes, render
@@ -212,7 +212,7 @@ def test_a_second_release_gets_its_own_names() -> None:
 
 def test_seeding_the_embedded_cluster_skips_the_charts() -> None:
     """`reactor sim --seed deploy` walks deploy/: a chart's templates are not manifests until rendered."""
-    from reactor.sim import manifests
+    from reactor_sim import manifests
 
     assert manifests.read(DEPLOY / "helm") == []
 

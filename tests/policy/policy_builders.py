@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from reactor.annotations import COOLDOWN_UNTIL, LAST_ACTION, ORIGINAL, read_state
-from reactor.model import Alert, Bounds, Container, Quota, Signal, Workload, WorkloadRef
+from reactor.core.model import Alert, Bounds, Container, Quota, Signal, Workload, WorkloadRef
 from reactor.policy.values import Policy
+from reactor.state.annotations import COOLDOWN_UNTIL, LAST_ACTION, ORIGINAL, read_state
 
 NOW = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
 STARTS = "2025-03-01T11:00:00+00:00"

@@ -9,7 +9,9 @@ from types import MappingProxyType
 
 import pytest
 
-from reactor.annotations import (
+from reactor.core.model import Action, LastAction, ReactorState, Skip, SkipReason, WorkloadRef
+from reactor.policy import decide
+from reactor.state.annotations import (
     COOLDOWN_UNTIL,
     LAST_ACTION,
     MAX_GPUS,
@@ -22,8 +24,6 @@ from reactor.annotations import (
     read_state,
     state_annotations,
 )
-from reactor.model import Action, LastAction, ReactorState, Skip, SkipReason, WorkloadRef
-from reactor.policy import decide
 from tests.policy.policy_builders import KEY, NOW, POLICY, bounds, original, signal, workload
 
 REF = WorkloadRef("Deployment", "ml", "trainer")

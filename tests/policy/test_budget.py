@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from reactor.budget import Budget
+from reactor.act.budget import Budget
 from reactor.policy.values import Window
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from reactor.model import Action, Considered, Container, SkipReason, WorkloadRef
+from reactor.core.model import Action, Considered, Container, SkipReason, WorkloadRef
 from reactor.policy import decide
 from tests.policy.policy_builders import NOW, POLICY, bounds, cooldown, last_action, original, signal, workload
 

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from reactor.model import Action, ComputeBounds, ComputeQuota, ComputeResources, Container, ScopeTerm, Skip
-from reactor.model import SkipReason as R
-from reactor.policy import CpuFacts, decide
+from reactor.core.model import Action, ComputeBounds, ComputeQuota, ComputeResources, Container, ScopeTerm, Skip
+from reactor.core.model import SkipReason as R
+from reactor.policy import ComputeFacts, decide
 from reactor.policy.cpu import size_cpu
 from tests.policy.policy_builders import NOW, POLICY, bounds, signal, workload
 
@@ -101,7 +101,7 @@ def test_starved_container_gets_cpu_not_fewer_gpus():
 
 def test_the_running_pod_s_cpu_is_the_base_when_resizing_pods():
     """After a pods-only raise the template lags: sizing from it would raise the same step twice."""
-    facts = CpuFacts(pods={"server": ComputeResources(3000, 3000)})
+    facts = ComputeFacts(pods={"server": ComputeResources(3000, 3000)})
     decision = decide(throttled(STARVED, 0.5), cpu_workload(), bounds(), POLICY, NOW, cpu=facts)
     assert isinstance(decision, Action) and decision.from_value == "3000m" and decision.to_value == "4500m"
     template = decide(throttled(STARVED, 0.5), cpu_workload(), bounds(), replace(POLICY, cpu_apply_to="template"),
@@ -112,15 +112,15 @@ def test_the_running_pod_s_cpu_is_the_base_when_resizing_pods():
 @pytest.mark.parametrize(
     ("wl", "facts", "policy", "reason"),
     [
-        pytest.param(cpu_workload(request=None, limit=None), CpuFacts(), POLICY, R.NOT_APPLICABLE, id="no-cpu-limit"),
-        pytest.param(cpu_workload(), CpuFacts(bounds=ComputeBounds(highest=2000)), POLICY, R.AT_MAX_CPU,
+        pytest.param(cpu_workload(request=None, limit=None), ComputeFacts(), POLICY, R.NOT_APPLICABLE, id="no-cpu-limit"),
+        pytest.param(cpu_workload(), ComputeFacts(bounds=ComputeBounds(highest=2000)), POLICY, R.AT_MAX_CPU,
                      id="limitrange-max"),
-        pytest.param(cpu_workload(limit=16000, request=16000), CpuFacts(), POLICY, R.AT_MAX_CPU, id="policy-max"),
-        pytest.param(cpu_workload(), CpuFacts(bounds=cpu_quota("requests.cpu", 999)), POLICY, R.QUOTA_EXCEEDED,
+        pytest.param(cpu_workload(limit=16000, request=16000), ComputeFacts(), POLICY, R.AT_MAX_CPU, id="policy-max"),
+        pytest.param(cpu_workload(), ComputeFacts(bounds=cpu_quota("requests.cpu", 999)), POLICY, R.QUOTA_EXCEEDED,
                      id="requests-cpu-quota"),
-        pytest.param(cpu_workload(), CpuFacts(bounds=cpu_quota("limits.cpu", 999)), POLICY, R.QUOTA_EXCEEDED,
+        pytest.param(cpu_workload(), ComputeFacts(bounds=cpu_quota("limits.cpu", 999)), POLICY, R.QUOTA_EXCEEDED,
                      id="limits-cpu-quota"),
-        pytest.param(cpu_workload(), CpuFacts(bounds=cpu_quota("limits.cpu", 3000)),
+        pytest.param(cpu_workload(), ComputeFacts(bounds=cpu_quota("limits.cpu", 3000)),
                      replace(POLICY, cpu_apply_to="template"), R.QUOTA_EXCEEDED, id="template-counts-the-surge"),
     ],
 )
@@ -133,7 +133,7 @@ def test_resize_cpu_refusals(wl, facts, policy, reason):
 def test_in_place_quota_counts_only_the_named_pods():
     """One pod resized in place by 1000m fits 1000m of headroom; the template's rollout would not."""
     lines = cpu_quota("requests.cpu", 1000).quotas + cpu_quota("limits.cpu", 1000).quotas
-    facts = CpuFacts(bounds=ComputeBounds(quotas=lines))
+    facts = ComputeFacts(bounds=ComputeBounds(quotas=lines))
     one = decide(throttled(STARVED, 0.5), cpu_workload(), bounds(), POLICY, NOW, cpu=facts)
     assert isinstance(one, Action)
     assert one.compute_quota_charges == ((("compute", "requests.cpu"), 1000), (("compute", "limits.cpu"), 1000))
@@ -147,7 +147,7 @@ def test_in_place_quota_counts_only_the_named_pods():
 def test_the_old_cpu_spelling_counts_the_requests():
     """`cpu` in a quota is requests.cpu by its older name: a raise counts against it too."""
     decision = decide(throttled(STARVED, 0.5), cpu_workload(), bounds(), POLICY, NOW,
-                      cpu=CpuFacts(bounds=cpu_quota("cpu", 999)))
+                      cpu=ComputeFacts(bounds=cpu_quota("cpu", 999)))
     assert isinstance(decision, Skip) and "of cpu of quota compute" in decision.detail
 
 
@@ -156,12 +156,12 @@ def test_a_cpu_quota_scoped_to_another_class_neither_counts_nor_limits():
     nothing is charged to it; a full quota of the workload's own class refuses."""
     other = cpu_quota("requests.cpu", 0, name="high",
                       scopes=(ScopeTerm("PriorityClass", "In", ("high-priority-gpu",)),))
-    decision = decide(throttled(STARVED, 0.5), cpu_workload(), bounds(), POLICY, NOW, cpu=CpuFacts(bounds=other))
+    decision = decide(throttled(STARVED, 0.5), cpu_workload(), bounds(), POLICY, NOW, cpu=ComputeFacts(bounds=other))
     assert isinstance(decision, Action) and decision.compute_quota_charges == ()
     own = cpu_quota("requests.cpu", 0, name="medium",
                     scopes=(ScopeTerm("PriorityClass", "In", ("medium-priority-gpu",)),))
     medium = replace(cpu_workload(), priority_class="medium-priority-gpu")
-    refused = decide(throttled(STARVED, 0.5), medium, bounds(), POLICY, NOW, cpu=CpuFacts(bounds=own))
+    refused = decide(throttled(STARVED, 0.5), medium, bounds(), POLICY, NOW, cpu=ComputeFacts(bounds=own))
     assert isinstance(refused, Skip) and "of quota medium" in refused.detail
 
 
@@ -175,7 +175,7 @@ def test_reserving_adds_the_notification_s_earlier_charges_line_by_line():
 def test_a_cpu_raise_records_the_original_and_its_resolve_reverts_it():
     from datetime import timedelta
 
-    from reactor.annotations import read_state, state_annotations
+    from reactor.state.annotations import read_state, state_annotations
 
     sig = throttled(STARVED, 0.5)
     raised = decide(sig, cpu_workload(), bounds(), POLICY, NOW)
@@ -201,6 +201,6 @@ def test_a_cpu_raise_records_the_original_and_its_resolve_reverts_it():
 @pytest.mark.parametrize("raw", ['{"cpu": {"server": {"limit": "2"}}}',
                                  '{"cpu": {"server": {"request": 1, "limit": -1}}}', '{"cpu": ["server"]}'])
 def test_a_tampered_cpu_original_is_invalid(raw):
-    from reactor.annotations import ORIGINAL, read_state
+    from reactor.state.annotations import ORIGINAL, read_state
 
     assert read_state({ORIGINAL: raw}).invalid == (ORIGINAL,)

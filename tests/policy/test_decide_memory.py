@@ -8,9 +8,9 @@ from dataclasses import replace
 
 import pytest
 
-from reactor.model import Action, ComputeBounds, ComputeQuota, ComputeResources, Container, Skip
-from reactor.model import SkipReason as R
-from reactor.policy import CpuFacts, decide
+from reactor.core.model import Action, ComputeBounds, ComputeQuota, ComputeResources, Container, Skip
+from reactor.core.model import SkipReason as R
+from reactor.policy import ComputeFacts, decide
 from reactor.policy.memory import size_memory
 from tests.policy.policy_builders import NOW, POLICY, bounds, signal, workload
 
@@ -55,7 +55,7 @@ def test_a_near_limit_container_gets_memory_and_keeps_its_gpus():
 
 
 def test_the_running_pod_s_memory_is_the_base_and_its_resize_policy_decides_where_it_goes():
-    facts = CpuFacts(pod_memory={"server": ComputeResources(10 * GI, 10 * GI)})
+    facts = ComputeFacts(pod_memory={"server": ComputeResources(10 * GI, 10 * GI)})
     running = decide(near(), mem_workload(), bounds(), POLICY, NOW, cpu=facts)
     assert isinstance(running, Action) and (running.from_value, running.to_value) == ("10240Mi", "12800Mi")
     restarts = replace(facts, memory_restarts=frozenset({"server"}))
@@ -67,18 +67,18 @@ def test_the_running_pod_s_memory_is_the_base_and_its_resize_policy_decides_wher
 @pytest.mark.parametrize(
     ("wl", "facts", "policy", "reason"),
     [
-        pytest.param(mem_workload(request=None, limit=None), CpuFacts(), POLICY, R.NOT_APPLICABLE, id="no-limit"),
-        pytest.param(mem_workload(), CpuFacts(memory_bounds=ComputeBounds(highest=8 * GI)), POLICY, R.AT_MAX_MEMORY,
+        pytest.param(mem_workload(request=None, limit=None), ComputeFacts(), POLICY, R.NOT_APPLICABLE, id="no-limit"),
+        pytest.param(mem_workload(), ComputeFacts(memory_bounds=ComputeBounds(highest=8 * GI)), POLICY, R.AT_MAX_MEMORY,
                      id="limitrange-max"),
-        pytest.param(mem_workload(), CpuFacts(), replace(POLICY, memory_max_bytes=8 * GI), R.AT_MAX_MEMORY,
+        pytest.param(mem_workload(), ComputeFacts(), replace(POLICY, memory_max_bytes=8 * GI), R.AT_MAX_MEMORY,
                      id="policy-max"),
-        pytest.param(mem_workload(), CpuFacts(memory_bounds=memory_quota("requests.memory", GI)), POLICY,
+        pytest.param(mem_workload(), ComputeFacts(memory_bounds=memory_quota("requests.memory", GI)), POLICY,
                      R.QUOTA_EXCEEDED, id="requests-memory-quota"),
-        pytest.param(mem_workload(), CpuFacts(memory_bounds=memory_quota("limits.memory", GI)), POLICY,
+        pytest.param(mem_workload(), ComputeFacts(memory_bounds=memory_quota("limits.memory", GI)), POLICY,
                      R.QUOTA_EXCEEDED, id="limits-memory-quota"),
-        pytest.param(mem_workload(), CpuFacts(memory_bounds=memory_quota("memory", GI)), POLICY,
+        pytest.param(mem_workload(), ComputeFacts(memory_bounds=memory_quota("memory", GI)), POLICY,
                      R.QUOTA_EXCEEDED, id="memory-quota-old-spelling"),
-        pytest.param(mem_workload(request=2 * GI), CpuFacts(memory_bounds=ComputeBounds(max_ratio=2.0)), POLICY,
+        pytest.param(mem_workload(request=2 * GI), ComputeFacts(memory_bounds=ComputeBounds(max_ratio=2.0)), POLICY,
                      R.NOT_APPLICABLE, id="max-limit-request-ratio"),
     ],
 )
@@ -89,7 +89,7 @@ def test_resize_memory_refusals(wl, facts, policy, reason):
 
 
 def test_the_quota_refusal_names_the_line_and_the_headroom():
-    facts = CpuFacts(memory_bounds=memory_quota("limits.memory", 3 * GI))
+    facts = ComputeFacts(memory_bounds=memory_quota("limits.memory", 3 * GI))
     refused = decide(near(("p-1", "p-2")), mem_workload(), bounds(), POLICY, NOW, cpu=facts)
     assert isinstance(refused, Skip) and refused.reason is R.QUOTA_EXCEEDED
     assert "needs 4294967296B of limits.memory of quota compute (2 pods, surge 0)" in refused.detail
@@ -98,6 +98,6 @@ def test_the_quota_refusal_names_the_line_and_the_headroom():
 
 
 def test_a_quota_without_memory_lines_does_not_limit_memory():
-    facts = CpuFacts(memory_bounds=ComputeBounds(), bounds=ComputeBounds(quotas=(
+    facts = ComputeFacts(memory_bounds=ComputeBounds(), bounds=ComputeBounds(quotas=(
         ComputeQuota("compute", "limits.cpu", hard=1000, used=1000),)))
     assert isinstance(decide(near(), mem_workload(), bounds(), POLICY, NOW, cpu=facts), Action)

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import UTC, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from reactor.annotations import COOLDOWN_UNTIL, MODE
-from reactor.model import Action, Considered, Container, Skip
-from reactor.model import SkipReason as R
+from reactor.core.model import Action, Considered, Container, Skip
+from reactor.core.model import SkipReason as R
 from reactor.policy import decide
+from reactor.state.annotations import COOLDOWN_UNTIL, MODE
 from tests.policy.policy_builders import KEY, NOW, POLICY, bounds, cooldown, last_action, original, signal, workload
 
 SAT, MEM, IDLE, MISSING = "GPUSaturated", "GPUMemorySaturated", "GPUIdle", "GPUMetricsMissing"

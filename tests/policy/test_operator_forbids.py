@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from reactor.model import Action, Skip, WorkloadRef
-from reactor.model import SkipReason as R
+from reactor.core.model import Action, Skip, WorkloadRef
+from reactor.core.model import SkipReason as R
 from reactor.policy import decide
 from tests.policy.policy_builders import NOW, POLICY, bounds, last_action, original, signal, workload
 

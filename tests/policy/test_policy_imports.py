@@ -11,7 +11,7 @@ FORBIDDEN = ("flask", "kubernetes", "prometheus_client", "werkzeug")
 
 def test_policy_imports_no_io_libraries():
     code = (
-        "import json, sys; import reactor.policy, reactor.annotations, reactor.budget; "
+        "import json, sys; import reactor.policy, reactor.state.annotations, reactor.act.budget; "
         "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -9,8 +9,8 @@ from datetime import timedelta
 
 import pytest
 
-from reactor.model import Action, Container, PodShape, Quota, ScopeTerm, Skip, Workload
-from reactor.model import SkipReason as R
+from reactor.core.model import Action, Container, PodShape, Quota, ScopeTerm, Skip, Workload
+from reactor.core.model import SkipReason as R
 from reactor.policy import decide
 from tests.policy.policy_builders import NOW, POLICY, bounds, last_action, original, signal, workload
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reactor.model import Signal
+from reactor.core.model import Signal
 from reactor.policy import fold
 from tests.policy.policy_builders import alert
 

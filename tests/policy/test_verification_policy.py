@@ -10,11 +10,11 @@ from types import MappingProxyType
 
 import pytest
 
-from reactor.annotations import VERIFICATION, read_state
-from reactor.model import Action, Skip, SkipReason
+from reactor.core.model import Action, Skip, SkipReason
 from reactor.policy import decide
 from reactor.policy.context import Context
 from reactor.policy.revert import revert_stalled
+from reactor.state.annotations import VERIFICATION, read_state
 from tests.policy.policy_builders import NOW, POLICY, bounds, last_action, original, signal, workload
 
 GROW_ONLY = replace(POLICY, alerts=MappingProxyType({**POLICY.alerts, "GPUSaturated": ("resize-gpu-up",)}))

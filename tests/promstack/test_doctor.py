@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from reactor.app.cli import main
-from reactor.settings import Settings, load_settings
+from reactor.config.settings import Settings, load_settings
 from reactor.tools.doctor import Sources, diagnose
 from reactor.tools.doctor.report import Check, Status
 from reactor.tools.launcher import free_port

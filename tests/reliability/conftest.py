@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 from tests.reliability.figures import FIGURES
 from tests.reliability.harness import Child
 

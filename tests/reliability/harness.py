@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from reactor.annotations import COOLDOWN_UNTIL, LAST_ACTION, ORIGINAL
-from reactor.sim import SimCluster
+from reactor.state.annotations import COOLDOWN_UNTIL, LAST_ACTION, ORIGINAL
 from reactor.tools.launcher import LaunchError, start_serve
 from reactor.tools.payloads import AlertSpec, notification
+from reactor_sim import SimCluster
 
 GPU = "nvidia.com/gpu"
 TOKEN = "reliability-token-5f0c2a7e9d41b863"
@@ -82,7 +82,7 @@ class Child:
             token_file.write_text(self.token + "\n")
         kubeconfig = self.workdir / f"{self.name}.kubeconfig"
         if self.kube_url:
-            from reactor.sim import kubeconfig as sim_kubeconfig
+            from reactor_sim import kubeconfig as sim_kubeconfig
             sim_kubeconfig.write(kubeconfig, self.kube_url, None)
         else:
             self.sim.write_kubeconfig(kubeconfig)

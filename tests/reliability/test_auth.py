@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from reactor.sim import SimCluster
+from reactor.intake.web import TokenFile
 from reactor.tools.payloads import AlertSpec, notification
-from reactor.web import TokenFile
+from reactor_sim import SimCluster
 from tests.reliability.figures import FIGURES
 from tests.reliability.harness import TOKEN, Child, deployment_doc, namespace_docs, seed, writes
 

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from reactor.sim import SimCluster
 from reactor.tools.payloads import AlertSpec
+from reactor_sim import SimCluster
 from tests.reliability.figures import FIGURES
 from tests.reliability.harness import (
     Answer,

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from reactor.sim import SimCluster
 from reactor.tools.payloads import AlertSpec, notification
+from reactor_sim import SimCluster
 from tests.reliability.conftest import LONG
 from tests.reliability.figures import FIGURES
 from tests.reliability.harness import deployment_doc, namespace_docs, writes

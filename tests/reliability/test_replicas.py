@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from reactor.sim import SimCluster
 from reactor.tools.payloads import AlertSpec
+from reactor_sim import SimCluster
 from tests.reliability.figures import FIGURES
 from tests.reliability.harness import (
     Answer,

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reactor.sim import SimCluster
 from reactor.tools.payloads import AlertSpec, notification
+from reactor_sim import SimCluster
 from tests.reliability.conftest import LONG
 from tests.reliability.figures import FIGURES
 from tests.reliability.harness import Child, deployment_doc, namespace_docs, pods_of, seed, state, writes

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from reactor.sim import SimCluster
 from reactor.tools.payloads import AlertSpec, notification
+from reactor_sim import SimCluster
 from tests.reliability.figures import FIGURES
 from tests.reliability.harness import TOKEN, Child, namespace_docs, seed, writes
 from tests.reliability.test_auth import self_signed

@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from reactor.sim import SimCluster
 from reactor.tools.payloads import AlertSpec, notification
+from reactor_sim import SimCluster
 from tests.reliability.conftest import LONG
 from tests.reliability.figures import FIGURES
 from tests.reliability.harness import (

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from reactor.annotations import LAST_ACTION, ORIGINAL
-from reactor.sim import SimCluster
+from reactor.state.annotations import LAST_ACTION, ORIGINAL
 from reactor.tools.payloads import AlertSpec, fingerprint, notification, rfc3339
+from reactor_sim import SimCluster
 from tests.reliability.figures import FIGURES
 from tests.reliability.harness import Child, deployment_doc, namespace_docs, pods_of, seed
 from tests.trust.tenant import ghost_specs

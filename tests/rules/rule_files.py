@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from reactor.model import KNOWN_ALERTS
+from reactor.core.model import KNOWN_ALERTS
 from reactor.tools.rules import render_to
 
 CONTRACT_LABELS = {"severity", "reactor"}

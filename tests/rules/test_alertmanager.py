@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from reactor.model import KNOWN_ALERTS
+from reactor.core.model import KNOWN_ALERTS
 from reactor.policy.values import DEFAULT_ALERTS, REVERTIBLE
 from reactor.tools.launcher import free_port
 from tests.promstack.stack import WebhookSink

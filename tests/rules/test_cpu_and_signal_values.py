@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reactor.errors import ConfigError
+from reactor.core.errors import ConfigError
 from reactor.tools.rules import rule_groups
 from reactor.tools.rules.values import build_values
 

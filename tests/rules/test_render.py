@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reactor.errors import ConfigError
+from reactor.core.errors import ConfigError
 from reactor.tools.rules import PROMETHEUS_RULE_FILE, RULES_FILE, render_command, rule_groups
 from reactor.tools.rules.values import build_values
 from tests.rules.conftest import REPO, RULE_TESTS_DIR

@@ -12,7 +12,7 @@ from types import MappingProxyType
 import pytest
 import yaml
 
-from reactor.model import KNOWN_ALERTS, TEST_ALERT
+from reactor.core.model import KNOWN_ALERTS, TEST_ALERT
 from reactor.tools.rules import RULES_FILE, render_command
 from reactor.tools.rules.checkout import CheckoutFacts, read_checkout, resolve
 from reactor.tools.rules.hosting import anchors, heading_anchor, repository
@@ -229,7 +229,7 @@ def test_the_charts_runbook_default_is_auto_and_keeps_the_rendered_links() -> No
 
 @pytest.mark.parametrize("url", ["docs/runbooks.md", "https://x.example/runbooks.md#gpuidle", "Auto"])
 def test_a_runbook_url_is_auto_or_an_http_url_without_anchor(url: str) -> None:
-    from reactor.errors import ConfigError
+    from reactor.core.errors import ConfigError
     from reactor.tools.rules.values import build_values
 
     assert build_values({"runbookUrl": "auto"}).runbook_url == "auto"

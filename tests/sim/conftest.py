@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client as k8s
 
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 from tests.sim.builders import gpu_node
 
 

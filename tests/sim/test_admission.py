@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kubernetes import client as k8s
 
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 from tests.sim.builders import GPU, pod
 from tests.sim.helpers import status_of
 

@@ -6,7 +6,7 @@ import re
 
 from kubernetes import client as k8s
 
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 from tests.sim.builders import GPU, deployment, statefulset
 from tests.sim.helpers import status_of
 

@@ -15,7 +15,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 
 CRDS = Path(__file__).resolve().parents[1] / "fixtures" / "crds"
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "notebooks"

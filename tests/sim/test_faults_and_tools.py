@@ -13,7 +13,7 @@ import pytest
 import urllib3
 from kubernetes import client as k8s
 
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 from tests.sim.builders import deployment
 from tests.sim.helpers import status_of
 

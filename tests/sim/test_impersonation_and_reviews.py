@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 
 SA = "system:serviceaccount:ml:reactor"
 SA_TOKEN = "sa-token"

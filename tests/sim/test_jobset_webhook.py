@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 
 CRDS = Path(__file__).resolve().parents[1] / "fixtures" / "crds"
 ARGS = ("jobset.x-k8s.io", "v1alpha2", "ml", "jobsets", "train")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBECTL = shutil.which("kubectl")

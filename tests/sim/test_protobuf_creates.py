@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from reactor.sim import SimCluster
-from reactor.sim.protobuf_objects import decode, transcode
+from reactor_sim import SimCluster
+from reactor_sim.protobuf_objects import decode, transcode
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 KUBECTL = shutil.which("kubectl")

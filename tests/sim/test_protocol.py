@@ -9,7 +9,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 from tests.sim.builders import GPU, container, deployment, pod
 from tests.sim.helpers import status_of
 

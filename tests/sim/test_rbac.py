@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 from tests.sim.builders import deployment
 from tests.sim.helpers import status_of
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 from tests.sim.builders import GPU, pod
 from tests.sim.helpers import status_of
 

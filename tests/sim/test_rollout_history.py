@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 from tests.sim.builders import GPU, deployment, gpu_node
 
 REVISION = "deployment.kubernetes.io/revision"

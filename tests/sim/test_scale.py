@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from bench.sim_scale import build, quotas_match_recount
-from reactor.sim import SimCluster
-from reactor.sim.admission import quota_used, recount
-from reactor.sim.quantity import render
+from reactor_sim import SimCluster
+from reactor_sim.admission import quota_used, recount
+from reactor_sim.quantity import render
 from tests.sim.builders import GPU, deployment, gpu_node, pod
 
 KEYS = {f"requests.{GPU}": "1000", f"limits.{GPU}": "1000", "pods": "1000", "count/pods": "1000"}

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 from tests.sim.builders import deployment, gpu_node, pod
 
 NOT_READY = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}

@@ -10,12 +10,12 @@ import urllib.request
 
 import pytest
 
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 
 
 def test_a_client_refusing_the_ca_leaves_no_traceback_and_the_server_keeps_serving(
         capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger="reactor.sim.server")
+    caplog.set_level(logging.DEBUG, logger="reactor_sim.server")
     with SimCluster().start(tls=True) as sim:
         with pytest.raises(urllib.error.URLError, match="CERTIFICATE_VERIFY_FAILED"):
             urllib.request.urlopen(f"{sim.url}/version", timeout=5, context=ssl.create_default_context())

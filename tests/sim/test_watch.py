@@ -14,7 +14,7 @@ from kubernetes import client as k8s
 from kubernetes import watch as k8s_watch
 from kubernetes.client import ApiException
 
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 from tests.sim.builders import deployment, gpu_node, pod
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from reactor.sim import SimCluster
+from reactor_sim import SimCluster
 from tests.deploy.deploy_helpers import render
 from tests.support import Reactor
 from tests.trust.tenant import deployed_cluster, deployed_reactor, tenant_client

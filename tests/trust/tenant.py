@@ -18,12 +18,12 @@ from kubernetes import client as k8s
 from prometheus_client import CollectorRegistry
 
 from reactor.app.assembly import assemble
-from reactor.kube import KubeGateway
-from reactor.metrics import Metrics
-from reactor.settings import build_settings
-from reactor.sim import SimCluster
+from reactor.cluster.kube import KubeGateway
+from reactor.config.settings import build_settings
+from reactor.core.metrics import Metrics
 from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec
+from reactor_sim import SimCluster
 from tests.deploy.deploy_helpers import DEPLOY
 from tests.support import HERE, NAMESPACE, Reactor
 

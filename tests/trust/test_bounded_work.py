@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from reactor.sim import SimCluster
 from reactor.tools.payloads import AlertSpec, notification
+from reactor_sim import SimCluster
 from tests.support import NAMESPACE, Reactor
 from tests.trust.tenant import GHOSTS, deployed_reactor, ghost_specs
 

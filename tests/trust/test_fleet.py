@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from reactor.sim import SimCluster
 from reactor.tools.payloads import AlertSpec, notification
+from reactor_sim import SimCluster
 from tests.support import NAMESPACE, Reactor
 from tests.trust.tenant import deployed_reactor
 

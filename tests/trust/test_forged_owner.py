@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from reactor.sim import SimCluster
 from reactor.tools.payloads import AlertSpec, notification
+from reactor_sim import SimCluster
 from tests.support import NAMESPACE, Reactor
 from tests.trust.tenant import GPU, template_of
 

@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from reactor.annotations import COOLDOWN_UNTIL, LAST_ACTION, ORIGINAL
-from reactor.sim import SimCluster
-from reactor.statemac import STATE_MAC, StateKeys, load_state_keys
+from reactor.state.annotations import COOLDOWN_UNTIL, LAST_ACTION, ORIGINAL
+from reactor.state.seal import STATE_MAC, StateKeys, load_state_keys
 from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec, fingerprint, notification, rfc3339
+from reactor_sim import SimCluster
 from tests.support import NAMESPACE, Reactor
 from tests.trust.tenant import deployed_reactor, template_of
 

@@ -18,13 +18,13 @@ from typing import TextIO
 
 from prometheus_client import CollectorRegistry
 
-from ...errors import ConfigError, ReactorError
-from ...kube import KubeGateway
-from ...metrics import Metrics
-from ...settings import Settings, load_settings
-from . import alertmanager, cluster, delivery, prometheus, signals
-from .http import Unreachable
-from .report import Check, exit_code, failing, line, warning
+from reactor.cluster.kube import KubeGateway
+from reactor.config.settings import Settings, load_settings
+from reactor.core.errors import ConfigError, ReactorError
+from reactor.core.metrics import Metrics
+from reactor.tools.doctor import alertmanager, cluster, delivery, prometheus, signals
+from reactor.tools.doctor.http import Unreachable
+from reactor.tools.doctor.report import Check, exit_code, failing, line, warning
 
 DEFAULT_THRESHOLDS = Path("rules/thresholds.yaml")
 
@@ -58,7 +58,7 @@ def signal_checks(url: str, thresholds: Path | None, settings: Settings) -> Iter
     """The busy signal in use and its data, and the CPU half's cAdvisor series (signals.py)."""
     values = None
     if thresholds is not None:
-        from ..rules import load_values
+        from reactor.tools.rules import load_values
 
         try:
             values = load_values(thresholds)
@@ -70,7 +70,7 @@ def signal_checks(url: str, thresholds: Path | None, settings: Settings) -> Iter
 
 
 def _scrape_labels(path: Path) -> str:
-    from ..rules import load_values
+    from reactor.tools.rules import load_values
 
     return load_values(path).scrape_labels
 
@@ -162,7 +162,7 @@ def _severities(prometheus_url: str | None, thresholds: Path | None) -> dict[str
     except Unreachable:
         found = {}
     if not found and thresholds is not None:
-        from ..rules import load_values
+        from reactor.tools.rules import load_values
 
         defaults = load_values(thresholds).defaults
         found = {alert: defaults[section].severity for alert, section in _SECTIONS.items()}

@@ -11,10 +11,10 @@ from typing import Any
 
 import yaml
 
-from .http import Unreachable, get_json, post_status
-from .prometheus import ALERTS
-from .report import Check, failing, ok, warning
-from .routing import deliveries, inhibited_by, near_misses, receiver
+from reactor.tools.doctor.http import Unreachable, get_json, post_status
+from reactor.tools.doctor.prometheus import ALERTS
+from reactor.tools.doctor.report import Check, failing, ok, warning
+from reactor.tools.doctor.routing import deliveries, inhibited_by, near_misses, receiver
 
 ROUTE_FIX = ("add the route and receiver of deploy/alertmanager/alertmanager.yaml (matchers ['reactor=\"gpu\"'] to a "
              "webhook to http://gpu-reactor.gpu-reactor.svc:8080/alerts), or the chart's AlertmanagerConfig")

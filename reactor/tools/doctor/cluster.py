@@ -1,16 +1,16 @@
 """Doctor checks that ask the Kubernetes API: the reactor's RBAC per allowed namespace, the ladder's
 PriorityClasses, quota and LimitRange.
 
-Reads only, through the gateway (`reactor.kube`, the one module that talks to Kubernetes). RBAC is asked
+Reads only, through the gateway (`reactor.cluster.kube`, the one module that talks to Kubernetes). RBAC is asked
 with SelfSubjectAccessReview, as the reactor's ServiceAccount when the gateway impersonates it.
 """
 
 from __future__ import annotations
 
-from ...errors import ReactorError
-from ...kube import KubeGateway
-from ...settings import Settings
-from .report import Check, failing, ok, warning
+from reactor.cluster.kube import KubeGateway
+from reactor.config.settings import Settings
+from reactor.core.errors import ReactorError
+from reactor.tools.doctor.report import Check, failing, ok, warning
 
 # Every call the reactor makes: (apiGroup, resource, verb). tests/doctor checks this equals the grants that
 # tests/deploy/test_rbac_proof.py proves needed.

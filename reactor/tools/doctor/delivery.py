@@ -19,13 +19,13 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from ...errors import ConfigError
-from ...fields import format_duration, parse_duration
-from ...model import TEST_ALERT
-from .alertmanager import loaded_config
-from .http import Unreachable, send
-from .report import Check, failing, ok
-from .routing import route_matchers
+from reactor.config.fields import format_duration, parse_duration
+from reactor.core.errors import ConfigError
+from reactor.core.model import TEST_ALERT
+from reactor.tools.doctor.alertmanager import loaded_config
+from reactor.tools.doctor.http import Unreachable, send
+from reactor.tools.doctor.report import Check, failing, ok
+from reactor.tools.doctor.routing import route_matchers
 
 NAME = "test-alert"
 RECEIVED = "reactor_alerts_received_total"

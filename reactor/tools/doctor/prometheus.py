@@ -10,8 +10,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from .http import get_json, prometheus_query
-from .report import Check, failing, ok, warning
+from reactor.tools.doctor.http import get_json, prometheus_query
+from reactor.tools.doctor.report import Check, failing, ok, warning
 
 UTIL_NAMES = '__name__=~"DCGM_FI_DEV_GPU_UTIL|DCGM_FI_PROF_GR_ENGINE_ACTIVE"'
 ALERTS = ("GPUUnderutilized", "GPUIdle", "GPUSaturated", "GPUMemorySaturated", "GPUMetricsMissing")

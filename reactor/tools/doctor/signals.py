@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ...policy.values import Policy
-from ..rules.cpu import THROTTLING
-from ..rules.promql import GPUS
-from ..rules.signal import GPU_UTIL, GR_ENGINE_ACTIVE, SM_ACTIVE, BusySignal
-from ..rules.values import Values
-from .http import Unreachable, prometheus_query
-from .report import Check, failing, ok, warning
+from reactor.policy.values import Policy
+from reactor.tools.doctor.http import Unreachable, prometheus_query
+from reactor.tools.doctor.report import Check, failing, ok, warning
+from reactor.tools.rules.cpu import THROTTLING
+from reactor.tools.rules.promql import GPUS
+from reactor.tools.rules.signal import GPU_UTIL, GR_ENGINE_ACTIVE, SM_ACTIVE, BusySignal
+from reactor.tools.rules.values import Values
 
 # The DCGM field each named signal reads; the default falls back to GPU_UTIL off MIG.
 FIELDS = {GR_ENGINE_ACTIVE: "DCGM_FI_PROF_GR_ENGINE_ACTIVE", SM_ACTIVE: "DCGM_FI_PROF_SM_ACTIVE",

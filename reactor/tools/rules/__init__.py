@@ -16,11 +16,11 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from ...errors import ConfigError
-from ...fields import read_yaml_file
-from .checkout import UNRESOLVED_HELP, RunbookBase, read_checkout, resolve
-from .groups import rule_groups
-from .output import (
+from reactor.config.fields import read_yaml_file
+from reactor.core.errors import ConfigError
+from reactor.tools.rules.checkout import UNRESOLVED_HELP, RunbookBase, read_checkout, resolve
+from reactor.tools.rules.groups import rule_groups
+from reactor.tools.rules.output import (
     PROMETHEUS_RULE_FILE,
     RULES_FILE,
     Rendered,
@@ -29,7 +29,7 @@ from .output import (
     stale_files,
     write_files,
 )
-from .values import AUTO, Values, build_values
+from reactor.tools.rules.values import AUTO, Values, build_values
 
 DEFAULT_VALUES = Path("rules/thresholds.yaml")
 

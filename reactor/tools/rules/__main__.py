@@ -2,6 +2,6 @@
 
 import sys
 
-from . import render_command
+from reactor.tools.rules import render_command
 
 raise SystemExit(render_command(sys.argv[1:]))

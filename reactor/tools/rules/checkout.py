@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from .hosting import Ref, RefKind, Repository, file_url, repository
+from reactor.tools.rules.hosting import Ref, RefKind, Repository, file_url, repository
 
 RUNBOOKS_PATH = "docs/runbooks.md"
 # PEP 753's normalized labels of [project.urls] that name the source repository, most specific first.

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
-from . import promql
-from .promql import BY_WORKLOAD, WORKLOAD, duration
-from .values import Tunables, Values
+from reactor.tools.rules import promql
+from reactor.tools.rules.promql import BY_WORKLOAD, WORKLOAD, duration
+from reactor.tools.rules.values import Tunables, Values
 
 THROTTLING = "gpu_reactor:container_cpu_throttling:ratio"
 CPU_LIMIT_USED = "gpu_reactor:container_cpu_usage:limit_ratio"

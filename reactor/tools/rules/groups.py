@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from . import cpu, promql, signal
-from .promql import duration
-from .values import Tunables, Values
+from reactor.tools.rules import cpu, promql, signal
+from reactor.tools.rules.promql import duration
+from reactor.tools.rules.values import Tunables, Values
 
 ROUTING_LABELS = {"reactor": "gpu"}
 GROUP = "gpu-reactor"

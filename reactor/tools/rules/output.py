@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from .checkout import RunbookBase
-from .values import Values
+from reactor.tools.rules.checkout import RunbookBase
+from reactor.tools.rules.values import Values
 
 RULES_FILE = Path("rules/gpu-reactor.rules.yaml")
 PROMETHEUS_RULE_FILE = Path("deploy/prometheus/gpu-reactor-prometheusrule.yaml")

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from . import promql
-from .promql import BY_WORKLOAD
+from reactor.tools.rules import promql
+from reactor.tools.rules.promql import BY_WORKLOAD
 
 GR_ENGINE_ACTIVE = "gr_engine_active"
 SM_ACTIVE = "sm_active"

@@ -13,10 +13,10 @@ from datetime import timedelta
 from types import MappingProxyType
 from typing import Any
 
-from ...errors import ConfigError
-from ...fields import parse_duration
-from .signal import NAMED as NAMED_SIGNALS
-from .signal import BusySignal
+from reactor.config.fields import parse_duration
+from reactor.core.errors import ConfigError
+from reactor.tools.rules.signal import NAMED as NAMED_SIGNALS
+from reactor.tools.rules.signal import BusySignal
 
 AUTO = "auto"  # runbookUrl: docs/runbooks.md where this checkout is hosted (the renderer resolves it)
 

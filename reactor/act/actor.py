@@ -1,0 +1,249 @@
+"""The act step: the only place that changes the cluster, and the protocol around each change.
+
+For one workload: decide, spend one unit of the action budget, send one conditional patch that
+carries the change and the reactor's state annotations together (so a change is never
+half-written), and on a 409 re-read and re-decide, a bounded number of times. A unit spent on a
+write that never happened is refunded, so failures cannot starve other workloads. After a write,
+an Event on the workload for `kubectl describe`. Pod GPU resources and `priorityClassName` are
+immutable on running pods, so the patch always targets the owner's pod template.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from reactor.act.budget import Budget
+from reactor.act.resize import CPU_ACTION, MEMORY_ACTION, changes_compute, resize_pods, template_compute
+from reactor.cluster.adapted import adapted_patch
+from reactor.cluster.kube import KubeGateway
+from reactor.cluster.workloads import template_path
+from reactor.core.errors import ConflictError, PermanentError, ReactorError, TemporaryError
+from reactor.core.model import Action, Decision, Kind, Mode, Result, Signal, Skip, SkipReason, Workload, WorkloadRef
+from reactor.integrations.adapters import Adapters
+from reactor.integrations.kueue import PRIORITY_LABEL
+from reactor.state.annotations import state_annotations
+from reactor.state.seal import StateKeys
+
+log = logging.getLogger(__name__)
+
+API_VERSIONS: dict[str, str] = {
+    Kind.DEPLOYMENT: "apps/v1", Kind.STATEFULSET: "apps/v1", Kind.CRONJOB: "batch/v1", Kind.JOB: "batch/v1",
+}
+EVENT_REASONS = {
+    "resize-gpu": "GPUResized",
+    "scale-replicas": "ReplicasScaled",
+    "set-priority": "PriorityChanged",
+    "revert": "ChangeReverted",
+    "resize-cpu": "CPUResized",
+    "resize-memory": "MemoryResized",
+}
+
+
+class KeptChanging(TemporaryError):
+    """Every try met a 409: a 503 makes Alertmanager retry within seconds, not at the next group_interval."""
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """What the act step needs from the engine for one workload.
+
+    `decide` turns the owner object as read into the workload value, its decision and the mode
+    that applies; `reread` reads the owner again from the API (after a 409), None if it is gone.
+    """
+
+    ref: WorkloadRef
+    signal: Signal
+    decide: Callable[[dict[str, Any]], tuple[Workload, Decision, Mode]]
+    reread: Callable[[], dict[str, Any] | None]
+    # The verifier's revert: state annotations written beside the change's, and the Event's reason.
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    event_reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Acted:
+    """What became of one workload: the decision, its result, and why a write failed (if it did)."""
+
+    decision: Decision
+    result: Result
+    error: str = ""
+
+
+class Actor:
+    """Carries out decisions; holds the budget and the gateway, nothing about one notification."""
+
+    def __init__(self, *, kube: KubeGateway, budget: Budget, gpu_resource: str, cooldown: timedelta,
+                 conflict_retries: int, dry_run: bool, state_keys: StateKeys | None = None,
+                 cpu_apply_to: str = "pods", adapters: Adapters) -> None:
+        self.kube, self.budget, self.state_keys, self.cpu_apply_to = kube, budget, state_keys, cpu_apply_to
+        self.adapters = adapters  # the enabled operators' kinds, written by JSON merge patch (see adapted.py)
+        self.gpu_resource, self.cooldown = gpu_resource, cooldown
+        self.conflict_retries, self.dry_run = conflict_retries, dry_run
+
+    def carry_out(self, attempt: Attempt, obj: dict[str, Any], now: datetime) -> Acted:
+        """Decide and write, re-deciding after each 409; TemporaryError when conflicts outlast the retries."""
+        spent = False
+        try:
+            for _ in range(self.conflict_retries + 1):
+                workload, decision, mode = attempt.decide(obj)
+                if isinstance(decision, Skip):
+                    return Acted(decision, Result.SKIPPED)
+                if self.dry_run or mode == Mode.RECOMMEND:
+                    return Acted(decision, Result.RECOMMENDED)
+                if not spent and not self.budget.try_spend(attempt.ref.namespace, now):
+                    return Acted(Skip(SkipReason.BUDGET_EXHAUSTED, "the action budget for this window is spent"),
+                                 Result.SKIPPED)
+                spent = True
+                try:
+                    written = self._write(decision, workload, attempt.signal, now, obj, attempt.annotations)
+                except PermanentError as e:
+                    return Acted(decision, Result.FAILED, str(e))
+                if written is None:
+                    fresh = attempt.reread()
+                    if fresh is None:
+                        return Acted(Skip(SkipReason.NOT_FOUND, f"{attempt.ref} was deleted"), Result.SKIPPED)
+                    obj = fresh
+                    continue
+                spent = False  # kept: the write happened
+                try:
+                    resized = self._resize_pods(decision, workload, attempt.signal)
+                except PermanentError as e:
+                    return Acted(decision, Result.FAILED, str(e))
+                record_event(self.kube, decision, written, event_message(decision, attempt.signal) + resized, now,
+                             reason=attempt.event_reason)
+                return Acted(decision, Result.APPLIED)
+            raise KeptChanging(f"{attempt.ref} kept changing while the reactor acted "
+                                 f"({self.conflict_retries + 1} conflicts)")
+        finally:
+            if spent:
+                # Nothing was written with it (a lost race, a failed write): a spent unit would starve others.
+                self.budget.refund(attempt.ref.namespace, now)
+
+    def _write(self, action: Action, workload: Workload, signal: Signal, now: datetime,
+               obj: dict[str, Any], extra: Mapping[str, str]) -> dict[str, Any] | None:
+        """The conditional patch; the object as written, or None on a 409 (the read was stale)."""
+        annotations = {**state_annotations(action, signal, workload, self.cooldown, now), **extra}
+        if self.state_keys is not None:  # None only in dry run, which never writes
+            annotations = self.state_keys.sealed(workload.uid, annotations)
+        ref = workload.ref
+        try:
+            return self.kube.patch(ref.kind, ref.namespace, ref.name, self._body(action, workload, annotations, obj),
+                                   self.adapters.get(ref.kind))
+        except ConflictError:
+            return None
+
+    def _body(self, action: Action, workload: Workload, annotations: dict[str, str | None],
+              obj: dict[str, Any]) -> dict[str, Any]:
+        """Strategic merge for built-in kinds; merge patch of an operator's resource; Kueue's label for priority."""
+        field = effective_action(action, workload)
+        if workload.queue and field == "set-priority":
+            return queue_priority_patch(action, workload, annotations)
+        adapter = self.adapters.get(workload.ref.kind)
+        if adapter is not None:
+            return adapted_patch(adapter, obj, workload, field, action, annotations, self.gpu_resource)
+        return build_patch(action, workload, annotations, self.gpu_resource, action.apply_to or self.cpu_apply_to)
+    def _resize_pods(self, action: Action, workload: Workload, signal: Signal) -> str:
+        """After the owner's patch recorded it: a CPU (memory) change in place on the named pods; their status, for
+        the Event."""
+        if not changes_compute(action, workload) or (action.apply_to or self.cpu_apply_to) == "template":
+            return ""
+        return "; resized in place: " + ", ".join(resize_pods(self.kube, action, signal))
+
+
+def effective_action(action: Action, workload: Workload) -> str:
+    """Which field an action sets; a revert undoes whatever the last action changed."""
+    if action.action != "revert":
+        return action.action
+    last = workload.state.last_action
+    return last.action if last is not None else "revert"
+
+
+def build_patch(action: Action, workload: Workload, annotations: dict[str, str | None],
+                gpu_resource: str, cpu_apply_to: str = "pods") -> dict[str, Any]:
+    """The strategic-merge patch that sets the desired state and records it, conditional on the read."""
+    patch: dict[str, Any] = {
+        "metadata": {"resourceVersion": workload.resource_version, "annotations": annotations},
+    }
+    field = effective_action(action, workload)
+    if field == "scale-replicas":
+        patch["spec"] = {"replicas": int(action.to_value)}  # type: ignore[arg-type]
+        return patch
+    pod_spec: dict[str, Any]
+    if field == "resize-gpu":
+        count = str(action.to_value)
+        # Request and limit together: an extended resource's request must equal its limit.
+        resources = {"limits": {gpu_resource: count}, "requests": {gpu_resource: count}}
+        pod_spec = {"containers": [{"name": action.container, "resources": resources}]}
+    elif field == "set-priority":
+        pod_spec = {"priorityClassName": action.to_value}
+    elif field in (CPU_ACTION, MEMORY_ACTION):
+        if cpu_apply_to == "pods":
+            return patch  # the pods are resized in place; the owner records it
+        pod_spec = template_compute(action)
+    else:
+        raise ReactorError(f"cannot build a patch for action {action.action!r} on {workload.ref}")
+    node: dict[str, Any] = patch
+    path = template_path(workload.ref.kind)
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = pod_spec
+    return patch
+
+
+def queue_priority_patch(action: Action, workload: Workload, annotations: dict[str, str | None]) -> dict[str, Any]:
+    """Kueue: the priority is the workload's priority-class label (a WorkloadPriorityClass), not its pods' class."""
+    return {"metadata": {"resourceVersion": workload.resource_version, "annotations": annotations,
+                         "labels": {PRIORITY_LABEL: action.to_value}}}
+
+
+def _api_version(kind: str, written: Mapping[str, Any]) -> str:
+    """The workload's apiVersion as the server answered it (an operator's resource), else the built-in kind's."""
+    answered = written.get("apiVersion")
+    return answered if isinstance(answered, str) and answered else API_VERSIONS.get(kind, "v1")
+
+
+def event_message(action: Action, signal: Signal) -> str:
+    target = f"container {action.container} " if action.container else ""
+    return (f"gpu-reactor {action.action} ({action.strategy}): {target}{action.from_value} -> {action.to_value} "
+            f"on {signal.alert} ({signal.status}, value {signal.value}) for pods {', '.join(signal.pods[:5])}")
+
+
+def record_event(kube: KubeGateway, action: Action, written: dict[str, Any], message: str, now: datetime, *,
+                 reason: str = "", warning: bool = False) -> bool:
+    """A Normal Event on the workload for `kubectl describe`; failing to write one never undoes the action."""
+    meta = written.get("metadata") or {}
+    ref = action.workload
+    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    body = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": f"{ref.name}.", "namespace": ref.namespace},
+        "involvedObject": {
+            "apiVersion": _api_version(ref.kind, written),
+            "kind": ref.kind,
+            "name": ref.name,
+            "namespace": ref.namespace,
+            "uid": meta.get("uid", ""),
+            "resourceVersion": meta.get("resourceVersion", ""),
+        },
+        "reason": reason or EVENT_REASONS.get(action.action, "GPUReactorAction"),
+        "message": message[:1024],
+        "type": "Warning" if warning else "Normal",
+        "source": {"component": "gpu-reactor"},
+        "reportingComponent": "gpu-reactor",
+        "reportingInstance": socket.gethostname()[:128],
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+    }
+    try:
+        kube.create_event(ref.namespace, body)
+    except ReactorError as e:
+        log.warning("event not recorded", extra={"workload": str(ref), "error": str(e)})
+        return False
+    return True

@@ -1,0 +1,72 @@
+"""The record step: one metric update and one structured log line per decision.
+
+Kept apart from the engine so that what is counted and logged for a decision is decided in one
+place; it changes nothing and reads nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from reactor.act.budget import Budget
+from reactor.core.metrics import Metrics
+from reactor.core.model import Action, Alert, Result, Signal, Skip, SkipReason, WorkloadRef
+from reactor.core.outcome import Outcome, outcome_for
+
+log = logging.getLogger(__name__)
+
+
+class Recorder:
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def skip(self, ref: WorkloadRef, signal: Signal, skip: Skip) -> None:
+        self.metrics.child(self.metrics.skips, skip.reason.value).inc()
+        self._log(ref, signal, skip, Result.SKIPPED, skip.detail)
+
+    def action(self, ref: WorkloadRef, signal: Signal, action: Action, result: Result, detail: str = "") -> None:
+        """An action `applied`, `recommended` or `failed`; applied ones also count the GPUs they moved."""
+        self.metrics.child(self.metrics.actions, action.action, result, ref.namespace).inc()
+        if result is Result.APPLIED and action.gpu_delta:
+            direction = "added" if action.gpu_delta > 0 else "released"
+            self.metrics.gpus_changed.labels(direction=direction, namespace=ref.namespace).inc(abs(action.gpu_delta))
+        self._log(ref, signal, action, result, detail)
+
+    def alert_skip(self, alert: Alert, ref: WorkloadRef | None, skip: Skip) -> Outcome:
+        """A refusal of one alert before it reached a workload decision (screening, resolving)."""
+        result = Result.FAILED if skip.reason is SkipReason.API_ERROR else Result.SKIPPED
+        self.metrics.child(self.metrics.skips, skip.reason.value).inc()
+        log.info("decision", extra={"alert": alert.name, "fingerprint": alert.fingerprint, "namespace": alert.namespace,
+                                    "pod": alert.pod, "workload": str(ref) if ref else None, "result": result,
+                                    "reason": skip.reason.value, "detail": skip.detail})
+        return outcome_for(alert, ref, skip, result)
+
+    def budget(self, budget: Budget, now: datetime) -> None:
+        used = budget.used(now)
+        self.metrics.child(self.metrics.budget_used, "global").set(used.get("global", 0))
+        self.metrics.child(self.metrics.budget_used, "namespace").set(
+            max((v for k, v in used.items() if k != "global"), default=0)
+        )
+
+    def _log(self, ref: WorkloadRef, signal: Signal, decision: Action | Skip, result: Result, detail: str) -> None:
+        fields: dict[str, Any] = {
+            "workload": str(ref),
+            "alert": signal.alert,
+            "status": signal.status,
+            "fingerprint": signal.fingerprint,
+            "pods": len(signal.pods),
+            "result": result,
+            "detail": detail,
+        }
+        if isinstance(decision, Action):
+            fields.update(
+                action=decision.action,
+                direction=decision.direction,
+                container=decision.container,
+                **{"from": decision.from_value, "to": decision.to_value},
+            )
+        else:
+            fields["reason"] = decision.reason.value
+        log.info("decision", extra=fields)

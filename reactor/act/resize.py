@@ -1,0 +1,109 @@
+"""The act step's CPU part (and memory's): the facts a decision reads, and the in-place pods/resize writes.
+
+A CPU or memory raise goes to the running pods (`cpu.applyTo: pods`, no restart: Kubernetes 1.33+), to the
+owner's template (`template`: every pod is replaced by the rollout), or to both; a memory raise on a container
+whose resizePolicy restarts it for memory goes to the template only (the Action's `apply_to`). The pods resized
+are the ones the alerts name: the resolver tied each to this workload through its owner chain. After
+each resize the pod is read back and the kubelet's verdict (PodResizePending Deferred/Infeasible,
+PodResizeInProgress) is reported. Decides nothing; the policy already did.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from reactor.cluster import compute
+from reactor.cluster.kube import KubeGateway, NotFound
+from reactor.core.errors import PermanentError
+from reactor.core.model import Action, ComputeBounds, ComputeResources, Signal, Workload
+from reactor.policy import ComputeFacts
+from reactor.resolve.owners import Reader
+
+log = logging.getLogger(__name__)
+
+CPU_ACTION = "resize-cpu"
+MEMORY_ACTION = "resize-memory"
+RESOURCE = {CPU_ACTION: "cpu", MEMORY_ACTION: "memory"}  # the resource each in-place action resizes
+
+
+def cpu_bounds(reader: Reader, namespace: str) -> ComputeBounds:
+    """The namespace's CPU bounds: LimitRange min/max and every quota's CPU lines."""
+    return compute.to_compute_bounds(reader.list_objects("LimitRange", namespace),
+                                     reader.list_objects("ResourceQuota", namespace))
+
+
+def memory_bounds(reader: Reader, namespace: str) -> ComputeBounds:
+    """The namespace's memory bounds (bytes): LimitRange min/max/maxLimitRequestRatio and every quota's lines."""
+    return compute.to_compute_bounds(reader.list_objects("LimitRange", namespace),
+                                     reader.list_objects("ResourceQuota", namespace), "memory")
+
+
+def compute_facts(reader: Reader, namespace: str, signal: Signal,
+              bounds: Callable[[], ComputeBounds] | None = None,
+              memory: Callable[[], ComputeBounds] | None = None) -> ComputeFacts:
+    """Readers, so only a CPU or memory decision pays for them: the namespace's CPU and memory bounds
+    (`bounds`, `memory`: the engine's, with what the notification already reserved), the first named pod's
+    CPU, memory and memory resizePolicy (the pod is read once)."""
+    pod: dict[str, Any] = {}
+
+    def first() -> Mapping[str, Any] | None:
+        if signal.pods and "pod" not in pod:
+            pod["pod"] = reader.get("Pod", namespace, signal.pods[0])
+        return pod.get("pod")
+
+    return ComputeFacts(bounds=bounds or (lambda: cpu_bounds(reader, namespace)),
+                    pods=lambda: compute.pod_compute(first()),
+                    memory_bounds=memory or (lambda: memory_bounds(reader, namespace)),
+                    pod_memory=lambda: compute.pod_compute(first(), "memory"),
+                    memory_restarts=lambda: compute.restarts_on_resize(first(), "memory"))
+
+
+def changes_compute(action: Action, workload: Workload) -> bool:
+    """A CPU or memory raise, or the revert of one."""
+    if action.action in RESOURCE:
+        return True
+    last = workload.state.last_action
+    return action.action == "revert" and last is not None and last.action in RESOURCE
+
+
+def _resized(action: Action) -> tuple[str, ComputeResources]:
+    """(resource, what to set) of a CPU or memory action (a revert carries what it restores)."""
+    if action.memory is not None:
+        return "memory", action.memory
+    assert action.cpu is not None
+    return "cpu", action.cpu
+
+
+def template_compute(action: Action) -> dict[str, Any]:
+    """The pod-spec part of a template patch that sets the container's CPU (or memory)."""
+    assert action.container is not None
+    resource, value = _resized(action)
+    return compute.resize_body(action.container, value, resource)["spec"]
+
+
+def resize_pods(kube: KubeGateway, action: Action, signal: Signal) -> list[str]:
+    """pods/resize on every pod the alerts name; "pod: status" for each, as the kubelet reports it.
+
+    A refused resize (quota, LimitRange, QoS change: 403/422) is a PermanentError naming the pod;
+    a pod that is gone is skipped (its replacement is created from the template).
+    """
+    assert action.container is not None
+    namespace = action.workload.namespace
+    resource, value = _resized(action)
+    body = compute.resize_body(action.container, value, resource)
+    report = []
+    for pod in signal.pods:
+        try:
+            kube.resize_pod(namespace, pod, body)
+            status = compute.resize_status(kube.get("Pod", namespace, pod))
+        except NotFound:
+            report.append(f"{pod}: gone")
+            continue
+        except PermanentError as e:
+            raise PermanentError(f"pod {pod}: resize refused: {e}", status=e.status, reason=e.reason) from e
+        report.append(f"{pod}: {status}")
+    log.info("pods resized", extra={"workload": str(action.workload), "container": action.container,
+                                    "resource": resource, "to": action.to_value, "pods": "; ".join(report)})
+    return report

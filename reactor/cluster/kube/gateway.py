@@ -1,0 +1,265 @@
+"""The Kubernetes gateway: reads and writes the few objects the reactor needs, as plain dicts.
+
+It speaks raw JSON (`_preload_content=False`) because the reactor reads a handful of fields
+and the client's model deserialisation costs more than the request. Every call goes through
+a client-side rate limit (QPS, burst) so an alert storm cannot flood the API server, and through
+bounded retries for 429/5xx/timeouts that honour `Retry-After`. `ApiException`s become the
+reactor's own errors, typed by what the caller should do next (`failures.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import urllib3
+import yaml
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+
+from reactor.cluster.kube import routes
+from reactor.cluster.kube.failures import backoff, retry_after, translate
+from reactor.cluster.kube.limiter import RateLimiter
+from reactor.cluster.kube.routes import MERGE, ROUTES, STRATEGIC
+from reactor.cluster.kube.watches import WatchStreams
+from reactor.config.settings import Kube
+from reactor.core.errors import ConfigError, TemporaryError
+from reactor.core.metrics import Metrics
+from reactor.integrations.adapters import Adapter
+
+log = logging.getLogger(__name__)
+
+
+class KubeGateway:
+    """Reads and writes the few objects the reactor needs, as plain dicts."""
+
+    def __init__(self, api_client: k8s.ApiClient, *, settings: Kube, metrics: Metrics, retries: int = 3) -> None:
+        self._client = api_client
+        kinds = {r.api for r in ROUTES.values()} | {k8s.SchedulingV1Api, k8s.CoordinationV1Api}
+        self._apis: dict[type, Any] = {api: api(api_client) for api in kinds}
+        self._custom_api = k8s.CustomObjectsApi(api_client)
+        self._timeout = settings.timeout.total_seconds()
+        self._limiter = RateLimiter(settings.qps, settings.burst)
+        self._metrics = metrics
+        self._retries = retries
+        self._streams = WatchStreams()  # open watch responses, so `end_watches` can end them
+
+    # --- construction -------------------------------------------------------------------
+
+    @classmethod
+    def connect(cls, settings: Kube, metrics: Metrics) -> KubeGateway:
+        """In-cluster config when running in a pod, else the kubeconfig (file or default)."""
+        configuration = k8s.Configuration()
+        try:
+            k8s_config.load_incluster_config(client_configuration=configuration)
+        except k8s_config.ConfigException:
+            try:
+                k8s_config.load_kube_config(
+                    config_file=settings.kubeconfig, context=settings.context, client_configuration=configuration
+                )
+            except (k8s_config.ConfigException, yaml.YAMLError, OSError) as e:
+                problem = str(e).replace("\n", " ")
+                raise ConfigError("kube.kubeconfig", f"no in-cluster config and no usable kubeconfig: {problem}") from e
+        return cls(_api_client(configuration, settings), settings=settings, metrics=metrics)
+
+    @classmethod
+    def for_url(cls, url: str, settings: Kube, metrics: Metrics, *, token: str | None = None) -> KubeGateway:
+        """A gateway to an API server at `url` (the embedded cluster, in the demo and tests)."""
+        configuration = k8s.Configuration(host=url)
+        if token:
+            configuration.api_key = {"BearerToken": token}
+            configuration.api_key_prefix = {"BearerToken": "Bearer"}
+        return cls(_api_client(configuration, settings), settings=settings, metrics=metrics)
+
+    def close(self) -> None:
+        self._client.close()
+
+    # --- calls ----------------------------------------------------------------------------
+
+    def get(self, kind: str, namespace: str, name: str, adapter: Adapter | None = None) -> dict[str, Any]:
+        """A built-in object by kind; an operator's resource through the `adapter` the caller enabled for it."""
+        if adapter is not None and kind not in ROUTES:
+            return self._get_custom(adapter, namespace, name)
+        route = routes.route(kind)
+        method = getattr(self._apis[route.api], f"read_{route.suffix}")
+        return self._call("get", route.resource, lambda **kw: method(name, namespace, **kw))
+
+    def list_objects(self, kind: str, namespace: str) -> list[dict[str, Any]]:
+        route = ROUTES[kind]
+        method = getattr(self._apis[route.api], f"list_{route.suffix}")
+        return self._call("list", route.resource, lambda **kw: method(namespace, **kw)).get("items") or []
+
+    def list_priority_classes(self) -> list[dict[str, Any]]:
+        api = self._apis[k8s.SchedulingV1Api]
+        return self._call("list", "priorityclasses", lambda **kw: api.list_priority_class(**kw)).get("items") or []
+
+    def list_page(self, kind: str, namespace: str) -> tuple[list[dict[str, Any]], str]:
+        """Every object of a kind in a namespace ("" = all namespaces) and the list's resourceVersion."""
+        answer = self._call("list", routes.resource(kind), lambda **kw: self._lister(kind, namespace)(**kw))
+        return answer.get("items") or [], str((answer.get("metadata") or {}).get("resourceVersion") or "")
+
+    def watch_events(self, kind: str, namespace: str, version: str, seconds: int) -> Iterator[dict[str, Any]]:
+        """The watch events after `version` (BOOKMARKs asked for), until the server ends the stream.
+
+        A 410 at the start raises `Expired`; an ERROR event in the stream is yielded as it came.
+        """
+        query = {"watch": True, "resource_version": version, "allow_watch_bookmarks": True,
+                 "timeout_seconds": seconds}
+        send = lambda **kw: self._lister(kind, namespace)(**query, **kw)  # noqa: E731
+        response = self._open("watch", routes.resource(kind), send, seconds + self._timeout)
+        yield from self._streams.events(response, routes.resource(kind))
+
+    def end_watches(self) -> None:
+        """End every open watch stream now, from any thread (a blocked read returns; the informer sees its stop)."""
+        self._streams.end_all()
+
+    def _lister(self, kind: str, namespace: str) -> Callable[..., Any]:
+        if kind == "PriorityClass":
+            return self._apis[k8s.SchedulingV1Api].list_priority_class
+        found = ROUTES[kind]
+        api = self._apis[found.api]
+        if not namespace:
+            return getattr(api, f"list_{found.suffix.removeprefix('namespaced_')}_for_all_namespaces")
+        method = getattr(api, f"list_{found.suffix}")
+        return lambda **kw: method(namespace, **kw)
+
+    def _open(self, verb: str, resource: str, send: Callable[..., Any], read_timeout: float) -> Any:
+        """Start a streamed request (one attempt; the informer owns the retries): the raw response."""
+        self._limiter.acquire()
+        try:
+            response = send(_preload_content=False, _request_timeout=(self._timeout, read_timeout))
+        except ApiException as e:
+            self._count(verb, resource, str(e.status))
+            raise translate(e, verb, resource) from e
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            self._count(verb, resource, "error")
+            raise TemporaryError(f"{verb} {resource}: {type(e).__name__}: {e}") from e
+        self._count(verb, resource, str(getattr(response, "status", 200)))
+        return response
+
+    def patch(self, kind: str, namespace: str, name: str, body: dict[str, Any],
+              adapter: Adapter | None = None) -> dict[str, Any]:
+        """Strategic merge patch (JSON merge patch for an operator's resource, given its `adapter`); a
+        `metadata.resourceVersion` in `body` makes it conditional (409 if stale)."""
+        if adapter is not None and kind not in ROUTES:
+            return self._patch_custom(adapter, namespace, name, body)
+        route = routes.route(kind)
+        method = getattr(self._apis[route.api], f"patch_{route.suffix}")
+        return self._call(
+            "patch", route.resource, lambda **kw: method(name, namespace, body, _content_type=STRATEGIC, **kw)
+        )
+
+    def resize_pod(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Strategic merge patch of pods/NAME/resize (in-place CPU/memory resize, Kubernetes 1.33+)."""
+        api = self._apis[k8s.CoreV1Api]
+        return self._call("patch", "pods/resize", lambda **kw: api.patch_namespaced_pod_resize(
+            name, namespace, body, _content_type=STRATEGIC, **kw))
+
+    def _get_custom(self, adapter: Adapter, namespace: str, name: str) -> dict[str, Any]:
+        api = self._custom_api
+        return self._call("get", adapter.plural, lambda **kw: api.get_namespaced_custom_object(
+            adapter.group, adapter.version, namespace, adapter.plural, name, **kw))
+
+    def _patch_custom(self, adapter: Adapter, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        api = self._custom_api
+        return self._call("patch", adapter.plural, lambda **kw: api.patch_namespaced_custom_object(
+            adapter.group, adapter.version, namespace, adapter.plural, name, body, _content_type=MERGE, **kw))
+
+    def get_custom(self, group: str, version: str, plural: str, namespace: str | None, name: str) -> dict[str, Any]:
+        """A custom object by name (cluster-scoped when `namespace` is None), e.g. Kueue's queues."""
+        api = self._custom_api
+        if namespace is None:
+            return self._call("get", plural, lambda **kw: api.get_cluster_custom_object(group, version, plural, name,
+                                                                                         **kw))
+        return self._call("get", plural, lambda **kw: api.get_namespaced_custom_object(group, version, namespace,
+                                                                                        plural, name, **kw))
+
+    def list_cluster_custom(self, group: str, version: str, plural: str) -> list[dict[str, Any]]:
+        api = self._custom_api
+        return self._call("list", plural, lambda **kw: api.list_cluster_custom_object(group, version, plural,
+                                                                                       **kw)).get("items") or []
+
+    def create_event(self, namespace: str, body: dict[str, Any]) -> None:
+        api = self._apis[k8s.CoreV1Api]
+        self._call("create", "events", lambda **kw: api.create_namespaced_event(namespace, body, **kw))
+
+    # --- the verifier's Lease (coordination.k8s.io): every update carries the resourceVersion it read -----
+
+    def get_lease(self, namespace: str, name: str) -> dict[str, Any]:
+        api = self._apis[k8s.CoordinationV1Api]
+        return self._call("get", "leases", lambda **kw: api.read_namespaced_lease(name, namespace, **kw))
+
+    def create_lease(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        api = self._apis[k8s.CoordinationV1Api]
+        return self._call("create", "leases", lambda **kw: api.create_namespaced_lease(namespace, body, **kw))
+
+    def update_lease(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """PUT with `metadata.resourceVersion` (a Lease update without one is a 422): a 409 if it moved on."""
+        if not (body.get("metadata") or {}).get("resourceVersion"):
+            raise ValueError("a Lease update must carry the resourceVersion it was read at")
+        api = self._apis[k8s.CoordinationV1Api]
+        return self._call("update", "leases", lambda **kw: api.replace_namespaced_lease(name, namespace, body, **kw))
+
+    def access_review(self, *, verb: str, group: str, resource: str, namespace: str = "", name: str = "") -> bool:
+        """A SelfSubjectAccessReview (`kubectl auth can-i`): may this client, or whom it impersonates, do it?"""
+        api = k8s.AuthorizationV1Api(self._client)
+        attributes = {"verb": verb, "group": group, "resource": resource, "namespace": namespace, "name": name}
+        body: Any = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                "spec": {"resourceAttributes": attributes}}
+        send = lambda **kw: api.create_self_subject_access_review(body, **kw)  # noqa: E731
+        return bool((self._call("create", "selfsubjectaccessreviews", send).get("status") or {}).get("allowed"))
+
+    def impersonate(self, user: str) -> None:
+        """Send every later request as `user` (Impersonate-User); the caller needs the `impersonate` verb."""
+        self._client.set_default_header("Impersonate-User", user)
+
+    def version(self) -> dict[str, Any]:
+        api = k8s.VersionApi(self._client)
+        return self._call("get", "version", lambda **kw: api.get_code(**kw), retries=0)
+
+    # --- the one place requests are sent ---------------------------------------------------
+
+    def _call(self, verb: str, resource: str, send: Callable[..., Any], *, retries: int | None = None) -> Any:
+        attempts = (self._retries if retries is None else retries) + 1
+        for attempt in range(attempts):
+            self._limiter.acquire()
+            try:
+                response = send(_preload_content=False, _request_timeout=self._timeout)
+                # The status the server sent (201 for a create), not an assumed 200.
+                self._count(verb, resource, str(getattr(response, "status", 200)))
+                return json.loads(response.data or b"{}")
+            except ApiException as e:
+                self._count(verb, resource, str(e.status))
+                cause: BaseException = e
+                error = translate(e, verb, resource)
+                delay = retry_after(e, attempt)
+            except (urllib3.exceptions.HTTPError, OSError) as e:
+                self._count(verb, resource, "error")
+                cause = e
+                error = TemporaryError(f"{verb} {resource}: {type(e).__name__}: {e}")
+                delay = backoff(attempt)
+            if not isinstance(error, TemporaryError) or attempt + 1 == attempts:
+                raise error from cause
+            log.info(
+                "kube request retried", extra={"verb": verb, "resource": resource, "error": str(error), "delay": delay}
+            )
+            time.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def _count(self, verb: str, resource: str, code: str) -> None:
+        self._metrics.kube_requests.labels(verb=verb, resource=resource, code=code).inc()
+
+
+def _api_client(configuration: k8s.Configuration, settings: Kube) -> k8s.ApiClient:
+    # Retries are ours (bounded, rate limited, Retry-After aware); urllib3 must not add its own.
+    configuration.retries = False
+    configuration.connection_pool_maxsize = max(4, settings.burst)
+    api_client = k8s.ApiClient(configuration)
+    api_client.user_agent = "gpu-reactor"
+    return api_client
+
+

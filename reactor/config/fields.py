@@ -1,0 +1,175 @@
+"""Typed parsers for the policy file's values: each takes (key, raw) and returns a value or raises ConfigError.
+
+They say what was expected and what was found, naming the key, so a bad policy file is fixed in one go.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from reactor.core.errors import ConfigError
+
+# Prometheus's duration syntax: units from largest to smallest, each at most once (`1d12h`, `500ms`, `0`).
+_UNITS = (("y", timedelta(days=365)), ("w", timedelta(weeks=1)), ("d", timedelta(days=1)), ("h", timedelta(hours=1)),
+          ("m", timedelta(minutes=1)), ("s", timedelta(seconds=1)), ("ms", timedelta(milliseconds=1)))
+_DURATION = re.compile("^" + "".join(rf"(?:(\d+){u}{'(?!s)' if u == 'm' else ''})?" for u, _ in _UNITS) + "$")
+_RESOURCE = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def parse_duration(key: str, raw: Any) -> timedelta:
+    """Durations are written like Prometheus's: `500ms`, `30s`, `10m`, `2h`, `1h30m`, `7d`; a bare number is seconds."""
+    if isinstance(raw, bool) or not isinstance(raw, (str, int)):
+        raise ConfigError(key, f"expected a duration like '30m', got {raw!r}")
+    if isinstance(raw, int):
+        return timedelta(seconds=raw)
+    text = raw.strip()
+    m = _DURATION.match(text)
+    if text == "0":
+        return timedelta(0)
+    if not text or m is None:
+        raise ConfigError(key, f"expected a duration like '500ms', '30s', '10m', '2h' or '7d', got {raw!r}")
+    return sum((int(n) * unit for n, (_, unit) in zip(m.groups(), _UNITS, strict=True) if n), timedelta(0))
+
+
+def format_duration(value: timedelta) -> str:
+    """The inverse of `parse_duration`, as a person writes it: `30m`, `1h30m`, `7d`, `500ms`, `0s`."""
+    rest = value
+    parts = []
+    for suffix, unit in _UNITS[2:]:
+        count, rest = divmod(rest, unit)
+        if count:
+            parts.append(f"{count}{suffix}")
+    return "".join(parts) or "0s"
+
+
+def bounded(kind: type, lo: float | None, hi: float | None) -> Callable[[str, Any], Any]:
+    def parse(key: str, raw: Any) -> Any:
+        if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+            raise ConfigError(key, f"expected a number, got {raw!r}")
+        if kind is int and not float(raw).is_integer():
+            raise ConfigError(key, f"expected a whole number, got {raw!r}")
+        value = kind(raw)
+        if lo is not None and value < lo or hi is not None and value > hi:
+            raise ConfigError(key, f"must be between {lo} and {hi}, got {raw!r}")
+        return value
+
+    return parse
+
+
+def duration_in(lo: timedelta, hi: timedelta) -> Callable[[str, Any], timedelta]:
+    def parse(key: str, raw: Any) -> timedelta:
+        value = parse_duration(key, raw)
+        if not lo <= value <= hi:
+            raise ConfigError(key, f"must be between {format_duration(lo)} and {format_duration(hi)}, got {raw!r}")
+        return value
+
+    return parse
+
+
+def boolean(key: str, raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    raise ConfigError(key, f"expected true or false, got {raw!r}")
+
+
+def choice(*options: str) -> Callable[[str, Any], str]:
+    def parse(key: str, raw: Any) -> str:
+        if raw not in options:
+            raise ConfigError(key, f"must be one of {', '.join(options)}, got {raw!r}")
+        return str(raw)
+
+    return parse
+
+
+def opt_str(key: str, raw: Any) -> str | None:
+    if raw is None or raw == "":
+        return None
+    if not isinstance(raw, str):
+        raise ConfigError(key, f"expected a string, got {raw!r}")
+    return raw
+
+
+def resource(key: str, raw: Any) -> str:
+    if not isinstance(raw, str) or not _RESOURCE.match(raw):
+        raise ConfigError(key, f"expected an extended resource name like 'nvidia.com/gpu', got {raw!r}")
+    return raw
+
+
+def names(key: str, raw: Any, *, star: bool = False) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if isinstance(raw, str):
+        raw = [p.strip() for p in raw.split(",") if p.strip()]
+    if not isinstance(raw, list):
+        raise ConfigError(key, f"expected a list of names, got {raw!r}")
+    for i, name in enumerate(raw):
+        ok = isinstance(name, str) and (_DNS_LABEL.match(name) or (star and name == "*"))
+        if not ok or len(name) > 253:
+            raise ConfigError(f"{key}[{i}]", f"not a valid Kubernetes name: {name!r}")
+    return tuple(raw)
+
+
+def listen(key: str, raw: Any) -> str:
+    if not isinstance(raw, str) or not re.match(r"^[\w.\-\[\]:]*:\d{1,5}$", raw):
+        raise ConfigError(key, f"expected HOST:PORT, got {raw!r}")
+    return raw
+
+
+def read_yaml_file(path: str | os.PathLike[str]) -> Any:
+    """A YAML file's content; an unreadable or unparseable file is a ConfigError naming the file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(str(path), f"cannot read: {e.strerror}") from e
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError(str(path), f"not valid YAML: {e}") from e
+
+
+_CPU = re.compile(r"^(\d+(?:\.\d{1,3})?)(m?)$")
+
+
+_MEMORY = re.compile(r"^(\d{1,16})(Ki|Mi|Gi|Ti|Pi)?$")
+_BINARY = {None: 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50}
+
+
+def memory_bytes(lo: int, hi: int) -> Callable[[str, Any], int]:
+    """A memory size as Kubernetes writes it with a binary suffix (`512Mi`, `64Gi`) or in bytes, returned in
+    bytes."""
+
+    def parse(key: str, raw: Any) -> int:
+        text = str(raw).strip() if isinstance(raw, (str, int)) and not isinstance(raw, bool) else ""
+        m = _MEMORY.match(text)
+        if m is None:
+            raise ConfigError(key, f"expected a memory size like '512Mi' or '64Gi', got {raw!r}")
+        value = int(m.group(1)) * _BINARY[m.group(2)]
+        if not lo <= value <= hi:
+            raise ConfigError(key, f"must be between {lo} and {hi} bytes, got {raw!r}")
+        return value
+
+    return parse
+
+
+def millicores(lo: int, hi: int) -> Callable[[str, Any], int]:
+    """A CPU quantity as Kubernetes writes it (`500m`, `2`, `1.5`), returned in millicores."""
+
+    def parse(key: str, raw: Any) -> int:
+        text = str(raw).strip() if isinstance(raw, (str, int, float)) and not isinstance(raw, bool) else ""
+        m = _CPU.match(text)
+        if m is None or (m.group(2) and "." in m.group(1)):
+            raise ConfigError(key, f"expected a CPU quantity like '500m' or '2', got {raw!r}")
+        value = int(m.group(1)) if m.group(2) else round(float(m.group(1)) * 1000)
+        if not lo <= value <= hi:
+            raise ConfigError(key, f"must be between {lo}m and {hi}m, got {raw!r}")
+        return value
+
+    return parse

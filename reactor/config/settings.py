@@ -1,0 +1,280 @@
+"""The one settings object: a YAML policy file plus `REACTOR_*` environment overrides, validated once.
+
+Every key has a default and a bound; every bad value is reported at once (`ConfigErrors`), each named by its
+source — the file and key, or the `REACTOR_*` variable (`config_sources`).
+Nothing here reads the environment at import time: `load_settings` is called at start.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from types import MappingProxyType
+from typing import Any
+
+from reactor.config.fields import (
+    boolean,
+    bounded,
+    choice,
+    duration_in,
+    format_duration,
+    listen,
+    memory_bytes,
+    millicores,
+    names,
+    opt_str,
+    read_yaml_file,
+    resource,
+)
+from reactor.config.sources import Problems, env_values, file_values
+from reactor.core.errors import ConfigError
+from reactor.core.model import KNOWN_ALERTS, Mode
+from reactor.integrations.adapters import Adapter, Adapters
+from reactor.integrations.adapters.config import BUILTIN_NAMES, enabled, parse_builtin, parse_custom
+from reactor.policy.values import CPU_APPLY_TO, DEFAULT_ALERTS, REVERTIBLE, STRATEGIES, Policy, Window
+
+
+@dataclass(frozen=True, slots=True)
+class Server:
+    listen: str = "0.0.0.0:8080"
+    token_file: str | None = None
+    # A notification carries its whole group (Alertmanager's max_alerts: 0): ~700 bytes an alert, so
+    # 8 MiB takes ~12,000 alerts. A group over the limit gets 413 on every delivery and is lost.
+    max_body_bytes: int = 8 << 20
+    threads: int = 8
+    timeout: timedelta = timedelta(seconds=25)
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    state_key_file: str | None = None  # HMAC key of the reactor's state annotations (statemac.py)
+    # Work per notification: below Alertmanager's notify timeout, max(group_interval, 10 s).
+    notification_deadline: timedelta = timedelta(seconds=8)
+    max_unknown_pods: int = 10  # owners of pods that do not exist looked up per notification (2 reads each)
+    state_previous_key_file: str | None = None
+    # The Lease (coordination.k8s.io) that elects the one replica that verifies rollouts.
+    lease_namespace: str | None = "gpu-reactor"
+    lease_name: str | None = "gpu-reactor-verifier"  # None: no election (one replica only)
+    # /healthz, /readyz and /metrics, on a listener and a thread of their own (never the webhook's).
+    probe_listen: str = "0.0.0.0:8081"
+    # The longest a client may take to send a whole request, head and body (each read: 5 s at most).
+    read_timeout: timedelta = timedelta(seconds=10)
+
+
+@dataclass(frozen=True, slots=True)
+class Kube:
+    kubeconfig: str | None = None
+    context: str | None = None
+    qps: float = 20.0
+    burst: int = 40
+    timeout: timedelta = timedelta(seconds=10)
+    conflict_retries: int = 3
+    watch_cache: bool = False  # read the cached kinds from list+watch informers (reactor/cluster/informer.py)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    policy: Policy = field(default_factory=Policy)
+    server: Server = field(default_factory=Server)
+    kube: Kube = field(default_factory=Kube)
+    log_format: str = "json"
+    log_level: str = "INFO"
+    adapters_builtin: tuple[str, ...] = BUILTIN_NAMES  # operators' resources the reactor changes (adapters/)
+    adapters_custom: tuple[Adapter, ...] = ()
+
+    @property
+    def adapters(self) -> Adapters:
+        """The enabled adapters as a value, handed to the engine, the resolver, the act step and the verifier."""
+        return Adapters(enabled(self.adapters_builtin, self.adapters_custom))
+
+
+def _mode(key: str, raw: Any) -> Mode:
+    return Mode(choice(*(m.value for m in Mode))(key, raw))
+
+
+def _alerts(key: str, raw: Any) -> Mapping[str, tuple[str, ...]]:
+    if not isinstance(raw, dict):
+        raise ConfigError(key, "expected a mapping of alert name to a list of strategies")
+    merged = dict(DEFAULT_ALERTS)
+    for name, strategies in raw.items():
+        if name not in KNOWN_ALERTS:
+            raise ConfigError(f"{key}.{name}", f"unknown alert; known: {', '.join(sorted(KNOWN_ALERTS))}")
+        if not isinstance(strategies, list) or not strategies:
+            raise ConfigError(f"{key}.{name}", "expected a non-empty list of strategies")
+        for i, s in enumerate(strategies):
+            if s not in STRATEGIES:
+                known = ", ".join(sorted(STRATEGIES))
+                raise ConfigError(f"{key}.{name}[{i}]", f"unknown strategy {s!r}; known: {known}")
+        merged[name] = tuple(strategies)
+    return MappingProxyType(merged)
+
+
+def _revert(key: str, raw: Any) -> tuple[str, ...]:
+    if not isinstance(raw, list):
+        raise ConfigError(key, "expected a list of strategies whose effect is undone when the alert resolves")
+    for i, s in enumerate(raw):
+        if s not in REVERTIBLE:
+            raise ConfigError(f"{key}[{i}]", f"not revertible: {s!r}; revertible: {', '.join(sorted(REVERTIBLE))}")
+    return tuple(raw)
+
+
+def _costs(key: str, raw: Any) -> Mapping[str, float]:
+    """{extended resource: cost of one GPU-hour}; a price is a number from 0 to 100,000 (any currency)."""
+    if raw is None:
+        return MappingProxyType({})
+    if not isinstance(raw, dict):
+        raise ConfigError(key, "expected a mapping of GPU resource to the cost of one GPU-hour, "
+                               "e.g. {nvidia.com/gpu: 2.5}")
+    return MappingProxyType({resource(f"{key}.{name}", name): bounded(float, 0, 100_000)(f"{key}.{name}", cost)
+                             for name, cost in raw.items()})
+
+
+def _window(key: str, raw: Any) -> Window:
+    if not isinstance(raw, dict) or set(raw) - {"actions", "per"}:
+        raise ConfigError(key, "expected {actions: N, per: DURATION}")
+    actions = bounded(int, 0, 10_000)(f"{key}.actions", raw.get("actions", 0))
+    per = duration_in(timedelta(seconds=1), timedelta(days=1))(f"{key}.per", raw.get("per", "10m"))
+    return Window(actions, per)
+
+
+# The schema: YAML path -> (section, field, parser). The environment override of a path is
+# REACTOR_ + its parts in upper snake case joined by "__", e.g. REACTOR_BUDGET__GLOBAL.
+_SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
+    "dryRun": ("policy", "dry_run", boolean),
+    "gpuResource": ("policy", "gpu_resource", resource),
+    "namespaces.allow": ("policy", "allow", lambda k, v: names(k, v, star=True)),
+    "namespaces.deny": ("policy", "deny", names),
+    "defaultMode": ("policy", "default_mode", _mode),
+    "targetUtilization": ("policy", "target_utilization", bounded(float, 0.05, 1.0)),
+    "cooldown": ("policy", "cooldown", duration_in(timedelta(0), timedelta(days=7))),
+    "reverseAfter": ("policy", "reverse_after", duration_in(timedelta(0), timedelta(days=30))),
+    "revertAfter": ("policy", "revert_after", duration_in(timedelta(0), timedelta(days=7))),
+    "revert": ("policy", "revert", _revert),
+    "gpus.min": ("policy", "min_gpus", bounded(int, 1, 1024)),
+    "gpus.max": ("policy", "max_gpus", bounded(int, 1, 1024)),
+    "replicas.min": ("policy", "min_replicas", bounded(int, 0, 10_000)),
+    "replicas.max": ("policy", "max_replicas", bounded(int, 1, 10_000)),
+    "budget.global": ("policy", "budget_global", _window),
+    "budget.namespace": ("policy", "budget_namespace", _window),
+    "priorityLadder": ("policy", "priority_ladder", names),
+    "alerts": ("policy", "alerts", _alerts),
+    "cluster": ("policy", "cluster", opt_str),
+    "cpu.throttledAbove": ("policy", "cpu_throttled_above", bounded(float, 0.01, 1.0)),
+    "cpu.unknownHolds": ("policy", "cpu_unknown_holds", boolean),
+    "cpu.step": ("policy", "cpu_step_m", millicores(10, 64_000)),
+    "cpu.max": ("policy", "cpu_max_m", millicores(10, 1_024_000)),
+    "cpu.applyTo": ("policy", "cpu_apply_to", choice(*CPU_APPLY_TO)),
+    "memory.step": ("policy", "memory_step", bounded(float, 0.01, 4.0)),
+    "memory.max": ("policy", "memory_max_bytes", memory_bytes(1 << 20, 1 << 50)),
+    "server.listen": ("server", "listen", listen),
+    "server.tokenFile": ("server", "token_file", opt_str),
+    "server.maxBodyBytes": ("server", "max_body_bytes", bounded(int, 1024, 64 << 20)),
+    "server.threads": ("server", "threads", bounded(int, 1, 256)),
+    "server.timeout": ("server", "timeout", duration_in(timedelta(seconds=1), timedelta(minutes=10))),
+    "server.tlsCert": ("server", "tls_cert", opt_str),
+    "server.tlsKey": ("server", "tls_key", opt_str),
+    "server.notificationDeadline": ("server", "notification_deadline",
+                                    duration_in(timedelta(seconds=1), timedelta(minutes=5))),
+    "server.maxUnknownPods": ("server", "max_unknown_pods", bounded(int, 0, 10_000)),
+    "state.keyFile": ("server", "state_key_file", opt_str),
+    "state.previousKeyFile": ("server", "state_previous_key_file", opt_str),
+    "server.probeListen": ("server", "probe_listen", listen),
+    "server.readTimeout": ("server", "read_timeout", duration_in(timedelta(seconds=1), timedelta(minutes=5))),
+    "kube.kubeconfig": ("kube", "kubeconfig", opt_str),
+    "kube.context": ("kube", "context", opt_str),
+    "kube.qps": ("kube", "qps", bounded(float, 0.1, 10_000)),
+    "kube.burst": ("kube", "burst", bounded(int, 1, 100_000)),
+    "kube.timeout": ("kube", "timeout", duration_in(timedelta(seconds=1), timedelta(minutes=5))),
+    "kube.conflictRetries": ("kube", "conflict_retries", bounded(int, 0, 20)),
+    "verify.timeout": ("policy", "verify_timeout", duration_in(timedelta(seconds=30), timedelta(days=1))),
+    "verify.interval": ("policy", "verify_interval", duration_in(timedelta(seconds=1), timedelta(minutes=10))),
+    "verify.revertWindow": ("policy", "verify_revert_window", duration_in(timedelta(0), timedelta(days=30))),
+    "verify.leaseNamespace": ("server", "lease_namespace", opt_str),
+    "verify.leaseName": ("server", "lease_name", opt_str),
+    "finops.gpuHourlyCost": ("policy", "gpu_hourly_cost", _costs),
+    "adapters.builtin": ("top", "adapters_builtin", parse_builtin),
+    "adapters.custom": ("top", "adapters_custom", parse_custom),
+    "kube.watchCache": ("kube", "watch_cache", boolean),
+    "logging.format": ("top", "log_format", choice("json", "text")),
+    "logging.level": ("top", "log_level", choice("DEBUG", "INFO", "WARNING", "ERROR")),
+}
+_SECTIONS = {"namespaces", "gpus", "replicas", "budget", "server", "kube", "logging", "state", "cpu", "memory",
+             "adapters", "verify", "finops"}
+
+
+def env_name(path: str) -> str:
+    parts = [re.sub(r"(?<!^)(?=[A-Z])", "_", p).upper() for p in path.split(".")]
+    return "REACTOR_" + "__".join(parts)
+
+
+def build_settings(doc: Mapping[str, Any], environ: Mapping[str, str] | None = None, *,
+                   file: str | None = None) -> Settings:
+    """Validate a parsed policy document (+ environment overrides) into `Settings`.
+
+    Every problem is collected and raised together (`ConfigErrors`), each named by its source: `file: key`
+    (or the bare key without `file`) or the `REACTOR_*` variable."""
+    if not isinstance(doc, dict):
+        raise ConfigError(file or "(top)", "the policy file must be a YAML mapping")
+    problems = Problems()
+    raw = file_values(doc, schema=_SCHEMA, sections=_SECTIONS, file=file, problems=problems)
+    raw.update(env_values(environ or {}, {env_name(k): k for k in _SCHEMA}, problems))
+    values: dict[str, dict[str, Any]] = {"policy": {}, "server": {}, "kube": {}, "top": {}}
+    for path, (value, origin) in raw.items():
+        section, name, parse = _SCHEMA[path]
+        with problems.checking(origin):
+            values[section][name] = parse(path, value)
+    problems.raise_any()
+    settings = Settings(policy=Policy(**values["policy"]), server=Server(**values["server"]),
+                        kube=Kube(**values["kube"]), **values["top"])
+    for key, problem in _inconsistencies(settings):
+        problems.add(raw[key][1].name(key) if key in raw else key, problem)
+    problems.raise_any()
+    return settings
+
+
+def _inconsistencies(settings: Settings) -> list[tuple[str, str]]:
+    """(key, problem) for values that are valid alone but not together."""
+    p, found = settings.policy, []
+    if p.min_gpus > p.max_gpus:
+        found.append(("gpus.min", f"must not exceed gpus.max ({p.max_gpus})"))
+    if p.min_replicas > p.max_replicas:
+        found.append(("replicas.min", f"must not exceed replicas.max ({p.max_replicas})"))
+    if len(set(p.priority_ladder)) != len(p.priority_ladder):
+        found.append(("priorityLadder", "lists a class twice"))
+    if p.reverse_after < p.cooldown:
+        found.append(("reverseAfter", f"must be at least the cooldown ({format_duration(p.cooldown)})"))
+    if settings.server.notification_deadline >= settings.server.timeout:
+        found.append(("server.notificationDeadline",
+                      f"must be below server.timeout ({format_duration(settings.server.timeout)})"))
+    if (settings.server.tls_cert is None) != (settings.server.tls_key is None):
+        found.append(("server.tlsCert", "tlsCert and tlsKey must be set together"))
+    if _port(settings.server.probe_listen) == _port(settings.server.listen) != 0:
+        found.append(("server.probeListen", f"must use another port than server.listen ({settings.server.listen})"))
+    return found
+
+
+def warnings(settings: Settings) -> list[str]:
+    """Valid settings that still make the reactor act nowhere: said at start and by `check-config`."""
+    p = settings.policy
+    found = []
+    if not p.allow:
+        found.append("namespaces.allow is empty: the reactor acts in no namespace (list namespaces, or '*' for all)")
+    elif "*" not in p.allow and not any(p.namespace_allowed(n) for n in p.allow):
+        found.append("every namespace in namespaces.allow is also denied (namespaces.deny): the reactor acts nowhere")
+    if p.budget_global.actions == 0:
+        found.append("budget.global.actions is 0: no action is ever taken")
+    return found
+
+
+def _port(address: str) -> int:
+    return int(address.rpartition(":")[2])
+
+
+def load_settings(path: str | os.PathLike[str] | None, environ: Mapping[str, str] | None = None) -> Settings:
+    """Read the policy file (if any) and the `REACTOR_*` environment; raise `ConfigError` on anything wrong."""
+    doc: Any = {}
+    if path is not None:
+        doc = read_yaml_file(path)
+        doc = {} if doc is None else doc
+    return build_settings(doc, os.environ if environ is None else environ, file=None if path is None else str(path))

@@ -1,0 +1,254 @@
+"""Strict parsing of Alertmanager v4 webhook payloads into immutable `Alert` values.
+
+Anything that is not a valid v4 payload raises `InvalidPayload` naming the field, so the
+webhook answers 400 (Alertmanager does not retry a 4xx). Unknown extra fields are ignored:
+newer Alertmanager releases add some. This module does no I/O and knows no Kubernetes.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from types import MappingProxyType
+from typing import Any
+
+from reactor.core.errors import InvalidPayload
+from reactor.core.model import Alert, Notification, Status
+
+_STATUSES = tuple(s.value for s in Status)
+_STATUS_OF = {s.value: s for s in Status}
+_ZERO_TIME = "0001-01-01T00:00:00Z"
+# RFC 3339 as Go prints it: fractional seconds up to nanoseconds, `Z` or an offset.
+_TIME = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$"
+)
+_FINGERPRINT = re.compile(r"^[0-9a-f]{1,64}$")
+MAX_LABEL_BYTES = 4096
+CPU_THROTTLING = "cpu_throttling"
+UNKNOWN = "unknown"
+
+
+def parse_time(field: str, raw: Any) -> datetime:
+    """An RFC 3339 timestamp as a UTC-aware datetime (nanoseconds truncated to microseconds)."""
+    if not isinstance(raw, str):
+        raise InvalidPayload(field, f"expected an RFC 3339 timestamp string, got {_kind(raw)}")
+    try:
+        return _utc(raw)
+    except ValueError as e:
+        raise InvalidPayload(field, str(e)) from e
+
+
+@functools.lru_cache(maxsize=4096)
+def _utc(raw: str) -> datetime:
+    """Cached: the alerts of one notification mostly share their startsAt and endsAt spellings."""
+    m = _TIME.match(raw)
+    if m is None:
+        raise ValueError(f"not an RFC 3339 timestamp: {_clip(raw)!r}")
+    year, month, day, hour, minute, second, frac, zone = m.groups()
+    micros = int((frac or "0").ljust(6, "0")[:6])
+    offset = "+00:00" if zone in ("Z", "z") else zone
+    try:
+        stamp = datetime.fromisoformat(
+            f"{year}-{month}-{day}T{hour}:{minute}:{second}.{micros:06d}{offset}"
+        )
+        # An offset can carry a valid local time out of datetime's range (year 1 or 9999) in UTC.
+        return stamp.astimezone(UTC)
+    except (ValueError, OverflowError) as e:
+        raise ValueError(f"not a valid date and time: {_clip(raw)!r}") from e
+
+
+def parse_notification(body: Any) -> Notification:
+    """Validate a decoded JSON body and return the `Notification` it describes."""
+    if not isinstance(body, dict):
+        raise InvalidPayload("(body)", f"expected a JSON object, got {_kind(body)}")
+    if body.get("version") != "4":
+        raise InvalidPayload("version", f'expected "4", got {_clip(repr(body.get("version")))}')
+    status = Status(_choice(body, "status", _STATUSES, "(body)"))
+    raw_alerts = body.get("alerts")
+    if not isinstance(raw_alerts, list):
+        raise InvalidPayload("alerts", f"expected a list, got {_kind(raw_alerts)}")
+    truncated = body.get("truncatedAlerts", 0)
+    if isinstance(truncated, bool) or not isinstance(truncated, int) or truncated < 0:
+        raise InvalidPayload("truncatedAlerts", f"expected a non-negative integer, got {_clip(repr(truncated))}")
+    for key in ("groupLabels", "commonLabels", "commonAnnotations"):
+        if key in body:
+            _string_map(body[key], key)
+    return Notification(
+        version="4",
+        group_key=_string(body, "groupKey", "(body)"),
+        status=status,
+        receiver=_string(body, "receiver", "(body)"),
+        truncated_alerts=truncated,
+        alerts=tuple(_alert(raw, f"alerts[{i}]") for i, raw in enumerate(raw_alerts)),
+        external_url=_string(body, "externalURL", "(body)", required=False),
+    )
+
+
+def _alert(raw: Any, where: str) -> Alert:
+    """One alert, checked field by field in a fixed order (the first problem found is the one named).
+
+    This runs once per alert of every notification, so it keeps to plain lookups: repeated spellings
+    (times, numbers) are parsed once through small caches, and nothing is formatted unless it is an error.
+    """
+    if not isinstance(raw, dict):
+        raise InvalidPayload(where, f"expected an object, got {_kind(raw)}")
+    labels = _string_map(raw.get("labels"), where, "labels")
+    annotations = _string_map(raw.get("annotations", _NO_ANNOTATIONS), where, "annotations")
+    name = labels.get("alertname")
+    if not name:
+        raise InvalidPayload(f"{where}.labels.alertname", "missing: every alert has an alertname label")
+    fingerprint = raw.get("fingerprint")
+    if not isinstance(fingerprint, str):
+        fingerprint = _string(raw, "fingerprint", where)  # raises, naming the field
+    if not _FINGERPRINT.match(fingerprint):
+        raise InvalidPayload(f"{where}.fingerprint", f"expected lowercase hex, got {_clip(fingerprint)!r}")
+    ends_raw = raw.get("endsAt", _ZERO_TIME)
+    ends_at = None if ends_raw == _ZERO_TIME else parse_time(f"{where}.endsAt", ends_raw)
+    status = _STATUS_OF.get(raw.get("status"))  # type: ignore[arg-type]
+    if status is None:
+        _choice(raw, "status", _STATUSES, where)  # raises, naming the field
+    starts = raw.get("startsAt")
+    starts_at = _time(where, "startsAt", starts) if isinstance(starts, str) else parse_time(f"{where}.startsAt", starts)
+    generator_url = raw.get("generatorURL")
+    if not isinstance(generator_url, str):
+        generator_url = _string(raw, "generatorURL", where, required=False)
+    get = labels.get
+    return Alert(
+        name=name,
+        status=status,  # type: ignore[arg-type]
+        labels=labels,
+        annotations=annotations,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        fingerprint=fingerprint,
+        generator_url=generator_url,
+        # The `exported_*` spelling names the workload when the exporter's target labels were kept.
+        namespace=get("exported_namespace") or get("namespace") or None,
+        pod=get("exported_pod") or get("pod") or None,
+        container=get("exported_container") or get("container") or None,
+        value=_number(annotations, "value", where) if annotations else None,
+        gpus=_count(annotations, "gpus", where) if annotations else None,
+        idle_gpus=_count(annotations, "idle_gpus", where) if annotations else None,
+        **(_throttling(annotations, where) if CPU_THROTTLING in annotations else _NOTHING),
+    )
+
+
+_NO_ANNOTATIONS: dict[str, str] = {}
+_NOTHING: dict[str, Any] = {}
+
+
+def _time(where: str, key: str, raw: str) -> datetime:
+    try:
+        return _utc(raw)
+    except ValueError as e:
+        raise InvalidPayload(f"{where}.{key}", str(e)) from e
+
+
+def _throttling(annotations: Mapping[str, str], where: str) -> dict[str, Any]:
+    """`cpu_throttling`: a 0-1 ratio, or "unknown" (or NaN) when the rules found no cAdvisor series.
+
+    Absent (rules without the CPU half) leaves both fields unset: nothing is known, nothing is claimed.
+    """
+    raw = annotations.get(CPU_THROTTLING)
+    if raw is None or raw == "":
+        return {}
+    if raw.strip().lower() == UNKNOWN:
+        return {"cpu_unknown": True}
+    value = _number(annotations, CPU_THROTTLING, where)
+    if value is None:
+        return {"cpu_unknown": True}
+    return {"cpu_throttling": min(value, 1.0)}  # rate() extrapolation can nudge a ratio past 1
+
+
+def _number(annotations: Mapping[str, str], key: str, where: str) -> float | None:
+    raw = annotations.get(key)
+    if raw is None or raw == "":
+        return None
+    try:
+        return _float(raw)
+    except ValueError as e:
+        raise InvalidPayload(f"{where}.annotations.{key}", str(e)) from e
+
+
+@functools.lru_cache(maxsize=4096)
+def _float(raw: str) -> float | None:
+    """A number annotation's value (None: NaN, "unknown"); cached: one notification repeats a few spellings."""
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"expected a number, got {_clip(raw)!r}") from None
+    if math.isnan(value):
+        # The rules print NaN when nothing was ever measured: unknown, never "idle".
+        return None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"expected a finite number >= 0, got {_clip(raw)!r}")
+    return value
+
+
+def _count(annotations: Mapping[str, str], key: str, where: str) -> int | None:
+    value = _number(annotations, key, where)
+    if value is None:
+        return None
+    if not value.is_integer() or value > 1_000_000:
+        raise InvalidPayload(f"{where}.annotations.{key}", f"expected a whole number, got {_clip(annotations[key])!r}")
+    return int(value)
+
+
+def _string_map(raw: Any, where: str, key: str = "") -> Mapping[str, str]:
+    """A read-only view of an object of strings (labels, annotations); `where` + `key` names the field."""
+    if not isinstance(raw, dict):
+        raise InvalidPayload(f"{where}.{key}" if key else where, f"expected an object of strings, got {_kind(raw)}")
+    # The common case in loops that run in C: every value a str, no key or value too long.
+    if raw and not _short_strings(raw):
+        field = f"{where}.{key}" if key else where
+        for name, value in raw.items():  # find the first offender, to name it
+            if not isinstance(value, str):
+                raise InvalidPayload(f"{field}.{_clip(name)}", f"expected a string, got {_kind(value)}")
+            if len(name) > MAX_LABEL_BYTES or len(value) > MAX_LABEL_BYTES:
+                raise InvalidPayload(f"{field}.{_clip(name)}", f"longer than {MAX_LABEL_BYTES} characters")
+    return MappingProxyType(raw)
+
+
+def _short_strings(raw: dict[Any, Any]) -> bool:
+    """True when every value is a str and no key or value is longer than the limit; False may be either way.
+
+    Both joins run in C: joining fails on a value that is not a str, and keys or values that all fit
+    within the limit together each fit within it (the usual case by far; the rest is checked one by one).
+    """
+    try:
+        return len("".join(raw.values())) <= MAX_LABEL_BYTES and len("".join(raw)) <= MAX_LABEL_BYTES
+    except TypeError:
+        return False
+
+
+def _string(raw: dict[str, Any], key: str, where: str, *, required: bool = True) -> str:
+    value = raw.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        field = key if where == "(body)" else f"{where}.{key}"
+        problem = "missing" if value is None else f"expected a string, got {_kind(value)}"
+        raise InvalidPayload(field, problem)
+    return value
+
+
+def _choice(raw: dict[str, Any], key: str, options: tuple[str, ...], where: str) -> str:
+    value = raw.get(key)
+    if value not in options:
+        field = key if where == "(body)" else f"{where}.{key}"
+        raise InvalidPayload(field, f"expected one of {', '.join(options)}, got {_clip(repr(value))}")
+    return str(value)
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__
+    )
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[:limit] + "…"

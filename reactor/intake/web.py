@@ -1,0 +1,151 @@
+"""The webhook's HTTP face: `POST /alerts` (Alertmanager webhook), and nothing else.
+
+`/healthz`, `/readyz` and `/metrics` are served on the probe listener (reactor/observe/probes.py,
+reactor/app/probe_server.py), never here: a probe that shares the webhook's threads can be
+starved by slow clients or a storm, and the kubelet would restart a busy reactor.
+
+Intake checks run in this order — token (401), size (413), content type (415), payload (400) —
+so an unauthenticated caller learns nothing about what a valid body looks like. A bad payload
+is a 4xx (Alertmanager does not retry it); a transient failure is a 503 (it does).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from flask import Flask, Response, jsonify, request
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+
+from reactor.config.settings import Settings
+from reactor.core.errors import InvalidPayload, ReactorError, TemporaryError
+from reactor.core.metrics import Metrics
+from reactor.core.model import Notification
+from reactor.core.outcome import Outcome, answer_json
+from reactor.intake.alerts import parse_notification
+from reactor.intake.bearer import TokenFile
+
+log = logging.getLogger(__name__)
+__all__ = ["Handler", "TokenFile", "create_app"]
+
+
+class Handler(Protocol):
+    """What the webhook hands a valid notification to (the engine). A protocol, so the intake stage never
+    imports the stage that decides: the application assembly wires the two together."""
+
+    def handle(self, notification: Notification) -> list[Outcome]: ...
+
+
+def create_app(settings: Settings, *, engine: Handler, metrics: Metrics, token: TokenFile,
+               max_inflight: int | None = None) -> Flask:
+    """The application factory; everything it uses is passed in, so tests build it with their own parts."""
+    app = Flask("reactor")
+    # One byte over the limit, so that a chunked body (no Content-Length) of exactly the limit is read
+    # whole and one that is longer is seen to be longer (see _body), not cut short.
+    app.config["MAX_CONTENT_LENGTH"] = settings.server.max_body_bytes + 1
+    # An answer holds one outcome per alert: sorting the keys of every one of them buys nothing.
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    # Notifications may use all threads but two, so 4xx answers stay quick in a storm; the rest wait
+    # ≤ 1 s, then get 503.
+    inflight = threading.BoundedSemaphore(max_inflight or max(1, settings.server.threads - 2))
+    # As many may wait as may work; one more gets its 503 at once. A waiting room without a bound only
+    # moves the queue: under a storm every request waited its second, the server's threads were all
+    # waiting, and new notifications queued in gunicorn, unanswered past Alertmanager's timeout.
+    waiting = threading.BoundedSemaphore(max_inflight or max(1, settings.server.threads - 2))
+
+    def answer(code: int, body: dict[str, Any]) -> Response:
+        metrics.child(metrics.webhook_requests, str(code)).inc()
+        response = jsonify(body)
+        response.status_code = code
+        return response
+
+    @app.post("/alerts")
+    def alerts() -> Response:
+        started = time.perf_counter()
+        try:
+            return _intake(answer)
+        finally:
+            metrics.webhook_duration.observe(time.perf_counter() - started)
+
+    def _intake(answer: Callable[[int, dict[str, Any]], Response]) -> Response:
+        try:
+            authorized = token.matches(request.headers.get("Authorization"))
+        except (OSError, ReactorError) as e:
+            # Fail closed, and as a transient failure: the Secret is being replaced or not mounted yet.
+            log.error("webhook token unreadable", extra={"error": str(e)})
+            return answer(503, {"error": "the webhook token cannot be read; retry"})
+        if not authorized:
+            return answer(401, {"error": "missing or wrong bearer token"})
+        length = request.content_length
+        if length is not None and length > settings.server.max_body_bytes:
+            return answer(413, {"error": f"body larger than {settings.server.max_body_bytes} bytes"})
+        if request.mimetype != "application/json":
+            return answer(415, {"error": f"expected Content-Type application/json, got {request.mimetype or 'none'!r}"})
+        try:
+            notification = parse_notification(_json_body(settings.server.max_body_bytes))
+        except InvalidPayload as e:
+            return answer(400, {"error": f"invalid Alertmanager payload: {e}", "field": e.field})
+        if not _admit(inflight, waiting):
+            return answer(503, {"error": "overloaded: too many notifications in flight; retry"})
+        try:
+            outcomes = engine.handle(notification)
+        except TemporaryError as e:
+            log.warning("notification failed, Alertmanager will retry", extra={"error": str(e)})
+            return answer(503, {"error": f"temporary failure, retry: {e}"})
+        finally:
+            inflight.release()
+        del notification  # the alerts' labels and annotations: not needed for the answer, freed before it is built
+        counts: dict[str, int] = {}
+        for o in outcomes:
+            counts[o.result] = counts.get(o.result, 0) + 1
+        metrics.child(metrics.webhook_requests, "200").inc()
+        return Response(answer_json(counts, outcomes), mimetype="application/json")
+
+    @app.errorhandler(HTTPException)
+    def http_error(e: HTTPException) -> Response:
+        code = e.code or 500
+        if request.path == "/alerts":
+            metrics.webhook_requests.labels(code=str(code)).inc()
+        too_large = f"body larger than {settings.server.max_body_bytes} bytes"
+        response = jsonify({"error": too_large if code == 413 else e.description})
+        response.status_code = code
+        return response
+
+    return app
+
+
+def _admit(inflight: threading.BoundedSemaphore, waiting: threading.BoundedSemaphore) -> bool:
+    """A free slot; else a wait of at most 1 s if the waiting room has a seat; else no, at once."""
+    if inflight.acquire(blocking=False):
+        return True
+    if not waiting.acquire(blocking=False):
+        return False
+    try:
+        return inflight.acquire(timeout=1.0)
+    finally:
+        waiting.release()
+
+
+def _json_body(limit: int) -> Any:
+    """The request body, decoded: UTF-8, then JSON. A chunked body (no Content-Length) longer than `limit` is a
+    413, not a body cut short: the stream stops one byte past the limit (MAX_CONTENT_LENGTH), so reading it
+    whole shows whether there is more. The bytes are let go as soon as they are decoded (a storm's body is
+    megabytes: the bytes, the text and the parsed JSON need not all be held at once)."""
+    raw = request.get_data(cache=False)
+    if len(raw) > limit:
+        raise RequestEntityTooLarge()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InvalidPayload("(body)", f"not valid UTF-8 at byte {e.start}") from e
+    del raw
+    try:
+        return json.loads(text)
+    except RecursionError as e:
+        raise InvalidPayload("(body)", "JSON nested too deeply") from e
+    except ValueError as e:
+        raise InvalidPayload("(body)", f"not valid JSON: {e}") from e

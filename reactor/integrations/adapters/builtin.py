@@ -1,0 +1,232 @@
+"""The built-in adapters, each following its operator's published CRD (tests/fixtures/crds).
+
+Kubeflow Notebook v1: one pod template at spec.template.spec, run by a StatefulSet the notebook
+controller creates (no replicas of its own). KServe InferenceService v1beta1: the predictor is a
+pod spec (spec.predictor.containers, priorityClassName) with minReplicas/maxReplicas; in raw
+deployment mode KServe runs it as a Deployment, in serverless mode as a Knative Service (knative.py).
+RayCluster v1: the head template and each worker group's template and replicas; KubeRay creates the
+pods itself, labelled `ray.io/group`.
+LeaderWorkerSet v1: the leader and worker templates, `replicas` groups; the leader StatefulSet is the
+LWS's, each group's worker StatefulSet is its leader pod's (a hop the adapter declares). RayService v1:
+the same templates under spec.rayClusterConfig, reached through the RayCluster KubeRay builds from it.
+JobSet v1alpha2: pods → Job → JobSet, each replicatedJob a part; its webhook forbids every change the
+reactor makes but a Kueue priority label (see `_jobset_forbidden`). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from reactor.integrations.adapters import knative
+from reactor.integrations.adapters.base import Adapter, Obj, Part, read
+
+RAY_HEAD = "headgroup"  # KubeRay's ray.io/group label value on the head pod
+
+
+def _notebook_parts(obj: Obj) -> tuple[Part, ...]:
+    return (Part("", ("spec", "template", "spec"), default_replicas=1),)
+
+
+ISVC_COMPONENTS = ("predictor", "transformer", "explainer")  # KServe's `component` label on each one's pods
+
+
+def _isvc_parts(obj: Obj) -> tuple[Part, ...]:
+    """The predictor, and the transformer and explainer where the resource has them: each a pod spec with
+    min/maxReplicas (v1beta1 ComponentExtensionSpec); KServe runs `predictor.model` as kserve-container."""
+    parts = []
+    for name in ISVC_COMPONENTS:
+        if name != "predictor" and not isinstance(read(obj, ("spec", name)), Mapping):
+            continue
+        model = ("kserve-container", ("spec", "predictor", "model")) if name == "predictor" else None
+        parts.append(Part(name, ("spec", name), ("spec", name, "minReplicas"), ("spec", name, "maxReplicas"),
+                          model=model))
+    return tuple(parts)
+
+
+def _ray_parts(obj: Obj, base: tuple[str, ...] = ("spec",)) -> tuple[Part, ...]:
+    head = Part(RAY_HEAD, (*base, "headGroupSpec", "template", "spec"), default_replicas=1)
+    groups = read(obj, (*base, "workerGroupSpecs")) or []
+    workers = tuple(
+        Part(str(g.get("groupName", "")), (*base, "workerGroupSpecs", i, "template", "spec"),
+             (*base, "workerGroupSpecs", i, "replicas"), (*base, "workerGroupSpecs", i, "maxReplicas"),
+             default_replicas=0)
+        for i, g in enumerate(groups) if isinstance(g, Mapping)
+    )
+    return (head, *workers)
+
+
+def child_rollout(child: Obj | None) -> str:
+    """Why the Deployment or StatefulSet an operator runs is still rolling out ("" when it is not)."""
+    if child is None:
+        return ""
+    meta, spec, status = child.get("metadata") or {}, child.get("spec") or {}, child.get("status") or {}
+    generation, observed = int(meta.get("generation", 0)), int(status.get("observedGeneration", 0))
+    if observed < generation:
+        return f"{child.get('kind')} {meta.get('name')}: generation {generation} observed {observed}"
+    replicas, updated = int(spec.get("replicas", 1)), int(status.get("updatedReplicas", 0))
+    if updated < replicas:
+        return f"{child.get('kind')} {meta.get('name')}: {updated} of {replicas} replicas updated"
+    revision = status.get("updateRevision")
+    if revision and status.get("currentRevision") not in (None, revision):
+        return f"{child.get('kind')} {meta.get('name')}: revision {revision} not yet current"
+    return ""
+
+
+def _observed_behind(obj: Obj) -> str:
+    generation = int((obj.get("metadata") or {}).get("generation", 0))
+    observed = (obj.get("status") or {}).get("observedGeneration")
+    if isinstance(observed, int) and observed < generation:
+        return f"the operator observed generation {observed} of {generation}"
+    return ""
+
+
+def _not_ready(obj: Obj) -> str:
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if isinstance(condition, Mapping) and condition.get("type") == "Ready" and condition.get("status") != "True":
+            return f"Ready is {condition.get('status')}: {condition.get('reason', '')} {condition.get('message', '')}"
+    return ""
+
+
+def _notebook_rollout(obj: Obj, child: Obj | None) -> str:
+    return child_rollout(child)
+
+
+def _isvc_rollout(obj: Obj, child: Obj | None) -> str:
+    """Raw deployment mode: the component's Deployment; serverless mode: its Knative revisions (knative.py)."""
+    behind = _observed_behind(obj) or _not_ready(obj)
+    if behind or child is None:
+        return behind
+    return knative.rollout(obj, child) if knative.is_service(child) else child_rollout(child)
+
+
+def _ray_rollout(obj: Obj, child: Obj | None) -> str:
+    state: Any = (obj.get("status") or {}).get("state")
+    if _observed_behind(obj):
+        return _observed_behind(obj)
+    return f"the RayCluster's state is {state!r}, not 'ready'" if state not in (None, "ready") else ""
+
+
+NOTEBOOK = Adapter("Notebook", "kubeflow.org", "v1", "notebooks", frozenset({"StatefulSet"}), _notebook_parts,
+                   owner_label="notebook-name", rollout=_notebook_rollout)
+INFERENCE_SERVICE = Adapter("InferenceService", "serving.kserve.io", "v1beta1", "inferenceservices",
+                            frozenset({"Deployment", knative.SERVICE_KIND}), _isvc_parts,
+                            owner_label="serving.kserve.io/inferenceservice", part_label="component",
+                            rollout=_isvc_rollout, reads=tuple((knative.GROUP, p) for p in knative.PLURALS))
+RAY_CLUSTER = Adapter("RayCluster", "ray.io", "v1", "rayclusters", frozenset({"Pod"}), _ray_parts,
+                      owner_label="ray.io/cluster", part_label="ray.io/group", rollout=_ray_rollout)
+LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
+LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
+
+
+def _lws_parts(obj: Obj) -> tuple[Part, ...]:
+    """A leader's template is leaderTemplate where set, else workerTemplate: a change there reaches the group."""
+    base = ("spec", "leaderWorkerTemplate")
+    leader = "leaderTemplate" if isinstance(read(obj, (*base, "leaderTemplate")), Mapping) else "workerTemplate"
+    return (Part("leader", (*base, leader, "spec"), ("spec", "replicas")),
+            Part("worker", (*base, "workerTemplate", "spec"), ("spec", "replicas")))
+
+
+def _lws_pod_part(labels: Mapping[str, Any]) -> str:
+    return "leader" if str(labels.get(LWS_WORKER_INDEX, "")) == "0" else "worker"
+
+
+def _lws_rollout(obj: Obj, child: Obj | None) -> str:
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if isinstance(condition, Mapping) and condition.get("type") in ("UpdateInProgress", "Progressing") \
+                and condition.get("status") == "True":
+            return f"{condition.get('type')}: {condition.get('reason', '')} {condition.get('message', '')}".strip()
+    return child_rollout(child)
+
+
+LEADER_WORKER_SET = Adapter("LeaderWorkerSet", "leaderworkerset.x-k8s.io", "v1", "leaderworkersets",
+                            frozenset({"StatefulSet"}), _lws_parts, owner_label=LWS_NAME, rollout=_lws_rollout,
+                            hops=frozenset({("StatefulSet", "Pod")}), pod_part=_lws_pod_part)
+
+# --- RayService v1: its RayClusters are built from spec.rayClusterConfig ------------------------------------
+
+RAY_SERVICE_CONFIG = ("spec", "rayClusterConfig")
+# KubeRay's labels on the RayClusters a RayService creates (ray-operator utils: RayOriginatedFromCR*LabelKey).
+RAY_ORIGIN_NAME, RAY_ORIGIN_KIND = "ray.io/originated-from-cr-name", "ray.io/originated-from-crd"
+
+
+def _ray_service_parts(obj: Obj) -> tuple[Part, ...]:
+    return _ray_parts(obj, RAY_SERVICE_CONFIG)
+
+
+def _ray_service_rollout(obj: Obj, child: Obj | None) -> str:
+    """KubeRay's own rollout: a zero-downtime upgrade (a pending RayCluster prepared, then switched to), a
+    RayService with no active RayCluster yet, or its active RayCluster not ready."""
+    behind = _observed_behind(obj)
+    if behind:
+        return behind
+    conditions = read(obj, ("status", "conditions"))
+    for condition in conditions if isinstance(conditions, list) else []:
+        if isinstance(condition, Mapping) and condition.get("type") == "UpgradeInProgress" \
+                and condition.get("status") == "True":
+            return f"UpgradeInProgress: {condition.get('reason', '')} {condition.get('message', '')}".strip()
+    pending = read(obj, ("status", "pendingServiceStatus", "rayClusterName"))
+    if pending:
+        return f"KubeRay is preparing the pending RayCluster {pending} (a zero-downtime upgrade)"
+    active = read(obj, ("status", "activeServiceStatus", "rayClusterName"))
+    if not active:
+        return "the RayService has no active RayCluster yet"
+    # The pod's own RayCluster counts only when it is the active one: a retired one (awaiting KubeRay's deletion
+    # delay) is not the RayService's rollout, and a resolve on its pods must still reach the revert.
+    if child is not None and (child.get("metadata") or {}).get("name") == active:
+        return _ray_rollout(child, None)
+    return ""
+
+
+def _ray_service_forbidden(obj: Obj) -> dict[str, str]:
+    """What KubeRay never carries from rayClusterConfig to a pod (ray-operator rayservice_controller:
+    shouldUpdateCluster, shouldPrepareNewCluster): the cluster hash leaves worker replicas out, so a replicas
+    change reaches no RayCluster; a template change reaches pods only through a new RayCluster, which upgrade
+    strategy None never prepares."""
+    out = {"scale-replicas": "KubeRay does not carry a worker group's replicas from rayClusterConfig to the running "
+                             "RayCluster (its cluster hash leaves replicas out; the Ray autoscaler owns them)"}
+    if read(obj, ("spec", "upgradeStrategy", "type")) == "None":
+        why = ("its upgradeStrategy.type is None: KubeRay prepares no new RayCluster, so a template change never "
+               "reaches a pod")
+        out.update({"resize-gpu": why, "set-priority": why})
+    return out
+
+
+RAY_SERVICE = Adapter("RayService", "ray.io", "v1", "rayservices", frozenset({"RayCluster"}), _ray_service_parts,
+                      owner_label=RAY_ORIGIN_NAME, part_label="ray.io/group", rollout=_ray_service_rollout,
+                      child_labels=((RAY_ORIGIN_KIND, "RayService"),), forbidden=_ray_service_forbidden,
+                      replaces_all=True)
+
+# --- JobSet v1alpha2: Jobs per replicatedJob; the webhook keeps replicatedJobs immutable ---------------------
+
+JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"  # on its Jobs and their pods (jobset api: JobSetNameKey)
+JOBSET_REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"  # ReplicatedJobNameKey
+
+
+def _jobset_parts(obj: Obj) -> tuple[Part, ...]:
+    jobs = read(obj, ("spec", "replicatedJobs")) or []
+    return tuple(Part(str(j.get("name", "")), ("spec", "replicatedJobs", i, "template", "spec", "template", "spec"),
+                      ("spec", "replicatedJobs", i, "replicas"))
+                 for i, j in enumerate(jobs) if isinstance(j, Mapping))
+
+
+def _jobset_forbidden(obj: Obj) -> dict[str, str]:
+    """kubernetes-sigs/jobset ValidateUpdate: spec.replicatedJobs is immutable; while the JobSet is (or is being)
+    suspended, only its pod templates' labels, annotations, nodeSelector, tolerations and schedulingGates may
+    change. None of the reactor's fields is among them."""
+    webhook = ("the JobSet webhook keeps spec.replicatedJobs immutable (only a suspended JobSet's pod-template "
+               "labels, annotations, nodeSelector, tolerations and schedulingGates may change)")
+    return {"resize-gpu": f"{webhook}: its GPU requests cannot change",
+            "scale-replicas": f"{webhook}: its replicas cannot change",
+            "set-priority": f"{webhook}: its priorityClassName cannot change; a JobSet Kueue manages (label "
+                            f"kueue.x-k8s.io/queue-name) changes priority through Kueue's label instead"}
+
+
+def _jobset_rollout(obj: Obj, child: Obj | None) -> str:
+    return ""  # a JobSet's template never changes: there is no rollout of it to wait for
+
+
+JOB_SET = Adapter("JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", frozenset({"Job"}), _jobset_parts,
+                  owner_label=JOBSET_NAME, part_label=JOBSET_REPLICATED_JOB, rollout=_jobset_rollout,
+                  forbidden=_jobset_forbidden)
+BUILTIN: tuple[Adapter, ...] = (NOTEBOOK, INFERENCE_SERVICE, RAY_CLUSTER, LEADER_WORKER_SET, RAY_SERVICE, JOB_SET)

@@ -1,0 +1,173 @@
+"""The verifier's Lease: which replica verifies rollouts, and which workloads await verification.
+
+One Lease per reactor deployment (coordination.k8s.io/v1). Leadership follows the client-go rules
+with optimistic concurrency: the holder renews before `leaseDurationSeconds` runs out; another
+replica takes over only an expired Lease; every update carries the resourceVersion it read, so of
+two replicas racing for it one gets a 409 and stands by. The Lease also carries the list of workloads
+with a pending verification (any replica that acts adds one), so the leader, a restarted reactor or
+the other replica finds them without listing workloads. The list is bounded; a ref in it only causes
+a read: nothing is acted on unless the workload's own sealed state says a verification is pending.
+
+The list is written once per notification (every change it applied, in one update) and once per verifier
+pass (every verification it finished). Each update starts from the Lease this replica last read or wrote,
+so while no other replica writes it costs one PUT and no GET; a 409 (another replica wrote since) means:
+read it again, apply the same change, try again. The resourceVersion precondition is never skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from reactor.cluster.kube import KubeGateway, NotFound
+from reactor.core.errors import ConflictError
+from reactor.core.model import PATCHABLE_KINDS, WorkloadRef
+from reactor.resolve.owners import valid_name, valid_namespace
+
+log = logging.getLogger(__name__)
+
+VERIFYING_KEY = "gpu-reactor.io/verifying"  # the Lease annotation listing the workloads being verified
+MAX_PENDING = 1000
+_TRIES = 5
+_MICRO = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+class VerifierLease:
+    """Leader election and the pending list on one named Lease."""
+
+    def __init__(self, kube: KubeGateway, *, namespace: str, name: str, identity: str, duration: timedelta) -> None:
+        self.kube, self.namespace, self.name, self.identity = kube, namespace, name, identity
+        self.duration = max(1, int(duration.total_seconds()))
+        self._last: dict[str, Any] | None = None  # the Lease as this replica last read or wrote it
+        self._writing = threading.Lock()  # this process's writers take turns rather than 409 each other
+
+    def lead(self, now: datetime) -> bool:
+        """Hold the Lease for another term: True if this replica holds it now (always read fresh: once a pass)."""
+        with self._writing:
+            lease = self._read()
+            if lease is None:
+                return self._create(now, [])
+            spec = lease.get("spec") or {}
+            if spec.get("holderIdentity") not in (None, "", self.identity) and not _expired(spec, now):
+                return False
+            transitions = int(spec.get("leaseTransitions") or 0) + (spec.get("holderIdentity") != self.identity)
+            lease["spec"] = {**spec, **self._term(now, spec), "leaseTransitions": transitions}
+            return self._update(lease)
+
+    def pending(self) -> set[WorkloadRef]:
+        """The list as the Lease holds it now (read fresh: once a pass)."""
+        with self._writing:
+            lease = self._read()
+        return set() if lease is None else pending_refs(lease)
+
+    def add(self, ref: WorkloadRef, now: datetime) -> None:
+        self.add_all((ref,), now)
+
+    def remove(self, ref: WorkloadRef, now: datetime) -> None:
+        self.remove_all((ref,), now)
+
+    def add_all(self, refs: Iterable[WorkloadRef], now: datetime) -> None:
+        """Put every ref on the list in one write (nothing is written when they are all on it already)."""
+        added = frozenset(refs)
+        if added:
+            self._change(lambda on: on | added, now)
+
+    def remove_all(self, refs: Iterable[WorkloadRef], now: datetime) -> None:
+        removed = frozenset(refs)
+        if removed:
+            self._change(lambda on: on - removed, now)
+
+    def _change(self, change: Callable[[set[WorkloadRef]], set[WorkloadRef]], now: datetime) -> None:
+        """Read-modify-write of the list, conditional on the resourceVersion of the copy it started from; a 409
+        means another replica wrote first: read again and apply the same change."""
+        with self._writing:
+            for _ in range(_TRIES):
+                fresh = self._last is None
+                lease = self._read() if fresh else self._last
+                if lease is None:
+                    if self._create(now, sorted(change(set()))):
+                        return
+                    continue
+                before = pending_refs(lease)
+                refs = change(before)
+                if refs == before:
+                    if fresh:
+                        return  # the Lease says so now: nothing to write
+                    self._last = None  # an old copy may say so wrongly (another replica removed them): read it
+                    continue
+                meta = lease.get("metadata") or {}
+                annotations = {**(meta.get("annotations") or {}), VERIFYING_KEY: _encode(refs)}
+                if self._update({**lease, "metadata": {**meta, "annotations": annotations}}):
+                    return
+        log.warning("verification list not updated", extra={"lease": self.name, "tries": _TRIES})
+
+    def _term(self, now: datetime, spec: dict[str, Any]) -> dict[str, Any]:
+        mine = spec.get("holderIdentity") == self.identity and not _expired(spec, now)
+        acquired = spec.get("acquireTime") if mine else now.strftime(_MICRO)
+        return {"holderIdentity": self.identity, "leaseDurationSeconds": self.duration,
+                "acquireTime": acquired, "renewTime": now.strftime(_MICRO)}
+
+    def _read(self) -> dict[str, Any] | None:
+        try:
+            self._last = self.kube.get_lease(self.namespace, self.name)
+        except NotFound:
+            self._last = None
+        return self._last
+
+    def _create(self, now: datetime, refs: list[WorkloadRef]) -> bool:
+        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": self.name, "namespace": self.namespace,
+                             "annotations": {VERIFYING_KEY: _encode(refs)}},
+                "spec": {**self._term(now, {}), "leaseTransitions": 0}}
+        try:
+            self._last = self.kube.create_lease(self.namespace, body)
+        except ConflictError:  # 409 AlreadyExists: another replica created it first
+            self._last = None
+            return False
+        return True
+
+    def _update(self, lease: dict[str, Any]) -> bool:
+        try:
+            self._last = self.kube.update_lease(self.namespace, self.name, lease)
+        except ConflictError:  # another replica wrote since this copy was read: the next try reads it again
+            self._last = None
+            return False
+        except Exception:
+            self._last = None  # not known what the server holds now
+            raise
+        return True
+
+
+def pending_refs(lease: dict[str, Any]) -> set[WorkloadRef]:
+    """The refs in the Lease's list that name a workload the reactor could have changed; the rest is dropped."""
+    raw = ((lease.get("metadata") or {}).get("annotations") or {}).get(VERIFYING_KEY, "[]")
+    try:
+        doc = json.loads(raw)
+    except (TypeError, ValueError):
+        return set()
+    refs = set()
+    for item in doc if isinstance(doc, list) else []:
+        parts = item.split("/") if isinstance(item, str) else []
+        if len(parts) == 3 and parts[0] in PATCHABLE_KINDS and valid_namespace(parts[1]) and valid_name(parts[2]):
+            refs.add(WorkloadRef(*parts))
+    return refs
+
+
+def _encode(refs: set[WorkloadRef] | list[WorkloadRef]) -> str:
+    kept = sorted(refs)[:MAX_PENDING]
+    return json.dumps([str(r) for r in kept], separators=(",", ":"))
+
+
+def _expired(spec: dict[str, Any], now: datetime) -> bool:
+    try:
+        renewed = datetime.fromisoformat(str(spec.get("renewTime")))
+        duration = int(spec.get("leaseDurationSeconds") or 0)
+    except ValueError:
+        return True  # a Lease nobody can read the time of is nobody's
+    if renewed.tzinfo is None:
+        renewed = renewed.replace(tzinfo=UTC)
+    return now >= renewed + timedelta(seconds=duration)
