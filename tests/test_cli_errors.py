@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import socket
 import subprocess
 import sys
@@ -51,13 +52,26 @@ def files(tmp: Path) -> dict[str, str]:
     (tmp / "state-key").write_text("k" * 64 + "\n")
     (tmp / "gone.yaml").write_text(f"server: {{tokenFile: {tmp / 'token'}}}\nstate: {{keyFile: {tmp / 'state-key'}}}\n"
                                    f"kube: {{kubeconfig: {tmp / 'nope'}}}\nlogging: {{level: WARNING}}\n")
-    names = ("bad.json", "not-am.json", "kubeconfig-not-yaml", "kubeconfig-empty", "not-k8s.yaml", "gone.yaml",
+    (tmp / "latin1.yaml").write_bytes("policy: {dryRun: true}  # r\xe9acteur\n".encode("latin-1"))
+    (tmp / "latin1.json").write_bytes('{"version": "4", "receiver": "r\xe9"}'.encode("latin-1"))
+    (tmp / "duplicate.yaml").write_text("policy:\n  dryRun: true\n  cooldown: 30m\n  dryRun: false\n")
+    names = ("latin1.yaml", "latin1.json", "duplicate.yaml", "bad.json", "not-am.json", "kubeconfig-not-yaml", "kubeconfig-empty", "not-k8s.yaml", "gone.yaml",
              "tls.yaml")
     return {k: str(tmp / k) for k in names} | {"tmp": str(tmp), "missing": str(tmp / "nope")}
 
 
 CASES: dict[str, Callable[[dict[str, str]], Bad]] = {
     "no-command": lambda f: Bad((), 2, ("reactor:", "COMMAND", "--help")),
+    "unknown-flag": lambda f: Bad(("--bogus",), 2, ("unrecognized arguments: --bogus",)),
+    "unknown-flag-of-a-command": lambda f: Bad(("check-config", f["duplicate.yaml"], "--bogus"), 2,
+                                               ("unrecognized arguments: --bogus",)),
+    "check-config-not-utf8": lambda f: Bad(("check-config", f["latin1.yaml"]), 2, ("latin1.yaml", "not UTF-8")),
+    "check-config-duplicate-key": lambda f: Bad(("check-config", f["duplicate.yaml"]), 2,
+                                                ("duplicate key 'dryRun' on line 4 (first on line 2)",)),
+    "plan-alerts-not-utf8": lambda f: Bad(("plan", "--alerts", f["latin1.json"]), 2, ("--alerts", "not UTF-8")),
+    "plan-config-not-utf8": lambda f: Bad(("plan", "--alerts", ALERTS, "--config", f["latin1.yaml"]), 2,
+                                          ("not UTF-8",)),
+    "serve-config-not-utf8": lambda f: Bad(("serve", "--config", f["latin1.yaml"]), 2, ("not UTF-8",)),
     "unknown-command": lambda f: Bad(("bogus",), 2, ("invalid choice: 'bogus'",)),
     "plan-without-alerts": lambda f: Bad(("plan",), 2, ("--alerts",)),
     "plan-alerts-missing": lambda f: Bad(("plan", "--alerts", f["missing"]), 2, ("--alerts", "cannot read")),
@@ -145,6 +159,49 @@ def test_a_port_in_use_is_named(command: str, tmp_path: Path, clean_env: None,
     err = capsys.readouterr().err
     assert status == 2
     assert f"--port {port}: cannot listen on 127.0.0.1:{port}" in err and "0 for any free one" in err
+
+
+def test_a_webhook_port_in_use_is_one_line_per_listener(tmp_path: Path, clean_env: None,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "token").write_text("t0ken\n")
+    (tmp_path / "state-key").write_text("k" * 64 + "\n")
+    with socket.socket() as webhook, socket.socket() as probes:
+        for busy in (webhook, probes):
+            busy.bind(("127.0.0.1", 0))
+            busy.listen()
+        ports = webhook.getsockname()[1], probes.getsockname()[1]
+        config = tmp_path / "policy.yaml"
+        config.write_text(f"server: {{tokenFile: {tmp_path / 'token'}, listen: '127.0.0.1:{ports[0]}', "
+                          f"probeListen: '127.0.0.1:{ports[1]}'}}\nstate: {{keyFile: {tmp_path / 'state-key'}}}\n")
+        status = run(["serve", "--config", str(config)])
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert f"server.listen: cannot listen on 127.0.0.1:{ports[0]}: Address already in use" in err
+    assert f"server.probeListen: cannot listen on 127.0.0.1:{ports[1]}: Address already in use" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 3, err
+
+
+def test_a_reader_that_leaves_the_pipe_early_is_no_traceback(tmp_path: Path) -> None:
+    """`reactor plan --output json | head -5`: the reader has closed its end before the plan is written (a pipe
+    buffer would otherwise hide it); exit 141 (128 + SIGPIPE) quietly."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sys.executable, "-m", "reactor", "plan", "--alerts", ALERTS, "--output", "json"],
+                              stdout=write_end, stderr=subprocess.PIPE, cwd=ROOT, timeout=120,
+                              env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    finally:
+        os.close(write_end)
+    assert done.returncode == 141 and b"Traceback" not in done.stderr and b"BrokenPipe" not in done.stderr, done.stderr
+
+
+def test_version_does_not_import_the_kubernetes_client() -> None:
+    """`reactor --version` answers at once: the client (seconds to import) is loaded only by commands that talk
+    to a cluster."""
+    code = ("import sys\nfrom reactor.app.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kubernetes', 'reactor_sim', 'flask')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("argv", [

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import socket
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -51,7 +53,9 @@ def build_parser() -> Parser:
     parser = Parser(prog="reactor", description="GPU Reactor: act on GPU utilization alerts.", epilog=EXIT_CODES,
                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # Not `required`: argparse would check that before it names an unknown flag (`reactor --bogus` said "the
+    # following arguments are required: COMMAND"); `parse` says which is wrong, in that order.
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for add in (_add_serve, _add_check_config, _add_demo, _add_sim, _add_plan, _add_rules, _add_doctor):
         add(sub)
     return parser
@@ -134,11 +138,30 @@ def _add_doctor(sub: Any) -> None:
     doctor.add_arguments(p)
 
 
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The arguments; an unknown flag is named before a missing command."""
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if args.command is None:
+        parser.error("a COMMAND is required (serve, check-config, demo, sim, plan, rules, doctor)")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse(argv)
     prog = f"reactor {args.command}"
     try:
-        return int(args.run(args))
+        status = int(args.run(args))
+        sys.stdout.flush()  # inside the try: a closed pipe shows here, not in the interpreter's flush at exit
+        return status
+    except BrokenPipeError:
+        # `reactor plan --output json | head -5`: the reader left; what was not read is not an error to report.
+        # Point stdout at /dev/null so the interpreter's own flush at exit does not raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports a command its pipe ended
     except ConfigError as e:
         print(_invalid(prog, getattr(e, "problems", (e,))), file=sys.stderr)
         return 2
@@ -200,12 +223,34 @@ def _check_tls_files(settings: Settings) -> None:
         raise ConfigErrors(missing)
 
 
+def _check_listen(settings: Settings) -> None:
+    """A port already in use, said in one line per listener before the server starts (gunicorn would retry five
+    times, printing each try, and then exit with its own message)."""
+    problems = []
+    listeners = (("server.listen", settings.server.listen), ("server.probeListen", settings.server.probe_listen))
+    for key, address in listeners:
+        host, _, port_text = address.rpartition(":")
+        host = host.strip("[]") or "0.0.0.0"
+        if int(port_text) == 0:
+            continue
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((host, int(port_text)))
+            except OSError as e:
+                problems.append(ConfigError(key, f"cannot listen on {address}: {e.strerror}"))
+    if problems:
+        raise ConfigErrors(problems)
+
+
 def _serve(args: argparse.Namespace) -> int:
     from reactor.app.assembly import assemble, check_ladder
     from reactor.app.runner import run
 
     settings = load_settings(args.config)
     _check_tls_files(settings)
+    _check_listen(settings)
     logs.configure(settings.log_format, settings.log_level)
     service = assemble(settings)
     missing = check_ladder(service)

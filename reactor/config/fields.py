@@ -123,16 +123,44 @@ def listen(key: str, raw: Any) -> str:
     return raw
 
 
+class DuplicateKey(yaml.YAMLError):
+    """A mapping that names one key twice."""
+
+
+class _UniqueKeys(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key written twice in one mapping: PyYAML keeps the last silently, so a policy
+    with two `cooldown:` lines would run with whichever came second and nobody would be told."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise DuplicateKey(f"duplicate key {key!r} on line {line} (first on line {seen[key]})")
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(text: str) -> Any:
+    """YAML text as values, duplicate keys refused (yaml.YAMLError)."""
+    return yaml.load(text, Loader=_UniqueKeys)  # noqa: S506 - a SafeLoader subclass
+
+
 def read_yaml_file(path: str | os.PathLike[str]) -> Any:
-    """A YAML file's content; an unreadable or unparseable file is a ConfigError naming the file."""
+    """A YAML file's content; an unreadable, non-UTF-8 or unparseable file is a ConfigError naming the file."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(str(path), f"cannot read: {e.strerror}") from e
+    except UnicodeDecodeError as e:
+        raise ConfigError(str(path), f"not UTF-8 text (byte {e.start}); save it as UTF-8") from None
     try:
-        return yaml.safe_load(text)
+        return load_yaml(text)
+    except DuplicateKey as e:
+        raise ConfigError(str(path), str(e)) from None
     except yaml.YAMLError as e:
-        raise ConfigError(str(path), f"not valid YAML: {e}") from e
+        raise ConfigError(str(path), f"not valid YAML: {' '.join(str(e).split())}") from e
 
 
 _CPU = re.compile(r"^(\d+(?:\.\d{1,3})?)(m?)$")

@@ -59,6 +59,8 @@ def read_notification(path: str) -> Any:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as e:
         raise UsageError(flag, f"cannot read: {e.strerror}; give an Alertmanager webhook body (JSON)") from e
+    except UnicodeDecodeError as e:
+        raise UsageError(flag, f"not UTF-8 text (byte {e.start}); Alertmanager sends JSON in UTF-8") from None
     try:
         body = json.loads(text)
     except ValueError as e:

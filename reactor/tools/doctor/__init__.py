@@ -14,17 +14,16 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from prometheus_client import CollectorRegistry
-
-from reactor.cluster.kube import KubeGateway
 from reactor.config.settings import Settings, load_settings
 from reactor.core.errors import ConfigError, ReactorError
-from reactor.core.metrics import Metrics
 from reactor.tools.doctor import alertmanager, cluster, delivery, prometheus, signals
 from reactor.tools.doctor.http import Unreachable
 from reactor.tools.doctor.report import Check, exit_code, failing, line, warning
+
+if TYPE_CHECKING:  # the client takes seconds to import: `reactor --version` and `--help` must not wait for it
+    from reactor.cluster.kube import KubeGateway
 
 DEFAULT_THRESHOLDS = Path("rules/thresholds.yaml")
 
@@ -139,7 +138,7 @@ def diagnose(sources: Sources, settings: Settings, kube: KubeGateway | str) -> l
         checks += _guarded(delivery.NAME, "pass the Alertmanager URL (e.g. a port-forward to :9093)",
                            lambda: iter(delivery.test_alert_checks(sources.alertmanager, sources.reactor_metrics,
                                                                    namespace)))
-    if isinstance(kube, KubeGateway):
+    if not isinstance(kube, str):
         who = sources.impersonate or "this client"
         gateway = kube
         checks += _guarded("kubernetes", "pass --kubeconfig, and --as to ask as the reactor's ServiceAccount",
@@ -175,7 +174,7 @@ def run_doctor(sources: Sources, *, config: str | None, out: TextIO | None = Non
     try:
         checks = diagnose(sources, settings, kube)
     finally:
-        if isinstance(kube, KubeGateway):
+        if not isinstance(kube, str):
             kube.close()
     for check in checks:
         print(line(check), file=out or sys.stdout)
@@ -185,6 +184,11 @@ def run_doctor(sources: Sources, *, config: str | None, out: TextIO | None = Non
 def connect_cluster(settings: Settings, kubeconfig: str | None, impersonate: str | None) -> KubeGateway | str:
     """A gateway (in-cluster config, else the kubeconfig), or the reason there is none."""
     kube_settings = replace(settings.kube, kubeconfig=kubeconfig) if kubeconfig else settings.kube
+    from prometheus_client import CollectorRegistry
+
+    from reactor.cluster.kube import KubeGateway
+    from reactor.core.metrics import Metrics
+
     try:
         kube = KubeGateway.connect(kube_settings, Metrics(CollectorRegistry()))
     except ConfigError as e:

@@ -7,10 +7,14 @@ with SelfSubjectAccessReview, as the reactor's ServiceAccount when the gateway i
 
 from __future__ import annotations
 
-from reactor.cluster.kube import KubeGateway
+from typing import TYPE_CHECKING
+
 from reactor.config.settings import Settings
 from reactor.core.errors import ReactorError
 from reactor.tools.doctor.report import Check, failing, ok, warning
+
+if TYPE_CHECKING:  # types only: importing the client takes seconds (`reactor --help` must not wait)
+    from reactor.cluster.kube import KubeGateway
 
 # Every call the reactor makes: (apiGroup, resource, verb). tests/doctor checks this equals the grants that
 # tests/deploy/test_rbac_proof.py proves needed.
@@ -42,6 +46,9 @@ CACHE_CLUSTER: tuple[tuple[str, str, str], ...] = (("scheduling.k8s.io", "priori
 BOUNDS_FIX = ("growth is then bounded only by the policy's gpus.max/replicas.max: apply deploy/base "
               "(or the gpu-reactor-base chart) to the namespace")
 RBAC_FIX = "bind ClusterRole gpu-reactor-workloads there (chart: list it in policy.namespaces.allow)"
+
+if TYPE_CHECKING:
+    from reactor.cluster.kube import KubeGateway
 
 
 def _denied(kube: KubeGateway, grants: tuple[tuple[str, str, str], ...], namespace: str,
