@@ -220,37 +220,46 @@ def build_settings(doc: Mapping[str, Any], environ: Mapping[str, str] | None = N
     raw = file_values(doc, schema=_SCHEMA, sections=_SECTIONS, file=file, problems=problems)
     raw.update(env_values(environ or {}, {env_name(k): k for k in _SCHEMA}, problems))
     values: dict[str, dict[str, Any]] = {"policy": {}, "server": {}, "kube": {}, "top": {}}
+    invalid: set[str] = set()
     for path, (value, origin) in raw.items():
         section, name, parse = _SCHEMA[path]
+        before = len(problems.found)
         with problems.checking(origin):
             values[section][name] = parse(path, value)
-    problems.raise_any()
+        if len(problems.found) > before:
+            invalid.add(path)
+    # The cross-field checks run in the same pass, over the values that are valid (defaults standing in for the
+    # invalid ones), so one run names every problem; a check that involves an invalid key is left out (its key is
+    # already named, and comparing with a default would only confuse).
     settings = Settings(policy=Policy(**values["policy"]), server=Server(**values["server"]),
                         kube=Kube(**values["kube"]), **values["top"])
-    for key, problem in _inconsistencies(settings):
-        problems.add(raw[key][1].name(key) if key in raw else key, problem)
+    for keys, problem in _inconsistencies(settings):
+        if not invalid.intersection(keys):
+            problems.add(raw[keys[0]][1].name(keys[0]) if keys[0] in raw else keys[0], problem)
     problems.raise_any()
     return settings
 
 
-def _inconsistencies(settings: Settings) -> list[tuple[str, str]]:
-    """(key, problem) for values that are valid alone but not together."""
-    p, found = settings.policy, []
+def _inconsistencies(settings: Settings) -> list[tuple[tuple[str, ...], str]]:
+    """(keys involved, the first named, problem) for values that are valid alone but not together."""
+    p, s = settings.policy, settings.server
+    found: list[tuple[tuple[str, ...], str]] = []
     if p.min_gpus > p.max_gpus:
-        found.append(("gpus.min", f"must not exceed gpus.max ({p.max_gpus})"))
+        found.append((("gpus.min", "gpus.max"), f"must not exceed gpus.max ({p.max_gpus})"))
     if p.min_replicas > p.max_replicas:
-        found.append(("replicas.min", f"must not exceed replicas.max ({p.max_replicas})"))
+        found.append((("replicas.min", "replicas.max"), f"must not exceed replicas.max ({p.max_replicas})"))
     if len(set(p.priority_ladder)) != len(p.priority_ladder):
-        found.append(("priorityLadder", "lists a class twice"))
+        found.append((("priorityLadder",), "lists a class twice"))
     if p.reverse_after < p.cooldown:
-        found.append(("reverseAfter", f"must be at least the cooldown ({format_duration(p.cooldown)})"))
-    if settings.server.notification_deadline >= settings.server.timeout:
-        found.append(("server.notificationDeadline",
-                      f"must be below server.timeout ({format_duration(settings.server.timeout)})"))
-    if (settings.server.tls_cert is None) != (settings.server.tls_key is None):
-        found.append(("server.tlsCert", "tlsCert and tlsKey must be set together"))
-    if _port(settings.server.probe_listen) == _port(settings.server.listen) != 0:
-        found.append(("server.probeListen", f"must use another port than server.listen ({settings.server.listen})"))
+        found.append((("reverseAfter", "cooldown"), f"must be at least the cooldown ({format_duration(p.cooldown)})"))
+    if s.notification_deadline >= s.timeout:
+        found.append((("server.notificationDeadline", "server.timeout"),
+                      f"must be below server.timeout ({format_duration(s.timeout)})"))
+    if (s.tls_cert is None) != (s.tls_key is None):
+        found.append((("server.tlsCert", "server.tlsKey"), "tlsCert and tlsKey must be set together"))
+    if _port(s.probe_listen) == _port(s.listen) != 0:
+        found.append((("server.probeListen", "server.listen"),
+                      f"must use another port than server.listen ({s.listen})"))
     return found
 
 
