@@ -3,16 +3,25 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+RUNTIME := $(VENV)/.runtime
 
 .PHONY: demo test test-fast test-quick lint reliability bench rules clean
 
-$(STAMP): pyproject.toml
+# The demo needs the runtime only (flask, kubernetes, prometheus-client, pyyaml, gunicorn); the test, lint and
+# bench targets add the test extras (pytest, hypothesis, helm's engine, mypy, ...).
+$(RUNTIME): pyproject.toml
+	@echo "first run: creating $(VENV) and installing the reactor's runtime (about a minute)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $(RUNTIME)
+
+$(STAMP): $(RUNTIME)
+	@echo "installing the test extras into $(VENV) (about two minutes the first time)"
 	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+demo: $(RUNTIME)
 	$(VENV)/bin/reactor demo --once
 
 test: $(STAMP)
@@ -43,4 +52,4 @@ rules: $(STAMP)
 	$(VENV)/bin/reactor rules render
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache .import_linter_cache build *.egg-info

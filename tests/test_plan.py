@@ -57,4 +57,15 @@ def test_a_pod_the_demo_does_not_have_gets_a_pointer_to_the_examples(capsys: pyt
     assert main(["plan", "--alerts", str(sample)]) == 0
     out, err = capsys.readouterr()
     assert "skipped: not-found" in out
-    assert "reactor/tools/demo_data/alerts-*.json" in err and "--seed or --kubeconfig" in err
+    assert "--example underutilized|idle|saturated|metrics-missing" in err and "--seed or --kubeconfig" in err
+
+
+def test_every_example_is_shipped_and_named_alike_in_the_command_line() -> None:
+    """`reactor plan --example NAME` works from an installed wheel: the files are package data, and the CLI's list
+    (kept there so `reactor --help` imports no tool) is the tool's."""
+    from reactor.app.cli import PLAN_EXAMPLES
+    from reactor.tools.plan import EXAMPLES, example_path
+
+    assert PLAN_EXAMPLES == EXAMPLES
+    for name in EXAMPLES:
+        assert json.loads(Path(example_path(name)).read_text())["alerts"], name

@@ -76,7 +76,7 @@ def test_the_quick_start_plan_works_out_of_the_box() -> None:
 def test_make_demo_runs_as_the_quick_start_says(tmp_path: Path) -> None:
     """`make demo`, with this environment standing in for the .venv it would create (`-o`: do not reinstall)."""
     venv = Path(sys.executable).parent.parent
-    done = subprocess.run(["make", "-o", f"{venv}/.installed", "demo", f"VENV={venv}"], cwd=ROOT, capture_output=True,
+    done = subprocess.run(["make", "-o", f"{venv}/.runtime", "demo", f"VENV={venv}"], cwd=ROOT, capture_output=True,
                           text=True, timeout=300, env=clean_env(HOME=str(tmp_path)))
     assert done.returncode == 0, done.stdout + done.stderr
     for row in ("llm-inference sits idle", "applied: resize-gpu server 4 → 1", "skipped: namespace-not-allowed"):
@@ -84,6 +84,17 @@ def test_make_demo_runs_as_the_quick_start_says(tmp_path: Path) -> None:
     assert "reactor_actions_total{" in done.stdout
     assert re.search(r"https?://\S+/metrics", done.stdout) is None, "a metrics URL of a server that has exited"
     assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_make_demo_installs_the_runtime_only(tmp_path: Path) -> None:
+    """The first `make demo` installs what `reactor demo` runs on, not the test tools (pytest, helm's engine, mypy:
+    hundreds of MB and minutes a newcomer waits for nothing); `make test` adds them."""
+    plan = subprocess.run(["make", "-n", "demo", f"VENV={tmp_path / 'venv'}"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60).stdout
+    assert "pip install -q -e .\n" in plan and "[test]" not in plan, plan
+    plan = subprocess.run(["make", "-n", "test", f"VENV={tmp_path / 'venv'}"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60).stdout
+    assert "pip install -q -e '.[test]'" in plan, plan
 
 
 @pytest.mark.slow

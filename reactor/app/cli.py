@@ -23,6 +23,7 @@ from reactor.config.settings import warnings as settings_warnings
 from reactor.core.errors import ConfigError, ConfigErrors, ReactorError, UsageError
 
 log = logging.getLogger("reactor")
+PLAN_EXAMPLES = ("underutilized", "idle", "saturated", "metrics-missing")  # reactor.tools.plan.EXAMPLES, unimported
 
 EXIT_CODES = """exit status:
   0    done (check-config: the file is valid; warnings go to stderr)
@@ -101,17 +102,20 @@ def _add_sim(sub: Any) -> None:
     p.add_argument("--port", type=port, default=0, help="the API server's port (default 0: any free port, so "
                                                         "that it never collides with a local kube-apiserver on 6443)")
     p.add_argument("--rbac", action="store_true", help="enforce Roles and bindings from the seeds (serves https)")
-    p.add_argument("--kubeconfig", default="sim.kubeconfig", metavar="FILE",
-                   help="where to write the kubeconfig (default: sim.kubeconfig; the webhook token goes next to it, "
-                        "in sim.token)")
+    p.add_argument("--kubeconfig", default=".reactor-sim/sim.kubeconfig", metavar="FILE",
+                   help="where to write the kubeconfig (default: .reactor-sim/sim.kubeconfig, a folder git ignores; "
+                        "the webhook token and the state key go next to it, in sim.token and sim.state-key)")
 
 
 def _add_plan(sub: Any) -> None:
     p = _command(sub, "plan", _plan, "print what the reactor would do for a notification, writing nothing",
                  description="Run the engine in dry run on one notification and explain each decision. Without "
                              "--kubeconfig or --seed it plans against the demo cluster with the demo's policy "
-                             "(try --alerts reactor/tools/demo_data/alerts-underutilized.json).")
-    p.add_argument("--alerts", required=True, metavar="FILE", help="an Alertmanager webhook body (JSON)")
+                             "(try --example underutilized).")
+    notification = p.add_mutually_exclusive_group(required=True)
+    notification.add_argument("--alerts", metavar="FILE", help="an Alertmanager webhook body (JSON)")
+    notification.add_argument("--example", choices=PLAN_EXAMPLES,
+                              help="one of the demo's example notifications, shipped with the reactor")
     p.add_argument("--config", metavar="FILE", help="the policy file (default: the demo's policy when planning "
                                                     "against the demo cluster, else the defaults)")
     p.add_argument("--output", choices=("text", "json"), default="text",
@@ -208,9 +212,10 @@ def _sim(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from reactor.tools.plan import run_plan
+    from reactor.tools.plan import example_path, run_plan
 
-    return run_plan(alerts=args.alerts, config=args.config, kubeconfig=args.kubeconfig, seeds=args.seed,
+    alerts = args.alerts if args.example is None else example_path(args.example)
+    return run_plan(alerts=alerts, config=args.config, kubeconfig=args.kubeconfig, seeds=args.seed,
                     output=args.output)
 
 

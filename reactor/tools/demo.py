@@ -24,6 +24,7 @@ from typing import Any
 
 from reactor.core.errors import UsageError
 from reactor.tools.launcher import Child, LaunchError, start_serve
+from reactor.tools.local_run import curl_command
 from reactor.tools.payloads import AlertSpec, notification, rfc3339
 from reactor.tools.seeds import demo_file
 from reactor.tools.signals import Signalled, raising_on_stop_signals
@@ -173,8 +174,10 @@ def _run(*, once: bool, port: int, tmp: Path) -> None:
             if once:
                 _print_counters(child.probe_url)
                 return
+            curl = curl_command(tmp / "token", child.url.removeprefix("http://"), demo_file("alerts-idle.json"))
             print(f"\nServing on {child.url} (reactor serve, pid {child.pid}; probes and metrics on {child.probe_url}; "
-                  f"embedded cluster at {sim.url}). Ctrl-C to stop.", flush=True)
+                  f"embedded cluster at {sim.url}).\nWebhook token: {tmp / 'token'} (removed when the demo stops); "
+                  f"try:\n  {curl}\nCtrl-C to stop.", flush=True)
             sim.run_controllers()
             child.popen.wait()
         finally:

@@ -25,6 +25,14 @@ from reactor.state.seal import load_state_keys
 from reactor.tools.seeds import apply_seeds, demo_file, read_seeds
 
 OUTPUTS = ("text", "json")
+# The demo's example notifications, shipped in the package: `reactor plan --example NAME` reads them from an
+# installed wheel as well as from a checkout.
+EXAMPLES = ("underutilized", "idle", "saturated", "metrics-missing")
+
+
+def example_path(name: str) -> str:
+    """The example notification NAME (one of EXAMPLES) as a path on disk."""
+    return str(demo_file(f"alerts-{name}.json"))
 
 
 def run_plan(*, alerts: str, config: str | None, kubeconfig: str | None, seeds: list[str] | None,
@@ -44,7 +52,8 @@ def run_plan(*, alerts: str, config: str | None, kubeconfig: str | None, seeds: 
         return 1
     if kubeconfig is None and not seeds and any(o.reason == "not-found" for o in outcomes):
         print("reactor plan: note: planned against the demo cluster, which has no such pod; its pods are named in "
-              "reactor/tools/demo_data/alerts-*.json — or pass --seed or --kubeconfig for your own", file=sys.stderr)
+              f"the examples (--example {'|'.join(EXAMPLES)}) — or pass --seed or --kubeconfig for your own",
+              file=sys.stderr)
     if output == "json":
         print(json.dumps({"outcomes": [o.to_json() for o in outcomes]}, indent=2))
     else:

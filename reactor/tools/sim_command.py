@@ -69,8 +69,15 @@ def _start(*, rbac: bool, port: int) -> SimCluster:
 
 
 def _write_kubeconfig(sim: SimCluster, kubeconfig: str) -> str:
+    """The kubeconfig, in a folder of its own (made owner-only when new): the token and state key beside it are
+    secrets, kept out of the working tree's top where `git add .` would take them."""
+    folder = Path(kubeconfig).parent
     try:
-        return sim.write_kubeconfig(kubeconfig)
+        if not folder.exists():
+            folder.mkdir(mode=0o700, parents=True)
+        path = sim.write_kubeconfig(kubeconfig)
+        print(f"files (kubeconfig, webhook token, state key) in {folder.resolve()}/")
+        return path
     except OSError as e:
         raise UsageError(f"--kubeconfig {kubeconfig}", f"cannot write: {e.strerror}; give a path in a folder "
                                                        "you can write to") from e
