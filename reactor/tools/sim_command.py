@@ -41,7 +41,8 @@ def run_sim(*, seeds: list[str], port: int, kubeconfig: str, rbac: bool = False)
         loaded = seed(sim, seeds)
         path = _write_kubeconfig(sim, kubeconfig)
         print(f"embedded cluster at {sim.url}")
-        print(f"kubeconfig: {Path(path).resolve()}   (kubectl --kubeconfig {path} get deploy -A)", flush=True)
+        print(f"kubeconfig: {Path(path).resolve()}   (kubectl --kubeconfig {path} get deploy -A)")
+        print(f"its files (kubeconfig, webhook token, state key) are in {Path(path).parent.resolve()}/", flush=True)
         reactor_kubeconfig = None
         if rbac:
             print_account_help(path)
@@ -75,9 +76,7 @@ def _write_kubeconfig(sim: SimCluster, kubeconfig: str) -> str:
     try:
         if not folder.exists():
             folder.mkdir(mode=0o700, parents=True)
-        path = sim.write_kubeconfig(kubeconfig)
-        print(f"files (kubeconfig, webhook token, state key) in {folder.resolve()}/")
-        return path
+        return sim.write_kubeconfig(kubeconfig)
     except OSError as e:
         raise UsageError(f"--kubeconfig {kubeconfig}", f"cannot write: {e.strerror}; give a path in a folder "
                                                        "you can write to") from e
