@@ -1,9 +1,11 @@
 """One notification in, one outcome per alert out: screen → resolve → decide → act → record.
 
 Alerts on the same workload are folded into one signal and get one decision and at most one
-write. Reads are shared through the notification's `Reader`. A transient failure on one
-workload does not stop the others; it is raised at the end so the webhook answers 503 and
-Alertmanager retries (idempotence makes the retry safe).
+write. Reads are shared through the notification's `Reader`. Failures are classified once
+(`core.errors.classify`): one a retry can fix, met while resolving a pod or deciding a workload,
+does not stop the others; it is raised at the end (`RetryLater`, with every outcome) so the webhook
+answers 503 and Alertmanager retries (idempotence makes the retry safe). One a retry cannot fix
+fails that pod's or workload's alerts only, answered 200.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from reactor.cluster.cache import Store
 from reactor.cluster.kube import KubeGateway
 from reactor.cluster.workloads import hpa_targets, namespace_bounds, to_workload
 from reactor.config.settings import Settings
-from reactor.core.errors import PermanentError, TemporaryError
+from reactor.core.errors import Failure, PermanentError, RetryLater, classify
 from reactor.core.metrics import Metrics
 from reactor.core.model import (
     KNOWN_ALERTS,
@@ -152,18 +154,20 @@ class Engine:
         reader = Reader(self.kube, server.max_unknown_pods,
                         self.monotonic() + server.notification_deadline.total_seconds(), self.monotonic,
                         cache=self.cache, adapters=self.adapters)
-        groups, unresolved = self._resolve(reader, alerts, pending)
+        failures: list[str] = []  # what a retry can fix (Failure.RETRY), one line per pod or workload
+        groups, unresolved = self._resolve(reader, alerts, pending, failures)
         outcomes.update(unresolved)
         applied: list[WorkloadRef] = []
         try:
-            failures = self._decide_all(reader, alerts, groups, outcomes, now, applied)
+            self._decide_all(reader, alerts, groups, outcomes, now, applied, failures)
         finally:
             if applied and self.on_applied is not None:
                 self.on_applied(applied)  # one Lease write for the whole notification
         self.recorder.budget(self.budget, now)
+        answered = [outcomes[i] for i in range(len(alerts))]
         if failures:
-            raise TemporaryError("; ".join(failures))
-        return [outcomes[i] for i in range(len(alerts))]
+            raise RetryLater(failures, answered)
+        return answered
 
     def _screen(self, alert: Alert, targets: dict[tuple[str | None, str | None], Skip | None],
                 names: dict[str, Skip | None]) -> Skip | None:
@@ -211,7 +215,7 @@ class Engine:
         return None
 
     def _resolve(
-        self, reader: Reader, alerts: Sequence[Alert], pending: list[int]
+        self, reader: Reader, alerts: Sequence[Alert], pending: list[int], failures: list[str]
     ) -> tuple[dict[WorkloadRef, tuple[Owner, list[int]]], dict[int, Outcome]]:
         by_pod: dict[tuple[str, str], list[int]] = {}  # the alerts of each pod, in order: one resolve per pod
         for i in pending:
@@ -224,8 +228,12 @@ class Engine:
         by_namespace: dict[str, set[str]] = defaultdict(set)
         for namespace, pod_name in by_pod:
             by_namespace[namespace].add(pod_name)
+        unlisted: dict[str, Exception] = {}  # namespaces whose pod LIST failed: their pods' alerts fail alike
         for namespace, pods in by_namespace.items():
-            reader.prime_pods(namespace, {p for p in pods if self._owners.get(namespace, p) is None})
+            try:
+                reader.prime_pods(namespace, {p for p in pods if self._owners.get(namespace, p) is None})
+            except Exception as e:  # noqa: BLE001 - classified per pod below, like a failed GET of the pod
+                unlisted[namespace] = e
         groups: dict[WorkloadRef, tuple[Owner, list[int]]] = {}
         unresolved: dict[int, Outcome] = {}
         resolved: dict[tuple[str, str], tuple[Owner | None, Skip | None]] = {}
@@ -235,19 +243,16 @@ class Engine:
                 resolved[pod] = None, _DEADLINE
             else:
                 try:
+                    if pod[0] in unlisted:
+                        raise unlisted[pod[0]]
                     found = resolve_owner(reader, alert.namespace, alert.pod, self._owners)  # type: ignore[arg-type]
                     resolved[pod] = found, _owner_skip(alert, found, self.adapters)
-                except PermanentError as e:
-                    # A refused read (403, 422) is this pod's outcome, never a lost notification.
-                    resolved[pod] = None, Skip(SkipReason.API_ERROR, str(e))
                 except UnknownPodLimit:
                     resolved[pod] = None, Skip(SkipReason.TOO_MANY_UNKNOWN_PODS, (
                         f"pod {alert.namespace}/{alert.pod} does not exist, and this notification already looked "
                         f"up {self.settings.server.max_unknown_pods} pods that do not (server.maxUnknownPods)"))
-                except TemporaryError:
-                    raise  # the whole notification is retried (503): the API server may answer next time
-                except Exception as e:  # noqa: BLE001 - as in _decide_all: fails this pod's alerts only
-                    resolved[pod] = None, self._internal_error(WorkloadRef("Pod", *pod), e)
+                except Exception as e:  # noqa: BLE001 - as in _decide_all: classified, and fails this pod's alerts only
+                    resolved[pod] = None, self._failed(WorkloadRef("Pod", *pod), e, failures, counted=False)
             owner, skip = resolved[pod]
             if skip is not None:
                 for i in indexes:
@@ -267,8 +272,8 @@ class Engine:
         outcomes: dict[int, Outcome],
         now: datetime,
         applied: list[WorkloadRef],
-    ) -> list[str]:
-        failures: list[str] = []
+        failures: list[str],
+    ) -> None:
         namespaces: dict[str, _Namespace] = defaultdict(_Namespace)
         for ref in sorted(groups):
             owner, indexes = groups[ref]
@@ -283,23 +288,13 @@ class Engine:
                 with self._workload_locks[hash(ref) % len(self._workload_locks)]:
                     decision, result = self._handle_workload(reader, owner, fold(group), namespaces[ref.namespace], now,
                                                              applied)
-            except TemporaryError as e:
+            except Exception as e:  # noqa: BLE001 - the isolation boundary: one workload's failure fails that workload
                 if isinstance(e, KeptChanging):
                     self.metrics.skips.labels(reason=SkipReason.CONFLICT.value).inc()
-                failures.append(f"{ref}: {e}")
-                decision, result = Skip(SkipReason.API_ERROR, str(e)), Result.FAILED
-            except PermanentError as e:
-                # E.g. RBAC refuses a read: answer it for this workload, go on with the others.
-                self.metrics.skips.labels(reason=SkipReason.API_ERROR.value).inc()
-                log.warning("workload not handled", extra={"workload": str(ref), "error": str(e)})
-                decision, result = Skip(SkipReason.API_ERROR, str(e)), Result.FAILED
-            except Exception as e:  # noqa: BLE001 - the isolation boundary: one workload's bug fails that workload
-                decision, result = self._internal_error(ref, e), Result.FAILED
-                self.metrics.skips.labels(reason=SkipReason.INTERNAL_ERROR.value).inc()
+                decision, result = self._failed(ref, e, failures, counted=True), Result.FAILED
             fields = decision_fields(ref, decision, result)  # once per workload; the alerts only add their own
             for i, alert in zip(indexes, group, strict=True):
                 outcomes[i] = alert_outcome(alert, fields)
-        return failures
 
     # --- one workload -------------------------------------------------------------------
 
@@ -412,6 +407,32 @@ class Engine:
         if workload is None:  # the template went away between the resolve and this read
             raise PermanentError(f"{owner.ref} has no pod template {owner.part!r} any more")
         return workload
+
+    def _failed(self, ref: WorkloadRef, error: Exception, failures: list[str], *, counted: bool) -> Skip:
+        """The outcome of a pod or workload that failed, by the one classification of failures (`classify`).
+
+        Retry (the API server or the network failed this time, whatever the verb): `api-error` saying so, and a line in
+        `failures`, which makes the notification a 503 once every other workload is handled. Refused (403, 404, 422):
+        `api-error` naming the refusal, answered 200. Internal (the workload's own data, a bug): `internal-error`,
+        logged with its traceback, answered 200 — a retry would meet the same data. `counted`: count the skip here
+        (the resolve step's skips are counted where their outcomes are recorded).
+        """
+        failure = classify(error)
+        if failure is Failure.RETRY:
+            failures.append(f"{ref}: {error}")
+            log.warning("workload failed, the notification will be retried", extra={"workload": str(ref),
+                                                                                    "error": str(error)})
+            skip = Skip(SkipReason.API_ERROR, f"temporary failure, the notification is answered 503 so that "
+                                              f"Alertmanager retries: {error}")
+        elif failure is Failure.REFUSED:
+            # E.g. RBAC refuses a read: answer it for this pod or workload, go on with the others.
+            log.warning("workload not handled", extra={"workload": str(ref), "error": str(error)})
+            skip = Skip(SkipReason.API_ERROR, str(error))
+        else:
+            skip = self._internal_error(ref, error)
+        if counted and failure is not Failure.RETRY:  # a retry's failure is counted as the 503 it causes
+            self.metrics.skips.labels(reason=skip.reason.value).inc()
+        return skip
 
     def _internal_error(self, ref: WorkloadRef, error: Exception) -> Skip:
         """An unexpected error (a bug, a value nobody foresaw): logged with its traceback, answered as a Skip."""

@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,13 +32,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     env = dict(os.environ, RELIABILITY_LONG="0" if args.short else "1")
     LAST_RUN.unlink(missing_ok=True)
+    started = time.monotonic()
     rc = subprocess.call([sys.executable, "-m", "pytest", "-q", "tests/reliability", *args.pytest_args], cwd=REPO, env=env)
+    wall = time.monotonic() - started
     if not LAST_RUN.exists():
         print("reliability: no figures were written (did the suite run?)", file=sys.stderr)
         return rc or 1
     doc = json.loads(LAST_RUN.read_text())
     total = doc["total"]
-    print("\nreliability figures (" + ("short" if args.short else "long") + " form), totals:")
+    print("\nreliability figures (" + ("short" if args.short else "long") + f" form, {wall:.0f} s), totals:")
     width = max(len(c) for c in COLUMNS)
     for column in COLUMNS:
         value = total[column]

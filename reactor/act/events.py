@@ -36,7 +36,8 @@ class Recorder:
 
     def alert_skip(self, alert: Alert, ref: WorkloadRef | None, skip: Skip) -> Outcome:
         """A refusal of one alert before it reached a workload decision (screening, resolving)."""
-        result = Result.FAILED if skip.reason is SkipReason.API_ERROR else Result.SKIPPED
+        # Failed, as when deciding a workload: the pod's alerts met a failure (the API's, or its own data's).
+        result = Result.FAILED if skip.reason in (SkipReason.API_ERROR, SkipReason.INTERNAL_ERROR) else Result.SKIPPED
         self.metrics.child(self.metrics.skips, skip.reason.value).inc()
         log.info("decision", extra={"alert": alert.name, "fingerprint": alert.fingerprint, "namespace": alert.namespace,
                                     "pod": alert.pod, "workload": str(ref) if ref else None, "result": result,

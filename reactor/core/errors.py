@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from reactor.core.outcome import Outcome
+
 
 class ReactorError(Exception):
     """Base of the reactor's own errors."""
@@ -58,3 +65,41 @@ class PermanentError(ReactorError):
 
 class ConflictError(ReactorError):
     """The object changed since it was read (409): re-read, re-decide."""
+
+
+class Failure(enum.Enum):
+    """What a failure met while handling a notification calls for; `classify` is the one place that decides it."""
+
+    RETRY = "retry"  # the API server or the network failed this time: a later delivery can succeed (503)
+    REFUSED = "refused"  # the API server answered for good (403, 404, 422): this workload's outcome, answered 200
+    INTERNAL = "internal"  # anything else (the workload's own data, a bug): a retry meets it again; that workload fails
+
+
+def classify(error: BaseException) -> Failure:
+    """The class of `error`, whatever the verb (get, list, patch, create) that met it and wherever it surfaced.
+
+    Retry: `TemporaryError` (5xx, 429, timeouts and dropped connections after the gateway's bounded retries, conflicts
+    beyond the act step's budget), a `ConflictError` that escaped the act step (a 409 on a read, or on any request but
+    the conditional write that re-reads and re-decides), and a connection or timeout error that reached here unwrapped.
+    Alertmanager retries a 5xx and nothing else (notify/util.go, `Retrier.Check`, which the webhook notifier's `Notify`
+    asks), so only these make the notification a 503. Refused: the other answers of the API server (`PermanentError`).
+    Internal: every other exception, which says something about the data being decided or the code deciding it.
+    """
+    if isinstance(error, (TemporaryError, ConflictError, ConnectionError, TimeoutError)):
+        return Failure.RETRY
+    if isinstance(error, PermanentError):
+        return Failure.REFUSED
+    return Failure.INTERNAL
+
+
+class RetryLater(TemporaryError):
+    """Some workloads of a notification met a failure a retry can fix (`Failure.RETRY`); the others were handled.
+
+    The webhook answers 503 — Alertmanager delivers the notification again, and the workloads handled this time then
+    refuse early (`already-applied`, cooldown) — with every alert's outcome, the failed ones `failed`/`api-error`.
+    """
+
+    def __init__(self, failures: Sequence[str], outcomes: Sequence[Outcome]) -> None:
+        super().__init__("; ".join(failures))
+        self.failures = tuple(failures)
+        self.outcomes = tuple(outcomes)

@@ -107,7 +107,9 @@ def _alert(raw: Any, where: str) -> Alert:
         raise InvalidPayload(f"{where}.fingerprint", f"expected lowercase hex, got {_clip(fingerprint)!r}")
     ends_raw = raw.get("endsAt", _ZERO_TIME)
     ends_at = None if ends_raw == _ZERO_TIME else parse_time(f"{where}.endsAt", ends_raw)
-    status = _STATUS_OF.get(raw.get("status"))  # type: ignore[arg-type]
+    raw_status = raw.get("status")
+    # Type first: a lookup by an unhashable value (a list, an object) would raise TypeError, a 500, not a 400.
+    status = _STATUS_OF.get(raw_status) if isinstance(raw_status, str) else None
     if status is None:
         _choice(raw, "status", _STATUSES, where)  # raises, naming the field
     starts = raw.get("startsAt")

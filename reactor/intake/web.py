@@ -22,7 +22,7 @@ from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from reactor.config.settings import Settings
-from reactor.core.errors import InvalidPayload, ReactorError, TemporaryError
+from reactor.core.errors import Failure, InvalidPayload, ReactorError, RetryLater, classify
 from reactor.core.metrics import Metrics
 from reactor.core.model import Notification
 from reactor.core.outcome import Outcome, answer_json
@@ -93,9 +93,11 @@ def create_app(settings: Settings, *, engine: Handler, metrics: Metrics, token: 
             return answer(503, {"error": "overloaded: too many notifications in flight; retry"})
         try:
             outcomes = engine.handle(notification)
-        except TemporaryError as e:
+        except Exception as e:
+            if classify(e) is not Failure.RETRY:
+                raise  # a bug outside the engine's per-workload boundary: a 500, logged with its traceback
             log.warning("notification failed, Alertmanager will retry", extra={"error": str(e)})
-            return answer(503, {"error": f"temporary failure, retry: {e}"})
+            return answer(503, _retry_body(e))
         finally:
             inflight.release()
         del notification  # the alerts' labels and annotations: not needed for the answer, freed before it is built
@@ -116,6 +118,19 @@ def create_app(settings: Settings, *, engine: Handler, metrics: Metrics, token: 
         return response
 
     return app
+
+
+def _retry_body(error: Exception) -> dict[str, Any]:
+    """The 503's body: what failed, and — when the engine handled the rest (`RetryLater`) — every alert's outcome, the
+    ones a retry can fix `failed`/`api-error` saying so. Alertmanager reads only the status code (notify/util.go,
+    `Retrier.Check`); the body is for the person reading the reactor's log or the webhook's answer."""
+    body: dict[str, Any] = {"error": f"temporary failure, retry: {error}", "retry": True}
+    if isinstance(error, RetryLater):
+        counts: dict[str, int] = {}
+        for o in error.outcomes:
+            counts[o.result] = counts.get(o.result, 0) + 1
+        body.update(summary=counts, outcomes=[o.to_json() for o in error.outcomes])
+    return body
 
 
 def _admit(inflight: threading.BoundedSemaphore, waiting: threading.BoundedSemaphore) -> bool:

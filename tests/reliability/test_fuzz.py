@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -57,10 +58,23 @@ TIME = (st.sampled_from(["0001-01-01T00:00:00Z", "0001-01-01T00:00:00+01:00", "9
 LABEL_KEYS = ["alertname", "namespace", "pod", "container", "exported_namespace", "exported_pod", "exported_container"]
 
 
-class Counter:
+class Counter(logging.Handler):
+    """Cases tried, and 5xx on bad input counted from every exception, not only from answers seen.
+
+    An answer of 500 or more; an exception that left the handler (the test client raises it: in production it is a
+    500); and a record logged with a traceback (Flask's "Exception on /alerts", the engine's internal-error) —
+    each case counts once, however many of these it shows.
+    """
+
     def __init__(self) -> None:
+        super().__init__(level=logging.ERROR)
         self.cases = 0
         self.bad_5xx = 0
+        self.tracebacks: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.exc_info is not None:
+            self.tracebacks.append(f"{record.name}: {record.getMessage()}: {record.exc_info[1]!r}")
 
 
 @pytest.fixture(scope="module")
@@ -74,9 +88,11 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Reactor, 
     token.write_text(TOKEN)
     reactor = build_reactor(sim, make_settings(token))
     counter = Counter()
+    logging.getLogger().addHandler(counter)
     try:
         yield reactor, counter
     finally:
+        logging.getLogger().removeHandler(counter)
         FIGURES.add("fuzz /alerts", fuzz_cases=counter.cases, bad_input_5xx=counter.bad_5xx)
         reactor.service.kube.close()
         sim.stop()
@@ -89,10 +105,17 @@ def post(target: tuple[Reactor, Counter], data: bytes, content_type: str | None 
     if content_type is not None:
         headers["Content-Type"] = content_type
     before = writes(reactor.sim)
-    response = reactor.client.post("/alerts", data=data, headers=headers)
+    logged = len(counter.tracebacks)
     counter.cases += 1
-    counter.bad_5xx += response.status_code >= 500
+    try:
+        response = reactor.client.post("/alerts", data=data, headers=headers)
+    except Exception as e:
+        counter.bad_5xx += 1
+        raise AssertionError(f"an exception left the webhook (a 500 in production): {e!r} on {data[:300]!r}") from e
+    tracebacks = counter.tracebacks[logged:]
+    counter.bad_5xx += response.status_code >= 500 or bool(tracebacks)
     assert response.status_code < 500, (response.status_code, response.get_data()[:300], data[:300])
+    assert not tracebacks, (tracebacks, data[:300])
     assert writes(reactor.sim) == before, f"a hostile input wrote to the cluster: {data[:300]!r}"
     assert response.status_code in answers, response.status_code
     body = response.get_json()
@@ -149,6 +172,96 @@ def test_a_valid_notification_with_one_part_broken(target: tuple[Reactor, Counte
     response = post(target, encode(doc))
     if response.status_code == 200:
         check_skipped(response, doc)
+
+
+# Every JSON type, a few values of each: what `test_every_field_takes_every_json_type` puts in each field in turn.
+EVERY_TYPE = [None, False, True, 0, 7, -1, 1.5, 1e308, "", "x", "firing", [], ["x"], {}, {"k": "v"}, {"k": 1}]
+_TOP_STRINGS = {"version", "groupKey", "receiver", "status"}
+_MAPS = {"groupLabels", "commonLabels", "commonAnnotations"}
+_ALERT_STRINGS = {"status", "startsAt", "endsAt", "fingerprint"}
+
+
+def json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return {int: "integer", float: "number", str: "string", list: "list", dict: "object"}[type(value)]
+
+
+def accepted(path: tuple[str | int, ...]) -> set[str]:
+    """The JSON types the v4 payload allows at `path` (Alertmanager's template.Data, notify/webhook's Message):
+    any other type there must be a 400 naming the field."""
+    top = path[0]
+    if len(path) == 1:
+        if top in _TOP_STRINGS:
+            return {"string"}
+        return {"externalURL": {"string", "null"}, "truncatedAlerts": {"integer"}, "alerts": {"list"}}.get(
+            str(top), {"object"} if top in _MAPS else set())
+    if top in _MAPS:
+        return {"string"}
+    if len(path) == 2:
+        return {"object"}  # alerts[i]
+    key = path[2]
+    if len(path) == 3:
+        if key in _ALERT_STRINGS:
+            return {"string"}
+        return {"generatorURL": {"string", "null"}, "labels": {"object"}, "annotations": {"object"}}[str(key)]
+    return {"string"}  # a label's or an annotation's value
+
+
+def field_name(path: tuple[str | int, ...]) -> str:
+    """The field as the parser names it: `alerts[1].labels.pod`."""
+    name = ""
+    for step in path:
+        name += f"[{step}]" if isinstance(step, int) else (f".{step}" if name else step)
+    return name
+
+
+def every_path(node: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[str | int, ...]]:
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, child in items:
+        yield (*path, key)
+        yield from every_path(child, (*path, key))
+
+
+def _at(doc: Any, path: tuple[str | int, ...]) -> Any:
+    for step in path:
+        doc = doc[step]
+    return doc
+
+
+@pytest.mark.parametrize("path", list(every_path(base())), ids=field_name)
+def test_every_field_takes_every_json_type(target: tuple[Reactor, Counter], path: tuple[str | int, ...]) -> None:
+    """Each field of a valid notification (top level, per alert, each label's and annotation's value) in turn gets
+    each JSON type — and, where it may be left out, nothing. A type the field does not take is a 400 naming that
+    field exactly; one it takes is a 200 (every alert skipped: no pod named exists) or a 400 naming the field or a
+    field inside it (a string that is not a timestamp, an object without `alertname`). Never a 5xx."""
+    name = field_name(path)
+    ok = accepted(path)
+    tried: list[tuple[Any, int, str]] = []
+    for value in [*EVERY_TYPE, _ABSENT]:
+        if value is _ABSENT and isinstance(path[-1], int):
+            continue  # an alert taken out of the list is another valid notification, not a missing field
+        doc = base()
+        parent = _at(doc, path[:-1])
+        if value is _ABSENT:
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = value
+        response = post(target, encode(doc))
+        named = (response.get_json() or {}).get("field", "")
+        tried.append((value, response.status_code, named))
+        if value is not _ABSENT and json_type(value) not in ok:
+            assert (response.status_code, named) == (400, name), (name, value, response.get_json())
+        elif response.status_code == 400:
+            assert named == name or named.startswith((name + ".", name + "[")), (name, value, response.get_json())
+        else:
+            check_skipped(response, doc)
+    assert tried and all(code in (200, 400) for _, code, _ in tried), tried
+
+
+_ABSENT = object()
 
 
 @FUZZ

@@ -242,6 +242,12 @@ class KubeGateway:
                 cause = e
                 error = TemporaryError(f"{verb} {resource}: {type(e).__name__}: {e}")
                 delay = backoff(attempt)
+            except ValueError as e:
+                # An answer cut short or not JSON at all (a proxy's error page): as a dropped connection, never a
+                # ValueError reaching the engine, where it would read as the workload's own data (internal-error).
+                cause = e
+                error = TemporaryError(f"{verb} {resource}: the answer is not JSON: {e}")
+                delay = backoff(attempt)
             if not isinstance(error, TemporaryError) or attempt + 1 == attempts:
                 raise error from cause
             log.info(
