@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from reactor_sim import admission, objects, resize, schema, taints, validation, webhooks
+from reactor_sim import admission, micro_time, objects, resize, schema, taints, validation, webhooks
 from reactor_sim import patch as patches
 from reactor_sim.objects import Clock, Obj
 from reactor_sim.registry import Registry, Resource
@@ -86,6 +86,10 @@ class Api:
         if obj["kind"] != res.kind:
             raise bad_request(f"the API version in the data ({obj['apiVersion']}) does not match the expected "
                               f"API version ({res.api_version})")
+        undecodable = micro_time.decode_error(res.group, res.kind, obj)
+        if undecodable is not None:  # the handler's decode fails before anything else (transformDecodeError)
+            version = str(obj["apiVersion"]).rpartition("/")[2]
+            raise bad_request(f'{obj["kind"]} in version "{version}" cannot be handled as a {res.kind}: {undecodable}')
         meta = obj.setdefault("metadata", {})
         if res.namespaced:
             if meta.get("namespace") and ns and meta["namespace"] != ns:

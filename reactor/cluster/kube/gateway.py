@@ -194,15 +194,39 @@ class KubeGateway:
         return self._call("get", "leases", lambda **kw: api.read_namespaced_lease(name, namespace, **kw))
 
     def create_lease(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
-        api = self._apis[k8s.CoordinationV1Api]
-        return self._call("create", "leases", lambda **kw: api.create_namespaced_lease(namespace, body, **kw))
+        """POST the Lease as the JSON given (see `_send_json`: the client's V1Lease would rewrite its times)."""
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+        return self._call("create", "leases", self._send_json("POST", path, body))
 
     def update_lease(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
         """PUT with `metadata.resourceVersion` (a Lease update without one is a 422): a 409 if it moved on."""
         if not (body.get("metadata") or {}).get("resourceVersion"):
             raise ValueError("a Lease update must carry the resourceVersion it was read at")
-        api = self._apis[k8s.CoordinationV1Api]
-        return self._call("update", "leases", lambda **kw: api.replace_namespaced_lease(name, namespace, body, **kw))
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"
+        return self._call("update", "leases", self._send_json("PUT", path, body))
+
+    def _send_json(self, method: str, path: str, body: dict[str, Any]) -> Callable[..., Any]:
+        """A request whose body is `body` as JSON, byte for byte what the reactor built or read.
+
+        The generated methods (`replace_namespaced_lease`) first validate a dict into the client's model
+        (pydantic V1Lease) and serialise that: every MicroTime becomes a `datetime` written by `isoformat()`,
+        which drops the fraction at a whole second (`2026-03-01T12:00:00+00:00`), and kube-apiserver decodes
+        MicroTime with RFC3339Micro only (apimachinery meta/v1 micro_time.go): a 400 for any Lease time at a
+        whole second. The model also refuses a field it does not know (a newer server's) instead of sending
+        it back. The Lease is the one object the reactor reads, changes and writes whole, so it goes as it is.
+        """
+        client = self._client
+
+        def send(*, _preload_content: bool = False, _request_timeout: Any = None) -> Any:
+            request = client.param_serialize(
+                method, path, header_params={"Accept": "application/json", "Content-Type": "application/json"},
+                body=body, auth_settings=["BearerToken"])
+            response = client.call_api(*request, _request_timeout=_request_timeout)
+            response.read()
+            if not 200 <= response.status <= 299:
+                raise ApiException.from_response(http_resp=response, body=None, data=None)
+            return response
+        return send
 
     def access_review(self, *, verb: str, group: str, resource: str, namespace: str = "", name: str = "") -> bool:
         """A SelfSubjectAccessReview (`kubectl auth can-i`): may this client, or whom it impersonates, do it?"""
