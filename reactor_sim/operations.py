@@ -103,6 +103,8 @@ class Api:
     def _admit_create(self, res: Resource, obj: Obj) -> None:
         self._admit_custom(res, obj)
         kind = obj["kind"]
+        if not self.registry.version.sidecars:
+            validation.drop_sidecar_restart_policy(obj, None, kind)
         if kind == "Pod":
             validation.default_pod(obj)
             admission.mutate_pod(self.store, res, obj)
@@ -152,6 +154,8 @@ class Api:
             new = self._prepare_resize(res, old, new)
             resize.admit(self.store, res, old, new, self.plurals())
         else:
+            if not self.registry.version.sidecars:
+                validation.drop_sidecar_restart_policy(new, old, old.get("kind", res.kind))
             objects.default_workload(new)
             objects.prepare_update(old, new, has_status="status" in res.subresources)
             self._custom_generation(res, old, new)
