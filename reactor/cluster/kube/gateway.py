@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -22,12 +23,13 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from reactor.cluster.kube import routes
+from reactor.cluster.kube.capabilities import UNKNOWN, Capabilities
 from reactor.cluster.kube.failures import backoff, retry_after, translate
 from reactor.cluster.kube.limiter import RateLimiter
 from reactor.cluster.kube.routes import MERGE, ROUTES, STRATEGIC
 from reactor.cluster.kube.watches import WatchStreams
 from reactor.config.settings import Kube
-from reactor.core.errors import ConfigError, TemporaryError
+from reactor.core.errors import ConfigError, ReactorError, TemporaryError
 from reactor.core.metrics import Metrics
 from reactor.integrations.adapters import Adapter
 
@@ -47,6 +49,9 @@ class KubeGateway:
         self._metrics = metrics
         self._retries = retries
         self._streams = WatchStreams()  # open watch responses, so `end_watches` can end them
+        # What the server can do (capabilities.py): read on first use, and again after a reconnect.
+        self._capabilities: Capabilities | None = None
+        self._discovering = threading.Lock()
 
     # --- construction -------------------------------------------------------------------
 
@@ -111,7 +116,11 @@ class KubeGateway:
                  "timeout_seconds": seconds}
         send = lambda **kw: self._lister(kind, namespace)(**query, **kw)  # noqa: E731
         response = self._open("watch", routes.resource(kind), send, seconds + self._timeout)
-        yield from self._streams.events(response, routes.resource(kind))
+        try:
+            yield from self._streams.events(response, routes.resource(kind))
+        except TemporaryError:
+            self.forget_capabilities()  # a broken stream: the informer reconnects, perhaps to another release
+            raise
 
     def end_watches(self) -> None:
         """End every open watch stream now, from any thread (a blocked read returns; the informer sees its stop)."""
@@ -137,6 +146,7 @@ class KubeGateway:
             raise translate(e, verb, resource) from e
         except (urllib3.exceptions.HTTPError, OSError) as e:
             self._count(verb, resource, "error")
+            self.forget_capabilities()
             raise TemporaryError(f"{verb} {resource}: {type(e).__name__}: {e}") from e
         self._count(verb, resource, str(getattr(response, "status", 200)))
         return response
@@ -245,6 +255,40 @@ class KubeGateway:
         api = k8s.VersionApi(self._client)
         return self._call("get", "version", lambda **kw: api.get_code(**kw), retries=0)
 
+    # --- what the server can do ------------------------------------------------------------
+
+    def discover(self) -> Capabilities:
+        """Ask the server now: `/version` and the core group's discovery (`/api/v1`), remembered until a
+        reconnect or `forget_capabilities`. A server that does not answer raises (TemporaryError)."""
+        api = self._apis[k8s.CoreV1Api]
+        version = self._call("get", "version", lambda **kw: k8s.VersionApi(self._client).get_code(**kw))
+        core = self._call("get", "discovery", lambda **kw: api.get_api_resources(**kw))
+        found = Capabilities.from_discovery(version, core)
+        with self._discovering:
+            self._capabilities = found
+        log.info("kube-apiserver capabilities", extra={"version": found.version,
+                                                       "inPlaceResize": found.in_place_resize,
+                                                       "sidecars": found.sidecars})
+        return found
+
+    def capabilities(self) -> Capabilities:
+        """What the server can do, as last discovered; discovered now when not known (first use, after a
+        reconnect). Discovery refused or unanswered: UNKNOWN (nothing taken as served), asked again next time."""
+        with self._discovering:
+            known = self._capabilities
+        if known is not None:
+            return known
+        try:
+            return self.discover()
+        except ReactorError as e:
+            log.warning("kube-apiserver discovery failed", extra={"error": str(e)})
+            return UNKNOWN
+
+    def forget_capabilities(self) -> None:
+        """The server answered as the capabilities did not say (a subresource it no longer serves): ask again."""
+        with self._discovering:
+            self._capabilities = None
+
     # --- the one place requests are sent ---------------------------------------------------
 
     def _call(self, verb: str, resource: str, send: Callable[..., Any], *, retries: int | None = None) -> Any:
@@ -266,6 +310,7 @@ class KubeGateway:
                 cause = e
                 error = TemporaryError(f"{verb} {resource}: {type(e).__name__}: {e}")
                 delay = backoff(attempt)
+                self.forget_capabilities()  # the connection broke: the server met on reconnect may be another release
             if not isinstance(error, TemporaryError) or attempt + 1 == attempts:
                 raise error from cause
             log.info(
