@@ -127,21 +127,45 @@ def apply_priority(store: Store, res: Resource, pod: Obj) -> None:
 
 
 def pod_usage(pod: Obj) -> dict[str, Fraction]:
-    """What one pod counts against quota: pods, requests.*, limits.* (init containers by max)."""
+    """What one pod counts against quota: pods, requests.*, limits.* (init containers by max, sidecars summed)."""
     usage: dict[str, Fraction] = {"pods": Fraction(1), "count/pods": Fraction(1)}
     for section in ("requests", "limits"):
-        total: dict[str, Fraction] = {}
-        for c in pod.get("spec", {}).get("containers") or []:
-            for key, raw in ((c.get("resources") or {}).get(section) or {}).items():
-                total[key] = total.get(key, Fraction(0)) + quantity.parse(raw)
-        for c in pod.get("spec", {}).get("initContainers") or []:
-            for key, raw in ((c.get("resources") or {}).get(section) or {}).items():
-                total[key] = max(total.get(key, Fraction(0)), quantity.parse(raw))
+        total = _section_total(pod.get("spec") or {}, section)
         for key, value in total.items():
             usage[f"{section}.{key}"] = value
             if section == "requests" and key in COMPUTE:
                 usage[key] = value
     return usage
+
+
+def _section_total(spec: Obj, section: str) -> dict[str, Fraction]:
+    """PodRequests / PodLimits (k8s.io/component-helpers/resource/helpers.go), which the quota evaluator uses:
+    the containers summed; a sidecar (an init container with restartPolicy Always, KEP-753) runs beside them,
+    so it is added to that sum and to every init container that starts after it; the pod asks the larger of
+    that sum and the largest init step. (A v1.28 server dropped the field on admission: no sidecars there.)"""
+    def amounts(c: Obj) -> dict[str, Fraction]:
+        return {k: quantity.parse(v) for k, v in ((c.get("resources") or {}).get(section) or {}).items()}
+
+    total: dict[str, Fraction] = {}
+    for c in spec.get("containers") or []:
+        for key, value in amounts(c).items():
+            total[key] = total.get(key, Fraction(0)) + value
+    sidecars: dict[str, Fraction] = {}
+    init: dict[str, Fraction] = {}
+    for c in spec.get("initContainers") or []:
+        own = amounts(c)
+        if c.get("restartPolicy") == "Always":
+            for key, value in own.items():
+                total[key] = total.get(key, Fraction(0)) + value
+                sidecars[key] = sidecars.get(key, Fraction(0)) + value
+            step = dict(sidecars)
+        else:
+            step = {k: own.get(k, Fraction(0)) + sidecars.get(k, Fraction(0)) for k in set(own) | set(sidecars)}
+        for key, value in step.items():
+            init[key] = max(init.get(key, Fraction(0)), value)
+    for key, value in init.items():
+        total[key] = max(total.get(key, Fraction(0)), value)
+    return total
 
 
 def _counts(pod: Obj) -> bool:

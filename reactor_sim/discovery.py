@@ -10,9 +10,10 @@ from typing import Any
 from reactor_sim.registry import Registry, Resource
 
 Obj = dict[str, Any]
-VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-sim", "gitCommit": "sim",
-           "gitTreeState": "clean", "buildDate": "2025-01-01T00:00:00Z", "goVersion": "go1.23",
-           "compiler": "gc", "platform": "linux/amd64"}
+
+def version_info(registry: Registry) -> Obj:
+    """`/version`: the release the cluster plays (versions.KubeVersion)."""
+    return registry.version.version_info()
 
 
 def api_versions(server_address: str) -> Obj:

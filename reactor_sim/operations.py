@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from reactor_sim import admission, objects, resize, schema, taints, validation, webhooks
+from reactor_sim import admission, micro_time, objects, resize, schema, taints, validation, webhooks
 from reactor_sim import patch as patches
 from reactor_sim.objects import Clock, Obj
 from reactor_sim.registry import Registry, Resource
@@ -86,6 +86,10 @@ class Api:
         if obj["kind"] != res.kind:
             raise bad_request(f"the API version in the data ({obj['apiVersion']}) does not match the expected "
                               f"API version ({res.api_version})")
+        undecodable = micro_time.decode_error(res.group, res.kind, obj)
+        if undecodable is not None:  # the handler's decode fails before anything else (transformDecodeError)
+            version = str(obj["apiVersion"]).rpartition("/")[2]
+            raise bad_request(f'{obj["kind"]} in version "{version}" cannot be handled as a {res.kind}: {undecodable}')
         meta = obj.setdefault("metadata", {})
         if res.namespaced:
             if meta.get("namespace") and ns and meta["namespace"] != ns:
@@ -99,6 +103,8 @@ class Api:
     def _admit_create(self, res: Resource, obj: Obj) -> None:
         self._admit_custom(res, obj)
         kind = obj["kind"]
+        if not self.registry.version.sidecars:
+            validation.drop_sidecar_restart_policy(obj, None, kind)
         if kind == "Pod":
             validation.default_pod(obj)
             admission.mutate_pod(self.store, res, obj)
@@ -148,6 +154,8 @@ class Api:
             new = self._prepare_resize(res, old, new)
             resize.admit(self.store, res, old, new, self.plurals())
         else:
+            if not self.registry.version.sidecars:
+                validation.drop_sidecar_restart_policy(new, old, old.get("kind", res.kind))
             objects.default_workload(new)
             objects.prepare_update(old, new, has_status="status" in res.subresources)
             self._custom_generation(res, old, new)

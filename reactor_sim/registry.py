@@ -5,8 +5,10 @@ It holds metadata only: it stores no objects and knows nothing about HTTP.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from reactor_sim.versions import DEFAULT, KubeVersion
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -93,13 +95,24 @@ def _guess_plural(kind: str) -> str:
     return low + "s"
 
 
+def builtin(version: KubeVersion = DEFAULT) -> list[Resource]:
+    """The built-in resources `version` serves: pods/resize from v1.33 only (see versions.py)."""
+    return [replace(r, subresources=tuple(s for s in r.subresources if s != "resize"))
+            if r.plural == "pods" and not version.serves_resize else r for r in BUILTIN]
+
+
 @dataclass
 class Registry:
     """The resources one simulated cluster serves; generic kinds can be added at run time."""
 
-    resources: list[Resource] = field(default_factory=lambda: list(BUILTIN))
+    version: KubeVersion = DEFAULT  # the release played: what /version says and which subresources exist
+    resources: list[Resource] = field(default_factory=list)
     # (group, version, kind) -> openAPIV3Schema of a CRD's version; a custom resource is one with an entry.
     schemas: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.resources:
+            self.resources = builtin(self.version)
 
     def by_path(self, group: str, version: str, plural: str) -> Resource | None:
         for res in self.resources:

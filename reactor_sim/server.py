@@ -251,7 +251,7 @@ def _verb(method: str, route: routing.Route, query: dict[str, str]) -> str:
 def nonresource(api: Api, path: str, address: str) -> Obj | None:
     path = path.rstrip("/") or "/"
     if path == "/version":
-        return dict(discovery.VERSION)
+        return discovery.version_info(api.registry)
     if path == "/api":
         return discovery.api_versions(address)
     if path == "/apis":

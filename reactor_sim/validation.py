@@ -118,6 +118,20 @@ def _safe(raw: object) -> Any:
         return None
 
 
+def drop_sidecar_restart_policy(new: Obj, old: Obj | None, kind: str) -> None:
+    """dropDisabledFields (pkg/api/pod/util.go) with SidecarContainers off, as on a v1.28 server: every init
+    container's `restartPolicy` is dropped, unless the object as stored already used it
+    (restartableInitContainersInUse). The container is then an ordinary init container: it must finish before
+    the others start."""
+    spec = pod_spec(new, kind)
+    before = pod_spec(old, kind) if old is not None else None
+    if spec is None or any(_restartable(c) for c in (before or {}).get("initContainers") or []):
+        return
+    for c in spec.get("initContainers") or []:
+        if isinstance(c, dict):
+            c.pop("restartPolicy", None)
+
+
 def validate_object(obj: Obj, kind: str) -> list[FieldError]:
     """Create/update validation for the workload kinds the reactor touches."""
     errors: list[FieldError] = []

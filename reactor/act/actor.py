@@ -150,9 +150,10 @@ class Actor:
     def _resize_pods(self, action: Action, workload: Workload, signal: Signal) -> str:
         """After the owner's patch recorded it: a CPU (memory) change in place on the named pods; their status, for
         the Event."""
-        if not changes_compute(action, workload) or (action.apply_to or self.cpu_apply_to) == "template":
+        apply_to = action.apply_to or self.cpu_apply_to
+        if not changes_compute(action, workload) or apply_to == "template":
             return ""
-        return "; resized in place: " + ", ".join(resize_pods(self.kube, action, signal))
+        return "; resized in place: " + ", ".join(resize_pods(self.kube, action, signal, only=apply_to == "pods"))
 
 
 def effective_action(action: Action, workload: Workload) -> str:

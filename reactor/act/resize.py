@@ -5,7 +5,9 @@ owner's template (`template`: every pod is replaced by the rollout), or to both;
 whose resizePolicy restarts it for memory goes to the template only (the Action's `apply_to`). The pods resized
 are the ones the alerts name: the resolver tied each to this workload through its owner chain. After
 each resize the pod is read back and the kubelet's verdict (PodResizePending Deferred/Infeasible,
-PodResizeInProgress) is reported. Decides nothing; the policy already did.
+PodResizeInProgress; `status.resize` before 1.33) is reported. Where the server serves no pods/resize the policy
+has refused (or sent `both` to the template alone) before anything is written; a 404 met here anyway is said
+as such, never read as a pod gone. Decides nothing; the policy already did.
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ def compute_facts(reader: Reader, namespace: str, signal: Signal,
               memory: Callable[[], ComputeBounds] | None = None) -> ComputeFacts:
     """Readers, so only a CPU or memory decision pays for them: the namespace's CPU and memory bounds
     (`bounds`, `memory`: the engine's, with what the notification already reserved), the first named pod's
-    CPU, memory and memory resizePolicy (the pod is read once)."""
+    CPU, memory and memory resizePolicy (the pod is read once), and whether the server resizes running pods
+    (its discovery, remembered by the gateway)."""
     pod: dict[str, Any] = {}
 
     def first() -> Mapping[str, Any] | None:
@@ -57,7 +60,8 @@ def compute_facts(reader: Reader, namespace: str, signal: Signal,
                     pods=lambda: compute.pod_compute(first()),
                     memory_bounds=memory or (lambda: memory_bounds(reader, namespace)),
                     pod_memory=lambda: compute.pod_compute(first(), "memory"),
-                    memory_restarts=lambda: compute.restarts_on_resize(first(), "memory"))
+                    memory_restarts=lambda: compute.restarts_on_resize(first(), "memory"),
+                    in_place_refusal=lambda: reader.kube.capabilities().in_place_refusal())
 
 
 def changes_compute(action: Action, workload: Workload) -> bool:
@@ -83,27 +87,52 @@ def template_compute(action: Action) -> dict[str, Any]:
     return compute.resize_body(action.container, value, resource)["spec"]
 
 
-def resize_pods(kube: KubeGateway, action: Action, signal: Signal) -> list[str]:
+def resize_pods(kube: KubeGateway, action: Action, signal: Signal, *, only: bool = True) -> list[str]:
     """pods/resize on every pod the alerts name; "pod: status" for each, as the kubelet reports it.
 
-    A refused resize (quota, LimitRange, QoS change: 403/422) is a PermanentError naming the pod;
-    a pod that is gone is skipped (its replacement is created from the template).
+    A refused resize (quota, LimitRange, QoS change: 403/422) is a PermanentError naming the pod; a pod that
+    is gone is skipped (its replacement is created from the template). A 404 is "gone" only when the pod is:
+    the pod still there means the server serves no pods/resize (older than 1.33, or the gate off), which is
+    a PermanentError saying so (and the capabilities are asked again), never a pod gone. A resize whose
+    answer does not carry the values sent changed nothing ("unchanged"). When the change goes only to the
+    pods (`only`) and no pod was resized, nothing changed: a PermanentError, never an applied change.
     """
     assert action.container is not None
     namespace = action.workload.namespace
     resource, value = _resized(action)
     body = compute.resize_body(action.container, value, resource)
     report = []
+    resized = 0
     for pod in signal.pods:
         try:
-            kube.resize_pod(namespace, pod, body)
-            status = compute.resize_status(kube.get("Pod", namespace, pod))
-        except NotFound:
-            report.append(f"{pod}: gone")
-            continue
+            written = kube.resize_pod(namespace, pod, body)
+        except NotFound as e:
+            if not _exists(kube, namespace, pod):
+                report.append(f"{pod}: gone")
+                continue
+            kube.forget_capabilities()
+            raise PermanentError(f"pod {pod}: the API server serves no pods/resize ({e}): nothing was resized in "
+                                 "place", status=404, reason="NotFound") from e
         except PermanentError as e:
             raise PermanentError(f"pod {pod}: resize refused: {e}", status=e.status, reason=e.reason) from e
-        report.append(f"{pod}: {status}")
+        if not compute.carries(written, action.container, value, resource):
+            report.append(f"{pod}: unchanged")
+            continue
+        resized += 1
+        try:
+            report.append(f"{pod}: {compute.resize_status(kube.get('Pod', namespace, pod))}")
+        except NotFound:
+            report.append(f"{pod}: gone")
     log.info("pods resized", extra={"workload": str(action.workload), "container": action.container,
                                     "resource": resource, "to": action.to_value, "pods": "; ".join(report)})
+    if only and not resized:
+        raise PermanentError(f"in-place resize changed no pod: {'; '.join(report) or 'no pod named'}")
     return report
+
+
+def _exists(kube: KubeGateway, namespace: str, pod: str) -> bool:
+    try:
+        kube.get("Pod", namespace, pod)
+    except NotFound:
+        return False
+    return True

@@ -105,6 +105,9 @@ def _add_sim(sub: Any) -> None:
     p.add_argument("--kubeconfig", default=".reactor-sim/sim.kubeconfig", metavar="FILE",
                    help="where to write the kubeconfig (default: .reactor-sim/sim.kubeconfig, a folder git ignores; "
                         "the webhook token and the state key go next to it, in sim.token and sim.state-key)")
+    p.add_argument("--kube-version", metavar="1.MINOR",
+                   help="the Kubernetes release to play: 1.28, 1.32, 1.33 or 1.35 (default: the newest modelled); "
+                        "/version, discovery (pods/resize from 1.33), sidecars (from 1.29) and resize status follow it")
 
 
 def _add_plan(sub: Any) -> None:
@@ -208,7 +211,8 @@ def _demo(args: argparse.Namespace) -> int:
 def _sim(args: argparse.Namespace) -> int:
     from reactor.tools.sim_command import run_sim
 
-    return run_sim(seeds=args.seed, port=args.port, kubeconfig=args.kubeconfig, rbac=args.rbac)
+    return run_sim(seeds=args.seed, port=args.port, kubeconfig=args.kubeconfig, rbac=args.rbac,
+                   kube_version=args.kube_version)
 
 
 def _plan(args: argparse.Namespace) -> int:

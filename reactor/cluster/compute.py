@@ -19,6 +19,9 @@ from reactor.core.quantity import parse_quantity
 # The pod conditions an in-place resize reports (Kubernetes 1.33+), as the kubelet sets them.
 RESIZE_PENDING = "PodResizePending"  # reason Deferred (may fit later) or Infeasible (never on this node)
 RESIZE_IN_PROGRESS = "PodResizeInProgress"
+# Before 1.33 (the alpha gate on) the kubelet's verdict was `status.resize`, one of these (KEP-1287 v1.27 API);
+# 1.33 replaced it with the conditions above.
+LEGACY_RESIZE = ("Proposed", "InProgress", "Deferred", "Infeasible")
 # The ResourceQuota lines a CPU (memory) raise counts against: `cpu` (`memory`) is the requests line's older
 # spelling, tracked apart.
 QUOTA_KEYS = {"cpu": ("cpu", "requests.cpu", "limits.cpu"), "memory": ("memory", "requests.memory", "limits.memory")}
@@ -165,6 +168,15 @@ def resize_body(container: str, cpu: ComputeResources, resource: str = "cpu") ->
     return {"spec": {"containers": [{"name": container, "resources": resources}]}}
 
 
+def carries(pod: Mapping[str, Any], container: str, value: ComputeResources, resource: str = "cpu") -> bool:
+    """Does the pod's spec (as a resize answered it) ask `value` of `resource` for `container`? A limit-only
+    value is carried when the limit is (the server defaults the request)."""
+    found = pod_compute(pod, resource).get(container)
+    if found is None or found.limit != value.limit:
+        return False
+    return value.request is None or found.request == value.request
+
+
 def resize_status(pod: Mapping[str, Any]) -> str:
     """What the kubelet says of a resize: "Deferred: …", "Infeasible: …", "InProgress" (allocated, being
     actuated; "InProgress: Error: …" when actuating failed and is retried), "Proposed" (not looked at yet: the
@@ -182,6 +194,9 @@ def resize_status(pod: Mapping[str, Any]) -> str:
     if in_progress is not None:
         why = f"{in_progress.get('reason') or ''}: {in_progress.get('message') or ''}".strip(": ")
         return f"InProgress: {why}" if why else "InProgress"
+    legacy = status.get("resize")  # v1.27–v1.32 with InPlacePodVerticalScaling on: Proposed, InProgress, ...
+    if isinstance(legacy, str) and legacy in LEGACY_RESIZE:
+        return legacy
     reported = [c for c in status.get("containerStatuses") or []
                 if isinstance(c, dict) and c.get("resources") is not None]
     for resource in RESOURCES:

@@ -417,6 +417,7 @@ class SkipReason(enum.StrEnum):
     RECENTLY_REVERTED = "recently-reverted"
     OPERATOR_FORBIDS = "operator-forbids"
     TEST_ALERT = "test-alert"
+    IN_PLACE_UNAVAILABLE = "in-place-unavailable"
 
 
 @dataclass(frozen=True, slots=True)

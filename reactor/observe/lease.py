@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 VERIFYING_KEY = "gpu-reactor.io/verifying"  # the Lease annotation listing the workloads being verified
 MAX_PENDING = 1000
 _TRIES = 5
-_MICRO = "%Y-%m-%dT%H:%M:%S.%fZ"
+_MICRO = "%Y-%m-%dT%H:%M:%S.%fZ"  # RFC3339Micro (apimachinery meta/v1 micro_time.go): always six digits, in UTC
 
 
 class VerifierLease:
@@ -107,9 +107,9 @@ class VerifierLease:
 
     def _term(self, now: datetime, spec: dict[str, Any]) -> dict[str, Any]:
         mine = spec.get("holderIdentity") == self.identity and not _expired(spec, now)
-        acquired = spec.get("acquireTime") if mine else now.strftime(_MICRO)
+        acquired = spec.get("acquireTime") if mine else micro_time(now)
         return {"holderIdentity": self.identity, "leaseDurationSeconds": self.duration,
-                "acquireTime": acquired, "renewTime": now.strftime(_MICRO)}
+                "acquireTime": acquired, "renewTime": micro_time(now)}
 
     def _read(self) -> dict[str, Any] | None:
         try:
@@ -140,6 +140,14 @@ class VerifierLease:
             self._last = None  # not known what the server holds now
             raise
         return True
+
+
+def micro_time(moment: datetime) -> str:
+    """A MicroTime as kube-apiserver decodes one: RFC3339Micro, six fraction digits even at a whole second
+    (`…T12:00:00.000000Z`; `isoformat()` would drop them, a 400), in UTC (a zone-aware `moment` elsewhere is
+    converted, never printed with a wrong `Z`). A naive `moment` is taken as UTC, as the reactor's clocks give."""
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return aware.astimezone(UTC).strftime(_MICRO)
 
 
 def pending_refs(lease: dict[str, Any]) -> set[WorkloadRef]:

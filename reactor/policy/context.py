@@ -11,7 +11,18 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, TypeAlias, TypeVar, cast
 
-from reactor.core.model import Bounds, ComputeBounds, ComputeResources, Kind, Mode, ReactorState, Signal, Workload
+from reactor.core.model import (
+    Bounds,
+    ComputeBounds,
+    ComputeResources,
+    Kind,
+    Mode,
+    ReactorState,
+    Signal,
+    Skip,
+    SkipReason,
+    Workload,
+)
 from reactor.policy.values import Policy
 
 _NO_LIMIT = 1 << 30
@@ -26,14 +37,16 @@ Fact: TypeAlias = T | Callable[[], T]
 @dataclass(frozen=True, slots=True)
 class ComputeFacts:
     """The CPU and memory inputs, values or readers like the other facts: the namespace's CPU (memory) bounds,
-    the CPU (memory) of each container of the (first) pod the alerts name, as it runs now, and that pod's
-    containers whose resizePolicy restarts them for a memory resize."""
+    the CPU (memory) of each container of the (first) pod the alerts name, as it runs now, that pod's
+    containers whose resizePolicy restarts them for a memory resize, and why the API server cannot resize a
+    running pod (None: it serves pods/resize; read from the server's discovery, never from its version)."""
 
     bounds: Fact[ComputeBounds] = ComputeBounds()
     pods: Fact[Mapping[str, ComputeResources]] = field(default_factory=lambda: MappingProxyType({}))
     memory_bounds: Fact[ComputeBounds] = ComputeBounds()
     pod_memory: Fact[Mapping[str, ComputeResources]] = field(default_factory=lambda: MappingProxyType({}))
     memory_restarts: Fact[frozenset[str]] = frozenset()
+    in_place_refusal: Fact[str | None] = None
 
 
 class Context:
@@ -54,7 +67,8 @@ class Context:
         self._facts: dict[str, object] = {"bounds": bounds, "priority_classes": priority_classes, "hpa_managed": hpa,
                                           "cpu_bounds": cpu.bounds, "pod_compute": cpu.pods,
                                           "memory_bounds": cpu.memory_bounds, "pod_memory": cpu.pod_memory,
-                                          "memory_restarts": cpu.memory_restarts}
+                                          "memory_restarts": cpu.memory_restarts,
+                                          "in_place_refusal": cpu.in_place_refusal}
         self._known: dict[str, object] = {}
 
     def _fact(self, name: str) -> Any:
@@ -83,10 +97,32 @@ class Context:
         """The namespace's LimitRange and quota numbers for CPU."""
         return cast(ComputeBounds, self._fact("cpu_bounds"))
 
+    @property
+    def in_place_refusal(self) -> str | None:
+        """Why a change cannot go to the running pods (the server serves no pods/resize); None when it can."""
+        return cast("str | None", self._fact("in_place_refusal"))
+
+    @property
+    def cpu_apply_to(self) -> str:
+        """Where a CPU (memory) change goes on this server: `cpu.applyTo`, except that `both` is the template
+        alone where the server cannot resize running pods (the template's rollout was accepted anyway). `pods`
+        stays `pods`: the strategies refuse it there by name (`in-place-unavailable`) rather than restart pods."""
+        chosen = self.policy.cpu_apply_to
+        if chosen == "both" and self.in_place_refusal is not None:
+            return "template"
+        return chosen
+
+    def in_place_unavailable(self, apply_to: str) -> Skip | None:
+        """IN_PLACE_UNAVAILABLE for a change that goes only to the running pods on a server that cannot resize
+        them; None otherwise."""
+        if apply_to != "pods" or self.in_place_refusal is None:
+            return None
+        return Skip(SkipReason.IN_PLACE_UNAVAILABLE, self.in_place_refusal)
+
     def container_compute(self, name: str) -> ComputeResources | None:
         """The container's CPU as the change will find it: on the running pod the alert names when the
         change goes to pods (a pods-only raise leaves the template behind), else in the template."""
-        if self.policy.cpu_apply_to != "template":
+        if self.cpu_apply_to != "template":
             running = cast("Mapping[str, ComputeResources]", self._fact("pod_compute")).get(name)
             if running is not None:
                 return running
@@ -103,7 +139,7 @@ class Context:
         resizePolicy restarts it for memory is never resized in place (that is a restart): its template only."""
         if name in cast("frozenset[str]", self._fact("memory_restarts")):
             return "template"
-        return self.policy.cpu_apply_to
+        return self.cpu_apply_to
 
     def container_memory(self, name: str) -> ComputeResources | None:
         """The container's memory as the change will find it (like `container_compute`)."""

@@ -61,6 +61,9 @@ def resize_cpu(ctx: Context, direction: str) -> Action | Skip:
     if container is None or current is None or not current.limit:
         named = ctx.signal.container or "(none named, and not exactly one GPU container)"
         return Skip(SkipReason.NOT_APPLICABLE, f"container {named} has no CPU limit: CFS never throttles it")
+    unavailable = ctx.in_place_unavailable(ctx.cpu_apply_to)
+    if unavailable is not None:
+        return unavailable
     highest = min(ctx.policy.cpu_max_m, ctx.cpu_bounds.highest or ctx.policy.cpu_max_m)
     target = size_cpu(current, ctx.signal.cpu_throttling, step_m=ctx.policy.cpu_step_m, max_m=highest)
     if target.limit is None or target.limit <= current.limit:
@@ -70,7 +73,7 @@ def resize_cpu(ctx: Context, direction: str) -> Action | Skip:
         return charged
     return Action(action="resize-cpu", direction="up", workload=ctx.workload.ref, container=container.name,
                   from_value=f"{current.limit}m", to_value=f"{target.limit}m", strategy="resize-cpu-up",
-                  cpu=target, cpu_before=current, compute_quota_charges=charged)
+                  cpu=target, cpu_before=current, compute_quota_charges=charged, apply_to=_fallback(ctx))
 
 
 def revert_cpu(ctx: Context, container: str | None, original: object) -> Action | Skip:
@@ -83,9 +86,17 @@ def revert_cpu(ctx: Context, container: str | None, original: object) -> Action 
     if low is not None and min(original.request or original.limit, original.limit) < low:
         return Skip(SkipReason.NOTHING_TO_REVERT,
                     f"original CPU {original.limit}m is below the LimitRange min {low}m")
+    unavailable = ctx.in_place_unavailable(ctx.cpu_apply_to)
+    if unavailable is not None:
+        return unavailable
     return Action(action="revert", direction="revert", workload=ctx.workload.ref, container=container,
                   from_value=f"{current.limit}m", to_value=f"{original.limit}m", strategy="resize-cpu-up",
-                  cpu=original, cpu_before=current)
+                  cpu=original, cpu_before=current, apply_to=_fallback(ctx))
+
+
+def _fallback(ctx: Context) -> str | None:
+    """The Action's `apply_to` when this server moves it off `cpu.applyTo` (`both` → template), else None."""
+    return ctx.cpu_apply_to if ctx.cpu_apply_to != ctx.policy.cpu_apply_to else None
 
 
 CpuCharges = tuple[tuple[tuple[str, str], int], ...]  # ((quota name, resource), amount): Action.compute_quota_charges
@@ -95,7 +106,7 @@ def check_cpu_quota(ctx: Context, current: ComputeResources, target: ComputeReso
                     what: str) -> Skip | CpuCharges:
     """`check_compute_quota` for a CPU change, in place where `cpu.applyTo` is pods."""
     return check_compute_quota(ctx, ctx.cpu_bounds, current, target, what=what,
-                               in_place=ctx.policy.cpu_apply_to == "pods", unit="m")
+                               in_place=ctx.cpu_apply_to == "pods", unit="m")
 
 
 def check_compute_quota(ctx: Context, bounds: ComputeBounds, current: ComputeResources, target: ComputeResources,

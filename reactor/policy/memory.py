@@ -51,6 +51,9 @@ def resize_memory(ctx: Context, direction: str) -> Action | Skip:
     if target.limit is None or target.limit <= current.limit:
         return Skip(SkipReason.AT_MAX_MEMORY, f"memory limit {current.limit}B; highest allowed {highest}B")
     apply_to = ctx.memory_apply_to(container.name)
+    unavailable = ctx.in_place_unavailable(apply_to)
+    if unavailable is not None:
+        return unavailable
     charged = check_compute_quota(ctx, ctx.memory_bounds, current, target, in_place=apply_to == "pods", unit="B",
                                   what=f"{container.name} memory {_mib(current.limit)}→{_mib(target.limit)}")
     if isinstance(charged, Skip):
@@ -67,6 +70,9 @@ def revert_memory(ctx: Context, container: str | None, original: object) -> Acti
     if not isinstance(original, ComputeResources) or current is None or original.limit is None or container is None:
         return Skip(SkipReason.NOTHING_TO_REVERT, f"recorded original {original!r} does not fit the memory of "
                     f"{container}")
+    unavailable = ctx.in_place_unavailable(ctx.memory_apply_to(container))
+    if unavailable is not None:
+        return unavailable
     return Action(action="revert", direction="revert", workload=ctx.workload.ref, container=container,
                   from_value=_mib(current.limit or 0), to_value=_mib(original.limit), strategy="resize-memory-up",
                   memory=original, memory_before=current, apply_to=ctx.memory_apply_to(container))

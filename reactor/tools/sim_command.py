@@ -20,6 +20,7 @@ from reactor.tools.local_run import allowed_namespaces, print_serve_recipe, writ
 from reactor.tools.seeds import apply_seeds, missing_namespaces, read_seeds
 from reactor.tools.signals import STOP_SIGNALS
 from reactor_sim import SimCluster
+from reactor_sim.versions import NEWEST, KubeVersion
 
 
 def seed(sim: SimCluster, seeds: list[str]) -> list[dict[str, Any]]:
@@ -33,14 +34,18 @@ def seed(sim: SimCluster, seeds: list[str]) -> list[dict[str, Any]]:
     return apply_seeds(sim, found)
 
 
-def run_sim(*, seeds: list[str], port: int, kubeconfig: str, rbac: bool = False) -> int:
+def run_sim(*, seeds: list[str], port: int, kubeconfig: str, rbac: bool = False,
+            kube_version: str | None = None) -> int:
     """Serve until SIGINT/SIGTERM/SIGHUP. `rbac`: tokens and RBAC, over https (kubectl sends a token only there);
-    the kubeconfig then holds the admin token and the CA."""
-    sim = _start(rbac=rbac, port=port)
+    the kubeconfig then holds the admin token and the CA. `kube_version`: the release played (default the newest
+    modelled); one not modelled is a `UsageError` naming those that are."""
+    version = kube_version_of(kube_version)
+    sim = _start(rbac=rbac, port=port, version=version)
     try:
         loaded = seed(sim, seeds)
         path = _write_kubeconfig(sim, kubeconfig)
-        print(f"embedded cluster at {sim.url}")
+        served = "serves pods/resize" if version.serves_resize else "no pods/resize: in-place resize is 1.33+"
+        print(f"embedded cluster (Kubernetes v{version}.0, {served}) at {sim.url}")
         print(f"kubeconfig: {Path(path).resolve()}   (kubectl --kubeconfig {path} get deploy -A)")
         print(f"its files (kubeconfig, webhook token, state key) are in {Path(path).parent.resolve()}/", flush=True)
         reactor_kubeconfig = None
@@ -59,9 +64,17 @@ def run_sim(*, seeds: list[str], port: int, kubeconfig: str, rbac: bool = False)
     return 0
 
 
-def _start(*, rbac: bool, port: int) -> SimCluster:
+def kube_version_of(text: str | None) -> KubeVersion:
+    """The release `--kube-version` names (None: the newest modelled)."""
     try:
-        return SimCluster(rbac=rbac).start(host="127.0.0.1", port=port, tls=rbac)
+        return KubeVersion.parse(text or NEWEST)
+    except ValueError as e:
+        raise UsageError(f"--kube-version {text}", str(e)) from e
+
+
+def _start(*, rbac: bool, port: int, version: KubeVersion) -> SimCluster:
+    try:
+        return SimCluster(rbac=rbac, kube_version=version).start(host="127.0.0.1", port=port, tls=rbac)
     except OSError as e:
         raise UsageError(f"--port {port}", f"cannot listen on 127.0.0.1:{port}: {e.strerror}; "
                                           "pick another port, or 0 for any free one") from e

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -22,12 +23,13 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from reactor.cluster.kube import routes
+from reactor.cluster.kube.capabilities import UNKNOWN, Capabilities
 from reactor.cluster.kube.failures import backoff, retry_after, translate
 from reactor.cluster.kube.limiter import RateLimiter
 from reactor.cluster.kube.routes import MERGE, ROUTES, STRATEGIC
 from reactor.cluster.kube.watches import WatchStreams
 from reactor.config.settings import Kube
-from reactor.core.errors import ConfigError, TemporaryError
+from reactor.core.errors import ConfigError, ReactorError, TemporaryError
 from reactor.core.metrics import Metrics
 from reactor.integrations.adapters import Adapter
 
@@ -47,6 +49,9 @@ class KubeGateway:
         self._metrics = metrics
         self._retries = retries
         self._streams = WatchStreams()  # open watch responses, so `end_watches` can end them
+        # What the server can do (capabilities.py): read on first use, and again after a reconnect.
+        self._capabilities: Capabilities | None = None
+        self._discovering = threading.Lock()
 
     # --- construction -------------------------------------------------------------------
 
@@ -111,7 +116,11 @@ class KubeGateway:
                  "timeout_seconds": seconds}
         send = lambda **kw: self._lister(kind, namespace)(**query, **kw)  # noqa: E731
         response = self._open("watch", routes.resource(kind), send, seconds + self._timeout)
-        yield from self._streams.events(response, routes.resource(kind))
+        try:
+            yield from self._streams.events(response, routes.resource(kind))
+        except TemporaryError:
+            self.forget_capabilities()  # a broken stream: the informer reconnects, perhaps to another release
+            raise
 
     def end_watches(self) -> None:
         """End every open watch stream now, from any thread (a blocked read returns; the informer sees its stop)."""
@@ -137,6 +146,7 @@ class KubeGateway:
             raise translate(e, verb, resource) from e
         except (urllib3.exceptions.HTTPError, OSError) as e:
             self._count(verb, resource, "error")
+            self.forget_capabilities()
             raise TemporaryError(f"{verb} {resource}: {type(e).__name__}: {e}") from e
         self._count(verb, resource, str(getattr(response, "status", 200)))
         return response
@@ -194,15 +204,39 @@ class KubeGateway:
         return self._call("get", "leases", lambda **kw: api.read_namespaced_lease(name, namespace, **kw))
 
     def create_lease(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
-        api = self._apis[k8s.CoordinationV1Api]
-        return self._call("create", "leases", lambda **kw: api.create_namespaced_lease(namespace, body, **kw))
+        """POST the Lease as the JSON given (see `_send_json`: the client's V1Lease would rewrite its times)."""
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+        return self._call("create", "leases", self._send_json("POST", path, body))
 
     def update_lease(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
         """PUT with `metadata.resourceVersion` (a Lease update without one is a 422): a 409 if it moved on."""
         if not (body.get("metadata") or {}).get("resourceVersion"):
             raise ValueError("a Lease update must carry the resourceVersion it was read at")
-        api = self._apis[k8s.CoordinationV1Api]
-        return self._call("update", "leases", lambda **kw: api.replace_namespaced_lease(name, namespace, body, **kw))
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"
+        return self._call("update", "leases", self._send_json("PUT", path, body))
+
+    def _send_json(self, method: str, path: str, body: dict[str, Any]) -> Callable[..., Any]:
+        """A request whose body is `body` as JSON, byte for byte what the reactor built or read.
+
+        The generated methods (`replace_namespaced_lease`) first validate a dict into the client's model
+        (pydantic V1Lease) and serialise that: every MicroTime becomes a `datetime` written by `isoformat()`,
+        which drops the fraction at a whole second (`2026-03-01T12:00:00+00:00`), and kube-apiserver decodes
+        MicroTime with RFC3339Micro only (apimachinery meta/v1 micro_time.go): a 400 for any Lease time at a
+        whole second. The model also refuses a field it does not know (a newer server's) instead of sending
+        it back. The Lease is the one object the reactor reads, changes and writes whole, so it goes as it is.
+        """
+        client = self._client
+
+        def send(*, _preload_content: bool = False, _request_timeout: Any = None) -> Any:
+            request = client.param_serialize(
+                method, path, header_params={"Accept": "application/json", "Content-Type": "application/json"},
+                body=body, auth_settings=["BearerToken"])
+            response = client.call_api(*request, _request_timeout=_request_timeout)
+            response.read()
+            if not 200 <= response.status <= 299:
+                raise ApiException.from_response(http_resp=response, body=None, data=None)
+            return response
+        return send
 
     def access_review(self, *, verb: str, group: str, resource: str, namespace: str = "", name: str = "") -> bool:
         """A SelfSubjectAccessReview (`kubectl auth can-i`): may this client, or whom it impersonates, do it?"""
@@ -220,6 +254,40 @@ class KubeGateway:
     def version(self) -> dict[str, Any]:
         api = k8s.VersionApi(self._client)
         return self._call("get", "version", lambda **kw: api.get_code(**kw), retries=0)
+
+    # --- what the server can do ------------------------------------------------------------
+
+    def discover(self) -> Capabilities:
+        """Ask the server now: `/version` and the core group's discovery (`/api/v1`), remembered until a
+        reconnect or `forget_capabilities`. A server that does not answer raises (TemporaryError)."""
+        api = self._apis[k8s.CoreV1Api]
+        version = self._call("get", "version", lambda **kw: k8s.VersionApi(self._client).get_code(**kw))
+        core = self._call("get", "discovery", lambda **kw: api.get_api_resources(**kw))
+        found = Capabilities.from_discovery(version, core)
+        with self._discovering:
+            self._capabilities = found
+        log.info("kube-apiserver capabilities", extra={"version": found.version,
+                                                       "inPlaceResize": found.in_place_resize,
+                                                       "sidecars": found.sidecars})
+        return found
+
+    def capabilities(self) -> Capabilities:
+        """What the server can do, as last discovered; discovered now when not known (first use, after a
+        reconnect). Discovery refused or unanswered: UNKNOWN (nothing taken as served), asked again next time."""
+        with self._discovering:
+            known = self._capabilities
+        if known is not None:
+            return known
+        try:
+            return self.discover()
+        except ReactorError as e:
+            log.warning("kube-apiserver discovery failed", extra={"error": str(e)})
+            return UNKNOWN
+
+    def forget_capabilities(self) -> None:
+        """The server answered as the capabilities did not say (a subresource it no longer serves): ask again."""
+        with self._discovering:
+            self._capabilities = None
 
     # --- the one place requests are sent ---------------------------------------------------
 
@@ -242,6 +310,7 @@ class KubeGateway:
                 cause = e
                 error = TemporaryError(f"{verb} {resource}: {type(e).__name__}: {e}")
                 delay = backoff(attempt)
+                self.forget_capabilities()  # the connection broke: the server met on reconnect may be another release
             except ValueError as e:
                 # An answer cut short or not JSON at all (a proxy's error page): as a dropped connection, never a
                 # ValueError reaching the engine, where it would read as the workload's own data (internal-error).
