@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from reactor.act.actor import Acted, Actor, Attempt, KeptChanging
-from reactor.act.budget import Budget
+from reactor.act.budget import GLOBAL, Budget
 from reactor.act.events import Recorder
 from reactor.act.resize import compute_facts, cpu_bounds, memory_bounds
 from reactor.cluster.adapted import adapted_refusal, adapted_workload
@@ -127,6 +127,7 @@ class Engine:
         self._workload_locks = tuple(threading.Lock() for _ in range(WORKLOAD_LOCKS))
         self.metrics.budget_limit.labels(scope="global").set(self.policy.budget_global.actions)
         self.metrics.budget_limit.labels(scope="namespace").set(self.policy.budget_namespace.actions)
+        self.metrics.budget_used.read_from(self._budget_used)  # at scrape time: never stale after a storm
 
     # --- the notification ---------------------------------------------------------------
 
@@ -148,6 +149,8 @@ class Engine:
                 outcomes[i] = self.recorder.alert_skip(alert, self._known_workload(alert, skip), skip)
         for (name, status), count in received.items():
             self.metrics.child(self.metrics.alerts_received, name, status).inc(count)
+        if notification.truncated_alerts:
+            self._truncated(notification)
         server = self.settings.server
         reader = Reader(self.kube, server.max_unknown_pods,
                         self.monotonic() + server.notification_deadline.total_seconds(), self.monotonic,
@@ -160,10 +163,22 @@ class Engine:
         finally:
             if applied and self.on_applied is not None:
                 self.on_applied(applied)  # one Lease write for the whole notification
-        self.recorder.budget(self.budget, now)
         if failures:
             raise TemporaryError("; ".join(failures))
         return [outcomes[i] for i in range(len(alerts))]
+
+    def _truncated(self, notification: Notification) -> None:
+        """Alertmanager left alerts out (the receiver's max_alerts): they reach nobody, so someone is told."""
+        self.metrics.alerts_truncated.inc(notification.truncated_alerts)
+        log.warning("Alertmanager truncated the notification: alerts left out were not seen",
+                    extra={"truncated": notification.truncated_alerts, "alerts": len(notification.alerts),
+                           "group_key": notification.group_key[:200], "receiver": notification.receiver[:100]})
+
+    def _budget_used(self) -> dict[tuple[str, ...], float]:
+        """reactor_budget_used now: the global window's count, and the fullest namespace's."""
+        used = self.budget.used(self.clock())
+        return {("global",): used.get(GLOBAL, 0),
+                ("namespace",): max((v for k, v in used.items() if k != GLOBAL), default=0)}
 
     def _screen(self, alert: Alert, targets: dict[tuple[str | None, str | None], Skip | None],
                 names: dict[str, Skip | None]) -> Skip | None:
@@ -274,7 +289,7 @@ class Engine:
             owner, indexes = groups[ref]
             group = [alerts[i] for i in indexes]
             if reader.past_deadline():
-                self.metrics.skips.labels(reason=SkipReason.DEADLINE_EXCEEDED.value).inc()
+                self.metrics.workload_skips.labels(reason=SkipReason.DEADLINE_EXCEEDED.value).inc()
                 fields = decision_fields(ref, _DEADLINE, Result.SKIPPED)
                 for i, alert in zip(indexes, group, strict=True):
                     outcomes[i] = alert_outcome(alert, fields)
@@ -285,17 +300,17 @@ class Engine:
                                                              applied)
             except TemporaryError as e:
                 if isinstance(e, KeptChanging):
-                    self.metrics.skips.labels(reason=SkipReason.CONFLICT.value).inc()
+                    self.metrics.workload_skips.labels(reason=SkipReason.CONFLICT.value).inc()
                 failures.append(f"{ref}: {e}")
                 decision, result = Skip(SkipReason.API_ERROR, str(e)), Result.FAILED
             except PermanentError as e:
                 # E.g. RBAC refuses a read: answer it for this workload, go on with the others.
-                self.metrics.skips.labels(reason=SkipReason.API_ERROR.value).inc()
+                self.metrics.workload_skips.labels(reason=SkipReason.API_ERROR.value).inc()
                 log.warning("workload not handled", extra={"workload": str(ref), "error": str(e)})
                 decision, result = Skip(SkipReason.API_ERROR, str(e)), Result.FAILED
             except Exception as e:  # noqa: BLE001 - the isolation boundary: one workload's bug fails that workload
                 decision, result = self._internal_error(ref, e), Result.FAILED
-                self.metrics.skips.labels(reason=SkipReason.INTERNAL_ERROR.value).inc()
+                self.metrics.workload_skips.labels(reason=SkipReason.INTERNAL_ERROR.value).inc()
             fields = decision_fields(ref, decision, result)  # once per workload; the alerts only add their own
             for i, alert in zip(indexes, group, strict=True):
                 outcomes[i] = alert_outcome(alert, fields)
