@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from reactor.act.actor import Acted, Actor, Attempt, KeptChanging
-from reactor.act.budget import Budget
+from reactor.act.budget import GLOBAL, Budget
 from reactor.act.events import Recorder
 from reactor.act.resize import compute_facts, cpu_bounds, memory_bounds
 from reactor.cluster.adapted import adapted_refusal, adapted_workload
@@ -129,6 +129,7 @@ class Engine:
         self._workload_locks = tuple(threading.Lock() for _ in range(WORKLOAD_LOCKS))
         self.metrics.budget_limit.labels(scope="global").set(self.policy.budget_global.actions)
         self.metrics.budget_limit.labels(scope="namespace").set(self.policy.budget_namespace.actions)
+        self.metrics.budget_used.read_from(self._budget_used)  # at scrape time: never stale after a storm
 
     # --- the notification ---------------------------------------------------------------
 
@@ -150,6 +151,8 @@ class Engine:
                 outcomes[i] = self.recorder.alert_skip(alert, self._known_workload(alert, skip), skip)
         for (name, status), count in received.items():
             self.metrics.child(self.metrics.alerts_received, name, status).inc(count)
+        if notification.truncated_alerts:
+            self._truncated(notification)
         server = self.settings.server
         reader = Reader(self.kube, server.max_unknown_pods,
                         self.monotonic() + server.notification_deadline.total_seconds(), self.monotonic,
@@ -163,11 +166,23 @@ class Engine:
         finally:
             if applied and self.on_applied is not None:
                 self.on_applied(applied)  # one Lease write for the whole notification
-        self.recorder.budget(self.budget, now)
         answered = [outcomes[i] for i in range(len(alerts))]
         if failures:
             raise RetryLater(failures, answered)
         return answered
+
+    def _truncated(self, notification: Notification) -> None:
+        """Alertmanager left alerts out (the receiver's max_alerts): they reach nobody, so someone is told."""
+        self.metrics.alerts_truncated.inc(notification.truncated_alerts)
+        log.warning("Alertmanager truncated the notification: alerts left out were not seen",
+                    extra={"truncated": notification.truncated_alerts, "alerts": len(notification.alerts),
+                           "group_key": notification.group_key[:200], "receiver": notification.receiver[:100]})
+
+    def _budget_used(self) -> dict[tuple[str, ...], float]:
+        """reactor_budget_used now: the global window's count, and the fullest namespace's."""
+        used = self.budget.used(self.clock())
+        return {("global",): used.get(GLOBAL, 0),
+                ("namespace",): max((v for k, v in used.items() if k != GLOBAL), default=0)}
 
     def _screen(self, alert: Alert, targets: dict[tuple[str | None, str | None], Skip | None],
                 names: dict[str, Skip | None]) -> Skip | None:
@@ -279,7 +294,7 @@ class Engine:
             owner, indexes = groups[ref]
             group = [alerts[i] for i in indexes]
             if reader.past_deadline():
-                self.metrics.skips.labels(reason=SkipReason.DEADLINE_EXCEEDED.value).inc()
+                self.metrics.workload_skips.labels(reason=SkipReason.DEADLINE_EXCEEDED.value).inc()
                 fields = decision_fields(ref, _DEADLINE, Result.SKIPPED)
                 for i, alert in zip(indexes, group, strict=True):
                     outcomes[i] = alert_outcome(alert, fields)
@@ -290,7 +305,7 @@ class Engine:
                                                              applied)
             except Exception as e:  # noqa: BLE001 - the isolation boundary: one workload's failure fails that workload
                 if isinstance(e, KeptChanging):
-                    self.metrics.skips.labels(reason=SkipReason.CONFLICT.value).inc()
+                    self.metrics.workload_skips.labels(reason=SkipReason.CONFLICT.value).inc()
                 decision, result = self._failed(ref, e, failures, counted=True), Result.FAILED
             fields = decision_fields(ref, decision, result)  # once per workload; the alerts only add their own
             for i, alert in zip(indexes, group, strict=True):
@@ -431,7 +446,7 @@ class Engine:
         else:
             skip = self._internal_error(ref, error)
         if counted and failure is not Failure.RETRY:  # a retry's failure is counted as the 503 it causes
-            self.metrics.skips.labels(reason=skip.reason.value).inc()
+            self.metrics.workload_skips.labels(reason=skip.reason.value).inc()
         return skip
 
     def _internal_error(self, ref: WorkloadRef, error: Exception) -> Skip:

@@ -54,6 +54,7 @@ TIER_OF_FOLDER = {
 TIER_OF_FILE = {
     "test_alerts.py": "unit", "test_statemac.py": "unit", "test_bounds.py": "unit", "test_bearer.py": "unit",
     "test_config_errors.py": "unit", "test_cpu_inputs.py": "unit", "test_memory_inputs.py": "unit",
+    "test_quantity.py": "unit",
     "test_architecture.py": "process", "test_arenas.py": "process", "test_cli.py": "process",
     "test_cli_errors.py": "process", "test_demo.py": "process", "test_packaging.py": "process",
     "test_readme.py": "process", "test_watch_cache_serve.py": "process", "test_sim_service_account.py": "process",

@@ -125,7 +125,7 @@ def test_a_throttled_container_is_not_shrunk(cpu_sim: SimCluster, token_file: Pa
     assert {(o["result"], o["reason"]) for o in outcomes} == {("skipped", "cpu-bound")}
     assert template(cpu_sim)["limits"]["nvidia.com/gpu"] == "2"
     assert pod_state(cpu_sim) == before
-    assert r.metric("reactor_skips_total", reason="cpu-bound") >= 1
+    assert r.metric("reactor_workload_skips_total", reason="cpu-bound") >= 1
 
 
 def test_unknown_throttling_holds_but_a_measured_calm_cpu_lets_it_shrink(cpu_sim: SimCluster, token_file: Path) -> None:

@@ -110,11 +110,18 @@ def test_503_when_the_api_server_fails(reactor: Reactor) -> None:
 def test_healthz_and_metrics(reactor: Reactor) -> None:
     assert reactor.probe("/healthz").json() == {"status": "ok"}
     text = reactor.probe("/metrics").body.decode()
-    for name in ("reactor_alerts_received_total", "reactor_actions_total", "reactor_skips_total",
+    for name in ("reactor_alerts_received_total", "reactor_actions_total", "reactor_alerts_skipped_total",
+                 "reactor_workload_skips_total", "reactor_alerts_truncated_total",
                  "reactor_webhook_requests_total", "reactor_webhook_duration_seconds_bucket",
-                 "reactor_build_info", "reactor_budget_limit"):
+                 "reactor_build_info", "reactor_budget_limit", 'reactor_budget_used{scope="global"} 0.0',
+                 "reactor_verifier_leader 0.0", "reactor_verifications_pending 0.0",
+                 # the process and platform collectors, on the service's own registry
+                 "process_resident_memory_bytes", "process_cpu_seconds_total", "process_open_fds", "python_info",
+                 "python_gc_collections_total"):
         assert name in text
-    assert 'reactor_skips_total{reason="cooldown"} 0.0' in text, "skip reasons are visible before the first event"
+    for counter in ("reactor_alerts_skipped_total", "reactor_workload_skips_total"):
+        assert f'{counter}{{reason="cooldown"}} 0.0' in text, "skip reasons are visible before the first event"
+
 
 
 def test_readyz_follows_the_api_server(sim: SimCluster, token_file: Path) -> None:
@@ -137,3 +144,16 @@ def test_token_rotation_needs_no_restart(reactor: Reactor, token_file: Path) -> 
     token_file.write_text("rotated-token-value-that-is-longer\n")
     assert reactor.post(sample("underutilized-firing")).status_code == 401
     assert reactor.post(sample("underutilized-firing"), token="rotated-token-value-that-is-longer").status_code == 200
+
+
+def test_truncated_alerts_are_logged_and_counted(reactor: Reactor, caplog: pytest.LogCaptureFixture) -> None:
+    """Alertmanager's `truncatedAlerts` (alerts past the receiver's max_alerts, dropped from the body): nobody
+    sees them, so the reactor says so: one warning per notification, reactor_alerts_truncated_total by alert."""
+    body = sample("grouped-firing")
+    body["truncatedAlerts"] = 7
+    assert reactor.post(body).status_code == 200
+    assert reactor.metric("reactor_alerts_truncated_total") == 7
+    (record,) = [r for r in caplog.records if "truncated" in r.getMessage()]
+    assert record.levelname == "WARNING" and record.truncated == 7  # type: ignore[attr-defined]
+    assert reactor.post(sample("grouped-firing")).status_code == 200  # none left out: nothing added
+    assert reactor.metric("reactor_alerts_truncated_total") == 7

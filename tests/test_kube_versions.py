@@ -71,7 +71,7 @@ def test_at_1_28_apply_to_pods_is_refused_by_name_and_nothing_is_written(old: Si
     assert {(o["result"], o["reason"]) for o in outcomes} == {("skipped", "in-place-unavailable")}
     (detail,) = {o["detail"] for o in outcomes}
     assert "v1.28.0" in detail and "serves no pods/resize" in detail
-    assert r.metric("reactor_skips_total", reason="in-place-unavailable") >= 1
+    assert r.metric("reactor_workload_skips_total", reason="in-place-unavailable") >= 1
     assert r.metric("reactor_actions_total", action="resize-cpu", result="applied", namespace=NAMESPACE) == 0
     old.settle()
     assert pod_state(old) == before and annotations(old) == recorded, "no state recorded for a raise never made"

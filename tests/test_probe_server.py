@@ -49,7 +49,7 @@ def test_it_answers_the_three_probe_paths(probes_up: ProbeServer) -> None:
     assert get(probes_up.port, "/healthz") == (200, b'{"status":"ok"}\n')
     assert get(probes_up.port, "/readyz") == (200, b'{"status":"ready"}\n')
     status, body = get(probes_up.port, "/metrics")
-    assert status == 200 and b'reactor_skips_total{reason="cooldown"} 0.0' in body
+    assert status == 200 and b'reactor_workload_skips_total{reason="cooldown"} 0.0' in body
     assert get(probes_up.port, "/healthz?verbose=1")[0] == 200
 
 

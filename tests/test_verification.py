@@ -321,3 +321,37 @@ def test_with_the_watch_cache_a_revert_is_decided_on_a_fresh_read(small: SimClus
     _verifier(r).check_all()
     assert small.requests[("get", "deployments", "")] >= 1
     assert (_gpus(small), _verification(small)["result"]) == ("2", "reverted")
+
+
+def test_the_gpu_hours_stop_when_a_person_changes_the_workload(roomy: SimCluster, build: Build) -> None:
+    """Issue 26: the ledger follows the workload after its verification. The grow holds 1 GPU added; a person
+    sets the GPUs to 4 by hand: the next pass ends the hold (the reactor's change no longer stands)."""
+    clock = Clock()
+    r = build(roomy, clock)
+    assert _grow(r)["result"] == "applied"
+    roomy.settle()
+    clock.at(5)
+    _verifier(r).check_all()
+    assert r.metric("reactor_gpus_added", namespace=NAMESPACE) == 1
+    edited = roomy.get("deployments", NAMESPACE, "trainer")
+    edited["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {GPU: "4"}, "requests": {GPU: "4"}}
+    roomy.apply(edited)
+    clock.at(10)
+    _verifier(r).check_all()
+    assert r.metric("reactor_gpus_added", namespace=NAMESPACE) == 0
+    assert _verifier(r).ledger.held() == []
+
+
+def test_the_gpu_hours_stop_when_the_workload_is_deleted(roomy: SimCluster, build: Build) -> None:
+    clock = Clock()
+    r = build(roomy, clock)
+    assert _grow(r)["result"] == "applied"
+    roomy.settle()
+    clock.at(5)
+    _verifier(r).check_all()
+    assert _verifier(r).ledger.held() != []
+    roomy.delete("deployments", NAMESPACE, "trainer")
+    clock.at(10)
+    _verifier(r).check_all()
+    assert _verifier(r).ledger.held() == []
+    assert r.metric("reactor_gpus_added", namespace=NAMESPACE) == 0

@@ -46,6 +46,15 @@ def test_one_holder_at_a_time_and_takeover_only_after_expiry(kube: KubeGateway) 
     assert (spec["holderIdentity"], spec["leaseTransitions"]) == ("b", 1)
 
 
+def test_leadership_is_read_from_the_last_copy_without_a_request(kube: KubeGateway) -> None:
+    """reactor_verifier_leader's source: the Lease as this replica last read or wrote it, and its expiry."""
+    a, b = _lease(kube, "a"), _lease(kube, "b")
+    assert not a.leading(T0)  # nothing read yet
+    assert a.lead(T0) and a.leading(T0 + timedelta(seconds=14))
+    assert not a.leading(T0 + timedelta(seconds=16))  # its term ran out without a renewal
+    assert not b.lead(T0 + timedelta(seconds=5)) and not b.leading(T0 + timedelta(seconds=5))
+
+
 def test_a_stale_read_loses_the_race_with_a_409(kube: KubeGateway) -> None:
     """Both replicas read the expired Lease; the first update wins, the second (stale resourceVersion) is a 409
     and that replica stands by instead of overwriting: the optimistic concurrency client-go's election uses."""

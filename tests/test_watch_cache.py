@@ -154,8 +154,11 @@ def test_readiness_waits_for_the_first_list(sim: SimCluster, token_file: Path, m
     try:
         answer = r.probe("/readyz")
         assert answer.status == 503 and "cache not synced yet" in answer.json()["error"]
+        assert r.metric("reactor_cache_synced", kind="Deployment") == 0  # read when scraped
         informers_of(r).start()
         eventually(lambda: r.probe("/readyz").status == 200)
+        assert r.metric("reactor_cache_synced", kind="Deployment") == 1
+        assert r.metric("reactor_cache_objects", kind="Deployment") == len(r.sim.list("deployments", NAMESPACE))
     finally:
         informers_of(r).stop(timeout=5)
         r.service.kube.close()

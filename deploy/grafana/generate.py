@@ -25,6 +25,14 @@ GPUS = "gpu_reactor:container_gpus:count"
 IDLE = "gpu_reactor:container_idle_gpus:count"
 
 
+# What the GPU-hours "saved" mean (README: Observability), shown on the panel.
+SAVED = ("GPU-hours the reactor's standing changes held back: for each workload whose GPUs (per pod × replicas) it "
+         "lowered, (recorded original − current) × time, while the workload stays as the reactor left it (no one "
+         "else changed its GPUs or replicas, not reverted, not deleted, in an allowed namespace). Counted by the "
+         "replica that leads the verifier Lease, from its first verification of the change; a restart starts from "
+         "zero. GPUs requested, not GPUs measured idle.")
+
+
 def target(expr: str, legend: str, ref: str) -> dict[str, Any]:
     return {"datasource": DS, "expr": expr, "legendFormat": legend, "refId": ref, "range": True}
 
@@ -79,19 +87,26 @@ def panels() -> list[dict[str, Any]]:
         panel("Actions by action and result", [(f"sum by (action, result) (rate(reactor_actions_total{{{NS}}}[{RATE}]))", "{{action}} {{result}}")],
               grid=(0, 6, 12, 8), unit="ops", stack=True,
               description="applied: written; recommended: dry run or recommend mode; failed: the write failed."),
-        panel("Skips by reason", [(f"sum by (reason) (rate(reactor_skips_total[{RATE}]))", "{{reason}}")],
-              grid=(12, 6, 12, 8), unit="ops", stack=True, description="Alerts the safety rails declined to act on."),
+        panel("Alerts skipped before a decision", [(f"sum by (reason) (rate(reactor_alerts_skipped_total[{RATE}]))", "{{reason}}")],
+              grid=(12, 6, 6, 8), unit="ops", stack=True,
+              description="Alerts per second refused before any workload decision (screening, resolving the owner): one per alert."),
+        panel("Workload decisions skipped", [(f"sum by (reason) (rate(reactor_workload_skips_total[{RATE}]))", "{{reason}}")],
+              grid=(18, 6, 6, 8), unit="ops", stack=True,
+              description="Workload decisions per second that refused to act: one per workload per notification, however many alerts name it."),
         panel("GPUs released and added", [(f"sum by (direction) (increase(reactor_gpus_changed_total{{{NS}}}[{RATE}]))", "{{direction}}")],
               grid=(0, 14, 12, 8), kind="timeseries", unit="short"),
         panel("Alerts received", [(f"sum by (alertname, status) (rate(reactor_alerts_received_total[{RATE}]))", "{{alertname}} {{status}}")],
               grid=(12, 14, 12, 8), unit="ops"),
         panel("Action budget use", [
             ("max by (scope) (reactor_budget_used) / max by (scope) (reactor_budget_limit)", "{{scope}}"),
-        ], grid=(0, 22, 12, 8), unit="percentunit",
-              description="Share of the storm brake's window used. At 100% the reactor skips with reason budget."),
+        ], grid=(0, 22, 8, 8), unit="percentunit",
+              description="Share of the storm brake's window used now (read when scraped). At 100% the reactor skips with reason budget-exhausted."),
         panel("Kubernetes API errors", [(f'sum by (code, verb, resource) (rate(reactor_kube_requests_total{{code!~"2.."}}[{RATE}]))', "{{code}} {{verb}} {{resource}}")],
-              grid=(12, 22, 12, 8), unit="reqps",
+              grid=(8, 22, 8, 8), unit="reqps",
               description="409: lost a race to another replica or controller (retried). 403: RBAC. 422: invalid patch."),
+        panel("Alerts Alertmanager left out", [(f"sum(increase(reactor_alerts_truncated_total[{RATE}]))", "truncated")],
+              grid=(16, 22, 8, 8), unit="short",
+              description="Alerts dropped from notifications past the receiver's max_alerts (truncatedAlerts): the reactor never saw them."),
         row("Webhook", 30),
         panel("Webhook requests by code", [(f"sum by (code) (rate(reactor_webhook_requests_total[{RATE}]))", "{{code}}")],
               grid=(0, 31, 8, 8), unit="reqps", stack=True),
@@ -111,12 +126,27 @@ def panels() -> list[dict[str, Any]]:
         panel("GPUs held back and added now", [
             (f"sum by (namespace) (reactor_gpus_released{{{NS}}})", "{{namespace}} released"),
             (f"sum by (namespace) (reactor_gpus_added{{{NS}}})", "{{namespace}} added"),
-        ], grid=(6, 49, 6, 8), unit="short", description="Original minus current GPUs of the workloads the reactor changed."),
+        ], grid=(6, 49, 6, 8), unit="short",
+              description="GPUs (per pod × replicas) the reactor's standing changes hold back or add now: recorded original minus current, read when scraped. A change stops counting once anyone else changes the workload's GPUs or replicas, it is reverted or deleted, or its namespace is no longer allowed."),
         panel("GPU-hours saved (range)", [(f"sum(increase(reactor_gpu_seconds_saved_total{{{NS}}}[$__range])) / 3600", "GPU-hours")],
-              grid=(12, 49, 6, 8), kind="stat", description="GPU-seconds held back by the reactor's changes, in hours."),
+              grid=(12, 49, 6, 8), kind="stat", description=SAVED),
         panel("Cost of the GPU-hours saved (range)", [(f"sum(increase(reactor_gpu_cost_saved_total{{{NS}}}[$__range]))", "cost")],
               grid=(18, 49, 6, 8), kind="stat",
               description="The GPU-hours saved at finops.gpuHourlyCost, in its currency; no data without a price."),
+        panel("Verifier backlog and leadership", [
+            ("sum(reactor_verifications_pending)", "changes being followed"),
+            ("sum(reactor_verifier_leader)", "replicas verifying (1 expected)"),
+        ], grid=(0, 57, 8, 8), unit="short",
+              description="Read when scraped: the changes whose rollout the verifier still follows, and the replicas that hold the verifier Lease."),
+        panel("Watch cache", [
+            ("sum by (kind) (reactor_cache_objects)", "{{kind}} objects"),
+            ("min by (kind) (reactor_cache_synced)", "{{kind}} synced"),
+        ], grid=(8, 57, 8, 8), unit="short",
+              description="Objects the watch cache holds and whether every informer of the kind has listed (1) — no data with kube.watchCache off."),
+        panel("Reactor process", [
+            ("sum by (pod) (process_resident_memory_bytes and on (job, instance) reactor_build_info)", "{{pod}} resident memory"),
+        ], grid=(16, 57, 8, 8), unit="bytes",
+              description="The reactor's resident memory, from the process collector on its own /metrics (the targets that also export reactor_build_info)."),
         row("GPU utilization (recording rules)", 39),
         panel("GPU utilization by namespace", [(f"avg by (namespace) ({UTIL}{{{NS}}})", "{{namespace}}")],
               grid=(0, 40, 8, 8), unit="percentunit", description="Mean over the namespace's GPU containers."),

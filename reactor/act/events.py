@@ -7,10 +7,8 @@ place; it changes nothing and reads nothing.
 from __future__ import annotations
 
 import logging
-from datetime import datetime
 from typing import Any
 
-from reactor.act.budget import Budget
 from reactor.core.metrics import Metrics
 from reactor.core.model import Action, Alert, Result, Signal, Skip, SkipReason, WorkloadRef
 from reactor.core.outcome import Outcome, outcome_for
@@ -23,7 +21,8 @@ class Recorder:
         self.metrics = metrics
 
     def skip(self, ref: WorkloadRef, signal: Signal, skip: Skip) -> None:
-        self.metrics.child(self.metrics.skips, skip.reason.value).inc()
+        """A workload decision that refused to act: counted once for the workload, however many alerts name it."""
+        self.metrics.child(self.metrics.workload_skips, skip.reason.value).inc()
         self._log(ref, signal, skip, Result.SKIPPED, skip.detail)
 
     def action(self, ref: WorkloadRef, signal: Signal, action: Action, result: Result, detail: str = "") -> None:
@@ -38,18 +37,11 @@ class Recorder:
         """A refusal of one alert before it reached a workload decision (screening, resolving)."""
         # Failed, as when deciding a workload: the pod's alerts met a failure (the API's, or its own data's).
         result = Result.FAILED if skip.reason in (SkipReason.API_ERROR, SkipReason.INTERNAL_ERROR) else Result.SKIPPED
-        self.metrics.child(self.metrics.skips, skip.reason.value).inc()
+        self.metrics.child(self.metrics.alerts_skipped, skip.reason.value).inc()
         log.info("decision", extra={"alert": alert.name, "fingerprint": alert.fingerprint, "namespace": alert.namespace,
                                     "pod": alert.pod, "workload": str(ref) if ref else None, "result": result,
                                     "reason": skip.reason.value, "detail": skip.detail})
         return outcome_for(alert, ref, skip, result)
-
-    def budget(self, budget: Budget, now: datetime) -> None:
-        used = budget.used(now)
-        self.metrics.child(self.metrics.budget_used, "global").set(used.get("global", 0))
-        self.metrics.child(self.metrics.budget_used, "namespace").set(
-            max((v for k, v in used.items() if k != "global"), default=0)
-        )
 
     def _log(self, ref: WorkloadRef, signal: Signal, decision: Action | Skip, result: Result, detail: str) -> None:
         fields: dict[str, Any] = {

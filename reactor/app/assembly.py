@@ -53,6 +53,8 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
     metrics = metrics or Metrics(registry)
     kube = kube or KubeGateway.connect(settings.kube, metrics)
     informers = Informers(kube, settings.policy.allow, settings.policy.deny) if settings.kube.watch_cache else None
+    if informers is not None:
+        watch_cache_gauges(metrics, informers)
     engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock, state_keys=keys,
                     cache=informers.store if informers else None)
     verifier = None
@@ -67,6 +69,12 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
         log.warning("the policy acts nowhere", extra={"detail": warning})
     return Service(app=app, probes=probes, engine=engine, metrics=metrics, kube=kube, verifier=verifier,
                    informers=informers)
+
+
+def watch_cache_gauges(metrics: Metrics, informers: Informers) -> None:
+    """reactor_cache_objects and reactor_cache_synced, read from the store and the informers at scrape time."""
+    metrics.cache_objects.read_from(lambda: {(kind,): n for kind, n in informers.store.counts().items()})
+    metrics.cache_synced.read_from(lambda: {(kind,): float(ok) for kind, ok in informers.synced_kinds().items()})
 
 
 def verifier_lease(settings: Settings, kube: KubeGateway, identity: str = "") -> VerifierLease | None:

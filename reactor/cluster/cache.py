@@ -57,6 +57,11 @@ class Store:
         with self._lock:
             return sum(len(objs) for objs in self._objects.values())
 
+    def counts(self) -> dict[str, int]:
+        """Objects held per kind (reactor_cache_objects, read at scrape time)."""
+        with self._lock:
+            return {kind: len(objs) for kind, objs in self._objects.items()}
+
     # --- writes (informers only) ---------------------------------------------------------
 
     def replace(self, kind: str, scope: str, items: list[Obj]) -> None:

@@ -13,8 +13,8 @@ from types import MappingProxyType
 from typing import Any
 
 from reactor.cluster.rollout import Progress
+from reactor.core import quantity as quantities
 from reactor.core.model import ComputeBounds, ComputeQuota, ComputeResources, ScopeTerm
-from reactor.core.quantity import parse_quantity
 
 # The pod conditions an in-place resize reports (Kubernetes 1.33+), as the kubelet sets them.
 RESIZE_PENDING = "PodResizePending"  # reason Deferred (may fit later) or Infeasible (never on this node)
@@ -33,28 +33,24 @@ RESTART_CONTAINER = "RestartContainer"
 
 
 def millicores(raw: Any) -> int | None:
-    """A CPU quantity in millicores, rounded up like the API server's MilliValue; None if unparseable."""
+    """A CPU quantity in millicores (the API server's MilliValue: rounded up); None if unparseable or negative."""
     try:
-        value = parse_quantity(raw) * 1000
-    except (ValueError, ArithmeticError):
+        value = quantities.milli_value(raw)
+    except ValueError:
         return None
-    if value < 0:
-        return None
-    return int(value) if value == int(value) else int(value) + 1
+    return None if value < 0 else value
 
 
 def amount(raw: Any, resource: str = "cpu") -> int | None:
-    """A quantity in the resource's integer unit: millicores for CPU, bytes for memory (both rounded up, as
-    the API server's MilliValue and Value); None if unparseable."""
+    """A quantity in the resource's integer unit: millicores for CPU, bytes for memory (the API server's
+    MilliValue and Value: rounded up); None if unparseable or negative."""
     if resource == "cpu":
         return millicores(raw)
     try:
-        value = parse_quantity(raw)
-    except (ValueError, ArithmeticError):
+        value = quantities.value(raw)
+    except ValueError:
         return None
-    if value < 0:
-        return None
-    return int(value) if value == int(value) else int(value) + 1
+    return None if value < 0 else value
 
 
 def container_compute(resources: Mapping[str, Any] | None, resource: str = "cpu") -> ComputeResources | None:
@@ -118,8 +114,8 @@ def _ratio(raw: Any) -> float | None:
     if raw is None:
         return None
     try:
-        value = parse_quantity(raw)
-    except (ValueError, ArithmeticError):
+        value = quantities.parse_quantity(raw)
+    except ValueError:
         return None
     return float(value) if value > 0 else None
 

@@ -151,6 +151,14 @@ class Informers:
         return [f"{i.kind} in {i.scope or 'all namespaces'}" + (f" ({i.error})" if i.error else "")
                 for i in self.informers if i.error or not self.store.synced_for(i.kind, i.scope)]
 
+    def synced_kinds(self) -> dict[str, bool]:
+        """Per cached kind: has every informer of it listed, with no watch failing now (reactor_cache_synced)?"""
+        synced: dict[str, bool] = {}
+        for i in self.informers:
+            ok = not i.error and self.store.synced_for(i.kind, i.scope)
+            synced[i.kind] = synced.get(i.kind, True) and ok
+        return synced
+
     def check(self) -> None:
         """Readiness: raises TemporaryError until every informer has finished its first list."""
         waiting = self.unsynced()

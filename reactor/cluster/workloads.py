@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from reactor.cluster import compute
 from reactor.core.model import Bounds, Container, Kind, PodShape, Quota, Workload, WorkloadRef
 from reactor.core.quantity import parse_quantity
+from reactor.core.quantity import value as quantity_value
 from reactor.state.annotations import read_state
 
 ANNOTATION_PREFIX = "gpu-reactor.io/"
@@ -25,7 +26,7 @@ def gpu_count(resources: Mapping[str, Any] | None, resource: str) -> int:
     raw = (resources.get("limits") or {}).get(resource)
     if raw is None:
         raw = (resources.get("requests") or {}).get(resource)
-    return 0 if raw is None else int(parse_quantity(raw))
+    return 0 if raw is None else quantity_value(raw)
 
 
 def pod_template(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
@@ -169,10 +170,10 @@ def _limit_range(items: list[Obj], gpu_resource: str) -> tuple[int | None, int |
         if item.get("type") not in ("Container", "Pod"):
             continue
         if item.get("type") == "Container" and gpu_resource in (item.get("min") or {}):
-            value = int(parse_quantity(item["min"][gpu_resource]))
+            value = quantity_value(item["min"][gpu_resource])
             lo = value if lo is None else max(lo, value)
         if gpu_resource in (item.get("max") or {}):
-            value = int(parse_quantity(item["max"][gpu_resource]))
+            value = quantity_value(item["max"][gpu_resource])
             hi = value if hi is None else min(hi, value)
     return lo, hi
 
@@ -183,9 +184,9 @@ def to_quota(obj: Obj, key: str) -> Quota | None:
     hard_raw = (status.get("hard") or {}).get(key, (spec.get("hard") or {}).get(key))
     if hard_raw is None:
         return None
-    used = int(parse_quantity((status.get("used") or {}).get(key, 0)))
+    used = quantity_value((status.get("used") or {}).get(key, 0))
     name = str((obj.get("metadata") or {}).get("name", ""))
-    return Quota(name=name, hard=int(parse_quantity(hard_raw)), used=used, scopes=compute.scope_terms(spec))
+    return Quota(name=name, hard=quantity_value(hard_raw), used=used, scopes=compute.scope_terms(spec))
 
 
 def default_class(priority_classes: Iterable[Obj]) -> str | None:

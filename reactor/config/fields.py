@@ -15,6 +15,8 @@ from typing import Any
 import yaml
 
 from reactor.core.errors import ConfigError
+from reactor.core.quantity import milli_value
+from reactor.core.quantity import value as quantity_value
 
 # Prometheus's duration syntax: units from largest to smallest, each at most once (`1d12h`, `500ms`, `0`).
 _UNITS = (("y", timedelta(days=365)), ("w", timedelta(weeks=1)), ("d", timedelta(days=1)), ("h", timedelta(hours=1)),
@@ -163,23 +165,12 @@ def read_yaml_file(path: str | os.PathLike[str]) -> Any:
         raise ConfigError(str(path), f"not valid YAML: {' '.join(str(e).split())}") from e
 
 
-_CPU = re.compile(r"^(\d+(?:\.\d{1,3})?)(m?)$")
-
-
-_MEMORY = re.compile(r"^(\d{1,16})(Ki|Mi|Gi|Ti|Pi)?$")
-_BINARY = {None: 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50}
-
-
 def memory_bytes(lo: int, hi: int) -> Callable[[str, Any], int]:
-    """A memory size as Kubernetes writes it with a binary suffix (`512Mi`, `64Gi`) or in bytes, returned in
-    bytes."""
+    """A memory size in any spelling Kubernetes takes (`512Mi`, `64Gi`, `2Ti`, `1e9`, bytes), returned in bytes
+    (rounded up, as the API server's Value); read by the service's one quantity parser."""
 
     def parse(key: str, raw: Any) -> int:
-        text = str(raw).strip() if isinstance(raw, (str, int)) and not isinstance(raw, bool) else ""
-        m = _MEMORY.match(text)
-        if m is None:
-            raise ConfigError(key, f"expected a memory size like '512Mi' or '64Gi', got {raw!r}")
-        value = int(m.group(1)) * _BINARY[m.group(2)]
+        value = _quantity(key, raw, "a memory size like '512Mi' or '64Gi'", quantity_value)
         if not lo <= value <= hi:
             raise ConfigError(key, f"must be between {lo} and {hi} bytes, got {raw!r}")
         return value
@@ -188,16 +179,22 @@ def memory_bytes(lo: int, hi: int) -> Callable[[str, Any], int]:
 
 
 def millicores(lo: int, hi: int) -> Callable[[str, Any], int]:
-    """A CPU quantity as Kubernetes writes it (`500m`, `2`, `1.5`), returned in millicores."""
+    """A CPU quantity in any spelling Kubernetes takes (`500m`, `2`, `1.5`, `1e0`), returned in millicores
+    (rounded up, as the API server's MilliValue)."""
 
     def parse(key: str, raw: Any) -> int:
-        text = str(raw).strip() if isinstance(raw, (str, int, float)) and not isinstance(raw, bool) else ""
-        m = _CPU.match(text)
-        if m is None or (m.group(2) and "." in m.group(1)):
-            raise ConfigError(key, f"expected a CPU quantity like '500m' or '2', got {raw!r}")
-        value = int(m.group(1)) if m.group(2) else round(float(m.group(1)) * 1000)
+        value = _quantity(key, raw, "a CPU quantity like '500m' or '2'", milli_value)
         if not lo <= value <= hi:
             raise ConfigError(key, f"must be between {lo}m and {hi}m, got {raw!r}")
         return value
 
     return parse
+
+
+def _quantity(key: str, raw: Any, expected: str, read: Callable[[object], int]) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
+        raise ConfigError(key, f"expected {expected}, got {raw!r}")
+    try:
+        return read(raw)
+    except ValueError as e:
+        raise ConfigError(key, f"expected {expected}, got {raw!r} ({e})") from e

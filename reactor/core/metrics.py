@@ -1,15 +1,34 @@
 """Every metric the reactor exports, created in one place on an injectable registry.
 
-Label values come from closed sets (action, result, reason, code, verb) or from namespaces,
+Label values come from closed sets (action, result, reason, code, verb, kind) or from namespaces,
 never from pod names or fingerprints, so the number of series stays bounded. Known label
 combinations are set to zero at start so that dashboards see them before the first event.
+
+Each counter counts one thing (its help text says which: alerts, workload decisions, requests, GPU-seconds).
+Gauges that describe state (the budget's use, the watch cache, the verifier's backlog and Lease, the GPUs held
+back) are `StateGauge`s: read from the part that holds the state when Prometheus scrapes, so they are never
+stale. The process (`process_*`), platform (`python_info`) and garbage-collector (`python_gc_*`) collectors are
+registered on the same registry.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    Info,
+    PlatformCollector,
+    ProcessCollector,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from reactor import __version__
 from reactor.core.model import KNOWN_ALERTS, TEST_ALERT, Result, SkipReason, Status
@@ -17,6 +36,53 @@ from reactor.core.model import KNOWN_ALERTS, TEST_ALERT, Result, SkipReason, Sta
 ACTIONS = ("resize-gpu", "scale-replicas", "set-priority", "revert", "resize-cpu", "resize-memory")
 RESULTS = (Result.APPLIED, Result.RECOMMENDED, Result.FAILED)
 WEBHOOK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+log = logging.getLogger(__name__)
+Samples = Mapping[tuple[str, ...], float]  # label values (in `labels` order) -> value
+
+
+class StateGauge:
+    """A gauge whose samples are read from a source at scrape time (`read_from`); absent until one is given.
+
+    The source returns {label values: value}; it must be cheap and must not block (it runs on the scrape's
+    thread): it reads what its part already holds in memory, never the API server.
+    """
+
+    def __init__(self, name: str, documentation: str, labels: Sequence[str] = ()) -> None:
+        self.name, self.documentation, self.labels = name, documentation, tuple(labels)
+        self._source: Callable[[], Samples] | None = None
+
+    def read_from(self, source: Callable[[], Samples] | None) -> None:
+        self._source = source
+
+    def family(self) -> GaugeMetricFamily | None:
+        source = self._source
+        if source is None:
+            return None
+        family = GaugeMetricFamily(self.name, self.documentation, labels=self.labels)
+        for values, value in sorted(source().items()):
+            family.add_metric(list(values), value)
+        return family
+
+
+class _StateCollector(Collector):
+    """The registry's view of every StateGauge: one family each, read when scraped."""
+
+    def __init__(self, gauges: Sequence[StateGauge]) -> None:
+        self._gauges = tuple(gauges)
+
+    def describe(self) -> list[Any]:
+        return []  # the samples come and go with their sources: nothing to check at registration
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        for gauge in self._gauges:
+            try:
+                family = gauge.family()
+            except Exception:  # noqa: BLE001 - one broken source must not fail the whole scrape
+                log.exception("metric source failed", extra={"metric": gauge.name})
+                continue
+            if family is not None:
+                yield family
 
 
 class Metrics:
@@ -26,58 +92,85 @@ class Metrics:
         self.registry = registry if registry is not None else CollectorRegistry()
         r = self.registry
         self.alerts_received = Counter(
-            "reactor_alerts_received", "Alerts received in webhook notifications.",
+            "reactor_alerts_received", "Alerts received in webhook notifications, one per alert, by name and status.",
             ["alertname", "status"], registry=r,
         )
-        self.actions = Counter(
-            "reactor_actions", "Actions decided, by what happened to them.",
-            ["action", "result", "namespace"], registry=r,
+        self.alerts_truncated = Counter(
+            "reactor_alerts_truncated", "Alerts Alertmanager left out of webhook notifications (truncatedAlerts, "
+            "past the receiver's max_alerts): never seen by the reactor, one per alert.", registry=r,
         )
-        self.skips = Counter("reactor_skips", "Decisions that refused to act, by reason.", ["reason"], registry=r)
+        self.actions = Counter(
+            "reactor_actions", "Workload decisions that chose an action, one per workload per notification, by "
+            "action and what happened to it.", ["action", "result", "namespace"], registry=r,
+        )
+        self.alerts_skipped = Counter(
+            "reactor_alerts_skipped", "Alerts refused before any workload decision (screening, resolving the "
+            "owner), one per alert, by reason.", ["reason"], registry=r,
+        )
+        self.workload_skips = Counter(
+            "reactor_workload_skips", "Workload decisions that refused to act, one per workload per notification "
+            "(however many alerts name it), by reason.", ["reason"], registry=r,
+        )
         self.gpus_changed = Counter(
-            "reactor_gpus_changed", "GPUs requested by workloads, released or added by applied actions.",
+            "reactor_gpus_changed", "GPUs (per pod × replicas) that applied actions released or added.",
             ["direction", "namespace"], registry=r,
         )
         self.webhook_requests = Counter(
-            "reactor_webhook_requests", "Webhook requests answered, by HTTP status.", ["code"], registry=r,
+            "reactor_webhook_requests", "Webhook requests answered, one per request, by HTTP status.", ["code"],
+            registry=r,
         )
         self.webhook_duration = Histogram(
-            "reactor_webhook_duration_seconds", "Time to answer one webhook request.",
+            "reactor_webhook_duration_seconds", "Time to answer one webhook request, in seconds.",
             buckets=WEBHOOK_BUCKETS, registry=r,
         )
         self.kube_requests = Counter(
-            "reactor_kube_requests", "Kubernetes API requests, by verb, resource and HTTP status.",
+            "reactor_kube_requests", "Kubernetes API requests, one per request, by verb, resource and HTTP status.",
             ["verb", "resource", "code"], registry=r,
         )
-        self.budget_used = Gauge(
-            "reactor_budget_used", "Actions counted in the current budget window.", ["scope"], registry=r,
-        )
         self.budget_limit = Gauge(
-            "reactor_budget_limit", "Actions allowed per budget window.", ["scope"], registry=r,
+            "reactor_budget_limit", "Actions allowed per budget window (configuration).", ["scope"], registry=r,
         )
         self.verifications = Counter(
-            "reactor_verifications", "Rollouts of the reactor's changes followed to an end, by result.",
-            ["result"], registry=r,
-        )
-        self.gpus_released = Gauge(
-            "reactor_gpus_released", "GPUs the reactor's changes currently hold back (original minus current).",
-            ["namespace"], registry=r,
-        )
-        self.gpus_added = Gauge(
-            "reactor_gpus_added", "GPUs the reactor's changes currently add (current minus original).",
-            ["namespace"], registry=r,
+            "reactor_verifications", "Rollouts of the reactor's changes followed to an end, one per change, by "
+            "result.", ["result"], registry=r,
         )
         self.gpu_seconds_saved = Counter(
-            "reactor_gpu_seconds_saved", "GPU-seconds held back by the reactor's changes.", ["namespace"], registry=r,
+            "reactor_gpu_seconds_saved", "GPU-seconds held back by the reactor's changes while they stand "
+            "(reactor_gpus_released integrated over time).", ["namespace"], registry=r,
         )
         self.gpu_cost_saved = Counter(
-            "reactor_gpu_cost_saved", "Cost of the GPU-hours held back, at finops.gpuHourlyCost of gpuResource.",
-            ["namespace"], registry=r,
+            "reactor_gpu_cost_saved", "Cost of the GPU-seconds saved, at finops.gpuHourlyCost of gpuResource, in "
+            "that price's currency.", ["namespace"], registry=r,
         )
         self.gpu_hourly_cost = Gauge(
             "reactor_gpu_hourly_cost", "The cost of one GPU-hour, per resource, as configured (finops.gpuHourlyCost).",
             ["resource"], registry=r,
         )
+        # --- state, read at scrape time ---
+        self.budget_used = StateGauge(
+            "reactor_budget_used", "Actions counted in the budget's sliding window now (namespace: the fullest "
+            "namespace's).", ["scope"])
+        self.cache_objects = StateGauge(
+            "reactor_cache_objects", "Objects the watch cache holds now, by kind.", ["kind"])
+        self.cache_synced = StateGauge(
+            "reactor_cache_synced", "1 when every informer of the kind has listed and its watch is not failing, "
+            "else 0.", ["kind"])
+        self.verifications_pending = StateGauge(
+            "reactor_verifications_pending", "Workloads whose change the verifier still follows (its backlog).")
+        self.verifier_leader = StateGauge(
+            "reactor_verifier_leader", "1 while this replica verifies (holds the verifier Lease, or runs without "
+            "one), else 0.")
+        self.gpus_released = StateGauge(
+            "reactor_gpus_released", "GPUs (per pod × replicas) the reactor's standing changes hold back now: "
+            "recorded original minus current.", ["namespace"])
+        self.gpus_added = StateGauge(
+            "reactor_gpus_added", "GPUs (per pod × replicas) the reactor's standing changes add now: current minus "
+            "recorded original.", ["namespace"])
+        r.register(_StateCollector([self.budget_used, self.cache_objects, self.cache_synced,
+                                    self.verifications_pending, self.verifier_leader, self.gpus_released,
+                                    self.gpus_added]))
+        for collector in (ProcessCollector, PlatformCollector, GCCollector):
+            collector(registry=r)
         self.build_info = Info("reactor_build", "Version of the running reactor.", registry=r)
         self.build_info.info({"version": __version__})
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
@@ -97,7 +190,8 @@ class Metrics:
             for status in Status:
                 self.alerts_received.labels(alertname=name, status=status)
         for reason in SkipReason:
-            self.skips.labels(reason=reason.value)
+            self.alerts_skipped.labels(reason=reason.value)
+            self.workload_skips.labels(reason=reason.value)
         for result in ("verified", "reverted"):
             self.verifications.labels(result=result)
         for code in ("200", "400", "401", "413", "415", "503"):

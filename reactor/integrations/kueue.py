@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from reactor.core.model import Bounds, Quota, Workload
-from reactor.core.quantity import parse_quantity
+from reactor.core.quantity import value
 
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta1"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -56,7 +56,7 @@ def _sum(items: list[Any], resource: str, field: str, *, groups: bool) -> int | 
     for flavor in flavors:
         for entry in (flavor.get("resources") or []) if isinstance(flavor, Mapping) else []:
             if isinstance(entry, Mapping) and entry.get("name") == resource and entry.get(field) is not None:
-                total = (total or 0) + int(parse_quantity(entry[field]))
+                total = (total or 0) + value(entry[field])
     return total
 
 

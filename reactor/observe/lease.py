@@ -58,6 +58,11 @@ class VerifierLease:
             lease["spec"] = {**spec, **self._term(now, spec), "leaseTransitions": transitions}
             return self._update(lease)
 
+    def leading(self, now: datetime) -> bool:
+        """Does this replica hold the Lease, as it last read or wrote it? No request (reactor_verifier_leader)."""
+        spec = (self._last or {}).get("spec") or {}
+        return spec.get("holderIdentity") == self.identity and not _expired(spec, now)
+
     def pending(self) -> set[WorkloadRef]:
         """The list as the Lease holds it now (read fresh: once a pass)."""
         with self._writing:

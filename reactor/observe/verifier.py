@@ -69,7 +69,11 @@ class Verifier:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.ledger = GpuLedger(metrics, self.policy.gpu_hourly_cost, self.policy.gpu_resource)
+        self.ledger = GpuLedger(metrics, self.policy.gpu_hourly_cost, self.policy.gpu_resource,
+                                allowed=self.policy.namespace_allowed)
+        self._backlog: set[WorkloadRef] = set()  # the pending list as the last pass read it (the Lease's too)
+        metrics.verifications_pending.read_from(self._pending_now)
+        metrics.verifier_leader.read_from(lambda: {(): float(self.leading())})
 
     # --- what to verify -------------------------------------------------------------------------
 
@@ -110,11 +114,15 @@ class Verifier:
         if self.lease is not None:
             try:
                 if not self.lease.lead(now):
+                    self.ledger.clear()  # the leader counts the GPU-hours: two replicas never count them twice
                     return 0
                 refs |= self.lease.pending()
             except ReactorError as e:  # no Lease to be had: standing by is the safe side
                 log.warning("verifier Lease not held", extra={"error": str(e)})
+                self.ledger.clear()
                 return 0
+        with self._lock:
+            self._backlog = set(refs)
         finished: list[WorkloadRef] = []
         for ref in sorted(refs):
             try:
@@ -123,21 +131,50 @@ class Verifier:
             except ReactorError as e:  # the API failed: the next pass tries again
                 log.warning("verification not checked", extra={"workload": str(ref), "error": str(e)})
         self._untrack(finished, now)  # one Lease write for the whole pass
+        with self._lock:
+            self._backlog -= set(finished)
+        self._follow_holds(refs)
         self.ledger.publish(now)
         return len(refs)
+
+    def _follow_holds(self, checked: set[WorkloadRef]) -> None:
+        """Read again every workload whose change still holds GPUs back (or adds them) and was not read in this
+        pass: the hold lasts only while the change stands (see finops.py). The watch cache's copy when it holds
+        the workload, else one GET each."""
+        for ref in self.ledger.held():
+            if ref in checked:
+                continue
+            try:
+                obj, _ = self._read(ref, fresh=False)
+            except ReactorError as e:  # the API failed: the hold is kept, and read again next pass
+                log.warning("GPU hold not followed", extra={"workload": str(ref), "error": str(e)})
+                continue
+            self.ledger.follow(ref, None if obj is None else self._workload(ref, obj))
+
+    def _workload(self, ref: WorkloadRef, obj: dict[str, Any]) -> Workload:
+        return authenticate(to_workload(obj, ref.kind, self.policy.gpu_resource), self.state_keys)
+
+    def leading(self) -> bool:
+        """Does this replica verify now? Holding the Lease (as last read, no request), or without one."""
+        return self.lease is None or self.lease.leading(self.clock())
+
+    def _pending_now(self) -> dict[tuple[str, ...], float]:
+        with self._lock:
+            return {(): float(len(self._backlog | self._local))}
 
     def _check(self, ref: WorkloadRef, now: datetime) -> bool:
         """Follow one rollout a step; True when there is nothing left to follow on it."""
         for fresh in (False, True):
             obj, cached = self._read(ref, fresh=fresh)
             if obj is None:
+                self.ledger.follow(ref, None)  # deleted: whatever it held back is held no more
                 return True
-            workload = authenticate(to_workload(obj, ref.kind, self.policy.gpu_resource), self.state_keys)
+            workload = self._workload(ref, obj)
             verification = workload.state.verification
             if verification is None or verification.result != PENDING:
                 if cached:
                     continue  # the cache may not have seen the write yet: ask the API server
-                self.ledger.observe(workload)
+                self.ledger.follow(ref, workload)  # finished (by this replica or another): a hold goes on if it stands
                 return True  # nothing pending under a valid seal: nothing to follow
             self.ledger.observe(workload)
             state = progress(obj, ref.kind)
@@ -206,9 +243,11 @@ class Verifier:
         acted = self.actor.carry_out(attempt, obj, now)
         if acted.result is Result.APPLIED:
             self._done(ref, REVERTED, verification, reason)
-            written = self._reread(ref)
-            if written is not None:  # what the revert left on record, for the GPU-hours
-                self.ledger.observe(to_workload(written, ref.kind, self.policy.gpu_resource))
+            written = self._reread(ref)  # what the revert left on record (an earlier change may still hold GPUs)
+            if written is None:
+                self.ledger.follow(ref, None)
+            else:
+                self.ledger.observe(self._workload(ref, written))
             return True
         log.warning("stalled rollout not reverted", extra={"workload": str(ref), "reason": reason,
                     "result": acted.result.value, "detail": getattr(acted.decision, "detail", acted.error)})

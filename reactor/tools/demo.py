@@ -34,7 +34,7 @@ NAMESPACE = "ml-workloads"
 NOTEBOOKS = "kubeflow-user-example-com"  # a Kubeflow profile's namespace, for the notebook step
 WORKLOADS = (("deployments", "llm-inference"), ("statefulsets", "trainer"), ("deployments", "embedder"),
              ("deployments", "chat"), ("deployments", "pretrain"))
-COUNTERS = ("reactor_actions_total", "reactor_skips_total")
+COUNTERS = ("reactor_actions_total", "reactor_alerts_skipped_total", "reactor_workload_skips_total")
 
 
 @dataclass(frozen=True)

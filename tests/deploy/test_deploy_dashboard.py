@@ -16,11 +16,14 @@ import yaml
 from tests.deploy.deploy_helpers import DEPLOY, ROOT
 
 GRAFANA = DEPLOY / "grafana"
-# What the reactor exports (reactor/metrics); histograms add their three series.
+# What the reactor exports (reactor/core/metrics.py); histograms add their three series. The process collector's
+# series come from the reactor's own registry too.
 REACTOR_METRICS = {
     "reactor_alerts_received_total",
+    "reactor_alerts_truncated_total",
     "reactor_actions_total",
-    "reactor_skips_total",
+    "reactor_alerts_skipped_total",
+    "reactor_workload_skips_total",
     "reactor_gpus_changed_total",
     "reactor_webhook_requests_total",
     "reactor_webhook_duration_seconds_bucket",
@@ -35,6 +38,11 @@ REACTOR_METRICS = {
     "reactor_gpus_added",
     "reactor_gpu_seconds_saved_total",
     "reactor_gpu_cost_saved_total",
+    "reactor_verifications_pending",
+    "reactor_verifier_leader",
+    "reactor_cache_objects",
+    "reactor_cache_synced",
+    "process_resident_memory_bytes",
 }
 # Recording rules (level:metric:operations) must be recorded in rules/*.rules.yaml.
 RECORDING = re.compile(r"^gpu_reactor:[a-z0-9_]+:[a-z0-9_]+$")

@@ -105,7 +105,7 @@ def test_the_reactor_counts_the_test_alert_and_touches_nothing(reactor: Reactor)
     assert reactor.metric("reactor_alerts_received_total", alertname=TEST_ALERT, status="firing") == 2
     assert reactor.metric("reactor_alerts_received_total", alertname=TEST_ALERT, status="resolved") == 1
     assert reactor.metric("reactor_alerts_received_total", alertname="other", status="firing") == 0
-    assert reactor.metric("reactor_skips_total", reason="test-alert") == 3
+    assert reactor.metric("reactor_alerts_skipped_total", reason="test-alert") == 3
     assert dict(reactor.sim.requests) == before, "no read, no write"
 
 

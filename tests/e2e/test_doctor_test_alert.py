@@ -36,7 +36,7 @@ def _test_alert_line(checks: list[Check]) -> Check:
 
 def test_the_test_alert_reaches_the_reactor_which_does_nothing(e2e_pipeline: Pipeline, tmp_path: Path) -> None:
     p = e2e_pipeline
-    skips_before = p.reactor.metric("reactor_skips_total", reason="test-alert")
+    skips_before = p.reactor.metric("reactor_alerts_skipped_total", reason="test-alert")
     workloads = ("deployments", "statefulsets", "cronjobs", "pods")
     patches_before = {r: n for r, n in p.patches().items() if r in workloads}
     policy = tmp_path / "policy.yaml"
@@ -55,7 +55,7 @@ def test_the_test_alert_reaches_the_reactor_which_does_nothing(e2e_pipeline: Pip
     assert delivery.status == 200
     (outcome,) = delivery.answer["outcomes"]
     assert (outcome["result"], outcome["reason"], outcome["workload"]) == ("skipped", "test-alert", None)
-    assert p.reactor.metric("reactor_skips_total", reason="test-alert") > skips_before
+    assert p.reactor.metric("reactor_alerts_skipped_total", reason="test-alert") > skips_before
     assert {r: n for r, n in p.patches().items() if r in workloads} == patches_before
 
 

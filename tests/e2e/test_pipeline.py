@@ -264,7 +264,7 @@ def test_missing_metrics_hold_the_workload(e2e_pipeline: Pipeline) -> None:
     p.wait(_all_rolled_out(p), timeout=TIMEOUT, what="every rollout finished")
     silenced, (mig_pod,) = p.pods(EMBEDDER)[0], p.pods(NOTEBOOK)
     before = {name: p.workload("deployments", name) for name in (EMBEDDER, NOTEBOOK)}
-    patches, skips = p.patches(), p.reactor.metric("reactor_skips_total", reason="metrics-missing")
+    patches, skips = p.patches(), p.reactor.metric("reactor_workload_skips_total", reason="metrics-missing")
 
     changed = time.monotonic()
     p.mirror.silence(silenced)
@@ -288,7 +288,7 @@ def test_missing_metrics_hold_the_workload(e2e_pipeline: Pipeline) -> None:
         after = p.workload("deployments", name)
         assert after["metadata"]["generation"] == obj["metadata"]["generation"]
         assert not any(k.startswith(ANNOTATION) for k in after["metadata"].get("annotations") or {})
-    assert p.reactor.metric("reactor_skips_total", reason="metrics-missing") > skips
+    assert p.reactor.metric("reactor_workload_skips_total", reason="metrics-missing") > skips
     for pod in (silenced, mig_pod):
         assert p.stack.query(f'ALERTS{{alertname="GPUMetricsMissing",alertstate="firing",pod="{pod}"}}')
 

@@ -36,7 +36,7 @@ def test_300_ghosts_cost_a_constant_number_of_requests(reactor: Reactor, sim: Si
     assert requests == GHOST_REQUESTS, dict(sim.requests)
     reasons = [o["reason"] for o in body["outcomes"]]
     assert reasons.count("not-found") == 10 and reasons.count("too-many-unknown-pods") == GHOSTS - 10
-    assert reactor.metric("reactor_skips_total", reason="too-many-unknown-pods") == GHOSTS - 10
+    assert reactor.metric("reactor_alerts_skipped_total", reason="too-many-unknown-pods") == GHOSTS - 10
 
 
 def test_the_cost_does_not_grow_with_the_ghosts(reactor: Reactor, sim: SimCluster) -> None:
@@ -99,4 +99,4 @@ def test_past_the_deadline_the_rest_is_skipped_with_a_200(slow_writes: tuple[Rea
     assert outcomes[deployment]["result"] == "applied"
     assert (outcomes[statefulset]["result"], outcomes[statefulset]["reason"]) == ("skipped", "deadline-exceeded")
     assert sim.get("statefulsets", NAMESPACE, "trainer")["metadata"]["generation"] == 1
-    assert reactor.metric("reactor_skips_total", reason="deadline-exceeded") == 1
+    assert reactor.metric("reactor_workload_skips_total", reason="deadline-exceeded") == 1

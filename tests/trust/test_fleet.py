@@ -40,7 +40,7 @@ def test_an_alert_for_another_cluster_is_skipped_without_an_api_call(east: React
     o = _post(east, pod, cluster="gpu-west")
     assert (o["result"], o["reason"]) == ("skipped", "other-cluster"), o
     assert sum(sim.requests.values()) == 0
-    assert east.metric("reactor_skips_total", reason="other-cluster") == 1
+    assert east.metric("reactor_alerts_skipped_total", reason="other-cluster") == 1
 
 
 @pytest.mark.parametrize("labels", [{"cluster": "gpu-east"}, {}], ids=["this-cluster", "no-cluster-label"])

@@ -72,7 +72,7 @@ def test_a_forged_owner_reference_is_not_believed(reactor: Reactor, sim: SimClus
     assert after["metadata"]["generation"] == before["metadata"]["generation"]
     assert after["spec"]["replicas"] == before["spec"]["replicas"]
     assert template_of(sim, "llm-inference") == before["spec"]["template"]["spec"]
-    assert reactor.metric("reactor_skips_total", reason="owner-unverified") == 1
+    assert reactor.metric("reactor_alerts_skipped_total", reason="owner-unverified") == 1
 
 
 def test_the_controllers_own_pods_still_resolve(reactor: Reactor, sim: SimCluster) -> None:

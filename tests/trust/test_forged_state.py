@@ -92,7 +92,7 @@ def test_a_forged_original_is_never_reverted_to(reverting: Reactor, sim: SimClus
     (o,) = _outcome(reverting, _spec(pod, "resolved"))
     assert (o["result"], o["reason"]) == ("skipped", "unauthenticated-state"), o
     assert template_of(sim, "llm-inference")["priorityClassName"] == "medium-priority-gpu"
-    assert reverting.metric("reactor_skips_total", reason="unauthenticated-state") == 1
+    assert reverting.metric("reactor_workload_skips_total", reason="unauthenticated-state") == 1
 
 
 def test_an_edited_value_under_a_genuine_mac_is_refused(reverting: Reactor, sim: SimCluster,
@@ -228,4 +228,4 @@ def test_an_unexpected_error_fails_one_workload_not_the_notification(reactor: Re
     assert (outcomes[pod]["result"], outcomes[pod]["reason"]) == ("failed", "internal-error"), outcomes[pod]
     assert outcomes[trainer]["result"] == "applied"
     assert "ZeroDivisionError" in caplog.text and "Traceback" in caplog.text
-    assert reactor.metric("reactor_skips_total", reason="internal-error") == 1
+    assert reactor.metric("reactor_workload_skips_total", reason="internal-error") == 1

@@ -1,0 +1,56 @@
+"""Every metric the reactor exports is in the README's metric table with its unit and when it changes, and its help
+text is not empty (issue 26: one unit per counter, said where an SRE reads it)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+
+from reactor.core.metrics import Metrics, StateGauge
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+ROW = re.compile(r"^\| (?P<names>`[^|]+`) \| (?P<unit>[^|]+) \| (?P<labels>[^|]+) \| (?P<when>[^|]+) \|$", re.M)
+
+
+def _exported() -> dict[str, str]:
+    """name as scraped (counters with _total) → help text, for every metric the Metrics object declares."""
+    metrics = Metrics(CollectorRegistry())
+    found: dict[str, str] = {}
+    for value in vars(metrics).values():
+        if isinstance(value, StateGauge):
+            found[value.name] = value.documentation
+        elif isinstance(value, (Counter, Gauge, Histogram, Info)):
+            name = value._name + ("_total" if isinstance(value, Counter) else "")  # noqa: SLF001
+            name += "_info" if isinstance(value, Info) else ""
+            found[name] = value._documentation  # noqa: SLF001
+    return found
+
+
+def _table() -> dict[str, tuple[str, str]]:
+    rows: dict[str, tuple[str, str]] = {}
+    for m in ROW.finditer(README):
+        for name in re.findall(r"`(reactor_[a-z_]+)`", m.group("names")):
+            rows[name] = (m.group("unit").strip(), m.group("when").strip())
+    return rows
+
+
+def test_every_metric_has_a_row_with_its_unit_and_when_it_changes() -> None:
+    table = _table()
+    for name, documentation in _exported().items():
+        assert documentation.strip(), f"{name} has no help text"
+        assert name in table, f"{name} is missing from the README's metric table"
+        unit, when = table[name]
+        assert unit and when, f"{name}: the README names no unit or no moment it changes"
+
+
+def test_the_table_names_no_metric_that_does_not_exist() -> None:
+    assert set(_table()) <= set(_exported())
+
+
+def test_skips_are_split_by_unit() -> None:
+    exported = _exported()
+    assert "reactor_skips_total" not in exported
+    assert "one per alert" in exported["reactor_alerts_skipped_total"]
+    assert "one per workload" in exported["reactor_workload_skips_total"]
