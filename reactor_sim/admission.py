@@ -39,9 +39,13 @@ def default_limit_range(lr: Obj) -> None:
                 del item[name]
 
 
-def _container_items(store: Store, namespace: str) -> list[Obj]:
+def _items(store: Store, namespace: str, kind: str) -> list[Obj]:
     return [item for lr in store.items("limitranges", namespace)
-            for item in (lr.get("spec") or {}).get("limits") or [] if item.get("type") == "Container"]
+            for item in (lr.get("spec") or {}).get("limits") or [] if item.get("type") == kind]
+
+
+def _container_items(store: Store, namespace: str) -> list[Obj]:
+    return _items(store, namespace, "Container")
 
 
 def apply_limit_ranges(store: Store, pod: Obj) -> None:
@@ -57,47 +61,117 @@ def apply_limit_ranges(store: Store, pod: Obj) -> None:
 
 
 def check_limit_ranges(store: Store, res: Resource, pod: Obj) -> None:
-    """LimitRanger validation: per-container min (on requests) and max (on limits)."""
+    """LimitRanger validation (plugin/pkg/admission/limitranger/admission.go, PodValidateLimitFunc): each
+    Container item against every container and init container, each Pod item against the pod's requests and
+    limits as `podRequests` / `podLimits` sum them; min, max and maxLimitRequestRatio each."""
+    namespace = pod["metadata"]["namespace"]
     errors: list[str] = []
-    for item in _container_items(store, pod["metadata"]["namespace"]):
+    for item in _container_items(store, namespace):
         for lst in CONTAINER_LISTS:
             for c in pod["spec"].get(lst) or []:
-                errors += _check_container(item, c.get("resources") or {})
+                resources = c.get("resources") or {}
+                errors += _check_item(item, "Container", resources.get("requests") or {},
+                                      resources.get("limits") or {})
+    for item in _items(store, namespace, "Pod"):
+        errors += _check_item(item, "Pod", pod_resources(pod, "requests"), pod_resources(pod, "limits"))
     if errors:
         why = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
         raise forbidden(res, pod["metadata"]["name"], why)
 
 
-def _check_container(item: Obj, resources: Obj) -> list[str]:
+def pod_resources(pod: Obj, section: str) -> dict[str, Fraction]:
+    """`podRequests` / `podLimits` of admission.go: the containers' sum, sidecars (init containers with
+    restartPolicy Always) added to it, and at least each other init container plus the sidecars started before
+    it. A resource no container sets is absent, not 0 (maxConstraint then says "No limit is specified")."""
+    total: dict[str, Fraction] = {}
+    for c in pod["spec"].get("containers") or []:
+        _add(total, _section(c, section))
+    sidecars: dict[str, Fraction] = {}
+    inits: dict[str, Fraction] = {}
+    for c in pod["spec"].get("initContainers") or []:
+        own = _section(c, section)
+        if c.get("restartPolicy") == "Always":
+            _add(total, own)
+            _add(sidecars, own)
+            own = dict(sidecars)
+        else:
+            own = {**own}
+            _add(own, sidecars)
+        for key, value in own.items():
+            inits[key] = max(inits.get(key, value), value)
+    for key, value in inits.items():
+        total[key] = max(total.get(key, value), value)
+    return total
+
+
+def _section(container: Obj, section: str) -> dict[str, Fraction]:
+    return {k: quantity.parse(v) for k, v in ((container.get("resources") or {}).get(section) or {}).items()}
+
+
+def _add(total: dict[str, Fraction], more: dict[str, Fraction]) -> None:
+    for key, value in more.items():
+        total[key] = total.get(key, Fraction(0)) + value
+
+
+def _check_item(item: Obj, kind: str, requests: Obj, limits: Obj) -> list[str]:
+    """minConstraint, maxConstraint and limitRequestRatioConstraint of admission.go for one item."""
     errors: list[str] = []
-    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
     for key, raw in (item.get("min") or {}).items():
-        if key not in requests:
-            errors.append(f"minimum {key} usage per Container is {raw}.  No request is specified")
-        elif quantity.parse(requests[key]) < quantity.parse(raw):
-            errors.append(f"minimum {key} usage per Container is {raw}, but request is {requests[key]}")
+        error = _min(kind, key, raw, requests, limits)
+        errors += [error] if error else []
     for key, raw in (item.get("max") or {}).items():
-        if key not in limits:
-            errors.append(f"maximum {key} usage per Container is {raw}.  No limit is specified")
-        elif quantity.parse(limits[key]) > quantity.parse(raw):
-            errors.append(f"maximum {key} usage per Container is {raw}, but limit is {limits[key]}")
+        error = _max(kind, key, raw, requests, limits)
+        errors += [error] if error else []
     for key, raw in (item.get("maxLimitRequestRatio") or {}).items():
-        errors += _check_ratio(key, raw, requests, limits)
+        errors += _check_ratio(kind, key, raw, requests, limits)
     return errors
 
 
-def _check_ratio(key: str, raw: Any, requests: Obj, limits: Obj) -> list[str]:
+def _value(raw: Any) -> Fraction:
+    return raw if isinstance(raw, Fraction) else quantity.parse(raw)
+
+
+def _min(kind: str, key: str, raw: Any, requests: Obj, limits: Obj) -> str | None:
+    enforced = quantity.parse(raw)
+    if key not in requests:
+        return f"minimum {key} usage per {kind} is {raw}.  No request is specified"
+    if _value(requests[key]) < enforced:
+        return f"minimum {key} usage per {kind} is {raw}, but request is {_text(requests[key], raw)}"
+    if key in limits and _value(limits[key]) < enforced:
+        return f"minimum {key} usage per {kind} is {raw}, but limit is {_text(limits[key], raw)}"
+    return None
+
+
+def _max(kind: str, key: str, raw: Any, requests: Obj, limits: Obj) -> str | None:
+    enforced = quantity.parse(raw)
+    if key not in limits:
+        return f"maximum {key} usage per {kind} is {raw}.  No limit is specified"
+    if _value(limits[key]) > enforced:
+        return f"maximum {key} usage per {kind} is {raw}, but limit is {_text(limits[key], raw)}"
+    if key in requests and _value(requests[key]) > enforced:
+        return f"maximum {key} usage per {kind} is {raw}, but request is {_text(requests[key], raw)}"
+    return None
+
+
+def _text(value: Any, enforced: Any) -> str:
+    """A container's quantity as written; a pod's sum (a Fraction) as Quantity.String() prints it."""
+    if isinstance(value, Fraction):
+        return quantity.render(value, binary=quantity.is_binary(enforced))
+    return str(value)
+
+
+def _check_ratio(kind: str, key: str, raw: Any, requests: Obj, limits: Obj) -> list[str]:
     """limitRequestRatioConstraint: limit / request at most the ratio (compared in milli-units, as upstream
     does for a ratio that fits them), both set and non-zero."""
-    request = quantity.parse(requests[key]) if key in requests else Fraction(0)
-    limit = quantity.parse(limits[key]) if key in limits else Fraction(0)
+    request = _value(requests[key]) if key in requests else Fraction(0)
+    limit = _value(limits[key]) if key in limits else Fraction(0)
     if request == 0:
-        return [f"{key} max limit to request ratio per Container is {raw}, but no request is specified or "
+        return [f"{key} max limit to request ratio per {kind} is {raw}, but no request is specified or "
                 "request is 0"]
     if limit == 0:
-        return [f"{key} max limit to request ratio per Container is {raw}, but no limit is specified or limit is 0"]
+        return [f"{key} max limit to request ratio per {kind} is {raw}, but no limit is specified or limit is 0"]
     if limit / request > quantity.parse(raw):
-        return [f"{key} max limit to request ratio per Container is {raw}, but provided ratio is "
+        return [f"{key} max limit to request ratio per {kind} is {raw}, but provided ratio is "
                 f"{float(limit / request):f}"]
     return []
 

@@ -2,7 +2,9 @@
 
 Healthy: the session stack (rules loaded, deploy/alertmanager's route to the webhook sink). Broken: a second
 pair started here — Prometheus with no GPU rules scraping two exporters that report the same GPU for two
-pods (time-slicing), Alertmanager with no route for reactor="gpu" and kube-prometheus-stack's InfoInhibitor.
+pods (time-slicing), Alertmanager with no route for reactor="gpu" and kube-prometheus-stack's InfoInhibitor,
+and a tenant's pod serving DCGM-named series of another team's pod as a target of its own (job
+team-b-metrics in namespace team-b).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import yaml
 
 from reactor.app.cli import main
 from reactor.config.settings import Settings, load_settings
-from reactor.tools.doctor import Sources, diagnose
+from reactor.tools.doctor import Sources, diagnose, sources
 from reactor.tools.doctor.report import Check, Status
 from reactor.tools.launcher import free_port
 from tests.promstack.exporter import FakeDcgmExporter
@@ -32,7 +34,7 @@ pytestmark = pytest.mark.promstack
 
 REPO = Path(__file__).resolve().parents[2]
 NS = "ml-workloads"
-PROMETHEUS = ["dcgm-metrics", "label-spelling", "gpu-rules", "shared-gpus"]
+PROMETHEUS = ["dcgm-metrics", "label-spelling", "gpu-rules", "shared-gpus", "exporter-scrape", "dcgm-sources"]
 SIGNALS = ["busy-signal", "cpu-metrics"]  # tests/e2e/test_doctor_signals.py checks them with and without data
 ORDER = [*PROMETHEUS, *SIGNALS, "alertmanager-route", "alert-inhibition", "reactor-webhook", "kubernetes"]
 BROKEN_ALERTMANAGER = {
@@ -61,6 +63,9 @@ def broken(promstack_binaries: dict[str, str], tmp_path_factory: pytest.TempPath
     exporters = [FakeDcgmExporter(gpus=1, hostname="shared-node").start() for _ in range(2)]
     for i, exporter in enumerate(exporters):  # the same GPU (same UUID) reported for two pods
         exporter.set_pod(NS, f"sliced-{i}", "main", utilization=0.9)
+    tenant = FakeDcgmExporter(gpus=1, hostname="tenant-node").start()
+    tenant.set_pod("team-a", "victim", "main", utilization=0.0)
+    exporters.append(tenant)
     am_port, prom_port = free_port(), free_port()
     am_url, prom_url = f"http://127.0.0.1:{am_port}", f"http://127.0.0.1:{prom_port}"
     (workdir / "none.rules.yaml").write_text("groups: []\n")
@@ -68,6 +73,8 @@ def broken(promstack_binaries: dict[str, str], tmp_path_factory: pytest.TempPath
                                alertmanager=f"127.0.0.1:{am_port}", target_labels=EXPORTER_TARGET_LABELS,
                                honor_labels=False)
     config["scrape_configs"][0]["static_configs"][0]["targets"].append(exporters[1].address)
+    config["scrape_configs"].append({"job_name": "team-b-metrics", "honor_labels": False, "static_configs": [
+        {"targets": [tenant.address], "labels": {"namespace": "team-b", "pod": "metrics-6c9f", "container": "m"}}]})
     (workdir / "prometheus.yaml").write_text(yaml.safe_dump(config))
     (workdir / "alertmanager.yaml").write_text(yaml.safe_dump(BROKEN_ALERTMANAGER))
     stack = PromStack(prom_url, am_url, workdir / "none.rules.yaml")
@@ -82,7 +89,7 @@ def broken(promstack_binaries: dict[str, str], tmp_path_factory: pytest.TempPath
             f"--web.external-url={prom_url}"], workdir))
         for process, url in zip(stack.processes, (am_url, prom_url), strict=True):
             _wait_ready(process, url, 20)
-        stack.wait_for_query('count(DCGM_FI_DEV_GPU_UTIL{exported_pod!=""}) == 2')
+        stack.wait_for_query('count(DCGM_FI_DEV_GPU_UTIL{exported_pod!=""}) == 3')
         yield stack
     finally:
         stack.stop()
@@ -121,7 +128,8 @@ def test_rules_not_loaded_route_missing_and_shared_gpus_are_named(broken: PromSt
     sources = Sources(prometheus=broken.prometheus_url, alertmanager=broken.alertmanager_url,
                       thresholds=REPO / "rules/thresholds.yaml")
     checks = _by_name(diagnose(sources, settings, "-"))
-    assert checks["dcgm-metrics"].status is Status.OK and checks["dcgm-metrics"].detail.startswith("1 GPUs on 1 hosts")
+    # The tenant's fake GPU counts here (any target's series); the rules never read it (dcgm-sources).
+    assert checks["dcgm-metrics"].status is Status.OK and checks["dcgm-metrics"].detail.startswith("2 GPUs on 2 hosts")
     rules = checks["gpu-rules"]
     assert rules.status is Status.FAILING and "no gpu_reactor recording rules" in rules.detail
     assert "release" in rules.fix
@@ -151,7 +159,36 @@ def test_the_command_exits_1_and_prints_one_line_per_check(broken: PromStack,
     lines = capsys.readouterr().out.splitlines()
     assert code == 1
     # rules/thresholds.yaml by default: the signal of the policy's one allowed namespace too.
-    assert [ln.split()[1] for ln in lines] == [*PROMETHEUS, "busy-signal", "busy-signal", *ORDER[5:]]
-    assert lines[5].split()[1:3] == ["busy-signal", "ml-workloads"]
+    signal = len(PROMETHEUS) + 1
+    assert [ln.split()[1] for ln in lines] == [*PROMETHEUS, "busy-signal", "busy-signal", *ORDER[signal:]]
+    assert lines[signal].split()[1:3] == ["busy-signal", "ml-workloads"]
     assert lines[2].startswith("failing  gpu-rules") and " -> " in lines[2]
     assert lines[-1].startswith("failing  kubernetes")
+
+
+def test_a_tenants_dcgm_target_is_named_and_the_exporters_scrape_checked(broken: PromStack, settings: Settings) -> None:
+    """Issue 23, item 5: the exporter is scraped with the honorLabels the rules assume, and a tenant's pod serving
+    DCGM_FI_* series is named (the rules ignore it only while it cannot forge its target labels)."""
+    sources_ = Sources(prometheus=broken.prometheus_url, thresholds=REPO / "rules/thresholds.yaml")
+    checks = _by_name(diagnose(sources_, settings, "-"))
+    scrape = checks["exporter-scrape"]  # shipped thresholds: job only, no namespace: a warning that says so
+    assert scrape.status is Status.WARNING and "honorLabels: false" in scrape.detail, scrape
+    assert "exporter.namespace is not set" in scrape.detail
+    found = checks["dcgm-sources"]
+    assert found.status is Status.FAILING, found
+    assert "job=team-b-metrics" in found.detail and "namespace=team-b" in found.detail
+    assert "1 other targets" in found.detail  # the exporter's two targets are not named
+
+
+def test_an_exporter_scraped_with_the_wrong_honor_labels_fails(broken: PromStack) -> None:
+    plain = sources.Exporter("dcgm-exporter", "", "plain", "test")
+    targets = sources._active_targets(broken.prometheus_url)
+    check = sources.exporter_scrape(broken.prometheus_url, plain, targets)
+    assert check.status is Status.FAILING and "honorLabels: True" in check.detail, check
+    exported = sources.Exporter("dcgm-exporter", "gpu-operator", "exported", "test")
+    assert sources.exporter_scrape(broken.prometheus_url, exported, targets).status is Status.OK
+    nobody = sources.Exporter("nvidia-dcgm-exporter", "", "exported", "test")
+    missing = sources.exporter_scrape(broken.prometheus_url, nobody, targets)
+    assert missing.status is Status.FAILING and "no active scrape target" in missing.detail
+    only = sources.dcgm_sources(broken.prometheus_url, sources.Exporter(".+", "", "exported", "test"), targets)
+    assert only.status is Status.OK, only

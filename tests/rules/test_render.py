@@ -153,7 +153,7 @@ def test_the_plain_spelling_never_reads_the_exporters_own_container() -> None:
     assert 'container!~"nvidia-dcgm-exporter|dcgm-exporter|exporter"' in expr
     assert 'container!=""' in expr and "exported_" not in expr
     custom = _expr({"scrape": {"labels": "plain"}, "exporter": {"container": "gpu-metrics"}}, "gpu_reactor:gpu_fb_used:ratio")
-    assert 'container!~"gpu-metrics"' in custom and "nvidia-dcgm-exporter" not in custom
+    assert 'container!~"gpu-metrics"' in custom and 'container!~"nvidia-dcgm-exporter' not in custom
 
 
 def test_kube_pod_info_is_read_only_when_enabled() -> None:

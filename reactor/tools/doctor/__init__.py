@@ -14,11 +14,11 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from reactor.config.settings import Settings, load_settings
 from reactor.core.errors import ConfigError, ReactorError
-from reactor.tools.doctor import alertmanager, cluster, delivery, prometheus, signals
+from reactor.tools.doctor import alertmanager, cluster, delivery, prometheus, signals, sources
 from reactor.tools.doctor.http import Unreachable
 from reactor.tools.doctor.report import Check, exit_code, failing, line, warning
 
@@ -51,6 +51,19 @@ def prometheus_checks(url: str, thresholds: Path | None) -> Iterator[Check]:
     yield prometheus.label_spelling(url, configured, source)
     yield prometheus.gpu_rules(url, rules)
     yield prometheus.shared_gpus(url, prometheus.arriving_spelling(url) or configured)
+    yield from sources.scrape_checks(url, _exporter(rules, thresholds))
+
+
+def _exporter(rules: list[dict[str, Any]], thresholds: Path | None) -> sources.Exporter | None:
+    """The exporter's targets as the loaded rules match them, else as the thresholds file renders them."""
+    found = sources.exporter_of_rules(rules, prometheus.spelling_of_rules(rules))
+    if found is None and thresholds is not None:
+        from reactor.tools.rules import load_values
+
+        values = load_values(thresholds)
+        found = sources.Exporter(values.exporter_job, values.exporter_namespace, values.scrape_labels,
+                                 str(thresholds))
+    return found
 
 
 def signal_checks(url: str, thresholds: Path | None, settings: Settings) -> Iterator[Check]:

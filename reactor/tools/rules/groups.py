@@ -68,20 +68,21 @@ def variants(values: Values, section: str) -> Iterator[Variant]:
 
 
 def recording_rules(values: Values) -> list[dict[str, Any]]:
-    labels, exporter = values.scrape_labels, values.exporter_container
-    per_gpu, container = signal.recording_rules(values.signal, dict(values.signal_overrides), labels, exporter)
-    busy = signal.per_gpu(signal.global_gpu_signal(values.signal), labels, exporter)
+    scrape = promql.Scrape(values.scrape_labels, values.exporter_container, values.exporter_job,
+                           values.exporter_namespace)
+    per_gpu, container = signal.recording_rules(values.signal, dict(values.signal_overrides), scrape)
+    busy = signal.per_gpu(signal.global_gpu_signal(values.signal), scrape)
     rules = [
-        {"record": promql.GPU_HOLDER, "expr": promql.gpu_holder(labels, exporter)},
+        {"record": promql.GPU_HOLDER, "expr": promql.gpu_holder(scrape)},
         {"record": promql.GPU_PODS, "expr": promql.gpu_pods()},
         {"record": promql.SHARED, "expr": promql.container_shared()},
         {"record": promql.GPU_UTILIZATION, "expr": busy},
-        {"record": promql.GPU_FB_USED, "expr": promql.gpu_fb_used(labels, exporter)},
+        {"record": promql.GPU_FB_USED, "expr": promql.gpu_fb_used(scrape)},
         *per_gpu,
         *container,
         {"record": promql.FB_USED, "expr": promql.container_fb_used()},
         {"record": promql.GPUS, "expr": promql.container_gpus()},
-        {"record": promql.GPU_REPORTED, "expr": promql.gpu_reported()},
+        {"record": promql.GPU_REPORTED, "expr": promql.gpu_reported(scrape)},
         {"record": promql.GPU_SEEN, "expr": promql.container_gpu_seen()},
     ]
     for v in variants(values, "idleGpu"):

@@ -9,6 +9,7 @@ also `kube_pod_info`, where enabled).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 
 WORKLOAD = ("namespace", "pod", "container")
@@ -45,6 +46,33 @@ FB_USED_RAW = "DCGM_FI_DEV_FB_USED"
 POD_INFO = "kube_pod_info"
 
 
+@dataclass(frozen=True, slots=True)
+class Scrape:
+    """How dcgm-exporter's series reach Prometheus, as the raw selectors must read them.
+
+    `labels`: the spelling of the workload's labels (values.Values.scrape_labels). `exporter_container`: the
+    exporter's own container (plain spelling: never a workload). `job`, `namespace`: regexes of the exporter's
+    own scrape targets' `job` and `namespace` target labels ("" = not checked). Every raw DCGM selector carries
+    them: any pod can expose series named DCGM_FI_* with `exported_pod` naming anyone, and only the target
+    labels Prometheus sets tell the exporter's from a tenant's.
+    """
+
+    labels: str = "exported"
+    exporter_container: str = "nvidia-dcgm-exporter|dcgm-exporter|exporter"
+    job: str = ""
+    namespace: str = ""
+
+    @property
+    def targets(self) -> str:
+        """The matchers that keep only the exporter's own targets' series ("" when nothing is checked)."""
+        found = [f'job=~"{self.job}"'] if self.job else []
+        return ", ".join(found + ([f'namespace=~"{self.namespace}"'] if self.namespace else []))
+
+    def matchers(self, *more: str) -> str:
+        """`more`, then the target matchers, comma-separated (the inside of a selector's braces)."""
+        return ", ".join(m for m in (*more, self.targets) if m)
+
+
 def duration(value: timedelta) -> str:
     """A Prometheus duration: `1h30m`, `45s`, `0s`."""
     seconds = int(value.total_seconds())
@@ -63,29 +91,30 @@ def selector(*, only: str | None = None, exclude: tuple[str, ...] = ()) -> str:
     return ""
 
 
-def workload_series(build: Callable[[str], str], labels: str, exporter_container: str) -> str:
+def workload_series(build: Callable[[str], str], scrape: Scrape) -> str:
     """A per-GPU expression `build(matchers)`, labelled by the workload in the scrape's spelling.
 
     "exported" (honor_labels false): the plain `namespace`/`pod`/`container` name the exporter
     and the `exported_*` ones the workload, so those are copied over them; a series without
     `exported_pod` is a GPU no pod holds, whatever its plain labels say. "plain" (honor_labels
     true): the plain labels name the workload, but a free GPU's series may carry the exporter's
-    own target labels, so a container matching `exporter_container` is never a workload.
+    own target labels, so a container matching `exporter_container` is never a workload. Either
+    way only the exporter's own targets count (`Scrape.targets`): the matchers apply to the raw
+    series, before the `exported_*` labels are copied over the target's.
     """
-    if labels == "exported":
-        series = build('exported_pod!=""')
+    if scrape.labels == "exported":
+        series = build(scrape.matchers('exported_pod!=""'))
         for label in WORKLOAD:
             series = f'label_replace({series}, "{label}", "$1", "exported_{label}", "(.*)")'
     else:
-        series = build(f'pod!="", container!="", container!~"{exporter_container}"')
+        series = build(scrape.matchers(f'pod!="", container!="", container!~"{scrape.exporter_container}"'))
     return f"max by ({BY_GPU}) (\n  {series}\n)"
 
 
-def gpu_holder(labels: str, exporter_container: str) -> str:
+def gpu_holder(scrape: Scrape) -> str:
     """1 per container and GPU it is reported on, whatever the GPU's values."""
     return workload_series(
-        lambda m: f"{GPU_UTIL}{{{m}}} or {FB_USED_RAW}{{{m}}} or {GR_ENGINE_ACTIVE}{{{m}}}",
-        labels, exporter_container,
+        lambda m: f"{GPU_UTIL}{{{m}}} or {FB_USED_RAW}{{{m}}} or {GR_ENGINE_ACTIVE}{{{m}}}", scrape,
     ).replace("max by", "group by", 1)
 
 
@@ -103,29 +132,31 @@ def unshared(expr: str) -> str:
     return f"(\n{_indent(expr)}\n)\nunless on ({_SHARING})\n({GPU_PODS} > 1)"
 
 
-def gpu_utilization(labels: str, exporter_container: str) -> str:
+def gpu_utilization(scrape: Scrape) -> str:
     """GR_ENGINE_ACTIVE where present; GPU_UTIL/100 otherwise, but never on MIG, where it reads 0."""
-    preferred = workload_series(lambda m: f"{GR_ENGINE_ACTIVE}{{{m}}}", labels, exporter_container)
-    fallback = workload_series(lambda m: f'{GPU_UTIL}{{{m}, GPU_I_ID=""}} / 100', labels, exporter_container)
+    preferred = workload_series(lambda m: f"{GR_ENGINE_ACTIVE}{{{m}}}", scrape)
+    fallback = workload_series(lambda m: f'{GPU_UTIL}{{{m}, GPU_I_ID=""}} / 100', scrape)
     return unshared(f"{preferred}\nor\n{fallback}")
 
 
-def gpu_fb_used(labels: str, exporter_container: str) -> str:
+def gpu_fb_used(scrape: Scrape) -> str:
     """Framebuffer used / total, per GPU; FB_RESERVED counts in the total where exported."""
 
     def ratio(m: str) -> str:
         used, free, reserved = (f"DCGM_FI_DEV_FB_{name}{{{m}}}" for name in ("USED", "FREE", "RESERVED"))
         return f"{used} / ({used} + {free} + ({reserved} or {used} * 0))"
 
-    return unshared(workload_series(ratio, labels, exporter_container))
+    return unshared(workload_series(ratio, scrape))
 
 
-def gpu_reported() -> str:
+def gpu_reported(scrape: Scrape) -> str:
     """Per GPU (`UUID`), the evaluation time whenever the exporter reports it at all, held or free.
 
-    Read in any spelling: a GPU is reported as long as any series the rules read carries its UUID.
+    Read in any spelling: a GPU is reported as long as any series the rules read carries its UUID
+    (from the exporter's own targets: a tenant's series must not keep a GPU "reported").
     """
-    return f"time() * group by (UUID) ({FB_USED_RAW} or {GPU_UTIL} or {GR_ENGINE_ACTIVE})"
+    sel = f"{{{scrape.targets}}}" if scrape.targets else ""
+    return f"time() * group by (UUID) ({FB_USED_RAW}{sel} or {GPU_UTIL}{sel} or {GR_ENGINE_ACTIVE}{sel})"
 
 
 def container_gpu_seen() -> str:

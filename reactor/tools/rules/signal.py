@@ -34,15 +34,14 @@ class BusySignal:
     expr: str = ""
 
 
-def per_gpu(name: str, labels: str, exporter_container: str) -> str:
+def per_gpu(name: str, scrape: promql.Scrape) -> str:
     """The per-GPU busy ratio of a named signal, labelled by the workload."""
     if name == SM_ACTIVE:
-        return promql.unshared(
-            promql.workload_series(lambda m: f"DCGM_FI_PROF_SM_ACTIVE{{{m}}}", labels, exporter_container))
+        return promql.unshared(promql.workload_series(lambda m: f"DCGM_FI_PROF_SM_ACTIVE{{{m}}}", scrape))
     if name == GPU_UTIL:
         return promql.unshared(promql.workload_series(lambda m: f'{promql.GPU_UTIL}{{{m}, GPU_I_ID=""}} / 100',
-                                                      labels, exporter_container))
-    return promql.gpu_utilization(labels, exporter_container)  # already without shared GPUs
+                                                      scrape))
+    return promql.gpu_utilization(scrape)  # already without shared GPUs
 
 
 def global_gpu_signal(signal: BusySignal) -> str:
@@ -72,12 +71,12 @@ def container_expr(signal: BusySignal, sel: str, global_name: str) -> str:
             f"{gpu_containers}\n)\n{shared}")
 
 
-def recording_rules(default: BusySignal, overrides: dict[str, BusySignal], labels: str,
-                    exporter_container: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def recording_rules(default: BusySignal, overrides: dict[str, BusySignal],
+                    scrape: promql.Scrape) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(extra per-GPU rules, container utilization rules): recorded after and instead of the defaults."""
     global_name = global_gpu_signal(default)
     used = sorted({s.name for _, s in _variants(default, overrides) if s.name in NAMED} - {global_name})
-    per_gpu_rules = [{"record": _PER_GPU[n], "expr": per_gpu(n, labels, exporter_container)} for n in used]
+    per_gpu_rules = [{"record": _PER_GPU[n], "expr": per_gpu(n, scrape)} for n in used]
     # One rule, the namespaces' variants joined by `or`: two rules recording one series are duplicates.
     parts = [container_expr(s, sel, global_name) for sel, s in _variants(default, overrides)]
     expr = parts[0] if len(parts) == 1 else "\nor\n".join(f"(\n{p}\n)" for p in parts)

@@ -26,6 +26,10 @@ LABEL_SPELLINGS = ("exported", "plain")
 # The exporter's own container: `nvidia-dcgm-exporter` (GPU Operator), `exporter` (NVIDIA's
 # dcgm-exporter Helm chart), `dcgm-exporter` (other manifests).
 DEFAULT_EXPORTER_CONTAINER = "nvidia-dcgm-exporter|dcgm-exporter|exporter"
+# The exporter's own scrape job: the `job` label Prometheus gives its targets (a ServiceMonitor's is the
+# Service's name: `nvidia-dcgm-exporter` under GPU Operator, `dcgm-exporter` from NVIDIA's chart). Only series
+# from these targets are counted: a tenant's pod exposing DCGM-named series of its own is another target.
+DEFAULT_EXPORTER_JOB = "nvidia-dcgm-exporter|dcgm-exporter"
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 
@@ -94,7 +98,7 @@ _TOP = frozenset(
 )
 _PROMETHEUS_RULE = frozenset({"name", "namespace", "labels"})
 _SCRAPE = frozenset({"labels", "cadvisorLabels"})
-_EXPORTER = frozenset({"container"})
+_EXPORTER = frozenset({"container", "job", "namespace"})
 _KUBE_STATE_METRICS = frozenset({"enabled"})
 
 
@@ -109,6 +113,11 @@ class Values:
     labels): `namespace`/`pod`/`container` name the workload, except on the series of a free GPU
     that carry the exporter's own target labels: a container matching `exporter_container` is
     never a workload. `kube_state_metrics`: GPUMetricsMissing also reads `kube_pod_info`.
+
+    `exporter_job`, `exporter_namespace`: regular expressions of the `job` and (exported spelling only) the
+    `namespace` target labels of the exporter's own scrape targets; "" leaves that label unchecked. Every raw
+    DCGM selector carries them, so series another target exposes (a tenant's pod naming itself or another
+    team's pod in DCGM-named series) are never counted.
     """
 
     evaluation_interval: timedelta = timedelta(minutes=1)
@@ -116,6 +125,8 @@ class Values:
     runbook_url: str = AUTO  # or an http(s) URL of docs/runbooks.md; the renderer resolves `auto` (checkout.py)
     scrape_labels: str = "exported"
     exporter_container: str = DEFAULT_EXPORTER_CONTAINER
+    exporter_job: str = DEFAULT_EXPORTER_JOB
+    exporter_namespace: str = ""
     kube_state_metrics: bool = False
     cadvisor_labels: str = "plain"  # cAdvisor's spelling: the kubelet labels its series plainly
     signal: BusySignal = BusySignal()  # the busy signal (rules/signal.py); per namespace in signal_overrides
@@ -256,21 +267,39 @@ def _scrape(raw: Any) -> dict[str, Any]:
     return found
 
 
-def _exporter(raw: Any) -> dict[str, Any]:
-    doc = _mapping("exporter", raw, _EXPORTER)
-    if "container" not in doc:
-        return {}
-    pattern = doc["container"]
-    if not isinstance(pattern, str) or not pattern or any(c in pattern for c in '"\\\n'):
-        raise ConfigError("exporter.container",
-                          f"expected a regular expression without quotes or backslashes, got {pattern!r}")
+def _pattern(key: str, pattern: Any, *, empty_ok: bool, what: str = "target") -> str:
+    """A label-value regex rendered into a `=~"..."` / `!~"..."` matcher: no quote, backslash or newline."""
+    if not isinstance(pattern, str) or (not pattern and not empty_ok) or any(c in pattern for c in '"\\\n'):
+        raise ConfigError(key, f"expected a regular expression without quotes or backslashes, got {pattern!r}")
     try:
         compiled = re.compile(pattern)
     except re.error as e:
-        raise ConfigError("exporter.container", f"not a valid regular expression: {e}") from e
-    if compiled.fullmatch(""):
-        raise ConfigError("exporter.container", f"{pattern!r} matches the empty name: it would match every container")
-    return {"exporter_container": pattern}
+        raise ConfigError(key, f"not a valid regular expression: {e}") from e
+    if pattern and compiled.fullmatch(""):
+        raise ConfigError(key, f"{pattern!r} matches the empty value: it would match every {what}")
+    return pattern
+
+
+def _exporter(raw: Any) -> dict[str, Any]:
+    doc = _mapping("exporter", raw, _EXPORTER)
+    found: dict[str, Any] = {}
+    if "container" in doc:
+        found["exporter_container"] = _pattern("exporter.container", doc["container"], empty_ok=False,
+                                                 what="container")
+    for key in ("job", "namespace"):
+        if key in doc:
+            found[f"exporter_{key}"] = _pattern(f"exporter.{key}", doc[key], empty_ok=True)
+    return found
+
+
+def _check_exporter_targets(values: Values) -> None:
+    """The exporter's targets must be told apart by a label no other target can claim."""
+    if not values.exporter_job and not values.exporter_namespace:
+        raise ConfigError("exporter.job", "exporter.job and exporter.namespace are both empty: DCGM_FI_* series "
+                          "from any scrape target (a tenant's pod among them) would count")
+    if values.exporter_namespace and values.scrape_labels != "exported":
+        raise ConfigError("exporter.namespace", "needs scrape.labels: exported; with honorLabels: true the "
+                          "namespace label names the workload, not the exporter's target (use exporter.job)")
 
 
 def _kube_state_metrics(raw: Any) -> dict[str, Any]:
@@ -314,6 +343,7 @@ def build_values(doc: Any) -> Values:
         **fields, defaults=MappingProxyType(defaults), overrides=MappingProxyType(overrides)
     )
     _check_windows(values)
+    _check_exporter_targets(values)
     return values
 
 
