@@ -20,11 +20,13 @@ from typing import Any
 from reactor.act.actor import Acted, Actor, Attempt, KeptChanging
 from reactor.act.budget import Budget
 from reactor.act.events import Recorder
+from reactor.act.posting import EventPoster
 from reactor.act.resize import compute_facts, cpu_bounds, memory_bounds
-from reactor.cluster.adapted import adapted_refusal, adapted_workload
+from reactor.cluster.adapted import adapted_refusal
 from reactor.cluster.cache import Store
 from reactor.cluster.kube import KubeGateway
-from reactor.cluster.workloads import hpa_targets, namespace_bounds, to_workload
+from reactor.cluster.view import ClusterView
+from reactor.cluster.workloads import hpa_targets, namespace_bounds
 from reactor.config.settings import Settings
 from reactor.core.errors import PermanentError, TemporaryError
 from reactor.core.metrics import Metrics
@@ -47,11 +49,11 @@ from reactor.core.model import (
     WorkloadRef,
 )
 from reactor.core.outcome import Outcome, alert_outcome, decision_fields
-from reactor.integrations import kueue
 from reactor.integrations.adapters import Adapters
 from reactor.policy import alert_refusal, decide, effective_mode, fold, owner_refusal
 from reactor.resolve.owners import Owner, Owners, Reader, UnknownPodLimit, resolve_owner, valid_name, valid_namespace
-from reactor.state.seal import StateKeys, authenticate
+from reactor.state.seal import StateKeys
+from reactor.state.writes import StateWrites
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +100,7 @@ class Engine:
         self, *, settings: Settings, kube: KubeGateway, metrics: Metrics,
         budget: Budget | None = None, clock: Callable[[], datetime] = utcnow, state_keys: StateKeys | None = None,
         monotonic: Callable[[], float] = time.monotonic, cache: Store | None = None,
+        events: EventPoster | None = None,
     ) -> None:
         self.monotonic = monotonic
         self.cache = cache  # the watch-fed store (reactor/cluster/cache.py) the notification's Reader reads first
@@ -115,9 +118,13 @@ class Engine:
         self._workloads: OrderedDict[tuple[Any, ...], Workload] = OrderedDict()  # see `_workload`
         self._owners = Owners()
         self.recorder = Recorder(metrics)
+        # How an object read becomes the workload decided on; the verifier reads through the same view.
+        self.view = ClusterView(adapters=self.adapters, gpu_resource=self.policy.gpu_resource, state_keys=state_keys)
+        # Events go through a queue and a background thread: an Events API that stalls never delays the answer.
+        self.events = events or EventPoster(kube, dropped=metrics.events_dropped.inc)
         self.actor = Actor(kube=kube, budget=self.budget, gpu_resource=self.policy.gpu_resource,
-                           cooldown=self.policy.cooldown, conflict_retries=settings.kube.conflict_retries,
-                           dry_run=self.policy.dry_run, state_keys=state_keys,
+                           state=StateWrites(state_keys, self.policy.cooldown), events=self.events,
+                           conflict_retries=settings.kube.conflict_retries, dry_run=self.policy.dry_run,
                            cpu_apply_to=self.policy.cpu_apply_to, adapters=self.adapters)
         self._lock = threading.Lock()
         # The verifier's `track`, when one runs: called once per notification with every change it applied.
@@ -274,7 +281,7 @@ class Engine:
             owner, indexes = groups[ref]
             group = [alerts[i] for i in indexes]
             if reader.past_deadline():
-                self.metrics.skips.labels(reason=SkipReason.DEADLINE_EXCEEDED.value).inc()
+                self.recorder.unfinished(ref, _DEADLINE, Result.SKIPPED, counted=SkipReason.DEADLINE_EXCEEDED)
                 fields = decision_fields(ref, _DEADLINE, Result.SKIPPED)
                 for i, alert in zip(indexes, group, strict=True):
                     outcomes[i] = alert_outcome(alert, fields)
@@ -284,18 +291,18 @@ class Engine:
                     decision, result = self._handle_workload(reader, owner, fold(group), namespaces[ref.namespace], now,
                                                              applied)
             except TemporaryError as e:
-                if isinstance(e, KeptChanging):
-                    self.metrics.skips.labels(reason=SkipReason.CONFLICT.value).inc()
                 failures.append(f"{ref}: {e}")
                 decision, result = Skip(SkipReason.API_ERROR, str(e)), Result.FAILED
+                # Answered 503: Alertmanager retries. Kept-changing (409s) is counted; a transient API error is not.
+                self.recorder.unfinished(ref, decision, result,
+                                         counted=SkipReason.CONFLICT if isinstance(e, KeptChanging) else None)
             except PermanentError as e:
                 # E.g. RBAC refuses a read: answer it for this workload, go on with the others.
-                self.metrics.skips.labels(reason=SkipReason.API_ERROR.value).inc()
-                log.warning("workload not handled", extra={"workload": str(ref), "error": str(e)})
                 decision, result = Skip(SkipReason.API_ERROR, str(e)), Result.FAILED
+                self.recorder.unfinished(ref, decision, result, counted=SkipReason.API_ERROR)
             except Exception as e:  # noqa: BLE001 - the isolation boundary: one workload's bug fails that workload
                 decision, result = self._internal_error(ref, e), Result.FAILED
-                self.metrics.skips.labels(reason=SkipReason.INTERNAL_ERROR.value).inc()
+                self.recorder.unfinished(ref, decision, result, counted=SkipReason.INTERNAL_ERROR)
             fields = decision_fields(ref, decision, result)  # once per workload; the alerts only add their own
             for i, alert in zip(indexes, group, strict=True):
                 outcomes[i] = alert_outcome(alert, fields)
@@ -333,8 +340,7 @@ class Engine:
             namespaced = ns.bounds.reserving(ns.reserved)
             if not workload.queue:
                 return namespaced
-            quota = reader.cluster_queue_quota(ref.namespace, workload.queue, self.policy.gpu_resource)
-            return kueue.with_cluster_queue(namespaced, quota, workload.queue)
+            return self.view.queue_bounds(namespaced, workload, reader)
 
         def cpu_namespace_bounds() -> ComputeBounds:
             if ns.cpu_bounds is None:
@@ -379,7 +385,8 @@ class Engine:
         return self._finish_action(ref, signal, decision, acted.result)
 
     def _workload(self, obj: dict[str, Any], owner: Owner) -> Workload:
-        """The workload as the policy sees it (its state authenticated), remembered by resourceVersion.
+        """The workload as the policy sees it (the cluster view: adapted, Kueue, its state authenticated),
+        remembered by resourceVersion.
 
         The API server gives each version of an object its own resourceVersion, so the same (workload, uid,
         resourceVersion) always reads the same: on the cooldown path, where every notification meets an
@@ -389,29 +396,22 @@ class Engine:
         meta = obj.get("metadata") or {}
         version = meta.get("resourceVersion")
         if not version or owner.child is not None or self.adapters.get(owner.ref.kind) is not None:
-            return authenticate(kueue.as_managed(self._to_workload(obj, owner), obj), self.state_keys)
+            return self._view(obj, owner)
         key = (owner.ref, str(meta.get("uid", "")), str(version), owner.via, owner.part)
         with self._lock:
             known = self._workloads.get(key)
             if known is not None:
                 self._workloads.move_to_end(key)
                 return known
-        workload = authenticate(kueue.as_managed(self._to_workload(obj, owner), obj), self.state_keys)
+        workload = self._view(obj, owner)
         with self._lock:
             self._workloads[key] = workload
             while len(self._workloads) > WORKLOAD_MEMO:
                 self._workloads.popitem(last=False)
         return workload
 
-    def _to_workload(self, obj: dict[str, Any], owner: Owner) -> Workload:
-        adapter = self.adapters.get(owner.ref.kind)
-        if adapter is None:
-            return to_workload(obj, owner.ref.kind, self.policy.gpu_resource, via=owner.via)
-        workload = adapted_workload(adapter, obj, owner.part, self.policy.gpu_resource, child=owner.child,
-                                    via=owner.via)
-        if workload is None:  # the template went away between the resolve and this read
-            raise PermanentError(f"{owner.ref} has no pod template {owner.part!r} any more")
-        return workload
+    def _view(self, obj: dict[str, Any], owner: Owner) -> Workload:
+        return self.view.workload(obj, owner.ref.kind, part=owner.part, child=owner.child, via=owner.via)
 
     def _internal_error(self, ref: WorkloadRef, error: Exception) -> Skip:
         """An unexpected error (a bug, a value nobody foresaw): logged with its traceback, answered as a Skip."""

@@ -59,6 +59,10 @@ class Metrics:
             "reactor_verifications", "Rollouts of the reactor's changes followed to an end, by result.",
             ["result"], registry=r,
         )
+        self.events_dropped = Counter(
+            "reactor_events_dropped", "Kubernetes Events not posted: the queue to the Events API was full.",
+            registry=r,
+        )
         self.gpus_released = Gauge(
             "reactor_gpus_released", "GPUs the reactor's changes currently hold back (original minus current).",
             ["namespace"], registry=r,

@@ -185,6 +185,7 @@ class Verification:
     strategy: str  # the strategy whose change is verified, e.g. "resize-gpu-up"
     since: datetime  # when the change was written (pending) or the result reached
     reason: str = ""
+    part: str = ""  # the template of an operator's resource the change is on ("" for one template)
 
 
 @dataclass(frozen=True, slots=True)
