@@ -415,6 +415,7 @@ class SkipReason(enum.StrEnum):
     CPU_BOUND = "cpu-bound"
     AT_MAX_CPU = "at-max-cpu"
     AT_MAX_MEMORY = "at-max-memory"
+    BELOW_LIMIT_RANGE = "below-limit-range"
     RECENTLY_REVERTED = "recently-reverted"
     OPERATOR_FORBIDS = "operator-forbids"
     TEST_ALERT = "test-alert"

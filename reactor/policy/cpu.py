@@ -81,7 +81,7 @@ def revert_cpu(ctx: Context, container: str | None, original: object) -> Action 
         return Skip(SkipReason.NOTHING_TO_REVERT, f"recorded original {original!r} does not fit the CPU of {container}")
     low = ctx.cpu_bounds.lowest
     if low is not None and min(original.request or original.limit, original.limit) < low:
-        return Skip(SkipReason.NOTHING_TO_REVERT,
+        return Skip(SkipReason.BELOW_LIMIT_RANGE,
                     f"original CPU {original.limit}m is below the LimitRange min {low}m")
     return Action(action="revert", direction="revert", workload=ctx.workload.ref, container=container,
                   from_value=f"{current.limit}m", to_value=f"{original.limit}m", strategy="resize-cpu-up",
