@@ -27,7 +27,7 @@ from reactor.tools.seeds import demo_file
 from reactor_sim import SimCluster
 from tests.adapters.operators import GPU, container, install
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
-from tests.test_verification import Clock, _cluster, _flushing, _grow, _gpus, _verification
+from tests.test_verification import Clock, _cluster, _flushing, _gpus, _grow, _verification
 
 VERIFY = {"timeout": "30s", "interval": "1s"}
 

@@ -129,8 +129,9 @@ class Verifier:
                 log.warning("verification not removed from the Lease",
                             extra={"workload": ", ".join(sorted(map(str, refs)))[:500], "error": str(e)})
 
-    def work(self, now: datetime) -> set[WorkloadRef] | None:
-        """Every workload with a verification to follow, or None when another replica leads."""
+    def work(self, now: datetime) -> tuple[set[WorkloadRef], set[WorkloadRef] | None] | None:
+        """(every workload with a verification to follow, what a LIST found when the Lease's list overflowed, else
+        None), or None when another replica leads."""
         with self._lock:
             refs = set(self._local)
         overflowed = False
@@ -141,11 +142,8 @@ class Verifier:
             refs |= listed
         if self.cache is not None:
             refs |= self._scan_cache()
-        if overflowed and self.lease is not None:
-            found = self._scan_api()
-            refs |= found
-            self.lease.settle(found, now)
-        return refs
+        found = self._scan_api() if overflowed else None
+        return refs | (found or set()), found
 
     def _scan_cache(self) -> set[WorkloadRef]:
         """The cached workloads whose annotations say a verification is pending (in memory, no request)."""
@@ -178,12 +176,13 @@ class Verifier:
         """One pass over the pending verifications if this replica leads; the number of workloads followed."""
         now = self.clock()
         try:
-            refs = self.work(now)
+            work = self.work(now)
         except ReactorError as e:  # no Lease to be had: standing by is the safe side
             log.warning("verifier Lease not held", extra={"error": str(e)})
             return 0
-        if refs is None:
+        if work is None:
             return 0
+        refs, found = work
         finished: list[WorkloadRef] = []
         for ref in sorted(refs):
             retry = self._retries.get(ref)
@@ -195,6 +194,11 @@ class Verifier:
             except ReactorError as e:  # the API failed: the next pass tries again
                 log.warning("verification not checked", extra={"workload": str(ref), "error": str(e)})
         self._untrack(finished, now)  # one Lease write for the whole pass
+        if found is not None and self.lease is not None:
+            try:  # what is still pending joins the list; the overflow mark goes once the list holds it all
+                self.lease.settle(found - set(finished), now)
+            except ReactorError as e:  # still marked: the next pass lists the workloads again
+                log.warning("verification list not settled", extra={"error": str(e)})
         self.ledger.publish(now)
         return len(refs)
 
