@@ -22,13 +22,15 @@ from typing import Any
 from reactor.act.actor import Acted, Actor, Attempt, KeptChanging
 from reactor.act.budget import GLOBAL, Budget
 from reactor.act.events import Recorder
+from reactor.act.posting import EventPoster
 from reactor.act.resize import compute_facts, cpu_bounds, memory_bounds
-from reactor.cluster.adapted import adapted_refusal, adapted_workload
+from reactor.cluster.adapted import adapted_refusal
 from reactor.cluster.cache import Store
 from reactor.cluster.kube import KubeGateway
-from reactor.cluster.workloads import hpa_targets, namespace_bounds, to_workload
+from reactor.cluster.view import ClusterView
+from reactor.cluster.workloads import hpa_targets, namespace_bounds
 from reactor.config.settings import Settings
-from reactor.core.errors import Failure, PermanentError, RetryLater, classify
+from reactor.core.errors import Failure, RetryLater, classify
 from reactor.core.metrics import Metrics
 from reactor.core.model import (
     KNOWN_ALERTS,
@@ -49,11 +51,11 @@ from reactor.core.model import (
     WorkloadRef,
 )
 from reactor.core.outcome import Outcome, alert_outcome, decision_fields
-from reactor.integrations import kueue
 from reactor.integrations.adapters import Adapters
 from reactor.policy import alert_refusal, decide, effective_mode, fold, owner_refusal
 from reactor.resolve.owners import Owner, Owners, Reader, UnknownPodLimit, resolve_owner, valid_name, valid_namespace
-from reactor.state.seal import StateKeys, authenticate
+from reactor.state.seal import StateKeys
+from reactor.state.writes import StateWrites
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +102,7 @@ class Engine:
         self, *, settings: Settings, kube: KubeGateway, metrics: Metrics,
         budget: Budget | None = None, clock: Callable[[], datetime] = utcnow, state_keys: StateKeys | None = None,
         monotonic: Callable[[], float] = time.monotonic, cache: Store | None = None,
+        events: EventPoster | None = None,
     ) -> None:
         self.monotonic = monotonic
         self.cache = cache  # the watch-fed store (reactor/cluster/cache.py) the notification's Reader reads first
@@ -117,9 +120,13 @@ class Engine:
         self._workloads: OrderedDict[tuple[Any, ...], Workload] = OrderedDict()  # see `_workload`
         self._owners = Owners()
         self.recorder = Recorder(metrics)
+        # How an object read becomes the workload decided on; the verifier reads through the same view.
+        self.view = ClusterView(adapters=self.adapters, gpu_resource=self.policy.gpu_resource, state_keys=state_keys)
+        # Events go through a queue and a background thread: an Events API that stalls never delays the answer.
+        self.events = events or EventPoster(kube, dropped=metrics.events_dropped.inc)
         self.actor = Actor(kube=kube, budget=self.budget, gpu_resource=self.policy.gpu_resource,
-                           cooldown=self.policy.cooldown, conflict_retries=settings.kube.conflict_retries,
-                           dry_run=self.policy.dry_run, state_keys=state_keys,
+                           state=StateWrites(state_keys, self.policy.cooldown), events=self.events,
+                           conflict_retries=settings.kube.conflict_retries, dry_run=self.policy.dry_run,
                            cpu_apply_to=self.policy.cpu_apply_to, adapters=self.adapters)
         self._lock = threading.Lock()
         # The verifier's `track`, when one runs: called once per notification with every change it applied.
@@ -294,7 +301,7 @@ class Engine:
             owner, indexes = groups[ref]
             group = [alerts[i] for i in indexes]
             if reader.past_deadline():
-                self.metrics.workload_skips.labels(reason=SkipReason.DEADLINE_EXCEEDED.value).inc()
+                self.recorder.unfinished(ref, _DEADLINE, Result.SKIPPED, counted=SkipReason.DEADLINE_EXCEEDED)
                 fields = decision_fields(ref, _DEADLINE, Result.SKIPPED)
                 for i, alert in zip(indexes, group, strict=True):
                     outcomes[i] = alert_outcome(alert, fields)
@@ -304,9 +311,11 @@ class Engine:
                     decision, result = self._handle_workload(reader, owner, fold(group), namespaces[ref.namespace], now,
                                                              applied)
             except Exception as e:  # noqa: BLE001 - the isolation boundary: one workload's failure fails that workload
-                if isinstance(e, KeptChanging):
-                    self.metrics.workload_skips.labels(reason=SkipReason.CONFLICT.value).inc()
-                decision, result = self._failed(ref, e, failures, counted=True), Result.FAILED
+                decision, result = self._failed(ref, e, failures, counted=False), Result.FAILED
+                # Kept-changing (409s) is counted; another retryable failure is counted as the 503 it causes.
+                retry = decision.reason is SkipReason.API_ERROR and classify(e) is Failure.RETRY
+                counted = SkipReason.CONFLICT if isinstance(e, KeptChanging) else None if retry else decision.reason
+                self.recorder.unfinished(ref, decision, result, counted=counted)
             fields = decision_fields(ref, decision, result)  # once per workload; the alerts only add their own
             for i, alert in zip(indexes, group, strict=True):
                 outcomes[i] = alert_outcome(alert, fields)
@@ -343,8 +352,7 @@ class Engine:
             namespaced = ns.bounds.reserving(ns.reserved)
             if not workload.queue:
                 return namespaced
-            quota = reader.cluster_queue_quota(ref.namespace, workload.queue, self.policy.gpu_resource)
-            return kueue.with_cluster_queue(namespaced, quota, workload.queue)
+            return self.view.queue_bounds(namespaced, workload, reader)
 
         def cpu_namespace_bounds() -> ComputeBounds:
             if ns.cpu_bounds is None:
@@ -389,7 +397,8 @@ class Engine:
         return self._finish_action(ref, signal, decision, acted.result)
 
     def _workload(self, obj: dict[str, Any], owner: Owner) -> Workload:
-        """The workload as the policy sees it (its state authenticated), remembered by resourceVersion.
+        """The workload as the policy sees it (the cluster view: adapted, Kueue, its state authenticated),
+        remembered by resourceVersion.
 
         The API server gives each version of an object its own resourceVersion, so the same (workload, uid,
         resourceVersion) always reads the same: on the cooldown path, where every notification meets an
@@ -399,29 +408,22 @@ class Engine:
         meta = obj.get("metadata") or {}
         version = meta.get("resourceVersion")
         if not version or owner.child is not None or self.adapters.get(owner.ref.kind) is not None:
-            return authenticate(kueue.as_managed(self._to_workload(obj, owner), obj), self.state_keys)
+            return self._view(obj, owner)
         key = (owner.ref, str(meta.get("uid", "")), str(version), owner.via, owner.part)
         with self._lock:
             known = self._workloads.get(key)
             if known is not None:
                 self._workloads.move_to_end(key)
                 return known
-        workload = authenticate(kueue.as_managed(self._to_workload(obj, owner), obj), self.state_keys)
+        workload = self._view(obj, owner)
         with self._lock:
             self._workloads[key] = workload
             while len(self._workloads) > WORKLOAD_MEMO:
                 self._workloads.popitem(last=False)
         return workload
 
-    def _to_workload(self, obj: dict[str, Any], owner: Owner) -> Workload:
-        adapter = self.adapters.get(owner.ref.kind)
-        if adapter is None:
-            return to_workload(obj, owner.ref.kind, self.policy.gpu_resource, via=owner.via)
-        workload = adapted_workload(adapter, obj, owner.part, self.policy.gpu_resource, child=owner.child,
-                                    via=owner.via)
-        if workload is None:  # the template went away between the resolve and this read
-            raise PermanentError(f"{owner.ref} has no pod template {owner.part!r} any more")
-        return workload
+    def _view(self, obj: dict[str, Any], owner: Owner) -> Workload:
+        return self.view.workload(obj, owner.ref.kind, part=owner.part, child=owner.child, via=owner.via)
 
     def _failed(self, ref: WorkloadRef, error: Exception, failures: list[str], *, counted: bool) -> Skip:
         """The outcome of a pod or workload that failed, by the one classification of failures (`classify`).

@@ -66,7 +66,8 @@ WALLCLOCK = {
     "test_a_client_trickling_its_head_is_dropped_after_the_read_timeout",
     "test_a_client_trickling_its_body_gets_a_408_after_the_read_timeout",
     "test_healthz_stays_quick_while_50_slow_clients_trickle", "test_a_client_trickling_its_tls_handshake_is_dropped",
-    "test_a_run_stops_at_its_duration",
+    "test_a_run_stops_at_its_duration", "test_a_stalled_event_api_does_not_delay_the_webhooks_answer",
+    "test_the_queue_is_bounded_and_a_full_one_drops_without_waiting",
 }
 
 

@@ -50,8 +50,14 @@ class Reactor:
     registry: CollectorRegistry
 
     def post(self, body: Any, *, token: str | None = TOKEN, **kw: Any) -> Any:
+        """The webhook's answer, once the Events it queued were sent (they go out on a background thread)."""
         headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
-        return self.client.post("/alerts", json=body, headers=headers, **kw)
+        answer = self.client.post("/alerts", json=body, headers=headers, **kw)
+        self.flush_events()
+        return answer
+
+    def flush_events(self) -> None:
+        assert self.service.engine.events.flush(timeout=30), "the reactor's Events were not sent in time"
 
     def metric(self, name: str, **labels: str) -> float:
         return self.registry.get_sample_value(name, labels) or 0.0

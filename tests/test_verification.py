@@ -87,6 +87,7 @@ def build(token_file: Path) -> Iterator[Build]:
         r = build_reactor(sim, settings, clock=clock)
         assert r.service.verifier is not None
         r.service.verifier.lease = verifier_lease(settings, r.service.kube, identity)
+        _flushing(r)
         made.append(r)
         return r
 
@@ -95,6 +96,19 @@ def build(token_file: Path) -> Iterator[Build]:
         if r.service.informers is not None:
             r.service.informers.stop(timeout=5)
         r.service.kube.close()
+
+
+def _flushing(r: Reactor) -> None:
+    """Each pass returns once the Events it queued were sent (they go out on a background thread)."""
+    verifier = _verifier(r)
+    one_pass = verifier.check_all
+
+    def check_all() -> int:
+        followed = one_pass()
+        r.flush_events()
+        return followed
+
+    verifier.check_all = check_all  # type: ignore[method-assign]
 
 
 def _verifier(r: Reactor) -> Verifier:

@@ -11,29 +11,36 @@ immutable on running pods, so the patch always targets the owner's pod template.
 from __future__ import annotations
 
 import logging
-import socket
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from reactor.act.budget import Budget
+from reactor.act.posting import EventPoster, workload_event
 from reactor.act.resize import CPU_ACTION, MEMORY_ACTION, changes_compute, resize_pods, template_compute
 from reactor.cluster.adapted import adapted_patch
 from reactor.cluster.kube import KubeGateway
 from reactor.cluster.workloads import template_path
 from reactor.core.errors import ConflictError, PermanentError, ReactorError, TemporaryError
-from reactor.core.model import Action, Decision, Kind, Mode, Result, Signal, Skip, SkipReason, Workload, WorkloadRef
+from reactor.core.model import (
+    Action,
+    Decision,
+    Mode,
+    Result,
+    Signal,
+    Skip,
+    SkipReason,
+    Verification,
+    Workload,
+    WorkloadRef,
+)
 from reactor.integrations.adapters import Adapters
 from reactor.integrations.kueue import PRIORITY_LABEL
-from reactor.state.annotations import state_annotations
-from reactor.state.seal import StateKeys
+from reactor.state.writes import StateWrites
 
 log = logging.getLogger(__name__)
 
-API_VERSIONS: dict[str, str] = {
-    Kind.DEPLOYMENT: "apps/v1", Kind.STATEFULSET: "apps/v1", Kind.CRONJOB: "batch/v1", Kind.JOB: "batch/v1",
-}
 EVENT_REASONS = {
     "resize-gpu": "GPUResized",
     "scale-replicas": "ReplicasScaled",
@@ -60,8 +67,9 @@ class Attempt:
     signal: Signal
     decide: Callable[[dict[str, Any]], tuple[Workload, Decision, Mode]]
     reread: Callable[[], dict[str, Any] | None]
-    # The verifier's revert: state annotations written beside the change's, and the Event's reason.
-    annotations: Mapping[str, str] = field(default_factory=dict)
+    # The verifier's revert of a stalled change: the verification it ends and why (recorded as `reverted`),
+    # and the Event's reason.
+    stalled: tuple[Verification, str] | None = None
     event_reason: str = ""
 
 
@@ -77,12 +85,13 @@ class Acted:
 class Actor:
     """Carries out decisions; holds the budget and the gateway, nothing about one notification."""
 
-    def __init__(self, *, kube: KubeGateway, budget: Budget, gpu_resource: str, cooldown: timedelta,
-                 conflict_retries: int, dry_run: bool, state_keys: StateKeys | None = None,
-                 cpu_apply_to: str = "pods", adapters: Adapters) -> None:
-        self.kube, self.budget, self.state_keys, self.cpu_apply_to = kube, budget, state_keys, cpu_apply_to
+    def __init__(self, *, kube: KubeGateway, budget: Budget, gpu_resource: str, state: StateWrites,
+                 events: EventPoster, conflict_retries: int, dry_run: bool, cpu_apply_to: str = "pods",
+                 adapters: Adapters) -> None:
+        self.kube, self.budget, self.state, self.cpu_apply_to = kube, budget, state, cpu_apply_to
+        self.events = events  # Events are queued, never sent on the caller's thread (see posting.py)
         self.adapters = adapters  # the enabled operators' kinds, written by JSON merge patch (see adapted.py)
-        self.gpu_resource, self.cooldown = gpu_resource, cooldown
+        self.gpu_resource = gpu_resource
         self.conflict_retries, self.dry_run = conflict_retries, dry_run
 
     def carry_out(self, attempt: Attempt, obj: dict[str, Any], now: datetime) -> Acted:
@@ -100,7 +109,7 @@ class Actor:
                                  Result.SKIPPED)
                 spent = True
                 try:
-                    written = self._write(decision, workload, attempt.signal, now, obj, attempt.annotations)
+                    written = self._write(decision, workload, attempt, now, obj)
                 except PermanentError as e:
                     return Acted(decision, Result.FAILED, str(e))
                 if written is None:
@@ -114,8 +123,9 @@ class Actor:
                     resized = self._resize_pods(decision, workload, attempt.signal)
                 except PermanentError as e:
                     return Acted(decision, Result.FAILED, str(e))
-                record_event(self.kube, decision, written, event_message(decision, attempt.signal) + resized, now,
-                             reason=attempt.event_reason)
+                reason = attempt.event_reason or EVENT_REASONS.get(decision.action, "GPUReactorAction")
+                self.events.post(workload_event(attempt.ref, written, reason=reason, now=now,
+                                                message=event_message(decision, attempt.signal) + resized))
                 return Acted(decision, Result.APPLIED)
             raise KeptChanging(f"{attempt.ref} kept changing while the reactor acted "
                                  f"({self.conflict_retries + 1} conflicts)")
@@ -124,12 +134,14 @@ class Actor:
                 # Nothing was written with it (a lost race, a failed write): a spent unit would starve others.
                 self.budget.refund(attempt.ref.namespace, now)
 
-    def _write(self, action: Action, workload: Workload, signal: Signal, now: datetime,
-               obj: dict[str, Any], extra: Mapping[str, str]) -> dict[str, Any] | None:
+    def _write(self, action: Action, workload: Workload, attempt: Attempt, now: datetime,
+               obj: dict[str, Any]) -> dict[str, Any] | None:
         """The conditional patch; the object as written, or None on a 409 (the read was stale)."""
-        annotations = {**state_annotations(action, signal, workload, self.cooldown, now), **extra}
-        if self.state_keys is not None:  # None only in dry run, which never writes
-            annotations = self.state_keys.sealed(workload.uid, annotations)
+        if attempt.stalled is not None:
+            verification, why = attempt.stalled
+            annotations = self.state.stalled_revert(action, attempt.signal, workload, now, verification, why)
+        else:
+            annotations = self.state.change(action, attempt.signal, workload, now)
         ref = workload.ref
         try:
             return self.kube.patch(ref.kind, ref.namespace, ref.name, self._body(action, workload, annotations, obj),
@@ -202,49 +214,7 @@ def queue_priority_patch(action: Action, workload: Workload, annotations: dict[s
                          "labels": {PRIORITY_LABEL: action.to_value}}}
 
 
-def _api_version(kind: str, written: Mapping[str, Any]) -> str:
-    """The workload's apiVersion as the server answered it (an operator's resource), else the built-in kind's."""
-    answered = written.get("apiVersion")
-    return answered if isinstance(answered, str) and answered else API_VERSIONS.get(kind, "v1")
-
-
 def event_message(action: Action, signal: Signal) -> str:
     target = f"container {action.container} " if action.container else ""
     return (f"gpu-reactor {action.action} ({action.strategy}): {target}{action.from_value} -> {action.to_value} "
             f"on {signal.alert} ({signal.status}, value {signal.value}) for pods {', '.join(signal.pods[:5])}")
-
-
-def record_event(kube: KubeGateway, action: Action, written: dict[str, Any], message: str, now: datetime, *,
-                 reason: str = "", warning: bool = False) -> bool:
-    """A Normal Event on the workload for `kubectl describe`; failing to write one never undoes the action."""
-    meta = written.get("metadata") or {}
-    ref = action.workload
-    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-    body = {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"generateName": f"{ref.name}.", "namespace": ref.namespace},
-        "involvedObject": {
-            "apiVersion": _api_version(ref.kind, written),
-            "kind": ref.kind,
-            "name": ref.name,
-            "namespace": ref.namespace,
-            "uid": meta.get("uid", ""),
-            "resourceVersion": meta.get("resourceVersion", ""),
-        },
-        "reason": reason or EVENT_REASONS.get(action.action, "GPUReactorAction"),
-        "message": message[:1024],
-        "type": "Warning" if warning else "Normal",
-        "source": {"component": "gpu-reactor"},
-        "reportingComponent": "gpu-reactor",
-        "reportingInstance": socket.gethostname()[:128],
-        "firstTimestamp": stamp,
-        "lastTimestamp": stamp,
-        "count": 1,
-    }
-    try:
-        kube.create_event(ref.namespace, body)
-    except ReactorError as e:
-        log.warning("event not recorded", extra={"workload": str(ref), "error": str(e)})
-        return False
-    return True

@@ -25,6 +25,15 @@ class Recorder:
         self.metrics.child(self.metrics.workload_skips, skip.reason.value).inc()
         self._log(ref, signal, skip, Result.SKIPPED, skip.detail)
 
+    def unfinished(self, ref: WorkloadRef, skip: Skip, result: Result, *, counted: SkipReason | None) -> None:
+        """A workload whose decision never finished (the deadline passed, the API failed, a bug): counted under
+        `counted` (None: not a refusal to count, e.g. a transient error the retry answers) and logged."""
+        if counted is not None:
+            self.metrics.child(self.metrics.workload_skips, counted.value).inc()
+        level = logging.INFO if result is Result.SKIPPED else logging.WARNING
+        log.log(level, "decision", extra={"workload": str(ref), "result": result, "reason": skip.reason.value,
+                                          "detail": skip.detail})
+
     def action(self, ref: WorkloadRef, signal: Signal, action: Action, result: Result, detail: str = "") -> None:
         """An action `applied`, `recommended` or `failed`; applied ones also count the GPUs they moved."""
         self.metrics.child(self.metrics.actions, action.action, result, ref.namespace).inc()

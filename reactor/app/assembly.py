@@ -18,6 +18,7 @@ from reactor.config.settings import Settings
 from reactor.config.settings import warnings as settings_warnings
 from reactor.core.errors import ConfigError, PermanentError
 from reactor.core.metrics import Metrics
+from reactor.core.model import PATCHABLE_KINDS
 from reactor.engine import Engine, utcnow
 from reactor.intake.web import TokenFile, create_app
 from reactor.observe.lease import VerifierLease
@@ -59,8 +60,8 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
                     cache=informers.store if informers else None)
     verifier = None
     if keys is not None and not settings.policy.dry_run:
-        verifier = Verifier(settings=settings, kube=kube, actor=engine.actor, metrics=metrics, state_keys=keys,
-                            clock=clock, lease=verifier_lease(settings, kube),
+        verifier = Verifier(settings=settings, kube=kube, actor=engine.actor, view=engine.view,
+                            events=engine.events, metrics=metrics, clock=clock, lease=verifier_lease(settings, kube),
                             cache=informers.store if informers else None)
         engine.on_applied = verifier.track
     app = create_app(settings, engine=engine, metrics=metrics, token=token)
@@ -84,7 +85,8 @@ def verifier_lease(settings: Settings, kube: KubeGateway, identity: str = "") ->
         return None
     duration = max(3 * settings.policy.verify_interval, timedelta(seconds=15))
     return VerifierLease(kube, namespace=server.lease_namespace, name=server.lease_name,
-                         identity=identity or f"{socket.gethostname()}-{os.getpid()}", duration=duration)
+                         identity=identity or f"{socket.gethostname()}-{os.getpid()}", duration=duration,
+                         kinds=PATCHABLE_KINDS | settings.adapters.kinds())
 
 
 def _readiness_probe(kube: KubeGateway, informers: Informers | None) -> Callable[[], None]:

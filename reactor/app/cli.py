@@ -267,7 +267,7 @@ def _serve(args: argparse.Namespace) -> int:
         log.warning("priority ladder names classes that do not exist", extra={"missing": missing})
     log.info("serving", extra={"listen": settings.server.listen, "probeListen": settings.server.probe_listen,
                                "dryRun": settings.policy.dry_run})
-    run(service.app, settings, service.probes, service.verifier, service.informers)
+    run(service.app, settings, service.probes, service.verifier, service.informers, service.engine.events)
     return 0
 
 

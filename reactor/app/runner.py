@@ -15,6 +15,7 @@ from flask import Flask
 from gunicorn.app.base import BaseApplication
 from gunicorn.workers import gthread
 
+from reactor.act.posting import EventPoster
 from reactor.app.arenas import limit_malloc_arenas
 from reactor.app.probe_server import ProbeServer, bind_listener
 from reactor.app.reads import DeadlineReader, WSGIApp, guard_input
@@ -135,12 +136,13 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
 
 
 def run(app: Flask, settings: Settings, probes: Probes | None = None, verifier: Verifier | None = None,
-        informers: Informers | None = None) -> None:
+        informers: Informers | None = None, events: EventPoster | None = None) -> None:
     """Serve until SIGTERM/SIGINT (gunicorn handles both gracefully); `probes` on their own listener.
 
     The probe socket is bound here, in gunicorn's arbiter, so a port in use fails the start and a
     restarted worker serves the same socket; the worker serves it from a thread of its own.
-    The informers' threads start in the worker too (threads do not survive gunicorn's fork).
+    The informers' threads start in the worker too (threads do not survive gunicorn's fork); the Events'
+    sending thread starts in it with the first Event, and what is still queued is sent as the worker exits.
     """
     options = gunicorn_options(settings)
     sock = bind_listener(settings.server.probe_listen) if probes is not None else None
@@ -159,6 +161,8 @@ def run(app: Flask, settings: Settings, probes: Probes | None = None, verifier: 
             verifier.stop()
         if informers is not None:
             informers.stop()
+        if events is not None:
+            events.close()
 
     options["post_worker_init"] = worker_init
     options["worker_exit"] = worker_exit

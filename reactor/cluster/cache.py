@@ -10,6 +10,7 @@ Objects handed out are shared: callers must not change them.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any, Final
 
 Obj = dict[str, Any]
@@ -48,6 +49,13 @@ class Store:
             return MISS
         with self._lock:
             return [o for (ns, _), o in self._objects[kind].items() if ns == namespace]
+
+    def select(self, kind: str, keep: Callable[[Obj], bool]) -> list[Obj]:
+        """Every cached object of `kind`, in any namespace, that `keep` holds for ([] for a kind not cached): the
+        verifier's scan for pending verifications, done in memory."""
+        with self._lock:
+            objects = list(self._objects.get(kind, {}).values())
+        return [o for o in objects if keep(o)]
 
     def synced_for(self, kind: str, namespace: str) -> bool:
         with self._lock:

@@ -134,6 +134,10 @@ class Metrics:
             "reactor_verifications", "Rollouts of the reactor's changes followed to an end, one per change, by "
             "result.", ["result"], registry=r,
         )
+        self.events_dropped = Counter(
+            "reactor_events_dropped", "Kubernetes Events not posted: the queue to the Events API was full.",
+            registry=r,
+        )
         self.gpu_seconds_saved = Counter(
             "reactor_gpu_seconds_saved", "GPU-seconds held back by the reactor's changes while they stand "
             "(reactor_gpus_released integrated over time).", ["namespace"], registry=r,

@@ -185,6 +185,7 @@ class Verification:
     strategy: str  # the strategy whose change is verified, e.g. "resize-gpu-up"
     since: datetime  # when the change was written (pending) or the result reached
     reason: str = ""
+    part: str = ""  # the template of an operator's resource the change is on ("" for one template)
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,6 +415,7 @@ class SkipReason(enum.StrEnum):
     CPU_BOUND = "cpu-bound"
     AT_MAX_CPU = "at-max-cpu"
     AT_MAX_MEMORY = "at-max-memory"
+    BELOW_LIMIT_RANGE = "below-limit-range"
     RECENTLY_REVERTED = "recently-reverted"
     OPERATOR_FORBIDS = "operator-forbids"
     TEST_ALERT = "test-alert"

@@ -84,7 +84,7 @@ def revert_cpu(ctx: Context, container: str | None, original: object) -> Action 
         return Skip(SkipReason.NOTHING_TO_REVERT, f"recorded original {original!r} does not fit the CPU of {container}")
     low = ctx.cpu_bounds.lowest
     if low is not None and min(original.request or original.limit, original.limit) < low:
-        return Skip(SkipReason.NOTHING_TO_REVERT,
+        return Skip(SkipReason.BELOW_LIMIT_RANGE,
                     f"original CPU {original.limit}m is below the LimitRange min {low}m")
     unavailable = ctx.in_place_unavailable(ctx.cpu_apply_to)
     if unavailable is not None:

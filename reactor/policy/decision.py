@@ -14,11 +14,11 @@ from reactor.policy import rails
 from reactor.policy.context import ComputeFacts, Context, Fact, effective_mode
 from reactor.policy.cpu import cpu_bound
 from reactor.policy.limits import out_of_bounds
-from reactor.policy.revert import revert
+from reactor.policy.revert import revert, revert_stalled
 from reactor.policy.strategies import run
 from reactor.policy.values import Policy
 
-__all__ = ["decide", "effective_mode"]
+__all__ = ["decide", "decide_stalled", "effective_mode"]
 
 # Reasons that say a strategy does not fit this kind of workload at all; a Skip summarising a
 # fall-through prefers a reason that tells what blocked a strategy that could have applied.
@@ -57,6 +57,23 @@ def decide(
     if refused is not None:
         return refused
     return _bounded(ctx, _first_that_applies(ctx))
+
+
+def decide_stalled(
+    signal: Signal,
+    workload: Workload,
+    bounds: Fact[Bounds],
+    policy: Policy,
+    now: datetime,
+    *,
+    priority_classes: Fact[frozenset[str] | None] = None,
+    cpu: ComputeFacts | None = None,
+) -> Action | Skip:
+    """The verifier's question: revert the change whose rollout stalled (`revert_stalled`), or why not. The same
+    facts as `decide`; the rails of state and mode first."""
+    ctx = Context(signal, workload, bounds, policy, now, priority_classes, None, cpu)
+    refused = rails.first_refusal(ctx, (rails.unauthenticated_state, rails.invalid_annotation, rails.mode_off))
+    return refused or revert_stalled(ctx)
 
 
 def _bounded(ctx: Context, decision: Action | Skip) -> Action | Skip:

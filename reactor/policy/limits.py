@@ -45,7 +45,7 @@ def _cpu_out_of_bounds(ctx: Context, action: Action, what: str) -> Skip | None:
     if cpu.limit > hi:
         return Skip(SkipReason.AT_MAX_CPU, f"{what}, above the highest allowed {hi}m")
     if lo is not None and cpu.request < lo:
-        return Skip(SkipReason.NOTHING_TO_REVERT, f"{what}, below the LimitRange min {lo}m")
+        return Skip(SkipReason.BELOW_LIMIT_RANGE, f"{what}, below the LimitRange min {lo}m")
     return None
 
 

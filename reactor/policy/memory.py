@@ -87,7 +87,7 @@ def out_of_bounds(bounds: ComputeBounds, highest: int, memory: ComputeResources 
     if memory.limit > highest:
         return Skip(SkipReason.AT_MAX_MEMORY, f"{what}, above the highest allowed {highest}B")
     if bounds.lowest is not None and memory.request < bounds.lowest:
-        return Skip(SkipReason.NOTHING_TO_REVERT, f"{what}, below the LimitRange min {bounds.lowest}B")
+        return Skip(SkipReason.BELOW_LIMIT_RANGE, f"{what}, below the LimitRange min {bounds.lowest}B")
     if bounds.max_ratio is not None and memory.limit / memory.request > bounds.max_ratio:
         return Skip(SkipReason.NOT_APPLICABLE, f"{what}, a limit/request ratio above the LimitRange's "
                     f"maxLimitRequestRatio {bounds.max_ratio:g}")

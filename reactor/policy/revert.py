@@ -49,7 +49,7 @@ def revert_stalled(ctx: Context) -> Action | Skip:
     """Action(revert) of a change whose rollout stalled (the verifier's call), or why not.
 
     Unlike `revert`, no resolved alert is needed and the rollout rail does not apply: the rollout
-    that is in progress is the one being undone. The target, bounds, quota and class checks do.
+    that is in progress is the one being undone. The mode, target, bounds, quota and class checks do.
     """
     last = ctx.state.last_action
     verification = ctx.state.verification
@@ -59,7 +59,8 @@ def revert_stalled(ctx: Context) -> Action | Skip:
     target = _target(ctx, last, strategy)
     if isinstance(target, Skip):
         return target
-    blocked = rails.first_refusal(ctx, (rails.unsupported_owner,))
+    # The mode holds for a revert as for any change (off: nothing is written; recommend: the act step reports it).
+    blocked = rails.first_refusal(ctx, (rails.mode_off, rails.unsupported_owner))
     # No template quota check: the original template's pods ran before the stalled change, and it is
     # the new pods (more GPUs, another class) that the quota or the Nodes refused. Added pods are checked.
     return blocked or _checked(ctx, last, strategy, target, template_quota=False)

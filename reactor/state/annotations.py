@@ -175,13 +175,20 @@ def _verification(raw: str) -> Verification:
         original_key(strategy)
     except ValueError as e:
         raise _Invalid(raw) from e
+    part = _text(doc, "part", required=False)
+    if len(part) > 253:
+        raise _Invalid(raw)
     return Verification(result=doc["result"], strategy=strategy, since=parse_time(doc.get("since")),
-                        reason=_text(doc, "reason", required=False)[:256])
+                        reason=_text(doc, "reason", required=False)[:256], part=part)
 
 
-def verification_annotation(result: str, strategy: str, since: datetime, reason: str = "") -> str:
-    """The `verification` value: JSON, like `last-action`, sealed with it by the state MAC."""
+def verification_annotation(result: str, strategy: str, since: datetime, reason: str = "", part: str = "") -> str:
+    """The `verification` value: JSON, like `last-action`, sealed with it by the state MAC. `part`: the template
+    of an operator's resource the change is on (written only where there is one), so the verifier reads the
+    same part the change was decided on."""
     doc = {"result": result, "strategy": strategy, "since": format_time(since), "reason": reason}
+    if part:
+        doc["part"] = part
     return json.dumps(doc, separators=(",", ":"), sort_keys=True)
 
 
@@ -258,7 +265,8 @@ def state_annotations(
     }
     original = _next_original(action, workload)
     # Every change is verified after it is written; a revert is not (reverting it would undo the undo).
-    pending = None if action.action == "revert" else verification_annotation(PENDING, action.strategy, now)
+    pending = None if action.action == "revert" else verification_annotation(PENDING, action.strategy, now,
+                                                                             part=workload.part)
     return {
         LAST_ACTION: json.dumps(last, separators=(",", ":"), sort_keys=True),
         COOLDOWN_UNTIL: format_time(_ceil_second(now + cooldown)),

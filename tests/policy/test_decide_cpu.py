@@ -116,6 +116,9 @@ def test_the_running_pod_s_cpu_is_the_base_when_resizing_pods():
         pytest.param(cpu_workload(), ComputeFacts(bounds=ComputeBounds(highest=2000)), POLICY, R.AT_MAX_CPU,
                      id="limitrange-max"),
         pytest.param(cpu_workload(limit=16000, request=16000), ComputeFacts(), POLICY, R.AT_MAX_CPU, id="policy-max"),
+        # A raise whose request stays under the LimitRange's min: not a revert, nothing to do with one (issue 21).
+        pytest.param(cpu_workload(request=100, limit=2000), ComputeFacts(bounds=ComputeBounds(lowest=1000)), POLICY,
+                     R.BELOW_LIMIT_RANGE, id="raise-below-limitrange-min"),
         pytest.param(cpu_workload(), ComputeFacts(bounds=cpu_quota("requests.cpu", 999)), POLICY, R.QUOTA_EXCEEDED,
                      id="requests-cpu-quota"),
         pytest.param(cpu_workload(), ComputeFacts(bounds=cpu_quota("limits.cpu", 999)), POLICY, R.QUOTA_EXCEEDED,

@@ -193,9 +193,16 @@ class KubeGateway:
         return self._call("list", plural, lambda **kw: api.list_cluster_custom_object(group, version, plural,
                                                                                        **kw)).get("items") or []
 
-    def create_event(self, namespace: str, body: dict[str, Any]) -> None:
+    def create_event(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        """The Event as created (its generated name: a repeat is counted on it, see act/posting.py)."""
         api = self._apis[k8s.CoreV1Api]
-        self._call("create", "events", lambda **kw: api.create_namespaced_event(namespace, body, **kw))
+        return self._call("create", "events", lambda **kw: api.create_namespaced_event(namespace, body, **kw))
+
+    def patch_event(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A repeat counted on an earlier Event (strategic merge of count, lastTimestamp, message), as client-go's
+        recorder does (tools/record/event.go recordToSink)."""
+        api = self._apis[k8s.CoreV1Api]
+        return self._call("patch", "events", lambda **kw: api.patch_namespaced_event(name, namespace, body, **kw))
 
     # --- the verifier's Lease (coordination.k8s.io): every update carries the resourceVersion it read -----
 
