@@ -20,6 +20,7 @@ import http.client
 import itertools
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 import pytest
 from werkzeug.serving import make_server
 
+import reactor.cluster.view as view_module
 import reactor.engine as engine_module
 from reactor_sim import SimCluster
 from tests.reliability.figures import FIGURES
@@ -187,7 +189,15 @@ def test_a_failed_event_or_lease_write_leaves_the_change_applied_and_answered(
     faults = 100  # more than every attempt the notification (and the verifier's passes meanwhile) makes
     sim.inject_fault(verb=verb, resource=resource, status=500, count=faults)
     answer = child.post(body)
-    sent = sum(n for (v, r, _), n in sim.requests.items() if r == resource and verb in (None, v))
+
+    def sent_now() -> int:
+        return sum(n for (v, r, _), n in sim.requests.items() if r == resource and verb in (None, v))
+
+    # Events are posted off the request path (act/posting.py): their tries may still be going on after the answer.
+    deadline = time.monotonic() + 20
+    while sent_now() < RETRIES + 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    sent = sent_now()
     sim.clear_faults()
     record(f"class after-change {resource}", sim, ns, body, [answer], faults=min(faults, sent))
     assert answer.status == 200 and answer.reasons() == {("applied", None)}, answer.body
@@ -237,8 +247,9 @@ def served(sim: SimCluster, tmp_path: Path) -> Iterator[Served]:
 
 def poison(monkeypatch: pytest.MonkeyPatch, where: str, app: str) -> None:
     """`app`'s data, as the reactor reads it, holds a value nobody foresaw: reading it raises (a TypeError here)."""
-    name = {"resolve": "resolve_owner", "decide": "to_workload"}[where]
-    real = getattr(engine_module, name)
+    # Deciding reads the workload through the one cluster view (engine and verifier alike).
+    module, name = {"resolve": (engine_module, "resolve_owner"), "decide": (view_module, "to_workload")}[where]
+    real = getattr(module, name)
 
     def poisoned(*args: Any, **kw: Any) -> Any:
         named = [a for a in args if isinstance(a, (str, dict))]
@@ -248,7 +259,7 @@ def poison(monkeypatch: pytest.MonkeyPatch, where: str, app: str) -> None:
             raise TypeError(f"{app}: a field of an unforeseen type")
         return real(*args, **kw)
 
-    monkeypatch.setattr(engine_module, name, poisoned)
+    monkeypatch.setattr(module, name, poisoned)
 
 
 @pytest.mark.parametrize("where", ["resolve", "decide"])
