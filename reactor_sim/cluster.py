@@ -37,6 +37,9 @@ BUILTIN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 SYSTEM_PRIORITY_CLASSES = (("system-cluster-critical", 2000000000), ("system-node-critical", 2000001000))
 
 
+APPLIED_BY = "kubectl-client-side-apply"  # the field manager `kubectl apply` names (what `apply` stands for)
+
+
 def _utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -150,8 +153,8 @@ class SimCluster:
         with self.store.lock:
             if meta.get("name") and self.store.exists(res.plural, ns, meta["name"]):
                 body = {**obj, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}}
-                return self.api.update(res, ns, meta["name"], body)
-            return self.api.create(res, ns, obj)
+                return self.api.update(res, ns, meta["name"], body, manager=APPLIED_BY)
+            return self.api.create(res, ns, obj, manager=APPLIED_BY)
 
     def load_manifests(self, text_or_path: str | Path) -> list[Obj]:
         """Apply every document of a multi-document YAML string or file (a `List` is unpacked), or every

@@ -39,7 +39,7 @@ def sync(api: Api, cronjob: Obj) -> None:
     _reconcile_active(api, current, status, children)
     if status != (current.get("status") or {}):
         current["status"] = status
-        api.store.put("cronjobs", current)
+        api.controller_write("cronjobs", current)
     _clean_history(api, current, children)
 
 
@@ -142,7 +142,7 @@ def _start(api: Api, cronjob: Obj, scheduled: datetime) -> Obj:
                         {"kind": "Job", "namespace": meta["namespace"], "name": meta["name"], "uid": meta["uid"],
                          "apiVersion": "batch/v1", "resourceVersion": meta["resourceVersion"]}]
     status["lastScheduleTime"] = scheduled.strftime("%Y-%m-%dT%H:%M:%SZ")
-    api.store.put("cronjobs", current)
+    api.controller_write("cronjobs", current)
     return created
 
 

@@ -87,7 +87,7 @@ def _refresh_new_rs(api: Api, deploy: Obj, rs: Obj, old: list[Obj]) -> None:
         _bump_generation(rs)
         changed = True
     if changed:
-        rs.update(api.store.put("replicasets", rs))
+        rs.update(api.controller_write("replicasets", rs))
 
 
 def _complete(deploy: Obj) -> bool:
@@ -134,7 +134,7 @@ def _create_rs(api: Api, deploy: Obj, key: str, existing: list[Obj]) -> Obj:
 def _scale(api: Api, rs: Obj, replicas: int) -> None:
     if int(rs["spec"].get("replicas", 0)) != replicas:
         rs["spec"]["replicas"] = replicas
-        stored = api.store.put("replicasets", _bump_generation(rs))
+        stored = api.controller_write("replicasets", _bump_generation(rs))
         rs.update(stored)
 
 
@@ -176,7 +176,7 @@ def _annotate_revision(api: Api, deploy: Obj, new_rs: Obj) -> None:
     current = api.store.get("deployments", deploy["metadata"]["namespace"], deploy["metadata"]["name"])
     if current and revision and (current["metadata"].get("annotations") or {}).get(REVISION) != revision:
         current["metadata"].setdefault("annotations", {})[REVISION] = revision
-        api.store.put("deployments", current)
+        api.controller_write("deployments", current)
 
 
 def _write_status(api: Api, deploy: Obj) -> None:
@@ -198,7 +198,7 @@ def _write_status(api: Api, deploy: Obj) -> None:
     status["conditions"] = _conditions(api, current, new_rs, status, desired)
     if current.get("status") != status:
         current["status"] = status
-        api.store.put("deployments", current)
+        api.controller_write("deployments", current)
 
 
 def _conditions(api: Api, deploy: Obj, new_rs: Obj | None, status: Obj, desired: int) -> list[Obj]:

@@ -121,7 +121,7 @@ def _finish(api: Api, job: Obj, outcome: str) -> None:
         events.record(api, current, type_="Normal", reason="Completed", message="Job completed", component=COMPONENT)
     else:
         events.record(api, current, type_="Warning", reason=reason, message=message, component=COMPONENT)
-    api.store.put("jobs", current)
+    api.controller_write("jobs", current)
 
 
 def _write_status(api: Api, job: Obj) -> None:
@@ -146,4 +146,4 @@ def _write_status(api: Api, job: Obj) -> None:
                                              timestamp(api.clock))
     if old != status:
         current["status"] = status
-        api.store.put("jobs", current)
+        api.controller_write("jobs", current)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from reactor_sim import admission, micro_time, objects, resize, schema, taints, validation, webhooks
+from reactor_sim import admission, managed_fields, micro_time, objects, resize, schema, taints, validation, webhooks
 from reactor_sim import patch as patches
 from reactor_sim.objects import Clock, Obj
 from reactor_sim.registry import Registry, Resource
@@ -18,6 +18,7 @@ from reactor_sim.status import FieldError, bad_request, conflict, generic_invali
 from reactor_sim.store import Store, clone
 
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+CONTROLLERS = "kube-controller-manager"  # the field manager of the in-process controllers' writes
 
 
 class Api:
@@ -49,7 +50,8 @@ class Api:
 
     # -- create -----------------------------------------------------------------------------------
 
-    def create(self, res: Resource, ns: str | None, body: Obj, *, dry_run: bool = False) -> Obj:
+    def create(self, res: Resource, ns: str | None, body: Obj, *, dry_run: bool = False,
+               manager: str = CONTROLLERS) -> Obj:
         obj = self._normalise(res, ns, body)
         meta = obj["metadata"]
         if res.namespaced and not self.store.exists("namespaces", None, meta["namespace"]):
@@ -67,6 +69,8 @@ class Api:
             meta["generation"] = 1  # every custom object carries a generation
         objects.default_workload(obj)
         self._admit_create(res, obj)
+        managed_fields.record_create(obj, manager, objects.timestamp(self.clock),
+                                     has_status="status" in res.subresources)
         if dry_run:
             return obj
         if res.kind == "CustomResourceDefinition":
@@ -121,7 +125,7 @@ class Api:
     # -- update and patch -------------------------------------------------------------------------
 
     def update(self, res: Resource, ns: str | None, name: str, body: Obj, *, subresource: str = "",
-               dry_run: bool = False) -> Obj:
+               dry_run: bool = False, manager: str = CONTROLLERS) -> Obj:
         old = self.get(res, ns, name)
         new = self._normalise(res, ns, body)
         if new["metadata"].get("name") != name:
@@ -130,10 +134,10 @@ class Api:
         if not new["metadata"].get("resourceVersion") and res.plural in objects.NO_UNCONDITIONAL_UPDATE:
             raise invalid(res, name, [FieldError("metadata.resourceVersion", "Invalid value",
                                                  "must be specified for an update", _Hex0())])
-        return self._write_update(res, old, new, subresource=subresource, dry_run=dry_run)
+        return self._write_update(res, old, new, subresource=subresource, dry_run=dry_run, manager=manager)
 
     def patch(self, res: Resource, ns: str | None, name: str, content_type: str, body: Any, *,
-              subresource: str = "", dry_run: bool = False) -> Obj:
+              subresource: str = "", dry_run: bool = False, manager: str = CONTROLLERS) -> Obj:
         old = self.get(res, ns, name)
         try:
             new = patches.apply(content_type, old, body)
@@ -141,9 +145,10 @@ class Api:
             raise generic_invalid() from e
         if not isinstance(new, dict):
             raise generic_invalid()
-        return self._write_update(res, old, new, subresource=subresource, dry_run=dry_run)
+        return self._write_update(res, old, new, subresource=subresource, dry_run=dry_run, manager=manager)
 
-    def _write_update(self, res: Resource, old: Obj, new: Obj, *, subresource: str, dry_run: bool) -> Obj:
+    def _write_update(self, res: Resource, old: Obj, new: Obj, *, subresource: str, dry_run: bool,
+                      manager: str = CONTROLLERS) -> Obj:
         name = old["metadata"]["name"]
         rv = new.get("metadata", {}).get("resourceVersion")
         if rv and rv != old["metadata"]["resourceVersion"]:
@@ -162,6 +167,8 @@ class Api:
             self._validate_update(res, old, new)
             webhooks.validate_update(res, old, new)  # an operator's validating webhook, after the schema
         new["apiVersion"], new["kind"] = old.get("apiVersion", res.api_version), old.get("kind", res.kind)
+        managed_fields.record_update(old, new, manager, objects.timestamp(self.clock), subresource=subresource,
+                                     has_status="status" in res.subresources)
         if objects.strip_rv(new) == objects.strip_rv(old) or dry_run:
             return new if dry_run else old
         stored = self.store.put(res.plural, new)
@@ -238,6 +245,21 @@ class Api:
             obj = self.store.delete(plural, ns, name)
             if obj is not None:
                 self._cascade(obj)
+
+    def controller_write(self, plural: str, new: Obj, *, adopt: bool = False) -> Obj:
+        """A controller's write of an object it read from the store (status, or its own spec fields), with the
+        managedFields entry kube-controller-manager's write gets (a status-only change: its status entry)."""
+        meta = new["metadata"] = dict(new["metadata"])  # the stored object's metadata may be shared: not changed
+        old = self.store.get(plural, meta.get("namespace"), meta["name"])
+        if old is not None:
+            res = self.registry.by_plural(plural)
+            only_status = {k: v for k, v in old.items() if k != "status"} == \
+                {k: v for k, v in new.items() if k != "status"}
+            has_status = "status" in res.subresources
+            managed_fields.record_update(old, new, CONTROLLERS, objects.timestamp(self.clock),
+                                         subresource="status" if only_status and has_status else "",
+                                         has_status=has_status)
+        return self.store.adopt(plural, new) if adopt else self.store.put(plural, new)
 
     # -- scale subresource ------------------------------------------------------------------------
 

@@ -86,4 +86,4 @@ def _write_status(api: Api, rs: Obj, failure: str | None) -> None:
         status["conditions"] = conds
     if current.get("status") != status:
         current["status"] = status
-        api.store.adopt("replicasets", current)
+        api.controller_write("replicasets", current, adopt=True)

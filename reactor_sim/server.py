@@ -17,7 +17,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from reactor_sim import access, discovery, impersonation, protobuf_objects, rbac, routing, watch
+from reactor_sim import (
+    access,
+    discovery,
+    impersonation,
+    managed_fields,
+    negotiation,
+    protobuf_objects,
+    rbac,
+    routing,
+    watch,
+)
 from reactor_sim.authn import Tokens, User
 from reactor_sim.faults import Faults
 from reactor_sim.operations import Api
@@ -75,6 +85,7 @@ class Handler(BaseHTTPRequestHandler):
     # ~40 ms for the client's delayed ACK on every keep-alive request.
     disable_nagle_algorithm = True
     server: SimHTTPServer
+    _form: tuple[str, str] | None = None  # the form the open watch sends its objects in (negotiation.py)
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature
         pass
@@ -144,11 +155,16 @@ class Handler(BaseHTTPRequestHandler):
             self._answer_access(route, user, body, content_type)
             return
         try:
+            # negotiate.go NegotiateOutputMediaType runs before the read: a form it cannot give is a 406 first.
+            form = negotiation.target(self.headers.get("Accept")) if verb in ("get", "list", "watch") else None
             if verb == "watch" and not route.subresource:
-                self._stream_watch(watch.options(route.resource, route.namespace, query))
+                self._stream_watch(watch.options(route.resource, route.namespace, query), form)
                 return
             with ctx.api.store.lock:
-                code, answer = dispatch(ctx.api, method, verb, route, query, body, content_type)
+                manager = managed_fields.manager_of(query.get("fieldManager"), self.headers.get("User-Agent"))
+                code, answer = dispatch(ctx.api, method, verb, route, query, body, content_type, manager)
+            if form is not None and code == 200:
+                answer = negotiation.convert(answer, form, is_list=verb == "list")
         except ApiError as e:
             self._send(e.code, e.body(), e.headers)
             return
@@ -202,9 +218,14 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _stream_watch(self, opts: watch.Options) -> None:
+    def _stream_watch(self, opts: watch.Options, form: tuple[str, str] | None = None) -> None:
         """A watch: newline-delimited WatchEvents in chunks of one 200 response, until timeoutSeconds,
-        the client leaves or the server stops (then a clean end of the chunked body)."""
+        the client leaves or the server stops (then a clean end of the chunked body). With `form`
+        (PartialObjectMetadata), each event's object is sent as its metadata only (negotiation.py)."""
+        if form is not None and form[0] != negotiation.PARTIAL:
+            raise negotiation.not_acceptable(f"you requested {form[0]}, but the requested object is not a list "
+                                              f"(*v1.{opts.resource.kind})")
+        self._form = form
         store = self.server.ctx.api.store
         with store.lock:
             events, cursor = watch.begin(store, opts)
@@ -234,7 +255,10 @@ class Handler(BaseHTTPRequestHandler):
             self._write_events(events)
 
     def _write_events(self, events: list[Obj]) -> None:
+        form = self._form
         for event in events:
+            if form is not None:
+                event = negotiation.event(event, form)
             data = json.dumps(event).encode() + b"\n"
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
@@ -275,7 +299,7 @@ def _json(body: bytes) -> Any:
 
 
 def dispatch(api: Api, method: str, verb: str, route: routing.Route, query: dict[str, str], body: bytes,
-             content_type: str) -> tuple[int, Obj]:
+             content_type: str, manager: str = "") -> tuple[int, Obj]:
     res, ns, name, sub = route.resource, route.namespace, route.name, route.subresource
     dry_run = query.get("dryRun") == "All"
     if sub and verb not in ("get", "update", "patch"):
@@ -285,7 +309,7 @@ def dispatch(api: Api, method: str, verb: str, route: routing.Route, query: dict
         return 200, {"kind": f"{res.kind}List", "apiVersion": res.api_version,
                      "metadata": {"resourceVersion": rv}, "items": items}
     if verb == "create":
-        return 201, api.create(res, ns, _json(body), dry_run=dry_run)
+        return 201, api.create(res, ns, _json(body), dry_run=dry_run, manager=manager)
     if verb == "deletecollection":
         items, rv = api.list(res, ns, query.get("labelSelector"), query.get("fieldSelector"))
         for item in items:
@@ -298,13 +322,14 @@ def dispatch(api: Api, method: str, verb: str, route: routing.Route, query: dict
     if verb == "get":
         return 200, api.get(res, ns, name)
     if verb == "update":
-        return 200, api.update(res, ns, name, _json(body), subresource=sub, dry_run=dry_run)
+        return 200, api.update(res, ns, name, _json(body), subresource=sub, dry_run=dry_run, manager=manager)
     if verb == "patch":
         ctype = content_type.split(";")[0].strip()
         custom = api.registry.schema_of(res) is not None
         if ctype not in PATCH_TYPES or (custom and ctype == STRATEGIC):
             raise unsupported_media_type(ctype, custom=custom)
-        return 200, api.patch(res, ns, name, ctype, _json(body), subresource=sub, dry_run=dry_run)
+        return 200, api.patch(res, ns, name, ctype, _json(body), subresource=sub, dry_run=dry_run,
+                              manager=manager)
     if verb == "delete":
         return 200, api.delete(res, ns, name)
     raise method_not_allowed()

@@ -109,4 +109,4 @@ def _write_status(api: Api, sts: Obj) -> None:
               "collisionCount": 0}
     if old != status:
         current["status"] = status
-        api.store.put("statefulsets", current)
+        api.controller_write("statefulsets", current)

@@ -1,20 +1,30 @@
-"""The watch-fed store: the last known state of each cached object, as raw dicts keyed (kind, namespace, name).
+"""The watch-fed store: the last known state of each cached object, kept small, indexed by kind and namespace.
 
 Informers (reactor/cluster/informer.py) fill it; the notification's `Reader` (reactor/resolve/owners.py) reads it. It
 answers three ways: the object, `None` ("does not exist": the kind is cached and the namespace synced),
-or `MISS` (not cached here: ask the API). It never talks to the API server itself, and it keeps no
-`metadata.managedFields` (the reactor never reads them and they are often half of an object's size).
-Objects handed out are shared: callers must not change them.
+or `MISS` (not cached here: ask the API). It never talks to the API server itself.
+
+At 100,000 objects the store is most of the reactor's memory, so every object is first cut to what the reactor
+reads (reactor/cluster/trim.py, as client-go's `SetTransform` does) and then kept as its compact JSON text, one
+`bytes` per object, rather than as a tree of dicts (a parsed object costs several times its text in Python
+objects: a dict per level, a str per key and value). A read parses the text again: each caller gets its own
+copy, which it may change. Objects are held kind → namespace → name, so a lookup is two dict hits and a
+namespace's objects are read without scanning the kind (the index client-go's `NamespaceIndex` gives). No
+lookup walks from an owner to its children (the resolver walks up, by name), so there is no owner-uid index.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from typing import Any, Final
 
+from reactor.cluster.trim import trimmed
+
 Obj = dict[str, Any]
 ALL = ""  # the scope of a cluster-wide list/watch (and of cluster-scoped kinds)
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, check_circular=False).encode
 
 
 class Miss:
@@ -30,7 +40,8 @@ class Store:
 
     def __init__(self, kinds: frozenset[str]) -> None:
         self.kinds = kinds
-        self._objects: dict[str, dict[tuple[str, str], Obj]] = {k: {} for k in kinds}
+        # kind → namespace (ALL for cluster-scoped) → name → the trimmed object's JSON text
+        self._objects: dict[str, dict[str, dict[str, bytes]]] = {k: {} for k in kinds}
         self._synced: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
 
@@ -41,14 +52,16 @@ class Store:
         if not self.synced_for(kind, namespace):
             return MISS
         with self._lock:
-            return self._objects[kind].get((namespace, name))
+            text = self._objects[kind].get(namespace, {}).get(name)
+        return None if text is None else _decode(text)
 
     def objects(self, kind: str, namespace: str) -> list[Obj] | Miss:
         """Every cached object of a kind in a namespace (ALL for cluster-scoped kinds), or MISS."""
         if not self.synced_for(kind, namespace):
             return MISS
         with self._lock:
-            return [o for (ns, _), o in self._objects[kind].items() if ns == namespace]
+            texts = list(self._objects[kind].get(namespace, {}).values())
+        return [_decode(t) for t in texts]
 
     def select(self, kind: str, keep: Callable[[Obj], bool]) -> list[Obj]:
         """Every cached object of `kind`, in any namespace, that `keep` holds for ([] for a kind not cached): the
@@ -63,7 +76,13 @@ class Store:
 
     def count(self) -> int:
         with self._lock:
-            return sum(len(objs) for objs in self._objects.values())
+            return sum(len(names) for spaces in self._objects.values() for names in spaces.values())
+
+    def held_bytes(self) -> int:
+        """The JSON text held (what the objects cost before the dicts and keys that hold them)."""
+        with self._lock:
+            return sum(len(t) for spaces in self._objects.values() for names in spaces.values()
+                       for t in names.values())
 
     def counts(self) -> dict[str, int]:
         """Objects held per kind (reactor_cache_objects, read at scrape time)."""
@@ -74,22 +93,33 @@ class Store:
 
     def replace(self, kind: str, scope: str, items: list[Obj]) -> None:
         """A (re)list: the scope's objects become exactly `items`, and the scope counts as synced."""
-        fresh = {_key(o): _trimmed(o) for o in items}
+        fresh: dict[str, dict[str, bytes]] = {}
+        for obj in items:
+            namespace, name = _key(obj)
+            fresh.setdefault(namespace, {})[name] = _encoded(kind, obj)
         with self._lock:
-            table = self._objects[kind]
-            for key in [k for k in table if scope == ALL or k[0] == scope]:
-                del table[key]
-            table.update(fresh)
+            spaces = self._objects[kind]
+            if scope == ALL:
+                spaces.clear()
+                spaces.update(fresh)
+            else:
+                spaces[scope] = fresh.get(scope, {})
             self._synced.add((kind, scope))
 
     def apply(self, kind: str, event_type: str, obj: Obj) -> None:
         """One ADDED / MODIFIED / DELETED watch event."""
-        key = _key(obj)
+        namespace, name = _key(obj)
+        text = None if event_type == "DELETED" else _encoded(kind, obj)
         with self._lock:
-            if event_type == "DELETED":
-                self._objects[kind].pop(key, None)
-            else:
-                self._objects[kind][key] = _trimmed(obj)
+            spaces = self._objects[kind]
+            if text is not None:
+                spaces.setdefault(namespace, {})[name] = text
+                return
+            names = spaces.get(namespace)
+            if names is not None:
+                names.pop(name, None)
+                if not names:
+                    del spaces[namespace]
 
     def unsync(self, kind: str, scope: str) -> None:
         """The scope's watch is broken beyond resuming: until its relist, reads go to the API."""
@@ -102,8 +132,10 @@ def _key(obj: Obj) -> tuple[str, str]:
     return str(meta.get("namespace") or ALL), str(meta.get("name") or "")
 
 
-def _trimmed(obj: Obj) -> Obj:
-    meta = obj.get("metadata")
-    if isinstance(meta, dict) and "managedFields" in meta:
-        obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
-    return obj
+def _encoded(kind: str, obj: Obj) -> bytes:
+    return _encode(trimmed(kind, obj)).encode()
+
+
+def _decode(text: bytes) -> Obj:
+    value: Obj = json.loads(text)
+    return value

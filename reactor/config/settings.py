@@ -70,7 +70,7 @@ class Kube:
     burst: int = 40
     timeout: timedelta = timedelta(seconds=10)
     conflict_retries: int = 3
-    watch_cache: bool = False  # read the cached kinds from list+watch informers (reactor/cluster/informer.py)
+    watch_cache: bool = True  # read the cached kinds from list+watch informers (reactor/cluster/informer.py)
 
 
 @dataclass(frozen=True, slots=True)
