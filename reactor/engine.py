@@ -325,7 +325,7 @@ class Engine:
     ) -> tuple[Workload, Decision, Mode]:
         """One call of the policy; the namespace facts are readers it calls only if a strategy needs them."""
         ref = owner.ref
-        workload = self._workload(obj, owner)
+        workload = self._workload(obj, owner, reader)
 
         def bounds() -> Bounds:
             if ns.bounds is None:
@@ -378,7 +378,7 @@ class Engine:
                 applied.append(ref)  # to verify: handed to `on_applied` with the notification's others
         return self._finish_action(ref, signal, decision, acted.result)
 
-    def _workload(self, obj: dict[str, Any], owner: Owner) -> Workload:
+    def _workload(self, obj: dict[str, Any], owner: Owner, reader: Reader) -> Workload:
         """The workload as the policy sees it (its state authenticated), remembered by resourceVersion.
 
         The API server gives each version of an object its own resourceVersion, so the same (workload, uid,
@@ -389,19 +389,23 @@ class Engine:
         meta = obj.get("metadata") or {}
         version = meta.get("resourceVersion")
         if not version or owner.child is not None or self.adapters.get(owner.ref.kind) is not None:
-            return authenticate(kueue.as_managed(self._to_workload(obj, owner), obj), self.state_keys)
+            return self._as_policy_sees(obj, owner, reader)
         key = (owner.ref, str(meta.get("uid", "")), str(version), owner.via, owner.part)
         with self._lock:
             known = self._workloads.get(key)
             if known is not None:
                 self._workloads.move_to_end(key)
                 return known
-        workload = authenticate(kueue.as_managed(self._to_workload(obj, owner), obj), self.state_keys)
+        workload = self._as_policy_sees(obj, owner, reader)
         with self._lock:
             self._workloads[key] = workload
             while len(self._workloads) > WORKLOAD_MEMO:
                 self._workloads.popitem(last=False)
         return workload
+
+    def _as_policy_sees(self, obj: dict[str, Any], owner: Owner, reader: Reader) -> Workload:
+        workload = kueue.as_managed(self._to_workload(obj, owner), obj, reader.kueue_label_mutable)
+        return authenticate(workload, self.state_keys)
 
     def _to_workload(self, obj: dict[str, Any], owner: Owner) -> Workload:
         adapter = self.adapters.get(owner.ref.kind)
