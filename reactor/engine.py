@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from reactor.act.actor import Acted, Actor, Attempt, KeptChanging
+from reactor.act.actor import Acted, Actor, Attempt, KeptChanging, record_event
 from reactor.act.budget import Budget
 from reactor.act.events import Recorder
 from reactor.act.resize import compute_facts, cpu_bounds, memory_bounds
@@ -113,6 +113,7 @@ class Engine:
         self.clock = clock
         self._applied: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._workloads: OrderedDict[tuple[Any, ...], Workload] = OrderedDict()  # see `_workload`
+        self._refusals: OrderedDict[tuple[Any, ...], None] = OrderedDict()  # see `_refusal_event`
         self._owners = Owners()
         self.recorder = Recorder(metrics)
         self.actor = Actor(kube=kube, budget=self.budget, gpu_resource=self.policy.gpu_resource,
@@ -360,7 +361,28 @@ class Engine:
             cpu=compute_facts(reader, ref.namespace, signal, bounds=cpu_namespace_bounds,
                               memory=memory_namespace_bounds),
         )
+        if isinstance(decision, Skip) and decision.reason is SkipReason.OPERATOR_FORBIDS:
+            self._refusal_event(obj, workload, signal, decision, now)
         return workload, decision, effective_mode(workload, self.policy)
+
+    def _refusal_event(self, obj: dict[str, Any], workload: Workload, signal: Signal, skip: Skip,
+                       now: datetime) -> None:
+        """A change the operator would refuse or never carry to a pod is said where its owners look: a Warning
+        Event `OperatorForbids` on the resource, once per resource version and reason (a firing alert repeats
+        every group interval; the Event does not). Never in dry run (`reactor plan` prints the refusal)."""
+        if self.policy.dry_run or signal.status != Status.FIRING:
+            return
+        key = (workload.ref, workload.uid, workload.resource_version, skip.detail)
+        with self._lock:
+            if key in self._refusals:
+                return
+            self._refusals[key] = None
+            while len(self._refusals) > WORKLOAD_MEMO:
+                self._refusals.popitem(last=False)
+        refused = Action(action="refused", direction="up", workload=workload.ref, container=None, from_value=None,
+                         to_value=None, strategy="refused")
+        record_event(self.kube, refused, obj, f"gpu-reactor: {signal.alert} not acted on: {skip.detail}", now,
+                     reason="OperatorForbids", warning=True)
 
     # --- recording ----------------------------------------------------------------------
 

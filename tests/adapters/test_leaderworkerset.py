@@ -40,8 +40,8 @@ def _template(reactor: Reactor, which: str) -> dict[str, Any]:
 
 def test_a_worker_pod_shrinks_the_worker_template_through_its_leader(reactor: Reactor, lws: dict[str, Any]) -> None:
     assert [p["metadata"]["name"] for p in reactor.sim.list("pods", NAMESPACE, label_selector="role=vllm-worker-1")] \
-        == ["vllm-1-0"]
-    outcome = _post(reactor, "GPUUnderutilized", "vllm-1-0", "vllm-worker", value=0.1, gpus=4)
+        == ["vllm-1-1"]
+    outcome = _post(reactor, "GPUUnderutilized", "vllm-1-1", "vllm-worker", value=0.1, gpus=4)
     assert (outcome["result"], outcome["workload"]) == ("applied", f"LeaderWorkerSet/{NAMESPACE}/vllm"), outcome
     assert _template(reactor, "workerTemplate")["containers"][0]["resources"]["limits"][GPU] == "1"
     assert _template(reactor, "leaderTemplate")["containers"][0]["resources"]["limits"][GPU] == "4"
@@ -56,15 +56,15 @@ def test_a_leader_pod_changes_the_leader_template(reactor: Reactor, lws: dict[st
 
 
 def test_idle_groups_scale_down(reactor: Reactor, lws: dict[str, Any]) -> None:
-    assert _post(reactor, "GPUIdle", "vllm-0-0", "vllm-worker", value=0.0, gpus=4)["result"] == "applied"
+    assert _post(reactor, "GPUIdle", "vllm-0-1", "vllm-worker", value=0.0, gpus=4)["result"] == "applied"
     assert custom(reactor.sim, "leaderworkersets", "vllm")["spec"]["replicas"] == 1
 
 
 def test_a_grow_of_the_group_reverts(reactor: Reactor, lws: dict[str, Any]) -> None:
-    assert _post(reactor, "GPUMemorySaturated", "vllm-0-0", "vllm-worker", value=0.97, gpus=4)["result"] == "applied"
+    assert _post(reactor, "GPUMemorySaturated", "vllm-0-1", "vllm-worker", value=0.97, gpus=4)["result"] == "applied"
     grown = _template(reactor, "workerTemplate")["containers"][0]["resources"]["limits"][GPU]
     assert int(grown) > 4
-    outcome = _post(reactor, "GPUMemorySaturated", "vllm-0-0", "vllm-worker", value=0.97, gpus=4, status="resolved")
+    outcome = _post(reactor, "GPUMemorySaturated", "vllm-0-1", "vllm-worker", value=0.97, gpus=4, status="resolved")
     assert (outcome["result"], outcome.get("action")) == ("applied", "revert"), outcome
     assert _template(reactor, "workerTemplate")["containers"][0]["resources"]["limits"][GPU] == "4"
 
@@ -72,7 +72,7 @@ def test_a_grow_of_the_group_reverts(reactor: Reactor, lws: dict[str, Any]) -> N
 def test_an_update_in_progress_refuses(reactor: Reactor, lws: dict[str, Any]) -> None:
     set_status(reactor.sim, "leaderworkersets", "vllm",
                {"conditions": [{"type": "UpdateInProgress", "status": "True", "reason": "GroupsUpdating"}]})
-    outcome = _post(reactor, "GPUUnderutilized", "vllm-1-0", "vllm-worker", value=0.1, gpus=4)
+    outcome = _post(reactor, "GPUUnderutilized", "vllm-1-1", "vllm-worker", value=0.1, gpus=4)
     assert outcome["reason"] == "rollout-in-progress" and "GroupsUpdating" in outcome["detail"], outcome
 
 

@@ -22,8 +22,8 @@ from tests.adapters.operators import (
 )
 from tests.support import NAMESPACE, Reactor
 
-ACTIVE = "serve-raycluster-a1b2c"
-WORKER = f"{ACTIVE}-gpu-workers-0"
+ACTIVE = "serve-a1b2c"
+WORKER = f"{ACTIVE}-gpu-workers-worker-00000"
 
 
 def _group(name: str, gpus: int, replicas: int) -> dict[str, Any]:
