@@ -66,6 +66,8 @@ def _step(api: Api, sts: Obj, pods: dict[int, Obj]) -> None:
         return
     partition = int(((sts["spec"].get("updateStrategy") or {}).get("rollingUpdate") or {}).get("partition", 0))
     for ordinal in range(end - 1, max(partition, start) - 1, -1):
+        if ordinal not in pods:  # Parallel: created this round, with the update revision already
+            continue
         if pods[ordinal]["metadata"].get("labels", {}).get(REVISION_LABEL) != update:
             api.delete(pods_api, sts["metadata"]["namespace"], pods[ordinal]["metadata"]["name"])
             return

@@ -330,6 +330,22 @@ def ray_service_status(sim: SimCluster, service: str, active: str, pending: str 
                 "pendingServiceStatus": {"rayClusterName": pending or None}})  # null: a merge patch removes it
 
 
+def kueue_deployment_webhook(sim: SimCluster, name: str) -> None:
+    """kueue v0.19.2 pkg/controller/jobs/deployment/deployment_webhook.go Default, for a Deployment Kueue manages:
+    the pod template gets the suspended-by-parent annotation, managed-by, the queue-name and the priority-class
+    labels of the Deployment (so a change of the priority label changes the template)."""
+    dep = sim.get("deployments", NAMESPACE, name)
+    labels = dep["metadata"].get("labels") or {}
+    template = dep["spec"]["template"].setdefault("metadata", {})
+    template.setdefault("annotations", {})["kueue.x-k8s.io/pod-suspending-parent"] = "deployment"
+    copied = {"kueue.x-k8s.io/managed": "true", "kueue.x-k8s.io/queue-name": labels["kueue.x-k8s.io/queue-name"]}
+    if labels.get("kueue.x-k8s.io/priority-class"):
+        copied["kueue.x-k8s.io/priority-class"] = labels["kueue.x-k8s.io/priority-class"]
+    template.setdefault("labels", {}).update(copied)
+    sim.apply(dep)
+    sim.settle()
+
+
 JOBSET = "jobset.sigs.k8s.io/jobset-name"
 JOBSET_RJOB = "jobset.sigs.k8s.io/replicatedjob-name"
 

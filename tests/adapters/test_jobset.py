@@ -104,7 +104,7 @@ def kueue_reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
 
 def _kueue_jobset(reactor: Reactor) -> dict[str, Any]:
     """Kueue installed with two WorkloadPriorityClasses, and the JobSet queued at the lower one."""
-    install(reactor.sim, "kueue.x-k8s.io.yaml")
+    install(reactor.sim, "kueue.x-k8s.io-v1beta2.yaml")  # Kueue v0.15+: the label may change
     for name, value in (("wpc-low", 100), ("wpc-high", 1000)):
         reactor.sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadPriorityClass",
                            "metadata": {"name": name}, "value": value})

@@ -120,7 +120,7 @@ def _operators(sim: SimCluster) -> None:
 def _kueue(sim: SimCluster) -> None:
     """A Deployment admitted by Kueue (queue team-a → ClusterQueue gpu-cq, its quota all in use) whose priority is
     a WorkloadPriorityClass named like the ladder's classes."""
-    install(sim, "kueue.x-k8s.io.yaml")
+    install(sim, "kueue.x-k8s.io-v1beta2.yaml")  # Kueue v0.15+: the priority label may change
     for name, value in (("medium-priority-gpu", 100), ("high-priority-gpu", 1000)):
         sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadPriorityClass", "metadata": {"name": name},
                    "value": value})
