@@ -69,7 +69,8 @@ def notebook_statefulset(nb: Obj) -> Obj:
     first["env"] = [*first.get("env", []), {"name": "NB_PREFIX", "value": f"/notebook/{NAMESPACE}/{name}"}]
     spec.setdefault("securityContext", {"fsGroup": 100})
     labels = {"statefulset": name, "notebook-name": name, **(meta.get("labels") or {})}
-    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if "kubectl" not in k and "notebook" not in k}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if "kubectl" not in k and "notebook" not in k}
     replicas = 0 if "kubeflow-resource-stopped" in (meta.get("annotations") or {}) else 1
     return {"apiVersion": "apps/v1", "kind": "StatefulSet",
             "metadata": {"name": name, "namespace": NAMESPACE, "ownerReferences": owner_ref(nb)},
@@ -256,12 +257,14 @@ def reconcile_lws(sim: SimCluster, name: str) -> None:
     size = int(tmpl.get("size", 1))
     leader_meta = leader_template.setdefault("metadata", {})
     leader_meta["labels"] = {**(leader_meta.get("labels") or {}), LWS_WORKER: "0", LWS: name, LWS_REVISION: revision}
-    leader_meta["annotations"] = {**(leader_meta.get("annotations") or {}), "leaderworkerset.sigs.k8s.io/size": str(size)}
+    leader_meta["annotations"] = {**(leader_meta.get("annotations") or {}),
+                                  "leaderworkerset.sigs.k8s.io/size": str(size)}
     sim.apply({"apiVersion": "apps/v1", "kind": "StatefulSet",
                "metadata": {"name": name, "namespace": NAMESPACE,
                             "labels": {**(meta.get("labels") or {}), LWS: name, LWS_REVISION: revision},
                             "annotations": {**(meta.get("annotations") or {}),
-                                            "leaderworkerset.sigs.k8s.io/replicas": str(lws["spec"].get("replicas", 1))},
+                                            "leaderworkerset.sigs.k8s.io/replicas":
+                                                str(lws["spec"].get("replicas", 1))},
                             "ownerReferences": owner_ref(lws)},
                "spec": {"replicas": int(lws["spec"].get("replicas", 1)), "serviceName": name,
                         "podManagementPolicy": "Parallel",
@@ -294,7 +297,8 @@ def reconcile_lws(sim: SimCluster, name: str) -> None:
                                          "spec": template_of(tmpl["workerTemplate"]["spec"], {})["spec"]}}})
     sim.settle()
     for worker in sim.list("pods", NAMESPACE, label_selector=f"{LWS}={name},!{LWS_WORKER}"):
-        _lws_pod_webhook(sim, worker, worker["metadata"]["labels"][LWS_GROUP], worker["metadata"]["name"].rsplit("-", 1)[1])
+        ordinal = worker["metadata"]["name"].rsplit("-", 1)[1]
+        _lws_pod_webhook(sim, worker, worker["metadata"]["labels"][LWS_GROUP], ordinal)
 
 
 RAY_ORIGIN = {"ray.io/originated-from-crd": "RayService"}
@@ -399,7 +403,10 @@ def reconcile_isvc_serverless(sim: SimCluster, name: str, *, ready: bool = True)
 
 
 def _knative_component(sim: SimCluster, isvc: Obj, component: str, ready: bool) -> tuple[str, str, str]:
-    """Returns (Knative Service, its newest Revision, the Revision before it or ""); the older Revisions keep
+    """kserve v0.20.0 reconcilers/knative/ksvc_reconciler.go: the Knative Service's template carries the component's
+    metadata (`isvc_component_meta`: the InferenceService's annotations but the disallow list) and the autoscaling
+    annotations from min/maxReplicas, so a changed annotation makes a new Revision. Returns (Knative Service, its
+    newest Revision, the Revision before it or ""); the older Revisions keep
     their pods until the newest is ready."""
     name = isvc["metadata"]["name"]
     spec = dict(isvc["spec"][component])
@@ -407,14 +414,15 @@ def _knative_component(sim: SimCluster, isvc: Obj, component: str, ready: bool) 
         model = {"name": "kserve-container", "image": "kserve/huggingfaceserver:v0.14",
                  "resources": spec["model"].get("resources", {})}
         spec["containers"] = [model, *spec.get("containers", [])]
-    labels = {ISVC_LABEL: name, "component": component}
-    scale = {"autoscaling.knative.dev/class": "kpa.autoscaling.knative.dev",
+    _, labels, copied = isvc_component_meta(isvc, component)
+    scale = {**copied, "autoscaling.knative.dev/class": "kpa.autoscaling.knative.dev",
              "autoscaling.knative.dev/min-scale": str(spec.get("minReplicas", 1)),
              **({"autoscaling.knative.dev/max-scale": str(spec["maxReplicas"])} if spec.get("maxReplicas") else {})}
     template = {"metadata": {"labels": labels, "annotations": scale}, "spec": template_of(spec, labels)["spec"]}
     service = f"{name}-{component}"
     sim.apply({"apiVersion": f"{KNATIVE}/v1", "kind": "Service",
-               "metadata": {"name": service, "namespace": NAMESPACE, "labels": labels, "ownerReferences": owner_ref(isvc)},
+               "metadata": {"name": service, "namespace": NAMESPACE, "labels": labels,
+                            "ownerReferences": owner_ref(isvc)},
                "spec": {"template": template, "traffic": [{"latestRevision": True, "percent": 100}]}})
     ksvc = sim.get(f"services.{KNATIVE}", NAMESPACE, service)
     service_labels = {**labels, f"{KNATIVE}/service": service, f"{KNATIVE}/serviceUID": ksvc["metadata"]["uid"]}
@@ -446,7 +454,8 @@ def _revision(sim: SimCluster, config: Obj, revision: str, template: Obj) -> Non
               f"{KNATIVE}/serviceUID": meta["labels"][f"{KNATIVE}/serviceUID"]}
     sim.apply({"apiVersion": f"{KNATIVE}/v1", "kind": "Revision",
                "metadata": {"name": revision, "namespace": NAMESPACE, "labels": labels,
-                            "annotations": dict(template["metadata"]["annotations"]), "ownerReferences": owner_ref(config)},
+                            "annotations": dict(template["metadata"]["annotations"]),
+                            "ownerReferences": owner_ref(config)},
                "spec": copy.deepcopy(template["spec"])})
     rev = custom(sim, "revisions", revision)
     pod_labels = {**labels, f"{KNATIVE}/revision": revision, f"{KNATIVE}/revisionUID": rev["metadata"]["uid"],

@@ -20,7 +20,8 @@ from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 TRAINING_RUN = {"kind": "TrainingRun", "group": "ml.example.com", "version": "v1alpha1", "plural": "trainingruns",
                 "children": ["StatefulSet"], "ownerLabel": "ml.example.com/run",
-                "podSpec": "spec.worker.template.spec", "replicas": "spec.worker.replicas", "childName": "{owner}-worker"}
+                "podSpec": "spec.worker.template.spec", "replicas": "spec.worker.replicas",
+                "childName": "{owner}-worker"}
 CRD = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
        "metadata": {"name": "trainingruns.ml.example.com"},
        "spec": {"group": "ml.example.com", "scope": "Namespaced",

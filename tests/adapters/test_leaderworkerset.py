@@ -14,8 +14,10 @@ from tests.support import NAMESPACE, Reactor
 
 LWS_SPEC = {"replicas": 2, "leaderWorkerTemplate": {
     "size": 2,
-    "leaderTemplate": {"spec": {"priorityClassName": "medium-priority-gpu", "containers": [container("vllm-leader", 4)]}},
-    "workerTemplate": {"spec": {"priorityClassName": "medium-priority-gpu", "containers": [container("vllm-worker", 4)]}}}}
+    "leaderTemplate": {"spec": {"priorityClassName": "medium-priority-gpu",
+                                "containers": [container("vllm-leader", 4)]}},
+    "workerTemplate": {"spec": {"priorityClassName": "medium-priority-gpu",
+                                "containers": [container("vllm-worker", 4)]}}}}
 
 
 @pytest.fixture
