@@ -22,7 +22,7 @@ from typing import Any
 from reactor.act.actor import Acted, Actor, Attempt, KeptChanging
 from reactor.act.budget import GLOBAL, Budget
 from reactor.act.events import Recorder
-from reactor.act.posting import EventPoster
+from reactor.act.posting import EventPoster, workload_event
 from reactor.act.resize import compute_facts, cpu_bounds, memory_bounds
 from reactor.cluster.adapted import adapted_refusal
 from reactor.cluster.cache import Store
@@ -118,6 +118,7 @@ class Engine:
         self.clock = clock
         self._applied: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._workloads: OrderedDict[tuple[Any, ...], Workload] = OrderedDict()  # see `_workload`
+        self._refusals: OrderedDict[tuple[Any, ...], None] = OrderedDict()  # see `_refusal_event`
         self._owners = Owners()
         self.recorder = Recorder(metrics)
         # How an object read becomes the workload decided on; the verifier reads through the same view.
@@ -344,7 +345,7 @@ class Engine:
     ) -> tuple[Workload, Decision, Mode]:
         """One call of the policy; the namespace facts are readers it calls only if a strategy needs them."""
         ref = owner.ref
-        workload = self._workload(obj, owner)
+        workload = self._workload(obj, owner, reader)
 
         def bounds() -> Bounds:
             if ns.bounds is None:
@@ -378,7 +379,26 @@ class Engine:
             cpu=compute_facts(reader, ref.namespace, signal, bounds=cpu_namespace_bounds,
                               memory=memory_namespace_bounds),
         )
+        if isinstance(decision, Skip) and decision.reason is SkipReason.OPERATOR_FORBIDS:
+            self._refusal_event(obj, workload, signal, decision, now)
         return workload, decision, effective_mode(workload, self.policy)
+
+    def _refusal_event(self, obj: dict[str, Any], workload: Workload, signal: Signal, skip: Skip,
+                       now: datetime) -> None:
+        """A change the operator would refuse or never carry to a pod is said where its owners look: a Warning
+        Event `OperatorForbids` on the resource, once per resource version and reason (a firing alert repeats
+        every group interval; the Event does not). Never in dry run (`reactor plan` prints the refusal)."""
+        if self.policy.dry_run or signal.status != Status.FIRING:
+            return
+        key = (workload.ref, workload.uid, workload.resource_version, skip.detail)
+        with self._lock:
+            if key in self._refusals:
+                return
+            self._refusals[key] = None
+            while len(self._refusals) > WORKLOAD_MEMO:
+                self._refusals.popitem(last=False)
+        self.events.post(workload_event(workload.ref, obj, reason="OperatorForbids", warning=True, now=now,
+                                        message=f"gpu-reactor: {signal.alert} not acted on: {skip.detail}"))
 
     # --- recording ----------------------------------------------------------------------
 
@@ -396,9 +416,8 @@ class Engine:
                 applied.append(ref)  # to verify: handed to `on_applied` with the notification's others
         return self._finish_action(ref, signal, decision, acted.result)
 
-    def _workload(self, obj: dict[str, Any], owner: Owner) -> Workload:
-        """The workload as the policy sees it (the cluster view: adapted, Kueue, its state authenticated),
-        remembered by resourceVersion.
+    def _workload(self, obj: dict[str, Any], owner: Owner, reader: Reader) -> Workload:
+        """The workload as the policy sees it (its state authenticated), remembered by resourceVersion.
 
         The API server gives each version of an object its own resourceVersion, so the same (workload, uid,
         resourceVersion) always reads the same: on the cooldown path, where every notification meets an
@@ -408,22 +427,23 @@ class Engine:
         meta = obj.get("metadata") or {}
         version = meta.get("resourceVersion")
         if not version or owner.child is not None or self.adapters.get(owner.ref.kind) is not None:
-            return self._view(obj, owner)
+            return self._view(obj, owner, reader)
         key = (owner.ref, str(meta.get("uid", "")), str(version), owner.via, owner.part)
         with self._lock:
             known = self._workloads.get(key)
             if known is not None:
                 self._workloads.move_to_end(key)
                 return known
-        workload = self._view(obj, owner)
+        workload = self._view(obj, owner, reader)
         with self._lock:
             self._workloads[key] = workload
             while len(self._workloads) > WORKLOAD_MEMO:
                 self._workloads.popitem(last=False)
         return workload
 
-    def _view(self, obj: dict[str, Any], owner: Owner) -> Workload:
-        return self.view.workload(obj, owner.ref.kind, part=owner.part, child=owner.child, via=owner.via)
+    def _view(self, obj: dict[str, Any], owner: Owner, reader: Reader) -> Workload:
+        return self.view.workload(obj, owner.ref.kind, part=owner.part, child=owner.child, via=owner.via,
+                                  kueue_label_mutable=reader.kueue_label_mutable)
 
     def _failed(self, ref: WorkloadRef, error: Exception, failures: list[str], *, counted: bool) -> Skip:
         """The outcome of a pod or workload that failed, by the one classification of failures (`classify`).

@@ -171,6 +171,13 @@ class Api:
                                      has_status="status" in res.subresources)
         if objects.strip_rv(new) == objects.strip_rv(old) or dry_run:
             return new if dry_run else old
+        if res.kind == "CustomResourceDefinition" and not subresource:
+            # apiextensions-apiserver's crdHandler serves a CRD's versions as its spec says them now: a version
+            # marked served by an update is served from then on (a Kueue upgrade adding v1beta2).
+            try:
+                self.registry.add_crd(new)
+            except ValueError as e:
+                raise invalid(res, name, [FieldError("spec", "Required value", str(e))]) from e
         stored = self.store.put(res.plural, new)
         self.after_write(res, new["metadata"].get("namespace"))
         return stored

@@ -20,6 +20,14 @@ _TYPES: dict[str, tuple[type, ...]] = {"object": (dict,), "array": (list,), "str
                                         "integer": (int,), "number": (int, float), "boolean": (bool,)}
 
 
+# metav1.ObjectMeta's fields: the metadata of a custom object (and of an embedded resource) is decoded into it and
+# written back, so any other key is dropped (apiextensions-apiserver pkg/apiserver/schema/objectmeta/coerce.go
+# Coerce with dropInvalidFields, after pruning/algorithm.go PruneWithOptions skipped apiVersion, kind, metadata).
+OBJECT_META = frozenset({"name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+                         "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
+                         "annotations", "ownerReferences", "finalizers", "managedFields"})
+
+
 def prune(obj: Any, schema: Schema, *, root: bool = False) -> Any:
     """Drop the fields `schema` does not know, recursively; returns `obj` (changed in place)."""
     if isinstance(obj, dict):
@@ -29,6 +37,9 @@ def prune(obj: Any, schema: Schema, *, root: bool = False) -> Any:
         preserve = schema.get("x-kubernetes-preserve-unknown-fields") is True
         for key in list(obj):
             if keep_meta and key in _ROOT_KEPT:
+                if key == "metadata" and isinstance(obj[key], dict):
+                    for unknown in set(obj[key]) - OBJECT_META:
+                        del obj[key][unknown]
                 continue
             if isinstance(properties, dict) and key in properties:
                 prune(obj[key], properties[key])

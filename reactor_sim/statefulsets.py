@@ -1,5 +1,8 @@
 """The StatefulSet controller: pods `<sts>-0..N-1` created in order (OrderedReady), a template change
 replaces them highest ordinal first (honouring `partition`), scale down removes the highest ordinal.
+`spec.ordinals.start` shifts the range to `start..start+N-1` (kubernetes pkg/controller/statefulset
+stateful_set_utils.go getStartOrdinal/getEndOrdinal: a pod outside the range is condemned); a LeaderWorkerSet's
+worker StatefulSets start at 1.
 
 One step per round, as the real controller does one pod at a time.
 """
@@ -43,14 +46,16 @@ def sync(api: Api, sts: Obj) -> None:
 
 def _step(api: Api, sts: Obj, pods: dict[int, Obj]) -> None:
     replicas, update = int(sts["spec"].get("replicas", 1)), revision(sts)
+    start = int((sts["spec"].get("ordinals") or {}).get("start") or 0)
+    end = start + replicas  # one past the last ordinal
     pods_api = api.registry.by_plural("pods")
     parallel = sts["spec"].get("podManagementPolicy") == "Parallel"
     for ordinal in sorted(pods, reverse=True):
-        if ordinal >= replicas:
+        if ordinal >= end or ordinal < start:
             api.delete(pods_api, sts["metadata"]["namespace"], pods[ordinal]["metadata"]["name"])
             if not parallel:
                 return
-    for ordinal in range(replicas):
+    for ordinal in range(start, end):
         if ordinal not in pods:
             _create(api, sts, ordinal, update)
             if not parallel:
@@ -60,7 +65,9 @@ def _step(api: Api, sts: Obj, pods: dict[int, Obj]) -> None:
     if (sts["spec"].get("updateStrategy") or {}).get("type") == "OnDelete":
         return
     partition = int(((sts["spec"].get("updateStrategy") or {}).get("rollingUpdate") or {}).get("partition", 0))
-    for ordinal in range(replicas - 1, partition - 1, -1):
+    for ordinal in range(end - 1, max(partition, start) - 1, -1):
+        if ordinal not in pods:  # Parallel: created this round, with the update revision already
+            continue
         if pods[ordinal]["metadata"].get("labels", {}).get(REVISION_LABEL) != update:
             api.delete(pods_api, sts["metadata"]["namespace"], pods[ordinal]["metadata"]["name"])
             return

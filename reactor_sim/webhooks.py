@@ -7,8 +7,10 @@ rules the reactor's writes can meet are played here, so a test cannot pass on a 
 JobSet (kubernetes-sigs/jobset `pkg/webhooks/jobset_webhook.go` ValidateUpdate, webhook `vjobset.kb.io`):
 `spec.replicatedJobs` is immutable, except that while the old or the new JobSet is suspended each
 replicatedJob's pod-template labels, annotations, nodeSelector, tolerations and schedulingGates may change;
-`spec.managedBy` is immutable. Its errors are a plain aggregate, which controller-runtime answers as
-`admission.Denied`: 403 Forbidden. Pure: compares two objects, reads and writes nothing.
+`spec.managedBy` is immutable. v0.12.0 returns `apierrors.NewInvalid(JobSet, name, errs)`, an APIStatus that
+controller-runtime passes on as it is (validationResponseFromStatus) and kube-apiserver keeps, code and details
+included (webhookerrors.ToStatusErr): 422 Invalid, `JobSet.jobset.x-k8s.io "<name>" is invalid: <errors>` after
+the denial prefix. Pure: compares two objects, reads and writes nothing.
 """
 
 from __future__ import annotations
@@ -32,8 +34,13 @@ def validate_update(res: Resource, old: Obj, new: Obj) -> None:
     if (res.group, res.plural) == ("jobset.x-k8s.io", "jobsets"):
         errors = _jobset_update(old.get("spec") or {}, new.get("spec") or {})
         if errors:
-            message = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
-            raise ApiError(403, "Forbidden", f'admission webhook "{JOBSET_WEBHOOK}" denied the request: {message}')
+            name = str((new.get("metadata") or {}).get("name", ""))
+            joined = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+            causes = [{"reason": "FieldValueInvalid", "message": e.split(": ", 1)[1], "field": e.split(": ", 1)[0]}
+                      for e in errors]
+            message = f'{res.qualified_kind} "{name}" is invalid: {joined}'
+            raise ApiError(422, "Invalid", f'admission webhook "{JOBSET_WEBHOOK}" denied the request: {message}',
+                           {"name": name, "group": res.group, "kind": res.kind, "causes": causes})
 
 
 def _jobset_update(old: Obj, new: Obj) -> list[str]:

@@ -36,6 +36,14 @@ def adapted_workload(adapter: Adapter, obj: Obj, part_name: str, gpu_resource: s
     surge = max_surge(child.get("spec") or {}, replicas) if child and child.get("kind") == "Deployment" else 0
     if adapter.replaces_all or knative.is_service(child):  # a new Knative Revision starts beside the old one
         surge = part.default_replicas if replicas is None else replicas
+    if adapter.surge is not None:  # the operator's own rolling update (a LeaderWorkerSet's maxSurge groups)
+        surge = adapter.surge(obj, replicas or 0)
+    surge *= part.pods
+    forbidden = dict(adapter.forbidden(obj))
+    floor = read(obj, part.min_replicas_path) if part.min_replicas_path is not None else None
+    if isinstance(floor, int) and replicas is not None and replicas <= floor:
+        forbidden["scale-replicas-down"] = (f"the operator keeps {part.name or 'it'} at minReplicas {floor} or more "
+                                            f"(it clamps replicas to it): scaling below changes no pod")
     return Workload(
         ref=WorkloadRef(adapter.kind, str(meta.get("namespace", "")), str(meta.get("name", ""))),
         resource_version=str(meta.get("resourceVersion", "")), containers=containers,
@@ -43,8 +51,24 @@ def adapted_workload(adapter: Adapter, obj: Obj, part_name: str, gpu_resource: s
         generation=generation, observed_generation=generation, max_surge=surge,
         state=read_state(annotations), via=via, annotations=annotations, uid=str(meta.get("uid", "")),
         part=part.name, operator_rollout=adapter.rollout(obj, child), adapted=True,
-        forbidden=dict(adapter.forbidden(obj)),
+        forbidden=forbidden, pods_per_replica=part.pods, replica_gpus=_replica_gpus(adapter, obj, part, gpu_resource),
+        recommend_only="" if adapter.names_child is not None else (
+            f"the {adapter.kind} adapter declares no naming rule (childName): a link to it cannot be confirmed "
+            f"from the owner's side, so the reactor only recommends"),
     )
+
+
+def _replica_gpus(adapter: Adapter, obj: Obj, part: Part, gpu_resource: str) -> int:
+    """GPUs one more replica takes: every template of the parts scaled together (a LeaderWorkerSet group is its
+    leader and its workers), each counted once, times its pods."""
+    total, seen = 0, set()
+    for other in adapter.parts(obj):
+        if other.replicas_path != part.replicas_path or other.spec_path in seen:
+            continue
+        seen.add(other.spec_path)
+        spec = read(obj, other.spec_path) or {}
+        total += other.pods * sum(c.gpus for c in _containers(obj, other, spec, gpu_resource))
+    return total
 
 
 def _containers(obj: Obj, part: Part, pod_spec: Obj, gpu_resource: str) -> tuple[Container, ...]:

@@ -55,9 +55,11 @@ class ClusterView:
         return self.adapters.get(kind)
 
     def workload(self, obj: Obj, kind: str, *, part: str = "", child: Obj | None = None,
-                 via: WorkloadRef | None = None) -> Workload:
+                 via: WorkloadRef | None = None, kueue_label_mutable: Callable[[], bool] = lambda: True) -> Workload:
         """The workload as the policy sees it: adapted, Kueue-managed, its state authenticated.
-        PermanentError when an operator's resource has no template `part` (any more)."""
+        `kueue_label_mutable`: whether the installed Kueue lets the priority label change (asked only for a
+        workload Kueue manages; kueue.label_mutable_on). PermanentError when an operator's resource has no
+        template `part` (any more)."""
         adapter = self.adapters.get(kind)
         if adapter is None:
             base = to_workload(obj, kind, self.gpu_resource, via=via)
@@ -68,7 +70,7 @@ class ClusterView:
                 raise PermanentError(f"{kind} {meta.get('namespace')}/{meta.get('name')} has no pod template "
                                      f"{part!r} any more")
             base = found
-        return authenticate(kueue.as_managed(base, obj), self.state_keys)
+        return authenticate(kueue.as_managed(base, obj, kueue_label_mutable), self.state_keys)
 
     def queue_bounds(self, bounds: Bounds, workload: Workload, reader: QueueReader) -> Bounds:
         """The namespace's bounds, and for a Kueue-managed workload its ClusterQueue's GPU quota as one more."""

@@ -246,6 +246,14 @@ class Workload:
     # Fields (resize-gpu, scale-replicas, set-priority) the operator refuses or ignores on this resource, and why.
     forbidden: Mapping[str, str] = field(default_factory=lambda: EMPTY)
     queue: str = ""  # Kueue's LocalQueue (label kueue.x-k8s.io/queue-name); "" when Kueue does not manage it
+    # Pods one replica stands for, from the template a change touches (a LeaderWorkerSet group's workers, a Ray
+    # worker group's numOfHosts): quota and GPU arithmetic count replicas × this.
+    pods_per_replica: int = 1
+    replica_gpus: int | None = None  # GPUs one more replica takes in all (a whole LWS group); None: one pod's
+    # Why the reactor may only recommend on this workload ("" when it may act): a link to it that its owner's
+    # side cannot confirm (a custom adapter declaring no naming rule).
+    recommend_only: str = ""
+    label_rolls: bool = False  # Kueue copies its priority label into the pod template: a label change rolls pods
 
     def container(self, name: str | None) -> Container | None:
         """The named container, or the only GPU container when the alert names none."""

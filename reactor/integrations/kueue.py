@@ -1,7 +1,10 @@
 """Kueue: a workload with the `kueue.x-k8s.io/queue-name` label is admitted by Kueue, not only by the namespace.
 
 Its priority is the `kueue.x-k8s.io/priority-class` label naming a WorkloadPriorityClass (the ladder
-names those), not the pod template's `priorityClassName`; and its GPUs must fit its ClusterQueue's
+names those), not the pod template's `priorityClassName`; that label is immutable up to Kueue v0.14 and may
+change (never be added or removed) from v0.15, where Kueue's Deployment and LeaderWorkerSet webhooks copy it
+into the pod template (a change rolls the pods). Kueue's webhooks also keep a managed StatefulSet's or
+LeaderWorkerSet's pod requests immutable (`as_managed` names each refusal); and its GPUs must fit its ClusterQueue's
 quota: for the GPU resource, the nominalQuota of every flavor minus what the ClusterQueue's status
 reports in use (flavorsUsage). This is kept apart from the namespace's ResourceQuota arithmetic:
 `cluster_queue_quota` yields one more (hard, used) pair, which `with_cluster_queue` adds to the bounds as
@@ -11,7 +14,7 @@ Pure: no I/O; the reader fetches the LocalQueue, the ClusterQueue and the classe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -19,6 +22,13 @@ from reactor.core.model import Bounds, Quota, Workload
 from reactor.core.quantity import value
 
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta1"
+V1BETA2 = "v1beta2"  # served from Kueue v0.15 on (v1beta1 deprecated there, still served in v0.19.2)
+# Kinds whose pod requests Kueue's webhook keeps immutable while it manages them (v0.19.2 statefulset_webhook,
+# leaderworkerset_webhook ValidateUpdate), and kinds whose pod template its webhook copies the priority label into
+# (deployment_webhook, leaderworkerset_webhook Default: podTemplateSpecDefault), so a label change rolls their pods.
+POD_GROUP_KINDS = frozenset({"StatefulSet", "LeaderWorkerSet"})
+LABEL_ROLLS_KINDS = frozenset({"Deployment", "LeaderWorkerSet"})
+RESIZES = ("resize-gpu", "resize-cpu", "resize-memory")
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 
@@ -30,14 +40,46 @@ def queue_of(obj: Mapping[str, Any]) -> str:
     return value if isinstance(value, str) else ""
 
 
-def as_managed(workload: Workload, obj: Mapping[str, Any]) -> Workload:
-    """The workload as Kueue sees it: its queue, and its priority read from the Kueue label."""
+def as_managed(workload: Workload, obj: Mapping[str, Any],
+               label_mutable: Callable[[], bool] = lambda: True) -> Workload:
+    """The workload as Kueue sees it: its queue, its priority read from the Kueue label, and what Kueue's
+    webhooks refuse or its controller undoes on it. `label_mutable`: whether the installed Kueue lets the
+    priority label change (v0.15+, see `label_mutable_on`); asked only for a workload Kueue manages."""
     queue = queue_of(obj)
     if not queue:
         return workload
     labels = (obj.get("metadata") or {}).get("labels") or {}
     label = labels.get(PRIORITY_LABEL)
-    return replace(workload, queue=queue, priority_class=label if isinstance(label, str) else None)
+    mutable = label_mutable()
+    kind = workload.ref.kind
+    forbidden = {k: v for k, v in workload.forbidden.items() if k != "set-priority"}  # priority is Kueue's label
+    if not mutable:
+        forbidden["set-priority"] = (
+            f"Kueue v0.14 and older ({GROUP}/{V1BETA2} not served) keeps the {PRIORITY_LABEL} label immutable "
+            f"(jobframework ValidateUpdateForWorkloadPriorityClassName): its webhook refuses the change")
+    elif not isinstance(label, str) or not label:
+        forbidden["set-priority"] = (
+            f"Kueue's webhook refuses to add a {PRIORITY_LABEL} label to a running workload "
+            f"(v0.19.2 jobframework ValidateUpdateForWorkloadPriorityClassName)")
+    if kind in POD_GROUP_KINDS:
+        why = (f"Kueue's webhook keeps a managed {kind}'s pod requests immutable "
+               f"(jobframework ValidateImmutablePodGroupPodSpec, {kind.lower()}_webhook ValidateUpdate)")
+        forbidden.update({field: why for field in RESIZES})
+    if kind == "StatefulSet":
+        forbidden["scale-replicas"] = ("Kueue's webhook lets a managed StatefulSet's replicas change only to or from 0 "
+                                       "(statefulset_webhook ValidateUpdate)")
+    if kind == "RayCluster":
+        why = ("Kueue suspends a running RayCluster whose pod templates no longer match its Workload: every pod, "
+               "head included, would stop until it is admitted again")
+        forbidden.update({field: forbidden.get(field, why) for field in ("resize-gpu", "resize-cpu", "resize-memory")})
+    return replace(workload, queue=queue, priority_class=label if isinstance(label, str) else None,
+                   forbidden=forbidden, label_rolls=mutable and kind in LABEL_ROLLS_KINDS)
+
+
+def label_mutable_on(served_version: str) -> bool:
+    """Kueue v0.15.0 made the priority label mutable (PR #7289) in the release that first served
+    kueue.x-k8s.io/v1beta2 (PR #7304): v1beta2 served means the label may change (never be added or removed)."""
+    return served_version == V1BETA2
 
 
 def cluster_queue_quota(cluster_queue: Mapping[str, Any], resource: str) -> tuple[int, int] | None:

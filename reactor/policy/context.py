@@ -163,17 +163,19 @@ class Context:
         """Pods a template change affects; a CronJob's next run counts as one (parallelism ignored)."""
         if self.cronjob:
             return 1
-        return self.workload.replicas or 0
+        return (self.workload.replicas or 0) * max(1, self.workload.pods_per_replica)
 
     @property
     def surge(self) -> int:
         """Extra pods a template change creates while the old ones still count against quota."""
-        return 0 if self.cronjob else max(0, self.workload.max_surge)
+        return 0 if self.cronjob else max(0, self.workload.max_surge)  # pods (adapters multiply by pods_per_replica)
 
 
 def effective_mode(workload: Workload, policy: Policy) -> Mode:
-    """The workload's `mode` annotation, else the policy's default (an invalid one reads as unset)."""
-    return workload.state.mode or policy.default_mode
+    """The workload's `mode` annotation, else the policy's default (an invalid one reads as unset); never more
+    than `recommend` where the link to it cannot be confirmed from its owner's side (`Workload.recommend_only`)."""
+    mode = workload.state.mode or policy.default_mode
+    return Mode.RECOMMEND if workload.recommend_only and mode == Mode.ENFORCE else mode
 
 
 def gpu_range(ctx: Context) -> tuple[int, int]:

@@ -128,16 +128,16 @@ def unsupported_owner(ctx: Context) -> Skip | None:
 
 def operator_forbids(ctx: Context, action: Action) -> Skip | None:
     """A change the operator's webhook would refuse, or its controller would never carry to a pod (a JobSet's
-    immutable replicatedJobs, a RayService whose upgrade strategy is None). A Kueue-managed workload's priority
-    is its Kueue label, not the template: that one the operator never sees."""
+    immutable replicatedJobs, a RayCluster without upgradeStrategy Recreate, Kueue's immutable priority label on
+    v0.14 and older), by field or by field and direction (`scale-replicas-down` below a floor the operator
+    clamps to). A Kueue-managed workload's entries are Kueue's (integrations/kueue.py `as_managed`)."""
     w = ctx.workload
-    field = action.action
+    field, strategy = action.action, action.strategy
     if field == "revert":
         last = ctx.state.last_action
         field = last.action if last is not None else field
-    if field == "set-priority" and w.queue:
-        return None
-    why = w.forbidden.get(field)
+        strategy = f"{field}-{'down' if last is not None and last.direction == 'up' else 'up'}"
+    why = w.forbidden.get(strategy) or w.forbidden.get(field)
     return None if why is None else Skip(SkipReason.OPERATOR_FORBIDS, f"{w.ref.kind} {w.ref.name}: {why}")
 
 

@@ -71,7 +71,7 @@ def scale_replicas(ctx: Context, direction: str) -> Action | Skip:
         return Skip(SkipReason.HPA_MANAGED, "an autoscaler owns the replica count")
     current = workload.replicas
     lo, hi = replica_range(ctx)
-    per_pod = pod_gpus(workload)
+    per_pod = pod_gpus(workload) if workload.replica_gpus is None else workload.replica_gpus
     charged: Charges = ()
     if direction == "down":
         target = current - 1
@@ -99,10 +99,14 @@ def set_priority(ctx: Context, direction: str) -> Action | Skip:
     if not 0 <= index < len(ladder):
         return Skip(SkipReason.PRIORITY_AT_END, f"class {current!r} is the {'top' if direction == 'up' else 'bottom'}")
     target = ladder[index]
-    # Kueue's priority is a label on the workload (see kueue.py): no pod is replaced, so it needs no quota.
-    charged = check_priority_class(ctx, target) or (() if ctx.workload.queue else check_template(
-        ctx, new_pod_gpus=pod_gpus(ctx.workload), new_class=target, what=f"class {current}→{target}"
-    ))
+    # Kueue's priority is a label on the workload (see kueue.py): where Kueue's webhook copies it into the pod
+    # template (a Deployment, a LeaderWorkerSet: v0.15+ deployment_webhook / leaderworkerset_webhook Default) the
+    # pods roll with it, so it is checked for surge and quota like any template change (the pods' own
+    # PriorityClass stays); elsewhere no pod is replaced and it needs no quota.
+    queue, rolls = ctx.workload.queue, ctx.workload.label_rolls
+    charged = check_priority_class(ctx, target) or (() if queue and not rolls else check_template(
+        ctx, new_pod_gpus=pod_gpus(ctx.workload), new_class=current if queue else target,
+        what=f"class {current}→{target}"))
     if isinstance(charged, Skip):
         return charged
     return _action(ctx, "set-priority", direction, container=None, from_value=current, to_value=target, gpu_delta=0,

@@ -135,9 +135,25 @@ class Reader:
 
     def workload_priority_classes(self) -> frozenset[str]:
         """Names of Kueue's WorkloadPriorityClasses, listed once per notification."""
-        items = self._once(("WorkloadPriorityClass", ""), self._lists, lambda: self.kube.list_cluster_custom(
-            kueue.GROUP, kueue.VERSION, "workloadpriorityclasses"))
-        return frozenset((c.get("metadata") or {}).get("name", "") for c in items)
+        return self._kueue()[1]
+
+    def kueue_label_mutable(self) -> bool:
+        """Whether the installed Kueue lets the priority label change: the API versions it serves tell (v1beta2
+        from v0.15 on, see kueue.label_mutable_on); found by the same list that reads the classes."""
+        return kueue.label_mutable_on(self._kueue()[0])
+
+    def _kueue(self) -> tuple[str, frozenset[str]]:
+        """(the Kueue API version served, the WorkloadPriorityClass names): v1beta2 asked first, v1beta1 where it is
+        not served (404), once per notification."""
+        def fetch() -> tuple[str, frozenset[str]]:
+            try:
+                version = kueue.V1BETA2
+                items = self.kube.list_cluster_custom(kueue.GROUP, version, "workloadpriorityclasses")
+            except NotFound:
+                version = kueue.VERSION
+                items = self.kube.list_cluster_custom(kueue.GROUP, version, "workloadpriorityclasses")
+            return version, frozenset((c.get("metadata") or {}).get("name", "") for c in items)
+        return self._once(("KueueAPI", ""), self._objects, fetch)
 
     def get_custom(self, group: str, version: str, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
         """A custom object the resolver passes on the way up (a Knative Revision), None if absent; read once."""

@@ -1,10 +1,16 @@
 """The tests play the operators (they are not simulated): read the custom resource, create what the
-operator would create (StatefulSet, Deployment or pods) with its controller reference, uid and labels,
-and report status as the operator does."""
+operator would create (StatefulSet, Deployment or pods) with its controller reference, uid, labels and names,
+and report status as the operator does. Each function builds its objects exactly as the operator's own code
+builds them (issue 24): the upstream file and function are named on each, at the versions the README's
+operators table names (kubeflow/notebooks v1.11.0, KServe v0.20.0, KubeRay v1.7.0, LWS v0.10.0, JobSet v0.12.0,
+Knative Serving 1.23). Fields the reactor never reads (probes, env, volumes) are left out; names, labels,
+annotations, ownerReferences and the fields each operator copies from its resource are not."""
 
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +32,7 @@ def container(name: str, gpus: int, image: str = "registry.example.com/app:1") -
 
 
 def owner_ref(obj: Obj) -> list[Obj]:
+    """controller-runtime controllerutil.SetControllerReference: controller and blockOwnerDeletion both true."""
     return [{"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": obj["metadata"]["name"],
              "uid": obj["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]
 
@@ -47,14 +54,45 @@ def template_of(pod_spec: Obj, labels: dict[str, str]) -> Obj:
     return {"metadata": {"labels": labels}, "spec": spec}
 
 
+def notebook_statefulset(nb: Obj) -> Obj:
+    """kubeflow/notebooks v1.11.0 components/notebook-controller/controllers/notebook_controller.go
+    generateStatefulSet: named as the Notebook, no labels or annotations of its own; 1 replica (0 with the
+    `kubeflow-resource-stopped` annotation); selector `statefulset`; the pod template labelled `statefulset` and
+    `notebook-name` plus every label of the Notebook, annotated with the Notebook's annotations whose key contains
+    neither "kubectl" nor "notebook"; the first container gets workingDir /home/jovyan, the notebook-port 8888 and
+    NB_PREFIX; the pod fsGroup 100 (ADD_FSGROUP unset)."""
+    name, meta = nb["metadata"]["name"], nb["metadata"]
+    spec = copy.deepcopy(nb["spec"]["template"]["spec"])
+    first = spec["containers"][0]
+    first.setdefault("workingDir", "/home/jovyan")
+    first.setdefault("ports", [{"containerPort": 8888, "name": "notebook-port", "protocol": "TCP"}])
+    first["env"] = [*first.get("env", []), {"name": "NB_PREFIX", "value": f"/notebook/{NAMESPACE}/{name}"}]
+    spec.setdefault("securityContext", {"fsGroup": 100})
+    labels = {"statefulset": name, "notebook-name": name, **(meta.get("labels") or {})}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if "kubectl" not in k and "notebook" not in k}
+    replicas = 0 if "kubeflow-resource-stopped" in (meta.get("annotations") or {}) else 1
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": name, "namespace": NAMESPACE, "ownerReferences": owner_ref(nb)},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"statefulset": name}},
+                     "template": {"metadata": {"labels": labels, "annotations": annotations}, "spec": spec}}}
+
+
 def reconcile_notebook(sim: SimCluster, name: str, *, settle: bool = True) -> None:
-    """Kubeflow's notebook controller: a StatefulSet `name` (1 replica) with the notebook's pod template."""
+    """The notebook controller's Reconcile: create the StatefulSet of `notebook_statefulset`; on an existing one,
+    reconcilehelper.CopyStatefulSetFields: its labels and annotations replaced by the generated ones (none), its
+    replicas and pod template *spec* copied (the template's metadata is left as it was created)."""
     nb = custom(sim, "notebooks", name)
-    labels = {"statefulset": name, "notebook-name": name}
-    sim.apply({"apiVersion": "apps/v1", "kind": "StatefulSet",
-               "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels, "ownerReferences": owner_ref(nb)},
-               "spec": {"replicas": 1, "serviceName": "", "selector": {"matchLabels": {"statefulset": name}},
-                        "template": template_of(nb["spec"]["template"]["spec"], labels)}})
+    desired = notebook_statefulset(nb)
+    found = [s for s in sim.list("statefulsets", NAMESPACE) if s["metadata"]["name"] == name]
+    if found:
+        current = found[0]
+        current["metadata"].pop("labels", None)
+        current["metadata"].pop("annotations", None)
+        current["spec"]["replicas"] = desired["spec"]["replicas"]
+        current["spec"]["template"]["spec"] = desired["spec"]["template"]["spec"]
+        desired = current
+    sim.apply(desired)
     if settle:
         sim.settle()
 
@@ -73,83 +111,206 @@ def reconcile_isvc(sim: SimCluster, name: str, *, settle: bool = True) -> None:
                    {"observedGeneration": generation, "conditions": [{"type": "Ready", "status": "True"}]})
 
 
+# kserve v0.20.0 pkg/constants ServiceAnnotationDisallowedList: the InferenceService annotations KServe does not
+# copy into the component's pod template; every other one it copies (components/predictor.go buildObjectMeta).
+KSERVE_DISALLOWED = ("autoscaling.knative.dev/min-scale", "autoscaling.knative.dev/max-scale",
+                     "internal.serving.kserve.io/storage-initializer-sourceuri",
+                     "kubectl.kubernetes.io/last-applied-configuration", "serving.kserve.io/model-format")
+
+
+def isvc_component_meta(isvc: Obj, component: str) -> tuple[str, Obj, Obj]:
+    """kserve v0.20.0 components/predictor.go buildPredictorResources + buildObjectMeta (the transformer's and
+    explainer's alike): (the component's name, its labels, its annotations): the InferenceService's labels, the
+    component's own, `serving.kserve.io/inferenceservice` and `component`; the InferenceService's annotations but
+    the disallow list, and the component's own."""
+    meta, spec = isvc["metadata"], isvc["spec"][component]
+    variant = spec.get("name") if component == "predictor" else None
+    name = f"{meta['name']}-{variant}-{component}" if variant else f"{meta['name']}-{component}"
+    labels = {**(meta.get("labels") or {}), **(spec.get("labels") or {}),
+              "serving.kserve.io/inferenceservice": meta["name"], "component": component}
+    annotations = {k: v for k, v in {**(meta.get("annotations") or {}), **(spec.get("annotations") or {})}.items()
+                   if k not in KSERVE_DISALLOWED}
+    return name, labels, annotations
+
+
 def _isvc_component(sim: SimCluster, isvc: Obj, component: str) -> None:
-    name = isvc["metadata"]["name"]
+    """kserve v0.20.0 reconcilers/deployment/deployment_reconciler.go createRawDefaultDeployment: the Deployment
+    and its pod template share the component's metadata (one labels map: the `app: isvc.<name>` label lands on
+    both), RollingUpdate 25%/25%; replicas are minReplicas (the HPA KServe makes keeps them there)."""
     spec = dict(isvc["spec"][component])
     if "model" in spec:  # KServe builds kserve-container from the model spec and its runtime
         model = {"name": "kserve-container", "image": "kserve/huggingfaceserver:v0.14",
                  "resources": spec["model"].get("resources", {})}
         spec["containers"] = [model, *spec.get("containers", [])]
-    labels = {"app": f"isvc.{name}-{component}", "serving.kserve.io/inferenceservice": name, "component": component}
+    name, labels, annotations = isvc_component_meta(isvc, component)
+    labels["app"] = f"isvc.{name}"
     sim.apply({"apiVersion": "apps/v1", "kind": "Deployment",
-               "metadata": {"name": f"{name}-{component}", "namespace": NAMESPACE, "labels": labels,
+               "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels, "annotations": annotations,
                             "ownerReferences": owner_ref(isvc)},
                "spec": {"replicas": int(spec.get("minReplicas", 1)),
                         "selector": {"matchLabels": {"app": labels["app"]}},
-                        "template": template_of(spec, labels)}})
+                        "strategy": {"type": "RollingUpdate",
+                                     "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}},
+                        "revisionHistoryLimit": 10, "progressDeadlineSeconds": 600,
+                        "template": {"metadata": {"labels": labels, "annotations": annotations},
+                                     "spec": template_of(spec, labels)["spec"]}}})
+
+
+RECREATE_HASH = "ray.io/upgrade-strategy-recreate-hash"
+
+
+def ray_pod_name(cluster: str, group: str, index: int) -> str:
+    """kuberay v1.7.0 utils.PodName with generateName: `<cluster>-head-` / `<cluster>-<group>-worker-` (the prefix cut
+    at 50 characters) and five generated characters, fixed here as the index (`00000`) so tests can name a pod."""
+    prefix = (cluster[:50] + "-head") if group == "headgroup" else (f"{cluster}-{group}"[:50] + "-worker")
+    return f"{prefix.lower()}-{index:05d}"
+
+
+def _ray_hash(spec: Obj) -> str:
+    """utils.GenerateHashWithoutReplicasAndWorkersToDelete: the spec without replicas, min/max, workersToDelete,
+    tolerations, schedulingGates and upgradeStrategy (the JSON hash's form differs; only equality matters here)."""
+    muted = copy.deepcopy(spec)
+    muted.pop("upgradeStrategy", None)
+    for group in [muted.get("headGroupSpec") or {}, *(muted.get("workerGroupSpecs") or [])]:
+        for key in ("replicas", "minReplicas", "maxReplicas"):
+            group.pop(key, None)
+        (group.get("scaleStrategy") or {}).pop("workersToDelete", None)
+        pod = (group.get("template") or {}).get("spec") or {}
+        pod.pop("tolerations", None)
+        pod.pop("schedulingGates", None)
+    return hashlib.sha1(json.dumps(muted, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def reconcile_ray(sim: SimCluster, name: str) -> None:
-    """KubeRay: the head pod and `replicas` pods per worker group, created directly, labelled by group; status
-    `ready` with the generation it observed."""
+    """KubeRay v1.7.0 raycluster_controller.go reconcilePods: the head pod and replicas × numOfHosts pods per worker
+    group (GetWorkerGroupDesiredReplicas: clamped to min/maxReplicas), created directly with generateName
+    (`ray_pod_name`), labelled as common/pod.go labelPod does and annotated with the cluster hash. A template
+    change reaches running pods only with `upgradeStrategy.type: Recreate` (shouldRecreatePodsForUpgrade: the head
+    pod's hash differs → every pod, head included, deleted at once, then created anew); otherwise KubeRay leaves
+    them alone and only new pods get the new template. Status: `state: ready`, observedGeneration, conditions."""
     rc = custom(sim, "rayclusters", name)
-    groups = [("headgroup", "head", rc["spec"]["headGroupSpec"]["template"]["spec"], 1)]
-    groups += [(g["groupName"], "worker", g["template"]["spec"], int(g.get("replicas", 0)))
-               for g in rc["spec"].get("workerGroupSpecs") or []]
-    existing = {p["metadata"]["name"] for p in sim.list("pods", NAMESPACE, label_selector=f"ray.io/cluster={name}")}
-    for group, node_type, pod_spec, replicas in groups:
-        for i in range(replicas):
-            if f"{name}-{group}-{i}" in existing:
-                continue  # KubeRay leaves running pods alone on a template change; new pods get the new template
-            labels = {"ray.io/cluster": name, "ray.io/group": group, "ray.io/node-type": node_type}
-            spec = template_of(pod_spec, labels)["spec"]
+    spec, digest = rc["spec"], _ray_hash(rc["spec"])
+    pods = sim.list("pods", NAMESPACE, label_selector=f"ray.io/cluster={name}")
+    heads = [p for p in pods if p["metadata"]["labels"].get("ray.io/node-type") == "head"]
+    recreate = (spec.get("upgradeStrategy") or {}).get("type") == "Recreate"
+    if recreate and heads and heads[0]["metadata"].get("annotations", {}).get(RECREATE_HASH) != digest:
+        for pod in pods:
+            sim.delete("pods", NAMESPACE, pod["metadata"]["name"])
+        pods = []
+    groups = [("headgroup", "head", spec["headGroupSpec"]["template"], 1)]
+    for g in spec.get("workerGroupSpecs") or []:
+        wanted = min(max(int(g.get("replicas", 0)), int(g.get("minReplicas", 0))), int(g.get("maxReplicas", 1 << 31)))
+        groups.append((g["groupName"], "worker", g["template"], wanted * int(g.get("numOfHosts", 1))))
+    existing = {p["metadata"]["name"] for p in pods}
+    for group, node_type, template, count in groups:
+        for i in range(count):
+            pod_name = ray_pod_name(name, group, i)
+            if pod_name in existing:
+                continue
+            labels = {**((template.get("metadata") or {}).get("labels") or {}), "ray.io/is-ray-node": "yes",
+                      "ray.io/cluster": name, "ray.io/node-type": node_type, "ray.io/group": group,
+                      "ray.io/identifier": f"{name}-{node_type}", "app.kubernetes.io/name": "kuberay",
+                      "app.kubernetes.io/created-by": "kuberay-operator"}
+            annotations = {**((template.get("metadata") or {}).get("annotations") or {}), RECREATE_HASH: digest,
+                           "ray.io/kuberay-version": "v1.7.0"}
             sim.apply({"apiVersion": "v1", "kind": "Pod",
-                       "metadata": {"name": f"{name}-{group}-{i}", "namespace": NAMESPACE, "labels": labels,
-                                    "ownerReferences": owner_ref(rc)}, "spec": spec})
+                       "metadata": {"name": pod_name, "namespace": NAMESPACE, "labels": labels,
+                                    "annotations": annotations, "ownerReferences": owner_ref(rc)},
+                       "spec": template_of(template["spec"], labels)["spec"]})
     sim.settle()
+    now = "2026-01-01T00:00:00Z"
     set_status(sim, "rayclusters", name,
-               {"state": "ready", "observedGeneration": custom(sim, "rayclusters", name)["metadata"]["generation"]})
+               {"state": "ready", "observedGeneration": custom(sim, "rayclusters", name)["metadata"]["generation"],
+                "conditions": [{"type": "RayClusterProvisioned", "status": "True", "reason": "AllPodRunningAndReady",
+                                "message": "", "lastTransitionTime": now},
+                               {"type": "HeadPodReady", "status": "True", "reason": "HeadPodRunningAndReady",
+                                "message": "", "lastTransitionTime": now}]})
 
 
 LWS = "leaderworkerset.sigs.k8s.io/name"
+LWS_GROUP = "leaderworkerset.sigs.k8s.io/group-index"
+LWS_WORKER = "leaderworkerset.sigs.k8s.io/worker-index"
+LWS_KEY = "leaderworkerset.sigs.k8s.io/group-key"
+LWS_REVISION = "leaderworkerset.sigs.k8s.io/template-revision-hash"
+
+
+def _lws_pod_webhook(sim: SimCluster, pod: Obj, group: str, worker: str) -> None:
+    """lws v0.10.0 pkg/webhooks/pod_webhook.go Default: each pod labelled with its group index, its worker index
+    (its ordinal within the group) and the group's key (a hash of namespace, LWS and group)."""
+    key = hashlib.sha1(f"{NAMESPACE}/{pod['metadata']['labels'][LWS]}-{group}".encode()).hexdigest()
+    pod["metadata"]["labels"].update({LWS_GROUP: group, LWS_WORKER: worker, LWS_KEY: key})
+    sim.apply(pod)
 
 
 def reconcile_lws(sim: SimCluster, name: str) -> None:
-    """The LWS controller: StatefulSet `name` of leaders (one per group, worker-index 0); for each leader pod a
-    StatefulSet `name-<group>` of size-1 workers whose controller is that leader pod."""
+    """lws v0.10.0 pkg/controllers/leaderworkerset_controller.go constructLeaderStatefulSetApplyConfiguration: the
+    leaders' StatefulSet named as the LWS (labels: the LWS's plus name and revision; annotations: the LWS's plus
+    the replicas one), one leader per group, selector name + worker-index 0, Parallel; its pod template the
+    leaderTemplate (else workerTemplate) labelled worker-index 0, name, revision and annotated with the group
+    size. pod_controller.go constructWorkerStatefulSetApplyConfiguration: per leader pod a StatefulSet named as the
+    leader pod, controlled by it, `size − 1` workers from ordinal 1, labelled group-index, name, group-key,
+    revision; its selector group-index, name, group-key."""
     lws = custom(sim, "leaderworkersets", name)
-    tmpl = lws["spec"]["leaderWorkerTemplate"]
-    leader_spec = (tmpl.get("leaderTemplate") or tmpl["workerTemplate"])["spec"]
-    leader_labels = {LWS: name, "leaderworkerset.sigs.k8s.io/worker-index": "0", "role": f"{name}-leader"}
+    meta, tmpl = lws["metadata"], lws["spec"]["leaderWorkerTemplate"]
+    revision = hashlib.sha1(json.dumps(tmpl, sort_keys=True).encode()).hexdigest()[:10]
+    leader_template = copy.deepcopy(tmpl.get("leaderTemplate") or tmpl["workerTemplate"])
+    size = int(tmpl.get("size", 1))
+    leader_meta = leader_template.setdefault("metadata", {})
+    leader_meta["labels"] = {**(leader_meta.get("labels") or {}), LWS_WORKER: "0", LWS: name, LWS_REVISION: revision}
+    leader_meta["annotations"] = {**(leader_meta.get("annotations") or {}),
+                                  "leaderworkerset.sigs.k8s.io/size": str(size)}
     sim.apply({"apiVersion": "apps/v1", "kind": "StatefulSet",
-               "metadata": {"name": name, "namespace": NAMESPACE, "labels": {LWS: name},
+               "metadata": {"name": name, "namespace": NAMESPACE,
+                            "labels": {**(meta.get("labels") or {}), LWS: name, LWS_REVISION: revision},
+                            "annotations": {**(meta.get("annotations") or {}),
+                                            "leaderworkerset.sigs.k8s.io/replicas":
+                                                str(lws["spec"].get("replicas", 1))},
                             "ownerReferences": owner_ref(lws)},
-               "spec": {"replicas": int(lws["spec"].get("replicas", 1)), "serviceName": "",
-                        "selector": {"matchLabels": {"role": f"{name}-leader"}},
-                        "template": template_of(leader_spec, leader_labels)}})
+               "spec": {"replicas": int(lws["spec"].get("replicas", 1)), "serviceName": name,
+                        "podManagementPolicy": "Parallel",
+                        "selector": {"matchLabels": {LWS: name, LWS_WORKER: "0"}},
+                        "template": {"metadata": leader_meta,
+                                     "spec": template_of(leader_template["spec"], {})["spec"]}}})
     sim.settle()
-    for leader in sim.list("pods", NAMESPACE, label_selector=f"role={name}-leader"):
+    for leader in sim.list("pods", NAMESPACE, label_selector=f"{LWS},{LWS_WORKER}=0"):
+        if leader["metadata"]["labels"][LWS] != name:
+            continue
         group = leader["metadata"]["name"].rsplit("-", 1)[1]
-        labels = {LWS: name, "leaderworkerset.sigs.k8s.io/group-index": group,
-                  "leaderworkerset.sigs.k8s.io/worker-index": "1", "role": f"{name}-worker-{group}"}
+        if LWS_GROUP not in leader["metadata"]["labels"]:
+            _lws_pod_webhook(sim, leader, group, "0")
+            leader = sim.get("pods", NAMESPACE, leader["metadata"]["name"])
+        labels = {LWS_GROUP: group, LWS: name, LWS_KEY: leader["metadata"]["labels"][LWS_KEY], LWS_REVISION: revision}
+        worker_meta = copy.deepcopy(tmpl["workerTemplate"].get("metadata") or {})
+        worker_meta["labels"] = {**(worker_meta.get("labels") or {}), **labels}
+        worker_meta["annotations"] = {**(worker_meta.get("annotations") or {}),
+                                      "leaderworkerset.sigs.k8s.io/size": str(size),
+                                      "leaderworkerset.sigs.k8s.io/leader-name": leader["metadata"]["name"]}
         sim.apply({"apiVersion": "apps/v1", "kind": "StatefulSet",
-                   "metadata": {"name": f"{name}-{group}", "namespace": NAMESPACE, "labels": {LWS: name},
+                   "metadata": {"name": leader["metadata"]["name"], "namespace": NAMESPACE,
+                                "labels": {**(meta.get("labels") or {}), **labels},
+                                "annotations": dict(meta.get("annotations") or {}),
                                 "ownerReferences": owner_ref(leader)},
-                   "spec": {"replicas": int(tmpl.get("size", 1)) - 1, "serviceName": "",
-                            "selector": {"matchLabels": {"role": labels["role"]}},
-                            "template": template_of(tmpl["workerTemplate"]["spec"], labels)}})
+                   "spec": {"replicas": size - 1, "serviceName": name, "podManagementPolicy": "Parallel",
+                            "ordinals": {"start": 1},
+                            "selector": {"matchLabels": {k: labels[k] for k in (LWS_GROUP, LWS, LWS_KEY)}},
+                            "template": {"metadata": worker_meta,
+                                         "spec": template_of(tmpl["workerTemplate"]["spec"], {})["spec"]}}})
     sim.settle()
+    for worker in sim.list("pods", NAMESPACE, label_selector=f"{LWS}={name},!{LWS_WORKER}"):
+        ordinal = worker["metadata"]["name"].rsplit("-", 1)[1]
+        _lws_pod_webhook(sim, worker, worker["metadata"]["labels"][LWS_GROUP], ordinal)
 
 
 RAY_ORIGIN = {"ray.io/originated-from-crd": "RayService"}
 
 
 def ray_service_cluster(sim: SimCluster, service: str, suffix: str) -> str:
-    """KubeRay's RayService controller: a RayCluster `<service>-raycluster-<suffix>` built from rayClusterConfig,
-    controlled by the RayService and labelled with its name and kind; KubeRay's RayCluster controller makes its
-    pods. Returns the cluster's name."""
+    """KubeRay v1.7.0 rayservice_controller.go constructRayClusterForRayService: a RayCluster named
+    utils.GenerateRayClusterName (`<service>-<five generated characters>`, `suffix` here) built from
+    rayClusterConfig, controlled by the RayService and labelled with its name and kind; KubeRay's RayCluster
+    controller makes its pods. Returns the cluster's name."""
     svc = custom(sim, "rayservices", service)
-    name = f"{service}-raycluster-{suffix}"
+    name = f"{service}-{suffix}"
     sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster",
                "metadata": {"name": name, "namespace": NAMESPACE, "ownerReferences": owner_ref(svc),
                             "labels": {"ray.io/originated-from-cr-name": service, **RAY_ORIGIN}},
@@ -171,6 +332,22 @@ def ray_service_status(sim: SimCluster, service: str, active: str, pending: str 
                {"observedGeneration": generation, "conditions": [ready, upgrading],
                 "activeServiceStatus": {"rayClusterName": active},
                 "pendingServiceStatus": {"rayClusterName": pending or None}})  # null: a merge patch removes it
+
+
+def kueue_deployment_webhook(sim: SimCluster, name: str) -> None:
+    """kueue v0.19.2 pkg/controller/jobs/deployment/deployment_webhook.go Default, for a Deployment Kueue manages:
+    the pod template gets the suspended-by-parent annotation, managed-by, the queue-name and the priority-class
+    labels of the Deployment (so a change of the priority label changes the template)."""
+    dep = sim.get("deployments", NAMESPACE, name)
+    labels = dep["metadata"].get("labels") or {}
+    template = dep["spec"]["template"].setdefault("metadata", {})
+    template.setdefault("annotations", {})["kueue.x-k8s.io/pod-suspending-parent"] = "deployment"
+    copied = {"kueue.x-k8s.io/managed": "true", "kueue.x-k8s.io/queue-name": labels["kueue.x-k8s.io/queue-name"]}
+    if labels.get("kueue.x-k8s.io/priority-class"):
+        copied["kueue.x-k8s.io/priority-class"] = labels["kueue.x-k8s.io/priority-class"]
+    template.setdefault("labels", {}).update(copied)
+    sim.apply(dep)
+    sim.settle()
 
 
 JOBSET = "jobset.sigs.k8s.io/jobset-name"
@@ -226,7 +403,10 @@ def reconcile_isvc_serverless(sim: SimCluster, name: str, *, ready: bool = True)
 
 
 def _knative_component(sim: SimCluster, isvc: Obj, component: str, ready: bool) -> tuple[str, str, str]:
-    """Returns (Knative Service, its newest Revision, the Revision before it or ""); the older Revisions keep
+    """kserve v0.20.0 reconcilers/knative/ksvc_reconciler.go: the Knative Service's template carries the component's
+    metadata (`isvc_component_meta`: the InferenceService's annotations but the disallow list) and the autoscaling
+    annotations from min/maxReplicas, so a changed annotation makes a new Revision. Returns (Knative Service, its
+    newest Revision, the Revision before it or ""); the older Revisions keep
     their pods until the newest is ready."""
     name = isvc["metadata"]["name"]
     spec = dict(isvc["spec"][component])
@@ -234,14 +414,15 @@ def _knative_component(sim: SimCluster, isvc: Obj, component: str, ready: bool) 
         model = {"name": "kserve-container", "image": "kserve/huggingfaceserver:v0.14",
                  "resources": spec["model"].get("resources", {})}
         spec["containers"] = [model, *spec.get("containers", [])]
-    labels = {ISVC_LABEL: name, "component": component}
-    scale = {"autoscaling.knative.dev/class": "kpa.autoscaling.knative.dev",
+    _, labels, copied = isvc_component_meta(isvc, component)
+    scale = {**copied, "autoscaling.knative.dev/class": "kpa.autoscaling.knative.dev",
              "autoscaling.knative.dev/min-scale": str(spec.get("minReplicas", 1)),
              **({"autoscaling.knative.dev/max-scale": str(spec["maxReplicas"])} if spec.get("maxReplicas") else {})}
     template = {"metadata": {"labels": labels, "annotations": scale}, "spec": template_of(spec, labels)["spec"]}
     service = f"{name}-{component}"
     sim.apply({"apiVersion": f"{KNATIVE}/v1", "kind": "Service",
-               "metadata": {"name": service, "namespace": NAMESPACE, "labels": labels, "ownerReferences": owner_ref(isvc)},
+               "metadata": {"name": service, "namespace": NAMESPACE, "labels": labels,
+                            "ownerReferences": owner_ref(isvc)},
                "spec": {"template": template, "traffic": [{"latestRevision": True, "percent": 100}]}})
     ksvc = sim.get(f"services.{KNATIVE}", NAMESPACE, service)
     service_labels = {**labels, f"{KNATIVE}/service": service, f"{KNATIVE}/serviceUID": ksvc["metadata"]["uid"]}
@@ -273,7 +454,8 @@ def _revision(sim: SimCluster, config: Obj, revision: str, template: Obj) -> Non
               f"{KNATIVE}/serviceUID": meta["labels"][f"{KNATIVE}/serviceUID"]}
     sim.apply({"apiVersion": f"{KNATIVE}/v1", "kind": "Revision",
                "metadata": {"name": revision, "namespace": NAMESPACE, "labels": labels,
-                            "annotations": dict(template["metadata"]["annotations"]), "ownerReferences": owner_ref(config)},
+                            "annotations": dict(template["metadata"]["annotations"]),
+                            "ownerReferences": owner_ref(config)},
                "spec": copy.deepcopy(template["spec"])})
     rev = custom(sim, "revisions", revision)
     pod_labels = {**labels, f"{KNATIVE}/revision": revision, f"{KNATIVE}/revisionUID": rev["metadata"]["uid"],

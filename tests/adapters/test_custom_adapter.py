@@ -20,7 +20,8 @@ from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 TRAINING_RUN = {"kind": "TrainingRun", "group": "ml.example.com", "version": "v1alpha1", "plural": "trainingruns",
                 "children": ["StatefulSet"], "ownerLabel": "ml.example.com/run",
-                "podSpec": "spec.worker.template.spec", "replicas": "spec.worker.replicas"}
+                "podSpec": "spec.worker.template.spec", "replicas": "spec.worker.replicas",
+                "childName": "{owner}-worker"}
 CRD = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
        "metadata": {"name": "trainingruns.ml.example.com"},
        "spec": {"group": "ml.example.com", "scope": "Namespaced",
@@ -47,8 +48,11 @@ def _settings(token_file: Path, entries: Any, **extra: Any) -> Any:
     ({"replicas": "spec.other.replicas"}, "adapters.custom[0].replicas", "must lie under spec.worker"),
     ({"ownerLabel": "bad label!"}, "adapters.custom[0].ownerLabel", "a label key"),
     ({"selector": "x"}, "adapters.custom[0].selector", "unknown key"),
+    ({"childName": "worker"}, "adapters.custom[0].childName", "{owner}"),
+    ({"childName": "{owner}-{owner}"}, "adapters.custom[0].childName", "{owner}"),
+    ({"childName": "{owner}_W"}, "adapters.custom[0].childName", "{owner}"),
 ], ids=["builtin-kind", "duplicate", "group", "version", "children", "path", "replicas-subtree", "label",
-        "unknown-key"])
+        "unknown-key", "child-name-without-owner", "child-name-twice", "child-name-not-dns"])
 def test_a_broken_adapter_is_refused_at_start_naming_the_key(tmp_path: Path, change: dict[str, Any], key: str,
                                                              message: str) -> None:
     with pytest.raises(ConfigError) as e:
@@ -126,5 +130,47 @@ def test_with_the_adapters_off_an_operators_pod_is_unsupported(sim: SimCluster, 
                            "spec": {"containers": [container("main", 4)]}})
         outcome = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
         assert (outcome["reason"], outcome["workload"]) == ("unsupported-owner", f"TrainingRun/{NAMESPACE}/bert")
+    finally:
+        reactor.service.kube.close()
+
+
+def _look_alike(reactor: Reactor, name: str, owner: dict[str, Any]) -> None:
+    """A tenant's StatefulSet carrying another team's TrainingRun uid and the operator's label: not its name."""
+    labels = {"ml.example.com/run": owner["metadata"]["name"]}
+    reactor.sim.apply({"apiVersion": "apps/v1", "kind": "StatefulSet",
+                       "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels,
+                                    "ownerReferences": owner_ref(owner)},
+                       "spec": {"replicas": 1, "serviceName": "", "selector": {"matchLabels": {"app": name}},
+                                "template": {"metadata": {"labels": {"app": name}},
+                                             "spec": {"containers": [container("main", 4)]}}}})
+    reactor.sim.settle()
+
+
+def test_a_look_alike_child_not_named_by_the_rule_changes_nothing(reactor: Reactor, run: dict[str, Any]) -> None:
+    """Issue 24 item 8, as a tenant: the uid and the label are copied, the name the rule gives is not."""
+    _look_alike(reactor, "mine", run)
+    (outcome,) = reactor.post(notification([AlertSpec("GPUUnderutilized", NAMESPACE, "mine-0", "main", value=0.1,
+                                                       gpus=4)])).get_json()["outcomes"]
+    assert outcome["reason"] == "owner-unverified", outcome
+    assert "childName rule names that StatefulSet bert-worker" in outcome["detail"]
+    assert custom(reactor.sim, "trainingruns", "bert")["spec"] == run["spec"]
+
+
+def test_without_a_naming_rule_a_custom_adapter_only_recommends(sim: SimCluster, token_file: Path) -> None:
+    """A link nobody can confirm from the owner's side is believed for a recommendation, never for a write."""
+    entry = {k: v for k, v in TRAINING_RUN.items() if k != "childName"}
+    reactor = build_reactor(sim, _settings(token_file, [entry]))
+    try:
+        reactor.sim.apply(CRD)
+        reactor.sim.apply({"apiVersion": "ml.example.com/v1alpha1", "kind": "TrainingRun",
+                           "metadata": {"name": "bert", "namespace": NAMESPACE},
+                           "spec": {"worker": {"replicas": 2,
+                                               "template": {"spec": {"containers": [container("main", 4)]}}}}})
+        tr = custom(reactor.sim, "trainingruns", "bert")
+        _look_alike(reactor, "bert-worker", tr)
+        outcome = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
+        assert (outcome["result"], outcome["workload"]) == ("recommended", f"TrainingRun/{NAMESPACE}/bert"), outcome
+        assert custom(reactor.sim, "trainingruns", "bert")["spec"] == tr["spec"]
+        assert reactor.sim.requests[("patch", "trainingruns", "")] == 0
     finally:
         reactor.service.kube.close()

@@ -173,3 +173,91 @@ def test_a_transformer_kserve_has_not_made_ready_is_left_alone(reactor: Reactor,
     outcomes = _component_post(reactor, "transformer", "embedder", "GPUUnderutilized", value=0.1, gpus=2)
     assert {o["reason"] for o in outcomes} == {"rollout-in-progress"}
     assert _limit(_spec(reactor)["transformer"]) == "2"
+
+
+def _template(reactor: Reactor) -> dict[str, Any]:
+    return reactor.sim.get("deployments", NAMESPACE, "llama-predictor")["spec"]["template"]
+
+
+def test_kserve_copies_the_resources_annotations_into_the_predictors_pods(reactor: Reactor,
+                                                                          isvc: dict[str, Any]) -> None:
+    """The fixture plays KServe as it is (buildObjectMeta): an annotation on the InferenceService rolls the
+    predictor's pods. This is what made every state write of the reactor restart the model servers (item 2)."""
+    generation = reactor.sim.get("deployments", NAMESPACE, "llama-predictor")["metadata"]["generation"]
+    obj = custom(reactor.sim, "inferenceservices", "llama")
+    obj["metadata"].setdefault("annotations", {})["team.example.com/owner"] = "search"
+    reactor.sim.apply(obj)
+    reconcile_isvc(reactor.sim, "llama")
+    assert _template(reactor)["metadata"]["annotations"]["team.example.com/owner"] == "search"
+    assert reactor.sim.get("deployments", NAMESPACE, "llama-predictor")["metadata"]["generation"] == generation + 1
+
+
+def test_the_reactors_state_and_the_verified_mark_never_roll_the_predictor(reactor: Reactor,
+                                                                           isvc: dict[str, Any]) -> None:
+    """Issue 24 item 2: the reactor's own annotations live on the ConfigMap `llama.gpu-reactor` the InferenceService
+    owns (by uid), never on the InferenceService: a replicas change, its record, and the verifier's "verified" mark
+    leave the predictor's pod template as KServe built it."""
+    before = _template(reactor)
+    outcomes = _post(reactor, "GPUIdle", value=0.0, gpus=4)
+    assert {(o["result"], o.get("action")) for o in outcomes} == {("applied", "scale-replicas")}, outcomes
+    reconcile_isvc(reactor.sim, "llama")
+    assert _template(reactor) == before
+    obj = custom(reactor.sim, "inferenceservices", "llama")
+    assert not [k for k in obj["metadata"].get("annotations") or {} if k.startswith("gpu-reactor.io/")]
+    home = reactor.sim.get("configmaps", NAMESPACE, "llama.gpu-reactor")
+    assert [r["uid"] for r in home["metadata"]["ownerReferences"]] == [obj["metadata"]["uid"]]
+    assert {"gpu-reactor.io/last-action", "gpu-reactor.io/state-mac"} <= set(home["metadata"]["annotations"])
+    # The verified mark, as the verifier sends it (annotations only, conditional on the read): the
+    # InferenceService is not written at all.
+    kube = reactor.service.kube
+    adapter = reactor.service.engine.adapters.get("InferenceService")
+    read = kube.get("InferenceService", NAMESPACE, "llama", adapter)
+    assert read["metadata"]["annotations"]["gpu-reactor.io/last-action"]  # the reactor reads its state back
+    mark = {"gpu-reactor.io/verification": '{"reason":"","result":"verified","since":"2026-01-01T00:00:00Z",'
+                                           '"strategy":"scale-replicas-down"}'}
+    kube.patch("InferenceService", NAMESPACE, "llama",
+               {"metadata": {"resourceVersion": read["metadata"]["resourceVersion"], "annotations": mark}}, adapter)
+    assert custom(reactor.sim, "inferenceservices", "llama")["metadata"]["resourceVersion"] == \
+        obj["metadata"]["resourceVersion"]
+    assert reactor.sim.get("configmaps", NAMESPACE, "llama.gpu-reactor")["metadata"]["annotations"][
+        "gpu-reactor.io/verification"] == mark["gpu-reactor.io/verification"]
+    if reactor.service.verifier is not None:
+        reactor.service.verifier.check_all()
+    reconcile_isvc(reactor.sim, "llama")
+    assert _template(reactor) == before
+
+
+def test_a_state_configmap_of_another_uid_is_not_believed(reactor: Reactor, isvc: dict[str, Any]) -> None:
+    """A ConfigMap of the state's name that the InferenceService does not own (a namesake left by a deleted one,
+    or a tenant's): its contents are ignored, and the next write takes it over for this uid."""
+    reactor.sim.apply({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "llama.gpu-reactor", "namespace": NAMESPACE,
+                                    "ownerReferences": [{"apiVersion": "serving.kserve.io/v1beta1",
+                                                         "kind": "InferenceService", "name": "llama",
+                                                         "uid": "00000000-0000-0000-0000-000000000000"}],
+                                    "annotations": {"gpu-reactor.io/cooldown-until": "2199-01-01T00:00:00Z"}}})
+    kube = reactor.service.kube
+    read = kube.get("InferenceService", NAMESPACE, "llama", reactor.service.engine.adapters.get("InferenceService"))
+    assert "gpu-reactor.io/cooldown-until" not in read["metadata"]["annotations"]
+    outcomes = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
+    assert {o["result"] for o in outcomes} == {"applied"}, outcomes
+    home = reactor.sim.get("configmaps", NAMESPACE, "llama.gpu-reactor")
+    assert [r["uid"] for r in home["metadata"]["ownerReferences"]] == [isvc["metadata"]["uid"]]
+
+
+def test_a_look_alike_deployment_is_refused(reactor: Reactor, isvc: dict[str, Any]) -> None:
+    """Issue 24 item 8, as a tenant: a Deployment with the InferenceService's uid and KServe's labels, not the name
+    KServe gives the predictor's Deployment (`llama-predictor`, constants.PredictorServiceName)."""
+    from tests.adapters.operators import container, owner_ref
+    labels = {"serving.kserve.io/inferenceservice": "llama", "component": "predictor", "app": "mine"}
+    reactor.sim.apply({"apiVersion": "apps/v1", "kind": "Deployment",
+                       "metadata": {"name": "mine", "namespace": NAMESPACE, "labels": labels,
+                                    "ownerReferences": owner_ref(isvc)},
+                       "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "mine"}},
+                                "template": {"metadata": {"labels": labels},
+                                             "spec": {"containers": [container("kserve-container", 4)]}}}})
+    reactor.sim.settle()
+    (pod,) = [p["metadata"]["name"] for p in reactor.sim.list("pods", NAMESPACE, label_selector="app=mine")]
+    (outcome,) = _post(reactor, "GPUIdle", value=0.0, gpus=4, pods=[pod])
+    assert outcome["reason"] == "owner-unverified" and "llama-predictor" in outcome["detail"], outcome
+    assert _predictor(reactor) == isvc["spec"]["predictor"]

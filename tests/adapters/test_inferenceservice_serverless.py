@@ -8,6 +8,7 @@ changes the predictor in the InferenceService, never the Knative objects below i
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from tests.adapters.operators import (
     GPU,
     ISVC_LABEL,
     KNATIVE,
+    _knative_component,
     custom,
     install,
     reconcile_isvc_serverless,
@@ -254,3 +256,41 @@ def test_the_quota_counts_the_new_revision_beside_the_old(reactor: Reactor, serv
     assert {o["reason"] for o in outcomes} == {"quota-exceeded"}, _why(outcomes)
     assert "replicas 2, surge 2" in outcomes[0]["detail"]
     assert reactor.sim.requests[("patch", "inferenceservices", "")] == 0
+
+
+def test_the_verified_mark_makes_no_new_revision(reactor: Reactor, serverless: dict[str, Any]) -> None:
+    """Issue 24 item 2, serverless: KServe copies the InferenceService's annotations into the Knative Service's
+    template (a new Revision for any change); the reactor's state and its verified mark are on the ConfigMap the
+    InferenceService owns, so after a shrink (its own Revision) the mark adds none."""
+    assert {o["result"] for o in _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)} == {"applied"}
+    reconcile_isvc_serverless(reactor.sim, "llama")
+    revisions = sorted(r["metadata"]["name"] for r in reactor.sim.list("revisions", NAMESPACE))
+    kube, adapter = reactor.service.kube, reactor.service.engine.adapters.get("InferenceService")
+    read = kube.get("InferenceService", NAMESPACE, "llama", adapter)
+    mark = {"gpu-reactor.io/verification": '{"reason":"","result":"verified","since":"2026-01-01T00:00:00Z",'
+                                           '"strategy":"resize-gpu-down"}'}
+    kube.patch("InferenceService", NAMESPACE, "llama",
+               {"metadata": {"resourceVersion": read["metadata"]["resourceVersion"], "annotations": mark}}, adapter)
+    reconcile_isvc_serverless(reactor.sim, "llama")
+    assert sorted(r["metadata"]["name"] for r in reactor.sim.list("revisions", NAMESPACE)) == revisions
+    template = reactor.sim.get(f"services.{KNATIVE}", NAMESPACE, "llama-predictor")["spec"]["template"]
+    assert not [k for k in template["metadata"]["annotations"] if k.startswith("gpu-reactor.io/")]
+
+
+def test_a_look_alike_knative_service_is_refused(reactor: Reactor, serverless: dict[str, Any]) -> None:
+    """Issue 24 item 8, as a tenant: a Knative Service (and Knative's chain under it) with the InferenceService's
+    uid and KServe's labels but not the name KServe gives it (`llama-predictor`)."""
+    fake = copy.deepcopy(custom(reactor.sim, "inferenceservices", "llama"))
+    fake["metadata"]["name"] = "mine"
+    _knative_component(reactor.sim, fake, "predictor", True)
+    ksvc = reactor.sim.get(f"services.{KNATIVE}", NAMESPACE, "mine-predictor")
+    ksvc["metadata"]["ownerReferences"][0]["name"] = "llama"
+    ksvc["metadata"]["labels"][ISVC_LABEL] = "llama"
+    reactor.sim.apply(ksvc)
+    reactor.sim.settle()
+    pods = [p["metadata"]["name"] for p in reactor.sim.list("pods", NAMESPACE,
+                                                            label_selector=f"{KNATIVE}/configuration=mine-predictor")]
+    outcomes = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4, pods=pods)
+    assert {o["reason"] for o in outcomes} == {"owner-unverified"}, outcomes
+    assert all("llama-predictor" in o["detail"] for o in outcomes), outcomes
+    assert custom(reactor.sim, "inferenceservices", "llama")["spec"] == serverless["spec"]

@@ -104,7 +104,7 @@ def kueue_reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
 
 def _kueue_jobset(reactor: Reactor) -> dict[str, Any]:
     """Kueue installed with two WorkloadPriorityClasses, and the JobSet queued at the lower one."""
-    install(reactor.sim, "kueue.x-k8s.io.yaml")
+    install(reactor.sim, "kueue.x-k8s.io-v1beta2.yaml")  # Kueue v0.15+: the label may change
     for name, value in (("wpc-low", 100), ("wpc-high", 1000)):
         reactor.sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadPriorityClass",
                            "metadata": {"name": name}, "value": value})
@@ -132,3 +132,38 @@ def test_kueues_priority_label_is_put_back_when_the_saturation_resolves(kueue_re
     after = custom(reactor.sim, "jobsets", "train")
     assert after["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "wpc-low"
     assert after["spec"] == before["spec"]
+
+
+def test_a_look_alike_job_cannot_move_another_teams_kueue_priority(kueue_reactor: Reactor) -> None:
+    """Issue 24 item 8, as a tenant: a Job carrying the JobSet's uid and every label the JobSet controller sets, but
+    not a name it gives (`<jobset>-<replicatedJob>-<index>`, placement.GenJobName) nor an index it has."""
+    from tests.adapters.operators import owner_ref
+    reactor = kueue_reactor
+    before = _kueue_jobset(reactor)
+    for name, index in (("mine", "0"), ("train-workers-7", "7")):
+        labels = {JOBSET: "train", "jobset.sigs.k8s.io/replicatedjob-name": "workers",
+                  "jobset.sigs.k8s.io/job-index": index}
+        reactor.sim.apply({"apiVersion": "batch/v1", "kind": "Job",
+                           "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels,
+                                        "ownerReferences": owner_ref(before)},
+                           "spec": {"template": {"metadata": {"labels": labels},
+                                                 "spec": {"restartPolicy": "Never",
+                                                          "containers": [container("trainer", 4)]}}}})
+        reactor.sim.settle()
+        (pod,) = [p["metadata"]["name"] for p in reactor.sim.list("pods", NAMESPACE, label_selector=f"job-name={name}")]
+        r = reactor.post(notification([AlertSpec("GPUSaturated", NAMESPACE, pod, "trainer", value=0.99, gpus=4)]))
+        (outcome,) = r.get_json()["outcomes"]
+        assert outcome["reason"] == "owner-unverified", outcome
+    after = custom(reactor.sim, "jobsets", "train")
+    assert after["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "wpc-low"
+
+
+def test_on_kueue_v0_14_a_jobsets_priority_label_is_refused_by_name(kueue_reactor: Reactor) -> None:
+    reactor = kueue_reactor
+    install(reactor.sim, "kueue.x-k8s.io.yaml")  # v1beta1 only: Kueue v0.14 and older
+    for name, value in (("wpc-low", 100), ("wpc-high", 1000)):
+        reactor.sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadPriorityClass",
+                           "metadata": {"name": name}, "value": value})
+    _apply(reactor, {"kueue.x-k8s.io/queue-name": "team-a", "kueue.x-k8s.io/priority-class": "wpc-low"})
+    outcome = _post(reactor, "GPUSaturated", value=0.99, gpus=4)
+    assert outcome["reason"] == "operator-forbids" and "immutable" in outcome["detail"], outcome

@@ -107,3 +107,34 @@ def test_plan_explains_a_notebook_shrink_and_writes_nothing(reactor: Reactor, no
     assert f"workload: Notebook/{NAMESPACE}/jupyter" in out.getvalue()
     assert "would apply: " in out.getvalue() and "notebook" in out.getvalue()
     assert _gpus(reactor) == "4"
+
+
+def test_the_statefulset_the_notebook_controller_builds_is_believed(reactor: Reactor,
+                                                                    notebook: dict[str, Any]) -> None:
+    """Issue 24 item 1: the notebook controller (generateStatefulSet) puts no label on the StatefulSet itself, only
+    on its pod template, and CopyStatefulSetFields wipes any added later; the link is confirmed by the name and
+    the template's notebook-name label, so an alert on its pod acts."""
+    sts = reactor.sim.get("statefulsets", NAMESPACE, "jupyter")
+    assert not sts["metadata"].get("labels")
+    assert sts["spec"]["template"]["metadata"]["labels"]["notebook-name"] == "jupyter"
+    outcome = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
+    assert (outcome["result"], outcome["workload"]) == ("applied", f"Notebook/{NAMESPACE}/jupyter"), outcome
+
+
+def test_the_reactors_state_on_the_notebook_restarts_no_pod(reactor: Reactor, notebook: dict[str, Any]) -> None:
+    """The notebook controller copies the Notebook's annotations into the pod template only when it creates the
+    StatefulSet (and keys containing "notebook" never); CopyStatefulSetFields copies the template's spec alone. So
+    the reactor's state annotations, and the verifier's mark, leave the running template as it was."""
+    nb = custom(reactor.sim, "notebooks", "jupyter")
+    nb["metadata"].setdefault("annotations", {})["gpu-reactor.io/mode"] = "enforce"
+    reactor.sim.apply(nb)
+    reconcile_notebook(reactor.sim, "jupyter")
+    before = reactor.sim.get("statefulsets", NAMESPACE, "jupyter")["spec"]["template"]
+    assert reactor.service.verifier is not None
+    assert _post(reactor, "GPUSaturated", value=0.99, gpus=4)["result"] == "applied"
+    reconcile_notebook(reactor.sim, "jupyter")
+    reactor.service.verifier.check_all()
+    reconcile_notebook(reactor.sim, "jupyter")
+    after = reactor.sim.get("statefulsets", NAMESPACE, "jupyter")["spec"]["template"]
+    assert after["metadata"] == before["metadata"]
+    assert "gpu-reactor.io/last-action" in custom(reactor.sim, "notebooks", "jupyter")["metadata"]["annotations"]

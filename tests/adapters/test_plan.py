@@ -32,9 +32,9 @@ CASES = {
                   "InferenceService/ml-workloads/rag"),
     "serverless": ("serverless", "serving.kserve.io/inferenceservice=llama", "kserve-container",
                    "InferenceService/ml-workloads/llama"),
-    "cluster": ("cluster", "ray-gpu-workers-0", "ray-worker", "RayCluster/ml-workloads/ray"),
-    "lws": ("lws", "vllm-1-0", "vllm-worker", "LeaderWorkerSet/ml-workloads/vllm"),
-    "service": ("service", "serve-raycluster-a1b2c-gpu-workers-0", "ray-worker", "RayService/ml-workloads/serve"),
+    "cluster": ("cluster", "ray-gpu-workers-worker-00000", "ray-worker", "RayCluster/ml-workloads/ray"),
+    "lws": ("lws", "vllm-1-1", "vllm-worker", "LeaderWorkerSet/ml-workloads/vllm"),
+    "service": ("service", "serve-a1b2c-gpu-workers-worker-00000", "ray-worker", "RayService/ml-workloads/serve"),
 }
 
 

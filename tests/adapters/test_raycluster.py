@@ -15,7 +15,7 @@ from tests.adapters.conftest import POLICY
 from tests.adapters.operators import GPU, container, custom, install, owner_ref, reconcile_ray
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
-WORKER = "ray-gpu-workers-0"
+WORKER = "ray-gpu-workers-worker-00000"
 
 
 @pytest.fixture
@@ -23,15 +23,18 @@ def cluster(reactor: Reactor) -> dict[str, Any]:
     return _cluster(reactor)
 
 
-def _cluster(reactor: Reactor) -> dict[str, Any]:
+def _cluster(reactor: Reactor, **spec: Any) -> dict[str, Any]:
+    """A RayCluster whose template changes reach its pods (upgradeStrategy Recreate, KubeRay v1.6+), unless `spec`
+    says otherwise."""
     install(reactor.sim, "ray.io_rayclusters.yaml")
+    spec = {"upgradeStrategy": {"type": "Recreate"}, **spec}
     def group(name: str, gpus: int, replicas: int) -> dict[str, Any]:
         return {"groupName": name, "replicas": replicas, "minReplicas": 0, "maxReplicas": 4,
                 "rayStartParams": {}, "template": {"spec": {"priorityClassName": "medium-priority-gpu",
                                                             "containers": [container("ray-worker", gpus)]}}}
     reactor.sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster",
                        "metadata": {"name": "ray", "namespace": NAMESPACE},
-                       "spec": {"rayVersion": "2.40.0",
+                       "spec": {"rayVersion": "2.40.0", **{k: v for k, v in spec.items() if v is not None},
                                 "headGroupSpec": {"rayStartParams": {},
                                                   "template": {"spec": {"containers": [container("ray-head", 0)]}}},
                                 "workerGroupSpecs": [group("gpu-workers", 4, 2), group("cpu-workers", 0, 1)]}})
@@ -98,7 +101,79 @@ def test_a_pod_of_a_group_the_cluster_no_longer_has_is_refused(reactor: Reactor,
     rc["spec"]["workerGroupSpecs"][0]["groupName"] = "renamed"
     reactor.sim.apply(rc)
     outcome = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
-    assert outcome["reason"] == "unsupported-owner" and "'gpu-workers'" in outcome["detail"], outcome
+    assert outcome["reason"] == "owner-unverified" and "no group 'gpu-workers'" in outcome["detail"], outcome
+
+
+def test_recreate_replaces_every_pod_head_included(reactor: Reactor, cluster: dict[str, Any]) -> None:
+    """KubeRay's Recreate (the fixture plays shouldRecreatePodsForUpgrade): the whole cluster restarts with the
+    change, so the pods that carry it are new ones, head included."""
+    before = {p["metadata"]["uid"] for p in reactor.sim.list("pods", NAMESPACE, label_selector="ray.io/cluster=ray")}
+    assert _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)["result"] == "applied"
+    reconcile_ray(reactor.sim, "ray")
+    pods = reactor.sim.list("pods", NAMESPACE, label_selector="ray.io/cluster=ray")
+    assert not before & {p["metadata"]["uid"] for p in pods}
+    workers = [p for p in pods if p["metadata"]["labels"]["ray.io/group"] == "gpu-workers"]
+    assert {c["resources"]["limits"][GPU] for p in workers for c in p["spec"]["containers"]} == {"1"}
+
+
+@pytest.mark.parametrize("strategy", [None, {"type": "None"}], ids=["unset", "none"])
+def test_without_recreate_a_template_change_is_refused_by_name(reactor: Reactor, strategy: Any) -> None:
+    """Issue 24 item 3: without Recreate KubeRay never carries a template change to a running pod, so the reactor
+    writes nothing and says why (in the outcome, `reactor plan` and a Warning Event)."""
+    cluster = _cluster(reactor, upgradeStrategy=strategy)
+    outcome = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
+    assert outcome["reason"] == "operator-forbids" and "upgradeStrategy.type Recreate" in outcome["detail"], outcome
+    assert custom(reactor.sim, "rayclusters", "ray")["spec"] == cluster["spec"]
+    events = [e for e in reactor.sim.list("events", NAMESPACE) if e["involvedObject"]["name"] == "ray"
+              and e["reason"] == "OperatorForbids"]
+    assert events and events[0]["type"] == "Warning" and "Recreate" in events[0]["message"], events
+    # Replicas are not a template change: KubeRay scales a group whatever the strategy.
+    assert _post(reactor, "GPUIdle", value=0.0, gpus=4)["result"] == "applied"
+
+
+def test_with_in_tree_autoscaling_replicas_are_the_autoscalers(reactor: Reactor) -> None:
+    _cluster(reactor, enableInTreeAutoscaling=True)
+    outcome = _post(reactor, "GPUIdle", value=0.0, gpus=4)
+    assert outcome["reason"] == "operator-forbids" and "autoscaler" in outcome["detail"], outcome
+
+
+def test_below_min_replicas_kuberay_would_clamp_so_nothing_is_written(reactor: Reactor) -> None:
+    cluster = _cluster(reactor)
+    rc = custom(reactor.sim, "rayclusters", "ray")
+    rc["spec"]["workerGroupSpecs"][0]["minReplicas"] = 2
+    reactor.sim.apply(rc)
+    reconcile_ray(reactor.sim, "ray")
+    outcome = _post(reactor, "GPUIdle", value=0.0, gpus=4)
+    assert outcome["reason"] == "operator-forbids" and "minReplicas 2" in outcome["detail"], outcome
+    assert _groups(reactor)[0]["replicas"] == cluster["spec"]["workerGroupSpecs"][0]["replicas"]
+
+
+def test_a_group_of_several_hosts_counts_replicas_times_hosts(reactor: Reactor) -> None:
+    """GetWorkerGroupDesiredReplicas: replicas × numOfHosts pods; a resize moves the GPUs of every one."""
+    _cluster(reactor)
+    rc = custom(reactor.sim, "rayclusters", "ray")
+    rc["spec"]["workerGroupSpecs"][0]["numOfHosts"] = 2
+    reactor.sim.apply(rc)
+    reconcile_ray(reactor.sim, "ray")
+    assert len(reactor.sim.list("pods", NAMESPACE, label_selector="ray.io/group=gpu-workers")) == 4
+    r = reactor.post(notification([AlertSpec("GPUUnderutilized", NAMESPACE, WORKER, "ray-worker", value=0.1,
+                                             gpus=4)]))
+    (outcome,) = r.get_json()["outcomes"]
+    assert outcome["result"] == "applied", outcome
+    assert reactor.service.engine.metrics.gpus_changed.labels(direction="released",
+                                                              namespace=NAMESPACE)._value.get() == 12
+
+
+def test_a_look_alike_pod_of_another_team_is_refused(reactor: Reactor, cluster: dict[str, Any]) -> None:
+    """Issue 24 item 8, as a tenant: a pod with the RayCluster's uid and KubeRay's labels, not KubeRay's name."""
+    reactor.sim.apply({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": "mine", "namespace": NAMESPACE, "ownerReferences": owner_ref(cluster),
+                                    "labels": {"ray.io/cluster": "ray", "ray.io/group": "gpu-workers",
+                                               "ray.io/node-type": "worker"}},
+                       "spec": {"containers": [container("ray-worker", 4)]}})
+    outcome = _post(reactor, "GPUUnderutilized", "mine", value=0.1, gpus=4)
+    assert outcome["reason"] == "owner-unverified" and "utils.PodName" in outcome["detail"], outcome
+    assert custom(reactor.sim, "rayclusters", "ray")["spec"] == cluster["spec"]
 
 
 def test_a_raycluster_a_rayservice_manages_is_left_to_it_without_the_rayservice_adapter(

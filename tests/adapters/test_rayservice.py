@@ -22,8 +22,8 @@ from tests.adapters.operators import (
 )
 from tests.support import NAMESPACE, Reactor
 
-ACTIVE = "serve-raycluster-a1b2c"
-WORKER = f"{ACTIVE}-gpu-workers-0"
+ACTIVE = "serve-a1b2c"
+WORKER = f"{ACTIVE}-gpu-workers-worker-00000"
 
 
 def _group(name: str, gpus: int, replicas: int) -> dict[str, Any]:
@@ -101,7 +101,7 @@ def test_the_write_is_one_merge_patch_of_the_whole_rayclusterconfig_conditional_
     assert body["spec"]["rayClusterConfig"] == expected
 
 
-def test_a_saturated_group_grows_waits_for_kuberays_upgrade_then_reverts(reactor: Reactor,
+def test_a_saturated_group_grows_and_waits_for_kuberays_upgrade(reactor: Reactor,
                                                                         service: dict[str, Any]) -> None:
     assert _post(reactor, "GPUMemorySaturated", value=0.97, gpus=4)["result"] == "applied"
     assert int(_gpus(_config(reactor)["workerGroupSpecs"][0])) > 4
@@ -110,11 +110,24 @@ def test_a_saturated_group_grows_waits_for_kuberays_upgrade_then_reverts(reactor
     ray_service_status(reactor.sim, "serve", ACTIVE, pending)
     early = _post(reactor, "GPUMemorySaturated", value=0.97, gpus=4, status="resolved")
     assert early["reason"] == "rollout-in-progress", early  # no revert in the middle of KubeRay's switch
-    # The switch is done; the old cluster waits out KubeRay's deletion delay, its pods still firing then resolving.
+    # The switch is done; the old cluster waits out KubeRay's deletion delay, its pods still firing then resolving:
+    # the RayService no longer records it (status.activeServiceStatus names the new one), so its pods no longer
+    # speak for the RayService (issue 24 item 8: a link is confirmed from the owner's side) — refused, nothing written.
     ray_service_status(reactor.sim, "serve", pending)
-    outcome = _post(reactor, "GPUMemorySaturated", value=0.97, gpus=4, status="resolved")
-    assert (outcome["result"], outcome.get("action")) == ("applied", "revert"), outcome
-    assert _gpus(_config(reactor)["workerGroupSpecs"][0]) == "4"
+    retired = _post(reactor, "GPUMemorySaturated", value=0.97, gpus=4, status="resolved")
+    assert retired["reason"] == "owner-unverified" and f"records {pending}" in retired["detail"], retired
+    # So the boost stays (a revert rides on the resolve of the firing that caused it, and those pods are gone with
+    # their cluster): the README's RayService row says so.
+    assert int(_gpus(_config(reactor)["workerGroupSpecs"][0])) > 4
+
+
+def test_a_raycluster_the_rayservice_does_not_record_is_refused(reactor: Reactor, service: dict[str, Any]) -> None:
+    """Issue 24 item 8, as a tenant: a RayCluster carrying the RayService's uid and KubeRay's labels, with worker pods
+    as KubeRay would build them, but not the one the RayService records (activeServiceStatus.rayClusterName)."""
+    ray_service_cluster(reactor.sim, "serve", "zzzzz")
+    outcome = _post(reactor, "GPUUnderutilized", WORKER.replace(ACTIVE, "serve-zzzzz"), value=0.1, gpus=4)
+    assert outcome["reason"] == "owner-unverified" and f"records {ACTIVE}" in outcome["detail"], outcome
+    assert custom(reactor.sim, "rayservices", "serve")["spec"] == service["spec"]
 
 
 def test_no_change_during_kuberays_zero_downtime_upgrade(reactor: Reactor, service: dict[str, Any]) -> None:

@@ -54,7 +54,7 @@ def test_links_to_a_notebook_that_its_controller_did_not_build_are_not_believed(
                        "metadata": {"name": "claims-notebook", "namespace": NAMESPACE,
                                     "ownerReferences": owner_ref(nb)},
                        "spec": {"containers": [container("main", 4)]}})
-    # A StatefulSet with the right uid but not the notebook-name label its controller sets.
+    # A StatefulSet with the right uid but not the name the notebook controller gives it (the Notebook's).
     _statefulset(reactor, "unlabelled", owner_ref(nb), {})
     # A StatefulSet naming the notebook with the uid of another one (a uid that exists: the garbage collector
     # would delete a dependent of a uid that does not).
@@ -67,7 +67,7 @@ def test_links_to_a_notebook_that_its_controller_did_not_build_are_not_believed(
     why = {p: o.get("detail") for p, o in details.items()}
     assert {o["reason"] for o in details.values()} == {"owner-unverified"}, why
     assert "Pod → Notebook is not a link" in details["claims-notebook"]["detail"]
-    assert "notebook-name=jupyter" in details["unlabelled-0"]["detail"]
+    assert "names its StatefulSet jupyter (generateStatefulSet), not unlabelled" in details["unlabelled-0"]["detail"]
     assert f"uid {other_uid!r} is not Notebook jupyter's uid" in details["wrong-uid-0"]["detail"]
     assert reactor.sim.requests[("patch", "notebooks", "")] == 0
     after = custom(reactor.sim, "notebooks", "jupyter")

@@ -120,7 +120,7 @@ def _operators(sim: SimCluster) -> None:
 def _kueue(sim: SimCluster) -> None:
     """A Deployment admitted by Kueue (queue team-a → ClusterQueue gpu-cq, its quota all in use) whose priority is
     a WorkloadPriorityClass named like the ladder's classes."""
-    install(sim, "kueue.x-k8s.io.yaml")
+    install(sim, "kueue.x-k8s.io-v1beta2.yaml")  # Kueue v0.15+: the priority label may change
     for name, value in (("medium-priority-gpu", 100), ("high-priority-gpu", 1000)):
         sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadPriorityClass", "metadata": {"name": name},
                    "value": value})
@@ -297,18 +297,18 @@ def isvc_serverless_resize(r: Reactor) -> Answer:
 
 def ray_resize(r: Reactor) -> Answer:
     """GPUUnderutilized on a Ray worker: the RayCluster's worker group template shrinks 4 → 1."""
-    return _post(r, [AlertSpec("GPUUnderutilized", NAMESPACE, "ray-gpu-workers-0", "ray-worker", 0.1, 4)])
+    return _post(r, [AlertSpec("GPUUnderutilized", NAMESPACE, "ray-gpu-workers-worker-00000", "ray-worker", 0.1, 4)])
 
 
 def lws_resize(r: Reactor) -> Answer:
     """GPUUnderutilized on a LeaderWorkerSet's worker: the LWS's worker template shrinks 4 → 1 for every group."""
-    return _post(r, [AlertSpec("GPUUnderutilized", NAMESPACE, "vllm-0-0", "vllm", 0.1, 4)])
+    return _post(r, [AlertSpec("GPUUnderutilized", NAMESPACE, "vllm-0-1", "vllm", 0.1, 4)])
 
 
 def rayservice_resize(r: Reactor) -> Answer:
     """GPUUnderutilized on a RayService's worker: its rayClusterConfig's worker group shrinks 4 → 1 (the pod's
     RayCluster is read to believe the link, then the RayService is read and patched)."""
-    return _post(r, [AlertSpec("GPUUnderutilized", NAMESPACE, "serve-raycluster-a1b2c-gpu-workers-0", "ray-worker",
+    return _post(r, [AlertSpec("GPUUnderutilized", NAMESPACE, "serve-a1b2c-gpu-workers-worker-00000", "ray-worker",
                                0.1, 4)])
 
 

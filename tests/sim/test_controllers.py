@@ -119,6 +119,23 @@ def test_statefulset_pods_by_ordinal_and_rolling_update(sim: SimCluster, apps: k
     assert all(p["spec"]["containers"][0]["resources"]["limits"][GPU] == "2" for p in sim.list("pods", "ml"))
 
 
+def test_statefulset_ordinals_start_shifts_the_pod_names(sim: SimCluster, apps: k8s.AppsV1Api) -> None:
+    """spec.ordinals.start (kubernetes pkg/controller/statefulset stateful_set_utils.go getStartOrdinal /
+    getEndOrdinal): pods `<sts>-start..start+N-1`; scaling down removes the highest, Parallel creates them at once
+    and a template change still replaces each (a LeaderWorkerSet's worker StatefulSets start at 1)."""
+    body = statefulset(replicas=2)
+    body["spec"].update({"ordinals": {"start": 1}, "podManagementPolicy": "Parallel"})
+    apps.create_namespaced_stateful_set("ml", body)
+    sim.settle()
+    assert sorted(p["metadata"]["name"] for p in sim.list("pods", "ml")) == ["db-1", "db-2"]
+    apps.patch_namespaced_stateful_set("db", "ml", _gpu_template_patch(2))
+    sim.settle()
+    assert all(p["spec"]["containers"][0]["resources"]["limits"][GPU] == "2" for p in sim.list("pods", "ml"))
+    apps.patch_namespaced_stateful_set("db", "ml", {"spec": {"replicas": 1}})
+    sim.settle()
+    assert [p["metadata"]["name"] for p in sim.list("pods", "ml")] == ["db-1"]
+
+
 def test_statefulset_update_replaces_highest_ordinal_first(sim: SimCluster, apps: k8s.AppsV1Api) -> None:
     """RollingUpdate deletes the highest ordinal not at the update revision first."""
     apps.create_namespaced_stateful_set("ml", statefulset(replicas=3))

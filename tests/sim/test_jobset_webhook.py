@@ -3,8 +3,8 @@
 Upstream: kubernetes-sigs/jobset `pkg/webhooks/jobset_webhook.go` ValidateUpdate (webhook `vjobset.kb.io`):
 `spec.replicatedJobs` is immutable (apimachinery ValidateImmutableField), except that while the old or the new
 JobSet is suspended the pod templates' labels, annotations, nodeSelector, tolerations and schedulingGates may
-change (for Kueue); `spec.managedBy` is immutable. The webhook returns a plain error aggregate, which
-controller-runtime answers as `admission.Denied` (403 Forbidden) and kube-apiserver prefixes with
+change (for Kueue); `spec.managedBy` is immutable. v0.12.0 returns apierrors.NewInvalid (issue 24 item 7): 422
+Invalid with its details, which kube-apiserver keeps (webhookerrors.ToStatusErr), the message prefixed with
 `admission webhook "vjobset.kb.io" denied the request: `. Metadata (labels such as Kueue's) is never validated.
 """
 
@@ -22,7 +22,8 @@ from reactor_sim import SimCluster
 
 CRDS = Path(__file__).resolve().parents[1] / "fixtures" / "crds"
 ARGS = ("jobset.x-k8s.io", "v1alpha2", "ml", "jobsets", "train")
-DENIED = 'admission webhook "vjobset.kb.io" denied the request: spec.replicatedJobs: Invalid value: '
+DENIED = ('admission webhook "vjobset.kb.io" denied the request: JobSet.jobset.x-k8s.io "train" is invalid: '
+          'spec.replicatedJobs: Invalid value: ')
 
 
 def _jobset(suspend: bool = False) -> dict[str, Any]:
@@ -74,8 +75,11 @@ def test_a_running_jobsets_replicated_jobs_are_immutable(custom: k8s.CustomObjec
     with pytest.raises(ApiException) as e:
         _patch(custom, {"spec": {"replicatedJobs": changed}})
     status = json.loads(e.value.body)
-    assert (e.value.status, status["reason"]) == (403, "Forbidden")
+    assert (e.value.status, status["reason"]) == (422, "Invalid")
     assert status["message"].startswith(DENIED) and status["message"].endswith(": field is immutable"), status
+    assert (status["details"]["kind"], status["details"]["group"], status["details"]["name"]) == (
+        "JobSet", "jobset.x-k8s.io", "train")
+    assert [c["field"] for c in status["details"]["causes"]] == ["spec.replicatedJobs"]
     assert _jobs(custom) == jobs
 
 
@@ -90,7 +94,7 @@ def test_even_suspended_only_scheduling_fields_of_the_pod_template_may_change(cu
         "gpu": "h100"}
     with pytest.raises(ApiException) as e:
         _patch(custom, {"spec": {"replicatedJobs": _with_pod(scheduling, priorityClassName="high-priority-gpu")}})
-    assert e.value.status == 403 and DENIED in json.loads(e.value.body)["message"]
+    assert e.value.status == 422 and DENIED in json.loads(e.value.body)["message"]
 
 
 def test_metadata_and_suspend_are_not_the_webhooks_business(custom: k8s.CustomObjectsApi) -> None:
@@ -106,4 +110,4 @@ def test_managed_by_is_immutable(custom: k8s.CustomObjectsApi) -> None:
     custom.create_namespaced_custom_object(*ARGS[:4], _jobset())
     with pytest.raises(ApiException) as e:
         _patch(custom, {"spec": {"managedBy": "kueue.x-k8s.io/multikueue"}})
-    assert e.value.status == 403 and "spec.managedBy: Invalid value: " in json.loads(e.value.body)["message"]
+    assert e.value.status == 422 and "spec.managedBy: Invalid value: " in json.loads(e.value.body)["message"]

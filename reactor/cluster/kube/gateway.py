@@ -13,6 +13,7 @@ import json
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -22,14 +23,14 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from reactor.cluster.kube import routes
+from reactor.cluster.kube import routes, state_home
 from reactor.cluster.kube.capabilities import UNKNOWN, Capabilities
-from reactor.cluster.kube.failures import backoff, retry_after, translate
+from reactor.cluster.kube.failures import NotFound, backoff, retry_after, translate
 from reactor.cluster.kube.limiter import RateLimiter
 from reactor.cluster.kube.routes import MERGE, ROUTES, STRATEGIC
 from reactor.cluster.kube.watches import WatchStreams
 from reactor.config.settings import Kube
-from reactor.core.errors import ConfigError, ReactorError, TemporaryError
+from reactor.core.errors import ConfigError, ConflictError, ReactorError, TemporaryError
 from reactor.core.metrics import Metrics
 from reactor.integrations.adapters import Adapter
 
@@ -52,6 +53,7 @@ class KubeGateway:
         # What the server can do (capabilities.py): read on first use, and again after a reconnect.
         self._capabilities: Capabilities | None = None
         self._discovering = threading.Lock()
+        self._homes = _Versions()  # (namespace, name, resource version) → its state ConfigMap's version as read
 
     # --- construction -------------------------------------------------------------------
 
@@ -171,13 +173,73 @@ class KubeGateway:
 
     def _get_custom(self, adapter: Adapter, namespace: str, name: str) -> dict[str, Any]:
         api = self._custom_api
-        return self._call("get", adapter.plural, lambda **kw: api.get_namespaced_custom_object(
+        obj: dict[str, Any] = self._call("get", adapter.plural, lambda **kw: api.get_namespaced_custom_object(
             adapter.group, adapter.version, namespace, adapter.plural, name, **kw))
+        if not adapter.state_apart:
+            return obj
+        home = self._read_home(namespace, name)
+        version = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        self._homes.remember((namespace, name, version), _version_of(home) if state_home.believed(home, obj) else "")
+        return state_home.merged(obj, home)
 
     def _patch_custom(self, adapter: Adapter, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A merge patch of the resource; for an adapter whose operator copies annotations into its pods, the
+        reactor's own annotations go to the resource's state ConfigMap instead (state_home.py)."""
+        own, rest = state_home.split(body) if adapter.state_apart else ({}, body)
+        if not own:
+            written = self._merge_custom(adapter, namespace, name, rest)
+            return self._get_custom(adapter, namespace, name) if adapter.state_apart else written
+        version = str((body.get("metadata") or {}).get("resourceVersion") or "")
+        if state_home.writes_resource(rest):
+            resource = self._merge_custom(adapter, namespace, name, rest)  # holds the turn: the state follows it
+            condition: str | None = None
+        else:  # the state alone (the verifier's mark): the resource must still be the one read
+            resource = self._raw_custom(adapter, namespace, name)
+            found = str((resource.get("metadata") or {}).get("resourceVersion", ""))
+            if version and found != version:
+                raise ConflictError(f"patch {adapter.plural}: {name} changed since it was read ({version} → {found})")
+            condition = self._homes.get((namespace, name, version))
+        home = self._write_home(namespace, resource, own, condition)
+        return state_home.merged(resource, home)
+
+    def _merge_custom(self, adapter: Adapter, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
         api = self._custom_api
         return self._call("patch", adapter.plural, lambda **kw: api.patch_namespaced_custom_object(
             adapter.group, adapter.version, namespace, adapter.plural, name, body, _content_type=MERGE, **kw))
+
+    def _raw_custom(self, adapter: Adapter, namespace: str, name: str) -> dict[str, Any]:
+        api = self._custom_api
+        return self._call("get", adapter.plural, lambda **kw: api.get_namespaced_custom_object(
+            adapter.group, adapter.version, namespace, adapter.plural, name, **kw))
+
+    # --- the state ConfigMap of a resource whose operator copies annotations into its pods (state_home.py) -----
+
+    def _read_home(self, namespace: str, name: str) -> dict[str, Any] | None:
+        api = self._apis[k8s.CoreV1Api]
+        try:
+            return self._call("get", "configmaps", lambda **kw: api.read_namespaced_config_map(
+                state_home.home_name(name), namespace, **kw))
+        except NotFound:
+            return None
+
+    def _write_home(self, namespace: str, resource: dict[str, Any], own: dict[str, str | None],
+                    condition: str | None) -> dict[str, Any]:
+        """Write the state: conditional on the ConfigMap's resourceVersion as read (`condition`; "" = it did not
+        exist, so create it), or unconditionally after a resource write (None)."""
+        api = self._apis[k8s.CoreV1Api]
+        name = state_home.home_name(str((resource.get("metadata") or {}).get("name", "")))
+        create = lambda **kw: api.create_namespaced_config_map(  # noqa: E731
+            namespace, state_home.new_home(resource, own), **kw)
+        if condition == "":
+            return self._call("create", "configmaps", create)
+        body = state_home.home_patch(resource, own, condition)
+        try:
+            return self._call("patch", "configmaps", lambda **kw: api.patch_namespaced_config_map(
+                name, namespace, body, _content_type=MERGE, **kw))
+        except NotFound:
+            if condition:
+                raise ConflictError(f"patch configmaps: {name} is gone since it was read") from None
+            return self._call("create", "configmaps", create)
 
     def get_custom(self, group: str, version: str, plural: str, namespace: str | None, name: str) -> dict[str, Any]:
         """A custom object by name (cluster-scoped when `namespace` is None), e.g. Kueue's queues."""
@@ -334,6 +396,32 @@ class KubeGateway:
 
     def _count(self, verb: str, resource: str, code: str) -> None:
         self._metrics.kube_requests.labels(verb=verb, resource=resource, code=code).inc()
+
+
+class _Versions:
+    """A bounded memory of which state ConfigMap version went with which read of a resource ("" = none existed),
+    so the verifier's mark, written later from that read, is conditional on the ConfigMap it read."""
+
+    SIZE = 4096
+
+    def __init__(self) -> None:
+        self._items: OrderedDict[tuple[str, str, str], str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def remember(self, key: tuple[str, str, str], version: str) -> None:
+        with self._lock:
+            self._items[key] = version
+            self._items.move_to_end(key)
+            while len(self._items) > self.SIZE:
+                self._items.popitem(last=False)
+
+    def get(self, key: tuple[str, str, str]) -> str | None:
+        with self._lock:
+            return self._items.get(key)
+
+
+def _version_of(obj: dict[str, Any] | None) -> str:
+    return "" if obj is None else str((obj.get("metadata") or {}).get("resourceVersion", ""))
 
 
 def _api_client(configuration: k8s.Configuration, settings: Kube) -> k8s.ApiClient:

@@ -31,6 +31,11 @@ class Part:
     default_replicas: int = 1
     # A container described apart from the pod spec (KServe's `predictor.model`): (name, path of its object).
     model: tuple[str, Path] | None = None
+    # Pods one replica of this part is made of, from this template (a Ray worker group's numOfHosts; a
+    # LeaderWorkerSet group's size − 1 workers, or all `size` pods where leader and workers share the template).
+    pods: int = 1
+    # A floor the operator clamps replicas to (a Ray worker group's minReplicas): scaling below it does nothing.
+    min_replicas_path: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,9 +62,25 @@ class Adapter:
     # A template change brings up a whole new copy before the old one goes (a RayService's zero-downtime upgrade
     # prepares a new RayCluster): every replica of the part is surge while both run.
     replaces_all: bool = False
+    # Replicas of new pods a template change starts beside the old ones, given the resource and its replicas,
+    # where the operator rolls them itself (a LeaderWorkerSet's maxSurge groups); None: read from the child.
+    surge: Callable[[Obj, int], int] | None = None
     # (group, plural) of the objects the resolver GETs between the pods and the resource, besides the resource
     # itself (KServe's serverless mode: Knative's Revisions, Configurations and Services): RBAC grants get on them.
     reads: tuple[tuple[str, str], ...] = ()
+    # The owner's side of a link (issue 24, item 8): why `owner` does not name or record `child` (of kind
+    # `child_kind`) the way its operator does (`<isvc>-predictor`, a RayService's activeServiceStatus, a JobSet's
+    # `<jobset>-<replicatedJob>-<index>`), None when it does. A uid and labels can be copied by anyone who may
+    # create the child kind; the name the operator gives its child, or the record it keeps of it, cannot be taken
+    # over without the operator noticing. None: the adapter declares no naming rule, so its links are believed
+    # for recommendations only (the reactor never writes through them).
+    names_child: Callable[[Obj, str, Obj], str | None] | None = None
+    # The same for a hop below the resource (`hops`): why the intermediate owner does not name its child.
+    names_hop: Callable[[Obj, str, Obj], str | None] | None = None
+    # The operator copies the resource's annotations into its pods' template (KServe: all but a short disallow
+    # list, pkg/constants ServiceAnnotationDisallowedList): the reactor's own state must live elsewhere, or each
+    # write of it restarts the pods (cluster/kube/state_home.py keeps it on a ConfigMap the resource owns).
+    state_apart: bool = False
 
     @property
     def api_version(self) -> str:

@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from reactor.integrations.adapters import knative
+from reactor.integrations.adapters import knative, naming
 from reactor.integrations.adapters.base import Adapter, Obj, Part, read
 
-RAY_HEAD = "headgroup"  # KubeRay's ray.io/group label value on the head pod
+RAY_HEAD = naming.RAY_HEAD  # KubeRay's ray.io/group label value on the head pod
 
 
 def _notebook_parts(obj: Obj) -> tuple[Part, ...]:
@@ -45,15 +45,22 @@ def _isvc_parts(obj: Obj) -> tuple[Part, ...]:
 
 
 def _ray_parts(obj: Obj, base: tuple[str, ...] = ("spec",)) -> tuple[Part, ...]:
+    """The head and each worker group; a group's replica is `numOfHosts` pods (kuberay v1.7.0 utils
+    GetWorkerGroupDesiredReplicas: replicas × numOfHosts), kept between minReplicas and maxReplicas."""
     head = Part(RAY_HEAD, (*base, "headGroupSpec", "template", "spec"), default_replicas=1)
     groups = read(obj, (*base, "workerGroupSpecs")) or []
     workers = tuple(
         Part(str(g.get("groupName", "")), (*base, "workerGroupSpecs", i, "template", "spec"),
              (*base, "workerGroupSpecs", i, "replicas"), (*base, "workerGroupSpecs", i, "maxReplicas"),
-             default_replicas=0)
+             default_replicas=0, pods=_positive(g.get("numOfHosts")),
+             min_replicas_path=(*base, "workerGroupSpecs", i, "minReplicas"))
         for i, g in enumerate(groups) if isinstance(g, Mapping)
     )
     return (head, *workers)
+
+
+def _positive(raw: Any, default: int = 1) -> int:
+    return raw if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0 else default
 
 
 def child_rollout(child: Obj | None) -> str:
@@ -94,7 +101,9 @@ def _notebook_rollout(obj: Obj, child: Obj | None) -> str:
 
 def _isvc_rollout(obj: Obj, child: Obj | None) -> str:
     """Raw deployment mode: the component's Deployment; serverless mode: its Knative revisions (knative.py)."""
-    behind = _observed_behind(obj) or _not_ready(obj)
+    # Not the resource's status.observedGeneration: KServe copies the Deployment's (or Knative Service's) own
+    # counter there (PropagateRawStatus / PropagateStatus), unrelated to the InferenceService's generation.
+    behind = _not_ready(obj)
     if behind or child is None:
         return behind
     return knative.rollout(obj, child) if knative.is_service(child) else child_rollout(child)
@@ -104,27 +113,83 @@ def _ray_rollout(obj: Obj, child: Obj | None) -> str:
     state: Any = (obj.get("status") or {}).get("state")
     if _observed_behind(obj):
         return _observed_behind(obj)
+    for condition in read(obj, ("status", "conditions")) or []:  # v1.7 conditions; `state` is deprecated
+        if isinstance(condition, Mapping) and condition.get("type") in ("RayClusterProvisioned", "HeadPodReady") \
+                and condition.get("status") == "False":
+            return f"{condition.get('type')} is False: {condition.get('reason', '')}".strip()
     return f"the RayCluster's state is {state!r}, not 'ready'" if state not in (None, "ready") else ""
 
 
+RECREATE_WHY = ("KubeRay recreates a RayCluster's pods for a template change only with spec.upgradeStrategy.type "
+                "Recreate (v1.7.0 raycluster_controller shouldRecreatePodsForUpgrade); without it the change is "
+                "written and no running pod ever gets it")
+
+
+def _ray_forbidden(obj: Obj) -> dict[str, str]:
+    """What KubeRay never carries to a running RayCluster's pods: a template change without `upgradeStrategy.type:
+    Recreate` (and with it, every pod, head included, is deleted at once: the README says so), and replicas the
+    in-tree autoscaler owns (it writes `replicas` itself)."""
+    out: dict[str, str] = {}
+    if read(obj, ("spec", "upgradeStrategy", "type")) != "Recreate":
+        out.update({field: RECREATE_WHY for field in TEMPLATE_FIELDS})
+    if read(obj, ("spec", "enableInTreeAutoscaling")) is True:
+        out["scale-replicas"] = ("enableInTreeAutoscaling is true: the Ray autoscaler writes the worker groups' "
+                                 "replicas and would overwrite the reactor's")
+    return out
+
+
+TEMPLATE_FIELDS = ("resize-gpu", "set-priority", "resize-cpu", "resize-memory")
+
+
+# The notebook controller labels only the pod template (generateStatefulSet): no owner label on the StatefulSet.
 NOTEBOOK = Adapter("Notebook", "kubeflow.org", "v1", "notebooks", frozenset({"StatefulSet"}), _notebook_parts,
-                   owner_label="notebook-name", rollout=_notebook_rollout)
+                   rollout=_notebook_rollout, names_child=naming.notebook)
+
+
+def _isvc_forbidden(obj: Obj) -> dict[str, str]:
+    """A multi-node predictor's GPUs are KServe's: createRawDeployment sets the head's and the workers' from the
+    parallelism sizes (addGPUResourceToDeployment), over what the spec says."""
+    if isinstance(read(obj, ("spec", "predictor", "workerSpec")), Mapping):
+        return {"resize-gpu": "a multi-node predictor (spec.predictor.workerSpec): KServe sets its GPUs from the "
+                              "tensor and pipeline parallelism sizes and overwrites any other value"}
+    return {}
+
+
 INFERENCE_SERVICE = Adapter("InferenceService", "serving.kserve.io", "v1beta1", "inferenceservices",
                             frozenset({"Deployment", knative.SERVICE_KIND}), _isvc_parts,
                             owner_label="serving.kserve.io/inferenceservice", part_label="component",
-                            rollout=_isvc_rollout, reads=tuple((knative.GROUP, p) for p in knative.PLURALS))
+                            rollout=_isvc_rollout, reads=tuple((knative.GROUP, p) for p in knative.PLURALS),
+                            names_child=naming.inference_service, state_apart=True, forbidden=_isvc_forbidden)
 RAY_CLUSTER = Adapter("RayCluster", "ray.io", "v1", "rayclusters", frozenset({"Pod"}), _ray_parts,
-                      owner_label="ray.io/cluster", part_label="ray.io/group", rollout=_ray_rollout)
+                      owner_label="ray.io/cluster", part_label="ray.io/group", rollout=_ray_rollout,
+                      names_child=naming.ray_cluster, forbidden=_ray_forbidden)
 LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
 LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 
 
 def _lws_parts(obj: Obj) -> tuple[Part, ...]:
-    """A leader's template is leaderTemplate where set, else workerTemplate: a change there reaches the group."""
+    """A leader's template is leaderTemplate where set, else workerTemplate: a change there reaches the group.
+    A replica is a group of `size` pods: the leader and size − 1 workers (without a leaderTemplate all `size`
+    are made from workerTemplate)."""
     base = ("spec", "leaderWorkerTemplate")
-    leader = "leaderTemplate" if isinstance(read(obj, (*base, "leaderTemplate")), Mapping) else "workerTemplate"
-    return (Part("leader", (*base, leader, "spec"), ("spec", "replicas")),
-            Part("worker", (*base, "workerTemplate", "spec"), ("spec", "replicas")))
+    size = _positive(read(obj, (*base, "size")))
+    if isinstance(read(obj, (*base, "leaderTemplate")), Mapping):
+        return (Part("leader", (*base, "leaderTemplate", "spec"), ("spec", "replicas"), pods=1),
+                Part("worker", (*base, "workerTemplate", "spec"), ("spec", "replicas"), pods=max(1, size - 1)))
+    return (Part("leader", (*base, "workerTemplate", "spec"), ("spec", "replicas"), pods=size),
+            Part("worker", (*base, "workerTemplate", "spec"), ("spec", "replicas"), pods=size))
+
+
+def _lws_surge(obj: Obj, replicas: int) -> int:
+    """Groups a rolling update starts beside the old ones: rolloutStrategy.rollingUpdateConfiguration.maxSurge
+    (an int or a percentage of replicas rounded up, capped at replicas; default 0), as lws v0.10.0
+    constructLeaderStatefulSetApplyConfiguration scales it."""
+    raw = read(obj, ("spec", "rolloutStrategy", "rollingUpdateConfiguration", "maxSurge"))
+    if isinstance(raw, str) and raw.endswith("%") and raw[:-1].isdigit():
+        surge = -(-replicas * int(raw[:-1]) // 100)
+    else:
+        surge = raw if isinstance(raw, int) and not isinstance(raw, bool) else 0
+    return max(0, min(surge, replicas))
 
 
 def _lws_pod_part(labels: Mapping[str, Any]) -> str:
@@ -141,7 +206,9 @@ def _lws_rollout(obj: Obj, child: Obj | None) -> str:
 
 LEADER_WORKER_SET = Adapter("LeaderWorkerSet", "leaderworkerset.x-k8s.io", "v1", "leaderworkersets",
                             frozenset({"StatefulSet"}), _lws_parts, owner_label=LWS_NAME, rollout=_lws_rollout,
-                            hops=frozenset({("StatefulSet", "Pod")}), pod_part=_lws_pod_part)
+                            hops=frozenset({("StatefulSet", "Pod")}), pod_part=_lws_pod_part,
+                            names_child=naming.leader_worker_set, names_hop=naming.lws_worker_hop,
+                            surge=_lws_surge)
 
 # --- RayService v1: its RayClusters are built from spec.rayClusterConfig ------------------------------------
 
@@ -162,9 +229,9 @@ def _ray_service_rollout(obj: Obj, child: Obj | None) -> str:
         return behind
     conditions = read(obj, ("status", "conditions"))
     for condition in conditions if isinstance(conditions, list) else []:
-        if isinstance(condition, Mapping) and condition.get("type") == "UpgradeInProgress" \
+        if isinstance(condition, Mapping) and condition.get("type") in ("UpgradeInProgress", "RollbackInProgress") \
                 and condition.get("status") == "True":
-            return f"UpgradeInProgress: {condition.get('reason', '')} {condition.get('message', '')}".strip()
+            return f"{condition.get('type')}: {condition.get('reason', '')} {condition.get('message', '')}".strip()
     pending = read(obj, ("status", "pendingServiceStatus", "rayClusterName"))
     if pending:
         return f"KubeRay is preparing the pending RayCluster {pending} (a zero-downtime upgrade)"
@@ -195,7 +262,7 @@ def _ray_service_forbidden(obj: Obj) -> dict[str, str]:
 RAY_SERVICE = Adapter("RayService", "ray.io", "v1", "rayservices", frozenset({"RayCluster"}), _ray_service_parts,
                       owner_label=RAY_ORIGIN_NAME, part_label="ray.io/group", rollout=_ray_service_rollout,
                       child_labels=((RAY_ORIGIN_KIND, "RayService"),), forbidden=_ray_service_forbidden,
-                      replaces_all=True)
+                      replaces_all=True, names_child=naming.ray_service)
 
 # --- JobSet v1alpha2: Jobs per replicatedJob; the webhook keeps replicatedJobs immutable ---------------------
 
@@ -228,5 +295,5 @@ def _jobset_rollout(obj: Obj, child: Obj | None) -> str:
 
 JOB_SET = Adapter("JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", frozenset({"Job"}), _jobset_parts,
                   owner_label=JOBSET_NAME, part_label=JOBSET_REPLICATED_JOB, rollout=_jobset_rollout,
-                  forbidden=_jobset_forbidden)
+                  forbidden=_jobset_forbidden, names_child=naming.job_set)
 BUILTIN: tuple[Adapter, ...] = (NOTEBOOK, INFERENCE_SERVICE, RAY_CLUSTER, LEADER_WORKER_SET, RAY_SERVICE, JOB_SET)

@@ -9,10 +9,11 @@ nothing here reads the cluster.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from reactor.core.errors import ConfigError
+from reactor.integrations.adapters import naming
 from reactor.integrations.adapters.base import Adapter, Obj, Part, Path
 from reactor.integrations.adapters.builtin import BUILTIN, child_rollout
 
@@ -24,7 +25,10 @@ _SEGMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*|[0-9]{1,4})$")
 _LABEL = re.compile(r"^([a-z0-9.-]{1,253}/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 CHILD_KINDS = frozenset({"Pod", "Deployment", "StatefulSet", "Job"})
 RESERVED_KINDS = frozenset({"Pod", "ReplicaSet", "Deployment", "StatefulSet", "Job", "CronJob"})
-_KEYS = {"kind", "group", "version", "plural", "children", "ownerLabel", "podSpec", "replicas"}
+_KEYS = {"kind", "group", "version", "plural", "children", "ownerLabel", "podSpec", "replicas", "childName"}
+# `childName`: the name the operator gives its child, `{owner}` standing for the resource's name ("{owner}",
+# "{owner}-workers"): a DNS subdomain once filled in. Without it a link cannot be confirmed from the owner's side.
+_CHILD_NAME = re.compile(r"^[a-z0-9.-]*\{owner\}[a-z0-9.-]*$")
 BUILTIN_NAMES = tuple(a.kind for a in BUILTIN)
 
 
@@ -80,6 +84,7 @@ def _adapter(key: str, entry: Any) -> Adapter:
                    _text(key, entry, "plural", _PLURAL, "the lowercase plural resource name"),
                    _children(f"{key}.children", entry.get("children")), lambda obj: (part,),
                    owner_label=_owner_label(f"{key}.ownerLabel", entry.get("ownerLabel")),
+                   names_child=_child_name(f"{key}.childName", entry.get("childName")),
                    rollout=_generic_rollout)
 
 
@@ -108,6 +113,16 @@ def _children(key: str, raw: Any) -> frozenset[str]:
         raise ConfigError(key, f"{unknown[0]!r} is not a kind an operator's pods come through; "
                                f"one of {', '.join(sorted(CHILD_KINDS))}")
     return frozenset(raw)
+
+
+def _child_name(key: str, raw: Any) -> Callable[[Obj, str, Obj], str | None] | None:
+    """The declared naming rule, or None: the adapter's links are then believed for recommendations only."""
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not _CHILD_NAME.match(raw) or raw.count("{owner}") != 1 or len(raw) > 200:
+        raise ConfigError(key, f"expected the child's name with {{owner}} for the resource's name, such as "
+                               f"'{{owner}}' or '{{owner}}-workers', got {raw!r}")
+    return naming.by_pattern(raw)
 
 
 def _owner_label(key: str, raw: Any) -> str:

@@ -4,7 +4,8 @@ As for the built-in controllers (see ownership.py), an ownerReference is written
 creates the child, so a link child → custom resource holds only when (1) the child is of a kind
 the operator creates, (2) the reference's uid is the fetched resource's uid, and (3) the child
 carries the label the operator puts on what it creates (the resources have no selector to check
-instead). Pure: no I/O.
+instead), and (4) the owner's side agrees: the operator names the child after the resource or records it
+(`Adapter.names_child`, adapters/naming.py). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ def adapted_link_failure(adapter: Adapter, child_kind: str, child: Mapping[str, 
     for key, value in adapter.child_labels:
         if labels.get(key) != value:
             return f"the {child_kind} lacks the label {key}={value} the operator sets"
+    if adapter.names_child is not None:  # the owner's side: the name the operator gives it, or its record of it
+        return adapter.names_child(owner, child_kind, child)
     return None
 
 
@@ -43,4 +46,6 @@ def hop_failure(adapter: Adapter, child_kind: str, child: Mapping[str, Any], ref
     theirs = ((owner.get("metadata") or {}).get("labels") or {}).get(adapter.owner_label)
     if not mine or mine != theirs:
         return f"{child_kind} and its owner {ref_name} do not carry the same {adapter.owner_label} label"
+    if adapter.names_hop is not None:
+        return adapter.names_hop(owner, child_kind, child)
     return None

@@ -1,0 +1,150 @@
+"""The owner's side of each operator link: the name the operator gives its child, or the record it keeps of it.
+
+A child's ownerReference (uid included) and labels are written by whoever creates the child, so anyone who may
+create that kind in the namespace can make a look-alike that points at another team's resource (issue 24,
+item 8). A link is believed only when the owner's side agrees too: the operator names its child after the
+resource (`<isvc>-predictor`, `<jobset>-<replicatedJob>-<index>`) or records it in the resource's status (a
+RayService's `activeServiceStatus.rayClusterName`). Each rule returns why the owner does not confirm the
+child, None when it does; each cites the operator's code it mirrors. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from reactor.integrations.adapters.base import Obj, read
+
+RAY_HEAD = "headgroup"  # KubeRay's ray.io/group value on the head pod (utils.RayNodeHeadGroupLabelValue)
+JOBSET_REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
+JOBSET_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
+ISVC_COMPONENTS = ("predictor", "transformer", "explainer")
+
+
+def _name(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+def _labels(obj: Obj) -> Mapping[str, Any]:
+    labels = (obj.get("metadata") or {}).get("labels")
+    return labels if isinstance(labels, Mapping) else {}
+
+
+def notebook(owner: Obj, child_kind: str, child: Obj) -> str | None:
+    """kubeflow/notebooks v1.11.0 components/notebook-controller/controllers/notebook_controller.go
+    generateStatefulSet: the StatefulSet is named as the Notebook, and only its pod template carries
+    `notebook-name` (the StatefulSet's own labels are none, and CopyStatefulSetFields wipes any added later)."""
+    name = _name(owner)
+    if _name(child) != name:
+        return f"the notebook controller names its StatefulSet {name} (generateStatefulSet), not {_name(child)}"
+    labels = read(child, ("spec", "template", "metadata", "labels")) or {}
+    if labels.get("notebook-name") != name:
+        return f"its pod template lacks the label notebook-name={name} the notebook controller sets"
+    return None
+
+
+def isvc_child_name(owner: Obj, component: str) -> str | None:
+    """kserve v0.20.0 pkg/constants PredictorServiceName / TransformerServiceName / ExplainerServiceName: the
+    name of the Deployment (raw mode) or Knative Service (serverless) KServe makes for a component."""
+    isvc = _name(owner)
+    if component == "predictor":
+        variant = read(owner, ("spec", "predictor", "name"))
+        return f"{isvc}-{variant}-predictor" if isinstance(variant, str) and variant else f"{isvc}-predictor"
+    return f"{isvc}-{component}" if component in ISVC_COMPONENTS else None
+
+
+def inference_service(owner: Obj, child_kind: str, child: Obj) -> str | None:
+    component = str(_labels(child).get("component", ""))
+    expected = isvc_child_name(owner, component)
+    if expected is None or not isinstance(read(owner, ("spec", component)), Mapping):
+        return f"the InferenceService has no component {component!r} for its {child_kind} {_name(child)}"
+    if _name(child) != expected:
+        return f"KServe names the {component}'s {child_kind} {expected} (constants.PredictorServiceName), " \
+               f"not {_name(child)}"
+    return None
+
+
+def _ray_pod_prefix(prefix: str, node_type: str) -> str:
+    """kuberay v1.7.0 ray-operator/controllers/ray/utils/util.go PodName: the prefix cut at 50 characters, then
+    `-<node type>` (and `-` before the generated suffix), lower case."""
+    return (prefix[:50] + "-" + node_type).lower()
+
+
+def ray_cluster(owner: Obj, child_kind: str, child: Obj) -> str | None:
+    """KubeRay v1.7.0 raycluster_controller.go createHeadPod / createWorkerPod and common/pod.go labelPod: the pod's
+    `ray.io/group` is one of the cluster's groups, `ray.io/node-type` matches it, and the name is the one KubeRay
+    generates: `<cluster>-head-<suffix>` (or `<cluster>-head` with deterministic head names) and
+    `<cluster>-<group>-worker-<suffix>`."""
+    cluster, labels, pod = _name(owner), _labels(child), _name(child)
+    group, node_type = str(labels.get("ray.io/group", "")), str(labels.get("ray.io/node-type", ""))
+    base = read(owner, ("spec",)) or {}
+    groups = {str(g.get("groupName", "")) for g in base.get("workerGroupSpecs") or [] if isinstance(g, Mapping)}
+    if group != RAY_HEAD and group not in groups:
+        return f"the RayCluster has no group {group!r}"
+    wanted = "head" if group == RAY_HEAD else "worker"
+    if node_type != wanted:
+        return f"KubeRay labels the {group} pods ray.io/node-type={wanted}, not {node_type!r}"
+    prefix = _ray_pod_prefix(cluster if wanted == "head" else f"{cluster}-{group}", wanted)
+    if not (pod.startswith(prefix + "-") or (wanted == "head" and pod == prefix)):
+        return f"KubeRay names the {group} pods {prefix}-<suffix> (utils.PodName), not {pod}"
+    return None
+
+
+def ray_service(owner: Obj, child_kind: str, child: Obj) -> str | None:
+    """kuberay v1.7.0 rayservice_controller.go: the RayService records the RayClusters it runs in
+    `status.activeServiceStatus.rayClusterName` and, during an upgrade, `status.pendingServiceStatus.rayClusterName`;
+    any other RayCluster pointing at it is not one it serves from."""
+    recorded = {read(owner, ("status", side, "rayClusterName"))
+                for side in ("activeServiceStatus", "pendingServiceStatus")} - {None, ""}
+    if _name(child) not in recorded:
+        names = ", ".join(sorted(map(str, recorded))) or "none"
+        return f"the RayService records {names} as its RayClusters (status.activeServiceStatus), not {_name(child)}"
+    return None
+
+
+def leader_worker_set(owner: Obj, child_kind: str, child: Obj) -> str | None:
+    """lws v0.10.0 pkg/controllers/leaderworkerset_controller.go constructLeaderStatefulSetApplyConfiguration: the
+    leaders' StatefulSet is named as the LeaderWorkerSet."""
+    if _name(child) != _name(owner):
+        return f"the LeaderWorkerSet controller names its leader StatefulSet {_name(owner)}, not {_name(child)}"
+    return None
+
+
+def lws_worker_hop(owner: Obj, child_kind: str, child: Obj) -> str | None:
+    """lws v0.10.0 pkg/controllers/pod_controller.go constructWorkerStatefulSetApplyConfiguration: a group's workers'
+    StatefulSet is named as its leader pod and carries the leader's group index."""
+    if _name(child) != _name(owner):
+        return f"the LeaderWorkerSet controller names a group's worker StatefulSet after its leader pod " \
+               f"{_name(owner)}, not {_name(child)}"
+    key = "leaderworkerset.sigs.k8s.io/group-index"
+    if _labels(child).get(key) != _labels(owner).get(key):
+        return f"the worker StatefulSet's {key} is not its leader pod's"
+    return None
+
+
+def job_set(owner: Obj, child_kind: str, child: Obj) -> str | None:
+    """jobset v0.12.0 pkg/util/placement/placement.go GenJobName: `<jobset>-<replicatedJob>-<index>`, one per index
+    below the replicatedJob's replicas."""
+    labels = _labels(child)
+    rjob, index = str(labels.get(JOBSET_REPLICATED_JOB, "")), str(labels.get(JOBSET_JOB_INDEX, ""))
+    jobs = [j for j in read(owner, ("spec", "replicatedJobs")) or []
+            if isinstance(j, Mapping) and j.get("name") == rjob]
+    if not jobs:
+        return f"the JobSet has no replicatedJob {rjob!r}"
+    replicas = jobs[0].get("replicas", 1)
+    if not index.isdigit() or not isinstance(replicas, int) or int(index) >= replicas:
+        return f"the JobSet's replicatedJob {rjob} has no job index {index!r} (replicas {replicas})"
+    expected = f"{_name(owner)}-{rjob}-{int(index)}"
+    if _name(child) != expected:
+        return f"the JobSet controller names that Job {expected} (placement.GenJobName), not {_name(child)}"
+    return None
+
+
+def by_pattern(pattern: str) -> Callable[[Obj, str, Obj], str | None]:
+    """A custom adapter's declared rule (`childName`): the child's name is `pattern` with `{owner}` replaced."""
+    def names(owner: Obj, child_kind: str, child: Obj) -> str | None:
+        expected = pattern.replace("{owner}", _name(owner))
+        if _name(child) != expected:
+            return f"the adapter's childName rule names that {child_kind} {expected}, not {_name(child)}"
+        return None
+    return names
