@@ -4,7 +4,9 @@
   replica range (policy, annotations), the PriorityClass ladder, and the quota headroom of the pods it creates;
 - a revert of an applied action restores the value from before it;
 - folding the alerts of a workload does not depend on their order;
-- a Skip always carries a reason from the closed list (SkipReason), and so does every strategy it considered.
+- a Skip always carries a reason from the closed list (SkipReason), and so does every strategy it considered;
+- a CPU or memory raise stays within cpu.max / memory.max, the LimitRange's min, max and maxLimitRequestRatio,
+  and the headroom of every requests/limits quota line that counts the pods.
 
 The bounds are re-derived here from their documented meaning (README: strategies and rails), not by calling
 the policy's own range functions.
@@ -25,6 +27,9 @@ from reactor.core.model import (
     Action,
     Alert,
     Bounds,
+    ComputeBounds,
+    ComputeQuota,
+    ComputeResources,
     Container,
     Quota,
     Signal,
@@ -34,7 +39,7 @@ from reactor.core.model import (
     Workload,
     WorkloadRef,
 )
-from reactor.policy import decide, fold
+from reactor.policy import ComputeFacts, decide, fold
 from reactor.policy.values import DEFAULT_ALERTS, REVERTIBLE, Policy
 from reactor.state.annotations import (
     MAX_GPUS,
@@ -280,3 +285,77 @@ def test_folding_does_not_depend_on_the_order_of_the_alerts(alerts: list[Alert],
     rng.shuffle(shuffled)
     assert fold(shuffled) == fold(alerts)
     assume(len(alerts) > 1)
+
+
+# --- the same for the CPU half: a CPU or memory raise stays within cpu.max / memory.max, the LimitRange and the
+# --- requests/limits quota lines --------------------------------------------------------------------------
+
+MIB = 1 << 20
+
+
+@st.composite
+def compute_cases(draw: st.DrawFn) -> tuple[Policy, Workload, Signal, ComputeFacts, str]:
+    resource = draw(st.sampled_from(("cpu", "memory")))
+    grain = 1 if resource == "cpu" else MIB
+    limit = grain * draw(st.integers(100, 8000))
+    request = draw(st.none() | st.integers(1, limit))
+    current = ComputeResources(request=request, limit=limit)
+    lowest = draw(st.none() | st.integers(1, request or limit))  # the LimitRange admitted the running pod
+    highest = draw(st.none() | st.integers(limit, 4 * limit))
+    running = limit / (request or limit)
+    ratio = draw(st.none() | st.floats(running, max(running, 8.0)))
+    keys = ("cpu", "requests.cpu", "limits.cpu") if resource == "cpu" else ("memory", "requests.memory",
+                                                                              "limits.memory")
+    quotas = []
+    for i, key in enumerate(draw(st.lists(st.sampled_from(keys), max_size=3, unique=True))):
+        hard = draw(st.integers(0, 40 * limit))
+        quotas.append(ComputeQuota(f"quota-{i}", key, hard, draw(st.integers(0, hard))))
+    limits = ComputeBounds(lowest=lowest, highest=highest, max_ratio=ratio, quotas=tuple(quotas))
+    policy = Policy(allow=("*",), cpu_apply_to=draw(st.sampled_from(("pods", "template", "both"))),
+                    cpu_step_m=draw(st.sampled_from((10, 250, 1000))),
+                    cpu_max_m=draw(st.integers(2 * limit, 4 * limit) | st.integers(100, 64_000)),
+                    memory_step=draw(st.sampled_from((0.01, 0.25, 1.0))),
+                    memory_max_bytes=draw(st.integers(2 * limit, 4 * limit) | st.integers(100 * MIB, 64_000 * MIB)))
+    replicas = draw(st.integers(1, 6))
+    container = Container("server", 1, cpu=current if resource == "cpu" else None,
+                          memory=current if resource == "memory" else None)
+    workload = Workload(ref=WorkloadRef("Deployment", "ml", "trainer"), resource_version="7", containers=(container,),
+                        priority_class=None, replicas=replicas, generation=3, observed_generation=3,
+                        updated_replicas=replicas, max_surge=draw(st.integers(0, 2)))
+    alert = "GPUStarvedByCPU" if resource == "cpu" else "GPUContainerNearMemoryLimit"
+    pods = tuple(f"trainer-{i}" for i in range(draw(st.integers(1, replicas))))
+    sig = replace(signal(alert, value=0.99), cpu_throttling=draw(st.floats(0.0, 1.0)), pods=pods)
+    facts = ComputeFacts(bounds=limits) if resource == "cpu" else ComputeFacts(memory_bounds=limits)
+    return policy, workload, sig, facts, resource
+
+
+@SETTINGS
+@given(compute_cases())
+def test_a_cpu_or_memory_raise_lies_within_every_bound_it_was_given(
+        case: tuple[Policy, Workload, Signal, ComputeFacts, str]) -> None:
+    policy, workload, sig, facts, resource = case
+    decision = decide(sig, workload, Bounds(), policy, NOW, cpu=facts)
+    if isinstance(decision, Skip):
+        return
+    limits = facts.bounds if resource == "cpu" else facts.memory_bounds
+    assert isinstance(limits, ComputeBounds)
+    before = workload.containers[0].cpu if resource == "cpu" else workload.containers[0].memory
+    after = decision.cpu if resource == "cpu" else decision.memory
+    assert before is not None and after is not None and after.limit is not None and after.request is not None
+    most = policy.cpu_max_m if resource == "cpu" else policy.memory_max_bytes
+    assert after.request <= after.limit <= min(most, limits.highest or most), (after, most, limits)
+    assert after.limit > (before.limit or 0), "a raise"
+    if limits.lowest is not None:
+        assert after.request >= limits.lowest
+    if limits.max_ratio is not None:
+        assert after.limit / after.request <= limits.max_ratio, (before, after, limits.max_ratio)
+    in_place = policy.cpu_apply_to == "pods"
+    pods = len(sig.pods) if in_place else workload.replicas or 0
+    surge = 0 if in_place else workload.max_surge
+    old = {"requests": before.request if before.request is not None else before.limit or 0,
+           "limits": before.limit or 0}
+    new = {"requests": after.request, "limits": after.limit}
+    for quota in limits.quotas:
+        side = "limits" if quota.resource.startswith("limits.") else "requests"
+        need = pods * max(0, new[side] - old[side]) + surge * new[side]
+        assert need <= quota.headroom, (quota, need, decision)
