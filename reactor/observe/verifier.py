@@ -3,8 +3,10 @@
 A background thread of the worker (started and stopped by the assembly). Each interval, the replica
 holding the verifier Lease reads every workload with a pending verification: from the watch-fed cache
 when it holds the workload (no request), else one GET each; an in-place CPU raise adds one LIST of the
-namespace's pods, done only when the kubelets report it applied. The cost grows with the workloads being
-verified, never with alerts. What a cached copy would make final (nothing pending any more, or a revert)
+namespace's pods, done only when the kubelets report it applied. It then reads again each workload whose
+change still holds GPUs back (or adds them), the same way, so the GPU ledger (finops.py) follows the workload's
+truth after verification. The cost grows with the workloads being verified and those holding GPUs, never with
+alerts. What a cached copy would make final (nothing pending any more, or a revert)
 is confirmed on a fresh GET first: the cache may lag behind the reactor's own write.
 Done → the sealed `verification` annotation becomes `verified`; not done `verify.timeout` after the
 write → a `RolloutStalled` Warning Event, then the change is reverted to the recorded original through
