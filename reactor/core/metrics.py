@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from prometheus_client import (
+    REGISTRY,
     CollectorRegistry,
     Counter,
     Gauge,
@@ -173,8 +174,9 @@ class Metrics:
         r.register(_StateCollector([self.budget_used, self.cache_objects, self.cache_synced,
                                     self.verifications_pending, self.verifier_leader, self.gpus_released,
                                     self.gpus_added]))
-        for collector in (ProcessCollector, PlatformCollector, GCCollector):
-            collector(registry=r)
+        if r is not REGISTRY:  # prometheus_client's default registry has them already
+            for collector in (ProcessCollector, PlatformCollector, GCCollector):
+                collector(registry=r)
         self.build_info = Info("reactor_build", "Version of the running reactor.", registry=r)
         self.build_info.info({"version": __version__})
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}

@@ -8,7 +8,9 @@ than the Lease's list holds, a LIST of the workloads (see lease.py). A workload 
 watch-fed cache when it holds it (no request), else with one GET; an in-place CPU raise adds one LIST
 of the namespace's pods, done only when the kubelets report it applied. What a cached copy would make
 final (nothing pending any more, or a revert) is confirmed on a fresh GET first: the cache may lag
-behind the reactor's own write.
+behind the reactor's own write. Each pass then reads again each workload whose change still holds GPUs back
+(or adds them), the same way, so the GPU ledger (finops.py) follows the workload's truth after verification:
+the cost grows with the workloads being verified and those holding GPUs, never with alerts.
 
 Every workload is read through the engine's cluster view (cluster/view.py): an operator's resource
 through its adapter and followed by its adapter's rollout reader, a Kueue-managed workload as Kueue

@@ -29,7 +29,7 @@ def fold(alerts: Sequence[Alert]) -> Signal:
     name); only when nothing fires, the same order over the resolved ones, which may revert.
     A firing signal is built from the firing alerts only: a resolved alert still re-sent in the
     group must neither lend its stale value nor its key (its key would make a new firing look
-    already applied).
+    already applied). The order of `alerts` does not matter (a property test permutes them).
     """
     if not alerts:
         raise ValueError("fold needs at least one alert")
@@ -68,6 +68,7 @@ def _rank(name: str) -> tuple[int, str]:
 
 
 def _container(alerts: Sequence[Alert]) -> str | None:
-    """The container all alerts name; when they disagree, the first named one."""
-    named = [a.container for a in alerts if a.container]
-    return named[0] if named else None
+    """The container all alerts name; when they disagree, that of the oldest firing naming one (by startsAt, then
+    fingerprint, then name): the same whatever order Alertmanager listed the alerts in."""
+    named = sorted((a.starts_at, a.fingerprint, a.container) for a in alerts if a.container)
+    return named[0][2] if named else None
