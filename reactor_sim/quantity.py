@@ -35,8 +35,23 @@ def _parse_text(value: str) -> Fraction:
                          "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
     number = Fraction(m.group(1))
     if m.group(2):
-        number *= Fraction(10) ** int(m.group(2)[1:])
+        number *= _power_of_ten(int(m.group(2)[1:]))
     return number * _SUFFIX[m.group(3) or ""]
+
+
+# Past this an exponent only says "larger than any int64 quantity" (or "finer than a nano"): the API server keeps
+# such a value as an inf.Dec scale (quantity.go), never as digits, so it parses in constant time whatever a tenant
+# writes; computing 10**4294967296 here would hang the embedded cluster instead.
+_EXPONENT_BOUND = 40
+
+
+def _power_of_ten(exponent: int) -> Fraction:
+    exponent = (exponent + 2**31) % 2**32 - 2**31  # Go's int32 conversion of the parsed exponent (suffixHandler)
+    if exponent > _EXPONENT_BOUND:
+        return Fraction(10) ** _EXPONENT_BOUND
+    if exponent < -_EXPONENT_BOUND:
+        return Fraction(1, 10**_EXPONENT_BOUND)
+    return Fraction(10) ** exponent
 
 
 def render(value: Fraction, *, binary: bool = False) -> str:
