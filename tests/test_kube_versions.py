@@ -121,3 +121,27 @@ def test_plan_says_what_the_webhook_would(old: SimCluster, tmp_path: Path, capsy
                     output="json") == 0
     outcomes = json.loads(capsys.readouterr().out)["outcomes"]
     assert {(o["result"], o["reason"]) for o in outcomes} == {("skipped", "in-place-unavailable")}
+
+
+@pytest.mark.parametrize("version", (OLDEST, *NEWEST_IN_PLACE))
+def test_memory_near_its_limit_on_each_release(version: str, token_file: Path) -> None:
+    """The memory action follows the same rule: in place from 1.33, refused by name at 1.28 (nothing written)."""
+    from tests import test_memory_flow as memory
+
+    sim = SimCluster(kube_version=version).start()
+    try:
+        sim.load_manifests(memory.MANIFESTS.replace("QUOTA", "64Gi").replace("MEMORY", "NotRequired"))
+        sim.settle()
+        r = reactor_for(sim, token_file)
+        before, recorded = memory.pod_state(sim), annotations(sim)
+        got = memory.outcomes(r, memory.alerts(r))
+        if version == OLDEST:
+            assert got == {("skipped", "", "", "in-place-unavailable")}
+            assert memory.pod_state(sim) == before and annotations(sim) == recorded
+            assert ("patch", "pods", "resize") not in sim.requests
+        else:
+            assert got == {("applied", "resize-memory", "8192Mi", "10240Mi")}
+            sim.settle()
+            assert set(memory.pod_state(sim)) == set(before), "the same pods, resized in place"
+    finally:
+        sim.stop()

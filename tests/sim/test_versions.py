@@ -108,3 +108,15 @@ def test_quota_sums_a_sidecar_with_the_containers(played: SimCluster) -> None:
     played.settle()
     used = played.get("resourcequotas", "ml", "q")["status"]["used"]["requests.cpu"]
     assert used == ("1500m" if played.version.minor >= 29 else "1")
+
+
+def test_the_kubelet_reports_what_its_release_reports(played: SimCluster) -> None:
+    """containerStatuses[].resources only with in-place resize on (1.33+; dropDisabledPodStatusFields drops it
+    otherwise); the PodReadyToStartContainers condition from 1.29 (beta, on by default)."""
+    played.apply(pod())
+    played.settle()
+    status = played.get("pods", "ml", "p")["status"]
+    assert status["phase"] == "Running"
+    assert ("resources" in status["containerStatuses"][0]) is played.version.serves_resize
+    kinds = {c["type"] for c in status["conditions"]}
+    assert ("PodReadyToStartContainers" in kinds) is (played.version.minor >= 29)
