@@ -153,6 +153,8 @@ class Api:
         elif subresource == "resize":
             new = self._prepare_resize(res, old, new)
             resize.admit(self.store, res, old, new, self.plurals())
+            if not self.registry.version.resize_conditions:
+                resize.mark_proposed(old, new)
         else:
             if not self.registry.version.sidecars:
                 validation.drop_sidecar_restart_policy(new, old, old.get("kind", res.kind))

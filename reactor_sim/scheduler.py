@@ -90,7 +90,8 @@ def schedule(api: Api) -> None:
             _run(api, clone(pod))
         elif pod.get("status", {}).get("phase") == "Running" and api.registry.version.serves_resize \
                 and (_resize_pending(pod) or resize.reported(pod)):
-            resize.actuate(api, clone(pod), by_name.get(pod["spec"].get("nodeName", "")), pods)
+            step = resize.actuate if api.registry.version.resize_conditions else resize.actuate_legacy
+            step(api, clone(pod), by_name.get(pod["spec"].get("nodeName", "")), pods)
 
 
 def _status_resources(container: Obj) -> Obj:

@@ -120,3 +120,46 @@ def test_the_kubelet_reports_what_its_release_reports(played: SimCluster) -> Non
     assert ("resources" in status["containerStatuses"][0]) is played.version.serves_resize
     kinds = {c["type"] for c in status["conditions"]}
     assert ("PodReadyToStartContainers" in kinds) is (played.version.minor >= 29)
+
+
+def _resize_cpu(sim: SimCluster, cpu: str) -> tuple[int, Any]:
+    body = {"spec": {"containers": [{"name": "main", "resources": {"requests": {"cpu": cpu}, "limits": {"cpu": cpu}}}]}}
+    return _patch(sim, "/api/v1/namespaces/ml/pods/p/resize", body)
+
+
+def _cpu_pod() -> dict[str, Any]:
+    return pod(gpus=None, containers=[{"name": "main", "image": "img:1", "resources": {
+        "requests": {"cpu": "1"}, "limits": {"cpu": "1"}}}])
+
+
+def test_1_32_with_the_gate_on_serves_resize_and_answers_in_status_resize() -> None:
+    """v1.32, InPlacePodVerticalScaling turned on: pods/resize is served (it came with 1.32, behind the gate) and
+    the verdict is `status.resize` (MarkPodProposedForResize: Proposed; the kubelet: InProgress, then cleared)."""
+    with SimCluster(kube_version="1.32", feature_gates={"InPlacePodVerticalScaling": True}).start() as sim:
+        sim.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+        sim.apply(gpu_node())
+        assert "pods/resize" in {r["name"] for r in _get(sim, "/api/v1")["resources"]}
+        sim.apply(_cpu_pod())
+        sim.settle()
+        code, answer = _resize_cpu(sim, "2")
+        assert code == 200 and answer["status"]["resize"] == "Proposed"
+        assert not [c for c in answer["status"]["conditions"] if c["type"].startswith("PodResize")]
+        with sim.store.lock:
+            sim.controllers.run_once()  # one kubelet sync: allocated
+        assert sim.get("pods", "ml", "p")["status"]["resize"] == "InProgress"
+        sim.settle()
+        status = sim.get("pods", "ml", "p")["status"]
+        assert "resize" not in status and status["containerStatuses"][0]["resources"]["limits"]["cpu"] == "2"
+        code, answer = _resize_cpu(sim, "100")
+        sim.settle()
+        assert sim.get("pods", "ml", "p")["status"]["resize"] == "Infeasible"
+
+
+def test_1_33_with_the_gate_off_serves_no_resize() -> None:
+    with SimCluster(kube_version="1.33", feature_gates={"InPlacePodVerticalScaling": False}).start() as sim:
+        assert "pods/resize" not in {r["name"] for r in _get(sim, "/api/v1")["resources"]}
+
+
+def test_only_the_in_place_gate_is_modelled() -> None:
+    with pytest.raises(ValueError, match="feature gate 'SidecarContainers' is not modelled"):
+        SimCluster(feature_gates={"SidecarContainers": False})
