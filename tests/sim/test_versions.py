@@ -163,3 +163,29 @@ def test_1_33_with_the_gate_off_serves_no_resize() -> None:
 def test_only_the_in_place_gate_is_modelled() -> None:
     with pytest.raises(ValueError, match="feature gate 'SidecarContainers' is not modelled"):
         SimCluster(feature_gates={"SidecarContainers": False})
+
+
+@pytest.mark.parametrize(("version", "refused"), [("1.33", True), ("1.35", False)])
+def test_lowering_a_memory_limit_in_place_is_refused_by_1_33_only(version: str, refused: bool) -> None:
+    """v1.33 ValidatePodResize: "memory limits cannot be decreased unless resizePolicy is RestartContainer";
+    v1.34 lifted it (kubernetes#133012)."""
+    with SimCluster(kube_version=version).start() as sim:
+        sim.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+        sim.apply(gpu_node())
+        sim.apply(pod(gpus=None, containers=[{"name": "main", "image": "img:1", "resources": {
+            "requests": {"memory": "1Gi"}, "limits": {"memory": "2Gi"}}}]))
+        sim.settle()
+        body = {"spec": {"containers": [{"name": "main", "resources": {"requests": {"memory": "1Gi"},
+                                                                       "limits": {"memory": "1536Mi"}}}]}}
+        code, answer = _patch(sim, "/api/v1/namespaces/ml/pods/p/resize", body)
+        if not refused:
+            assert code == 200
+            return
+        assert (code, answer["reason"]) == (422, "Invalid")
+        assert answer["message"] == ('Pod "p" is invalid: spec.containers[0].resources.limits[memory]: Forbidden: '
+                                     "memory limits cannot be decreased unless resizePolicy is RestartContainer")
+        sim.apply(pod("q", gpus=None, containers=[{"name": "main", "image": "img:1", "resources": {
+            "requests": {"memory": "1Gi"}, "limits": {"memory": "2Gi"}},
+            "resizePolicy": [{"resourceName": "memory", "restartPolicy": "RestartContainer"}]}]))
+        sim.settle()
+        assert _patch(sim, "/api/v1/namespaces/ml/pods/q/resize", body)[0] == 200, "RestartContainer may lower it"
