@@ -46,15 +46,19 @@ def _utcnow() -> datetime:
 
 class SimCluster:
     def __init__(self, rbac: bool = False, *, clock: Clock | None = None, seed: int = 0,
-                 watch_history: int = DEFAULT_CAPACITY, kube_version: str | KubeVersion = NEWEST) -> None:
+                 watch_history: int = DEFAULT_CAPACITY, kube_version: str | KubeVersion = NEWEST,
+                 feature_gates: dict[str, bool] | None = None) -> None:
         """`rbac=True`: every request needs a bearer token (`add_token`; anonymous requests are 401, as with
         `--anonymous-auth=false`) and RBAC decides it. The admin token (`admin_token`, group system:masters)
         is what `write_kubeconfig` writes by default. Admin helpers (`apply`, `get`, ...) bypass both.
         `watch_history`: changes kept per resource for watches to resume from (older ones are 410 Expired).
         `kube_version`: the release played (`1.28`, `1.32`, `1.33`, `1.35`; default the newest modelled): its
-        /version, discovery, subresources and validation (versions.py); another is a ValueError."""
+        /version, discovery, subresources and validation (versions.py); another is a ValueError. `feature_gates`:
+        as kube-apiserver's and the kubelet's `--feature-gates` (only InPlacePodVerticalScaling is modelled)."""
         self.rbac = rbac
         self.version = kube_version if isinstance(kube_version, KubeVersion) else KubeVersion.parse(kube_version)
+        for gate, enabled in (feature_gates or {}).items():
+            self.version = self.version.with_gate(gate, enabled)
         self.registry = Registry(self.version)
         self.store = Store(watch_history)
         self.api = Api(self.store, self.registry, clock or _utcnow, seed=seed)

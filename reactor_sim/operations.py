@@ -158,6 +158,8 @@ class Api:
         elif subresource == "resize":
             new = self._prepare_resize(res, old, new)
             resize.admit(self.store, res, old, new, self.plurals())
+            if not self.registry.version.resize_conditions:
+                resize.mark_proposed(old, new)
         else:
             if not self.registry.version.sidecars:
                 validation.drop_sidecar_restart_policy(new, old, old.get("kind", res.kind))
@@ -182,14 +184,16 @@ class Api:
         self.after_write(res, new["metadata"].get("namespace"))
         return stored
 
-    @staticmethod
-    def _prepare_resize(res: Resource, old: Obj, new: Obj) -> Obj:
+    def _prepare_resize(self, res: Resource, old: Obj, new: Obj) -> Obj:
         """pods/NAME/resize (podResizeStrategy): only containers' resources and resizePolicy are taken
-        from the request (defaulted like any decoded Pod), then ValidatePodResize. The desired resources
-        are stored in spec; the kubelet step (scheduler) reports them in status.containerStatuses."""
+        from the request (defaulted like any decoded Pod), then ValidatePodResize (as the release played
+        has it: v1.33 refuses lowering a memory limit in place). The desired resources are stored in spec; the
+        kubelet step (scheduler) reports them in status.containerStatuses."""
         validation.default_pod(new)
         resized = validation.drop_non_resize_updates(new, old)
-        errors = validation.validate_object(resized, "Pod") + validation.validate_pod_resize(old, resized)
+        decrease = self.registry.version.minor != 33
+        errors = validation.validate_object(resized, "Pod") + validation.validate_pod_resize(
+            old, resized, memory_decrease=decrease)
         if errors:
             raise invalid(res, old["metadata"]["name"], errors)
         return resized

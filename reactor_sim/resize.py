@@ -95,8 +95,44 @@ def _others(pod: Obj, node: Obj, pods: list[Obj]) -> list[Obj]:
 
 
 def reported(pod: Obj) -> bool:
-    """Does the pod carry a resize condition (to be re-examined, actuated, and dropped once applied)?"""
-    return any(c.get("type") in (PENDING, IN_PROGRESS) for c in (pod.get("status") or {}).get("conditions") or [])
+    """Does the pod carry a resize verdict (to be re-examined, actuated, and dropped once applied): a condition,
+    or before 1.33 `status.resize`?"""
+    status = pod.get("status") or {}
+    return bool(status.get("resize")) or any(c.get("type") in (PENDING, IN_PROGRESS)
+                                             for c in status.get("conditions") or [])
+
+
+def mark_proposed(old: Obj, new: Obj) -> None:
+    """MarkPodProposedForResize (pkg/api/pod/util.go, v1.27–v1.32): a resize that changes a container's resources
+    sets `status.resize: Proposed` for the kubelet to answer."""
+    before = {c.get("name"): c.get("resources") for c in (old.get("spec") or {}).get("containers") or []}
+    if any(before.get(c.get("name")) != c.get("resources") for c in (new.get("spec") or {}).get("containers") or []):
+        new.setdefault("status", {})["resize"] = "Proposed"
+
+
+def actuate_legacy(api: Any, pod: Obj, node: Obj | None, pods: list[Obj]) -> None:
+    """The v1.27–v1.32 kubelet (gate on): its verdict in `status.resize`, one step per sync like `actuate`:
+    `Deferred` or `Infeasible` while it does not fit, else `InProgress`, then applied (containerStatuses[].resources
+    become the spec's) and `status.resize` cleared."""
+    status = pod["status"]
+    specs = {c["name"]: c for c in pod["spec"].get("containers") or []}
+    running = [s for s in status.get("containerStatuses") or [] if "running" in (s.get("state") or {})]
+    differs = any(s.get("resources") != specs.get(s.get("name"), {}).get("resources") for s in running)
+    before = status.get("resize")
+    refused = verdict(pod, node, pods) if differs else None
+    if not differs:
+        status.pop("resize", None)
+    elif refused is not None:
+        status["resize"] = refused[0]
+    elif before != "InProgress":
+        status["resize"] = "InProgress"
+    else:
+        for s in running:
+            if s.get("name") in specs:
+                s["resources"] = copy.deepcopy(specs[s["name"]].get("resources") or {})
+        status.pop("resize", None)
+    if status.get("resize") != before or (differs and refused is None and before == "InProgress"):
+        api.store.put("pods", pod)
 
 
 def actuate(api: Any, pod: Obj, node: Obj | None, pods: list[Obj]) -> None:

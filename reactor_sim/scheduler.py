@@ -88,8 +88,10 @@ def schedule(api: Api) -> None:
     for pod in api.store.view("pods"):
         if pod["spec"].get("nodeName") and pod.get("status", {}).get("phase") == "Pending":
             _run(api, clone(pod))
-        elif pod.get("status", {}).get("phase") == "Running" and (_resize_pending(pod) or resize.reported(pod)):
-            resize.actuate(api, clone(pod), by_name.get(pod["spec"].get("nodeName", "")), pods)
+        elif pod.get("status", {}).get("phase") == "Running" and api.registry.version.serves_resize \
+                and (_resize_pending(pod) or resize.reported(pod)):
+            step = resize.actuate if api.registry.version.resize_conditions else resize.actuate_legacy
+            step(api, clone(pod), by_name.get(pod["spec"].get("nodeName", "")), pods)
 
 
 def _status_resources(container: Obj) -> Obj:
@@ -149,18 +151,24 @@ def _unschedulable(api: Api, pod: Obj, message: str) -> None:
 
 
 def _run(api: Api, pod: Obj) -> None:
-    """What the kubelet reports once the containers started: Running and Ready."""
+    """What the kubelet reports once the containers started: Running and Ready. Per release (versions.py):
+    `PodReadyToStartContainers` from 1.29 (its gate's beta), `containerStatuses[].resources` only where in-place
+    resize is on (1.33+: the kubelet reports it and dropDisabledPodStatusFields keeps it only with the gate)."""
     now = timestamp(api.clock)
     seq = int(pod["metadata"]["uid"][-6:], 16)
+    version = api.registry.version
+    kinds = ("PodReadyToStartContainers",) if version.minor >= 29 else ()
     conditions = [{"type": t, "status": "True", "lastTransitionTime": now}
-                  for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")]
+                  for t in (*kinds, "Initialized", "Ready", "ContainersReady", "PodScheduled")]
+    resized = version.serves_resize
     pod["status"].update({
         "phase": "Running", "conditions": conditions, "hostIP": "10.0.0.1",
         "podIP": f"10.1.{seq // 250 % 250}.{seq % 250 + 1}", "startTime": now,
         "containerStatuses": [{"name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": True,
                                "started": True, "restartCount": 0,
                                "containerID": f"containerd://{pod['metadata']['uid'].replace('-', '')}",
-                               "state": {"running": {"startedAt": now}}, "resources": _status_resources(c)}
+                               "state": {"running": {"startedAt": now}},
+                               **({"resources": _status_resources(c)} if resized else {})}
                               for c in pod["spec"].get("containers") or []],
     })
     api.store.adopt("pods", pod)

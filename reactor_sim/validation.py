@@ -246,9 +246,10 @@ def drop_non_resize_updates(new: Obj, old: Obj) -> Obj:
     return out
 
 
-def validate_pod_resize(old: Obj, new: Obj) -> list[FieldError]:
-    """ValidatePodResize: `new` is what drop_non_resize_updates made of the request. The 1.33 rule
-    against decreasing memory limits is not applied: 1.34 lifted it (kubernetes#133012)."""
+def validate_pod_resize(old: Obj, new: Obj, *, memory_decrease: bool = True) -> list[FieldError]:
+    """ValidatePodResize: `new` is what drop_non_resize_updates made of the request. `memory_decrease` False
+    plays v1.33's rule: a memory limit may not be lowered unless the container's resizePolicy for memory is
+    RestartContainer (1.34 lifted it: kubernetes#133012)."""
     old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
     if _pod_level_resources(old_spec) or _pod_level_resources(new_spec):
         return [FieldError("", "Forbidden", "pods with pod-level resources cannot be resized")]
@@ -268,6 +269,8 @@ def validate_pod_resize(old: Obj, new: Obj) -> list[FieldError]:
         for i, (n, o) in enumerate(pairs[lst]):
             if lst == "containers" or _restartable(o):
                 errors += _container_resize(n, o, f"spec.{lst}[{i}].resources")
+                if not memory_decrease:
+                    errors += _memory_limit_decrease(n, o, f"spec.{lst}[{i}].resources")
     for n, o in pairs["containers"]:
         if not _same_container(_keep_old_cpu_memory(n, o), o):
             errors.append(FieldError("spec", "Forbidden", ONLY_CPU_MEMORY))
@@ -317,6 +320,20 @@ def _container_resize(new: Obj, old: Obj, path: str) -> list[FieldError]:
         if any(name not in kept for name in old_res.get(section) or {}):
             errors.append(FieldError(f"{path}.{section}", "Forbidden", f"resource {section} cannot be removed"))
     return errors
+
+
+def _memory_limit_decrease(new: Obj, old: Obj, path: str) -> list[FieldError]:
+    """v1.33 validateContainerResize: a lower memory limit only with resizePolicy RestartContainer for memory."""
+    before = _safe(((old.get("resources") or {}).get("limits") or {}).get("memory"))
+    after = _safe(((new.get("resources") or {}).get("limits") or {}).get("memory"))
+    if before is None or after is None or after >= before:
+        return []
+    policy = {p.get("resourceName"): p.get("restartPolicy") for p in new.get("resizePolicy") or []
+              if isinstance(p, dict)}
+    if policy.get("memory") == "RestartContainer":
+        return []
+    return [FieldError(f"{path}.limits[memory]", "Forbidden",
+                       "memory limits cannot be decreased unless resizePolicy is RestartContainer")]
 
 
 def _keep_old_cpu_memory(new: Obj, old: Obj) -> Obj:

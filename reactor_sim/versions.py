@@ -7,8 +7,10 @@ MODELLED is refused, so no test or demo runs against a version nobody checked:
   while the InPlacePodVerticalScaling gate is on, which is beta and on by default from v1.33 (alpha, off,
   before). Below 1.33 discovery lists no `pods/resize` and a request to it is the unknown-path 404.
 - The resize's verdict: the PodResizePending / PodResizeInProgress pod conditions came with v1.33 (KEP-1287
-  beta); v1.27–v1.32, with the alpha gate turned on, wrote `status.resize` instead. Here only 1.33+ resizes,
-  so only the conditions appear (the reactor reads both shapes).
+  beta); v1.27–v1.32, with the alpha gate turned on, wrote `status.resize` instead: `Proposed` set by the API
+  server on the resize (pkg/api/pod/util.go MarkPodProposedForResize), then the kubelet's `InProgress`,
+  `Deferred` or `Infeasible`, cleared once applied. `KubeVersion(32, in_place=True)` plays a v1.32 server with
+  the gate turned on: pods/resize served, the verdict in `status.resize`.
 - Sidecar containers (KEP-753): an init container's `restartPolicy: Always` is kept from v1.29 (SidecarContainers
   beta, on by default); at v1.28 (alpha, off) pkg/api/pod/util.go dropDisabledFields drops the field, so the
   container is an ordinary init container (it runs to completion before the others start).
@@ -28,11 +30,16 @@ _BUILT = {28: "2023-08-15T10:15:51Z", 32: "2024-12-11T17:57:54Z", 33: "2025-04-2
           35: "2025-12-17T12:00:00Z"}
 
 
+IN_PLACE_GATE = "InPlacePodVerticalScaling"
+
+
 @dataclass(frozen=True, slots=True)
 class KubeVersion:
-    """One modelled release, `1.<minor>`."""
+    """One modelled release, `1.<minor>`; `in_place`: the InPlacePodVerticalScaling gate as turned on or off
+    (`--feature-gates`), None for the release's default (on from 1.33)."""
 
     minor: int
+    in_place: bool | None = None
 
     @classmethod
     def parse(cls, text: str) -> KubeVersion:
@@ -48,8 +55,23 @@ class KubeVersion:
 
     @property
     def serves_resize(self) -> bool:
-        """pods/resize (KEP-1287): InPlacePodVerticalScaling on by default from v1.33."""
+        """pods/resize (KEP-1287): the subresource came with v1.32 behind InPlacePodVerticalScaling, which is on by
+        default from v1.33 (and may be turned off there). Before 1.32 the gate resized through the pod itself,
+        which is not modelled: no pods/resize whatever the gate."""
+        if self.minor < 32:
+            return False
+        return self.minor >= 33 if self.in_place is None else self.in_place
+
+    @property
+    def resize_conditions(self) -> bool:
+        """The verdict as PodResizePending/PodResizeInProgress conditions (v1.33+), else `status.resize`."""
         return self.minor >= 33
+
+    def with_gate(self, gate: str, enabled: bool) -> KubeVersion:
+        """This release with a feature gate set as `--feature-gates` would (only InPlacePodVerticalScaling)."""
+        if gate != IN_PLACE_GATE:
+            raise ValueError(f"feature gate {gate!r} is not modelled: only {IN_PLACE_GATE}")
+        return KubeVersion(self.minor, enabled)
 
     @property
     def sidecars(self) -> bool:

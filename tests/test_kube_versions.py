@@ -24,8 +24,8 @@ from tests.test_cpu_flow import MANIFESTS, alerts, pod_state, template
 OLDEST, NEWEST_IN_PLACE = "1.28", ("1.33", "1.35")
 
 
-def played(version: str) -> SimCluster:
-    cluster = SimCluster(kube_version=version).start()
+def played(version: str, **gates: bool) -> SimCluster:
+    cluster = SimCluster(kube_version=version, feature_gates=gates).start()
     cluster.load_manifests(MANIFESTS.replace("QUOTA", "20"))
     cluster.settle()
     return cluster
@@ -121,3 +121,54 @@ def test_plan_says_what_the_webhook_would(old: SimCluster, tmp_path: Path, capsy
                     output="json") == 0
     outcomes = json.loads(capsys.readouterr().out)["outcomes"]
     assert {(o["result"], o["reason"]) for o in outcomes} == {("skipped", "in-place-unavailable")}
+
+
+@pytest.mark.parametrize("version", (OLDEST, *NEWEST_IN_PLACE))
+def test_memory_near_its_limit_on_each_release(version: str, token_file: Path) -> None:
+    """The memory action follows the same rule: in place from 1.33, refused by name at 1.28 (nothing written)."""
+    from tests import test_memory_flow as memory
+
+    sim = SimCluster(kube_version=version).start()
+    try:
+        sim.load_manifests(memory.MANIFESTS.replace("QUOTA", "64Gi").replace("MEMORY", "NotRequired"))
+        sim.settle()
+        r = reactor_for(sim, token_file)
+        before, recorded = memory.pod_state(sim), annotations(sim)
+        got = memory.outcomes(r, memory.alerts(r))
+        if version == OLDEST:
+            assert got == {("skipped", "", "", "in-place-unavailable")}
+            assert memory.pod_state(sim) == before and annotations(sim) == recorded
+            assert ("patch", "pods", "resize") not in sim.requests
+        else:
+            assert got == {("applied", "resize-memory", "8192Mi", "10240Mi")}
+            sim.settle()
+            assert set(memory.pod_state(sim)) == set(before), "the same pods, resized in place"
+    finally:
+        sim.stop()
+
+
+def test_the_server_decides_not_the_calendar(token_file: Path) -> None:
+    """v1.32 with InPlacePodVerticalScaling on serves pods/resize: resized in place, the kubelet's verdict read from
+    `status.resize` and the raise verified once applied; v1.33 with it off serves none: refused by name."""
+    sim = played("1.32", InPlacePodVerticalScaling=True)
+    try:
+        r = reactor_for(sim, token_file)
+        before = pod_state(sim)
+        outcomes = r.post(alerts(r, "GPUStarvedByCPU", "0.500")).get_json()["outcomes"]
+        assert {(o["result"], o["to"]) for o in outcomes} == {("applied", "3000m")}
+        (event,) = [e for e in sim.list("events", NAMESPACE) if e.get("reason") == "CPUResized"]
+        assert event["message"].count(": Proposed") == 2, event["message"]
+        sim.settle()
+        after = pod_state(sim)
+        assert set(after) == set(before) and {v for v in after.values()} == {("3", "3", "2", "3")}
+        assert all("resize" not in p["status"] for p in sim.list("pods", NAMESPACE))
+    finally:
+        sim.stop()
+    off = played("1.33", InPlacePodVerticalScaling=False)
+    try:
+        r = reactor_for(off, token_file)
+        outcomes = r.post(alerts(r, "GPUStarvedByCPU", "0.500")).get_json()["outcomes"]
+        assert {(o["result"], o["reason"]) for o in outcomes} == {("skipped", "in-place-unavailable")}
+        assert {"(v1.33.0) serves no pods/resize" in o["detail"] for o in outcomes} == {True}
+    finally:
+        off.stop()

@@ -16,7 +16,7 @@ from reactor.cluster.informer import Informers
 from reactor.cluster.kube import KubeGateway
 from reactor.config.settings import Settings
 from reactor.config.settings import warnings as settings_warnings
-from reactor.core.errors import ConfigError, PermanentError
+from reactor.core.errors import ConfigError, PermanentError, ReactorError
 from reactor.core.metrics import Metrics
 from reactor.core.model import PATCHABLE_KINDS
 from reactor.engine import Engine, utcnow
@@ -98,6 +98,21 @@ def _readiness_probe(kube: KubeGateway, informers: Informers | None) -> Callable
             informers.check()
 
     return probe
+
+
+def check_capabilities(service: Service) -> str | None:
+    """Ask the server what it can do, at start (the gateway asks again after a reconnect): logged, and why the
+    policy's in-place changes will be refused here (None: they will not be)."""
+    try:
+        found = service.kube.discover()
+    except ReactorError as e:
+        log.warning("kube-apiserver discovery failed at start; asked again on first use", extra={"error": str(e)})
+        return None
+    policy = service.engine.policy
+    refusal = found.in_place_refusal() if policy.resizes_pods_in_place and policy.cpu_apply_to == "pods" else None
+    if refusal is not None:
+        log.warning("cpu.applyTo pods will be refused (in-place-unavailable)", extra={"reason": refusal})
+    return refusal
 
 
 def check_ladder(service: Service) -> list[str]:

@@ -254,7 +254,7 @@ def _check_listen(settings: Settings) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from reactor.app.assembly import assemble, check_ladder
+    from reactor.app.assembly import assemble, check_capabilities, check_ladder
     from reactor.app.runner import run
 
     settings = load_settings(args.config)
@@ -262,6 +262,7 @@ def _serve(args: argparse.Namespace) -> int:
     _check_listen(settings)
     logs.configure(settings.log_format, settings.log_level)
     service = assemble(settings)
+    check_capabilities(service)
     missing = check_ladder(service)
     if missing:
         log.warning("priority ladder names classes that do not exist", extra={"missing": missing})

@@ -108,3 +108,84 @@ def test_quota_sums_a_sidecar_with_the_containers(played: SimCluster) -> None:
     played.settle()
     used = played.get("resourcequotas", "ml", "q")["status"]["used"]["requests.cpu"]
     assert used == ("1500m" if played.version.minor >= 29 else "1")
+
+
+def test_the_kubelet_reports_what_its_release_reports(played: SimCluster) -> None:
+    """containerStatuses[].resources only with in-place resize on (1.33+; dropDisabledPodStatusFields drops it
+    otherwise); the PodReadyToStartContainers condition from 1.29 (beta, on by default)."""
+    played.apply(pod())
+    played.settle()
+    status = played.get("pods", "ml", "p")["status"]
+    assert status["phase"] == "Running"
+    assert ("resources" in status["containerStatuses"][0]) is played.version.serves_resize
+    kinds = {c["type"] for c in status["conditions"]}
+    assert ("PodReadyToStartContainers" in kinds) is (played.version.minor >= 29)
+
+
+def _resize_cpu(sim: SimCluster, cpu: str) -> tuple[int, Any]:
+    body = {"spec": {"containers": [{"name": "main", "resources": {"requests": {"cpu": cpu}, "limits": {"cpu": cpu}}}]}}
+    return _patch(sim, "/api/v1/namespaces/ml/pods/p/resize", body)
+
+
+def _cpu_pod() -> dict[str, Any]:
+    return pod(gpus=None, containers=[{"name": "main", "image": "img:1", "resources": {
+        "requests": {"cpu": "1"}, "limits": {"cpu": "1"}}}])
+
+
+def test_1_32_with_the_gate_on_serves_resize_and_answers_in_status_resize() -> None:
+    """v1.32, InPlacePodVerticalScaling turned on: pods/resize is served (it came with 1.32, behind the gate) and
+    the verdict is `status.resize` (MarkPodProposedForResize: Proposed; the kubelet: InProgress, then cleared)."""
+    with SimCluster(kube_version="1.32", feature_gates={"InPlacePodVerticalScaling": True}).start() as sim:
+        sim.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+        sim.apply(gpu_node())
+        assert "pods/resize" in {r["name"] for r in _get(sim, "/api/v1")["resources"]}
+        sim.apply(_cpu_pod())
+        sim.settle()
+        code, answer = _resize_cpu(sim, "2")
+        assert code == 200 and answer["status"]["resize"] == "Proposed"
+        assert not [c for c in answer["status"]["conditions"] if c["type"].startswith("PodResize")]
+        with sim.store.lock:
+            sim.controllers.run_once()  # one kubelet sync: allocated
+        assert sim.get("pods", "ml", "p")["status"]["resize"] == "InProgress"
+        sim.settle()
+        status = sim.get("pods", "ml", "p")["status"]
+        assert "resize" not in status and status["containerStatuses"][0]["resources"]["limits"]["cpu"] == "2"
+        code, answer = _resize_cpu(sim, "100")
+        sim.settle()
+        assert sim.get("pods", "ml", "p")["status"]["resize"] == "Infeasible"
+
+
+def test_1_33_with_the_gate_off_serves_no_resize() -> None:
+    with SimCluster(kube_version="1.33", feature_gates={"InPlacePodVerticalScaling": False}).start() as sim:
+        assert "pods/resize" not in {r["name"] for r in _get(sim, "/api/v1")["resources"]}
+
+
+def test_only_the_in_place_gate_is_modelled() -> None:
+    with pytest.raises(ValueError, match="feature gate 'SidecarContainers' is not modelled"):
+        SimCluster(feature_gates={"SidecarContainers": False})
+
+
+@pytest.mark.parametrize(("version", "refused"), [("1.33", True), ("1.35", False)])
+def test_lowering_a_memory_limit_in_place_is_refused_by_1_33_only(version: str, refused: bool) -> None:
+    """v1.33 ValidatePodResize: "memory limits cannot be decreased unless resizePolicy is RestartContainer";
+    v1.34 lifted it (kubernetes#133012)."""
+    with SimCluster(kube_version=version).start() as sim:
+        sim.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+        sim.apply(gpu_node())
+        sim.apply(pod(gpus=None, containers=[{"name": "main", "image": "img:1", "resources": {
+            "requests": {"memory": "1Gi"}, "limits": {"memory": "2Gi"}}}]))
+        sim.settle()
+        body = {"spec": {"containers": [{"name": "main", "resources": {"requests": {"memory": "1Gi"},
+                                                                       "limits": {"memory": "1536Mi"}}}]}}
+        code, answer = _patch(sim, "/api/v1/namespaces/ml/pods/p/resize", body)
+        if not refused:
+            assert code == 200
+            return
+        assert (code, answer["reason"]) == (422, "Invalid")
+        assert answer["message"] == ('Pod "p" is invalid: spec.containers[0].resources.limits[memory]: Forbidden: '
+                                     "memory limits cannot be decreased unless resizePolicy is RestartContainer")
+        sim.apply(pod("q", gpus=None, containers=[{"name": "main", "image": "img:1", "resources": {
+            "requests": {"memory": "1Gi"}, "limits": {"memory": "2Gi"}},
+            "resizePolicy": [{"resourceName": "memory", "restartPolicy": "RestartContainer"}]}]))
+        sim.settle()
+        assert _patch(sim, "/api/v1/namespaces/ml/pods/q/resize", body)[0] == 200, "RestartContainer may lower it"

@@ -23,8 +23,8 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
+from reactor.cluster.capabilities import UNKNOWN, Capabilities
 from reactor.cluster.kube import routes, state_home
-from reactor.cluster.kube.capabilities import UNKNOWN, Capabilities
 from reactor.cluster.kube.failures import NotFound, backoff, retry_after, translate
 from reactor.cluster.kube.limiter import RateLimiter
 from reactor.cluster.kube.routes import MERGE, ROUTES, STRATEGIC

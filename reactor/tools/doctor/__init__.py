@@ -101,6 +101,7 @@ def alertmanager_checks(
 
 
 def cluster_checks(kube: KubeGateway, settings: Settings, who: str) -> Iterator[Check]:
+    yield from cluster.capabilities(kube, settings)
     yield from cluster.rbac(kube, settings, who)
     yield cluster.priority_classes(kube, settings)
     yield from cluster.bounds(kube, settings)

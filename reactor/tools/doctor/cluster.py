@@ -1,5 +1,5 @@
-"""Doctor checks that ask the Kubernetes API: the reactor's RBAC per allowed namespace, the ladder's
-PriorityClasses, quota and LimitRange.
+"""Doctor checks that ask the Kubernetes API: the server's version and the capabilities the policy needs, the
+reactor's RBAC per allowed namespace, the ladder's PriorityClasses, quota and LimitRange.
 
 Reads only, through the gateway (`reactor.cluster.kube`, the one module that talks to Kubernetes). RBAC is asked
 with SelfSubjectAccessReview, as the reactor's ServiceAccount when the gateway impersonates it.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from reactor.cluster.capabilities import Capabilities
 from reactor.config.settings import Settings
 from reactor.core.errors import ReactorError
 from reactor.tools.doctor.report import Check, failing, ok, warning
@@ -49,6 +50,52 @@ RBAC_FIX = "bind ClusterRole gpu-reactor-workloads there (chart: list it in poli
 
 if TYPE_CHECKING:
     from reactor.cluster.kube import KubeGateway
+
+
+IN_PLACE_FIX = ("upgrade to Kubernetes 1.33+ (or turn InPlacePodVerticalScaling on), or set cpu.applyTo: template "
+                "(or both): the raise then replaces the pods through the rollout")
+
+
+def capabilities(kube: KubeGateway, settings: Settings) -> list[Check]:
+    """The server's version and what it serves, asked of it (discovery, as the reactor asks at start), then each
+    capability the policy needs: in-place resize (cpu.applyTo pods or both, with an in-place strategy), scoped
+    quotas (a priorityLadder moves pods between PriorityClass-scoped quotas), sidecars (reported: the reactor and
+    the quota count a sidecar's resources only where the server keeps it one)."""
+    found = kube.discover()
+    offered = [name for name, served in _offers(found) if served]
+    missing = [name for name, served in _offers(found) if not served]
+    summary = f"serves {', '.join(offered) or 'none of them'}" + (f"; not {', '.join(missing)}" if missing else "")
+    checks = [ok("kubernetes", f"API server {found.version}: {summary}")]
+    policy = settings.policy
+    if not policy.resizes_pods_in_place:
+        checks.append(ok("in-place resize", f"not needed: cpu.applyTo {policy.cpu_apply_to}, or no in-place strategy"))
+    elif found.in_place_resize:
+        checks.append(ok("in-place resize", f"pods/resize served: cpu.applyTo {policy.cpu_apply_to} raises CPU and "
+                                            "memory on the running pods"))
+    elif policy.cpu_apply_to == "pods":
+        checks.append(failing("in-place resize", f"cpu.applyTo pods is refused (in-place-unavailable): "
+                                                 f"{found.in_place_refusal()}", IN_PLACE_FIX))
+    else:
+        checks.append(warning("in-place resize", f"{found.version} serves no pods/resize: cpu.applyTo both goes to "
+                                                 "the template alone (the pods are replaced)", IN_PLACE_FIX))
+    if policy.priority_ladder and not found.scoped_quotas:
+        checks.append(failing("scoped quotas", f"{found.version}: ResourceQuota scopeSelector (PriorityClass) not "
+                                               "known to be served; the priority ladder's quotas cannot be told apart",
+                              "Kubernetes 1.17+ serves it: check the server answers /version"))
+    elif policy.priority_ladder:
+        checks.append(ok("scoped quotas", "PriorityClass-scoped ResourceQuotas served (the priority ladder's quotas)"))
+    if found.sidecars:
+        checks.append(ok("sidecars", "init containers with restartPolicy Always run beside the containers"))
+    else:
+        checks.append(warning("sidecars", f"{found.version} drops an init container's restartPolicy Always (sidecars "
+                                          "are 1.29+): such a container runs as an ordinary init container",
+                              "upgrade to Kubernetes 1.29+ before deploying sidecars"))
+    return checks
+
+
+def _offers(found: Capabilities) -> list[tuple[str, bool]]:
+    return [("in-place resize", found.in_place_resize), ("scoped quotas", found.scoped_quotas),
+            ("sidecars", found.sidecars)]
 
 
 def _denied(kube: KubeGateway, grants: tuple[tuple[str, str, str], ...], namespace: str,
