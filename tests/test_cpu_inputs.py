@@ -93,7 +93,7 @@ def test_cpu_read_from_resources_and_quota() -> None:
               {"metadata": {"name": "b"}, "spec": {"hard": {"limits.cpu": "20", "cpu": "bogus"}, **scoped},
                "status": {"used": {"limits.cpu": "1"}}}]
     high = (ScopeTerm("PriorityClass", "In", ("high-priority-gpu",)),)
-    assert to_compute_bounds([lr], quotas) == ComputeBounds(lowest=100, highest=4000, quotas=(
+    assert to_compute_bounds([lr], quotas) == ComputeBounds(lowest=100, highest=4000, pod_highest=1000, quotas=(
         ComputeQuota("a", "requests.cpu", hard=10_000, used=7500),
         ComputeQuota("b", "limits.cpu", hard=20_000, used=1000, scopes=high)))
 

@@ -29,7 +29,9 @@ def test_memory_read_from_resources_limitrange_and_quota() -> None:
     quotas = [{"metadata": {"name": "a"}, "spec": {"hard": {"requests.memory": "100Gi", "limits.cpu": "8"}},
                "status": {"hard": {"requests.memory": "100Gi"}, "used": {"requests.memory": "40Gi"}}},
               {"metadata": {"name": "b"}, "spec": {"hard": {"limits.memory": "200Gi", "memory": "bogus"}}}]
-    assert to_compute_bounds([lr], quotas, "memory") == ComputeBounds(lowest=GI, highest=32 * GI, max_ratio=2.0, quotas=(
+    # The Pod item bounds the pod's sum, not each container (policy/pod.py): kept apart.
+    assert to_compute_bounds([lr], quotas, "memory") == ComputeBounds(lowest=GI, highest=32 * GI, max_ratio=2.0,
+                                                                      pod_highest=GI, quotas=(
         ComputeQuota("a", "requests.memory", hard=100 * GI, used=40 * GI),
         ComputeQuota("b", "limits.memory", hard=200 * GI, used=0)))
     assert [q.resource for q in to_compute_bounds([lr], quotas).quotas] == ["limits.cpu"], "the CPU lines stay apart"

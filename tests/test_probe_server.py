@@ -3,6 +3,7 @@ and that clients which never finish a request cannot starve it."""
 
 from __future__ import annotations
 
+import select
 import socket
 import threading
 import time
@@ -114,7 +115,19 @@ def test_healthz_stays_quick_while_many_clients_trickle(probes_up: ProbeServer) 
             s.close()
 
 
-def test_connections_past_the_cap_are_closed_and_the_server_recovers(monkeypatch: pytest.MonkeyPatch) -> None:
+def _closed(s: socket.socket, wait: float = 2.0) -> bool:
+    """Whether the server closed `s` (an evicted or dropped connection reads as EOF or a reset)."""
+    s.settimeout(wait)
+    try:
+        return s.recv(1) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+def test_a_full_listener_evicts_its_oldest_idle_connection_for_a_new_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 23, item 8: at the cap a new connection is let in and the oldest idle one (no whole head) goes."""
     monkeypatch.setattr(probe_server, "MAX_CONNECTIONS", 5)
     server = ProbeServer(bind_listener("127.0.0.1:0"), Probes(Metrics(CollectorRegistry()))).start()
     held = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(5)]
@@ -122,17 +135,54 @@ def test_connections_past_the_cap_are_closed_and_the_server_recovers(monkeypatch
         for s in held:
             s.sendall(b"G")
         time.sleep(0.3)
-        try:  # the sixth: closed at once, unanswered
-            sixth = exchange(server.port, b"GET /healthz HTTP/1.1\r\n\r\n")
-        except ConnectionError:
-            sixth = b""
-        assert sixth == b""
+        assert get(server.port, "/healthz")[0] == 200  # the sixth: answered
+        assert _closed(held[0]) and not _closed(held[1], 0.3)
+        assert server.connections.evicted == 1
     finally:
         for s in held:
             s.close()
-    time.sleep(0.3)
-    assert get(server.port, "/healthz")[0] == 200
-    server.stop()
+        server.stop()
+
+
+def test_400_idle_sockets_never_fail_healthz(probes_up: ProbeServer) -> None:
+    """Issue 23, item 8: 400 idle sockets (the cap is 256) used to make /healthz fail 4 of 4."""
+    flood = []
+    try:
+        for _ in range(400):
+            flood.append(socket.create_connection(("127.0.0.1", probes_up.port), timeout=5))
+        time.sleep(0.3)
+        assert [get(probes_up.port, "/healthz")[0] for _ in range(4)] == [200] * 4
+        assert probes_up.connections.open <= probe_server.MAX_CONNECTIONS
+    finally:
+        for s in flood:
+            s.close()
+
+
+def _closed_ones(socks: list[socket.socket], wait: float = 0.3) -> list[int]:
+    """Indexes of the sockets the server closed, all looked at once (the head deadline keeps running)."""
+    readable, _, _ = select.select(socks, [], [], wait)
+    return sorted(i for i, s in enumerate(socks) if s in readable and _closed(s, 0.01))
+
+
+def _from(source: str, port: int) -> socket.socket:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.bind((source, 0))
+    s.connect(("127.0.0.1", port))
+    return s
+
+
+def test_one_source_holds_at_most_its_share(probes_up: ProbeServer) -> None:
+    """Past `PER_SOURCE` idle sockets from one address, that address's oldest go; another address keeps its own."""
+    other = [_from("127.0.0.3", probes_up.port) for _ in range(10)]
+    flood = [_from("127.0.0.2", probes_up.port) for _ in range(probe_server.PER_SOURCE + 10)]
+    try:
+        time.sleep(0.3)
+        assert _closed_ones(flood + other) == list(range(10))
+        assert get(probes_up.port, "/healthz")[0] == 200
+    finally:
+        for s in flood + other:
+            s.close()
 
 
 def test_a_slow_readiness_check_blocks_neither_healthz_nor_other_readyz() -> None:

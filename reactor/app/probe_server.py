@@ -3,8 +3,10 @@
 Kubernetes controllers serve health and metrics on a port apart from their webhook, so that the
 webhook's load or a hostile client cannot make the kubelet restart them. Here one asyncio loop in a
 daemon thread of the gunicorn worker serves them: a slow client costs a socket, not a thread, and is
-dropped when its request head is not complete within `HEAD_SECONDS`; connections past
-`MAX_CONNECTIONS` are closed at once. The answers come from `reactor.observe.probes.Probes`, computed on a
+dropped when its request head is not complete within `HEAD_SECONDS`. A full listener makes room for a new
+connection by closing its oldest idle one (no complete head yet), and one source address holds at most
+`PER_SOURCE` (see connections.py): a flood of idle sockets is evicted, a probe that sends its request at once
+is let in. The answers come from `reactor.observe.probes.Probes`, computed on a
 small thread pool so a slow API server (readiness) never blocks the loop. This module must not
 serve the webhook, and never reads a request body.
 """
@@ -18,6 +20,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
 
+from reactor.app.connections import Connections, Slot
 from reactor.core.errors import ConfigError
 from reactor.observe.probes import ProbeAnswer, Probes
 
@@ -25,6 +28,7 @@ HEAD_SECONDS = 2.0      # a probe's whole request head; kubelet and Prometheus s
 WRITE_SECONDS = 5.0     # the whole answer; a client that does not read it is dropped
 HEAD_LIMIT = 8192
 MAX_CONNECTIONS = 256
+PER_SOURCE = 64         # one address (a pod's IP) holds at most a quarter; the kubelet's own is its node's IP
 
 
 def bind_listener(address: str, *, key: str = "server.probeListen") -> socket.socket:
@@ -50,7 +54,7 @@ class ProbeServer:
         self._sock = sock
         self._probes = probes
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="probe-answer")
-        self._open = 0
+        self.connections = Connections(MAX_CONNECTIONS, PER_SOURCE)
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
@@ -83,21 +87,22 @@ class ProbeServer:
             await self._stopping.wait()
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self._open >= MAX_CONNECTIONS:
+        slot = self.connections.admit(_source(writer), writer.transport.abort)
+        if slot is None:
             writer.transport.abort()
             return
-        self._open += 1
         try:
-            await self._exchange(reader, writer)
+            await self._exchange(reader, writer, slot)
         except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, OSError):
-            pass  # a slow, oversized or vanished client: dropped, nothing to answer
+            pass  # a slow, oversized, evicted or vanished client: dropped, nothing to answer
         finally:
-            self._open -= 1
+            self.connections.release(slot)
             if not writer.is_closing():
                 writer.transport.abort()
 
-    async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, slot: Slot) -> None:
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_SECONDS)
+        self.connections.busy(slot)
         request_line = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
         if len(request_line) != 3 or not request_line[2].startswith("HTTP/1."):
             answer = ProbeAnswer(400, "text/plain", b"bad request\n")
@@ -111,6 +116,12 @@ class ProbeServer:
         writer.close()
         with contextlib.suppress(TimeoutError, OSError):
             await asyncio.wait_for(writer.wait_closed(), WRITE_SECONDS)
+
+
+def _source(writer: asyncio.StreamWriter) -> str:
+    """The peer's address (without its port): what a per-source cap counts."""
+    peer = writer.get_extra_info("peername")
+    return str(peer[0]) if isinstance(peer, tuple) and peer else "?"
 
 
 def _encode(answer: ProbeAnswer, *, head_only: bool) -> bytes:

@@ -45,6 +45,10 @@ class DeadlineReader:
         """A new request begins on this connection: its deadline starts with its first read."""
         self._deadline = None
 
+    def expire(self) -> None:
+        """The request's deadline has passed already (its bytes were read elsewhere): the next read raises."""
+        self._deadline = self._clock()
+
     def recv(self, size: int) -> bytes:
         now = self._clock()
         if self._deadline is None:

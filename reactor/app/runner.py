@@ -7,94 +7,20 @@ annotation-based state and conditional writes make safe.
 
 from __future__ import annotations
 
-import errno
-import socket
 from typing import Any
 
 from flask import Flask
 from gunicorn.app.base import BaseApplication
-from gunicorn.workers import gthread
 
 from reactor.act.posting import EventPoster
 from reactor.app.arenas import limit_malloc_arenas
 from reactor.app.probe_server import ProbeServer, bind_listener
-from reactor.app.reads import DeadlineReader, WSGIApp, guard_input
+from reactor.app.reads import WSGIApp, guard_input
+from reactor.app.worker import worker_class
 from reactor.cluster.informer import Informers
 from reactor.config.settings import Settings
 from reactor.observe.probes import Probes
 from reactor.observe.verifier import Verifier
-
-
-class _Connection(gthread.TConn):
-    """A connection whose reads are bounded: per read (`keepalive`) and per request (`read_timeout`).
-
-    gthread reads a request in blocking mode once its first bytes arrived, so a few dozen clients
-    sending half a header — or trickling a byte every few seconds — would hold every thread without
-    ever showing a token. `init` runs in the worker thread before each request is parsed; the
-    socket's own timeout also bounds each write of the answer (a client that does not read it).
-    """
-
-    read_timeout = 10.0
-    reader: DeadlineReader | None = None
-
-    def init(self) -> None:
-        super().init()
-        self.sock.settimeout(self.cfg.keepalive)
-        unreader = getattr(self.parser, "unreader", None)
-        if self.reader is None and unreader is not None and hasattr(unreader, "sock"):
-            self.reader = DeadlineReader(self.sock, idle=self.cfg.keepalive, total=self.read_timeout)
-            unreader.sock = self.reader
-
-
-class _BoundedSocket(socket.socket):
-    """An accepted client socket whose blocking mode always has a timeout.
-
-    gthread puts a connection in blocking mode (no timeout) before the TLS handshake, so a client that
-    sends half a ClientHello would hold the thread for ever; with this, the handshake (which CPython
-    bounds as a whole by the socket's timeout) and every other blocking call end after `idle` seconds.
-    """
-
-    idle = 5.0
-
-    @classmethod
-    def adopt(cls, sock: socket.socket, idle: float) -> _BoundedSocket:
-        bounded = cls(sock.family, sock.type, sock.proto, fileno=sock.detach())
-        bounded.idle = idle
-        return bounded
-
-    def setblocking(self, flag: bool) -> None:
-        if flag:
-            self.settimeout(self.idle)
-        else:
-            super().setblocking(False)
-
-
-class ReadTimeoutWorker(gthread.ThreadWorker):
-    """gunicorn's gthread worker, with `_Connection` for every accepted client."""
-
-    connection_class: type[_Connection] = _Connection
-
-    def accept(self, listener: Any) -> None:
-        try:
-            client_sock, client_addr = listener.accept()
-        except OSError as e:
-            if e.errno not in (errno.EAGAIN, errno.ECONNABORTED, errno.EWOULDBLOCK):
-                raise
-            return
-        self.nr_conns += 1
-        client_sock = _BoundedSocket.adopt(client_sock, self.cfg.keepalive)
-        self.enqueue_req(self.connection_class(self.cfg, client_sock, client_addr, listener.getsockname()))
-
-    def handle(self, conn: _Connection) -> Any:
-        if conn.reader is not None:
-            conn.reader.restart()  # each request on a kept-alive connection gets its own deadline
-        return super().handle(conn)
-
-
-def worker_class(read_timeout: float) -> type[ReadTimeoutWorker]:
-    """`ReadTimeoutWorker` whose connections must deliver a whole request within `read_timeout` seconds."""
-    connection = type("_Connection", (_Connection,), {"read_timeout": read_timeout})
-    return type("ReadTimeoutWorker", (ReadTimeoutWorker,), {"connection_class": connection})
 
 
 class _Gunicorn(BaseApplication):
@@ -116,7 +42,7 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
     options: dict[str, Any] = {
         "bind": [server.listen],
         "workers": 1,
-        "worker_class": worker_class(server.read_timeout.total_seconds()),
+        "worker_class": worker_class(server.read_timeout.total_seconds(), server.max_body_bytes),
         # server.threads bounds the notifications at work (see web.create_app) and as many waiting;
         # the other threads answer at once — probes, /metrics, 4xx, and the 503 of a full waiting
         # room — so overload is a quick 503 Alertmanager retries, not a queue inside gunicorn.

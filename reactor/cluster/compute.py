@@ -91,23 +91,31 @@ def restarts_on_resize(pod: Mapping[str, Any] | None, resource: str) -> frozense
 
 def to_compute_bounds(limit_ranges: Iterable[Mapping[str, Any]], quotas: Iterable[Mapping[str, Any]],
                   resource: str = "cpu") -> ComputeBounds:
-    """The tightest Container min/max/maxLimitRequestRatio for `resource` (cpu or memory), and every quota's
-    lines for it with its scope."""
+    """The tightest Container min/max/maxLimitRequestRatio for `resource` (cpu or memory), the same of the Pod
+    items (against the pod's sums), and every quota's lines for it with its scope."""
+    items = [item for lr in limit_ranges for item in (lr.get("spec") or {}).get("limits") or []]
+    lo, hi, ratio = _tightest(items, resource, "Container")
+    pod_lo, pod_hi, pod_ratio = _tightest(items, resource, "Pod")
+    lines = sorted((line for quota in quotas for line in compute_quota_lines(quota, resource)), key=lambda q: q.key)
+    return ComputeBounds(lowest=lo, highest=hi, max_ratio=ratio, pod_lowest=pod_lo, pod_highest=pod_hi,
+                         pod_max_ratio=pod_ratio, quotas=tuple(lines))
+
+
+def _tightest(items: list[Mapping[str, Any]], resource: str,
+              kind: str) -> tuple[int | None, int | None, float | None]:
     lo: int | None = None
     hi: int | None = None
     ratio: float | None = None
-    for lr in limit_ranges:
-        for item in (lr.get("spec") or {}).get("limits") or []:
-            if item.get("type") != "Container":
-                continue
-            low = amount((item.get("min") or {}).get(resource), resource)
-            high = amount((item.get("max") or {}).get(resource), resource)
-            most = _ratio((item.get("maxLimitRequestRatio") or {}).get(resource))
-            lo = low if lo is None or (low is not None and low > lo) else lo
-            hi = high if hi is None or (high is not None and high < hi) else hi
-            ratio = most if ratio is None or (most is not None and most < ratio) else ratio
-    lines = sorted((line for quota in quotas for line in compute_quota_lines(quota, resource)), key=lambda q: q.key)
-    return ComputeBounds(lowest=lo, highest=hi, max_ratio=ratio, quotas=tuple(lines))
+    for item in items:
+        if item.get("type") != kind:
+            continue
+        low = amount((item.get("min") or {}).get(resource), resource)
+        high = amount((item.get("max") or {}).get(resource), resource)
+        most = _ratio((item.get("maxLimitRequestRatio") or {}).get(resource))
+        lo = low if lo is None or (low is not None and low > lo) else lo
+        hi = high if hi is None or (high is not None and high < hi) else hi
+        ratio = most if ratio is None or (most is not None and most < ratio) else ratio
+    return lo, hi, ratio
 
 
 def _ratio(raw: Any) -> float | None:

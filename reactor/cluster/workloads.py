@@ -53,12 +53,7 @@ def to_workload(
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     pod_spec = pod_template(obj, kind).get("spec") or {}
-    containers = tuple(
-        Container(name=c.get("name", ""), gpus=gpu_count(c.get("resources"), gpu_resource),
-                  cpu=compute.container_compute(c.get("resources")),
-                  memory=compute.container_compute(c.get("resources"), "memory"))
-        for c in pod_spec.get("containers") or []
-    )
+    containers = to_containers(pod_spec.get("containers"), gpu_resource)
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith(ANNOTATION_PREFIX)}
     replicas = None if kind == Kind.CRONJOB else int(spec.get("replicas", 1))
     return Workload(
@@ -66,6 +61,7 @@ def to_workload(
         resource_version=str(meta.get("resourceVersion", "")),
         containers=containers,
         priority_class=pod_spec.get("priorityClassName"),
+        init_containers=to_containers(pod_spec.get("initContainers"), gpu_resource),
         replicas=replicas,
         generation=int(meta.get("generation", 0)),
         observed_generation=int(status.get("observedGeneration", meta.get("generation", 0))),
@@ -77,6 +73,17 @@ def to_workload(
         annotations=annotations,
         uid=str(meta.get("uid", "")),
         pods=pod_shape(pod_spec),
+    )
+
+
+def to_containers(raw: Any, gpu_resource: str) -> tuple[Container, ...]:
+    """A pod spec's containers (or init containers: `sidecar` when restartPolicy is Always) as values."""
+    return tuple(
+        Container(name=c.get("name", ""), gpus=gpu_count(c.get("resources"), gpu_resource),
+                  cpu=compute.container_compute(c.get("resources")),
+                  memory=compute.container_compute(c.get("resources"), "memory"),
+                  sidecar=c.get("restartPolicy") == "Always")
+        for c in raw or [] if isinstance(c, dict)
     )
 
 
@@ -153,23 +160,26 @@ def namespace_bounds(reader: BoundsReader, namespace: str, gpu_resource: str) ->
 
 def to_bounds(limit_ranges: Iterable[Obj], quotas: Iterable[Obj], gpu_resource: str, *,
               priority_classes: Iterable[Obj] | None = None) -> Bounds:
-    """The tightest LimitRange min/max for the GPU resource, and each quota's `requests.<gpu>` line."""
+    """The tightest LimitRange min/max for the GPU resource, per container and per pod, and each quota's
+    `requests.<gpu>` line."""
     items = [item for lr in limit_ranges for item in (lr.get("spec") or {}).get("limits") or []]
-    lo, hi = _limit_range(items, gpu_resource)
+    lo, hi = _limit_range(items, gpu_resource, "Container")
+    pod_lo, pod_hi = _limit_range(items, gpu_resource, "Pod")
     key = f"requests.{gpu_resource}"
     lines = sorted((q for q in (to_quota(obj, key) for obj in quotas) if q is not None), key=lambda q: q.name)
-    return Bounds(min_gpus=lo, max_gpus=hi, quotas=tuple(lines),
+    return Bounds(min_gpus=lo, max_gpus=hi, pod_min_gpus=pod_lo, pod_max_gpus=pod_hi, quotas=tuple(lines),
                   default_priority_class=default_class(priority_classes or ()),
                   defaults_compute=any(_fills_compute(item) for item in items))
 
 
-def _limit_range(items: list[Obj], gpu_resource: str) -> tuple[int | None, int | None]:
+def _limit_range(items: list[Obj], gpu_resource: str, kind: str) -> tuple[int | None, int | None]:
+    """The tightest min and max of the `kind` items (Container: per container; Pod: of the pod's sum)."""
     lo: int | None = None
     hi: int | None = None
     for item in items:
-        if item.get("type") not in ("Container", "Pod"):
+        if item.get("type") != kind:
             continue
-        if item.get("type") == "Container" and gpu_resource in (item.get("min") or {}):
+        if gpu_resource in (item.get("min") or {}):
             value = quantity_value(item["min"][gpu_resource])
             lo = value if lo is None else max(lo, value)
         if gpu_resource in (item.get("max") or {}):

@@ -151,6 +151,7 @@ class Container:
     gpus: int
     cpu: ComputeResources | None = None  # CPU request/limit of the template's container (None: neither set)
     memory: ComputeResources | None = None  # ... and its memory request/limit, in bytes
+    sidecar: bool = False  # an init container with restartPolicy Always: it runs beside the containers
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +230,8 @@ class Workload:
     resource_version: str
     containers: tuple[Container, ...]
     priority_class: str | None = None
+    # The template's init containers (sidecars among them): LimitRange `type: Pod` items count them too.
+    init_containers: tuple[Container, ...] = ()
     replicas: int | None = None  # None for CronJob
     generation: int = 0
     observed_generation: int = 0
@@ -304,6 +307,8 @@ class Bounds:
 
     min_gpus: int | None = None  # LimitRange min (Container type)
     max_gpus: int | None = None  # LimitRange max (Container type)
+    pod_min_gpus: int | None = None  # LimitRange min (Pod type): of the pod's sum (policy/pod.py)
+    pod_max_gpus: int | None = None  # LimitRange max (Pod type)
     quotas: tuple[Quota, ...] = ()  # every ResourceQuota with a requests.<gpu> line, by name
     # The class admission gives a pod that names none (the globalDefault PriorityClass), when it matters.
     default_priority_class: str | None = None
@@ -352,6 +357,10 @@ class ComputeBounds:
     lowest: int | None = None  # LimitRange min (Container type)
     highest: int | None = None  # LimitRange max (Container type)
     max_ratio: float | None = None  # LimitRange maxLimitRequestRatio (Container type): limit / request at most
+    # The same three of `type: Pod` items, against the pod's summed requests and limits (policy/pod.py).
+    pod_lowest: int | None = None
+    pod_highest: int | None = None
+    pod_max_ratio: float | None = None
     quotas: tuple[ComputeQuota, ...] = ()  # by quota name, then resource
 
     def reserving(self, reserved: Mapping[tuple[str, str], int]) -> ComputeBounds:

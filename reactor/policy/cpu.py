@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from reactor.core.model import Action, ComputeBounds, ComputeResources, Skip, SkipReason
+from reactor.policy import pod
 from reactor.policy.context import Context
 from reactor.policy.quota import tracks
 
@@ -65,6 +66,8 @@ def resize_cpu(ctx: Context, direction: str) -> Action | Skip:
     if unavailable is not None:
         return unavailable
     highest = min(ctx.policy.cpu_max_m, ctx.cpu_bounds.highest or ctx.policy.cpu_max_m)
+    room = pod.limit_room(ctx, ctx.cpu_bounds, "cpu", container.name)
+    highest = highest if room is None else min(highest, room)
     target = size_cpu(current, ctx.signal.cpu_throttling, step_m=ctx.policy.cpu_step_m, max_m=highest)
     if target.limit is None or target.limit <= current.limit:
         return Skip(SkipReason.AT_MAX_CPU, f"CPU limit {current.limit}m; highest allowed {highest}m")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from reactor.core.model import Action, ComputeBounds, ComputeResources, Skip, SkipReason
+from reactor.policy import pod
 from reactor.policy.context import Context
 from reactor.policy.cpu import check_compute_quota
 
@@ -46,7 +47,8 @@ def resize_memory(ctx: Context, direction: str) -> Action | Skip:
     if container is None or current is None or not current.limit:
         named = ctx.signal.container or "(none named, and not exactly one GPU container)"
         return Skip(SkipReason.NOT_APPLICABLE, f"container {named} has no memory limit: nothing to raise")
-    highest = highest_memory(ctx)
+    room = pod.limit_room(ctx, ctx.memory_bounds, "memory", container.name)
+    highest = highest_memory(ctx) if room is None else min(highest_memory(ctx), room)
     target = size_memory(current, step=ctx.policy.memory_step, highest=highest)
     if target.limit is None or target.limit <= current.limit:
         return Skip(SkipReason.AT_MAX_MEMORY, f"memory limit {current.limit}B; highest allowed {highest}B")

@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable
 
 from reactor.core.model import Action, Kind, Skip, SkipReason
+from reactor.policy import pod
 from reactor.policy.context import Context, gpu_range, replica_range
 from reactor.policy.cpu import resize_cpu
 from reactor.policy.memory import resize_memory
@@ -29,7 +30,7 @@ def resize_gpu(ctx: Context, direction: str) -> Action | Skip:
         named = ctx.signal.container or "(none named, and not exactly one GPU container)"
         return Skip(SkipReason.NO_GPU_CONTAINER, f"container {named} holds no GPU")
     current = container.gpus
-    lo, hi = gpu_range(ctx)
+    lo, hi = pod.gpu_range(ctx, container.name, *gpu_range(ctx))
     if direction == "down":
         target = max(lo, min(_needed_gpus(ctx, current), hi))
         if target >= current:
