@@ -456,9 +456,7 @@ class Engine:
         """
         failure = classify(error)
         if failure is Failure.RETRY:
-            failures.append(f"{ref}: {error}")
-            log.warning("workload failed, the notification will be retried", extra={"workload": str(ref),
-                                                                                    "error": str(error)})
+            failures.append(f"{ref}: {error}")  # logged once for the notification, with the 503 (intake/web.py)
             skip = Skip(SkipReason.API_ERROR, f"temporary failure, the notification is answered 503 so that "
                                               f"Alertmanager retries: {error}")
         elif failure is Failure.REFUSED:

@@ -99,7 +99,11 @@ class RetryLater(TemporaryError):
     refuse early (`already-applied`, cooldown) — with every alert's outcome, the failed ones `failed`/`api-error`.
     """
 
+    SHOWN = 5  # failures named in the message (and the log line): a failed LIST can fail thousands of pods at once
+
     def __init__(self, failures: Sequence[str], outcomes: Sequence[Outcome]) -> None:
-        super().__init__("; ".join(failures))
+        more = len(failures) - self.SHOWN
+        tail = f"; and {more} more (see the outcomes)" if more > 0 else ""
+        super().__init__("; ".join(failures[:self.SHOWN]) + tail)
         self.failures = tuple(failures)
         self.outcomes = tuple(outcomes)

@@ -180,6 +180,24 @@ def test_a_retryable_failure_on_one_workload_does_not_hold_back_the_other(sim: S
     assert {a: changes(sim, ns, a) for a in apps} == dict.fromkeys(apps, 1)
 
 
+@pytest.mark.parametrize("fault", [dict(status=409), dict(status=500)], ids=["409", "500"])
+def test_a_failed_pod_list_fails_its_namespace_alike_then_the_redelivery_applies_each_once(
+        sim: SimCluster, child: Child, fault: dict[str, Any]) -> None:
+    """Five pods of one namespace are read with one LIST (resolve.owners.LIST_PODS_ABOVE): when it fails, each of
+    their alerts is `failed` saying a retry is due, without one GET per pod against a failing API server."""
+    apps = ("a0", "a1", "a2", "a3", "a4")
+    ns, body = fresh(sim, apps)
+    count = 1 if fault["status"] == 409 else RETRIES + 1
+    sim.inject_fault(verb="list", resource="pods", count=count, **fault)
+    first = child.post(body)
+    assert_retry_answer(first, body, failed=set(apps))
+    assert sim.requests.get(("get", "pods", ""), 0) == 0, sim.requests
+    again = deliver(child, body)
+    record("class retry list pods", sim, ns, body, [first, *again], faults=count, apps=apps)
+    assert [a.status for a in again] == [200] and again[0].reasons() == {("applied", None)}, again[0].body
+    assert {a: changes(sim, ns, a) for a in apps} == dict.fromkeys(apps, 1)
+
+
 # --- written after the change: the change stands, answered 200 ---------------------------------------------------
 
 @pytest.mark.parametrize(("verb", "resource"), [("create", "events"), (None, "leases")])
