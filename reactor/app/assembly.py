@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from flask import Flask
 from prometheus_client import CollectorRegistry
 
+from reactor.app.arenas import release_free_memory
 from reactor.cluster.informer import Informers
 from reactor.cluster.kube import KubeGateway
 from reactor.config.settings import Settings
@@ -52,7 +53,8 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
                            required=not settings.policy.dry_run)
     metrics = metrics or Metrics(registry)
     kube = kube or KubeGateway.connect(settings.kube, metrics)
-    informers = Informers(kube, settings.policy.allow, settings.policy.deny) if settings.kube.watch_cache else None
+    informers = Informers(kube, settings.policy.allow, settings.policy.deny,
+                          after_list=release_free_memory) if settings.kube.watch_cache else None
     engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock, state_keys=keys,
                     cache=informers.store if informers else None)
     verifier = None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterable
 from typing import Any, Final
 
 from reactor.cluster.trim import trimmed
@@ -78,8 +79,11 @@ class Store:
 
     # --- writes (informers only) ---------------------------------------------------------
 
-    def replace(self, kind: str, scope: str, items: list[Obj]) -> None:
-        """A (re)list: the scope's objects become exactly `items`, and the scope counts as synced."""
+    def replace(self, kind: str, scope: str, items: Iterable[Obj]) -> None:
+        """A (re)list: the scope's objects become exactly `items`, and the scope counts as synced.
+
+        `items` may be read page by page as it is consumed (the gateway's list): each object is trimmed and
+        encoded as it arrives, so only one page is ever held whole."""
         fresh: dict[str, dict[str, bytes]] = {}
         for obj in items:
             namespace, name = _key(obj)
