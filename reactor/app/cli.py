@@ -201,20 +201,28 @@ def _check_tls_files(settings: Settings) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from reactor.app.assembly import assemble, check_ladder
+    from reactor.app import preflight
     from reactor.app.runner import run
 
     settings = load_settings(args.config)
     _check_tls_files(settings)
     logs.configure(settings.log_format, settings.log_level)
+    preflight.check(settings)  # what the worker would refuse, said here; the worker assembles the service
+    log.info("serving", extra={"listen": settings.server.listen, "probeListen": settings.server.probe_listen,
+                               "dryRun": settings.policy.dry_run})
+    run(settings, lambda: _assemble(settings))
+    return 0
+
+
+def _assemble(settings: Settings) -> Any:
+    """The service, built in gunicorn's worker (reactor/app/runner.py)."""
+    from reactor.app.assembly import assemble, check_ladder
+
     service = assemble(settings)
     missing = check_ladder(service)
     if missing:
         log.warning("priority ladder names classes that do not exist", extra={"missing": missing})
-    log.info("serving", extra={"listen": settings.server.listen, "probeListen": settings.server.probe_listen,
-                               "dryRun": settings.policy.dry_run})
-    run(service.app, settings, service.probes, service.verifier, service.informers)
-    return 0
+    return service
 
 
 if __name__ == "__main__":
