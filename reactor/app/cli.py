@@ -47,13 +47,20 @@ def port(text: str) -> int:
     return value
 
 
-def build_parser() -> Parser:
+def build_parser(command: str | None = None) -> Parser:
+    """Every subcommand; given the `command` to run, the others are declared by name and summary only, so that
+    `reactor serve` — gunicorn's master — does not import the doctor's modules (and through them the Kubernetes
+    client) just to declare their flags."""
     parser = Parser(prog="reactor", description="GPU Reactor: act on GPU utilization alerts.", epilog=EXIT_CODES,
                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (_add_serve, _add_check_config, _add_demo, _add_sim, _add_plan, _add_rules, _add_doctor):
+    for add in (_add_serve, _add_check_config, _add_demo, _add_sim, _add_plan, _add_rules):
         add(sub)
+    if command in (None, "doctor"):
+        _add_doctor(sub)
+    else:
+        _command(sub, "doctor", _missing_subcommand, DOCTOR)
     return parser
 
 
@@ -127,15 +134,19 @@ def _add_rules(sub: Any) -> None:
     add_render_arguments(render)
 
 
+DOCTOR = "preflight: why would nothing happen? one line per check"
+
+
 def _add_doctor(sub: Any) -> None:
     from reactor.tools import doctor
 
-    p = _command(sub, "doctor", doctor.run_command, "preflight: why would nothing happen? one line per check")
+    p = _command(sub, "doctor", doctor.run_command, DOCTOR)
     doctor.add_arguments(p)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(next((a for a in given if not a.startswith("-")), None)).parse_args(given)
     prog = f"reactor {args.command}"
     try:
         return int(args.run(args))
