@@ -45,7 +45,8 @@ def page(items: list[Obj], rv: str, query: dict[str, str], *, across_namespaces:
     if limit <= 0 and not start:
         return items, {"resourceVersion": rv}
     keyed = [(key(o, across_namespaces).encode(), o) for o in items]
-    keyed.sort(key=lambda pair: pair[0])  # etcd's byte order of the keys
+    if across_namespaces:  # `items` come in (namespace, name) order; within one namespace that is the byte order
+        keyed.sort(key=lambda pair: pair[0])  # etcd's byte order of the keys ("a-b/x" before "a/x")
     first = bisect.bisect_left(keyed, start.encode(), key=lambda pair: pair[0]) if start else 0
     rest = [o for _, o in keyed[first:]]
     if limit <= 0 or len(rest) <= limit:
