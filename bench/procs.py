@@ -66,6 +66,11 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+def pod_rss_mb(pid: int) -> float:
+    """RSS of the process and every descendant (gunicorn: master + worker), in MB: what a pod's memory counts."""
+    return round(sum(rss_mb(p) for p in tree(pid) if Path(f"/proc/{p}").exists()), 1)
+
+
 def worker_of(master: int, timeout: float = 10.0) -> int:
     """The gunicorn worker (the master's only child process)."""
     deadline = time.monotonic() + timeout

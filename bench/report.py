@@ -49,6 +49,8 @@ def render(r: dict[str, Any]) -> str:
     out += _memory(r["memory"])
     if "sim_settle" in r:
         out += _sim_settle(r["sim_settle"])
+    if "cache_scale" in r:
+        out += cache_scale_lines(r["cache_scale"])
     return "\n".join(out)
 
 
@@ -164,7 +166,40 @@ def _memory(m: dict[str, Any]) -> list[str]:
             "", f"   idle ≤ {TARGET_IDLE_MB:.0f} MB: {_ok(m['idle_mb'] <= TARGET_IDLE_MB)}; growth ≤ "
             f"{TARGET_GROWTH_MB:.0f} MB: {_ok(growth <= TARGET_GROWTH_MB)} (of which the storm's one 10,000-alert "
             f"request {m['after_storm_mb'] - m['idle_mb']:.1f} MB; the last {alerts // 2:,} alerts "
-            f"{m['after_alerts_mb'] - half:+.1f} MB)"]
+            f"{m['after_alerts_mb'] - half:+.1f} MB)",
+            *([f"   the whole pod (gunicorn master + worker): idle {m['idle_pod_mb']:.1f} MB, after the storm "
+               f"{m['after_storm_pod_mb']:.1f} MB, after {alerts:,} alerts {m['after_alerts_pod_mb']:.1f} MB"]
+              if "idle_pod_mb" in m and "after_alerts_pod_mb" in m else [])]
+
+
+def cache_scale_lines(c: dict[str, Any]) -> list[str]:
+    """6. The watch cache at scale (bench/cache_scale.py): the whole reactor's memory, /readyz, notifications."""
+    rows: list[Sequence[Any]] = []
+    for label in ("4k", "100k"):
+        if label not in c:
+            continue
+        x = c[label]
+        idle, full = x["idle"], x["cached"]
+        during = full["during_sync"]
+        ms = during["ms"]
+        rows.append((f"{x['objects']:,}", f"{idle['memory']['rss_mb']:.0f} / {idle['memory']['pss_mb']:.0f}",
+                     f"{full['memory']['rss_mb']:.0f} / {full['memory']['pss_mb']:.0f}",
+                     f"{x['bytes_per_object_pss']:,}", f"{full['ready_s']:.1f}",
+                     f"{during['sent']}: {','.join(map(str, during['codes']))}, "
+                     f"p50 {ms[len(ms) // 2] if ms else 0:.0f} max {max(ms) if ms else 0:.0f} ms",
+                     _ok(during["same_decisions_as_synced"])))
+    load = c.get("load_average", [0.0])[0], c.get("load_average_after", [0.0])[0]
+    out = ["", "6. Watch cache at scale — Deployments with their ReplicaSets as the API server serves them "
+               "(managedFields, last-applied), `reactor serve` master + worker",
+           *_table(("objects", "idle MB rss/pss", "cached MB rss/pss", "bytes/object (pss)", "/readyz s",
+                    "notifications while listing", "same decisions"), rows)]
+    sizes = c.get("100k", c.get("4k", {})).get("replica_set_bytes")
+    if sizes:
+        out.append(f"   a ReplicaSet: {sizes['as_served']:,} bytes as served, {sizes['cached (trimmed)']:,} as cached, "
+                   f"{sizes['PartialObjectMetadata']:,} as PartialObjectMetadata")
+    out.append(f"   load average 1m {load[0]:.1f} before, {load[1]:.1f} after "
+               "(a shared machine: read the times with it)")
+    return out
 
 
 def _sim_settle(s: dict[str, Any]) -> list[str]:

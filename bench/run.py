@@ -3,8 +3,9 @@
 1. webhook overhead: the reactor (`reactor serve`, gunicorn) on its cooldown path against a bare
    Flask echo under the same gunicorn settings, and the load generator against a raw socket server;
 2. the alert storm on the embedded cluster, and the same storm handled the naive way;
-3. latency to effect, and from the write to the verified rollout; 4. the reactor worker's memory;
-5. the embedded cluster's settle time at 10,000 pods.
+3. latency to effect, and from the write to the verified rollout; 4. the reactor's memory (the worker's and the
+whole pod's: master + worker); 5. the embedded cluster's settle time at 10,000 pods; 6. the watch cache at
+100,000 and 4,000 cached objects (bench/cache_scale.py; `--no-cache-scale` leaves it out).
 Nothing is asserted on time: the machine is shared and noisy; the numbers are reported.
 """
 
@@ -27,7 +28,7 @@ from typing import Any
 if __package__ in (None, ""):  # `python bench/run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import procs, sim_scale  # noqa: E402
+from bench import cache_scale, procs, sim_scale  # noqa: E402
 from bench.cache_memory import cache_memory  # noqa: E402
 from bench.latency import run_latency  # noqa: E402
 from bench.loadgen import write_bodies  # noqa: E402
@@ -64,10 +65,11 @@ class Bench:
     sim: SimCluster
 
     def __init__(self, tmp: Path, duration: float, memory_notifications: int, latency_runs: int,
-                 verify_runs: int = 20) -> None:
+                 verify_runs: int = 20, cache_scale: bool = True) -> None:
         self.tmp, self.duration = tmp, duration
         self.memory_notifications, self.latency_runs = memory_notifications, latency_runs
         self.verify_runs = verify_runs
+        self.cache_scale = cache_scale
         self.token = secrets.token_hex(16)
         self.children: list[procs.Child] = []
         self.results: dict[str, Any] = {}
@@ -99,13 +101,14 @@ class Bench:
                                  "startup_watches": startup.by_verb.get("watch", 0)}
         policy = self.tmp / "policy.yaml"
         worker = procs.worker_of(reactor.pid)
-        memory: dict[str, float] = {"idle_mb": procs.rss_mb(worker)}
+        memory: dict[str, float] = {"idle_mb": procs.rss_mb(worker), "idle_pod_mb": procs.pod_rss_mb(reactor.pid)}
 
         storm_at = now() - timedelta(minutes=30)
         alerts = len(fleet.all()) * (GPUS_PER_POD + IDLE_GPUS)
         self.results["storm"] = run_storm(self.sim, reactor.port, self.token, storm_body(fleet, storm_at),
                                           alerts, STORM_WORKLOADS)
         memory["after_storm_mb"] = procs.rss_mb(worker)
+        memory["after_storm_pod_mb"] = procs.pod_rss_mb(reactor.pid)
         self.results["naive"] = run_naive_storm(self.sim, list(TEAMS))
 
         self.results["webhook"] = self._webhook(reactor, policy, fleet, storm_at)
@@ -113,6 +116,8 @@ class Bench:
         self.results["memory"] = memory
         self.results["latency"] = run_latency(self.sim, self.tmp, self.token, self.latency_runs)
         self.results["sim_settle"] = sim_scale.measure()
+        if self.cache_scale:
+            self.results["cache_scale"] = cache_scale.measure(self.tmp)
 
     def _webhook(self, reactor: procs.Child, policy: Path, fleet: Fleet, storm_at: datetime) -> dict[str, Any]:
         """Generator ceiling, echo and reactor, size by size, with the same bodies: new firings on
@@ -172,6 +177,7 @@ class Bench:
             result = procs.load(reactor.port, path, threads=THREADS, duration=300, max_requests=len(part),
                                 headers=[f"Authorization: Bearer {self.token}"], timeout=330)
             out[name] = procs.rss_mb(worker)
+            out[name.replace("_mb", "_pod_mb")] = procs.pod_rss_mb(reactor.pid)
             out["after_alerts"] += result["requests"] * 100
             for code, n in result["codes"].items():
                 out["alerts_run_codes"][code] = out["alerts_run_codes"].get(code, 0) + n
@@ -223,12 +229,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--memory-notifications", type=int, default=1000)
     p.add_argument("--latency-runs", type=int, default=200)
     p.add_argument("--verify-runs", type=int, default=20, help="rollouts followed until verified (0: none)")
+    p.add_argument("--no-cache-scale", action="store_true", help="leave out the 100,000-object watch cache step")
     p.add_argument("--out", default=str(HERE / "results.json"), help="where to write the results ('' = nowhere)")
     args = p.parse_args(argv)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="gpu-reactor-bench-") as tmp:
         results = Bench(Path(tmp), args.duration, args.memory_notifications, args.latency_runs,
-                        args.verify_runs).run()
+                        args.verify_runs, not args.no_cache_scale).run()
     results["meta"] = {**_meta(), "seconds": round(time.monotonic() - started, 1)}
     print(render(results))
     if args.out:

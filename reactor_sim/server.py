@@ -23,6 +23,7 @@ from reactor_sim import (
     impersonation,
     managed_fields,
     negotiation,
+    paging,
     protobuf_objects,
     rbac,
     routing,
@@ -305,9 +306,10 @@ def dispatch(api: Api, method: str, verb: str, route: routing.Route, query: dict
     if sub and verb not in ("get", "update", "patch"):
         raise method_not_allowed()  # subresources (status, scale, resize) serve get, update and patch only
     if verb == "list":
-        items, rv = api.list(res, ns, query.get("labelSelector"), query.get("fieldSelector"))
-        return 200, {"kind": f"{res.kind}List", "apiVersion": res.api_version,
-                     "metadata": {"resourceVersion": rv}, "items": items}
+        items, rv = api.list(res, ns, query.get("labelSelector"), query.get("fieldSelector"), copies=False)
+        items, list_meta = paging.page(items, rv, query, across_namespaces=res.namespaced and ns is None,
+                                       filtered=bool(query.get("labelSelector") or query.get("fieldSelector")))
+        return 200, {"kind": f"{res.kind}List", "apiVersion": res.api_version, "metadata": list_meta, "items": items}
     if verb == "create":
         return 201, api.create(res, ns, _json(body), dry_run=dry_run, manager=manager)
     if verb == "deletecollection":

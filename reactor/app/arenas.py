@@ -32,3 +32,19 @@ def limit_malloc_arenas(count: int = ARENAS) -> bool:
     mallopt.restype = ctypes.c_int
     return bool(mallopt(M_ARENA_MAX, count))
 
+
+
+def release_free_memory() -> bool:
+    """Give the heap's free pages back to the system (glibc `malloc_trim(0)`); True when glibc did.
+
+    After the watch cache's first lists the worker has freed far more than it keeps (each page's parsed objects),
+    but glibc keeps freed memory mapped for reuse: the RSS would stay at the lists' peak. The informers call this
+    after each list (reactor/cluster/informer.py `after_list`). Without glibc: nothing is done.
+    """
+    try:
+        trim = ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim
+    except (OSError, AttributeError):
+        return False
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return bool(trim(0))

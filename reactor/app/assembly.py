@@ -12,15 +12,17 @@ from datetime import datetime, timedelta
 from flask import Flask
 from prometheus_client import CollectorRegistry
 
+from reactor.app import preflight
+from reactor.app.arenas import release_free_memory
 from reactor.cluster.informer import Informers
 from reactor.cluster.kube import KubeGateway
 from reactor.config.settings import Settings
 from reactor.config.settings import warnings as settings_warnings
-from reactor.core.errors import ConfigError, PermanentError, ReactorError
+from reactor.core.errors import PermanentError, ReactorError
 from reactor.core.metrics import Metrics
 from reactor.core.model import PATCHABLE_KINDS
 from reactor.engine import Engine, utcnow
-from reactor.intake.web import TokenFile, create_app
+from reactor.intake.web import create_app
 from reactor.observe.lease import VerifierLease
 from reactor.observe.probes import Probes, Readiness
 from reactor.observe.verifier import Verifier
@@ -42,18 +44,13 @@ class Service:
 
 def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Metrics | None = None,
              registry: CollectorRegistry | None = None, clock: Callable[[], datetime] = utcnow) -> Service:
-    if settings.server.token_file is None:
-        raise ConfigError("server.tokenFile", "required: the webhook changes workloads and must be authenticated; "
-                          "set it in the policy file or REACTOR_SERVER__TOKEN_FILE to a file holding the bearer token")
-    try:
-        token = TokenFile(settings.server.token_file)
-    except OSError as e:
-        raise ConfigError("server.tokenFile", f"cannot read {settings.server.token_file}: {e.strerror}") from e
+    token = preflight.token_file(settings)
     keys = load_state_keys(settings.server.state_key_file, settings.server.state_previous_key_file,
                            required=not settings.policy.dry_run)
     metrics = metrics or Metrics(registry)
     kube = kube or KubeGateway.connect(settings.kube, metrics)
-    informers = Informers(kube, settings.policy.allow, settings.policy.deny) if settings.kube.watch_cache else None
+    informers = Informers(kube, settings.policy.allow, settings.policy.deny,
+                          after_list=release_free_memory) if settings.kube.watch_cache else None
     if informers is not None:
         watch_cache_gauges(metrics, informers)
     engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock, state_keys=keys,

@@ -50,15 +50,22 @@ def port(text: str) -> int:
     return value
 
 
-def build_parser() -> Parser:
+def build_parser(command: str | None = None) -> Parser:
+    """Every subcommand; given the `command` to run, the others are declared by name and summary only, so that
+    `reactor serve` — gunicorn's master — does not import the doctor's modules (and through them the Kubernetes
+    client) just to declare their flags."""
     parser = Parser(prog="reactor", description="GPU Reactor: act on GPU utilization alerts.", epilog=EXIT_CODES,
                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     # Not `required`: argparse would check that before it names an unknown flag (`reactor --bogus` said "the
     # following arguments are required: COMMAND"); `parse` says which is wrong, in that order.
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for add in (_add_serve, _add_check_config, _add_demo, _add_sim, _add_plan, _add_rules, _add_doctor):
+    for add in (_add_serve, _add_check_config, _add_demo, _add_sim, _add_plan, _add_rules):
         add(sub)
+    if command in (None, "doctor"):
+        _add_doctor(sub)
+    else:
+        _command(sub, "doctor", _missing_subcommand, DOCTOR)
     return parser
 
 
@@ -138,17 +145,21 @@ def _add_rules(sub: Any) -> None:
     add_render_arguments(render)
 
 
+DOCTOR = "preflight: why would nothing happen? one line per check"
+
+
 def _add_doctor(sub: Any) -> None:
     from reactor.tools import doctor
 
-    p = _command(sub, "doctor", doctor.run_command, "preflight: why would nothing happen? one line per check")
+    p = _command(sub, "doctor", doctor.run_command, DOCTOR)
     doctor.add_arguments(p)
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     """The arguments; an unknown flag is named before a missing command."""
-    parser = build_parser()
-    args, unknown = parser.parse_known_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(next((a for a in given if not a.startswith("-")), None))
+    args, unknown = parser.parse_known_args(given)
     if unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command is None:
@@ -254,22 +265,30 @@ def _check_listen(settings: Settings) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from reactor.app.assembly import assemble, check_capabilities, check_ladder
+    from reactor.app import preflight
     from reactor.app.runner import run
 
     settings = load_settings(args.config)
     _check_tls_files(settings)
     _check_listen(settings)
     logs.configure(settings.log_format, settings.log_level)
+    preflight.check(settings)  # what the worker would refuse, said here; the worker assembles the service
+    log.info("serving", extra={"listen": settings.server.listen, "probeListen": settings.server.probe_listen,
+                               "dryRun": settings.policy.dry_run})
+    run(settings, lambda: _assemble(settings))
+    return 0
+
+
+def _assemble(settings: Settings) -> Any:
+    """The service, built in gunicorn's worker (reactor/app/runner.py)."""
+    from reactor.app.assembly import assemble, check_capabilities, check_ladder
+
     service = assemble(settings)
     check_capabilities(service)
     missing = check_ladder(service)
     if missing:
         log.warning("priority ladder names classes that do not exist", extra={"missing": missing})
-    log.info("serving", extra={"listen": settings.server.listen, "probeListen": settings.server.probe_listen,
-                               "dryRun": settings.policy.dry_run})
-    run(service.app, settings, service.probes, service.verifier, service.informers, service.engine.events)
-    return 0
+    return service
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from reactor.cluster.trim import trimmed
@@ -87,12 +87,15 @@ class Store:
     def counts(self) -> dict[str, int]:
         """Objects held per kind (reactor_cache_objects, read at scrape time)."""
         with self._lock:
-            return {kind: len(objs) for kind, objs in self._objects.items()}
+            return {kind: sum(len(names) for names in spaces.values()) for kind, spaces in self._objects.items()}
 
     # --- writes (informers only) ---------------------------------------------------------
 
-    def replace(self, kind: str, scope: str, items: list[Obj]) -> None:
-        """A (re)list: the scope's objects become exactly `items`, and the scope counts as synced."""
+    def replace(self, kind: str, scope: str, items: Iterable[Obj]) -> None:
+        """A (re)list: the scope's objects become exactly `items`, and the scope counts as synced.
+
+        `items` may be read page by page as it is consumed (the gateway's list): each object is trimmed and
+        encoded as it arrives, so only one page is ever held whole."""
         fresh: dict[str, dict[str, bytes]] = {}
         for obj in items:
             namespace, name = _key(obj)

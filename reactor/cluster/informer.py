@@ -34,7 +34,7 @@ SHORT_WATCH = 1.0
 class Source(Protocol):
     """What an informer reads from: the gateway (reactor/cluster/kube/) or a fake event source in tests."""
 
-    def list_page(self, kind: str, namespace: str) -> tuple[list[Obj], str]: ...
+    def list_page(self, kind: str, namespace: str) -> tuple[Iterable[Obj], str]: ...
 
     def watch_events(self, kind: str, namespace: str, version: str, seconds: int) -> Iterable[Obj]: ...
 
@@ -45,8 +45,11 @@ class Informer:
     """Keeps one (kind, scope) of the store current; `run` returns when `stop` is set."""
 
     def __init__(self, source: Source, store: Store, kind: str, scope: str, *, watch_seconds: int = WATCH_SECONDS,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, listing: threading.Lock | None = None,
+                 after_list: Callable[[], object] | None = None) -> None:
         self.kind, self.scope = kind, scope
+        self._listing = listing or threading.Lock()
+        self._after_list = after_list
         self._source, self._store, self._seconds, self._clock = source, store, watch_seconds, clock
         self.version: str | None = None  # None: list before watching
         self._listed: str | None = None  # the version the last list answered
@@ -85,8 +88,14 @@ class Informer:
             self.version = None
 
     def _relist(self) -> None:
-        items, version = self._source.list_page(self.kind, self.scope)
-        self._store.replace(self.kind, self.scope, items)
+        # One list at a time (the lock `Informers` shares): a page being parsed is many times its cached size, so
+        # lists side by side would add their peaks, and the worker's memory keeps its highest peak.
+        with self._listing:
+            items, version = self._source.list_page(self.kind, self.scope)
+            self._store.replace(self.kind, self.scope, items)
+            del items
+            if self._after_list is not None:
+                self._after_list()  # give the pages' freed memory back (reactor/app/arenas.py)
         self.version, self._listed, self.relists = version, version, self.relists + 1
 
     def _watch(self, stop: threading.Event) -> tuple[int, bool]:
@@ -124,10 +133,11 @@ class Informers:
     """Every informer of the reactor on its own daemon thread; ready once each has listed once."""
 
     def __init__(self, source: Source, allow: Iterable[str], deny: Iterable[str] = (), *,
-                 watch_seconds: int = WATCH_SECONDS) -> None:
+                 watch_seconds: int = WATCH_SECONDS, after_list: Callable[[], object] | None = None) -> None:
         self.store = Store(CACHED)
-        self.informers = [Informer(source, self.store, kind, scope, watch_seconds=watch_seconds)
-                          for kind, scope in scopes(allow, deny)]
+        listing = threading.Lock()
+        self.informers = [Informer(source, self.store, kind, scope, watch_seconds=watch_seconds, listing=listing,
+                                   after_list=after_list) for kind, scope in scopes(allow, deny)]
         self._source = source
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []

@@ -169,11 +169,11 @@ class Verifier:
                 found.update(_ref(kind, o) for o in items if _pending(o))
         for adapter in self.view.adapters:
             try:
-                items = self.kube.list_cluster_custom(adapter.group, adapter.version, adapter.plural)
+                custom = self.kube.list_cluster_custom(adapter.group, adapter.version, adapter.plural)
             except PermanentError as e:  # e.g. the operator's CRD is not installed: none of its kind to follow
                 log.info("workloads not listed", extra={"kind": adapter.kind, "error": str(e)})
                 continue
-            found.update(_ref(adapter.kind, o) for o in items if _pending(o))
+            found.update(_ref(adapter.kind, o) for o in custom if _pending(o))
         return {r for r in found if self.policy.namespace_allowed(r.namespace)}
 
     # --- one pass -------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ PartialObjectMetadata forms under content negotiation, over real HTTP."""
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 from typing import Any
@@ -166,3 +167,54 @@ def test_a_watch_as_partial_object_metadata_sends_metadata_only_events(sim: SimC
     assert code == 200
     assert [(e["type"], e["object"]["kind"]) for e in events] == [("ADDED", "PartialObjectMetadata")]
     assert events[0]["object"]["metadata"] == whole["metadata"]
+
+
+# --- lists in pages ---------------------------------------------------------------------------------------
+
+
+def test_a_list_in_pages_of_limit_with_continue_tokens(sim: SimCluster) -> None:
+    """Upstream: storage/etcd3/store.go GetList (key order, `limit` items, `continue`, `remainingItemCount`, every
+    page at the first page's resourceVersion) and storage/continue.go EncodeContinue ({"v","rv","start"}, base64
+    RawURLEncoding); client-go's pager (tools/pager) follows the tokens until one is empty."""
+    for name in ("c", "a", "b-2", "b"):
+        create(sim, name)
+    code, first = raw(sim, "GET", DEPLOYMENTS + "?limit=2")
+    assert code == 200 and [i["metadata"]["name"] for i in first["items"]] == ["a", "b"]
+    meta = first["metadata"]
+    assert meta["remainingItemCount"] == 2 and meta["continue"]
+    token = json.loads(base64.urlsafe_b64decode(meta["continue"] + "=" * (-len(meta["continue"]) % 4)))
+    assert token == {"v": "meta.k8s.io/v1", "rv": int(meta["resourceVersion"]), "start": "b\x00"}
+    create(sim, "d")  # after the first page: the pages keep the first page's version
+    code, second = raw(sim, "GET", DEPLOYMENTS + f"?limit=2&continue={meta['continue']}")
+    assert [i["metadata"]["name"] for i in second["items"]] == ["b-2", "c"]
+    assert second["metadata"]["resourceVersion"] == meta["resourceVersion"]
+    code, last = raw(sim, "GET", DEPLOYMENTS + f"?limit=2&continue={second['metadata']['continue']}")
+    assert [i["metadata"]["name"] for i in last["items"]] == ["d"] and "continue" not in last["metadata"]
+
+
+def test_a_continue_token_that_does_not_decode_is_a_bad_request(sim: SimCluster) -> None:
+    code, status = raw(sim, "GET", DEPLOYMENTS + "?limit=2&continue=bm90LWpzb24")
+    assert (code, status["reason"]) == (400, "BadRequest") and "invalid continue token" in status["message"]
+
+
+def test_the_gateway_reads_a_list_page_by_page(sim: SimCluster) -> None:
+    """The reactor's informers list in pages of 500 (reactor/cluster/kube/gateway.py `list_page`)."""
+    from prometheus_client import CollectorRegistry
+
+    from reactor.cluster.kube import KubeGateway
+    from reactor.cluster.kube import gateway as gateway_module
+    from reactor.config.settings import Kube
+    from reactor.core.metrics import Metrics
+
+    for name in ("a", "b", "c"):
+        create(sim, name)
+    kube = KubeGateway.for_url(sim.url, Kube(qps=1000, burst=1000), Metrics(CollectorRegistry()))
+    page, gateway_module.LIST_PAGE = gateway_module.LIST_PAGE, 2
+    try:
+        sim.reset_counters()
+        items, version = kube.list_page("Deployment", "ml")
+        assert [o["metadata"]["name"] for o in items] == ["a", "b", "c"] and version
+        assert sim.requests[("list", "deployments", "")] == 2
+    finally:
+        gateway_module.LIST_PAGE = page
+        kube.close()

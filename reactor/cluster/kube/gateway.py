@@ -35,6 +35,7 @@ from reactor.core.metrics import Metrics
 from reactor.integrations.adapters import Adapter
 
 log = logging.getLogger(__name__)
+LIST_PAGE = 500  # objects per list page (client-go's pager default, tools/pager/pager.go defaultPageSize)
 
 
 class KubeGateway:
@@ -104,10 +105,26 @@ class KubeGateway:
         api = self._apis[k8s.SchedulingV1Api]
         return self._call("list", "priorityclasses", lambda **kw: api.list_priority_class(**kw)).get("items") or []
 
-    def list_page(self, kind: str, namespace: str) -> tuple[list[dict[str, Any]], str]:
-        """Every object of a kind in a namespace ("" = all namespaces) and the list's resourceVersion."""
-        answer = self._call("list", routes.resource(kind), lambda **kw: self._lister(kind, namespace)(**kw))
-        return answer.get("items") or [], str((answer.get("metadata") or {}).get("resourceVersion") or "")
+    def list_page(self, kind: str, namespace: str) -> tuple[Iterator[dict[str, Any]], str]:
+        """Every object of a kind in a namespace ("" = all namespaces) and the list's resourceVersion.
+
+        Read in pages of `LIST_PAGE` (`limit` and `continue`, as client-go's pager does), the pages after the first
+        as the objects are consumed: at 100,000 objects one response would be hundreds of MB of JSON and parsed
+        dicts at once, and the worker's memory would keep that peak. A continue token that expired (410) raises
+        `Expired` from the iteration: the caller lists again.
+        """
+        lister = self._lister(kind, namespace)
+        answer = self._call("list", routes.resource(kind), lambda **kw: lister(limit=LIST_PAGE, **kw))
+        return self._rest_of(kind, lister, answer), str((answer.get("metadata") or {}).get("resourceVersion") or "")
+
+    def _rest_of(self, kind: str, lister: Callable[..., Any], answer: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        while True:
+            yield from answer.pop("items", None) or []
+            token = (answer.get("metadata") or {}).get("continue")
+            if not token:
+                return
+            answer = self._call("list", routes.resource(kind),
+                                lambda token=token, **kw: lister(limit=LIST_PAGE, _continue=token, **kw))
 
     def watch_events(self, kind: str, namespace: str, version: str, seconds: int) -> Iterator[dict[str, Any]]:
         """The watch events after `version` (BOOKMARKs asked for), until the server ends the stream.

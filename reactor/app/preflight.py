@@ -1,0 +1,74 @@
+"""What `reactor serve` checks in gunicorn's master before any worker starts, importing none of the worker's modules.
+
+The master only binds the sockets and watches its worker; the Flask app, the engine, the Kubernetes client and the
+watch cache are imported and built in the worker (reactor/app/runner.py), so a pod's memory holds them once, not
+in two processes. A configuration the worker would refuse is still refused here, as one line and exit status 2:
+the token file, the state keys, and whether there is a cluster config to load (in-cluster, or a kubeconfig file
+that parses). The worker loads that config with the Kubernetes client (reactor/cluster/kube/gateway.py `connect`);
+a kubeconfig that parses here but that the client refuses stops the worker at boot, with its error logged.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from reactor.config.settings import Settings
+from reactor.core.errors import ConfigError
+from reactor.intake.bearer import TokenFile
+from reactor.state.seal import load_state_keys
+
+# Where the Kubernetes client finds the in-cluster config (kubernetes/config/incluster_config.py).
+SERVICE_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+
+
+def check(settings: Settings) -> None:
+    """Raise the ConfigError `assemble` would raise for the token file, the state keys or the cluster config."""
+    token_file(settings)
+    load_state_keys(settings.server.state_key_file, settings.server.state_previous_key_file,
+                    required=not settings.policy.dry_run)
+    cluster_config(settings)
+
+
+def token_file(settings: Settings) -> TokenFile:
+    if settings.server.token_file is None:
+        raise ConfigError("server.tokenFile", "required: the webhook changes workloads and must be authenticated; "
+                          "set it in the policy file or REACTOR_SERVER__TOKEN_FILE to a file holding the bearer token")
+    try:
+        return TokenFile(settings.server.token_file)
+    except OSError as e:
+        raise ConfigError("server.tokenFile", f"cannot read {settings.server.token_file}: {e.strerror}") from e
+
+
+def cluster_config(settings: Settings) -> None:
+    """In-cluster (the service host and the ServiceAccount token, as the client's `load_incluster_config` needs),
+    else the kubeconfig the client would read (kube.kubeconfig, $KUBECONFIG's first file, ~/.kube/config): it must
+    be a YAML mapping whose context (kube.context, else current-context) it defines."""
+    if os.environ.get("KUBERNETES_SERVICE_HOST") and os.environ.get("KUBERNETES_SERVICE_PORT") \
+            and SERVICE_TOKEN.is_file():
+        return
+    path = settings.kube.kubeconfig or (os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or "~/.kube/config")
+    problem = _kubeconfig_problem(Path(os.path.expanduser(path)), settings.kube.context)
+    if problem:
+        raise ConfigError("kube.kubeconfig", f"no in-cluster config and no usable kubeconfig: {problem}")
+
+
+def _kubeconfig_problem(path: Path, context: str | None) -> str:
+    try:
+        doc: Any = yaml.safe_load(path.read_text())
+    except OSError as e:
+        return f"{path}: {e.strerror}"
+    except yaml.YAMLError as e:
+        return f"{path}: not YAML: {str(e).splitlines()[0]}"
+    if not isinstance(doc, dict):
+        return f"{path}: Invalid kube-config file. No configuration found."
+    wanted = context or doc.get("current-context")
+    names = {c.get("name") for c in doc.get("contexts") or [] if isinstance(c, dict)}
+    if not wanted:
+        return f"{path}: Invalid kube-config file. Expected key current-context in kube-config"
+    if wanted not in names:
+        return f"{path}: Invalid kube-config file. Expected object with name {wanted} in contexts list"
+    return ""
