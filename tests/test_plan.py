@@ -69,3 +69,11 @@ def test_every_example_is_shipped_and_named_alike_in_the_command_line() -> None:
     assert PLAN_EXAMPLES == EXAMPLES
     for name in EXAMPLES:
         assert json.loads(Path(example_path(name)).read_text())["alerts"], name
+
+
+def test_the_sim_default_folder_is_named_alike_in_the_command_line() -> None:
+    """`reactor sim` makes only its own default folder; the CLI's copy of the name (no tool import) is the tool's."""
+    from reactor.app.cli import SIM_KUBECONFIG
+    from reactor.tools.sim_command import DEFAULT_KUBECONFIG
+
+    assert SIM_KUBECONFIG == DEFAULT_KUBECONFIG

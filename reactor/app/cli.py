@@ -23,6 +23,7 @@ from reactor.config.settings import warnings as settings_warnings
 from reactor.core.errors import ConfigError, ConfigErrors, ReactorError, UsageError
 
 log = logging.getLogger("reactor")
+SIM_KUBECONFIG = ".reactor-sim/sim.kubeconfig"  # reactor.tools.sim_command.DEFAULT_KUBECONFIG, unimported
 PLAN_EXAMPLES = ("underutilized", "idle", "saturated", "metrics-missing")  # reactor.tools.plan.EXAMPLES, unimported
 
 EXIT_CODES = """exit status:
@@ -109,7 +110,7 @@ def _add_sim(sub: Any) -> None:
     p.add_argument("--port", type=port, default=0, help="the API server's port (default 0: any free port, so "
                                                         "that it never collides with a local kube-apiserver on 6443)")
     p.add_argument("--rbac", action="store_true", help="enforce Roles and bindings from the seeds (serves https)")
-    p.add_argument("--kubeconfig", default=".reactor-sim/sim.kubeconfig", metavar="FILE",
+    p.add_argument("--kubeconfig", default=SIM_KUBECONFIG, metavar="FILE",
                    help="where to write the kubeconfig (default: .reactor-sim/sim.kubeconfig, a folder git ignores; "
                         "the webhook token and the state key go next to it, in sim.token and sim.state-key)")
     p.add_argument("--kube-version", metavar="1.MINOR",

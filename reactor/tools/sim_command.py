@@ -22,6 +22,8 @@ from reactor.tools.signals import STOP_SIGNALS
 from reactor_sim import SimCluster
 from reactor_sim.versions import NEWEST, KubeVersion
 
+DEFAULT_KUBECONFIG = ".reactor-sim/sim.kubeconfig"  # `reactor sim`'s files, in a folder .gitignore covers
+
 
 def seed(sim: SimCluster, seeds: list[str]) -> list[dict[str, Any]]:
     """Read every seed (none: the demo cluster), then apply all their objects in one go; prints what each held."""
@@ -83,12 +85,12 @@ def _start(*, rbac: bool, port: int, version: KubeVersion) -> SimCluster:
 
 
 def _write_kubeconfig(sim: SimCluster, kubeconfig: str) -> str:
-    """The kubeconfig, in a folder of its own (made owner-only when new): the token and state key beside it are
-    secrets, kept out of the working tree's top where `git add .` would take them."""
-    folder = Path(kubeconfig).parent
+    """The kubeconfig; by default in a folder of its own (`.reactor-sim/`, made owner-only when new): the token and
+    state key beside it are secrets, kept out of the working tree's top where `git add .` would take them. A path
+    given with --kubeconfig is written as given: its folder must exist."""
     try:
-        if not folder.exists():
-            folder.mkdir(mode=0o700, parents=True)
+        if kubeconfig == DEFAULT_KUBECONFIG:
+            Path(kubeconfig).parent.mkdir(mode=0o700, exist_ok=True)
         return sim.write_kubeconfig(kubeconfig)
     except OSError as e:
         raise UsageError(f"--kubeconfig {kubeconfig}", f"cannot write: {e.strerror}; give a path in a folder "
