@@ -143,3 +143,27 @@ def test_the_verifier_thread_runs_passes_and_stops(kube: KubeGateway, token_file
     verifier.stop()
     assert passes == [0] * len(passes) and passes
     assert verifier._thread is not None and not verifier._thread.is_alive()
+
+
+def test_past_the_bound_the_list_is_marked_not_cut_silently(kube: KubeGateway) -> None:
+    """MAX_PENDING refs fit; one more marks the Lease overflowed (the leader then lists the workloads); a scan's
+    `settle` clears the mark once the list holds every pending ref again. Operators' kinds are kept when the Lease
+    is told the reactor changes them (a restart drops no kind)."""
+    from reactor.observe.lease import MAX_PENDING, OVERFLOW_KEY
+
+    notebook = WorkloadRef("Notebook", "ml-workloads", "jupyter")
+    lease = VerifierLease(kube, namespace="gpu-reactor", name="verifier", identity="a",
+                          duration=timedelta(seconds=15), kinds=frozenset({"Deployment", "Notebook"}))
+    refs = [WorkloadRef("Deployment", "ml-workloads", f"t{i:04d}") for i in range(MAX_PENDING)]
+    lease.add_all([*refs, notebook], T0)
+    listed, overflowed = lease.read_list()
+    assert overflowed and len(listed) == MAX_PENDING and notebook not in listed  # sorted: the Notebook was left off
+    assert kube.get_lease("gpu-reactor", "verifier")["metadata"]["annotations"][OVERFLOW_KEY] == "true"
+    lease.remove_all(refs[:10], T0)
+    assert lease.read_list()[1]  # removing some does not say the list holds them all: only a scan can
+    lease.settle({notebook}, T0)
+    listed, overflowed = lease.read_list()
+    assert not overflowed and notebook in listed and len(listed) == MAX_PENDING - 10 + 1
+    assert OVERFLOW_KEY not in kube.get_lease("gpu-reactor", "verifier")["metadata"]["annotations"]
+    assert VerifierLease(kube, namespace="gpu-reactor", name="verifier", identity="b",
+                         duration=timedelta(seconds=15)).pending() == listed - {notebook}

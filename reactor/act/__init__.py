@@ -1,1 +1,2 @@
-"""Carrying a decision out: the act protocol, patch bodies, in-place resize, the budget, and Events."""
+"""Carrying a decision out: the act protocol, patch bodies, in-place resize, the budget, the record step, and
+Kubernetes Events (queued, sent off the request path, correlated: posting.py)."""

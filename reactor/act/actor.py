@@ -4,8 +4,9 @@ For one workload: decide, spend one unit of the action budget, send one conditio
 carries the change and the reactor's state annotations together (so a change is never
 half-written), and on a 409 re-read and re-decide, a bounded number of times. A unit spent on a
 write that never happened is refunded, so failures cannot starve other workloads. After a write,
-an Event on the workload for `kubectl describe`. Pod GPU resources and `priorityClassName` are
-immutable on running pods, so the patch always targets the owner's pod template.
+an Event on the workload for `kubectl describe`, queued (posting.py): never waited for. Pod GPU
+resources and `priorityClassName` are immutable on running pods, so the patch always targets the
+owner's pod template.
 """
 
 from __future__ import annotations

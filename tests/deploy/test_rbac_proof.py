@@ -13,6 +13,7 @@ import copy
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -335,6 +336,31 @@ def verify(r: Reactor) -> Answer:
     return answer
 
 
+def revert_refused(r: Reactor) -> Answer:
+    """deployment-resize; its rollout never ends (nothing runs the Deployment controller) and the API server refuses
+    the revert (a 422 on every patch of a Deployment): two verifier passes past verify.timeout try it twice, and
+    the second try's RolloutStalled Warning is counted on the first one (a PATCH of the Event, as client-go's
+    event correlator does) rather than created again (issue 21)."""
+    answer = deployment_resize(r)
+    verifier = r.service.verifier
+    assert verifier is not None
+    later = datetime.now(UTC) + r.service.engine.policy.verify_timeout
+    r.sim.inject_fault(verb="patch", resource="deployments", status=422, count=10)
+    try:
+        for wait in (timedelta(seconds=1), timedelta(hours=1)):
+            verifier.clock = lambda wait=wait: later + wait  # type: ignore[misc]
+            verifier.check_all()
+        r.flush_events()
+    finally:
+        r.sim.clear_faults()
+    return answer
+
+
+def _stalled_warnings(s: SimCluster) -> str:
+    counts = [e.get("count", 1) for e in _gpu_reactor_events(s) if e["reason"] == "RolloutStalled"]
+    return ",".join(str(c) for c in counts)
+
+
 Flow = Callable[[Reactor], Answer]
 # What each flow does when every grant is there.
 EXPECTED: dict[str, tuple[Flow, set[tuple[str, ...]]]] = {
@@ -354,6 +380,7 @@ EXPECTED: dict[str, tuple[Flow, set[tuple[str, ...]]]] = {
     "rayservice-resize": (rayservice_resize, {("applied", "resize-gpu")}),
     "jobset-priority": (jobset_priority, {("applied", "set-priority")}),
     "verify": (verify, {("applied", "resize-gpu")}),
+    "revert-refused": (revert_refused, {("applied", "resize-gpu")}),
 }
 
 
@@ -383,6 +410,7 @@ CHANGES: dict[str, Callable[[SimCluster], tuple[str, ...]]] = {
     "kueue-priority": lambda s: (s.get("deployments", NAMESPACE, "queued")["metadata"]["labels"][
         "kueue.x-k8s.io/priority-class"],),
     "verify": lambda s: (_template_gpus(s, "deployments", "llm-inference"), _verified(s)),
+    "revert-refused": lambda s: (_template_gpus(s, "deployments", "llm-inference"), _verified(s), _stalled_warnings(s)),
     "rayservice-resize": lambda s: (_limit(
         s.get("rayservices", NAMESPACE, "serve")["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["template"]["spec"]),),
     "jobset-priority": lambda s: (s.get("jobsets", NAMESPACE, "train")["metadata"]["labels"][
@@ -392,11 +420,13 @@ BEFORE = {"deployment-resize": ("4",), "statefulset-resize": ("2",), "cronjob-vi
           "set-priority": ("medium-priority-gpu",), "namespace-wide": ("4", "2"), "cpu-resize": ("2",),
           "notebook-resize": ("4",), "isvc-resize": ("4",), "isvc-serverless-resize": ("4",), "ray-resize": ("4",), "lws-resize": ("4",),
           "kueue-priority": ("medium-priority-gpu",), "verify": ("4", ""), "rayservice-resize": ("4",),
+          "revert-refused": ("4", "", ""),
           "jobset-priority": ("medium-priority-gpu",)}
 AFTER = {"deployment-resize": ("3",), "statefulset-resize": ("3",), "cronjob-via-job": ("1",), "hpa-check": ("1",),
          "set-priority": ("high-priority-gpu",), "namespace-wide": ("3", "1"), "cpu-resize": ("3",),
          "notebook-resize": ("1",), "isvc-resize": ("1",), "isvc-serverless-resize": ("1",), "ray-resize": ("1",), "lws-resize": ("1",),
          "kueue-priority": ("high-priority-gpu",), "verify": ("3", "verified"), "rayservice-resize": ("1",),
+         "revert-refused": ("3", "pending", "2"),
          "jobset-priority": ("high-priority-gpu",)}
 
 
@@ -471,6 +501,7 @@ def _without(objs: list[dict[str, Any]], grant: Grant) -> list[dict[str, Any]]:
 #   read  - the call is refused and the flow writes nothing;
 #   write - the patch is refused: the alerts' outcome is `failed`/`api-error` with the 403 message;
 #   event - the change is written, but its Event (the audit trail in `kubectl describe`) is refused.
+#   event-count - a repeat of an Event is refused: the first one stays, never counted up.
 NEEDED_BY: dict[tuple[str, str, str], tuple[str, str]] = {
     ("scheduling.k8s.io", "priorityclasses", "list"): ("set-priority", "read"),
     ("", "pods", "get"): ("deployment-resize", "read"),
@@ -478,6 +509,7 @@ NEEDED_BY: dict[tuple[str, str, str], tuple[str, str]] = {
     ("", "limitranges", "list"): ("deployment-resize", "read"),
     ("", "resourcequotas", "list"): ("deployment-resize", "read"),
     ("", "events", "create"): ("deployment-resize", "event"),
+    ("", "events", "patch"): ("revert-refused", "event-count"),
     ("", "pods/resize", "patch"): ("cpu-resize", "write"),
     ("apps", "replicasets", "get"): ("deployment-resize", "read"),
     ("apps", "deployments", "get"): ("deployment-resize", "read"),
@@ -561,6 +593,10 @@ def test_each_grant_is_needed(reactor_objects: list[dict[str, Any]], token_file:
         if how == "lease":  # the change stands; without its Lease no replica verifies it
             assert answer is not None and (answer.code, answer.results) == (200, EXPECTED[flow][1])
             assert CHANGES[flow](sim) == ("3", "pending")
+            return
+        if how == "event-count":  # the repeat is refused: the first Warning stays, counted once
+            assert answer is not None and (answer.code, answer.results) == (200, EXPECTED[flow][1])
+            assert CHANGES[flow](sim) == ("3", "pending", "1")
             return
         if how == "event":
             assert answer is not None and (answer.code, answer.results) == (200, EXPECTED[flow][1])

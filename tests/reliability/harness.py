@@ -380,9 +380,18 @@ def missing_outcomes(body: Mapping[str, Any], answer: Answer) -> int:
     return sum(1 for i, fp in enumerate(sent) if i >= len(got) or got[i] != fp) + max(0, len(got) - len(sent))
 
 
-def reactor_events(sim: SimCluster, ns: str, name: str) -> int:
-    return sum(1 for e in sim.list("events", ns) if e["involvedObject"]["name"] == name
-               and (e.get("source") or {}).get("component") == "gpu-reactor")
+def reactor_events(sim: SimCluster, ns: str, name: str, *, expect: int = 0, timeout: float = 10.0) -> int:
+    """The reactor's Events on the workload. They are sent by a background thread after the answer: with `expect`,
+    wait (up to `timeout`) for that many before counting; never waits past that many (a duplicate still shows)."""
+    def count() -> int:
+        return sum(1 for e in sim.list("events", ns) if e["involvedObject"]["name"] == name
+                   and (e.get("source") or {}).get("component") == "gpu-reactor")
+
+    deadline = time.monotonic() + timeout
+    while expect and count() < expect and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.1 if expect else 0)  # room for an Event sent twice to show
+    return count()
 
 
 class LossyProxy:

@@ -33,8 +33,10 @@ from tests.reliability.harness import (
 )
 
 NS = "crash"
-# The client waits long enough on a hung request for the test to kill the process while it waits.
-POLICY = {"namespaces": {"allow": [NS]}, "kube": {"timeout": "30s", "qps": 1000, "burst": 1000}}
+# The client waits long enough on a hung request for the test to kill the process while it waits. The verifier's
+# first pass is 10 minutes away: the only Lease request of a test is the notification's own (see below).
+POLICY = {"namespaces": {"allow": [NS]}, "kube": {"timeout": "30s", "qps": 1000, "burst": 1000},
+          "verify": {"interval": "10m"}}
 HANG = 20.0
 
 
@@ -108,13 +110,15 @@ def test_killed_before_the_write_lands_then_restarted_acts_once(cluster: SimClus
                 + missing_outcomes(body, again) + len(body["alerts"]) - len(cooled.outcomes))
     assert (s.changes, s.gpus) == (1, "3")
     assert_whole(s, original=4, where="after the restart")
-    assert reactor_events(cluster, NS, "web") == 1
+    assert reactor_events(cluster, NS, "web", expect=1) == 1
 
 
 def test_killed_after_the_write_before_the_answer_does_not_act_again(cluster: SimCluster, spawn: Callable[..., Child]) -> None:
     body = world(cluster)
     first = spawn(cluster, policy=POLICY, name="after-write-1")
-    kill_during(cluster, first, body, "create", "events")  # the Event comes after the patch
+    # After the patch and before the answer, the notification puts its change on the verifier Lease's list (a GET
+    # of the Lease first). Its Event is not on that path any more: it is queued and sent by a background thread.
+    kill_during(cluster, first, body, "get", "leases")
     s = state(cluster, "deployments", NS, "web")
     assert (s.changes, s.gpus) == (1, "3"), "the PATCH landed before the kill"
     assert_whole(s, original=4, where="after the kill")
@@ -127,4 +131,5 @@ def test_killed_after_the_write_before_the_answer_does_not_act_again(cluster: Si
                 double=max(0, s.changes - 1), lost=(s.changes == 0) + missing_outcomes(body, redelivered)
                 + len(body["alerts"]) - len(cooled.outcomes))
     assert (s.changes, s.gpus) == (1, "3")
-    assert reactor_events(cluster, NS, "web") == 0  # the Event was what the process was killed on
+    # The Event was queued at the write: sent before the kill, or lost with the process; never twice.
+    assert reactor_events(cluster, NS, "web") <= 1

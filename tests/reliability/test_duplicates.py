@@ -60,7 +60,7 @@ def check_exactly_once(sim: SimCluster, answers: list[Answer], body: dict[str, A
         assert_whole(s, original=before, where=name)
         assert s.last_action and s.last_action["fingerprint"] in {a["fingerprint"] for a in body["alerts"]}
         assert patches(sim, resource) == 1, f"{name}: {patches(sim, resource)} PATCHes"
-        assert reactor_events(sim, NS, name) == 1
+        assert reactor_events(sim, NS, name, expect=1) == 1
 
 
 @pytest.mark.parametrize("copies", [2, 10])

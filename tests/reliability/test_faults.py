@@ -158,7 +158,7 @@ def test_write_fault_leaves_nothing_half_written(sim: SimCluster, child: Child, 
     assert [a.status for a in again] == [200] and again[0].reasons() == {("applied", None)}
     assert patches(sim, "deployments") == RETRIES + 2
     applied_once(sim, ns)
-    assert reactor_events(sim, ns, "web") == 1
+    assert reactor_events(sim, ns, "web", expect=1) == 1
 
 
 def test_a_write_that_hangs_once_is_retried_and_applied_once(sim: SimCluster, child: Child) -> None:
