@@ -93,7 +93,8 @@ def _operators(sim: SimCluster) -> None:
     sim.apply({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": meta("llama"),
                "spec": {"predictor": {"minReplicas": 1, "containers": [container("kserve-container", 4)]}}})
     sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": meta("ray"),
-               "spec": {"headGroupSpec": {"template": {"spec": {"containers": [container("ray-head", 0)]}}},
+               "spec": {"upgradeStrategy": {"type": "Recreate"},  # KubeRay carries template changes (issue 24)
+                        "headGroupSpec": {"template": {"spec": {"containers": [container("ray-head", 0)]}}},
                         "workerGroupSpecs": [{"groupName": "gpu-workers", "replicas": 1, "template": {
                             "spec": {"containers": [container("ray-worker", 4)]}}}]}})
     reconcile_notebook(sim, "jupyter")
@@ -136,7 +137,10 @@ def _kueue(sim: SimCluster) -> None:
     labels = {"kueue.x-k8s.io/queue-name": "team-a", "kueue.x-k8s.io/priority-class": "medium-priority-gpu"}
     sim.apply({"apiVersion": "apps/v1", "kind": "Deployment",
                "metadata": {"name": "queued", "namespace": NAMESPACE, "labels": labels, "annotations": ENFORCE},
+               # Kueue v0.15+ copies the label into the pod template: the change rolls the pod, with no surge
+               # here (the ClusterQueue is full), so it fits (issue 24: checked like a template change).
                "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "queued"}},
+                        "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
                         "template": {"metadata": {"labels": {"app": "queued"}},
                                      "spec": {"containers": [container("server", 4)]}}}})
     sim.settle()
@@ -470,7 +474,8 @@ def _without(objs: list[dict[str, Any]], grant: Grant) -> list[dict[str, Any]]:
 # (apiGroup, resource, verb) -> the flow that needs it and how losing it shows:
 #   read  - the call is refused and the flow writes nothing;
 #   write - the patch is refused: the alerts' outcome is `failed`/`api-error` with the 403 message;
-#   event - the change is written, but its Event (the audit trail in `kubectl describe`) is refused.
+#   event - the change is written, but its Event (the audit trail in `kubectl describe`) is refused;
+#   state - the change is written, its record (an InferenceService's state ConfigMap) refused: `failed`, named.
 NEEDED_BY: dict[tuple[str, str, str], tuple[str, str]] = {
     ("scheduling.k8s.io", "priorityclasses", "list"): ("set-priority", "read"),
     ("", "pods", "get"): ("deployment-resize", "read"),
@@ -495,6 +500,9 @@ NEEDED_BY: dict[tuple[str, str, str], tuple[str, str]] = {
     ("serving.knative.dev", "revisions", "get"): ("isvc-serverless-resize", "read"),
     ("serving.knative.dev", "configurations", "get"): ("isvc-serverless-resize", "read"),
     ("serving.knative.dev", "services", "get"): ("isvc-serverless-resize", "read"),
+    ("", "configmaps", "get"): ("isvc-resize", "read"),
+    ("", "configmaps", "create"): ("isvc-resize", "write"),
+    ("", "configmaps", "patch"): ("isvc-resize", "state"),
     ("ray.io", "rayclusters", "get"): ("ray-resize", "read"),
     ("ray.io", "rayclusters", "patch"): ("ray-resize", "write"),
     ("leaderworkerset.x-k8s.io", "leaderworkersets", "get"): ("lws-resize", "read"),
@@ -561,6 +569,12 @@ def test_each_grant_is_needed(reactor_objects: list[dict[str, Any]], token_file:
         if how == "lease":  # the change stands; without its Lease no replica verifies it
             assert answer is not None and (answer.code, answer.results) == (200, EXPECTED[flow][1])
             assert CHANGES[flow](sim) == ("3", "pending")
+            return
+        if how == "state":
+            assert answer is not None and answer.code == 200 and answer.results == {("failed", "api-error")}
+            assert CHANGES[flow](sim) == AFTER[flow]
+            assert all("the record of it was refused" in o["detail"] and _forbidden_text(group, resource, verb)
+                       in o["detail"] for o in answer.outcomes)
             return
         if how == "event":
             assert answer is not None and (answer.code, answer.results) == (200, EXPECTED[flow][1])

@@ -29,7 +29,7 @@ from reactor.cluster.kube.limiter import RateLimiter
 from reactor.cluster.kube.routes import MERGE, ROUTES, STRATEGIC
 from reactor.cluster.kube.watches import WatchStreams
 from reactor.config.settings import Kube
-from reactor.core.errors import ConfigError, ConflictError, TemporaryError
+from reactor.core.errors import ConfigError, ConflictError, PermanentError, TemporaryError
 from reactor.core.metrics import Metrics
 from reactor.integrations.adapters import Adapter
 
@@ -182,15 +182,22 @@ class KubeGateway:
             return self._get_custom(adapter, namespace, name) if adapter.state_apart else written
         version = str((body.get("metadata") or {}).get("resourceVersion") or "")
         if state_home.writes_resource(rest):
-            resource = self._merge_custom(adapter, namespace, name, rest)  # holds the turn: the state follows it
-            condition: str | None = None
-        else:  # the state alone (the verifier's mark): the resource must still be the one read
-            resource = self._raw_custom(adapter, namespace, name)
-            found = str((resource.get("metadata") or {}).get("resourceVersion", ""))
-            if version and found != version:
-                raise ConflictError(f"patch {adapter.plural}: {name} changed since it was read ({version} → {found})")
-            condition = self._homes.get((namespace, name, version))
-        home = self._write_home(namespace, resource, own, condition)
+            # The ConfigMap exists before the resource changes, so a refused create writes nothing at all; the
+            # resource's write holds the turn (conditional on its version) and the state follows it.
+            self._ensure_home(adapter, namespace, name, version)
+            resource = self._merge_custom(adapter, namespace, name, rest)
+            try:
+                home = self._write_home(namespace, resource, own, None)
+            except PermanentError as e:
+                raise PermanentError(f"{adapter.kind} {name} was changed but the record of it was refused: {e}",
+                                     status=e.status, reason=e.reason) from e
+            return state_home.merged(resource, home)
+        # The state alone (the verifier's mark): the resource must still be the one read, and the ConfigMap too.
+        resource = self._raw_custom(adapter, namespace, name)
+        found = str((resource.get("metadata") or {}).get("resourceVersion", ""))
+        if version and found != version:
+            raise ConflictError(f"patch {adapter.plural}: {name} changed since it was read ({version} → {found})")
+        home = self._write_home(namespace, resource, own, self._homes.get((namespace, name, version)))
         return state_home.merged(resource, home)
 
     def _merge_custom(self, adapter: Adapter, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -212,6 +219,18 @@ class KubeGateway:
                 state_home.home_name(name), namespace, **kw))
         except NotFound:
             return None
+
+    def _ensure_home(self, adapter: Adapter, namespace: str, name: str, version: str) -> None:
+        """Create the resource's state ConfigMap (empty, owned by it) unless the read found one of it."""
+        if self._homes.get((namespace, name, version)):
+            return
+        resource = self._raw_custom(adapter, namespace, name)
+        api = self._apis[k8s.CoreV1Api]
+        try:
+            self._call("create", "configmaps", lambda **kw: api.create_namespaced_config_map(
+                namespace, state_home.new_home(resource, {}), **kw))
+        except ConflictError:
+            pass  # it exists (a namesake's is taken over by the state write's ownerReference)
 
     def _write_home(self, namespace: str, resource: dict[str, Any], own: dict[str, str | None],
                     condition: str | None) -> dict[str, Any]:
