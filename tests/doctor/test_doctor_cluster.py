@@ -82,7 +82,7 @@ def test_as_deployed_every_cluster_check_passes(sim: SimCluster, admin_kubeconfi
     for name in names:
         assert checks[name].status is Status.OK, checks[name]
     # 31 calls (pods/resize, Kueue and the adapters' kinds included), and 13 list/watch for kube.watchCache
-    assert checks[f"rbac {NAMESPACE}"].detail == f"{WHO} may make all 44 calls the reactor makes"
+    assert checks[f"rbac {NAMESPACE}"].detail == f"{WHO} may make all 47 calls the reactor makes"
     assert checks["rbac lease"].detail == f"{WHO} may hold the verifier Lease gpu-reactor/gpu-reactor-verifier"
     assert _reviews(sim) == 51  # one SelfSubjectAccessReview per grant
 
@@ -92,7 +92,7 @@ def test_with_the_service_accounts_own_token(sim: SimCluster, tmp_path: Path) ->
     kubeconfig = _sa_kubeconfig(sim, tmp_path)
     checks = _doctor(_settings(), kubeconfig, impersonate=None)
     assert checks[f"rbac {NAMESPACE}"].status is Status.OK and checks["rbac cluster"].status is Status.OK
-    assert checks[f"rbac {NAMESPACE}"].detail.startswith("this client may make all 44 calls")
+    assert checks[f"rbac {NAMESPACE}"].detail.startswith("this client may make all 47 calls")
 
 
 def test_without_impersonation_rights_the_kubernetes_checks_fail_clearly(sim: SimCluster, tmp_path: Path) -> None:
