@@ -81,7 +81,8 @@ def test_as_deployed_every_cluster_check_passes(sim: SimCluster, admin_kubeconfi
     assert [n for n in checks if n.startswith(("rbac", "priority", "bounds"))] == names
     for name in names:
         assert checks[name].status is Status.OK, checks[name]
-    # 31 calls (pods/resize, Kueue and the adapters' kinds included), and 13 list/watch for kube.watchCache
+    # 34 calls (pods/resize, Kueue, the adapters' kinds and an InferenceService's state ConfigMap included), and
+    # 13 list/watch for kube.watchCache
     assert checks[f"rbac {NAMESPACE}"].detail == f"{WHO} may make all 47 calls the reactor makes"
     assert checks["rbac lease"].detail == f"{WHO} may hold the verifier Lease gpu-reactor/gpu-reactor-verifier"
     assert _reviews(sim) == 51  # one SelfSubjectAccessReview per grant
