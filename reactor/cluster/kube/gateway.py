@@ -9,6 +9,7 @@ reactor's own errors, typed by what the caller should do next (`failures.py`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -226,11 +227,9 @@ class KubeGateway:
             return
         resource = self._raw_custom(adapter, namespace, name)
         api = self._apis[k8s.CoreV1Api]
-        try:
+        with contextlib.suppress(ConflictError):  # it exists (a namesake's is taken over by the state write)
             self._call("create", "configmaps", lambda **kw: api.create_namespaced_config_map(
                 namespace, state_home.new_home(resource, {}), **kw))
-        except ConflictError:
-            pass  # it exists (a namesake's is taken over by the state write's ownerReference)
 
     def _write_home(self, namespace: str, resource: dict[str, Any], own: dict[str, str | None],
                     condition: str | None) -> dict[str, Any]:
