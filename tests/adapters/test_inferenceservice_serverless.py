@@ -261,7 +261,7 @@ def test_the_quota_counts_the_new_revision_beside_the_old(reactor: Reactor, serv
 
 def test_the_verified_mark_makes_no_new_revision(reactor: Reactor, serverless: dict[str, Any]) -> None:
     """Issue 24 item 2, serverless: KServe copies the InferenceService's annotations into the Knative Service's
-    template (a new Revision for any change); the reactor's state and its verified mark are on the ConfigMap the
+    template (a new Revision for any change); the reactor's state and its verified mark are on the Lease the
     InferenceService owns, so after a shrink (its own Revision) the mark adds none."""
     assert {o["result"] for o in _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)} == {"applied"}
     reconcile_isvc_serverless(reactor.sim, "llama")

@@ -475,7 +475,7 @@ def _without(objs: list[dict[str, Any]], grant: Grant) -> list[dict[str, Any]]:
 #   read  - the call is refused and the flow writes nothing;
 #   write - the patch is refused: the alerts' outcome is `failed`/`api-error` with the 403 message;
 #   event - the change is written, but its Event (the audit trail in `kubectl describe`) is refused;
-#   state - the change is written, its record (an InferenceService's state ConfigMap) refused: `failed`, named.
+#   state - the change is written, its record (an InferenceService's state Lease) refused: `failed`, named.
 NEEDED_BY: dict[tuple[str, str, str], tuple[str, str]] = {
     ("scheduling.k8s.io", "priorityclasses", "list"): ("set-priority", "read"),
     ("", "pods", "get"): ("deployment-resize", "read"),
@@ -500,9 +500,6 @@ NEEDED_BY: dict[tuple[str, str, str], tuple[str, str]] = {
     ("serving.knative.dev", "revisions", "get"): ("isvc-serverless-resize", "read"),
     ("serving.knative.dev", "configurations", "get"): ("isvc-serverless-resize", "read"),
     ("serving.knative.dev", "services", "get"): ("isvc-serverless-resize", "read"),
-    ("", "configmaps", "get"): ("isvc-resize", "read"),
-    ("", "configmaps", "create"): ("isvc-resize", "write"),
-    ("", "configmaps", "patch"): ("isvc-resize", "state"),
     ("ray.io", "rayclusters", "get"): ("ray-resize", "read"),
     ("ray.io", "rayclusters", "patch"): ("ray-resize", "write"),
     ("leaderworkerset.x-k8s.io", "leaderworkersets", "get"): ("lws-resize", "read"),
@@ -518,6 +515,16 @@ NEEDED_BY: dict[tuple[str, str, str], tuple[str, str]] = {
     ("coordination.k8s.io", "leases", "create"): ("verify", "lease"),
     ("coordination.k8s.io", "leases", "update"): ("verify", "lease"),
 }
+
+
+# The operators' role's grants on Leases: an InferenceService's state Lease `<isvc>.gpu-reactor` (README: Operators),
+# the same (group, resource, verb) as the verifier Lease's grants in the reactor's own namespace, so kept apart.
+STATE_NEEDED: dict[tuple[str, str, str], tuple[str, str]] = {
+    ("coordination.k8s.io", "leases", "get"): ("isvc-resize", "read"),
+    ("coordination.k8s.io", "leases", "create"): ("isvc-resize", "write"),
+    ("coordination.k8s.io", "leases", "patch"): ("isvc-resize", "state"),
+}
+OPERATORS_ROLE = "gpu-reactor-operators"
 
 
 # Grants only the read cache needs (kube.watchCache, on in the deployed policy): without one, that kind's
@@ -545,16 +552,29 @@ def _forbidden_text(group: str, resource: str, verb: str) -> str:
 
 def test_the_table_names_every_grant_of_the_manifests(reactor_objects: list[dict[str, Any]]) -> None:
     """A grant added to deploy/reactor without a flow here that needs it fails this test (and the reverse)."""
-    assert sorted((g, r, v) for _, g, r, v in _grants(reactor_objects)) == sorted([*NEEDED_BY, *CACHE_NEEDED])
+    assert sorted((g, r, v) for _, g, r, v in _grants(reactor_objects)) == sorted([*NEEDED_BY, *CACHE_NEEDED,
+                                                                                  *STATE_NEEDED])
 
 
 @pytest.mark.parametrize("grant", sorted(NEEDED_BY), ids=lambda g: f"{g[2]}-{g[1] or 'core'}-{g[0]}")
 def test_each_grant_is_needed(reactor_objects: list[dict[str, Any]], token_file: Path, grant: tuple[str, str, str]) -> None:
     """Without this one grant (everything else as deployed), the flow that needs it is refused exactly that
     call — a 403 with the upstream message — and fails the way the table says."""
+    (role,) = {g[0] for g in _grants(reactor_objects) if g[1:] == grant} - (
+        {OPERATORS_ROLE} if grant in STATE_NEEDED else set())
+    _check_grant(reactor_objects, token_file, grant, role, *NEEDED_BY[grant])
+
+
+@pytest.mark.parametrize("grant", sorted(STATE_NEEDED), ids=lambda g: f"{g[2]}-state-{g[1]}")
+def test_each_state_lease_grant_is_needed(reactor_objects: list[dict[str, Any]], token_file: Path,
+                                          grant: tuple[str, str, str]) -> None:
+    """The operators' role's Lease grants (an InferenceService's state), one at a time, as above."""
+    _check_grant(reactor_objects, token_file, grant, OPERATORS_ROLE, *STATE_NEEDED[grant])
+
+
+def _check_grant(reactor_objects: list[dict[str, Any]], token_file: Path, grant: tuple[str, str, str], role: str,
+                 flow: str, how: str) -> None:
     group, resource, verb = grant
-    flow, how = NEEDED_BY[grant]
-    (role,) = {g[0] for g in _grants(reactor_objects) if g[1:] == grant}
     sim = _cluster(_without(reactor_objects, (role, group, resource, verb)))
     r = _reactor(sim, token_file)
     try:
@@ -565,7 +585,7 @@ def test_each_grant_is_needed(reactor_objects: list[dict[str, Any]], token_file:
             escaped = str(e)
         # Each refused object is asked for once per notification; pods are distinct objects, one read each.
         plural, _, subresource = resource.partition("/")
-        assert sim.denied == {(verb, plural, subresource): DENIALS.get(grant, 1)}
+        assert sim.denied == {(verb, plural, subresource): 1 if role == OPERATORS_ROLE else DENIALS.get(grant, 1)}
         if how == "lease":  # the change stands; without its Lease no replica verifies it
             assert answer is not None and (answer.code, answer.results) == (200, EXPECTED[flow][1])
             assert CHANGES[flow](sim) == ("3", "pending")
