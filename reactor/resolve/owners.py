@@ -144,14 +144,17 @@ class Reader:
 
     def _kueue(self) -> tuple[str, frozenset[str]]:
         """(the Kueue API version served, the WorkloadPriorityClass names): v1beta2 asked first, v1beta1 where it is
-        not served (404), once per notification."""
+        not served (404), ("", none) where neither is (a queue label without Kueue), once per notification."""
         def fetch() -> tuple[str, frozenset[str]]:
             try:
                 version = kueue.V1BETA2
                 items = self.kube.list_cluster_custom(kueue.GROUP, version, "workloadpriorityclasses")
             except NotFound:
-                version = kueue.VERSION
-                items = self.kube.list_cluster_custom(kueue.GROUP, version, "workloadpriorityclasses")
+                try:
+                    version = kueue.VERSION
+                    items = self.kube.list_cluster_custom(kueue.GROUP, version, "workloadpriorityclasses")
+                except NotFound:  # no Kueue serves here: no class exists and no label may change
+                    return "", frozenset()
             return version, frozenset((c.get("metadata") or {}).get("name", "") for c in items)
         return self._once(("KueueAPI", ""), self._objects, fetch)
 

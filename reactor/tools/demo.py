@@ -117,8 +117,8 @@ def _cpu_steps() -> list[Step]:
 
 def seed_notebook(sim: SimCluster, name: str = "jupyter") -> str:
     """Play Kubeflow's notebook controller: the Notebook CRD, a 2-GPU Notebook in a user's profile namespace, and
-    the StatefulSet it would create for it (controller reference with the Notebook's uid, its labels). Returns the
-    notebook's pod name."""
+    the StatefulSet it would create for it (controller reference with the Notebook's uid, its name, its template's
+    labels). Returns the notebook's pod name."""
     sim.load_manifests(resources.files("reactor.tools.demo_data").joinpath("notebook-crd.yaml").read_text())
     sim.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NOTEBOOKS}})
     gpus = {"limits": {"nvidia.com/gpu": "2"}, "requests": {"nvidia.com/gpu": "2"}}
@@ -127,11 +127,13 @@ def seed_notebook(sim: SimCluster, name: str = "jupyter") -> str:
     sim.apply({"apiVersion": "kubeflow.org/v1", "kind": "Notebook", "metadata": {"name": name, "namespace": NOTEBOOKS},
                "spec": {"template": {"spec": pod_spec}}})
     notebook = sim.get("notebooks", NOTEBOOKS, name)
+    # kubeflow/notebooks v1.11.0 notebook_controller.go generateStatefulSet: named as the Notebook, no labels of its
+    # own (only its pod template is labelled `statefulset` and `notebook-name`).
     labels = {"statefulset": name, "notebook-name": name}
     owner = {"apiVersion": "kubeflow.org/v1", "kind": "Notebook", "name": name, "uid": notebook["metadata"]["uid"],
              "controller": True, "blockOwnerDeletion": True}
     sim.apply({"apiVersion": "apps/v1", "kind": "StatefulSet",
-               "metadata": {"name": name, "namespace": NOTEBOOKS, "labels": labels, "ownerReferences": [owner]},
+               "metadata": {"name": name, "namespace": NOTEBOOKS, "ownerReferences": [owner]},
                "spec": {"replicas": 1, "serviceName": "", "selector": {"matchLabels": {"statefulset": name}},
                         "template": {"metadata": {"labels": labels}, "spec": pod_spec}}})
     sim.settle()

@@ -194,7 +194,7 @@ def test_kserve_copies_the_resources_annotations_into_the_predictors_pods(reacto
 
 def test_the_reactors_state_and_the_verified_mark_never_roll_the_predictor(reactor: Reactor,
                                                                            isvc: dict[str, Any]) -> None:
-    """Issue 24 item 2: the reactor's own annotations live on the ConfigMap `llama.gpu-reactor` the InferenceService
+    """Issue 24 item 2: the reactor's own annotations live on the Lease `llama.gpu-reactor` the InferenceService
     owns (by uid), never on the InferenceService: a replicas change, its record, and the verifier's "verified" mark
     leave the predictor's pod template as KServe built it."""
     before = _template(reactor)
@@ -204,7 +204,7 @@ def test_the_reactors_state_and_the_verified_mark_never_roll_the_predictor(react
     assert _template(reactor) == before
     obj = custom(reactor.sim, "inferenceservices", "llama")
     assert not [k for k in obj["metadata"].get("annotations") or {} if k.startswith("gpu-reactor.io/")]
-    home = reactor.sim.get("configmaps", NAMESPACE, "llama.gpu-reactor")
+    home = reactor.sim.get("leases", NAMESPACE, "llama.gpu-reactor")
     assert [r["uid"] for r in home["metadata"]["ownerReferences"]] == [obj["metadata"]["uid"]]
     assert {"gpu-reactor.io/last-action", "gpu-reactor.io/state-mac"} <= set(home["metadata"]["annotations"])
     # The verified mark, as the verifier sends it (annotations only, conditional on the read): the
@@ -219,7 +219,7 @@ def test_the_reactors_state_and_the_verified_mark_never_roll_the_predictor(react
                {"metadata": {"resourceVersion": read["metadata"]["resourceVersion"], "annotations": mark}}, adapter)
     assert custom(reactor.sim, "inferenceservices", "llama")["metadata"]["resourceVersion"] == \
         obj["metadata"]["resourceVersion"]
-    assert reactor.sim.get("configmaps", NAMESPACE, "llama.gpu-reactor")["metadata"]["annotations"][
+    assert reactor.sim.get("leases", NAMESPACE, "llama.gpu-reactor")["metadata"]["annotations"][
         "gpu-reactor.io/verification"] == mark["gpu-reactor.io/verification"]
     if reactor.service.verifier is not None:
         reactor.service.verifier.check_all()
@@ -227,10 +227,10 @@ def test_the_reactors_state_and_the_verified_mark_never_roll_the_predictor(react
     assert _template(reactor) == before
 
 
-def test_a_state_configmap_of_another_uid_is_not_believed(reactor: Reactor, isvc: dict[str, Any]) -> None:
-    """A ConfigMap of the state's name that the InferenceService does not own (a namesake left by a deleted one,
+def test_a_state_lease_of_another_uid_is_not_believed(reactor: Reactor, isvc: dict[str, Any]) -> None:
+    """A Lease of the state's name that the InferenceService does not own (a namesake left by a deleted one,
     or a tenant's): its contents are ignored, and the next write takes it over for this uid."""
-    reactor.sim.apply({"apiVersion": "v1", "kind": "ConfigMap",
+    reactor.sim.apply({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "spec": {},
                        "metadata": {"name": "llama.gpu-reactor", "namespace": NAMESPACE,
                                     "ownerReferences": [{"apiVersion": "serving.kserve.io/v1beta1",
                                                          "kind": "InferenceService", "name": "llama",
@@ -241,7 +241,7 @@ def test_a_state_configmap_of_another_uid_is_not_believed(reactor: Reactor, isvc
     assert "gpu-reactor.io/cooldown-until" not in read["metadata"]["annotations"]
     outcomes = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
     assert {o["result"] for o in outcomes} == {"applied"}, outcomes
-    home = reactor.sim.get("configmaps", NAMESPACE, "llama.gpu-reactor")
+    home = reactor.sim.get("leases", NAMESPACE, "llama.gpu-reactor")
     assert [r["uid"] for r in home["metadata"]["ownerReferences"]] == [isvc["metadata"]["uid"]]
 
 

@@ -193,7 +193,8 @@ def test_a_revision_of_a_forged_configuration_link_is_not_believed(reactor: Reac
     labels = {**{k: v for k, v in rev["metadata"]["labels"].items()}, f"{KNATIVE}/revision": "llama-predictor-99999",
               f"{KNATIVE}/revisionUID": rev["metadata"]["uid"]}
     reactor.sim.apply({"apiVersion": "apps/v1", "kind": "Deployment",
-                       "metadata": {"name": "forged-deployment", "namespace": NAMESPACE, "labels": labels,
+                       "metadata": {"name": "llama-predictor-99999-deployment", "namespace": NAMESPACE,
+                                    "labels": labels,
                                     "ownerReferences": [{"apiVersion": f"{KNATIVE}/v1", "kind": "Revision",
                                                          "name": "llama-predictor-99999", "uid": rev["metadata"]["uid"],
                                                          "controller": True}]},
@@ -260,7 +261,7 @@ def test_the_quota_counts_the_new_revision_beside_the_old(reactor: Reactor, serv
 
 def test_the_verified_mark_makes_no_new_revision(reactor: Reactor, serverless: dict[str, Any]) -> None:
     """Issue 24 item 2, serverless: KServe copies the InferenceService's annotations into the Knative Service's
-    template (a new Revision for any change); the reactor's state and its verified mark are on the ConfigMap the
+    template (a new Revision for any change); the reactor's state and its verified mark are on the Lease the
     InferenceService owns, so after a shrink (its own Revision) the mark adds none."""
     assert {o["result"] for o in _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)} == {"applied"}
     reconcile_isvc_serverless(reactor.sim, "llama")
@@ -294,3 +295,22 @@ def test_a_look_alike_knative_service_is_refused(reactor: Reactor, serverless: d
     assert {o["reason"] for o in outcomes} == {"owner-unverified"}, outcomes
     assert all("llama-predictor" in o["detail"] for o in outcomes), outcomes
     assert custom(reactor.sim, "inferenceservices", "llama")["spec"] == serverless["spec"]
+
+
+def test_a_deployment_not_named_after_its_revision_is_not_believed(reactor: Reactor,
+                                                                   serverless: dict[str, Any]) -> None:
+    """Issue 24 item 8 on Knative's own hop: a Deployment with the real Revision's uid and every label Knative sets,
+    not the name Knative gives it (`<revision>-deployment`, revision/resources/names.Deployment)."""
+    real = reactor.sim.get("deployments", NAMESPACE, "llama-predictor-00001-deployment")
+    labels = dict(real["metadata"]["labels"])
+    reactor.sim.apply({"apiVersion": "apps/v1", "kind": "Deployment",
+                       "metadata": {"name": "mine", "namespace": NAMESPACE, "labels": labels,
+                                    "ownerReferences": real["metadata"]["ownerReferences"]},
+                       "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "mine"}},
+                                "template": {"metadata": {"labels": {**labels, "app": "mine"}},
+                                             "spec": {"containers": [{"name": "kserve-container", "image": "x:1"}]}}}})
+    reactor.sim.settle()
+    (pod,) = reactor.pods("mine")
+    (outcome,) = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4, pods=[pod])
+    assert outcome["reason"] == "owner-unverified" and "llama-predictor-00001-deployment" in outcome["detail"], outcome
+    assert reactor.sim.requests[("patch", "inferenceservices", "")] == 0

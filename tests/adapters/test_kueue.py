@@ -141,3 +141,16 @@ def test_a_full_cluster_queue_refuses_a_priority_change_that_rolls_pods(reactor:
     _cq_usage(reactor.sim, 8)
     outcomes = _post(reactor, "GPUSaturated", value=0.99, gpus=4)
     assert {(o["result"], o.get("action")) for o in outcomes} == {("applied", "set-priority")}, outcomes
+
+
+def test_a_queue_label_without_kueue_installed_is_no_api_error(reactor: Reactor) -> None:
+    """No kueue.x-k8s.io served at all: the version probe answers "none" (not an API error), and a priority change
+    is refused because no WorkloadPriorityClass exists."""
+    reactor.sim.apply({"apiVersion": "apps/v1", "kind": "Deployment",
+                       "metadata": {"name": "queued", "namespace": NAMESPACE, "labels": LABELS},
+                       "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "queued"}},
+                                "template": {"metadata": {"labels": {"app": "queued"}},
+                                             "spec": {"priorityClassName": "medium-priority-gpu",
+                                                      "containers": [container("server", 4)]}}}})
+    reactor.sim.settle()
+    assert {o["reason"] for o in _post(reactor, "GPUSaturated", value=0.99, gpus=4)} == {"priority-class-missing"}

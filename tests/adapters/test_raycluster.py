@@ -197,3 +197,25 @@ def test_a_raycluster_a_rayservice_manages_is_left_to_it_without_the_rayservice_
         assert _gpus(_groups(reactor)[0]) == "4"
     finally:
         reactor.service.kube.close()
+
+
+def test_plan_names_the_refusal_and_records_no_event(reactor: Reactor) -> None:
+    """`reactor plan` (the engine in dry run, as tests/adapters/test_plan.py runs it) prints the refusal by name; only
+    a real run posts the Warning Event."""
+    import dataclasses
+    import io
+    from contextlib import redirect_stdout
+
+    from reactor.engine import Engine
+    from reactor.intake.alerts import parse_notification
+    from reactor.tools.plan import print_plan
+    _cluster(reactor, upgradeStrategy=None)
+    settings = reactor.service.engine.settings
+    dry = dataclasses.replace(settings, policy=dataclasses.replace(settings.policy, dry_run=True))
+    engine = Engine(settings=dry, kube=reactor.service.kube, metrics=reactor.service.engine.metrics)
+    body = notification([AlertSpec("GPUUnderutilized", NAMESPACE, WORKER, "ray-worker", 0.1, 4)])
+    out = io.StringIO()
+    with redirect_stdout(out):
+        print_plan(engine.handle(parse_notification(body)), engine.settings)
+    assert "operator-forbids" in out.getvalue() and "upgradeStrategy.type Recreate" in out.getvalue(), out.getvalue()
+    assert not [e for e in reactor.sim.list("events", NAMESPACE) if e["reason"] == "OperatorForbids"]

@@ -319,13 +319,16 @@ def test_role_bindings_are_namespaced_and_match_the_allow_list(objs: list[dict[s
 
 
 def test_operator_grants_match_the_enabled_adapters(objs: list[dict[str, Any]], settings: Settings) -> None:
-    """get/patch on exactly the custom resources whose adapters the policy enables (adapters.builtin), and get on
-    what the resolver reads on the way to them (KServe's serverless mode: Knative's objects)."""
+    """get/patch on exactly the custom resources whose adapters the policy enables (adapters.builtin), get on
+    what the resolver reads on the way to them (KServe's serverless mode: Knative's objects), and get/create/patch
+    on Leases where an adapter keeps its state apart (an InferenceService's, README: Operators)."""
     role = one(objs, "ClusterRole", "gpu-reactor-operators")
     granted = {(rule_group, resource): frozenset(rule["verbs"]) for rule in role["rules"]
                for rule_group in rule["apiGroups"] for resource in rule["resources"]}
     enabled = {(a.group, a.plural): frozenset({"get", "patch"}) for a in settings.adapters}
     enabled |= {read: frozenset({"get"}) for a in settings.adapters for read in a.reads}
+    if any(a.state_apart for a in settings.adapters):
+        enabled[("coordination.k8s.io", "leases")] = frozenset({"get", "create", "patch"})
     assert granted == enabled
 
 

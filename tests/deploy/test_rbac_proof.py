@@ -94,7 +94,8 @@ def _operators(sim: SimCluster) -> None:
     sim.apply({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": meta("llama"),
                "spec": {"predictor": {"minReplicas": 1, "containers": [container("kserve-container", 4)]}}})
     sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": meta("ray"),
-               "spec": {"headGroupSpec": {"template": {"spec": {"containers": [container("ray-head", 0)]}}},
+               "spec": {"upgradeStrategy": {"type": "Recreate"},  # KubeRay carries template changes (issue 24)
+                        "headGroupSpec": {"template": {"spec": {"containers": [container("ray-head", 0)]}}},
                         "workerGroupSpecs": [{"groupName": "gpu-workers", "replicas": 1, "template": {
                             "spec": {"containers": [container("ray-worker", 4)]}}}]}})
     reconcile_notebook(sim, "jupyter")
@@ -137,7 +138,10 @@ def _kueue(sim: SimCluster) -> None:
     labels = {"kueue.x-k8s.io/queue-name": "team-a", "kueue.x-k8s.io/priority-class": "medium-priority-gpu"}
     sim.apply({"apiVersion": "apps/v1", "kind": "Deployment",
                "metadata": {"name": "queued", "namespace": NAMESPACE, "labels": labels, "annotations": ENFORCE},
+               # Kueue v0.15+ copies the label into the pod template: the change rolls the pod, with no surge
+               # here (the ClusterQueue is full), so it fits (issue 24: checked like a template change).
                "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "queued"}},
+                        "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
                         "template": {"metadata": {"labels": {"app": "queued"}},
                                      "spec": {"containers": [container("server", 4)]}}}})
     sim.settle()
@@ -500,8 +504,9 @@ def _without(objs: list[dict[str, Any]], grant: Grant) -> list[dict[str, Any]]:
 # (apiGroup, resource, verb) -> the flow that needs it and how losing it shows:
 #   read  - the call is refused and the flow writes nothing;
 #   write - the patch is refused: the alerts' outcome is `failed`/`api-error` with the 403 message;
-#   event - the change is written, but its Event (the audit trail in `kubectl describe`) is refused.
-#   event-count - a repeat of an Event is refused: the first one stays, never counted up.
+#   event - the change is written, but its Event (the audit trail in `kubectl describe`) is refused;
+#   event-count - a repeat of an Event is refused: the first one stays, never counted up;
+#   state - the change is written, its record (an InferenceService's state Lease) refused: `failed`, named.
 NEEDED_BY: dict[tuple[str, str, str], tuple[str, str]] = {
     ("scheduling.k8s.io", "priorityclasses", "list"): ("set-priority", "read"),
     ("", "pods", "get"): ("deployment-resize", "read"),
@@ -544,6 +549,16 @@ NEEDED_BY: dict[tuple[str, str, str], tuple[str, str]] = {
 }
 
 
+# The operators' role's grants on Leases: an InferenceService's state Lease `<isvc>.gpu-reactor` (README: Operators),
+# the same (group, resource, verb) as the verifier Lease's grants in the reactor's own namespace, so kept apart.
+STATE_NEEDED: dict[tuple[str, str, str], tuple[str, str]] = {
+    ("coordination.k8s.io", "leases", "get"): ("isvc-resize", "read"),
+    ("coordination.k8s.io", "leases", "create"): ("isvc-resize", "write"),
+    ("coordination.k8s.io", "leases", "patch"): ("isvc-resize", "state"),
+}
+OPERATORS_ROLE = "gpu-reactor-operators"
+
+
 # Grants only the read cache needs (kube.watchCache, on in the deployed policy): without one, that kind's
 # informer cannot list or follow it, and /readyz names the refusal (tests/deploy/test_rbac_cache_proof.py).
 CACHE_NEEDED: frozenset[tuple[str, str, str]] = frozenset(
@@ -569,16 +584,29 @@ def _forbidden_text(group: str, resource: str, verb: str) -> str:
 
 def test_the_table_names_every_grant_of_the_manifests(reactor_objects: list[dict[str, Any]]) -> None:
     """A grant added to deploy/reactor without a flow here that needs it fails this test (and the reverse)."""
-    assert sorted((g, r, v) for _, g, r, v in _grants(reactor_objects)) == sorted([*NEEDED_BY, *CACHE_NEEDED])
+    assert sorted((g, r, v) for _, g, r, v in _grants(reactor_objects)) == sorted([*NEEDED_BY, *CACHE_NEEDED,
+                                                                                  *STATE_NEEDED])
 
 
 @pytest.mark.parametrize("grant", sorted(NEEDED_BY), ids=lambda g: f"{g[2]}-{g[1] or 'core'}-{g[0]}")
 def test_each_grant_is_needed(reactor_objects: list[dict[str, Any]], token_file: Path, grant: tuple[str, str, str]) -> None:
     """Without this one grant (everything else as deployed), the flow that needs it is refused exactly that
     call — a 403 with the upstream message — and fails the way the table says."""
+    (role,) = {g[0] for g in _grants(reactor_objects) if g[1:] == grant} - (
+        {OPERATORS_ROLE} if grant in STATE_NEEDED else set())
+    _check_grant(reactor_objects, token_file, grant, role, *NEEDED_BY[grant])
+
+
+@pytest.mark.parametrize("grant", sorted(STATE_NEEDED), ids=lambda g: f"{g[2]}-state-{g[1]}")
+def test_each_state_lease_grant_is_needed(reactor_objects: list[dict[str, Any]], token_file: Path,
+                                          grant: tuple[str, str, str]) -> None:
+    """The operators' role's Lease grants (an InferenceService's state), one at a time, as above."""
+    _check_grant(reactor_objects, token_file, grant, OPERATORS_ROLE, *STATE_NEEDED[grant])
+
+
+def _check_grant(reactor_objects: list[dict[str, Any]], token_file: Path, grant: tuple[str, str, str], role: str,
+                 flow: str, how: str) -> None:
     group, resource, verb = grant
-    flow, how = NEEDED_BY[grant]
-    (role,) = {g[0] for g in _grants(reactor_objects) if g[1:] == grant}
     sim = _cluster(_without(reactor_objects, (role, group, resource, verb)))
     r = _reactor(sim, token_file)
     try:
@@ -589,7 +617,7 @@ def test_each_grant_is_needed(reactor_objects: list[dict[str, Any]], token_file:
             escaped = str(e)
         # Each refused object is asked for once per notification; pods are distinct objects, one read each.
         plural, _, subresource = resource.partition("/")
-        assert sim.denied == {(verb, plural, subresource): DENIALS.get(grant, 1)}
+        assert sim.denied == {(verb, plural, subresource): 1 if role == OPERATORS_ROLE else DENIALS.get(grant, 1)}
         if how == "lease":  # the change stands; without its Lease no replica verifies it
             assert answer is not None and (answer.code, answer.results) == (200, EXPECTED[flow][1])
             assert CHANGES[flow](sim) == ("3", "pending")
@@ -597,6 +625,12 @@ def test_each_grant_is_needed(reactor_objects: list[dict[str, Any]], token_file:
         if how == "event-count":  # the repeat is refused: the first Warning stays, counted once
             assert answer is not None and (answer.code, answer.results) == (200, EXPECTED[flow][1])
             assert CHANGES[flow](sim) == ("3", "pending", "1")
+            return
+        if how == "state":
+            assert answer is not None and answer.code == 200 and answer.results == {("failed", "api-error")}
+            assert CHANGES[flow](sim) == AFTER[flow]
+            assert all("the record of it was refused" in o["detail"] and _forbidden_text(group, resource, verb)
+                       in o["detail"] for o in answer.outcomes)
             return
         if how == "event":
             assert answer is not None and (answer.code, answer.results) == (200, EXPECTED[flow][1])

@@ -21,7 +21,7 @@ from reactor.tools.doctor import Sources, cluster, connect_cluster, diagnose
 from reactor.tools.doctor.report import Check, Status
 from reactor_sim import SimCluster
 from tests.deploy.deploy_helpers import DEPLOY, render
-from tests.deploy.test_rbac_proof import CACHE_NEEDED, NEEDED_BY, _cluster
+from tests.deploy.test_rbac_proof import CACHE_NEEDED, NEEDED_BY, STATE_NEEDED, _cluster
 from tests.support import NAMESPACE
 
 WHO = "system:serviceaccount:gpu-reactor:gpu-reactor"
@@ -71,7 +71,7 @@ def _reviews(sim: SimCluster) -> int:
 def test_the_required_grants_are_the_proven_ones() -> None:
     """The doctor asks for exactly the grants tests/deploy/test_rbac_proof.py proves needed, no more, no less."""
     grants = cluster.namespaced_grants(_settings()) + cluster.CLUSTER + cluster.KUEUE_CLUSTER + cluster.LEASE
-    assert sorted(grants) == sorted(NEEDED_BY)
+    assert sorted(grants) == sorted([*NEEDED_BY, *STATE_NEEDED])
     assert sorted(cluster.CACHE_NAMESPACED + cluster.CACHE_CLUSTER) == sorted(CACHE_NEEDED)
 
 
@@ -81,10 +81,11 @@ def test_as_deployed_every_cluster_check_passes(sim: SimCluster, admin_kubeconfi
     assert [n for n in checks if n.startswith(("rbac", "priority", "bounds"))] == names
     for name in names:
         assert checks[name].status is Status.OK, checks[name]
-    # 31 calls (pods/resize, Kueue and the adapters' kinds included), and 13 list/watch for kube.watchCache
-    assert checks[f"rbac {NAMESPACE}"].detail == f"{WHO} may make all 44 calls the reactor makes"
+    # 34 calls (pods/resize, Kueue, the adapters' kinds and an InferenceService's state Lease included), and
+    # 13 list/watch for kube.watchCache
+    assert checks[f"rbac {NAMESPACE}"].detail == f"{WHO} may make all 47 calls the reactor makes"
     assert checks["rbac lease"].detail == f"{WHO} may hold the verifier Lease gpu-reactor/gpu-reactor-verifier"
-    assert _reviews(sim) == 51  # one SelfSubjectAccessReview per grant
+    assert _reviews(sim) == 54  # one SelfSubjectAccessReview per grant
 
 
 def test_with_the_service_accounts_own_token(sim: SimCluster, tmp_path: Path) -> None:
@@ -92,7 +93,7 @@ def test_with_the_service_accounts_own_token(sim: SimCluster, tmp_path: Path) ->
     kubeconfig = _sa_kubeconfig(sim, tmp_path)
     checks = _doctor(_settings(), kubeconfig, impersonate=None)
     assert checks[f"rbac {NAMESPACE}"].status is Status.OK and checks["rbac cluster"].status is Status.OK
-    assert checks[f"rbac {NAMESPACE}"].detail.startswith("this client may make all 44 calls")
+    assert checks[f"rbac {NAMESPACE}"].detail.startswith("this client may make all 47 calls")
 
 
 def test_without_impersonation_rights_the_kubernetes_checks_fail_clearly(sim: SimCluster, tmp_path: Path) -> None:

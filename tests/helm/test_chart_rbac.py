@@ -20,6 +20,7 @@ from tests.deploy.test_rbac_proof import (
     EXPECTED,
     NEEDED_BY,
     SA_USER,
+    STATE_NEEDED,
     _cluster,
     _grants,
     _reactor,
@@ -41,7 +42,7 @@ SUBJECT = [{"kind": "ServiceAccount", "name": "gpu-reactor", "namespace": "gpu-r
 def test_the_grants_are_the_proven_ones_bound_once_per_allowed_namespace(count: int) -> None:
     allowed = [NAMESPACE] + [f"team-{i}" for i in range(1, count)]
     objs = render({"policy": {"namespaces": {"allow": allowed}}})
-    assert sorted((g, r, v) for _, g, r, v in _grants(objs)) == sorted([*NEEDED_BY, *CACHE_NEEDED])
+    assert sorted((g, r, v) for _, g, r, v in _grants(objs)) == sorted([*NEEDED_BY, *CACHE_NEEDED, *STATE_NEEDED])
     bindings = [o for o in objs if o["kind"] == "RoleBinding" and o["roleRef"]["kind"] == "ClusterRole"]
     for role in ("gpu-reactor-workloads", "gpu-reactor-operators"):  # both bound once per allowed namespace
         bound = [b for b in bindings if b["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io",

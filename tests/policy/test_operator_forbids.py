@@ -1,5 +1,6 @@
 """decide(): what an operator forbids (its webhook, or a field its controller never carries) is refused by name,
-`operator-forbids`, for a strategy and for a revert alike; a Kueue workload's priority is a label, never forbidden."""
+`operator-forbids`, for a strategy and for a revert alike; a Kueue workload's priority is a label, refused only
+where Kueue itself refuses it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from datetime import timedelta
 
 from reactor.core.model import Action, Skip, WorkloadRef
 from reactor.core.model import SkipReason as R
+from reactor.integrations.kueue import as_managed
 from reactor.policy import decide
 from tests.policy.policy_builders import NOW, POLICY, bounds, last_action, original, signal, workload
 
@@ -45,7 +47,14 @@ def test_a_revert_of_a_field_the_operator_now_forbids_is_refused() -> None:
 
 
 def test_a_kueue_workloads_priority_is_its_label_not_the_template() -> None:
+    """Kueue's view replaces the operator's verdict on priority (integrations/kueue.py as_managed): the label may
+    change on Kueue v0.15+, and is immutable (refused by name) on v0.14 and older."""
     policy = replace(POLICY, alerts={"GPUSaturated": ("set-priority-up",)})
-    wl = replace(_adapted({"set-priority": WHY}), queue="team-a")
+    obj = {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "team-a",
+                                   "kueue.x-k8s.io/priority-class": "medium-priority-gpu"}}}
+    wl = as_managed(_adapted({"set-priority": WHY}), obj, lambda: True)
     got = decide(signal("GPUSaturated", value=0.99), wl, bounds(), policy, NOW, priority_classes=CLASSES)
     assert isinstance(got, Action) and got.action == "set-priority", got
+    old = as_managed(_adapted({"set-priority": WHY}), obj, lambda: False)
+    got = decide(signal("GPUSaturated", value=0.99), old, bounds(), policy, NOW, priority_classes=CLASSES)
+    assert isinstance(got, Skip) and got.reason is R.OPERATOR_FORBIDS and "v0.14 and older" in got.detail, got

@@ -9,6 +9,7 @@ reactor's own errors, typed by what the caller should do next (`failures.py`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -30,7 +31,7 @@ from reactor.cluster.kube.limiter import RateLimiter
 from reactor.cluster.kube.routes import MERGE, ROUTES, STRATEGIC
 from reactor.cluster.kube.watches import WatchStreams
 from reactor.config.settings import Kube
-from reactor.core.errors import ConfigError, ConflictError, ReactorError, TemporaryError
+from reactor.core.errors import ConfigError, ConflictError, PermanentError, ReactorError, TemporaryError
 from reactor.core.metrics import Metrics
 from reactor.integrations.adapters import Adapter
 
@@ -54,7 +55,7 @@ class KubeGateway:
         # What the server can do (capabilities.py): read on first use, and again after a reconnect.
         self._capabilities: Capabilities | None = None
         self._discovering = threading.Lock()
-        self._homes = _Versions()  # (namespace, name, resource version) → its state ConfigMap's version as read
+        self._homes = _Versions()  # (namespace, name, resource version) → its state Lease's version as read
 
     # --- construction -------------------------------------------------------------------
 
@@ -201,22 +202,29 @@ class KubeGateway:
 
     def _patch_custom(self, adapter: Adapter, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
         """A merge patch of the resource; for an adapter whose operator copies annotations into its pods, the
-        reactor's own annotations go to the resource's state ConfigMap instead (state_home.py)."""
+        reactor's own annotations go to the resource's state Lease instead (state_home.py)."""
         own, rest = state_home.split(body) if adapter.state_apart else ({}, body)
         if not own:
             written = self._merge_custom(adapter, namespace, name, rest)
             return self._get_custom(adapter, namespace, name) if adapter.state_apart else written
         version = str((body.get("metadata") or {}).get("resourceVersion") or "")
         if state_home.writes_resource(rest):
-            resource = self._merge_custom(adapter, namespace, name, rest)  # holds the turn: the state follows it
-            condition: str | None = None
-        else:  # the state alone (the verifier's mark): the resource must still be the one read
-            resource = self._raw_custom(adapter, namespace, name)
-            found = str((resource.get("metadata") or {}).get("resourceVersion", ""))
-            if version and found != version:
-                raise ConflictError(f"patch {adapter.plural}: {name} changed since it was read ({version} → {found})")
-            condition = self._homes.get((namespace, name, version))
-        home = self._write_home(namespace, resource, own, condition)
+            # The Lease exists before the resource changes, so a refused create writes nothing at all; the
+            # resource's write holds the turn (conditional on its version) and the state follows it.
+            self._ensure_home(adapter, namespace, name, version)
+            resource = self._merge_custom(adapter, namespace, name, rest)
+            try:
+                home = self._write_home(namespace, resource, own, None)
+            except PermanentError as e:
+                raise PermanentError(f"{adapter.kind} {name} was changed but the record of it was refused: {e}",
+                                     status=e.status, reason=e.reason) from e
+            return state_home.merged(resource, home)
+        # The state alone (the verifier's mark): the resource must still be the one read, and the Lease too.
+        resource = self._raw_custom(adapter, namespace, name)
+        found = str((resource.get("metadata") or {}).get("resourceVersion", ""))
+        if version and found != version:
+            raise ConflictError(f"patch {adapter.plural}: {name} changed since it was read ({version} → {found})")
+        home = self._write_home(namespace, resource, own, self._homes.get((namespace, name, version)))
         return state_home.merged(resource, home)
 
     def _merge_custom(self, adapter: Adapter, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -229,34 +237,44 @@ class KubeGateway:
         return self._call("get", adapter.plural, lambda **kw: api.get_namespaced_custom_object(
             adapter.group, adapter.version, namespace, adapter.plural, name, **kw))
 
-    # --- the state ConfigMap of a resource whose operator copies annotations into its pods (state_home.py) -----
+    # --- the state Lease of a resource whose operator copies annotations into its pods (state_home.py) ---------
 
     def _read_home(self, namespace: str, name: str) -> dict[str, Any] | None:
-        api = self._apis[k8s.CoreV1Api]
+        api = self._apis[k8s.CoordinationV1Api]
         try:
-            return self._call("get", "configmaps", lambda **kw: api.read_namespaced_config_map(
+            return self._call("get", "leases", lambda **kw: api.read_namespaced_lease(
                 state_home.home_name(name), namespace, **kw))
         except NotFound:
             return None
 
+    def _ensure_home(self, adapter: Adapter, namespace: str, name: str, version: str) -> None:
+        """Create the resource's state Lease (empty, owned by it) unless the read found one of it."""
+        if self._homes.get((namespace, name, version)):
+            return
+        resource = self._raw_custom(adapter, namespace, name)
+        api = self._apis[k8s.CoordinationV1Api]
+        with contextlib.suppress(ConflictError):  # it exists (a namesake's is taken over by the state write)
+            self._call("create", "leases", lambda **kw: api.create_namespaced_lease(
+                namespace, state_home.new_home(resource, {}), **kw))
+
     def _write_home(self, namespace: str, resource: dict[str, Any], own: dict[str, str | None],
                     condition: str | None) -> dict[str, Any]:
-        """Write the state: conditional on the ConfigMap's resourceVersion as read (`condition`; "" = it did not
+        """Write the state: conditional on the Lease's resourceVersion as read (`condition`; "" = it did not
         exist, so create it), or unconditionally after a resource write (None)."""
-        api = self._apis[k8s.CoreV1Api]
+        api = self._apis[k8s.CoordinationV1Api]
         name = state_home.home_name(str((resource.get("metadata") or {}).get("name", "")))
-        create = lambda **kw: api.create_namespaced_config_map(  # noqa: E731
+        create = lambda **kw: api.create_namespaced_lease(  # noqa: E731
             namespace, state_home.new_home(resource, own), **kw)
         if condition == "":
-            return self._call("create", "configmaps", create)
+            return self._call("create", "leases", create)
         body = state_home.home_patch(resource, own, condition)
         try:
-            return self._call("patch", "configmaps", lambda **kw: api.patch_namespaced_config_map(
+            return self._call("patch", "leases", lambda **kw: api.patch_namespaced_lease(
                 name, namespace, body, _content_type=MERGE, **kw))
         except NotFound:
             if condition:
-                raise ConflictError(f"patch configmaps: {name} is gone since it was read") from None
-            return self._call("create", "configmaps", create)
+                raise ConflictError(f"patch leases: {name} is gone since it was read") from None
+            return self._call("create", "leases", create)
 
     def get_custom(self, group: str, version: str, plural: str, namespace: str | None, name: str) -> dict[str, Any]:
         """A custom object by name (cluster-scoped when `namespace` is None), e.g. Kueue's queues."""
@@ -416,8 +434,8 @@ class KubeGateway:
 
 
 class _Versions:
-    """A bounded memory of which state ConfigMap version went with which read of a resource ("" = none existed),
-    so the verifier's mark, written later from that read, is conditional on the ConfigMap it read."""
+    """A bounded memory of which state Lease version went with which read of a resource ("" = none existed),
+    so the verifier's mark, written later from that read, is conditional on the Lease it read."""
 
     SIZE = 4096
 

@@ -7,14 +7,17 @@ buildPredictorResources → buildObjectMeta): in raw mode a changed template rol
 mode it makes a new Knative Revision. The reactor's `gpu-reactor.io/*` state annotations there would restart
 the model servers on every write, and the verifier's annotation-only "verified" mark once more.
 
-So for such an adapter (`Adapter.state_apart`) the reactor's own annotations live on a ConfigMap
-`<resource>.gpu-reactor` in the resource's namespace, owned by the resource (an ownerReference carrying its uid:
-deleted with it by the garbage collector, never a controller reference) and believed only while that uid is
-the resource's. Why not a key KServe does not copy: the disallow list is exact keys, configurable only in
-KServe's own ConfigMap, so no reactor-chosen key is safe on every install. The people-facing annotations (`mode`,
-the bounds) stay on the resource: a person setting one restarts the pods once, as KServe would for any
-annotation. The resource's spec is written first (conditional on its resourceVersion: it holds the turn),
-then the state; the state alone (the verified mark) is conditional on the ConfigMap's resourceVersion as read.
+So for such an adapter (`Adapter.state_apart`) the reactor's own annotations live on a Lease
+(coordination.k8s.io/v1) `<resource>.gpu-reactor` in the resource's namespace, owned by the resource (an
+ownerReference carrying its uid: deleted with it by the garbage collector, never a controller reference) and
+believed only while that uid is the resource's. Why not a key KServe does not copy: the disallow list is exact
+keys, configurable only in KServe's own ConfigMap, so no reactor-chosen key is safe on every install. Why a Lease
+and not a ConfigMap: the reactor is granted no ConfigMap or Secret anywhere (a tenant's configuration may hold
+credentials); a Lease holds nothing but coordination metadata, and only its annotations are used here. The
+people-facing annotations (`mode`, the bounds) stay on the resource: a person setting one restarts the pods once,
+as KServe would for any annotation. The Lease is created before the resource changes (a refused create writes
+nothing); the resource's spec is then written (conditional on its resourceVersion: it holds the turn), then the
+state; the state alone (the verified mark) is conditional on the Lease's resourceVersion as read.
 Pure: these functions build and split objects; the gateway sends them.
 """
 
@@ -63,7 +66,7 @@ def writes_resource(rest: Mapping[str, Any]) -> bool:
 
 
 def believed(home: Mapping[str, Any] | None, resource: Mapping[str, Any]) -> bool:
-    """The ConfigMap is this resource's: one of its ownerReferences carries the resource's uid (a namesake left by
+    """The Lease is this resource's: one of its ownerReferences carries the resource's uid (a namesake left by
     a deleted resource of the same name, or a tenant's look-alike, is not)."""
     uid = (resource.get("metadata") or {}).get("uid")
     refs = ((home or {}).get("metadata") or {}).get("ownerReferences") or []
@@ -71,7 +74,7 @@ def believed(home: Mapping[str, Any] | None, resource: Mapping[str, Any]) -> boo
 
 
 def merged(resource: Obj, home: Mapping[str, Any] | None) -> Obj:
-    """The resource as the reactor reads it: its own annotations of state replaced by the ConfigMap's."""
+    """The resource as the reactor reads it: its own annotations of state replaced by the Lease's."""
     out = copy.deepcopy(resource)
     meta = out.setdefault("metadata", {})
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if not reactor_key(k)}
@@ -89,16 +92,17 @@ def owner_reference(resource: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def new_home(resource: Mapping[str, Any], own: Mapping[str, str | None]) -> Obj:
-    """The ConfigMap holding `own` for `resource` (None values, deletions in a patch, left out)."""
+    """The Lease holding `own` for `resource` (None values, deletions in a patch, left out); its spec is empty (no
+    holder: nothing is elected with it)."""
     meta = resource.get("metadata") or {}
-    return {"apiVersion": "v1", "kind": "ConfigMap",
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "spec": {},
             "metadata": {"name": home_name(str(meta.get("name", ""))), "namespace": meta.get("namespace", ""),
                          "labels": dict(MANAGED_BY), "ownerReferences": [owner_reference(resource)],
                          "annotations": {k: v for k, v in own.items() if v is not None}}}
 
 
 def home_patch(resource: Mapping[str, Any], own: Mapping[str, str | None], version: str | None) -> Obj:
-    """A merge patch of the ConfigMap: the state, the ownerReference set to this resource (a namesake's replaced),
+    """A merge patch of the Lease: the state, the ownerReference set to this resource (a namesake's replaced),
     conditional on `version` when given."""
     meta: Obj = {"annotations": dict(own), "ownerReferences": [owner_reference(resource)]}
     if version:

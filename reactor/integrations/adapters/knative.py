@@ -91,7 +91,19 @@ def hop_failure(child_kind: str, child: Obj, ref: ControllerRef, owner: Obj, nam
         return f"the {child_kind} lacks the label {name_label}={ref.name} Knative sets"
     if labels.get(uid_label) != uid:
         return f"the {child_kind}'s label {uid_label} is not {ref.kind} {ref.name}'s uid"
+    expected = _NAMED.get(child_kind)
+    name = str((child.get("metadata") or {}).get("name", ""))
+    if expected is not None and name != expected(ref.name):
+        return f"Knative names the {child_kind} of {ref.kind} {ref.name} {expected(ref.name)}, not {name}"
     return None
+
+
+# The owner's side (issue 24): the names Knative gives its children (knative/serving pkg/reconciler
+# revision/resources/names Deployment: `<revision>-deployment`; service/resources/names Configuration: the
+# Service's name). A Revision's name is the Configuration's choice (`<configuration>-<generation>` or the
+# template's own), so that hop rests on its uid and labels.
+_NAMED: dict[str, Callable[[str], str]] = {"Deployment": lambda owner: f"{owner}-deployment",
+                                           "Configuration": lambda owner: owner}
 
 
 def rollout(isvc: Obj, service: Obj) -> str:

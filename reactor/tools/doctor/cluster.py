@@ -117,11 +117,15 @@ def _lease(kube: KubeGateway, settings: Settings, who: str) -> list[Check]:
 
 
 def operator_grants(settings: Settings) -> tuple[tuple[str, str, str], ...]:
-    """get/patch on the resources of the enabled adapters (adapters.builtin and adapters.custom), and get on what
+    """get/patch on the resources of the enabled adapters (adapters.builtin and adapters.custom), get on what
     the resolver reads on the way to them (KServe's serverless mode: Knative's Revisions, Configurations and
-    Services)."""
+    Services), and get/create/patch on the Leases where an InferenceService's state lives."""
     changed = tuple((a.group, a.plural, verb) for a in settings.adapters for verb in ("get", "patch"))
-    return changed + tuple((group, plural, "get") for a in settings.adapters for group, plural in a.reads)
+    read = tuple((group, plural, "get") for a in settings.adapters for group, plural in a.reads)
+    # The reactor's state for a kind whose operator copies annotations into its pods (KServe): a Lease it owns.
+    state = tuple(("coordination.k8s.io", "leases", verb) for verb in ("get", "create", "patch")
+                  if any(a.state_apart for a in settings.adapters))
+    return changed + read + state
 
 
 def namespaced_grants(settings: Settings) -> tuple[tuple[str, str, str], ...]:
