@@ -159,7 +159,7 @@ def queued(token_file: Path) -> Iterator[Reactor]:
     """tests/adapters/test_kueue.py's world: Kueue's CRDs, two WorkloadPriorityClasses, a ClusterQueue with room,
     a LocalQueue, and a 2-replica Deployment submitted to it."""
     sim = _cluster(32, ())
-    install(sim, "kueue.x-k8s.io.yaml")
+    install(sim, "kueue.x-k8s.io-v1beta2.yaml")  # v1beta2 served: Kueue v0.15+, where the priority label may change
     for name, value in (("wpc-low", 100), ("wpc-high", 1000)):
         sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadPriorityClass",
                    "metadata": {"name": name}, "value": value})

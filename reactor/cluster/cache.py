@@ -63,12 +63,13 @@ class Store:
             texts = list(self._objects[kind].get(namespace, {}).values())
         return [_decode(t) for t in texts]
 
-    def select(self, kind: str, keep: Callable[[Obj], bool]) -> list[Obj]:
+    def select(self, kind: str, keep: Callable[[Obj], bool], *, containing: bytes = b"") -> list[Obj]:
         """Every cached object of `kind`, in any namespace, that `keep` holds for ([] for a kind not cached): the
-        verifier's scan for pending verifications, done in memory."""
+        verifier's scan for pending verifications, done in memory. `containing`: only objects whose stored JSON holds
+        these bytes are decoded and asked (a scan of 100,000 objects decodes the few that can match)."""
         with self._lock:
-            objects = list(self._objects.get(kind, {}).values())
-        return [o for o in objects if keep(o)]
+            texts = [t for names in self._objects.get(kind, {}).values() for t in names.values() if containing in t]
+        return [o for o in map(_decode, texts) if keep(o)]
 
     def synced_for(self, kind: str, namespace: str) -> bool:
         with self._lock:

@@ -154,7 +154,9 @@ class Verifier:
     def _scan_cache(self) -> set[WorkloadRef]:
         """The cached workloads whose annotations say a verification is pending (in memory, no request)."""
         assert self.cache is not None
-        return {_ref(kind, o) for kind in sorted(PATCHABLE_KINDS) for o in self.cache.select(kind, _pending)}
+        marked = VERIFICATION.encode()  # only objects carrying the annotation are decoded
+        return {_ref(kind, o) for kind in sorted(PATCHABLE_KINDS)
+                for o in self.cache.select(kind, _pending, containing=marked)}
 
     def _scan_api(self) -> set[WorkloadRef]:
         """The workloads whose annotations say a verification is pending, listed from the API server: every kind
