@@ -41,7 +41,8 @@ def test_rotation_verifies_with_the_previous_key_and_signs_with_the_current() ->
     written = _written(StateKeys(OLD))
     rotating = StateKeys(KEY, previous=OLD)
     assert rotating.authentic("uid-1", written)
-    assert rotating.sealed("uid-1", STATE)[STATE_MAC] == StateKeys(KEY).sealed("uid-1", STATE)[STATE_MAC]
+    write = "0123456789abcdef"
+    assert rotating.sealed("uid-1", STATE, write)[STATE_MAC] == StateKeys(KEY).sealed("uid-1", STATE, write)[STATE_MAC]
 
 
 def test_unauthenticated_state_is_dropped_and_named_people_annotations_kept() -> None:

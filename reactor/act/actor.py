@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from reactor.act.budget import Budget
+from reactor.act.ledger import Ledger, StaleRecord, entry_for
 from reactor.act.resize import CPU_ACTION, MEMORY_ACTION, changes_compute, resize_pods, template_compute
 from reactor.cluster.adapted import adapted_patch
 from reactor.cluster.kube import KubeGateway
@@ -27,9 +28,12 @@ from reactor.core.model import Action, Decision, Kind, Mode, Result, Signal, Ski
 from reactor.integrations.adapters import Adapters
 from reactor.integrations.kueue import PRIORITY_LABEL
 from reactor.state.annotations import state_annotations
-from reactor.state.seal import StateKeys
+from reactor.state.seal import StateKeys, new_write
 
 log = logging.getLogger(__name__)
+
+# Refusals a cached copy may cause where the API server's would not: confirmed on one fresh read.
+_CONFIRM = (SkipReason.STALE_STATE, SkipReason.STATE_RESET)
 
 API_VERSIONS: dict[str, str] = {
     Kind.DEPLOYMENT: "apps/v1", Kind.STATEFULSET: "apps/v1", Kind.CRONJOB: "batch/v1", Kind.JOB: "batch/v1",
@@ -79,8 +83,10 @@ class Actor:
 
     def __init__(self, *, kube: KubeGateway, budget: Budget, gpu_resource: str, cooldown: timedelta,
                  conflict_retries: int, dry_run: bool, state_keys: StateKeys | None = None,
-                 cpu_apply_to: str = "pods", adapters: Adapters) -> None:
+                 cpu_apply_to: str = "pods", adapters: Adapters, ledger: Ledger | None = None,
+                 reverse_after: timedelta = timedelta(0)) -> None:
         self.kube, self.budget, self.state_keys, self.cpu_apply_to = kube, budget, state_keys, cpu_apply_to
+        self.ledger, self.reverse_after = ledger, reverse_after  # the state ledger (act/ledger.py)
         self.adapters = adapters  # the enabled operators' kinds, written by JSON merge patch (see adapted.py)
         self.gpu_resource, self.cooldown = gpu_resource, cooldown
         self.conflict_retries, self.dry_run = conflict_retries, dry_run
@@ -89,8 +95,14 @@ class Actor:
         """Decide and write, re-deciding after each 409; TemporaryError when conflicts outlast the retries."""
         spent = False
         try:
+            confirmed = False
             for _ in range(self.conflict_retries + 1):
                 workload, decision, mode = attempt.decide(obj)
+                if isinstance(decision, Skip) and decision.reason in _CONFIRM and not confirmed:
+                    # A replayed or removed record, as a cached copy shows it: the API server's copy decides.
+                    confirmed, fresh = True, attempt.reread()
+                    if fresh is not None:
+                        workload, decision, mode = attempt.decide(obj := fresh)
                 if isinstance(decision, Skip):
                     return Acted(decision, Result.SKIPPED)
                 if self.dry_run or mode == Mode.RECOMMEND:
@@ -128,14 +140,31 @@ class Actor:
                obj: dict[str, Any], extra: Mapping[str, str]) -> dict[str, Any] | None:
         """The conditional patch; the object as written, or None on a 409 (the read was stale)."""
         annotations = {**state_annotations(action, signal, workload, self.cooldown, now), **extra}
+        write = new_write()
         if self.state_keys is not None:  # None only in dry run, which never writes
-            annotations = self.state_keys.sealed(workload.uid, annotations)
+            annotations = self.state_keys.sealed(workload.uid, annotations, write)
         ref = workload.ref
+        if self.ledger is not None:  # first the ledger names the write, then the workload carries it
+            try:
+                self.ledger.begin(workload, workload.state.not_latest,
+                                  entry_for(annotations, write, now, self.reverse_after), now)
+            except StaleRecord:
+                return None  # another replica wrote since: read the workload again and decide again
         try:
             return self.kube.patch(ref.kind, ref.namespace, ref.name, self._body(action, workload, annotations, obj),
                                    self.adapters.get(ref.kind))
         except ConflictError:
+            self._abort(workload, write, now)
             return None
+        except TemporaryError:
+            raise  # it may have landed: the intent stays, and the old record counts while the workload is untouched
+        except ReactorError:
+            self._abort(workload, write, now)
+            raise
+
+    def _abort(self, workload: Workload, write: str, now: datetime) -> None:
+        if self.ledger is not None:
+            self.ledger.abort(workload.uid, write, now)
 
     def _body(self, action: Action, workload: Workload, annotations: dict[str, str | None],
               obj: dict[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from flask import Flask
 from prometheus_client import CollectorRegistry
 
+from reactor.act.ledger import LeaseLedger, Ledger, MemoryLedger
 from reactor.cluster.informer import Informers
 from reactor.cluster.kube import KubeGateway
 from reactor.config.settings import Settings
@@ -54,7 +55,7 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
     kube = kube or KubeGateway.connect(settings.kube, metrics)
     informers = Informers(kube, settings.policy.allow, settings.policy.deny) if settings.kube.watch_cache else None
     engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock, state_keys=keys,
-                    cache=informers.store if informers else None)
+                    cache=informers.store if informers else None, ledger=state_ledger(settings, kube))
     verifier = None
     if keys is not None and not settings.policy.dry_run:
         verifier = Verifier(settings=settings, kube=kube, actor=engine.actor, metrics=metrics, state_keys=keys,
@@ -77,6 +78,17 @@ def verifier_lease(settings: Settings, kube: KubeGateway, identity: str = "") ->
     duration = max(3 * settings.policy.verify_interval, timedelta(seconds=15))
     return VerifierLease(kube, namespace=server.lease_namespace, name=server.lease_name,
                          identity=identity or f"{socket.gethostname()}-{os.getpid()}", duration=duration)
+
+
+def state_ledger(settings: Settings, kube: KubeGateway) -> Ledger | None:
+    """Where the reactor's latest write per workload is kept: a Lease in its namespace (`state.ledgerName`), or
+    this process (null: one replica); none in dry run, which writes nothing."""
+    if settings.policy.dry_run:
+        return None
+    server = settings.server
+    if server.state_ledger_name is None or server.lease_namespace is None:
+        return MemoryLedger()
+    return LeaseLedger(kube, namespace=server.lease_namespace, name=server.state_ledger_name)
 
 
 def _readiness_probe(kube: KubeGateway, informers: Informers | None) -> Callable[[], None]:

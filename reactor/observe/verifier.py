@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from reactor.act.actor import Actor, Attempt, record_event
+from reactor.act.ledger import StaleRecord, entry_for
 from reactor.act.resize import RESOURCE, compute_facts
 from reactor.cluster import compute
 from reactor.cluster.cache import Store
@@ -51,7 +52,7 @@ from reactor.state.annotations import (
     format_time,
     verification_annotation,
 )
-from reactor.state.seal import StateKeys, authenticate
+from reactor.state.seal import StateKeys, authenticate, new_write
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +123,8 @@ class Verifier:
                     finished.append(ref)
             except ReactorError as e:  # the API failed: the next pass tries again
                 log.warning("verification not checked", extra={"workload": str(ref), "error": str(e)})
+            except Exception:  # noqa: BLE001 - one workload's surprise never stops the pass for the others
+                log.exception("verification failed on one workload", extra={"workload": str(ref)})
         self._untrack(finished, now)  # one Lease write for the whole pass
         self.ledger.publish(now)
         return len(refs)
@@ -132,7 +135,7 @@ class Verifier:
             obj, cached = self._read(ref, fresh=fresh)
             if obj is None:
                 return True
-            workload = authenticate(to_workload(obj, ref.kind, self.policy.gpu_resource), self.state_keys)
+            workload = self._authentic(to_workload(obj, ref.kind, self.policy.gpu_resource), now)
             verification = workload.state.verification
             if verification is None or verification.result != PENDING:
                 if cached:
@@ -176,15 +179,31 @@ class Verifier:
                 return cached, True
         return self._reread(ref), False
 
+    def _authentic(self, workload: Workload, now: datetime) -> Workload:
+        """Its record, if it is authentic and the reactor's latest (a replayed or removed one: nothing to follow)."""
+        workload = authenticate(workload, self.state_keys)
+        ledger = self.actor.ledger
+        return workload if ledger is None or workload.state.unauthenticated else ledger.judge(workload, now)
+
     def _mark_verified(self, workload: Workload, verification: Verification, now: datetime) -> bool:
         kept = {k: workload.annotations.get(k) for k in (LAST_ACTION, COOLDOWN_UNTIL, ORIGINAL)}
         kept[VERIFICATION] = verification_annotation(VERIFIED, verification.strategy, now)
-        patch = {"metadata": {"resourceVersion": workload.resource_version,
-                              "annotations": self.state_keys.sealed(workload.uid, kept)}}
+        write = new_write()
+        sealed = self.state_keys.sealed(workload.uid, kept, write)
+        patch = {"metadata": {"resourceVersion": workload.resource_version, "annotations": sealed}}
+        ledger = self.actor.ledger
+        if ledger is not None:  # a new record like any other: the ledger names it first
+            try:
+                ledger.begin(workload, workload.state.not_latest,
+                             entry_for(sealed, write, now, self.policy.reverse_after), now)
+            except StaleRecord:
+                return False  # another replica wrote since: the next pass reads it again
         try:
             self.kube.patch(workload.ref.kind, workload.ref.namespace, workload.ref.name, patch,
                             self.actor.adapters.get(workload.ref.kind))
         except ConflictError:
+            if ledger is not None:
+                ledger.abort(workload.uid, write, now)
             return False  # changed since the read: the next pass reads it again
         self._done(workload.ref, VERIFIED, verification, "rolled out")
         return True
@@ -216,7 +235,7 @@ class Verifier:
 
     def _decide(self, ref: WorkloadRef, obj: dict[str, Any], signal: Signal,
                 now: datetime) -> tuple[Workload, Decision, Mode]:
-        workload = authenticate(to_workload(obj, ref.kind, self.policy.gpu_resource), self.state_keys)
+        workload = self._authentic(to_workload(obj, ref.kind, self.policy.gpu_resource), now)
         reader = Reader(self.kube, adapters=self.actor.adapters)
         ctx = Context(signal, workload, lambda: namespace_bounds(reader, ref.namespace, self.policy.gpu_resource),
                       self.policy, now, priority_classes=reader.priority_classes,

@@ -10,6 +10,7 @@ what a real tenant could do, refused or allowed by RBAC, not by the test.
 from __future__ import annotations
 
 import copy
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,8 @@ from reactor.cluster.kube import KubeGateway
 from reactor.config.settings import build_settings
 from reactor.core.metrics import Metrics
 from reactor.tools.launcher import state_key_file
+from reactor.state.ledger import LEDGER_KEY, Entry, decode, encode
+from reactor.state.seal import StateKeys, new_write
 from reactor.tools.payloads import AlertSpec
 from reactor_sim import SimCluster
 from tests.deploy.deploy_helpers import DEPLOY
@@ -76,6 +79,30 @@ def deployed_reactor(sim: SimCluster, token_file: Path, **overrides: Any) -> Rea
     service = assemble(settings, kube=kube, metrics=metrics)
     service.app.testing = True
     return Reactor(service, service.app.test_client(), sim, registry)
+
+
+LEDGER = ("gpu-reactor", "gpu-reactor-state")  # the state ledger's Lease, as deploy/reactor/policy.yaml names it
+
+
+def sign_as_reactor(sim: SimCluster, keys: StateKeys, name: str, annotations: dict[str, str], *,
+                    kind: str = "deployments") -> str:
+    """Write state as the reactor would: sealed with its key under a new write, and that write made the latest in
+    the ledger's Lease (the cluster admin does it here, not the tenant, who can touch neither). The write id."""
+    obj = sim.get(kind, NAMESPACE, name)
+    write = new_write()
+    obj["metadata"].setdefault("annotations", {}).update(keys.sealed(obj["metadata"]["uid"], annotations, write))
+    sim.apply(obj)
+    try:
+        lease = sim.get("leases", *LEDGER)
+    except Exception:  # noqa: BLE001 - not created yet
+        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                 "metadata": {"name": LEDGER[1], "namespace": LEDGER[0]}, "spec": {}}
+    annotations_of = lease["metadata"].setdefault("annotations", {})
+    entries = decode(annotations_of.get(LEDGER_KEY))
+    entries[obj["metadata"]["uid"]] = Entry(write, datetime.now(UTC) + timedelta(hours=1), True)
+    annotations_of[LEDGER_KEY] = encode(entries)
+    sim.apply(lease)
+    return write
 
 
 def tenant_client(sim: SimCluster) -> k8s.ApiClient:
