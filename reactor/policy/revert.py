@@ -18,7 +18,7 @@ from reactor.policy.limits import out_of_bounds
 from reactor.policy.memory import MIB, revert_memory
 from reactor.policy.quota import check_added_pods, check_template, pod_gpus
 from reactor.policy.strategies import check_priority_class
-from reactor.state.annotations import CPU, MEMORY, PRIORITY_CLASS, container_key, original_key, original_value
+from reactor.state.annotations import CPU, MEMORY, container_key, original_key, original_value
 
 
 def revert(ctx: Context) -> Action | Skip:
@@ -92,7 +92,9 @@ def _target(ctx: Context, last: LastAction, strategy: str) -> tuple[object, obje
             except KeyError:
                 return Skip(SkipReason.NOTHING_TO_REVERT, f"no original value recorded for {strategy}")
     current = _current(ctx, strategy, last.container)
-    if current is None or current == before or before is None and name != PRIORITY_CLASS:
+    if before is None:  # the reactor moves classes along the ladder only: it never changed one from none
+        return Skip(SkipReason.NOTHING_TO_REVERT, f"no value from before the change recorded for {strategy}")
+    if current is None or current == before:
         return Skip(SkipReason.NOTHING_TO_REVERT, f"{name} is already {before!r}")
     written = _written(name, current)
     if written != last.to_value:

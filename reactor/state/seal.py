@@ -110,7 +110,8 @@ class StateKeys:
         message = json.dumps(["v2", uid, write, values], separators=(",", ":"))
         return f"v2:{write}:" + hmac.new(key, message.encode(), hashlib.sha256).hexdigest()
 
-    def sealed(self, uid: str, annotations: Mapping[str, str | None], write: str | None = None) -> dict[str, str | None]:
+    def sealed(self, uid: str, annotations: Mapping[str, str | None],
+               write: str | None = None) -> dict[str, str | None]:
         """`annotations` (the values a patch will leave) plus their MAC naming `write` (a fresh one if None), under
         the current key."""
         write = new_write() if write is None else write
