@@ -108,8 +108,12 @@ def with_entry(entries: Mapping[str, Entry], uid: str, entry: Entry, now: dateti
     entries that matter least go first (closed before open, then the earliest `keep`)."""
     kept = {u: e for u, e in entries.items() if u != uid and e.live(now)}
     kept[uid] = entry
-    while len(encode(kept)) > MAX_BYTES and len(kept) > 1:
-        victim = min((u for u in kept if u != uid), key=lambda u: (kept[u].open, kept[u].keep))
+    sizes = {u: len(json.dumps({u: _doc(e)}, separators=(",", ":"))) - 1 for u, e in kept.items()}  # `"u":{..},`
+    total = sum(sizes.values()) + 1
+    for victim in sorted((u for u in kept if u != uid), key=lambda u: (kept[u].open, kept[u].keep)):
+        if total <= MAX_BYTES:
+            break
+        total -= sizes[victim]
         del kept[victim]
     return kept
 
