@@ -28,6 +28,7 @@ from reactor.state.seal import StateKeys, new_write
 from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec
 from reactor_sim import SimCluster
+from reactor_sim.status import ApiError
 from tests.deploy.deploy_helpers import DEPLOY
 from tests.support import HERE, NAMESPACE, Reactor
 
@@ -96,7 +97,8 @@ def sign_as_reactor(sim: SimCluster, keys: StateKeys, name: str, annotations: di
     sim.apply(obj)
     try:
         lease = sim.get("leases", *LEDGER)
-    except Exception:  # noqa: BLE001 - not created yet
+    except ApiError as e:
+        assert e.code == 404, e
         lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                  "metadata": {"name": LEDGER[1], "namespace": LEDGER[0]}, "spec": {}}
     annotations_of = lease["metadata"].setdefault("annotations", {})
