@@ -157,7 +157,8 @@ class Actor:
             self._abort(workload, write, now)
             return None
         except TemporaryError:
-            raise  # it may have landed: the intent stays, and the old record counts while the workload is untouched
+            self._settle(workload, write, now)
+            raise
         except ReactorError:
             self._abort(workload, write, now)
             raise
@@ -165,6 +166,21 @@ class Actor:
     def _abort(self, workload: Workload, write: str, now: datetime) -> None:
         if self.ledger is not None:
             self.ledger.abort(workload.uid, write, now)
+
+    def _settle(self, workload: Workload, write: str, now: datetime) -> None:
+        """A patch whose fate is unknown (5xx, timeout): read the workload once. Still at the version the patch was
+        conditional on, it did not land: the intent is undone. Carrying the write, it did. Anything else stays an
+        intent (the old record counts only while the workload is at that version): the safe side of a guess."""
+        if self.ledger is None:
+            return
+        ref = workload.ref
+        try:
+            obj = self.kube.get(ref.kind, ref.namespace, ref.name, self.adapters.get(ref.kind))
+        except ReactorError:
+            return
+        meta = obj.get("metadata") or {}
+        if str(meta.get("resourceVersion", "")) == workload.resource_version:
+            self._abort(workload, write, now)
 
     def _body(self, action: Action, workload: Workload, annotations: dict[str, str | None],
               obj: dict[str, Any]) -> dict[str, Any]:

@@ -307,3 +307,24 @@ def test_a_malformed_mac_stops_no_verifier_pass(reactor: Reactor, sim: SimCluste
     trainer = sim.get("statefulsets", NAMESPACE, "trainer")["metadata"]["annotations"]
     assert json.loads(trainer[VERIFICATION])["result"] == "verified"
     assert verifier.check_all() == 0, "both finished: nothing left on the list"
+
+
+def test_a_write_answered_5xx_does_not_wedge_the_workload(boosting: Reactor, sim: SimCluster) -> None:
+    """The ledger names a write before its patch. A patch answered 500 (not applied) leaves that intent; the
+    reactor reads the workload at once, finds it at the version the patch was conditional on, and undoes the
+    intent. So when the workload then changes (anyone's edit) and the alert is sent again, its record still counts:
+    applied, not `stale-state`."""
+    pod = boosting.pods("llm-inference")[0]
+    started = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
+    assert _outcome(boosting, _spec(pod, started))["to"] == 4
+    sim.settle()
+    sim.inject_fault(verb="patch", resource="deployments", status=500, count=5)
+    later = started + timedelta(minutes=30)
+    answer = boosting.post(notification([_spec(pod, later)]))
+    sim.clear_faults()
+    assert answer.status_code == 503, answer.get_json()
+    obj = sim.get("deployments", NAMESPACE, "llm-inference")
+    obj["metadata"].setdefault("labels", {})["team"] = "b"  # any change: a new resourceVersion
+    sim.apply(obj)
+    o = _outcome(boosting, _spec(pod, later))
+    assert (o["result"], o.get("from"), o.get("to")) == ("applied", 4, 5), _why(o)
