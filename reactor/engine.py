@@ -22,6 +22,7 @@ from typing import Any
 from reactor.act.actor import Acted, Actor, Attempt, KeptChanging
 from reactor.act.budget import GLOBAL, Budget
 from reactor.act.events import Recorder
+from reactor.act.ledger import Ledger, MemoryLedger
 from reactor.act.posting import EventPoster, workload_event
 from reactor.act.resize import compute_facts, cpu_bounds, memory_bounds
 from reactor.cluster.adapted import adapted_refusal
@@ -102,13 +103,15 @@ class Engine:
         self, *, settings: Settings, kube: KubeGateway, metrics: Metrics,
         budget: Budget | None = None, clock: Callable[[], datetime] = utcnow, state_keys: StateKeys | None = None,
         monotonic: Callable[[], float] = time.monotonic, cache: Store | None = None,
-        events: EventPoster | None = None,
+        events: EventPoster | None = None, ledger: Ledger | None = None,
     ) -> None:
         self.monotonic = monotonic
         self.cache = cache  # the watch-fed store (reactor/cluster/cache.py) the notification's Reader reads first
         if state_keys is None and not settings.policy.dry_run:
             raise ValueError("an Engine that may write needs state keys (see statemac.load_state_keys)")
         self.state_keys = state_keys
+        # The reactor's latest write per workload (state/ledger.py): in this process unless the assembly gives a Lease.
+        self.ledger = ledger if ledger is not None else (None if settings.policy.dry_run else MemoryLedger())
         self.adapters = settings.adapters  # the kinds resolve, the gateway and the act step go through (a value)
         self.settings = settings
         self.policy = settings.policy
@@ -128,7 +131,8 @@ class Engine:
         self.actor = Actor(kube=kube, budget=self.budget, gpu_resource=self.policy.gpu_resource,
                            state=StateWrites(state_keys, self.policy.cooldown), events=self.events,
                            conflict_retries=settings.kube.conflict_retries, dry_run=self.policy.dry_run,
-                           cpu_apply_to=self.policy.cpu_apply_to, adapters=self.adapters)
+                           cpu_apply_to=self.policy.cpu_apply_to, adapters=self.adapters, ledger=self.ledger,
+                           reverse_after=self.policy.reverse_after)
         self._lock = threading.Lock()
         # The verifier's `track`, when one runs: called once per notification with every change it applied.
         self.on_applied: Callable[[list[WorkloadRef]], None] | None = None
@@ -346,6 +350,8 @@ class Engine:
         """One call of the policy; the namespace facts are readers it calls only if a strategy needs them."""
         ref = owner.ref
         workload = self._workload(obj, owner, reader)
+        if self.ledger is not None:  # never memoized: the ledger moves on without the workload changing
+            workload = self.ledger.judge(workload, now)
 
         def bounds() -> Bounds:
             if ns.bounds is None:
@@ -428,7 +434,8 @@ class Engine:
         version = meta.get("resourceVersion")
         if not version or owner.child is not None or self.adapters.get(owner.ref.kind) is not None:
             return self._view(obj, owner, reader)
-        key = (owner.ref, str(meta.get("uid", "")), str(version), owner.via, owner.part)
+        generation = self.state_keys.generation if self.state_keys is not None else -1  # a verdict dies with its key
+        key = (owner.ref, str(meta.get("uid", "")), str(version), owner.via, owner.part, generation)
         with self._lock:
             known = self._workloads.get(key)
             if known is not None:

@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {column.ljust(width)}  {value:.1f}" if isinstance(value, float) else f"  {column.ljust(width)}  {value}")
     trust = doc.get("trust") or {}
     if trust:
-        print("trust boundary (issue 12):")
+        print("trust boundary (issues 12 and 23):")
         for key, value in trust.items():
             print(f"  {key.ljust(width)}  {value}")
     notes = doc.get("notes") or {}

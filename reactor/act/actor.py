@@ -14,10 +14,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from reactor.act.budget import Budget
+from reactor.act.ledger import Ledger, StaleRecord, entry_for
 from reactor.act.posting import EventPoster, workload_event
 from reactor.act.resize import CPU_ACTION, MEMORY_ACTION, changes_compute, resize_pods, template_compute
 from reactor.cluster.adapted import adapted_patch
@@ -38,10 +39,13 @@ from reactor.core.model import (
 )
 from reactor.integrations.adapters import Adapters
 from reactor.integrations.kueue import PRIORITY_LABEL
+from reactor.state.seal import new_write
 from reactor.state.writes import StateWrites
 
 log = logging.getLogger(__name__)
 
+# Refusals a cached copy may cause where the API server's would not: confirmed on one fresh read.
+_CONFIRM = (SkipReason.STALE_STATE, SkipReason.STATE_RESET)
 EVENT_REASONS = {
     "resize-gpu": "GPUResized",
     "scale-replicas": "ReplicasScaled",
@@ -88,9 +92,10 @@ class Actor:
 
     def __init__(self, *, kube: KubeGateway, budget: Budget, gpu_resource: str, state: StateWrites,
                  events: EventPoster, conflict_retries: int, dry_run: bool, cpu_apply_to: str = "pods",
-                 adapters: Adapters) -> None:
+                 adapters: Adapters, ledger: Ledger | None = None, reverse_after: timedelta = timedelta(0)) -> None:
         self.kube, self.budget, self.state, self.cpu_apply_to = kube, budget, state, cpu_apply_to
         self.events = events  # Events are queued, never sent on the caller's thread (see posting.py)
+        self.ledger, self.reverse_after = ledger, reverse_after  # the state ledger (act/ledger.py)
         self.adapters = adapters  # the enabled operators' kinds, written by JSON merge patch (see adapted.py)
         self.gpu_resource = gpu_resource
         self.conflict_retries, self.dry_run = conflict_retries, dry_run
@@ -99,8 +104,14 @@ class Actor:
         """Decide and write, re-deciding after each 409; TemporaryError when conflicts outlast the retries."""
         spent = False
         try:
+            confirmed = False
             for _ in range(self.conflict_retries + 1):
                 workload, decision, mode = attempt.decide(obj)
+                if isinstance(decision, Skip) and decision.reason in _CONFIRM and not confirmed:
+                    # A replayed or removed record, as a cached copy shows it: the API server's copy decides.
+                    confirmed, fresh = True, attempt.reread()
+                    if fresh is not None:
+                        workload, decision, mode = attempt.decide(obj := fresh)
                 if isinstance(decision, Skip):
                     return Acted(decision, Result.SKIPPED)
                 if self.dry_run or mode == Mode.RECOMMEND:
@@ -138,17 +149,51 @@ class Actor:
     def _write(self, action: Action, workload: Workload, attempt: Attempt, now: datetime,
                obj: dict[str, Any]) -> dict[str, Any] | None:
         """The conditional patch; the object as written, or None on a 409 (the read was stale)."""
+        write = new_write()  # this record's identity, sealed into its MAC and named first in the ledger
         if attempt.stalled is not None:
             verification, why = attempt.stalled
-            annotations = self.state.stalled_revert(action, attempt.signal, workload, now, verification, why)
+            annotations = self.state.stalled_revert(action, attempt.signal, workload, now, verification, why,
+                                                    write=write)
         else:
-            annotations = self.state.change(action, attempt.signal, workload, now)
+            annotations = self.state.change(action, attempt.signal, workload, now, write=write)
         ref = workload.ref
+        if self.ledger is not None:  # first the ledger names the write, then the workload carries it
+            try:
+                self.ledger.begin(workload, workload.state.not_latest,
+                                  entry_for(annotations, write, now, self.reverse_after), now)
+            except StaleRecord:
+                return None  # another replica wrote since: read the workload again and decide again
         try:
             return self.kube.patch(ref.kind, ref.namespace, ref.name, self._body(action, workload, annotations, obj),
                                    self.adapters.get(ref.kind))
         except ConflictError:
+            self._abort(workload, write, now)
             return None
+        except TemporaryError:
+            self._settle(workload, write, now)
+            raise
+        except ReactorError:
+            self._abort(workload, write, now)
+            raise
+
+    def _abort(self, workload: Workload, write: str, now: datetime) -> None:
+        if self.ledger is not None:
+            self.ledger.abort(workload.uid, write, now)
+
+    def _settle(self, workload: Workload, write: str, now: datetime) -> None:
+        """A patch whose fate is unknown (5xx, timeout): read the workload once. Still at the version the patch was
+        conditional on, it did not land: the intent is undone. Carrying the write, it did. Anything else stays an
+        intent (the old record counts only while the workload is at that version): the safe side of a guess."""
+        if self.ledger is None:
+            return
+        ref = workload.ref
+        try:
+            obj = self.kube.get(ref.kind, ref.namespace, ref.name, self.adapters.get(ref.kind))
+        except ReactorError:
+            return
+        meta = obj.get("metadata") or {}
+        if str(meta.get("resourceVersion", "")) == workload.resource_version:
+            self._abort(workload, write, now)
 
     def _body(self, action: Action, workload: Workload, annotations: dict[str, str | None],
               obj: dict[str, Any]) -> dict[str, Any]:

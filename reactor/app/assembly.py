@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from flask import Flask
 from prometheus_client import CollectorRegistry
 
+from reactor.act.ledger import LeaseLedger, Ledger, MemoryLedger
 from reactor.app import preflight
 from reactor.app.arenas import release_free_memory
 from reactor.cluster.informer import Informers
@@ -54,7 +55,7 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
     if informers is not None:
         watch_cache_gauges(metrics, informers)
     engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock, state_keys=keys,
-                    cache=informers.store if informers else None)
+                    cache=informers.store if informers else None, ledger=state_ledger(settings, kube))
     verifier = None
     if keys is not None and not settings.policy.dry_run:
         verifier = Verifier(settings=settings, kube=kube, actor=engine.actor, view=engine.view,
@@ -84,6 +85,17 @@ def verifier_lease(settings: Settings, kube: KubeGateway, identity: str = "") ->
     return VerifierLease(kube, namespace=server.lease_namespace, name=server.lease_name,
                          identity=identity or f"{socket.gethostname()}-{os.getpid()}", duration=duration,
                          kinds=PATCHABLE_KINDS | settings.adapters.kinds())
+
+
+def state_ledger(settings: Settings, kube: KubeGateway) -> Ledger | None:
+    """Where the reactor's latest write per workload is kept: a Lease in its namespace (`state.ledgerName`), or
+    this process (null: one replica); none in dry run, which writes nothing."""
+    if settings.policy.dry_run:
+        return None
+    server = settings.server
+    if server.state_ledger_name is None or server.lease_namespace is None:
+        return MemoryLedger()
+    return LeaseLedger(kube, namespace=server.lease_namespace, name=server.state_ledger_name)
 
 
 def _readiness_probe(kube: KubeGateway, informers: Informers | None) -> Callable[[], None]:

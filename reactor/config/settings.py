@@ -56,6 +56,10 @@ class Server:
     # The Lease (coordination.k8s.io) that elects the one replica that verifies rollouts.
     lease_namespace: str | None = "gpu-reactor"
     lease_name: str | None = "gpu-reactor-verifier"  # None: no election (one replica only)
+    # The Lease (in lease_namespace) that keeps the reactor's latest write per workload (state/ledger.py; the
+    # shipped manifests name gpu-reactor-state); None: kept in this process (one replica only; after a restart
+    # the first record seen of each workload is believed).
+    state_ledger_name: str | None = None
     # /healthz, /readyz and /metrics, on a listener and a thread of their own (never the webhook's).
     probe_listen: str = "0.0.0.0:8081"
     # The longest a client may take to send a whole request, head and body (each read: 5 s at most).
@@ -179,6 +183,7 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "server.maxUnknownPods": ("server", "max_unknown_pods", bounded(int, 0, 10_000)),
     "state.keyFile": ("server", "state_key_file", opt_str),
     "state.previousKeyFile": ("server", "state_previous_key_file", opt_str),
+    "state.ledgerName": ("server", "state_ledger_name", opt_str),
     "server.probeListen": ("server", "probe_listen", listen),
     "server.readTimeout": ("server", "read_timeout", duration_in(timedelta(seconds=1), timedelta(minutes=5))),
     "kube.kubeconfig": ("kube", "kubeconfig", opt_str),

@@ -176,6 +176,10 @@ class LastAction:
     starts_at: str
     time: datetime
     alert: str = ""
+    # The template part the change was made in (a Ray worker group, an LWS leader or worker); "" for one template.
+    part: str = ""
+    # CPU (memory): the request and limit before this change (`from`/`to` name the limits only); None elsewhere.
+    before: ComputeResources | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +210,11 @@ class ReactorState:
     # The reactor's own annotations found without a valid MAC (see statemac.py): never acted on.
     unauthenticated: tuple[str, ...] = ()
     verification: Verification | None = None  # the sealed `verification` annotation (reactor/verification.py)
+    # The verified record's write identity (state/seal.py): None when there is none, "" for a `v1:` record.
+    write: str | None = None
+    # Why the ledger (state/ledger.py) refused the record: "replayed" (not the reactor's latest) or "removed"
+    # (the reactor's state is gone within its windows); "" when it counts.
+    not_latest: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -425,6 +434,9 @@ class SkipReason(enum.StrEnum):
     API_ERROR = "api-error"
     OWNER_UNVERIFIED = "owner-unverified"
     UNAUTHENTICATED_STATE = "unauthenticated-state"
+    STALE_STATE = "stale-state"
+    STATE_RESET = "state-reset"
+    CHANGED_SINCE = "changed-since"
     OTHER_CLUSTER = "other-cluster"
     DEADLINE_EXCEEDED = "deadline-exceeded"
     TOO_MANY_UNKNOWN_PODS = "too-many-unknown-pods"

@@ -46,7 +46,8 @@ def held_gpus(workload: Workload) -> int:
     recorded = original.get(GPUS)
     if isinstance(recorded, Mapping):
         for name, gpus in recorded.items():
-            container = workload.container(name)
+            part, _, bare = name.rpartition("/")  # `<part>/<container>` in a resource with several templates
+            container = workload.container(bare) if part == workload.part else None
             if container is not None and isinstance(gpus, int):
                 before_per_pod += gpus - container.gpus
     before_replicas = original.get(REPLICAS, replicas)

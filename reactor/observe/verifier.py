@@ -35,6 +35,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from reactor.act.actor import Acted, Actor, Attempt
+from reactor.act.ledger import StaleRecord, entry_for
 from reactor.act.posting import EventPoster, workload_event
 from reactor.act.resize import RESOURCE, compute_facts
 from reactor.cluster import compute
@@ -65,6 +66,7 @@ from reactor.observe.lease import VerifierLease
 from reactor.policy import decide_stalled, effective_mode
 from reactor.resolve.owners import Reader
 from reactor.state.annotations import PENDING, REVERTED, VERIFICATION, VERIFIED, format_time, read_state
+from reactor.state.seal import new_write
 from reactor.state.writes import StateWrites
 
 log = logging.getLogger(__name__)
@@ -205,6 +207,8 @@ class Verifier:
                     finished.append(ref)
             except ReactorError as e:  # the API failed: the next pass tries again
                 log.warning("verification not checked", extra={"workload": str(ref), "error": str(e)})
+            except Exception:  # noqa: BLE001 - one workload's surprise never stops the pass for the others
+                log.exception("verification failed on one workload", extra={"workload": str(ref)})
         self._untrack(finished, now)  # one Lease write for the whole pass
         if found is not None and self.lease is not None:
             try:  # what is still pending joins the list; the overflow mark goes once the list holds it all
@@ -261,6 +265,7 @@ class Verifier:
             except PermanentError as e:  # the template the change was on is gone: nothing of it left to follow
                 log.warning("verification ended", extra={"workload": str(ref), "reason": str(e)})
                 return True
+            workload = self._judged(workload, now)
             verification = workload.state.verification
             if verification is None or verification.result != PENDING:
                 if cached:
@@ -322,13 +327,28 @@ class Verifier:
                 return cached  # type: ignore[return-value]
         return self.kube.list_objects(kind, namespace)
 
+    def _judged(self, workload: Workload, now: datetime) -> Workload:
+        """Its record, if it is the reactor's latest (state ledger): a replayed or removed one is nothing to follow."""
+        ledger = self.actor.ledger
+        return workload if ledger is None or workload.state.unauthenticated else ledger.judge(workload, now)
+
     def _mark_verified(self, workload: Workload, verification: Verification, now: datetime) -> bool:
         ref = workload.ref
-        patch = {"metadata": {"resourceVersion": workload.resource_version,
-                              "annotations": self.state.verified(workload, verification, now)}}
+        write = new_write()
+        sealed = self.state.verified(workload, verification, now, write=write)
+        patch = {"metadata": {"resourceVersion": workload.resource_version, "annotations": sealed}}
+        ledger = self.actor.ledger
+        if ledger is not None:  # a new record like any other: the ledger names it first
+            try:
+                ledger.begin(workload, workload.state.not_latest,
+                             entry_for(sealed, write, now, self.policy.reverse_after), now)
+            except StaleRecord:
+                return False  # another replica wrote since: the next pass reads it again
         try:
             self.kube.patch(ref.kind, ref.namespace, ref.name, patch, self.view.adapter(ref.kind))
         except ConflictError:
+            if ledger is not None:
+                ledger.abort(workload.uid, write, now)
             return False  # changed since the read: the next pass reads it again
         self._done(ref, VERIFIED, verification, "rolled out")
         return True
@@ -398,7 +418,7 @@ class Verifier:
 
     def _decide(self, ref: WorkloadRef, obj: dict[str, Any], signal: Signal, now: datetime,
                 part: str) -> tuple[Workload, Decision, Mode]:
-        workload = self.view.workload(obj, ref.kind, part=part)
+        workload = self._judged(self.view.workload(obj, ref.kind, part=part), now)
         reader = Reader(self.kube, adapters=self.view.adapters)
         gpu = self.policy.gpu_resource
         decision: Action | Skip = decide_stalled(

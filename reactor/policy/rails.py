@@ -79,6 +79,18 @@ def unauthenticated_state(ctx: Context) -> Skip | None:
                 "older version): remove them to let the reactor act again")
 
 
+def state_not_latest(ctx: Context) -> Skip | None:
+    """The state ledger's refusal (state/ledger.py): an older record of the reactor's put back, or its record
+    removed while its windows are open. Acting on either would undo what the latest record protects."""
+    if ctx.state.not_latest == "replayed":
+        return Skip(SkipReason.STALE_STATE, "the reactor's record on this workload is not its latest write for it (an "
+                    "older record put back): nothing is done until its latest record is back or its windows end")
+    if ctx.state.not_latest == "removed":
+        return Skip(SkipReason.STATE_RESET, "the reactor's record on this workload was removed while its cooldown, "
+                    "hysteresis or revert was still open: a reset is not a fresh start")
+    return None
+
+
 def mode_off(ctx: Context) -> Skip | None:
     if effective_mode(ctx.workload, ctx.policy) != Mode.OFF:
         return None
@@ -183,7 +195,8 @@ def _same_time(a: str, b: str) -> bool:
 
 
 # The order is the contract: the first refusal names the reason.
-BEFORE_STATUS: tuple[Rail, ...] = (unknown_alert, unauthenticated_state, invalid_annotation, mode_off, metrics_missing)
+BEFORE_STATUS: tuple[Rail, ...] = (unknown_alert, unauthenticated_state, state_not_latest, invalid_annotation, mode_off,
+                                   metrics_missing)
 BEFORE_STRATEGIES: tuple[Rail, ...] = (already_applied, cooldown, rollout, unsupported_owner)
 
 

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from reactor.core.model import Action, LastAction, Skip, SkipReason
+from reactor.core.model import Action, ComputeResources, LastAction, Skip, SkipReason
 from reactor.policy import rails
 from reactor.policy.context import Context
 from reactor.policy.cpu import revert_cpu
 from reactor.policy.limits import out_of_bounds
-from reactor.policy.memory import revert_memory
+from reactor.policy.memory import MIB, revert_memory
 from reactor.policy.quota import check_added_pods, check_template, pod_gpus
 from reactor.policy.strategies import check_priority_class
-from reactor.state.annotations import CPU, MEMORY, original_key, original_value
+from reactor.state.annotations import CPU, MEMORY, container_key, original_key, original_value
 
 
 def revert(ctx: Context) -> Action | Skip:
@@ -74,15 +74,42 @@ def _fingerprints(ctx: Context) -> set[str]:
 
 
 def _target(ctx: Context, last: LastAction, strategy: str) -> tuple[object, object] | Skip:
-    """(current, original) of the dimension `strategy` changed; NOTHING_TO_REVERT when they agree."""
-    try:
-        original = original_value(ctx.state.original, strategy=strategy, container=last.container)
-    except KeyError:
-        return Skip(SkipReason.NOTHING_TO_REVERT, f"no original value recorded for {strategy}")
+    """(current, before) of the dimension `strategy` changed, where `before` is the value from before THIS
+    change (the record's `from`; `before` for CPU and memory, whose `from` names the limit only): never an
+    earlier change's, which `original` keeps for the GPU-hours. NOTHING_TO_REVERT when they agree or the change
+    was made in another template of the resource; CHANGED_SINCE when the current value is no longer the one
+    the reactor wrote (someone changed it since: a revert would overwrite their change, not undo the reactor's)."""
+    if last.part != ctx.workload.part:
+        return Skip(SkipReason.NOTHING_TO_REVERT, f"the change was made in template {last.part!r}, "
+                                                  f"not {ctx.workload.part!r}")
+    name = original_key(strategy)
+    before: object = last.from_value
+    if name in (CPU, MEMORY):
+        before = last.before
+        if before is None:  # recorded before `before` existed: the recorded original
+            try:
+                before = original_value(ctx.state.original, strategy=strategy,
+                                        container=container_key(last.part, last.container))
+            except KeyError:
+                return Skip(SkipReason.NOTHING_TO_REVERT, f"no original value recorded for {strategy}")
     current = _current(ctx, strategy, last.container)
-    if current is None or current == original:
-        return Skip(SkipReason.NOTHING_TO_REVERT, f"{original_key(strategy)} is already {original!r}")
-    return current, original
+    if before is None:  # the reactor moves classes along the ladder only: it never changed one from none
+        return Skip(SkipReason.NOTHING_TO_REVERT, f"no value from before the change recorded for {strategy}")
+    if current is None or current == before:
+        return Skip(SkipReason.NOTHING_TO_REVERT, f"{name} is already {before!r}")
+    written = _written(name, current)
+    if written != last.to_value:
+        return Skip(SkipReason.CHANGED_SINCE, f"{name} is {written!r} now, not the {last.to_value!r} the reactor "
+                                              "wrote: changed since, so there is nothing of the reactor's to undo")
+    return current, before
+
+
+def _written(name: str, current: object) -> object:
+    """The current value as the record names what the reactor wrote (`to`)."""
+    if isinstance(current, ComputeResources):
+        limit = current.limit or 0
+        return f"{limit}m" if name == CPU else (f"{limit // MIB}Mi" if limit % MIB == 0 else str(limit))
+    return current
 
 
 def _current(ctx: Context, strategy: str, container: str | None) -> object:

@@ -153,6 +153,7 @@ def _last_action(raw: str) -> LastAction:
     container = doc.get("container")
     if direction not in _DIRECTIONS or not (container is None or isinstance(container, str)):
         raise _Invalid(raw)
+    before = doc.get("before")
     return LastAction(
         action=_text(doc, "action"),
         direction=direction,
@@ -163,6 +164,8 @@ def _last_action(raw: str) -> LastAction:
         starts_at=_text(doc, "startsAt"),
         time=parse_time(doc.get("time")),
         alert=_text(doc, "alert", required=False),
+        part=_text(doc, "part", required=False),
+        before=None if before is None else _original_cpu({"c": before}, most=MAX_BYTES)["c"],
     )
 
 
@@ -252,7 +255,7 @@ def state_annotations(
     record, and the key itself is deleted once nothing is left in it.
     """
     fingerprint, starts_at = signal_key(signal)
-    last = {
+    last: dict[str, object] = {
         "action": action.action,
         "direction": action.direction,
         "container": action.container,
@@ -263,6 +266,12 @@ def state_annotations(
         "startsAt": starts_at,
         "time": format_time(now),
     }
+    if workload.part:
+        last["part"] = workload.part  # the template the change was made in: a revert touches only that one
+    before = action.cpu_before if original_key(action.strategy) == CPU else \
+        action.memory_before if original_key(action.strategy) == MEMORY else None
+    if before is not None and action.action != "revert":
+        last["before"] = {"request": before.request, "limit": before.limit}  # what a revert of it writes back
     original = _next_original(action, workload)
     # Every change is verified after it is written; a revert is not (reverting it would undo the undo).
     pending = None if action.action == "revert" else verification_annotation(PENDING, action.strategy, now,
@@ -282,31 +291,43 @@ def signal_key(signal: Signal) -> tuple[str, str]:
     return signal.keys[0] if signal.keys else ("", "")
 
 
+def container_key(part: str, container: str | None) -> str | None:
+    """The key of a container in `original`: `<part>/<container>` in a resource with several templates (two of
+    which may name a container alike), the bare name otherwise."""
+    return f"{part}/{container}" if part and container is not None else container
+
+
 def _next_original(action: Action, workload: Workload) -> dict[str, Any]:
+    """`original` after `action`: a change records the value before it, where none is recorded yet (for the
+    GPU-hours held back, reactor/observe/finops.py); a revert drops the value only once the dimension is back
+    at it (a revert of a later change leaves an earlier, unreverted one on record)."""
     original: dict[str, Any] = {k: (dict(v) if isinstance(v, Mapping) else v)
                                 for k, v in workload.state.original.items()}
-    for key in (CPU, MEMORY):  # back to the JSON shape it was read from
-        if key in original:
-            original[key] = {c: {"request": r.request, "limit": r.limit} for c, r in original[key].items()}
+    for dimension in (CPU, MEMORY):  # back to the JSON shape it was read from
+        if dimension in original:
+            original[dimension] = {c: {"request": r.request, "limit": r.limit}
+                                   for c, r in original[dimension].items()}
     name = original_key(action.strategy)
+    key = container_key(workload.part, action.container)
+    compute = action.cpu if name == CPU else action.memory if name == MEMORY else None
+    written = {"request": compute.request, "limit": compute.limit} if compute is not None else action.to_value
     if action.action == "revert":
         if name in _PER_CONTAINER:
             per_container = original.get(name, {})
-            per_container.pop(action.container, None)
+            if per_container.get(key) == written:
+                per_container.pop(key, None)
             if not per_container:
                 original.pop(name, None)
-        else:
+        elif original.get(name) == written:
             original.pop(name, None)
     elif name == GPUS:
-        original.setdefault(GPUS, {}).setdefault(action.container, action.from_value)
+        original.setdefault(GPUS, {}).setdefault(key, action.from_value)
     elif name == CPU:
         before = action.cpu_before or ComputeResources()
-        original.setdefault(CPU, {}).setdefault(action.container, {"request": before.request,
-                                                                   "limit": before.limit})
+        original.setdefault(CPU, {}).setdefault(key, {"request": before.request, "limit": before.limit})
     elif name == MEMORY:
         before = action.memory_before or ComputeResources()
-        original.setdefault(MEMORY, {}).setdefault(action.container, {"request": before.request,
-                                                                      "limit": before.limit})
+        original.setdefault(MEMORY, {}).setdefault(key, {"request": before.request, "limit": before.limit})
     else:
         original.setdefault(name, action.from_value)
     return original

@@ -1,11 +1,24 @@
 """The reactor's own state annotations, authenticated: an HMAC-SHA256 the tenant cannot compute.
 
 `last-action`, `cooldown-until` and `original` decide what the reactor does next (a revert writes
-`original` back), and tenants can edit their workloads' annotations. So the reactor writes, in the
-same patch, `gpu-reactor.io/state-mac`: an HMAC over the workload's metadata.uid and those three
-values, keyed by a secret only the reactor holds (a file, mounted from a Secret). State whose MAC
-does not verify under the current or the previous key (rotation) is never acted on. The
+the value from before the change back), and tenants can edit their workloads' annotations. So the reactor
+writes, in the same patch, `gpu-reactor.io/state-mac`: an HMAC over the workload's metadata.uid, the write's
+own identity and those values, keyed by a secret only the reactor holds (a file, mounted from a Secret).
+State whose MAC does not verify under the current or the previous key (rotation) is never acted on. The
 people-facing annotations (`mode`, bounds) stay plain: they can only narrow what the policy allows.
+
+The format is `v2:<write>:<hmac>`: `write`, 16 lowercase hex digits drawn at random for each write, names
+the record; the state ledger (reactor/state/ledger.py) keeps the latest write of each uid where tenants cannot
+edit it, so an older record the reactor signed itself (a replay) is told apart from the latest. Anything else
+in the annotation (another version, upper case, a non-ASCII character) is simply not authentic: it is
+matched against a fixed pattern before any comparison, never handed to `hmac.compare_digest` (which raises
+TypeError on non-ASCII text). `v1:<hmac>` records (written before the write identity existed) still verify;
+the ledger decides whether they may count.
+
+The key files are re-read by content, as the webhook's token is (reactor/intake/bearer.py): whenever a
+file's inode, size, mtime or ctime changes, and in any case every `REREAD_SECONDS`. A previous key whose
+file is removed stops verifying within seconds; `generation` changes with the keys, so verdicts cached
+under the old keys die with them.
 
 This module must never log, print or put key material in an exception or a repr.
 """
@@ -16,11 +29,16 @@ import hashlib
 import hmac
 import json
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+import os
+import re
+import secrets
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
-from reactor.core.errors import ConfigError
+from reactor.core.errors import ConfigError, TemporaryError
 from reactor.core.model import EMPTY, Workload
 from reactor.state.annotations import COOLDOWN_UNTIL, LAST_ACTION, ORIGINAL, PREFIX, VERIFICATION
 
@@ -28,48 +46,173 @@ log = logging.getLogger(__name__)
 
 STATE_MAC = PREFIX + "state-mac"
 SIGNED = (LAST_ACTION, COOLDOWN_UNTIL, ORIGINAL, VERIFICATION)
-_VERSION = "v1"
 MIN_KEY_BYTES = 32
+REREAD_SECONDS = 2.0
+LEGACY = ""  # the write identity of a `v1:` record, which names none
+_V1 = re.compile(r"v1:[0-9a-f]{64}")
+_V2 = re.compile(r"v2:([0-9a-f]{16}):[0-9a-f]{64}")
 
 
-@dataclass(frozen=True, slots=True)
+def new_write() -> str:
+    """A fresh write identity: 64 random bits, so two records of one uid never share one."""
+    return secrets.token_hex(8)
+
+
+def parse_mac(given: object) -> tuple[str, str] | None:
+    """(version, write) of a well-formed `state-mac` value; None for anything else (never raises)."""
+    if not isinstance(given, str) or len(given) > 90:
+        return None
+    if _V1.fullmatch(given):
+        return "v1", LEGACY
+    match = _V2.fullmatch(given)
+    return ("v2", match.group(1)) if match else None
+
+
 class StateKeys:
     """The current key (signs and verifies) and, during a rotation, the previous one (verifies only)."""
 
-    current: bytes = field(repr=False)
-    previous: bytes | None = field(default=None, repr=False)
+    __slots__ = ("_current", "_previous")
 
-    def mac(self, uid: str, annotations: Mapping[str, str | None], key: bytes | None = None) -> str:
-        """`v1:<hex>` over the uid and the signed annotations' values (None: absent)."""
+    def __init__(self, current: bytes, previous: bytes | None = None) -> None:
+        self._current, self._previous = current, previous
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(<keys hidden>)"
+
+    def keys(self) -> tuple[bytes, bytes | None, int]:
+        """(current, previous, generation): one consistent snapshot."""
+        return self._current, self._previous, 0
+
+    @property
+    def current(self) -> bytes:
+        return self.keys()[0]
+
+    @property
+    def previous(self) -> bytes | None:
+        return self.keys()[1]
+
+    @property
+    def generation(self) -> int:
+        """Changes whenever the keys do: part of the key of any cached verdict."""
+        return self.keys()[2]
+
+    def mac(self, uid: str, annotations: Mapping[str, str | None], key: bytes | None = None, *,
+            write: str | None = None) -> str:
+        """`v2:<write>:<hex>` over the uid, the write and the signed annotations' values (None: absent);
+        `v1:<hex>` (no write) as records were sealed before the write identity existed."""
         values = [annotations.get(k) for k in SIGNED]
-        if values[-1] is None:
-            values.pop()  # state written before `verification` existed keeps its MAC
-        message = json.dumps([_VERSION, uid, values], separators=(",", ":"))
-        digest = hmac.new(key or self.current, message.encode(), hashlib.sha256).hexdigest()
-        return f"{_VERSION}:{digest}"
+        key = key or self.current
+        if write is None:
+            if values[-1] is None:
+                values.pop()  # state written before `verification` existed keeps its MAC
+            message = json.dumps(["v1", uid, values], separators=(",", ":"))
+            return "v1:" + hmac.new(key, message.encode(), hashlib.sha256).hexdigest()
+        message = json.dumps(["v2", uid, write, values], separators=(",", ":"))
+        return f"v2:{write}:" + hmac.new(key, message.encode(), hashlib.sha256).hexdigest()
 
-    def sealed(self, uid: str, annotations: Mapping[str, str | None]) -> dict[str, str | None]:
-        """`annotations` (the values a patch will leave) plus their MAC, always under the current key."""
-        return {**annotations, STATE_MAC: self.mac(uid, annotations)}
+    def sealed(self, uid: str, annotations: Mapping[str, str | None],
+               write: str | None = None) -> dict[str, str | None]:
+        """`annotations` (the values a patch will leave) plus their MAC naming `write` (a fresh one if None), under
+        the current key."""
+        write = new_write() if write is None else write
+        if not re.fullmatch(r"[0-9a-f]{16}", write):
+            raise ValueError("a write identity is 16 lowercase hex digits (seal.new_write)")
+        return {**annotations, STATE_MAC: self.mac(uid, annotations, write=write)}
+
+    def written(self, uid: str, annotations: Mapping[str, str]) -> str | None:
+        """The write identity of an authentic record (LEGACY for `v1:`), None when it does not verify."""
+        parsed = parse_mac(annotations.get(STATE_MAC))
+        if not uid or parsed is None:
+            return None
+        try:
+            current, previous, _ = self.keys()
+        except TemporaryError:
+            return None  # no readable key: nothing verifies
+        write = parsed[1] if parsed[0] == "v2" else None
+        given = str(annotations[STATE_MAC]).encode()
+        for key in (current,) if previous is None else (current, previous):
+            if hmac.compare_digest(given, self.mac(uid, annotations, key, write=write).encode()):
+                return parsed[1]
+        return None
 
     def authentic(self, uid: str, annotations: Mapping[str, str]) -> bool:
-        given = annotations.get(STATE_MAC)
-        if not uid or not isinstance(given, str):
-            return False
-        keys = (self.current,) if self.previous is None else (self.current, self.previous)
-        return any(hmac.compare_digest(given, self.mac(uid, annotations, key)) for key in keys)
+        return self.written(uid, annotations) is not None
+
+
+class KeyFiles(StateKeys):
+    """The keys of `state.keyFile` and `state.previousKeyFile`, re-read by content.
+
+    A current key file that becomes unreadable or too short fails closed: nothing verifies and nothing is
+    sealed (TemporaryError: Alertmanager retries) until it is readable again. A previous key file that is
+    removed ends the rotation: records signed by that key stop verifying at the next read.
+    """
+
+    __slots__ = ("_files", "_reread", "_clock", "_stamp", "_read_at", "_generation", "_lock", "_error")
+
+    def __init__(self, key_file: str, previous_file: str | None, *, reread_seconds: float = REREAD_SECONDS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._files = (key_file, previous_file)
+        self._reread, self._clock = reread_seconds, clock
+        self._stamp: tuple[object, ...] | None = None
+        self._read_at = float("-inf")
+        self._generation = 0
+        self._lock = threading.Lock()
+        self._error = ""
+        super().__init__(_read_key("state.keyFile", key_file), _read_previous(previous_file))
+        self._stamp = self._stat()
+        self._read_at = clock()
+
+    def keys(self) -> tuple[bytes, bytes | None, int]:
+        with self._lock:
+            stamp, now = self._stat(), self._clock()
+            if stamp != self._stamp or now - self._read_at >= self._reread:
+                self._reload(stamp, now)
+            if self._error:
+                raise TemporaryError(f"state key unusable: {self._error}")
+            return self._current, self._previous, self._generation
+
+    def _reload(self, stamp: tuple[object, ...], now: float) -> None:
+        try:
+            current = _read_key("state.keyFile", self._files[0])
+            previous = _read_previous(self._files[1])
+        except ConfigError as e:
+            if not self._error:
+                log.error("state key unusable: nothing verifies or is sealed until it is readable",
+                          extra={"error": str(e)})
+            self._error, self._generation = str(e), self._generation + (not self._error)
+            self._stamp, self._read_at = None, now  # read again at the next use
+            return
+        if (current, previous) != (self._current, self._previous) or self._error:
+            self._generation += 1
+            log.info("state keys reloaded", extra={"previous": previous is not None})
+        self._current, self._previous, self._error = current, previous, ""
+        self._stamp, self._read_at = stamp, now
+
+    def _stat(self) -> tuple[object, ...]:
+        found: list[object] = []
+        for path in self._files:
+            try:
+                st = os.stat(path) if path is not None else None
+            except OSError:
+                st = None
+            found.append(None if st is None else (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        return tuple(found)
 
 
 def authenticate(workload: Workload, keys: StateKeys | None) -> Workload:
     """The workload with its reactor state kept only if it verifies; otherwise the state is dropped
     and the annotations found are listed in `state.unauthenticated` (the policy refuses to act).
 
-    No state at all (a workload the reactor never touched) is authentic by definition. Without keys
-    (`reactor plan` with no key file), any state is unauthenticated.
+    No state at all (a workload the reactor never touched) is authentic here; whether the reactor's
+    record should be there is the ledger's question. Without keys (`reactor plan` with no key file), any
+    state is unauthenticated. A verified record's write identity lands in `state.write`.
     """
     found = tuple(k for k in (*SIGNED, STATE_MAC) if k in workload.annotations)
-    if not found or (keys is not None and keys.authentic(workload.uid, workload.annotations)):
+    if not found:
         return workload
+    write = keys.written(workload.uid, workload.annotations) if keys is not None else None
+    if write is not None:
+        return replace(workload, state=replace(workload.state, write=write))
     state = workload.state
     state = replace(state, last_action=None, cooldown_until=None, original=EMPTY, verification=None,
                     unauthenticated=found,
@@ -78,7 +221,8 @@ def authenticate(workload: Workload, keys: StateKeys | None) -> Workload:
 
 
 def load_state_keys(key_file: str | None, previous_file: str | None, *, required: bool = False) -> StateKeys | None:
-    """The keys named by `state.keyFile` / `state.previousKeyFile`; None when no key file is set.
+    """The keys named by `state.keyFile` / `state.previousKeyFile` (re-read by content); None when no key file
+    is set.
 
     `required` (a reactor that may write, i.e. not dryRun): no key file is a ConfigError. There is no
     ephemeral key: after a restart, or on the other replica, it could not verify what it signed.
@@ -91,12 +235,15 @@ def load_state_keys(key_file: str | None, previous_file: str | None, *, required
             raise ConfigError("state.keyFile", "required unless dryRun: the reactor signs the state annotations it "
                                                "writes, and acts on none it cannot verify (see the README)")
         return None
-    current = _read_key("state.keyFile", key_file)
-    previous = None
-    if previous_file is not None and Path(previous_file).exists():
-        previous = _read_key("state.previousKeyFile", previous_file)
-    log.info("state keys loaded", extra={"key_file": key_file, "previous": previous is not None})
-    return StateKeys(current, previous)
+    keys = KeyFiles(key_file, previous_file)
+    log.info("state keys loaded", extra={"key_file": key_file, "previous": keys.previous is not None})
+    return keys
+
+
+def _read_previous(path: str | None) -> bytes | None:
+    if path is None or not Path(path).exists():
+        return None
+    return _read_key("state.previousKeyFile", path)
 
 
 def _read_key(setting: str, path: str) -> bytes:

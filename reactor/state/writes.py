@@ -25,27 +25,29 @@ class StateWrites:
     def __init__(self, keys: StateKeys | None, cooldown: timedelta) -> None:
         self.keys, self.cooldown = keys, cooldown
 
-    def change(self, action: Action, signal: Signal, workload: Workload, now: datetime) -> Annotations:
+    def change(self, action: Action, signal: Signal, workload: Workload, now: datetime, *,
+               write: str | None = None) -> Annotations:
         """What the act step writes with a change (or a revert an alert's resolve asked for): the last action,
         the cooldown, the originals, a pending verification (none for a revert)."""
-        return self._sealed(workload, state_annotations(action, signal, workload, self.cooldown, now))
+        return self._sealed(workload, state_annotations(action, signal, workload, self.cooldown, now), write)
 
     def stalled_revert(self, action: Action, signal: Signal, workload: Workload, now: datetime,
-                       verification: Verification, reason: str) -> Annotations:
+                       verification: Verification, reason: str, *, write: str | None = None) -> Annotations:
         """What the verifier's revert of a stalled change writes: a revert's record, and `reverted` with why."""
         annotations = state_annotations(action, signal, workload, self.cooldown, now)
         annotations[VERIFICATION] = verification_annotation(REVERTED, verification.strategy, now, reason,
                                                             part=verification.part)
-        return self._sealed(workload, annotations)
+        return self._sealed(workload, annotations, write)
 
-    def verified(self, workload: Workload, verification: Verification, now: datetime) -> Annotations:
+    def verified(self, workload: Workload, verification: Verification, now: datetime, *,
+                 write: str | None = None) -> Annotations:
         """The verified mark: the verification becomes `verified`; every other signed value stays as read (the
         workload's state authenticated, so what is kept is what the reactor wrote)."""
         kept: Annotations = {k: workload.annotations.get(k) for k in SIGNED if k != VERIFICATION}
         kept[VERIFICATION] = verification_annotation(VERIFIED, verification.strategy, now, part=verification.part)
-        return self._sealed(workload, kept)
+        return self._sealed(workload, kept, write)
 
-    def _sealed(self, workload: Workload, annotations: Annotations) -> Annotations:
+    def _sealed(self, workload: Workload, annotations: Annotations, write: str | None) -> Annotations:
         if self.keys is None:
             raise ValueError("no state keys: a reactor without them (dry run) writes no state")
-        return self.keys.sealed(workload.uid, annotations)
+        return self.keys.sealed(workload.uid, annotations, write)

@@ -4,13 +4,17 @@ change goes to the template the pod came from, so it applies to every group."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from reactor.tools.payloads import AlertSpec, notification
+from reactor_sim import SimCluster
+from tests.adapters.conftest import POLICY
 from tests.adapters.operators import GPU, LWS, container, custom, install, owner_ref, reconcile_lws, set_status
-from tests.support import NAMESPACE, Reactor
+from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 LWS_SPEC = {"replicas": 2, "leaderWorkerTemplate": {
     "size": 2,
@@ -137,3 +141,35 @@ def test_a_replica_is_a_group_of_size_pods_for_quota(reactor: Reactor) -> None:
         assert result in (outcome["result"], outcome.get("reason")), outcome
         assert result == "applied" or "needs 4 GPUs" in outcome["detail"], outcome
     assert _template(reactor, "workerTemplate")["containers"][0]["resources"]["limits"][GPU] == "5"
+
+
+def test_leader_and_worker_naming_their_container_alike_keep_their_state_apart(sim: SimCluster,
+                                                                               token_file: Path) -> None:
+    """Issue 23: the leader and worker templates share the LWS's annotations and both call their container `vllm`.
+    The workers shrink 2 → 1 (unreverted), then the leader grows 4 → more and its alert resolves: the revert writes
+    back the leader's own 4 (it used to find `original.gpus.vllm` = 2, the workers' value), workers stay at 1."""
+    moments = iter(datetime.now(UTC) + timedelta(minutes=i) for i in range(1000))
+    reactor = build_reactor(sim, make_settings(token_file, **POLICY), clock=lambda: next(moments))
+    try:
+        install(sim, "leaderworkerset.x-k8s.io_leaderworkersets.yaml")
+        sim.apply({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+                   "metadata": {"name": "vllm", "namespace": NAMESPACE},
+                   "spec": {"replicas": 1, "leaderWorkerTemplate": {
+                       "size": 2,
+                       "leaderTemplate": {"spec": {"containers": [container("vllm", 4)]}},
+                       "workerTemplate": {"spec": {"containers": [container("vllm", 2)]}}}}})
+        reconcile_lws(sim, "vllm")
+        shrunk = _post(reactor, "GPUUnderutilized", "vllm-0-0", "vllm", value=0.1, gpus=2)
+        assert (shrunk["result"], shrunk.get("to")) == ("applied", 1), shrunk
+        reconcile_lws(sim, "vllm")
+        grown = _post(reactor, "GPUMemorySaturated", "vllm-0", "vllm", value=0.97, gpus=4)
+        assert (grown["result"], grown.get("from")) == ("applied", 4), grown
+        reconcile_lws(sim, "vllm")
+        reverted = _post(reactor, "GPUMemorySaturated", "vllm-0", "vllm", value=0.97, gpus=4, status="resolved")
+        assert (reverted["result"], reverted.get("to")) == ("applied", 4), reverted
+
+        def gpus(which: str) -> str:
+            return str(_template(reactor, which)["containers"][0]["resources"]["limits"][GPU])
+        assert (gpus("leaderTemplate"), gpus("workerTemplate")) == ("4", "1")
+    finally:
+        reactor.service.kube.close()

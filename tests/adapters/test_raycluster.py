@@ -4,11 +4,14 @@ their group, so an alert on a worker changes that worker group (its template, it
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from reactor.state.annotations import LAST_ACTION, ORIGINAL
 from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
 from tests.adapters.conftest import POLICY
@@ -219,3 +222,38 @@ def test_plan_names_the_refusal_and_records_no_event(reactor: Reactor) -> None:
         print_plan(engine.handle(parse_notification(body)), engine.settings)
     assert "operator-forbids" in out.getvalue() and "upgradeStrategy.type Recreate" in out.getvalue(), out.getvalue()
     assert not [e for e in reactor.sim.list("events", NAMESPACE) if e["reason"] == "OperatorForbids"]
+
+
+def test_two_groups_naming_their_container_alike_keep_their_state_apart(sim: SimCluster, token_file: Path) -> None:
+    """Issue 23: the groups of one RayCluster share its annotations, and both groups here call their container
+    `ray-worker`. Group A shrinks 4 → 1 (unreverted), then group B grows 2 → 3 and its alert resolves. `original`
+    keyed by container name alone held A's 4, so B's revert wrote 4 into B; now the record names the group
+    (`part`), `original` keys `<group>/<container>`, and the revert writes back B's own 2, leaving A at 1."""
+    moments = iter(datetime.now(UTC) + timedelta(minutes=i) for i in range(1000))
+    reactor = build_reactor(sim, make_settings(token_file, **POLICY), clock=lambda: next(moments))
+    try:
+        install(sim, "ray.io_rayclusters.yaml")
+
+        def group(name: str, gpus: int, replicas: int) -> dict[str, Any]:
+            return {"groupName": name, "replicas": replicas, "minReplicas": 0, "maxReplicas": 4, "rayStartParams": {},
+                    "template": {"spec": {"containers": [container("ray-worker", gpus)]}}}
+        sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "ray", "namespace": NAMESPACE},
+                   "spec": {"rayVersion": "2.40.0",
+                            "headGroupSpec": {"rayStartParams": {},
+                                              "template": {"spec": {"containers": [container("ray-head", 0)]}}},
+                            "workerGroupSpecs": [group("gpu-workers", 4, 1), group("gpu-workers-b", 2, 1)]}})
+        reconcile_ray(sim, "ray")
+        assert _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)["result"] == "applied"
+        reconcile_ray(sim, "ray")
+        grown = _post(reactor, "GPUMemorySaturated", "ray-gpu-workers-b-0", value=0.97, gpus=2)
+        assert (grown["result"], grown["from"]) == ("applied", 2), grown
+        reconcile_ray(sim, "ray")
+        annotations = custom(sim, "rayclusters", "ray")["metadata"]["annotations"]
+        assert json.loads(annotations[LAST_ACTION])["part"] == "gpu-workers-b"
+        assert json.loads(annotations[ORIGINAL]) == {"gpus": {"gpu-workers/ray-worker": 4,
+                                                              "gpu-workers-b/ray-worker": 2}}
+        reverted = _post(reactor, "GPUMemorySaturated", "ray-gpu-workers-b-0", value=0.97, gpus=2, status="resolved")
+        assert (reverted["result"], reverted.get("to")) == ("applied", 2), reverted
+        assert [_gpus(g) for g in _groups(reactor)] == ["1", "2"]
+    finally:
+        reactor.service.kube.close()

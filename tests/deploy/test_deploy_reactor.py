@@ -283,7 +283,7 @@ def test_the_verifier_role_touches_one_lease_in_the_reactors_namespace(objs: lis
     role = one(objs, "Role", "gpu-reactor-verifier")
     assert role["metadata"]["namespace"] == "gpu-reactor"
     assert [(r["resources"], r["verbs"], r.get("resourceNames")) for r in role["rules"]] == [
-        (["leases"], ["create"], None), (["leases"], ["get", "update"], ["gpu-reactor-verifier"])]
+        (["leases"], ["create"], None), (["leases"], ["get", "update"], ["gpu-reactor-verifier", "gpu-reactor-state"])]
     binding = one(objs, "RoleBinding", "gpu-reactor-verifier")
     assert (binding["metadata"]["namespace"], binding["subjects"]) == ("gpu-reactor", [SA])
 

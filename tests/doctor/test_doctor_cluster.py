@@ -77,7 +77,8 @@ def test_the_required_grants_are_the_proven_ones() -> None:
 
 def test_as_deployed_every_cluster_check_passes(sim: SimCluster, admin_kubeconfig: str) -> None:
     checks = _doctor(_settings(), admin_kubeconfig)
-    names = [f"rbac {NAMESPACE}", "rbac cluster", "rbac lease", "priority-classes", f"bounds {NAMESPACE}"]
+    names = [f"rbac {NAMESPACE}", "rbac cluster", "rbac lease", "rbac ledger", "priority-classes",
+             f"bounds {NAMESPACE}"]
     assert [n for n in checks if n.startswith(("rbac", "priority", "bounds"))] == names
     for name in names:
         assert checks[name].status is Status.OK, checks[name]
@@ -85,6 +86,7 @@ def test_as_deployed_every_cluster_check_passes(sim: SimCluster, admin_kubeconfi
     # 13 list/watch for kube.watchCache
     assert checks[f"rbac {NAMESPACE}"].detail == f"{WHO} may make all 47 calls the reactor makes"
     assert checks["rbac lease"].detail == f"{WHO} may hold the verifier Lease gpu-reactor/gpu-reactor-verifier"
+    assert checks["rbac ledger"].detail == f"{WHO} may keep the state ledger in Lease gpu-reactor/gpu-reactor-state"
     assert _reviews(sim) == 54  # one SelfSubjectAccessReview per grant
 
 
@@ -141,6 +143,13 @@ def test_the_command_exits_0_with_warnings_only(sim: SimCluster, admin_kubeconfi
     lines = capsys.readouterr().out.splitlines()
     assert code == 0
     # the server (kubernetes, in-place resize, scoped quotas, sidecars: tests/doctor/test_doctor_versions.py),
-    # then rbac namespace, rbac cluster, rbac lease, priority-classes, bounds
-    assert [ln.split()[0] for ln in lines] == ["warning", "warning"] + ["ok"] * 4 + ["ok"] * 5
+    # then rbac namespace, rbac cluster, rbac lease, rbac ledger, priority-classes, bounds
+    assert [ln.split()[0] for ln in lines] == ["warning", "warning"] + ["ok"] * 4 + ["ok"] * 6
     assert lines[0].startswith("warning  prometheus") and "not checked" in lines[0]
+
+
+def test_a_ledger_lease_the_role_does_not_name_fails(sim: SimCluster, admin_kubeconfig: str) -> None:
+    """Issue 23: the state ledger is written before every change; a name the Role does not grant is a 403 on each."""
+    checks = _doctor(_settings(state={"ledgerName": "another-ledger"}), admin_kubeconfig)
+    failed = checks["rbac ledger"]
+    assert failed.status is Status.FAILING and "get leases" in failed.detail and "another-ledger" in failed.detail

@@ -59,7 +59,7 @@ def test_the_grants_are_the_proven_ones_bound_once_per_allowed_namespace(count: 
                                                ("kueue.x-k8s.io", "workloadpriorityclasses", "list")]
     (lease_role,) = [o for o in objs if o["kind"] == "Role"]  # the workload grants come from the one ClusterRole
     assert (lease_role["metadata"]["namespace"], lease_role["rules"][1]["resourceNames"]) == (
-        "gpu-reactor", ["gpu-reactor-verifier"])
+        "gpu-reactor", ["gpu-reactor-verifier", "gpu-reactor-state"])
 
 
 @pytest.mark.parametrize("flow", ["deployment-resize", "cronjob-via-job", "set-priority"])

@@ -24,7 +24,8 @@ def only(alert: str, *strategies: str, **changes):
     return replace(POLICY, alerts={alert: strategies}, **changes)
 
 
-BOOSTED = {**last_action("set-priority", "up", ago=timedelta(minutes=15)), **original(priorityClassName="medium-priority-gpu")}
+BOOSTED = {**last_action("set-priority", "up", ago=timedelta(minutes=15), from_value="medium-priority-gpu",
+                         to_value="high-priority-gpu"), **original(priorityClassName="medium-priority-gpu")}
 
 # id, signal, workload, bounds, policy, expected reason
 CASES = [
@@ -56,19 +57,23 @@ CASES = [
      workload(gpus=2, annotations={**last_action("resize-gpu", "down", ago=timedelta(hours=1), container="server"),
                                    **original(gpus={"server": 4})}), bounds(), POLICY, R.RESOLVED),
     ("nothing-to-revert-without-original", signal(SAT, status="resolved"),
-     workload(priority="high-priority-gpu", annotations=last_action("set-priority", "up", ago=timedelta(hours=1))),
+     workload(priority="high-priority-gpu", annotations=last_action("set-priority", "up", ago=timedelta(hours=1),
+                                                                    to_value="high-priority-gpu")),
      bounds(), POLICY, R.NOTHING_TO_REVERT),
     ("nothing-to-revert-when-already-original", signal(SAT, status="resolved"),
      workload(priority="medium-priority-gpu", annotations=BOOSTED), bounds(), POLICY, R.NOTHING_TO_REVERT),
     ("revert-hold-minimum-boost-time", signal(SAT, status="resolved"),
-     workload(priority="high-priority-gpu", annotations={**last_action("set-priority", "up", ago=timedelta(minutes=9)),
+     workload(priority="high-priority-gpu", annotations={**last_action("set-priority", "up", ago=timedelta(minutes=9),
+                                                                         from_value="medium-priority-gpu",
+                                                                         to_value="high-priority-gpu"),
                                                           **original(priorityClassName="medium-priority-gpu")}),
      bounds(), POLICY, R.REVERT_HOLD),
     ("revert-waits-for-rollout", signal(SAT, status="resolved"),
      workload(priority="high-priority-gpu", annotations=BOOSTED, generation=4, observed=3), bounds(), POLICY,
      R.ROLLOUT_IN_PROGRESS),
     ("revert-scale-up-left-to-the-autoscaler", signal(SAT, status="resolved"),
-     workload(replicas=3, hpa=True, annotations={**last_action("scale-replicas", "up", ago=timedelta(hours=1)),
+     workload(replicas=3, hpa=True, annotations={**last_action("scale-replicas", "up", ago=timedelta(hours=1),
+                                                                   from_value=2, to_value=3),
                                                  **original(replicas=2)}),
      bounds(), replace(POLICY, revert=("scale-replicas-up",)), R.HPA_MANAGED),
     ("revert-quota-for-surge-pods", signal(SAT, status="resolved"),

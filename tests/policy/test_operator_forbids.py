@@ -39,7 +39,8 @@ def test_the_next_strategy_the_operator_allows_applies() -> None:
 def test_a_revert_of_a_field_the_operator_now_forbids_is_refused() -> None:
     """A change made before the operator forbade it (a RayService switched to upgradeStrategy None) is not undone
     by a write the operator would ignore."""
-    boosted = {**last_action("set-priority", "up", ago=timedelta(minutes=15)),
+    boosted = {**last_action("set-priority", "up", ago=timedelta(minutes=15), from_value="medium-priority-gpu",
+                           to_value="high-priority-gpu"),
                **original(priorityClassName="medium-priority-gpu")}
     wl = _adapted({"set-priority": WHY}, priority="high-priority-gpu", annotations=boosted)
     got = decide(signal("GPUSaturated", status="resolved"), wl, bounds(), POLICY, NOW, priority_classes=CLASSES)

@@ -93,7 +93,8 @@ def test_the_refusal_names_the_scoped_quota_and_why_every_pod_counts() -> None:
 
 def test_a_revert_of_a_priority_change_moves_every_pod_back() -> None:
     """The revert to medium must fit the medium class's quota with all replicas, as the rollout moves them."""
-    wl = three_medium(priority=HIGH, annotations={**last_action("set-priority", "up", ago=timedelta(minutes=40)),
+    wl = three_medium(priority=HIGH, annotations={**last_action("set-priority", "up", ago=timedelta(minutes=40),
+                                                                    from_value=MED, to_value=HIGH),
                                                   **original(priorityClassName=MED)})
     resolved = signal(SAT, status="resolved", value=0.2)
     full = decide(resolved, wl, bounds(quotas=(Quota("medium-gpu", 4, 2, cls_in(MED)),)), POLICY, NOW,

@@ -37,8 +37,12 @@ TRUST = (
     ("forged_owners_tried", "forged owners tried"),
     ("forged_owners_acted", "forged owners acted on (must be 0)"),
     ("ghost_requests", "API requests for a 300-ghost notification"),
+    ("replays_tried", "replays of the reactor's own older records tried (issue 23)"),
+    ("replays_honoured", "replays honoured (must be 0)"),
+    ("deletions_tried", "state deletions tried"),
+    ("deletions_reset", "state deletions taken as a fresh start (must be 0)"),
 )
-_MUST_BE_ZERO = ("forgeries_acted", "forged_owners_acted")
+_MUST_BE_ZERO = ("forgeries_acted", "forged_owners_acted", "replays_honoured", "deletions_reset")
 
 
 @dataclass

@@ -12,6 +12,7 @@ naming 300 pods that do not exist is counted in API requests. Figures: FIGURES.t
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -33,12 +34,24 @@ STARTED = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
 POLICY = {"namespaces": {"allow": [NS]}, "revert": ["set-priority-up", "scale-replicas-up", "resize-gpu-up"],
           "revertAfter": "0s", "alerts": {"GPUSaturated": ["set-priority-up"]}}
 FORGED = ("priority-off-ladder", "replicas-past-max", "gpus-past-max", "year-9999", "edited-under-mac", "copied")
+# Issue 23: the reactor's own older records put back, and its records removed. The state ledger is the Lease the
+# shipped policy names; no cooldown or holds, so one Deployment sees boost, revert and boost again.
+REPLAYED, REMOVED = ("replayed-boost", "replayed-revert"), ("removed-boost", "removed-revert")
+LEDGER_POLICY = {"namespaces": {"allow": [NS]}, "cooldown": "0s", "reverseAfter": "0s", "revertAfter": "0s",
+                 "revert": ["scale-replicas-up"], "alerts": {"GPUSaturated": ["scale-replicas-up"]},
+                 "verify": {"leaseNamespace": "gpu-reactor"}, "state": {"ledgerName": "gpu-reactor-state"},
+                 "budget": {"global": {"actions": 100, "per": "10m"}, "namespace": {"actions": 100, "per": "10m"}}}
+RECORD = ("gpu-reactor.io/last-action", "gpu-reactor.io/cooldown-until", "gpu-reactor.io/original",
+          "gpu-reactor.io/verification", "gpu-reactor.io/state-mac")
 
 
 def _docs() -> list[dict[str, Any]]:
     docs = namespace_docs(NS) + [
         {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
         for n, v in (("medium-priority-gpu", 1000), ("high-priority-gpu", 2000))]
+    docs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpu-reactor"}})
+    for name in (*REPLAYED, *REMOVED):
+        docs.append(deployment_doc(NS, name, replicas=2, annotations={"gpu-reactor.io/mode": "enforce"}))
     for name in ("victim", *FORGED):
         doc = deployment_doc(NS, name, annotations={"gpu-reactor.io/mode": "enforce"})
         doc["spec"]["template"]["spec"]["priorityClassName"] = "medium-priority-gpu"
@@ -152,3 +165,69 @@ def test_a_tenant_gets_nothing_it_could_not_do_itself(rbac_cluster: SimCluster, 
     FIGURES.add("trust", deliveries=2 + len(FORGED) + tried_owners, applied=1, expected=1)
     assert (acted, acted_owners) == (0, 0)
     assert ghost_requests <= 21
+
+
+def _step(sim: SimCluster) -> None:
+    """Let the rollout finish and the second turn (a cooldown of 0s still ends at the next whole second)."""
+    sim.settle()
+    time.sleep(1.1)
+
+
+def _saved(apps: k8s.AppsV1Api, name: str) -> dict[str, str | None]:
+    annotations = apps.read_namespaced_deployment(name, NS).metadata.annotations or {}
+    return {k: annotations.get(k) for k in RECORD}
+
+
+def _replay(sim: SimCluster, apps: k8s.AppsV1Api, child: Child, name: str) -> bool:
+    """Boost (record R1), revert (R2), boost again (R3), then R1 or R2 put back and the alert resolved: True when
+    the reactor wrote anything after the put-back (it honoured the replay)."""
+    pod, first = pods_of(sim, NS, name)[0], STARTED
+    spec = AlertSpec("GPUSaturated", NS, pod, "main", 0.99, 4, starts_at=first)
+    first_answer = child.post(notification([spec])).outcomes[0]
+    assert first_answer["result"] == "applied", first_answer
+    saved = _saved(apps, name)  # R1
+    _step(sim)
+    resolved = AlertSpec("GPUSaturated", NS, pod, "main", 0.99, 4, status="resolved", starts_at=first)
+    assert child.post(notification([resolved])).outcomes[0].get("action") == "revert"
+    if name == "replayed-revert":
+        saved = _saved(apps, name)  # R2
+    _step(sim)
+    later = first + timedelta(minutes=10)
+    again = child.post(notification([AlertSpec("GPUSaturated", NS, pod, "main", 0.99, 4, starts_at=later)]))
+    assert again.outcomes[0]["result"] == "applied", [(o.get("reason"), o.get("detail")) for o in again.outcomes]
+    _step(sim)
+    apps.patch_namespaced_deployment(name, NS, {"metadata": {"annotations": saved}})
+    before = _generation(sim, name)
+    answer = child.post(notification([AlertSpec("GPUSaturated", NS, pod, "main", 0.99, 4, status="resolved",
+                                                starts_at=later)]))
+    return _generation(sim, name) != before or answer.outcomes[0].get("reason") != "stale-state"
+
+
+def _remove(sim: SimCluster, apps: k8s.AppsV1Api, child: Child, name: str) -> bool:
+    """Boost, the record deleted, then the same alert firing again (removed-boost) or resolving (removed-revert):
+    True when the reactor took it as a fresh start (a write, or any answer but `state-reset`)."""
+    pod = pods_of(sim, NS, name)[0]
+    spec = AlertSpec("GPUSaturated", NS, pod, "main", 0.99, 4, starts_at=STARTED)
+    assert child.post(notification([spec])).outcomes[0]["result"] == "applied"
+    _step(sim)
+    apps.patch_namespaced_deployment(name, NS, {"metadata": {"annotations": dict.fromkeys(RECORD)}})
+    before = _generation(sim, name)
+    status, starts = ("firing", STARTED + timedelta(minutes=5)) if name == "removed-boost" else ("resolved", STARTED)
+    answer = child.post(notification([AlertSpec("GPUSaturated", NS, pod, "main", 0.99, 4, status=status,
+                                                starts_at=starts)]))
+    return _generation(sim, name) != before or answer.outcomes[0].get("reason") != "state-reset"
+
+
+def test_the_reactors_own_older_records_and_removed_ones_are_refused(rbac_cluster: SimCluster,
+                                                                    tenant: k8s.ApiClient,
+                                                                    spawn: Callable[..., Child]) -> None:
+    sim = rbac_cluster
+    child = spawn(sim, policy=LEDGER_POLICY)
+    apps = k8s.AppsV1Api(tenant)
+    honoured = sum(_replay(sim, apps, child, name) for name in REPLAYED)
+    reset = sum(_remove(sim, apps, child, name) for name in REMOVED)
+    FIGURES.count_trust(replays_tried=len(REPLAYED), replays_honoured=honoured, deletions_tried=len(REMOVED),
+                        deletions_reset=reset)
+    FIGURES.add("trust", deliveries=4 * len(REPLAYED) + 2 * len(REMOVED),
+                applied=3 * len(REPLAYED) + len(REMOVED), expected=3 * len(REPLAYED) + len(REMOVED))
+    assert (honoured, reset) == (0, 0)

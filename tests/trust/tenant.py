@@ -10,6 +10,8 @@ what a real tenant could do, refused or allowed by RBAC, not by the test.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +23,12 @@ from reactor.app.assembly import assemble
 from reactor.cluster.kube import KubeGateway
 from reactor.config.settings import build_settings
 from reactor.core.metrics import Metrics
+from reactor.state.ledger import LEDGER_KEY, Entry, decode, encode
+from reactor.state.seal import StateKeys, new_write
 from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec
 from reactor_sim import SimCluster
+from reactor_sim.status import ApiError
 from tests.deploy.deploy_helpers import DEPLOY
 from tests.support import HERE, NAMESPACE, Reactor
 
@@ -62,20 +67,46 @@ def deployed_cluster(reactor_objects: list[dict[str, Any]]) -> SimCluster:
     return sim
 
 
-def deployed_reactor(sim: SimCluster, token_file: Path, **overrides: Any) -> Reactor:
+def deployed_reactor(sim: SimCluster, token_file: Path, *, clock: Callable[[], datetime] | None = None,
+                     **overrides: Any) -> Reactor:
     """The reactor with the deployed policy (plus `overrides`), acting with its ServiceAccount's token."""
     doc = yaml.safe_load((DEPLOY / "reactor" / "policy.yaml").read_text())
     doc.update(server={"tokenFile": str(token_file)}, logging={"format": "text"},
-               state={"keyFile": str(state_key_file(token_file.parent))},
+               state={**(doc.get("state") or {}), "keyFile": str(state_key_file(token_file.parent))},
                kube={"timeout": "2s", "qps": 1000, "burst": 1000, "conflictRetries": 3})
     doc.update(overrides)
     settings = build_settings(doc, {})
     registry = CollectorRegistry()
     metrics = Metrics(registry)
     kube = KubeGateway.for_url(sim.url, settings.kube, metrics, token=SA_TOKEN)
-    service = assemble(settings, kube=kube, metrics=metrics)
+    service = assemble(settings, kube=kube, metrics=metrics, **({"clock": clock} if clock is not None else {}))
     service.app.testing = True
     return Reactor(service, service.app.test_client(), sim, registry)
+
+
+LEDGER = ("gpu-reactor", "gpu-reactor-state")  # the state ledger's Lease, as deploy/reactor/policy.yaml names it
+
+
+def sign_as_reactor(sim: SimCluster, keys: StateKeys, name: str, annotations: dict[str, str], *,
+                    kind: str = "deployments") -> str:
+    """Write state as the reactor would: sealed with its key under a new write, and that write made the latest in
+    the ledger's Lease (the cluster admin does it here, not the tenant, who can touch neither). The write id."""
+    obj = sim.get(kind, NAMESPACE, name)
+    write = new_write()
+    obj["metadata"].setdefault("annotations", {}).update(keys.sealed(obj["metadata"]["uid"], annotations, write))
+    sim.apply(obj)
+    try:
+        lease = sim.get("leases", *LEDGER)
+    except ApiError as e:
+        assert e.code == 404, e
+        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                 "metadata": {"name": LEDGER[1], "namespace": LEDGER[0]}, "spec": {}}
+    annotations_of = lease["metadata"].setdefault("annotations", {})
+    entries = decode(annotations_of.get(LEDGER_KEY))
+    entries[obj["metadata"]["uid"]] = Entry(write, datetime.now(UTC) + timedelta(hours=1), True)
+    annotations_of[LEDGER_KEY] = encode(entries)
+    sim.apply(lease)
+    return write
 
 
 def tenant_client(sim: SimCluster) -> k8s.ApiClient:

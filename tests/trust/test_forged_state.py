@@ -25,7 +25,7 @@ from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec, fingerprint, notification, rfc3339
 from reactor_sim import SimCluster
 from tests.support import NAMESPACE, Reactor
-from tests.trust.tenant import deployed_reactor, template_of
+from tests.trust.tenant import deployed_reactor, sign_as_reactor, template_of
 
 STARTED = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
 REVERT_ALL = {"revert": ["set-priority-up", "scale-replicas-up", "resize-gpu-up"], "revertAfter": "0s"}
@@ -39,8 +39,9 @@ def _fingerprint(spec: AlertSpec) -> str:
     return fingerprint(spec.labels())
 
 
-def _last_action(spec: AlertSpec, action: str, container: str | None = None, *, time: str | None = None) -> str:
-    doc = {"action": action, "direction": "up", "container": container, "from": None, "to": None,
+def _last_action(spec: AlertSpec, action: str, container: str | None = None, *, time: str | None = None,
+                 before: Any = None, after: Any = None) -> str:
+    doc = {"action": action, "direction": "up", "container": container, "from": before, "to": after,
            "alert": spec.name, "fingerprint": _fingerprint(spec), "startsAt": rfc3339(STARTED),
            "time": time or (STARTED + timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")}
     return json.dumps(doc)
@@ -51,10 +52,9 @@ def _tenant_patch(tenant: k8s.ApiClient, name: str, annotations: dict[str, Any])
 
 
 def _signed(sim: SimCluster, keys: StateKeys, name: str, annotations: dict[str, str]) -> None:
-    """Write state as the reactor would (signed with its key): the cluster admin sets it, not the tenant."""
-    obj = sim.get("deployments", NAMESPACE, name)
-    obj["metadata"].setdefault("annotations", {}).update(keys.sealed(obj["metadata"]["uid"], annotations))
-    sim.apply(obj)
+    """Write state as the reactor would (signed with its key, its latest write in the ledger): the cluster admin
+    sets it, not the tenant."""
+    sign_as_reactor(sim, keys, name, annotations)
 
 
 def _outcome(reactor: Reactor, *specs: AlertSpec) -> list[dict[str, Any]]:
@@ -143,7 +143,8 @@ def test_rotation_accepts_the_previous_key_and_signs_with_the_new(sim: SimCluste
                                                                   keys: StateKeys, tmp_path: Path) -> None:
     """state.previousKeyFile verifies during a rotation; without it the old state no longer verifies."""
     pod = sim.list("pods", NAMESPACE, label_selector="app=llm-inference")[0]["metadata"]["name"]
-    record = {LAST_ACTION: _last_action(_spec(pod), "set-priority"),
+    record = {LAST_ACTION: _last_action(_spec(pod), "set-priority", before="medium-priority-gpu",
+                                        after="high-priority-gpu"),
               ORIGINAL: json.dumps({"priorityClassName": "medium-priority-gpu"})}
     obj = sim.get("deployments", NAMESPACE, "llm-inference")
     obj["spec"]["template"]["spec"]["priorityClassName"] = "high-priority-gpu"
@@ -175,9 +176,13 @@ def test_a_signed_original_out_of_bounds_is_not_written(reverting: Reactor, sim:
                                                        record: dict[str, Any], reason: str) -> None:
     """Bounds hold whatever reached the write: even a validly signed `original` outside them is refused."""
     pod = reverting.pods("llm-inference")[0]
-    action, container = {"priorityClassName": ("set-priority", None), "replicas": ("scale-replicas", None),
-                         "gpus": ("resize-gpu", "server")}[next(iter(record))]
-    _signed(sim, keys, "llm-inference", {LAST_ACTION: _last_action(_spec(pod), action, container),
+    action, container, now = {"priorityClassName": ("set-priority", None, "medium-priority-gpu"),
+                              "replicas": ("scale-replicas", None, 3),
+                              "gpus": ("resize-gpu", "server", 4)}[next(iter(record))]
+    before = next(iter(record.values()))
+    before = before["server"] if isinstance(before, dict) else before  # the value a revert of it writes back
+    _signed(sim, keys, "llm-inference", {LAST_ACTION: _last_action(_spec(pod), action, container, before=before,
+                                                                   after=now),
                                          ORIGINAL: json.dumps(record)})
     before = sim.get("deployments", NAMESPACE, "llm-inference")
     (o,) = _outcome(reverting, _spec(pod, "resolved"))

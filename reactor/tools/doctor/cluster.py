@@ -116,6 +116,19 @@ def _lease(kube: KubeGateway, settings: Settings, who: str) -> list[Check]:
     return [ok("rbac lease", f"{who} may hold the verifier Lease {namespace}/{name}")]
 
 
+def _ledger(kube: KubeGateway, settings: Settings, who: str) -> list[Check]:
+    """The state ledger's Lease (state.ledgerName): written before every change, so without it nothing is written."""
+    namespace, name = settings.server.lease_namespace, settings.server.state_ledger_name
+    if namespace is None or name is None:
+        return []
+    denied = _denied(kube, LEASE, namespace, name)
+    if denied:
+        return [failing("rbac ledger", f"{who} may not: {', '.join(denied)} (Lease {namespace}/{name})",
+                        "apply deploy/reactor/rbac-lease.yaml (the chart grants it): the ledger is written before "
+                        "every change, so no change is made")]
+    return [ok("rbac ledger", f"{who} may keep the state ledger in Lease {namespace}/{name}")]
+
+
 def operator_grants(settings: Settings) -> tuple[tuple[str, str, str], ...]:
     """get/patch on the resources of the enabled adapters (adapters.builtin and adapters.custom), get on what
     the resolver reads on the way to them (KServe's serverless mode: Knative's Revisions, Configurations and
@@ -152,7 +165,7 @@ def rbac(kube: KubeGateway, settings: Settings, who: str) -> list[Check]:
     else:
         checks.append(ok("rbac cluster", f"{who} may list{' and watch' if cached else ''} priorityclasses and "
                                          "read Kueue's queues and classes"))
-    return checks + _lease(kube, settings, who)
+    return checks + _lease(kube, settings, who) + _ledger(kube, settings, who)
 
 
 def priority_classes(kube: KubeGateway, settings: Settings) -> Check:

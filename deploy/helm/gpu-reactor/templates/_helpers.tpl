@@ -66,5 +66,7 @@ release's own namespace always denied (the reactor never acts on itself). */}}
 {{- $_ := set $policy "server" $server -}}
 {{- $lease := dict "leaseNamespace" .Release.Namespace "leaseName" (printf "%s-verifier" (include "gpu-reactor.fullname" .)) -}}
 {{- $_ := set $policy "verify" (merge $lease (omit ($policy.verify | default dict) "leaseNamespace" "leaseName")) -}}
+{{- $ledger := dict "ledgerName" (printf "%s-state" (include "gpu-reactor.fullname" .)) -}}
+{{- $_ := set $policy "state" (merge $ledger (omit ($policy.state | default dict) "ledgerName")) -}}
 {{- toYaml $policy -}}
 {{- end -}}

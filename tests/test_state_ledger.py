@@ -1,0 +1,147 @@
+"""The state ledger (reactor/state/ledger.py, reactor/act/ledger.py): the verdict on a record, the intent written
+before each patch, the codec and its bound, and the Lease store against the embedded cluster (two replicas)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from reactor.act.ledger import LeaseLedger, MemoryLedger, StaleRecord, entry_for
+from reactor.cluster.kube import KubeGateway
+from reactor.config.settings import Kube
+from reactor.core.metrics import Metrics
+from reactor.core.model import Container, Workload, WorkloadRef
+from reactor.state.annotations import COOLDOWN_UNTIL, ORIGINAL, VERIFICATION, read_state, verification_annotation
+from reactor.state.ledger import (
+    COUNTS,
+    LEDGER_KEY,
+    MAX_BYTES,
+    REMOVED,
+    REPLAYED,
+    UNKNOWN,
+    Entry,
+    decode,
+    encode,
+    verdict,
+    with_entry,
+)
+from reactor.state.seal import LEGACY
+from reactor_sim import SimCluster
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+LATER = NOW + timedelta(hours=1)
+A, B, C = "a" * 16, "b" * 16, "c" * 16
+
+
+def _verdict(write: str | None, entry: Entry | None, rv: str = "7", *, authoritative: bool = True) -> str:
+    return verdict(write, entry, rv, NOW, authoritative=authoritative)
+
+
+@pytest.mark.parametrize(("write", "entry", "rv", "expected"), [
+    (B, Entry(B, LATER, False), "7", COUNTS),
+    (A, Entry(B, LATER, False), "7", REPLAYED),
+    (LEGACY, Entry(B, LATER, False), "7", REPLAYED),
+    (None, Entry(B, LATER, False), "7", REMOVED),
+    (None, Entry(B, NOW - timedelta(seconds=1), True), "7", REMOVED),  # open: a revert or verification awaits
+    (None, Entry(B, NOW - timedelta(seconds=1), False), "7", COUNTS),  # windows over: a fresh start
+    (A, Entry(B, NOW - timedelta(seconds=1), False), "7", UNKNOWN),  # a record the ledger let go of: absent
+    (None, None, "7", COUNTS),
+    (LEGACY, None, "7", COUNTS),  # written before the ledger: believed until the next write
+    (A, None, "7", UNKNOWN),
+    # The intent: B's patch was conditional on resourceVersion 7. At 7 it has not landed: A still counts.
+    (A, Entry(B, LATER, True, Entry(A, LATER, True), "7"), "7", COUNTS),
+    (B, Entry(B, LATER, True, Entry(A, LATER, True), "7"), "8", COUNTS),
+    # ... past 7 (landed, then A put back): A is a replay. A resourceVersion never repeats.
+    (A, Entry(B, LATER, True, Entry(A, LATER, True), "7"), "9", REPLAYED),
+    (None, Entry(B, LATER, True, None, "7"), "7", COUNTS),  # the first write, not landed: nothing was there
+    (None, Entry(B, LATER, True, None, "7"), "8", REMOVED),
+], ids=["latest", "older", "legacy-after-a-write", "removed-in-window", "removed-while-open", "removed-after-window",
+        "unknown-after-window", "never-touched", "legacy", "unknown", "intent-not-landed", "intent-landed",
+        "replay-after-landing", "first-intent-not-landed", "first-intent-landed-then-removed"])
+def test_the_verdict(write: str | None, entry: Entry | None, rv: str, expected: str) -> None:
+    assert _verdict(write, entry, rv) == expected
+
+
+def test_in_memory_a_record_first_seen_is_believed() -> None:
+    assert _verdict(A, None, authoritative=False) == COUNTS
+    assert _verdict(A, Entry(B, LATER, False), authoritative=False) == REPLAYED
+
+
+def test_the_codec_round_trips_and_refuses_garbage() -> None:
+    entries = {"uid-1": Entry(A, LATER, True), "uid-2": Entry(B, LATER, False, Entry(A, LATER, True), "42"),
+               "uid-3": Entry(C, LATER, False, None, "5")}
+    assert decode(encode(entries)) == entries
+    assert decode("not json") == {} and decode(None) == {} and decode("[1]") == {}
+    assert decode('{"u": {"w": 1, "k": 2, "o": 0}, "v": {"w": "x", "k": 99999999999999999, "o": 0}}') == {}
+
+
+def test_dead_entries_go_and_the_whole_stays_under_its_bound() -> None:
+    entries = {f"uid-{i:05d}": Entry(A, LATER + timedelta(seconds=i), i % 2 == 0) for i in range(6000)}
+    entries["dead"] = Entry(B, NOW - timedelta(seconds=1), False)
+    kept = with_entry(entries, "new", Entry(C, LATER, False), NOW)
+    assert "dead" not in kept and kept["new"].write == C
+    assert len(encode(kept)) <= MAX_BYTES
+    dropped = set(entries) - set(kept) - {"dead"}
+    assert dropped and all(not entries[u].open for u in dropped), "closed entries go before open ones"
+
+
+def test_an_entry_is_open_while_a_revert_or_a_verification_awaits() -> None:
+    pending = verification_annotation("pending", "scale-replicas-up", NOW)
+    cooldown = (NOW + timedelta(minutes=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    entry = entry_for({COOLDOWN_UNTIL: cooldown, ORIGINAL: None, VERIFICATION: pending}, A, NOW, timedelta(hours=2))
+    assert (entry.open, entry.keep) == (True, NOW + timedelta(hours=2))
+    closed = entry_for({COOLDOWN_UNTIL: cooldown, ORIGINAL: None, VERIFICATION: None}, A, NOW, timedelta(0))
+    assert (closed.open, closed.keep) == (False, NOW + timedelta(minutes=30))
+    assert entry_for({ORIGINAL: '{"replicas": 3}'}, A, NOW, timedelta(0)).open
+
+
+def _workload(write: str | None, rv: str, uid: str = "uid-1") -> Workload:
+    state = read_state({})
+    return Workload(ref=WorkloadRef("Deployment", "ml", "w"), resource_version=rv, containers=(Container("c", 1),),
+                    state=replace(state, write=write), annotations={}, uid=uid)
+
+
+def test_memory_ledger_intent_and_abort() -> None:
+    ledger = MemoryLedger()
+    ledger.begin(_workload(None, "1"), COUNTS, Entry(A, LATER, True), NOW)
+    assert ledger.judge(_workload(A, "2"), NOW).state.not_latest == ""
+    ledger.begin(_workload(A, "2"), COUNTS, Entry(B, LATER, True), NOW)
+    assert ledger.judge(_workload(A, "3"), NOW).state.not_latest == REPLAYED
+    ledger.abort("uid-1", B, NOW)  # B's patch was refused (409): A is the latest again
+    assert ledger.judge(_workload(A, "3"), NOW).state.not_latest == ""
+    with pytest.raises(StaleRecord):  # a decision made on a record that is not the latest any more
+        ledger.begin(_workload(C, "4"), COUNTS, Entry(B, LATER, True), NOW)
+
+
+@pytest.fixture
+def kube() -> Iterator[KubeGateway]:
+    with SimCluster().start() as sim:
+        sim.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpu-reactor"}})
+        gateway = KubeGateway.for_url(sim.url, Kube(qps=1000, burst=1000), Metrics(CollectorRegistry()))
+        yield gateway
+        gateway.close()
+
+
+def test_two_replicas_share_the_lease_and_a_stale_copy_never_writes(kube: KubeGateway) -> None:
+    """Replica b decided on record A from its copy; replica a has since written B. b's intent (conditional on the
+    Lease it read) is a 409, the Lease is read again, and the decision is refused (StaleRecord): never written."""
+    clock = [0.0]
+    a = LeaseLedger(kube, namespace="gpu-reactor", name="gpu-reactor-state", clock=lambda: clock[0])
+    b = LeaseLedger(kube, namespace="gpu-reactor", name="gpu-reactor-state", clock=lambda: clock[0])
+    a.begin(_workload(None, "1"), COUNTS, Entry(A, LATER, True), NOW)  # creates the Lease
+    assert b.entry("uid-1") == a.entry("uid-1")
+    a.begin(_workload(A, "2"), COUNTS, Entry(B, LATER, True), NOW)
+    # b's copy is under FRESH_SECONDS old: its decision may count A, but its intent is conditional on that copy:
+    assert b.judge(_workload(A, "3"), NOW).state.not_latest == ""
+    with pytest.raises(StaleRecord):
+        b.begin(_workload(A, "3"), COUNTS, Entry(C, LATER, True), NOW)
+    assert b.judge(_workload(A, "3"), NOW).state.not_latest == REPLAYED  # the 409 made it read the Lease again
+    lease = kube.get_lease("gpu-reactor", "gpu-reactor-state")
+    assert decode(lease["metadata"]["annotations"][LEDGER_KEY])["uid-1"].write == B
+    a.abort("uid-1", B, NOW)
+    clock[0] += 5  # b's copy is old: read again before it is believed
+    assert b.judge(_workload(A, "3"), NOW).state.not_latest == ""
