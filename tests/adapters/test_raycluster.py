@@ -15,7 +15,7 @@ from reactor.state.annotations import LAST_ACTION, ORIGINAL
 from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
 from tests.adapters.conftest import POLICY
-from tests.adapters.operators import GPU, container, custom, install, owner_ref, reconcile_ray
+from tests.adapters.operators import GPU, container, custom, install, owner_ref, ray_pod_name, reconcile_ray
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 WORKER = "ray-gpu-workers-worker-00000"
@@ -238,21 +238,21 @@ def test_two_groups_naming_their_container_alike_keep_their_state_apart(sim: Sim
             return {"groupName": name, "replicas": replicas, "minReplicas": 0, "maxReplicas": 4, "rayStartParams": {},
                     "template": {"spec": {"containers": [container("ray-worker", gpus)]}}}
         sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "ray", "namespace": NAMESPACE},
-                   "spec": {"rayVersion": "2.40.0",
+                   "spec": {"rayVersion": "2.40.0", "upgradeStrategy": {"type": "Recreate"},
                             "headGroupSpec": {"rayStartParams": {},
                                               "template": {"spec": {"containers": [container("ray-head", 0)]}}},
                             "workerGroupSpecs": [group("gpu-workers", 4, 1), group("gpu-workers-b", 2, 1)]}})
         reconcile_ray(sim, "ray")
         assert _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)["result"] == "applied"
         reconcile_ray(sim, "ray")
-        grown = _post(reactor, "GPUMemorySaturated", "ray-gpu-workers-b-0", value=0.97, gpus=2)
+        grown = _post(reactor, "GPUMemorySaturated", ray_pod_name("ray", "gpu-workers-b", 0), value=0.97, gpus=2)
         assert (grown["result"], grown["from"]) == ("applied", 2), grown
         reconcile_ray(sim, "ray")
         annotations = custom(sim, "rayclusters", "ray")["metadata"]["annotations"]
         assert json.loads(annotations[LAST_ACTION])["part"] == "gpu-workers-b"
         assert json.loads(annotations[ORIGINAL]) == {"gpus": {"gpu-workers/ray-worker": 4,
                                                               "gpu-workers-b/ray-worker": 2}}
-        reverted = _post(reactor, "GPUMemorySaturated", "ray-gpu-workers-b-0", value=0.97, gpus=2, status="resolved")
+        reverted = _post(reactor, "GPUMemorySaturated", ray_pod_name("ray", "gpu-workers-b", 0), value=0.97, gpus=2, status="resolved")
         assert (reverted["result"], reverted.get("to")) == ("applied", 2), reverted
         assert [_gpus(g) for g in _groups(reactor)] == ["1", "2"]
     finally:

@@ -82,12 +82,12 @@ def test_as_deployed_every_cluster_check_passes(sim: SimCluster, admin_kubeconfi
     assert [n for n in checks if n.startswith(("rbac", "priority", "bounds"))] == names
     for name in names:
         assert checks[name].status is Status.OK, checks[name]
-    # 34 calls (pods/resize, Kueue, the adapters' kinds and an InferenceService's state Lease included), and
+    # 35 calls (pods/resize, Kueue, the adapters' kinds, an InferenceService's state Lease and Events' repeats included), and
     # 13 list/watch for kube.watchCache
-    assert checks[f"rbac {NAMESPACE}"].detail == f"{WHO} may make all 47 calls the reactor makes"
+    assert checks[f"rbac {NAMESPACE}"].detail == f"{WHO} may make all 48 calls the reactor makes"
     assert checks["rbac lease"].detail == f"{WHO} may hold the verifier Lease gpu-reactor/gpu-reactor-verifier"
     assert checks["rbac ledger"].detail == f"{WHO} may keep the state ledger in Lease gpu-reactor/gpu-reactor-state"
-    assert _reviews(sim) == 54  # one SelfSubjectAccessReview per grant
+    assert _reviews(sim) == 58  # one SelfSubjectAccessReview per grant
 
 
 def test_with_the_service_accounts_own_token(sim: SimCluster, tmp_path: Path) -> None:
@@ -95,7 +95,7 @@ def test_with_the_service_accounts_own_token(sim: SimCluster, tmp_path: Path) ->
     kubeconfig = _sa_kubeconfig(sim, tmp_path)
     checks = _doctor(_settings(), kubeconfig, impersonate=None)
     assert checks[f"rbac {NAMESPACE}"].status is Status.OK and checks["rbac cluster"].status is Status.OK
-    assert checks[f"rbac {NAMESPACE}"].detail.startswith("this client may make all 47 calls")
+    assert checks[f"rbac {NAMESPACE}"].detail.startswith("this client may make all 48 calls")
 
 
 def test_without_impersonation_rights_the_kubernetes_checks_fail_clearly(sim: SimCluster, tmp_path: Path) -> None:

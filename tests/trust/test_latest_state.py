@@ -132,7 +132,7 @@ def test_a_replayed_boost_record_cannot_make_a_resolve_write_its_old_value(boost
     o = _outcome(boosting, _spec(pod, later, "resolved"))
     assert (o["result"], o["reason"]) == ("skipped", "stale-state"), _why(o)
     assert _replicas(sim) == 2
-    assert boosting.metric("reactor_skips_total", reason="stale-state") == 1
+    assert boosting.metric("reactor_workload_skips_total", reason="stale-state") == 1
 
 
 def test_a_replayed_revert_record_does_not_hide_a_later_boost(boosting: Reactor, sim: SimCluster,
@@ -185,7 +185,7 @@ def test_deleting_the_state_does_not_reset_the_cooldown(reactor: Reactor, sim: S
     resolved = _outcome(reactor, _spec(pod, started, "resolved"))
     assert (resolved["result"], resolved["reason"]) == ("skipped", "state-reset"), resolved
     assert _replicas(sim) == 4
-    assert reactor.metric("reactor_skips_total", reason="state-reset") == 2
+    assert reactor.metric("reactor_workload_skips_total", reason="state-reset") == 2
 
 
 def test_a_record_signed_but_unknown_to_the_ledger_is_no_record(reactor: Reactor, sim: SimCluster,

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # types only: importing the client takes seconds (`reactor --
 # tests/deploy/test_rbac_proof.py proves needed.
 NAMESPACED: tuple[tuple[str, str, str], ...] = (
     ("", "pods", "get"), ("", "pods", "list"), ("", "limitranges", "list"), ("", "resourcequotas", "list"),
-    ("", "events", "create"), ("apps", "replicasets", "get"), ("apps", "deployments", "get"),
+    ("", "events", "create"), ("", "events", "patch"), ("apps", "replicasets", "get"), ("apps", "deployments", "get"),
     ("apps", "deployments", "patch"), ("apps", "statefulsets", "get"), ("apps", "statefulsets", "patch"),
     ("batch", "jobs", "get"), ("batch", "cronjobs", "get"), ("batch", "cronjobs", "patch"),
     ("autoscaling", "horizontalpodautoscalers", "list"),
