@@ -18,7 +18,8 @@ from tests.helm.charts import BASE_CHART, CHART, NAMESPACE, by_key, notes, rende
 # Custom resources: no bundled schema (their shape is checked below).
 CRDS = {"ServiceMonitor", "PrometheusRule", "AlertmanagerConfig"}
 ALL_ON: dict[str, Any] = {
-    "namespace": {"create": True}, "webhookToken": {"create": True}, "stateKey": {"create": True},
+    "namespace": {"create": True}, "webhookToken": {"create": True, "value": "t" * 64},
+    "stateKey": {"create": True, "value": "k" * 64},
     "serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True},
     "alertmanagerConfig": {"enabled": True}, "dashboard": {"enabled": True},
     "policy": {"namespaces": {"allow": ["team-a", "team-b", "team-c"]}},
@@ -116,10 +117,64 @@ def test_a_policy_change_rolls_the_pods() -> None:
     assert checksum({}) != checksum({"policy": {"dryRun": True}})
 
 
-def test_the_token_secret_created_from_a_value_or_random() -> None:
+def test_the_token_secret_created_from_a_value() -> None:
     assert _token({"webhookToken": {"create": True, "value": "s3cret"}}) == b"s3cret"
-    one, two = (_token({"webhookToken": {"create": True}}) for _ in range(2))
-    assert len(one) == 64 and one != two and int(one, 16) >= 0
+
+
+@pytest.mark.parametrize("secret", ["webhookToken", "stateKey"])
+def test_create_without_a_value_fails_an_offline_render(secret: str) -> None:
+    """`lookup` returns nothing offline (helm template, Argo CD): a random value would change on every render
+    (the state key rotating silently), so the render stops and names the GitOps path."""
+    with pytest.raises(helm_python.HelmError, match=f"{secret}.create would generate .* {secret}.existingSecret"):
+        render({secret: {"create": True}})
+
+
+def test_the_state_key_secret_created_from_a_value() -> None:
+    secret = by_key(render({"stateKey": {"create": True, "value": "k" * 40}}))[
+        ("Secret", NAMESPACE, "gpu-reactor-state-key")]
+    assert secret["data"] == {"key": base64.b64encode(b"k" * 40).decode()}
+
+
+def test_a_short_state_key_value_is_refused() -> None:
+    with pytest.raises(helm_python.HelmError, match="/stateKey/value"):
+        render({"stateKey": {"create": True, "value": "short"}})
+
+
+README_VALUES: dict[str, Any] = {
+    "webhookToken": {"create": True, "value": "s3cret"},
+    "alertmanagerConfig": {"enabled": True, "namespace": "monitoring", "tokenSecret": "gpu-reactor-webhook-token"},
+}
+
+
+@pytest.mark.parametrize("token_secret", ["gpu-reactor-webhook-token", ""], ids=["readme", "default-name"])
+def test_the_token_secret_is_where_the_alertmanagerconfig_is(token_secret: str) -> None:
+    """README's values: the AlertmanagerConfig in `monitoring` finds the token Secret in `monitoring`
+    (prometheus-operator reads a receiver's credentials from the AlertmanagerConfig's namespace only)."""
+    values = {**README_VALUES, "alertmanagerConfig": {**README_VALUES["alertmanagerConfig"],
+                                                      "tokenSecret": token_secret}}
+    objs = by_key(render(values))
+    spec = objs[("AlertmanagerConfig", "monitoring", "gpu-reactor")]["spec"]
+    ref = spec["receivers"][0]["webhookConfigs"][0]["httpConfig"]["authorization"]["credentials"]
+    copy = objs[("Secret", "monitoring", ref["name"])]
+    original = objs[("Secret", NAMESPACE, "gpu-reactor-webhook-token")]
+    assert copy["data"][ref["key"]] == original["data"]["token"] == base64.b64encode(b"s3cret").decode()
+
+
+def test_an_existing_token_secret_elsewhere_fails_with_the_copy_command() -> None:
+    values = {"webhookToken": {"existingSecret": "my-token"},
+              "alertmanagerConfig": {"enabled": True, "namespace": "monitoring"}}
+    with pytest.raises(helm_python.HelmError) as e:
+        render(values)
+    command = ("kubectl -n monitoring create secret generic my-token --from-literal=token=\"$(kubectl -n gpu-reactor "
+               "get secret my-token -o jsonpath='{.data.token}' | base64 -d)\"")
+    assert command in str(e.value) and "alertmanagerConfig.tokenSecret=my-token" in str(e.value)
+    copied = by_key(render({**values, "alertmanagerConfig": {**values["alertmanagerConfig"], "tokenSecret": "my-token"}}))
+    assert not [k for k in copied if k[0] == "Secret"]
+
+
+def test_the_same_namespace_needs_no_copy() -> None:
+    objs = render({"webhookToken": {"create": True, "value": "x"}, "alertmanagerConfig": {"enabled": True}})
+    assert [o["metadata"]["namespace"] for o in objs if o["kind"] == "Secret"] == [NAMESPACE]
 
 
 def test_an_existing_secret_is_mounted_and_none_created() -> None:
