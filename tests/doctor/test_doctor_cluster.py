@@ -141,3 +141,14 @@ def test_the_command_exits_0_with_warnings_only(sim: SimCluster, admin_kubeconfi
     assert code == 0
     assert [ln.split()[0] for ln in lines] == ["warning", "warning", "ok", "ok", "ok", "ok", "ok"]
     assert lines[0].startswith("warning  prometheus") and "not checked" in lines[0]
+
+
+def test_an_allowed_namespace_that_does_not_exist_is_said_so(sim: SimCluster, admin_kubeconfig: str) -> None:
+    """Not an RBAC failure: asked as the person (the reactor's ServiceAccount may not read Namespaces), the API
+    server answers 404 for the Namespace (registry/core/namespace, Get)."""
+    checks = _doctor(_settings(namespaces={"allow": [NAMESPACE, "team-gone"], "deny": ["kube-system"]}),
+                     admin_kubeconfig)
+    gone = checks["rbac team-gone"]
+    assert (gone.status, gone.detail) == (Status.FAILING, "namespace team-gone does not exist")
+    assert "may not" not in gone.detail and "bounds team-gone" not in checks
+    assert checks[f"rbac {NAMESPACE}"].status is Status.OK

@@ -168,7 +168,8 @@ def test_an_existing_token_secret_elsewhere_fails_with_the_copy_command() -> Non
     command = ("kubectl -n monitoring create secret generic my-token --from-literal=token=\"$(kubectl -n gpu-reactor "
                "get secret my-token -o jsonpath='{.data.token}' | base64 -d)\"")
     assert command in str(e.value) and "alertmanagerConfig.tokenSecret=my-token" in str(e.value)
-    copied = by_key(render({**values, "alertmanagerConfig": {**values["alertmanagerConfig"], "tokenSecret": "my-token"}}))
+    copied = by_key(render({**values, "alertmanagerConfig": {"enabled": True, "namespace": "monitoring",
+                                                             "tokenSecret": "my-token"}}))
     assert not [k for k in copied if k[0] == "Secret"]
 
 
@@ -303,3 +304,14 @@ def test_the_pods_resize_grant_follows_cpu_and_memory_actions(alerts: dict[str, 
     assert (("", "pods/resize") in rules) is granted
     policy = yaml.safe_load(objs[("ConfigMap", NAMESPACE, "gpu-reactor-policy")]["data"]["policy.yaml"])
     assert build_settings(policy, {}).policy.resizes_pods_in_place is granted
+
+
+def test_allow_star_binds_the_roles_cluster_wide() -> None:
+    """`allow: ["*"]` (every namespace the policy does not deny, Policy.namespace_allowed) cannot be a RoleBinding per
+    namespace: the workloads and operators roles get a ClusterRoleBinding each, and no RoleBinding names `*`."""
+    objs = by_key(render({"policy": {"namespaces": {"allow": ["*"]}}}))
+    assert not [k for k in objs if k[0] == "RoleBinding" and k[1] != NAMESPACE]
+    for role in ("workloads", "operators"):
+        binding = objs[("ClusterRoleBinding", None, f"gpu-reactor-{role}")]
+        assert binding["roleRef"]["name"] == f"gpu-reactor-{role}"
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gpu-reactor", "namespace": NAMESPACE}]
