@@ -315,3 +315,26 @@ def test_allow_star_binds_the_roles_cluster_wide() -> None:
         binding = objs[("ClusterRoleBinding", None, f"gpu-reactor-{role}")]
         assert binding["roleRef"]["name"] == f"gpu-reactor-{role}"
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gpu-reactor", "namespace": NAMESPACE}]
+
+
+def _readme_values() -> dict[str, Any]:
+    """The README's `my-values.yaml` block (Deploy to a cluster, Helm)."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index("# my-values.yaml\n")
+    return dict(yaml.safe_load(text[start:text.index("```", start)]))
+
+
+def test_the_readme_values_deliver() -> None:
+    """As `helm install` renders them (online: `lookup` finds the cluster, stood in for here by explicit values),
+    the AlertmanagerConfig in `monitoring` names a Secret that is in `monitoring`, holding the reactor's token.
+    Offline (`helm template`, lookup empty) the same values fail and name the GitOps path."""
+    values = _readme_values()
+    with pytest.raises(helm_python.HelmError, match="existingSecret"):
+        render(values)
+    values["webhookToken"]["value"], values["stateKey"]["value"] = "t" * 64, "k" * 64
+    objs = by_key(render(values))
+    am = values["alertmanagerConfig"]["namespace"]
+    (config,) = [o for o in objs.values() if o["kind"] == "AlertmanagerConfig"]
+    assert config["metadata"]["namespace"] == am
+    ref = config["spec"]["receivers"][0]["webhookConfigs"][0]["httpConfig"]["authorization"]["credentials"]
+    assert objs[("Secret", am, ref["name"])]["data"]["token"] == base64.b64encode(b"t" * 64).decode()
