@@ -177,3 +177,14 @@ def test_the_render_names_the_key(policy: dict[str, Any], message: str) -> None:
 def test_a_bad_api_server_cidr_is_refused(cidr: str) -> None:
     with pytest.raises(helm_python.HelmError, match="/networkPolicy/apiServerCIDRs/0"):
         render({"networkPolicy": {"apiServerCIDRs": [cidr]}})
+
+
+@pytest.mark.parametrize("policy_file", ["deploy/reactor/policy.yaml", "reactor/tools/demo_data/policy.yaml"])
+def test_the_shipped_policy_files_fit_the_plain_schema(policy_file: str) -> None:
+    """`policy_schema()` (the policy file's own, without the chart's restrictions) takes the policies we ship."""
+    import jsonschema
+
+    path = ROOT / policy_file
+    if not path.exists():
+        pytest.skip(f"{policy_file} not in this checkout")
+    jsonschema.Draft7Validator(json_schema.policy_schema()).validate(yaml.safe_load(path.read_text()))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import urllib.request
-
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,7 +38,8 @@ REPO = Path(__file__).resolve().parents[2]
 NS = "ml-workloads"
 PROMETHEUS = ["dcgm-metrics", "label-spelling", "gpu-rules", "shared-gpus", "exporter-scrape", "dcgm-sources"]
 SIGNALS = ["busy-signal", "cpu-metrics"]  # tests/e2e/test_doctor_signals.py checks them with and without data
-ORDER = [*PROMETHEUS, "webhook-token", *SIGNALS, "alertmanager-route", "alert-inhibition", "reactor-webhook", "kubernetes"]
+ORDER = [*PROMETHEUS, "webhook-token", *SIGNALS, "alertmanager-route", "alert-inhibition", "reactor-webhook",
+         "kubernetes"]
 BROKEN_ALERTMANAGER = {
     "route": {"receiver": "default", "routes": [{"receiver": "slack", "matchers": ['severity="critical"']}]},
     "receivers": [{"name": "default"}, {"name": "slack"}],
