@@ -1,8 +1,10 @@
 """`reactor doctor`: a preflight that says why nothing would happen, one line per check.
 
 It reads Prometheus, Alertmanager and the Kubernetes API, and never writes to any of them; the only
-request with a body is an unauthenticated POST to the reactor's webhook (answered 401 by the reactor),
-unless asked to `--send-test-alert`: then one alert the reactor ignores goes through Alertmanager.
+requests with a body are an unauthenticated POST to the reactor's webhook (answered 401 by the reactor) and,
+with `--token-file`, the same empty body signed with the token (answered 400: refused, nothing acted on), unless
+asked to `--send-test-alert`: then one alert the reactor ignores goes through Alertmanager. Bad arguments (a URL
+without a scheme, a file that does not exist) are usage errors: one line, exit status 2.
 A source not given is reported as a warning ("not checked"), never silently skipped. Exit status 1 when
 any check fails.
 """
