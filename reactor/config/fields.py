@@ -1,10 +1,13 @@
 """Typed parsers for the policy file's values: each takes (key, raw) and returns a value or raises ConfigError.
 
 They say what was expected and what was found, naming the key, so a bad policy file is fixed in one go.
+Each parser also carries the JSON schema of what it accepts (`json_schema_of`), from which the Helm chart's
+`values.schema.json` is generated (reactor/config/json_schema.py): one description, two checkers that agree.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from collections.abc import Callable
@@ -24,6 +27,44 @@ _UNITS = (("y", timedelta(days=365)), ("w", timedelta(weeks=1)), ("d", timedelta
 _DURATION = re.compile("^" + "".join(rf"(?:(\d+){u}{'(?!s)' if u == 'm' else ''})?" for u, _ in _UNITS) + "$")
 _RESOURCE = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+Parser = Callable[[str, Any], Any]
+_DESCRIBED: dict[Parser, dict[str, Any]] = {}
+# The JSON-schema (RE2, as Helm's validator runs it) spelling of `_DURATION`: without the `m(?!s)` look-ahead the
+# anchored language is the same (`5ms` still matches only as milliseconds).
+DURATION_PATTERN = "^(0|" + "".join(f"([0-9]+{u})?" for u, _ in _UNITS) + ")$"
+# apimachinery's resource.Quantity syntax (its OpenAPI pattern), without a sign: every bound here is positive.
+QUANTITY_PATTERN = (r"^\+?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
+                    r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$")
+
+
+def described(schema: dict[str, Any]) -> Callable[[Parser], Parser]:
+    """Record the JSON schema of what `parse` accepts (what a schema can say; the parser stays the authority)."""
+
+    def register(parse: Parser) -> Parser:
+        _DESCRIBED[parse] = schema
+        return parse
+
+    return register
+
+
+def json_schema_of(parse: Parser) -> dict[str, Any]:
+    """The JSON schema recorded for a parser; a parser without one is a bug the schema test catches."""
+    try:
+        return copy.deepcopy(_DESCRIBED[parse])
+    except KeyError:
+        raise TypeError(f"parser {getattr(parse, '__qualname__', parse)!r} has no JSON schema (fields.described)") \
+            from None
+
+
+def duration_schema(lo: timedelta | None = None, hi: timedelta | None = None) -> dict[str, Any]:
+    """A duration: a Prometheus-style string, or a whole number of seconds (bounded where the range is known)."""
+    seconds: dict[str, Any] = {"type": "integer"}
+    if lo is not None:
+        seconds["minimum"] = int(lo.total_seconds())
+    if hi is not None:
+        seconds["maximum"] = int(hi.total_seconds())
+    return {"anyOf": [{"type": "string", "minLength": 1, "pattern": DURATION_PATTERN}, seconds]}
 
 
 def parse_duration(key: str, raw: Any) -> timedelta:
@@ -63,7 +104,12 @@ def bounded(kind: type, lo: float | None, hi: float | None) -> Callable[[str, An
             raise ConfigError(key, f"must be between {lo} and {hi}, got {raw!r}")
         return value
 
-    return parse
+    schema: dict[str, Any] = {"type": "integer" if kind is int else "number"}
+    if lo is not None:
+        schema["minimum"] = lo
+    if hi is not None:
+        schema["maximum"] = hi
+    return described(schema)(parse)
 
 
 def duration_in(lo: timedelta, hi: timedelta) -> Callable[[str, Any], timedelta]:
@@ -73,9 +119,10 @@ def duration_in(lo: timedelta, hi: timedelta) -> Callable[[str, Any], timedelta]
             raise ConfigError(key, f"must be between {format_duration(lo)} and {format_duration(hi)}, got {raw!r}")
         return value
 
-    return parse
+    return described(duration_schema(lo, hi))(parse)
 
 
+@described({"type": "boolean"})
 def boolean(key: str, raw: Any) -> bool:
     if isinstance(raw, bool):
         return raw
@@ -88,9 +135,10 @@ def choice(*options: str) -> Callable[[str, Any], str]:
             raise ConfigError(key, f"must be one of {', '.join(options)}, got {raw!r}")
         return str(raw)
 
-    return parse
+    return described({"enum": list(options)})(parse)
 
 
+@described({"type": ["string", "null"]})
 def opt_str(key: str, raw: Any) -> str | None:
     if raw is None or raw == "":
         return None
@@ -99,6 +147,7 @@ def opt_str(key: str, raw: Any) -> str | None:
     return raw
 
 
+@described({"type": "string", "pattern": _RESOURCE.pattern})
 def resource(key: str, raw: Any) -> str:
     if not isinstance(raw, str) or not _RESOURCE.match(raw):
         raise ConfigError(key, f"expected an extended resource name like 'nvidia.com/gpu', got {raw!r}")
@@ -119,8 +168,24 @@ def names(key: str, raw: Any, *, star: bool = False) -> tuple[str, ...]:
     return tuple(raw)
 
 
+_NAME = {"type": "string", "pattern": _DNS_LABEL.pattern, "maxLength": 253}
+# A list of names; a comma-separated string is the environment variable's spelling.
+described({"anyOf": [{"type": "array", "items": _NAME}, {"type": "string"}, {"type": "null"}]})(names)
+
+
+@described({"anyOf": [{"type": "array", "items": {"anyOf": [_NAME, {"const": "*"}]}}, {"type": "string"},
+                      {"type": "null"}]})
+def names_or_star(key: str, raw: Any) -> tuple[str, ...]:
+    """`names`, where `*` (every namespace not denied) is a name too."""
+    return names(key, raw, star=True)
+
+
+_LISTEN = r"^[\w.\-\[\]:]*:\d{1,5}$"
+
+
+@described({"type": "string", "pattern": _LISTEN})
 def listen(key: str, raw: Any) -> str:
-    if not isinstance(raw, str) or not re.match(r"^[\w.\-\[\]:]*:\d{1,5}$", raw):
+    if not isinstance(raw, str) or not re.match(_LISTEN, raw):
         raise ConfigError(key, f"expected HOST:PORT, got {raw!r}")
     return raw
 
@@ -175,7 +240,7 @@ def memory_bytes(lo: int, hi: int) -> Callable[[str, Any], int]:
             raise ConfigError(key, f"must be between {lo} and {hi} bytes, got {raw!r}")
         return value
 
-    return parse
+    return described(_quantity_schema(lo, hi))(parse)
 
 
 def millicores(lo: int, hi: int) -> Callable[[str, Any], int]:
@@ -188,7 +253,13 @@ def millicores(lo: int, hi: int) -> Callable[[str, Any], int]:
             raise ConfigError(key, f"must be between {lo}m and {hi}m, got {raw!r}")
         return value
 
-    return parse
+    return described(_quantity_schema(lo / 1000, hi / 1000))(parse)
+
+
+def _quantity_schema(lo: float, hi: float) -> dict[str, Any]:
+    """A quantity string (its range is the parser's to check) or a plain number within the range."""
+    return {"anyOf": [{"type": "string", "pattern": QUANTITY_PATTERN}, {"type": "number", "minimum": lo,
+                                                                        "maximum": hi}]}
 
 
 def _quantity(key: str, raw: Any, expected: str, read: Callable[[object], int]) -> int:

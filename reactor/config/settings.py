@@ -19,12 +19,16 @@ from reactor.config.fields import (
     boolean,
     bounded,
     choice,
+    described,
     duration_in,
+    duration_schema,
     format_duration,
+    json_schema_of,
     listen,
     memory_bytes,
     millicores,
     names,
+    names_or_star,
     opt_str,
     read_yaml_file,
     resource,
@@ -33,7 +37,7 @@ from reactor.config.sources import Problems, env_values, file_values
 from reactor.core.errors import ConfigError
 from reactor.core.model import KNOWN_ALERTS, Mode
 from reactor.integrations.adapters import Adapter, Adapters
-from reactor.integrations.adapters.config import BUILTIN_NAMES, enabled, parse_builtin, parse_custom
+from reactor.integrations.adapters.config import ADAPTER_KEYS, BUILTIN_NAMES, enabled, parse_builtin, parse_custom
 from reactor.policy.values import CPU_APPLY_TO, DEFAULT_ALERTS, REVERTIBLE, STRATEGIES, Policy, Window
 
 
@@ -93,10 +97,14 @@ class Settings:
         return Adapters(enabled(self.adapters_builtin, self.adapters_custom))
 
 
+@described({"enum": [m.value for m in Mode]})
 def _mode(key: str, raw: Any) -> Mode:
     return Mode(choice(*(m.value for m in Mode))(key, raw))
 
 
+@described({"type": "object", "additionalProperties": False,
+            "properties": {name: {"type": "array", "minItems": 1, "items": {"enum": sorted(STRATEGIES)}}
+                           for name in sorted(KNOWN_ALERTS)}})
 def _alerts(key: str, raw: Any) -> Mapping[str, tuple[str, ...]]:
     if not isinstance(raw, dict):
         raise ConfigError(key, "expected a mapping of alert name to a list of strategies")
@@ -114,6 +122,7 @@ def _alerts(key: str, raw: Any) -> Mapping[str, tuple[str, ...]]:
     return MappingProxyType(merged)
 
 
+@described({"type": "array", "items": {"enum": sorted(REVERTIBLE)}})
 def _revert(key: str, raw: Any) -> tuple[str, ...]:
     if not isinstance(raw, list):
         raise ConfigError(key, "expected a list of strategies whose effect is undone when the alert resolves")
@@ -123,6 +132,8 @@ def _revert(key: str, raw: Any) -> tuple[str, ...]:
     return tuple(raw)
 
 
+@described({"type": ["object", "null"], "propertyNames": json_schema_of(resource),
+            "additionalProperties": json_schema_of(bounded(float, 0, 100_000))})
 def _costs(key: str, raw: Any) -> Mapping[str, float]:
     """{extended resource: cost of one GPU-hour}; a price is a number from 0 to 100,000 (any currency)."""
     if raw is None:
@@ -134,6 +145,9 @@ def _costs(key: str, raw: Any) -> Mapping[str, float]:
                              for name, cost in raw.items()})
 
 
+@described({"type": "object", "additionalProperties": False,
+            "properties": {"actions": json_schema_of(bounded(int, 0, 10_000)),
+                           "per": duration_schema(timedelta(seconds=1), timedelta(days=1))}})
 def _window(key: str, raw: Any) -> Window:
     if not isinstance(raw, dict) or set(raw) - {"actions", "per"}:
         raise ConfigError(key, "expected {actions: N, per: DURATION}")
@@ -142,12 +156,15 @@ def _window(key: str, raw: Any) -> Window:
     return Window(actions, per)
 
 
+described({"type": "array", "items": {"enum": list(BUILTIN_NAMES)}})(parse_builtin)
+described({"type": "array", "items": {"type": "object", "propertyNames": {"enum": sorted(ADAPTER_KEYS)}}})(parse_custom)
+
 # The schema: YAML path -> (section, field, parser). The environment override of a path is
 # REACTOR_ + its parts in upper snake case joined by "__", e.g. REACTOR_BUDGET__GLOBAL.
 _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "dryRun": ("policy", "dry_run", boolean),
     "gpuResource": ("policy", "gpu_resource", resource),
-    "namespaces.allow": ("policy", "allow", lambda k, v: names(k, v, star=True)),
+    "namespaces.allow": ("policy", "allow", names_or_star),
     "namespaces.deny": ("policy", "deny", names),
     "defaultMode": ("policy", "default_mode", _mode),
     "targetUtilization": ("policy", "target_utilization", bounded(float, 0.05, 1.0)),

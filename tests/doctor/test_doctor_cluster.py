@@ -153,3 +153,14 @@ def test_a_ledger_lease_the_role_does_not_name_fails(sim: SimCluster, admin_kube
     checks = _doctor(_settings(state={"ledgerName": "another-ledger"}), admin_kubeconfig)
     failed = checks["rbac ledger"]
     assert failed.status is Status.FAILING and "get leases" in failed.detail and "another-ledger" in failed.detail
+
+
+def test_an_allowed_namespace_that_does_not_exist_is_said_so(sim: SimCluster, admin_kubeconfig: str) -> None:
+    """Not an RBAC failure: asked as the person (the reactor's ServiceAccount may not read Namespaces), the API
+    server answers 404 for the Namespace (registry/core/namespace, Get)."""
+    checks = _doctor(_settings(namespaces={"allow": [NAMESPACE, "team-gone"], "deny": ["kube-system"]}),
+                     admin_kubeconfig)
+    gone = checks["rbac team-gone"]
+    assert (gone.status, gone.detail) == (Status.FAILING, "namespace team-gone does not exist")
+    assert "may not" not in gone.detail and "bounds team-gone" not in checks
+    assert checks[f"rbac {NAMESPACE}"].status is Status.OK

@@ -66,14 +66,14 @@ class OtherAlertmanager:
         self.binary, self.workdir = binary, workdir
         self.processes: list[Any] = []  # stack._Process: stopped by PID by the fixture
 
-    def start(self, webhook: dict[str, object]) -> str:
+    def start(self, webhook: dict[str, object], group_wait: str = "1s", group_interval: str = "2s") -> str:
         workdir = self.workdir / str(len(self.processes))
         workdir.mkdir()
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         config = {"route": {"receiver": "default", "routes": [
             {"receiver": "gpu", "matchers": ['reactor="gpu"'], "group_by": ["namespace", "alertname"],
-             "group_wait": "1s", "group_interval": "2s"}]},
+             "group_wait": group_wait, "group_interval": group_interval}]},
             "receivers": [{"name": "default"}, {"name": "gpu", "webhook_configs": [webhook]}]}
         (workdir / "alertmanager.yaml").write_text(yaml.safe_dump(config))
         process = _spawn("alertmanager", [
@@ -139,3 +139,18 @@ def test_a_route_with_another_token_fails_naming_the_401s(e2e_pipeline: Pipeline
                             margin=timedelta(seconds=4))
     assert check.status is Status.FAILING, check
     assert "the reactor answered 401 to" in check.detail and "token Secret" in check.fix
+
+
+def test_a_rerun_right_after_passes_too(e2e_pipeline: Pipeline, other_alertmanager: OtherAlertmanager) -> None:
+    """Issue 28: a rerun used to land in the group Alertmanager still held and time out after group_wait. Now each
+    run's pod is its own, and a run that joins the held group (the route groups by [namespace, alertname]) waits
+    that group's group_interval (here 10 s, far above group_wait 1 s + the 3 s margin)."""
+    from tests.e2e.conftest import TOKEN
+
+    reactor = e2e_pipeline.reactor
+    am_url = other_alertmanager.start({"url": f"{reactor.url}/alerts",
+                                       "http_config": {"authorization": {"credentials": TOKEN}}},
+                                      group_wait="1s", group_interval="10s")
+    checks = [send_test_alert(am_url, loaded_config(am_url), NAMESPACE, [reactor.child.probe_url],
+                              margin=timedelta(seconds=3)) for _ in range(2)]
+    assert [c.status for c in checks] == [Status.OK] * 2, checks

@@ -18,7 +18,8 @@ from tests.helm.charts import BASE_CHART, CHART, NAMESPACE, by_key, notes, rende
 # Custom resources: no bundled schema (their shape is checked below).
 CRDS = {"ServiceMonitor", "PrometheusRule", "AlertmanagerConfig"}
 ALL_ON: dict[str, Any] = {
-    "namespace": {"create": True}, "webhookToken": {"create": True}, "stateKey": {"create": True},
+    "namespace": {"create": True}, "webhookToken": {"create": True, "value": "t" * 64},
+    "stateKey": {"create": True, "value": "k" * 64},
     "serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True},
     "alertmanagerConfig": {"enabled": True}, "dashboard": {"enabled": True},
     "policy": {"namespaces": {"allow": ["team-a", "team-b", "team-c"]}},
@@ -116,10 +117,65 @@ def test_a_policy_change_rolls_the_pods() -> None:
     assert checksum({}) != checksum({"policy": {"dryRun": True}})
 
 
-def test_the_token_secret_created_from_a_value_or_random() -> None:
+def test_the_token_secret_created_from_a_value() -> None:
     assert _token({"webhookToken": {"create": True, "value": "s3cret"}}) == b"s3cret"
-    one, two = (_token({"webhookToken": {"create": True}}) for _ in range(2))
-    assert len(one) == 64 and one != two and int(one, 16) >= 0
+
+
+@pytest.mark.parametrize("secret", ["webhookToken", "stateKey"])
+def test_create_without_a_value_fails_an_offline_render(secret: str) -> None:
+    """`lookup` returns nothing offline (helm template, Argo CD): a random value would change on every render
+    (the state key rotating silently), so the render stops and names the GitOps path."""
+    with pytest.raises(helm_python.HelmError, match=f"{secret}.create would generate .* {secret}.existingSecret"):
+        render({secret: {"create": True}})
+
+
+def test_the_state_key_secret_created_from_a_value() -> None:
+    secret = by_key(render({"stateKey": {"create": True, "value": "k" * 40}}))[
+        ("Secret", NAMESPACE, "gpu-reactor-state-key")]
+    assert secret["data"] == {"key": base64.b64encode(b"k" * 40).decode()}
+
+
+def test_a_short_state_key_value_is_refused() -> None:
+    with pytest.raises(helm_python.HelmError, match="/stateKey/value"):
+        render({"stateKey": {"create": True, "value": "short"}})
+
+
+README_VALUES: dict[str, Any] = {
+    "webhookToken": {"create": True, "value": "s3cret"},
+    "alertmanagerConfig": {"enabled": True, "namespace": "monitoring", "tokenSecret": "gpu-reactor-webhook-token"},
+}
+
+
+@pytest.mark.parametrize("token_secret", ["gpu-reactor-webhook-token", ""], ids=["readme", "default-name"])
+def test_the_token_secret_is_where_the_alertmanagerconfig_is(token_secret: str) -> None:
+    """README's values: the AlertmanagerConfig in `monitoring` finds the token Secret in `monitoring`
+    (prometheus-operator reads a receiver's credentials from the AlertmanagerConfig's namespace only)."""
+    values = {**README_VALUES, "alertmanagerConfig": {**README_VALUES["alertmanagerConfig"],
+                                                      "tokenSecret": token_secret}}
+    objs = by_key(render(values))
+    spec = objs[("AlertmanagerConfig", "monitoring", "gpu-reactor")]["spec"]
+    ref = spec["receivers"][0]["webhookConfigs"][0]["httpConfig"]["authorization"]["credentials"]
+    copy = objs[("Secret", "monitoring", ref["name"])]
+    original = objs[("Secret", NAMESPACE, "gpu-reactor-webhook-token")]
+    assert copy["data"][ref["key"]] == original["data"]["token"] == base64.b64encode(b"s3cret").decode()
+
+
+def test_an_existing_token_secret_elsewhere_fails_with_the_copy_command() -> None:
+    values = {"webhookToken": {"existingSecret": "my-token"},
+              "alertmanagerConfig": {"enabled": True, "namespace": "monitoring"}}
+    with pytest.raises(helm_python.HelmError) as e:
+        render(values)
+    command = ("kubectl -n monitoring create secret generic my-token --from-literal=token=\"$(kubectl -n gpu-reactor "
+               "get secret my-token -o jsonpath='{.data.token}' | base64 -d)\"")
+    assert command in str(e.value) and "alertmanagerConfig.tokenSecret=my-token" in str(e.value)
+    copied = by_key(render({**values, "alertmanagerConfig": {"enabled": True, "namespace": "monitoring",
+                                                             "tokenSecret": "my-token"}}))
+    assert not [k for k in copied if k[0] == "Secret"]
+
+
+def test_the_same_namespace_needs_no_copy() -> None:
+    objs = render({"webhookToken": {"create": True, "value": "x"}, "alertmanagerConfig": {"enabled": True}})
+    assert [o["metadata"]["namespace"] for o in objs if o["kind"] == "Secret"] == [NAMESPACE]
 
 
 def test_an_existing_secret_is_mounted_and_none_created() -> None:
@@ -248,3 +304,37 @@ def test_the_pods_resize_grant_follows_cpu_and_memory_actions(alerts: dict[str, 
     assert (("", "pods/resize") in rules) is granted
     policy = yaml.safe_load(objs[("ConfigMap", NAMESPACE, "gpu-reactor-policy")]["data"]["policy.yaml"])
     assert build_settings(policy, {}).policy.resizes_pods_in_place is granted
+
+
+def test_allow_star_binds_the_roles_cluster_wide() -> None:
+    """`allow: ["*"]` (every namespace the policy does not deny, Policy.namespace_allowed) cannot be a RoleBinding per
+    namespace: the workloads and operators roles get a ClusterRoleBinding each, and no RoleBinding names `*`."""
+    objs = by_key(render({"policy": {"namespaces": {"allow": ["*"]}}}))
+    assert not [k for k in objs if k[0] == "RoleBinding" and k[1] != NAMESPACE]
+    for role in ("workloads", "operators"):
+        binding = objs[("ClusterRoleBinding", None, f"gpu-reactor-{role}")]
+        assert binding["roleRef"]["name"] == f"gpu-reactor-{role}"
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gpu-reactor", "namespace": NAMESPACE}]
+
+
+def _readme_values() -> dict[str, Any]:
+    """The README's `my-values.yaml` block (Deploy to a cluster, Helm)."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index("# my-values.yaml\n")
+    return dict(yaml.safe_load(text[start:text.index("```", start)]))
+
+
+def test_the_readme_values_deliver() -> None:
+    """As `helm install` renders them (online: `lookup` finds the cluster, stood in for here by explicit values),
+    the AlertmanagerConfig in `monitoring` names a Secret that is in `monitoring`, holding the reactor's token.
+    Offline (`helm template`, lookup empty) the same values fail and name the GitOps path."""
+    values = _readme_values()
+    with pytest.raises(helm_python.HelmError, match="existingSecret"):
+        render(values)
+    values["webhookToken"]["value"], values["stateKey"]["value"] = "t" * 64, "k" * 64
+    objs = by_key(render(values))
+    am = values["alertmanagerConfig"]["namespace"]
+    (config,) = [o for o in objs.values() if o["kind"] == "AlertmanagerConfig"]
+    assert config["metadata"]["namespace"] == am
+    ref = config["spec"]["receivers"][0]["webhookConfigs"][0]["httpConfig"]["authorization"]["credentials"]
+    assert objs[("Secret", am, ref["name"])]["data"]["token"] == base64.b64encode(b"t" * 64).decode()

@@ -9,6 +9,8 @@ team-b-metrics in namespace team-b).
 
 from __future__ import annotations
 
+import json
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,7 +38,8 @@ REPO = Path(__file__).resolve().parents[2]
 NS = "ml-workloads"
 PROMETHEUS = ["dcgm-metrics", "label-spelling", "gpu-rules", "shared-gpus", "exporter-scrape", "dcgm-sources"]
 SIGNALS = ["busy-signal", "cpu-metrics"]  # tests/e2e/test_doctor_signals.py checks them with and without data
-ORDER = [*PROMETHEUS, *SIGNALS, "alertmanager-route", "alert-inhibition", "reactor-webhook", "kubernetes"]
+ORDER = [*PROMETHEUS, "webhook-token", *SIGNALS, "alertmanager-route", "alert-inhibition", "reactor-webhook",
+         "kubernetes"]
 BROKEN_ALERTMANAGER = {
     "route": {"receiver": "default", "routes": [{"receiver": "slack", "matchers": ['severity="critical"']}]},
     "receivers": [{"name": "default"}, {"name": "slack"}],
@@ -115,6 +118,12 @@ def test_a_healthy_stack_passes_every_check(stack: PromStack, dcgm_exporter: Fak
     # The sink answers 200 to anyone; the reactor would answer 401 without the token.
     assert checks["reactor-webhook"].status is Status.WARNING and "without a token" in checks["reactor-webhook"].detail
     assert checks["kubernetes"].status is Status.WARNING and "not checked" in checks["kubernetes"].detail
+    # The count is the one Prometheus shows for the rule file's group (the CPU and memory alerts included).
+    loaded = json.loads(urllib.request.urlopen(f"{stack.prometheus_url}/api/v1/rules", timeout=10).read())
+    ours = [g for g in loaded["data"]["groups"] if g["name"] == "gpu-reactor"]
+    assert checks["gpu-rules"].detail.startswith(f"{sum(len(g['rules']) for g in ours)} rules loaded")
+    # No reactor is scraped here: its 401 counter cannot speak for the token.
+    assert checks["webhook-token"].status is Status.WARNING and "not scraped" in checks["webhook-token"].detail
 
 
 def test_a_wrong_reactor_url_fails(stack: PromStack, settings: Settings) -> None:
@@ -160,7 +169,9 @@ def test_the_command_exits_1_and_prints_one_line_per_check(broken: PromStack,
     assert code == 1
     # rules/thresholds.yaml by default: the signal of the policy's one allowed namespace too.
     signal = len(PROMETHEUS) + 1
-    assert [ln.split()[1] for ln in lines] == [*PROMETHEUS, "busy-signal", "busy-signal", *ORDER[signal:]]
+    assert [ln.split()[1] for ln in lines] == [*PROMETHEUS, "webhook-token", "busy-signal", "busy-signal",
+                                               *ORDER[signal + 1:]]
+    signal += 1
     assert lines[signal].split()[1:3] == ["busy-signal", "ml-workloads"]
     assert lines[2].startswith("failing  gpu-rules") and " -> " in lines[2]
     assert lines[-1].startswith("failing  kubernetes")

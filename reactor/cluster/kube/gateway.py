@@ -351,6 +351,23 @@ class KubeGateway:
         send = lambda **kw: api.create_self_subject_access_review(body, **kw)  # noqa: E731
         return bool((self._call("create", "selfsubjectaccessreviews", send).get("status") or {}).get("allowed"))
 
+    def namespace_exists(self, name: str) -> bool | None:
+        """Whether the Namespace exists, asked with this client's own credentials (not whom it impersonates: the
+        reactor's ServiceAccount may not read Namespaces); None when this client may not read it either."""
+        api = k8s.CoreV1Api(self._client)
+        headers = self._client.default_headers
+        impersonated = headers.pop("Impersonate-User", None)
+        try:
+            self._call("get", "namespaces", lambda **kw: api.read_namespace(name, **kw), retries=0)
+        except NotFound:
+            return False
+        except ReactorError:
+            return None
+        finally:
+            if impersonated is not None:
+                headers["Impersonate-User"] = impersonated
+        return True
+
     def impersonate(self, user: str) -> None:
         """Send every later request as `user` (Impersonate-User); the caller needs the `impersonate` verb."""
         self._client.set_default_header("Impersonate-User", user)

@@ -30,6 +30,7 @@ _KEYS = {"kind", "group", "version", "plural", "children", "ownerLabel", "podSpe
 # "{owner}-workers"): a DNS subdomain once filled in. Without it a link cannot be confirmed from the owner's side.
 _CHILD_NAME = re.compile(r"^[a-z0-9.-]*\{owner\}[a-z0-9.-]*$")
 BUILTIN_NAMES = tuple(a.kind for a in BUILTIN)
+ADAPTER_KEYS = frozenset(_KEYS)
 
 
 def parse_builtin(key: str, raw: Any) -> tuple[str, ...]:

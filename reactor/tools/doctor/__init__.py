@@ -1,8 +1,10 @@
 """`reactor doctor`: a preflight that says why nothing would happen, one line per check.
 
 It reads Prometheus, Alertmanager and the Kubernetes API, and never writes to any of them; the only
-request with a body is an unauthenticated POST to the reactor's webhook (answered 401 by the reactor),
-unless asked to `--send-test-alert`: then one alert the reactor ignores goes through Alertmanager.
+requests with a body are an unauthenticated POST to the reactor's webhook (answered 401 by the reactor) and,
+with `--token-file`, the same empty body signed with the token (answered 400: refused, nothing acted on), unless
+asked to `--send-test-alert`: then one alert the reactor ignores goes through Alertmanager. Bad arguments (a URL
+without a scheme, a file that does not exist) are usage errors: one line, exit status 2.
 A source not given is reported as a warning ("not checked"), never silently skipped. Exit status 1 when
 any check fails.
 """
@@ -18,7 +20,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from reactor.config.settings import Settings, load_settings
 from reactor.core.errors import ConfigError, ReactorError
-from reactor.tools.doctor import alertmanager, cluster, delivery, prometheus, signals, sources
+from reactor.core.model import KNOWN_ALERTS
+from reactor.tools.doctor import alertmanager, cluster, delivery, prometheus, signals, sources, token
 from reactor.tools.doctor.http import Unreachable
 from reactor.tools.doctor.report import Check, exit_code, failing, line, warning
 
@@ -40,6 +43,7 @@ class Sources:
     kubeconfig: str | None = None
     send_test_alert: bool = False  # the one check that writes: an alert to Alertmanager (delivery.py)
     reactor_metrics: tuple[str, ...] = ()  # each replica's probe port, where the test alert is seen arriving
+    token_file: Path | None = None  # the webhook token, for a signed probe (token.py)
 
 
 def prometheus_checks(url: str, thresholds: Path | None) -> Iterator[Check]:
@@ -52,6 +56,7 @@ def prometheus_checks(url: str, thresholds: Path | None) -> Iterator[Check]:
     yield prometheus.gpu_rules(url, rules)
     yield prometheus.shared_gpus(url, prometheus.arriving_spelling(url) or configured)
     yield from sources.scrape_checks(url, _exporter(rules, thresholds))
+    yield token.from_counters(url)
 
 
 def _exporter(rules: list[dict[str, Any]], thresholds: Path | None) -> sources.Exporter | None:
@@ -113,7 +118,7 @@ def alert_severities(url: str | None) -> dict[str, str]:
         return {}
     found: dict[str, str] = {}
     for rule in prometheus.loaded_rules(url):
-        if rule.get("type") == "alerting":
+        if rule.get("type") == "alerting" and rule.get("name") in KNOWN_ALERTS:
             found.setdefault(rule["name"], str((rule.get("labels") or {}).get("severity", "")))
     return found
 
@@ -147,6 +152,12 @@ def diagnose(sources: Sources, settings: Settings, kube: KubeGateway | str) -> l
                            lambda: alertmanager_checks(am, settings, sources.reactor_url, severities))
     else:
         checks.append(warning("alertmanager", "not checked: route, inhibition, webhook", "pass --alertmanager URL"))
+    if sources.token_file is not None:
+        if sources.reactor_url:
+            alerts_url = alertmanager.alerts_url(sources.reactor_url)
+            checks.append(token.signed_probe(alerts_url, sources.token_file))
+        else:
+            checks.append(failing(token.NAME, "not checked: --token-file needs --reactor-url", "pass --reactor-url"))
     if sources.send_test_alert:
         namespace = settings.policy.allow[0] if settings.policy.allow else "default"
         checks += _guarded(delivery.NAME, "pass the Alertmanager URL (e.g. a port-forward to :9093)",
@@ -212,14 +223,35 @@ def connect_cluster(settings: Settings, kubeconfig: str | None, impersonate: str
     return kube
 
 
+def http_url(text: str) -> str:
+    """An http(s) URL with a host: `127.0.0.1:9090` (no scheme) is a usage error (exit 2), not N failing checks."""
+    scheme, sep, rest = text.partition("://")
+    if not sep or scheme.lower() not in ("http", "https") or not rest.strip("/"):
+        raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL, got {text!r} "
+                                         f"(e.g. http://{rest or text})")
+    return text
+
+
+def existing_file(text: str) -> Path:
+    path = Path(text)
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"no such file: {text}")
+    return path
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `reactor doctor` flags (cli.py registers the subcommand and calls `run_command`)."""
-    parser.add_argument("--prometheus", metavar="URL", help="Prometheus, e.g. http://127.0.0.1:9090")
-    parser.add_argument("--alertmanager", metavar="URL", help="Alertmanager, e.g. http://127.0.0.1:9093")
-    parser.add_argument("--reactor-url", metavar="URL", help="the webhook URL Alertmanager should post to")
+    parser.add_argument("--prometheus", metavar="URL", type=http_url, help="Prometheus, e.g. http://127.0.0.1:9090")
+    parser.add_argument("--alertmanager", metavar="URL", type=http_url,
+                        help="Alertmanager, e.g. http://127.0.0.1:9093")
+    parser.add_argument("--reactor-url", metavar="URL", type=http_url,
+                        help="the webhook URL Alertmanager should post to")
+    parser.add_argument("--token-file", metavar="FILE", type=existing_file,
+                        help="the reactor's bearer token: checked with a signed probe (an empty notification the "
+                             "reactor refuses with 400 when the token is right, 401 when not); nothing is sent on")
     parser.add_argument("--kubeconfig", metavar="FILE", help="the cluster (default: in-cluster, then ~/.kube/config)")
     parser.add_argument("--config", metavar="FILE", help="the reactor's policy file (allowed namespaces, ladder)")
-    parser.add_argument("--thresholds", metavar="FILE", type=Path,
+    parser.add_argument("--thresholds", metavar="FILE", type=existing_file,
                         help="rules/thresholds.yaml: the busy signal in use, and the label spelling when the rules "
                              "are not loaded (default: it, if present)")
     parser.add_argument("--as", dest="impersonate", metavar="USER",
@@ -227,7 +259,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--send-test-alert", action="store_true",
                         help=f"post a {delivery.TEST_ALERT} to --alertmanager and wait for the reactor to count it "
                              "(it acts on nothing); needs --reactor-metrics")
-    parser.add_argument("--reactor-metrics", metavar="URL", action="append", default=[],
+    parser.add_argument("--reactor-metrics", metavar="URL", action="append", default=[], type=http_url,
                         help="a reactor replica's probe port (/metrics), e.g. http://127.0.0.1:8081; once per replica")
 
 
@@ -235,5 +267,6 @@ def run_command(args: argparse.Namespace) -> int:
     thresholds = args.thresholds or (DEFAULT_THRESHOLDS if DEFAULT_THRESHOLDS.is_file() else None)
     sources = Sources(prometheus=args.prometheus, alertmanager=args.alertmanager, reactor_url=args.reactor_url,
                       thresholds=thresholds, impersonate=args.impersonate, kubeconfig=args.kubeconfig,
-                      send_test_alert=args.send_test_alert, reactor_metrics=tuple(args.reactor_metrics))
+                      send_test_alert=args.send_test_alert, reactor_metrics=tuple(args.reactor_metrics),
+                      token_file=args.token_file)
     return run_doctor(sources, config=args.config)

@@ -14,7 +14,7 @@ import yaml
 from reactor.tools.doctor.http import Unreachable, get_json, post_status
 from reactor.tools.doctor.prometheus import ALERTS
 from reactor.tools.doctor.report import Check, failing, ok, warning
-from reactor.tools.doctor.routing import deliveries, inhibited_by, near_misses, receiver
+from reactor.tools.doctor.routing import Matcher, deliveries, inhibited_by, near_misses, parse_matcher, receiver
 
 ROUTE_FIX = ("add the route and receiver of deploy/alertmanager/alertmanager.yaml (matchers ['reactor=\"gpu\"'] to a "
              "webhook to http://gpu-reactor.gpu-reactor.svc:8080/alerts), or the chart's AlertmanagerConfig")
@@ -63,6 +63,22 @@ def _ours(rule: Mapping[str, Any]) -> bool:
     return any(name in sources for name in ALERTS)
 
 
+def _source_can_fire(rule: Mapping[str, Any], target: Mapping[str, str], severities: Mapping[str, str]) -> bool:
+    """Whether some alert could be the rule's source for this target. Alertmanager mutes the target only while a
+    source alert fires whose `equal` labels have the target's values (inhibit.go, InhibitRule.hasEqual). With
+    `alertname` among them, the source is an alert of the same name: one of ours, whose severity is known, so a rule
+    like kube-prometheus-stack's critical->warning (`equal: [namespace, alertname]`) can never fire for a warning
+    GPU alert. Without `alertname` in `equal`, any other alert may be the source: assume it can."""
+    if "alertname" not in (rule.get("equal") or []) or target["alertname"] not in severities:
+        return True
+    source = {name: target.get(name, "") for name in rule.get("equal") or []}
+    source.update(reactor="gpu", severity=severities[target["alertname"]])
+    matchers = [parse_matcher(m) for m in rule.get("source_matchers") or []]
+    matchers += [Matcher(k, "=", str(v)) for k, v in (rule.get("source_match") or {}).items()]
+    matchers += [Matcher(k, "=~", str(v)) for k, v in (rule.get("source_match_re") or {}).items()]
+    return all(m.matches({**target, **source}) for m in matchers)
+
+
 def not_muted(config: Mapping[str, Any], namespace: str, severities: Mapping[str, str]) -> Check:
     """Inhibit rules from outside the reactor's set (kube-prometheus-stack's InfoInhibitor) that mute a GPU alert."""
     if not severities:
@@ -70,8 +86,9 @@ def not_muted(config: Mapping[str, Any], namespace: str, severities: Mapping[str
                        "pass --prometheus with the rules loaded, or --thresholds")
     muted = []
     for alertname, severity in sorted(severities.items()):
-        for rule in inhibited_by(config, test_alert(namespace, alertname, severity)):
-            if _ours(rule):
+        target = test_alert(namespace, alertname, severity)
+        for rule in inhibited_by(config, target):
+            if _ours(rule) or not _source_can_fire(rule, target, severities):
                 continue
             source = rule.get("source_matchers") or rule.get("source_match")
             muted.append(f"{alertname} (severity {severity}) by {source}")
@@ -83,7 +100,7 @@ def not_muted(config: Mapping[str, Any], namespace: str, severities: Mapping[str
 
 
 def reactor_reachable(config: Mapping[str, Any], labels: Mapping[str, str], reactor_url: str) -> Check:
-    wanted = _alerts_url(reactor_url)
+    wanted = alerts_url(reactor_url)
     urls = [u.rstrip("/") for u in webhook_urls(config, labels)]
     if wanted not in urls:
         return failing("reactor-webhook", f"the GPU route delivers to {', '.join(urls) or 'no webhook'}, not {wanted}",
@@ -102,6 +119,6 @@ def reactor_reachable(config: Mapping[str, Any], labels: Mapping[str, str], reac
                    "point the receiver at the reactor's Service, path /alerts")
 
 
-def _alerts_url(url: str) -> str:
+def alerts_url(url: str) -> str:
     url = url.rstrip("/")
     return url if url.endswith("/alerts") else f"{url}/alerts"

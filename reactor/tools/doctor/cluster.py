@@ -153,6 +153,10 @@ def rbac(kube: KubeGateway, settings: Settings, who: str) -> list[Check]:
     grants = namespaced_grants(settings) + (CACHE_NAMESPACED if cached else ())
     for namespace in settings.policy.allow:
         name = f"rbac {namespace}"
+        if namespace != "*" and kube.namespace_exists(namespace) is False:
+            checks.append(failing(name, f"namespace {namespace} does not exist",
+                                  "create it, or remove it from policy.namespaces.allow"))
+            continue
         denied = _denied(kube, grants, namespace)
         if denied:
             checks.append(failing(name, f"{who} may not: {', '.join(denied)}", RBAC_FIX))
@@ -188,6 +192,8 @@ def bounds(kube: KubeGateway, settings: Settings) -> list[Check]:
     gpu = settings.policy.gpu_resource
     checks = []
     for namespace in settings.policy.allow:
+        if namespace == "*" or kube.namespace_exists(namespace) is False:
+            continue  # said once, by `rbac NAMESPACE`
         try:
             quota = [q for q in kube.list_objects("ResourceQuota", namespace)
                      if f"requests.{gpu}" in q["spec"].get("hard", {})]

@@ -3,7 +3,9 @@
 The other Alertmanager checks re-enact the routing on the loaded config; this one proves it end to end. It
 POSTs `GPUReactorTestAlert` (reactor="gpu", an allowed namespace, a pod that does not exist) to Alertmanager's
 /api/v2/alerts, then reads `reactor_alerts_received_total{alertname="GPUReactorTestAlert",status="firing"}` on
-the reactor's probe port (apart from the webhook's) until it rises, for the route's group_wait plus a margin.
+the reactor's probe port (apart from the webhook's) until it rises: for the route's group_wait plus a margin, or its
+group_interval when the route's group_by puts it into a group Alertmanager already holds. Its pod label is unique
+per run, so a rerun is a new alert (and, grouped by pod or by everything, a new group).
 The reactor counts it and does nothing else (skip `test-alert`). The alert's endsAt is short: Alertmanager
 resolves it by itself. The only write this module makes is that one alert.
 """
@@ -23,7 +25,7 @@ from reactor.config.fields import format_duration, parse_duration
 from reactor.core.errors import ConfigError
 from reactor.core.model import TEST_ALERT
 from reactor.tools.doctor.alertmanager import loaded_config
-from reactor.tools.doctor.http import Unreachable, send
+from reactor.tools.doctor.http import Unreachable, get_json, send
 from reactor.tools.doctor.report import Check, failing, ok
 from reactor.tools.doctor.routing import route_matchers
 
@@ -42,35 +44,61 @@ METRICS_FIX = ("pass --reactor-metrics with the reactor's probe port, once per r
 class Timers:
     group_wait: timedelta
     group_interval: timedelta
+    group_by: tuple[str, ...] = ()  # of the route the alert ends on ("..." = every label)
 
 
 def timers(config: Mapping[str, Any], labels: Mapping[str, str]) -> Timers:
     """The group_wait and group_interval of the route the alert ends on (the longest, if it takes several);
     children inherit what they do not set (pure)."""
     found: list[dict[str, timedelta]] = []
+    group_by: list[tuple[str, ...]] = []
 
-    def walk(route: Mapping[str, Any], inherited: dict[str, timedelta]) -> None:
+    def walk(route: Mapping[str, Any], inherited: dict[str, timedelta], by: tuple[str, ...]) -> None:
         here = dict(inherited)
         for key in here:
             if key in route:
                 here[key] = parse_duration(f"route.{key}", route[key])
+        if "group_by" in route:
+            by = tuple(str(label) for label in route.get("group_by") or ())
         matched = False
         for child in route.get("routes") or []:
             if all(m.matches(labels) for m in route_matchers(child)):
-                walk(child, here)
+                walk(child, here, by)
                 matched = True
                 if not child.get("continue", False):
                     break
         if not matched:
             found.append(here)
+            group_by.append(by)
 
-    walk(config.get("route") or {}, dict(DEFAULT_TIMERS))
-    return Timers(max(t["group_wait"] for t in found), max(t["group_interval"] for t in found))
+    walk(config.get("route") or {}, dict(DEFAULT_TIMERS), ())
+    return Timers(max(t["group_wait"] for t in found), max(t["group_interval"] for t in found), group_by[0])
 
 
-def alert_labels(namespace: str) -> dict[str, str]:
-    return {"alertname": TEST_ALERT, "reactor": "gpu", "namespace": namespace, "pod": "reactor-doctor-test",
+def alert_labels(namespace: str, run: str = "test") -> dict[str, str]:
+    """The test alert's labels; `run` makes them unique per doctor run (its pod), so a rerun is a new alert and,
+    where the route groups by pod (or by everything), a new group that waits only group_wait."""
+    return {"alertname": TEST_ALERT, "reactor": "gpu", "namespace": namespace, "pod": f"reactor-doctor-{run}",
             "container": "main", "severity": "warning"}
+
+
+def group_labels(labels: Mapping[str, str], group_by: Sequence[str]) -> dict[str, str]:
+    """The labels that name the alert's aggregation group (dispatch.go, getGroupLabels): every label for `...`,
+    else the group_by labels the alert has."""
+    if "..." in group_by:
+        return dict(labels)
+    return {name: labels[name] for name in group_by if labels.get(name)}
+
+
+def existing_group(groups: Any, key: Mapping[str, str]) -> bool:
+    """Whether Alertmanager already holds the group the alert joins (/api/v2/alerts/groups): then it is flushed at
+    the group's next group_interval tick, not after group_wait (dispatch.go, aggrGroup.run)."""
+    return isinstance(groups, list) and any(isinstance(g, dict) and g.get("labels") == dict(key) and g.get("alerts")
+                                            for g in groups)
+
+
+def _groups(alertmanager: str) -> Any:
+    return get_json(f"{alertmanager.rstrip('/')}/api/v2/alerts/groups")
 
 
 def alert_body(labels: Mapping[str, str], now: datetime, lasts: timedelta) -> list[dict[str, Any]]:
@@ -128,11 +156,13 @@ class Clock:
 
 def send_test_alert(alertmanager: str, config: Mapping[str, Any], namespace: str,
                     metrics_urls: Sequence[str], *, clock: Clock = Clock(), margin: timedelta = MARGIN,
-                    read: Callable[[str], str] = _read) -> Check:
-    """Send the test alert and wait for a replica of the reactor to count it."""
+                    read: Callable[[str], str] = _read, run: str | None = None,
+                    groups: Callable[[str], Any] = _groups) -> Check:
+    """Send the test alert (unique to this run) and wait for a replica of the reactor to count it: group_wait for a
+    new group, group_interval when the route's grouping puts it into a group Alertmanager already holds."""
     if not metrics_urls:
         return failing(NAME, "not sent: the reactor's /metrics is needed to see it arrive", METRICS_FIX)
-    labels = alert_labels(namespace)
+    labels = alert_labels(namespace, run or clock.now().strftime("%Y%m%d%H%M%S%f"))
     try:
         wait = timers(config, labels)
     except ConfigError as e:
@@ -141,7 +171,11 @@ def send_test_alert(alertmanager: str, config: Mapping[str, Any], namespace: str
         before = counts(metrics_urls, read)
     except Unreachable as e:
         return failing(NAME, f"not sent: {e}", METRICS_FIX)
-    limit = wait.group_wait + margin
+    try:
+        joins = existing_group(groups(alertmanager), group_labels(labels, wait.group_by))
+    except Unreachable:
+        joins = True  # unknown: wait the longer
+    limit = (max(wait.group_wait, wait.group_interval) if joins else wait.group_wait) + margin
     try:
         post_alert(alertmanager, alert_body(labels, clock.now(), lasts=limit + wait.group_interval))
     except Unreachable as e:
@@ -152,8 +186,10 @@ def send_test_alert(alertmanager: str, config: Mapping[str, Any], namespace: str
     if after.received > before.received:
         return ok(NAME, f"{where} reached the reactor {clock.monotonic() - sent:.1f}s after Alertmanager took it "
                         f"({RECEIVED} +{after.received - before.received:g}); the reactor did nothing with it")
+    timer = (f"group_interval {format_duration(wait.group_interval)}: it joined an existing group" if joins
+             else f"group_wait {format_duration(wait.group_wait)}")
     detail = (f"Alertmanager took {where}, but the reactor did not count it within {format_duration(limit)} "
-              f"(group_wait {format_duration(wait.group_wait)} + {format_duration(margin)})")
+              f"({timer} + {format_duration(margin)})")
     return _not_counted(detail, after.rejected - before.rejected, wait)
 
 

@@ -49,9 +49,13 @@ def prometheus_query(base: str, expr: str) -> list[dict[str, Any]]:
     return list(body["data"]["result"])
 
 
-def post_status(url: str, *, timeout: float = TIMEOUT) -> int:
-    """POST an empty JSON object without credentials; the HTTP status it gets (the webhook's door test)."""
-    request = urllib.request.Request(url, data=b"{}", method="POST", headers={"Content-Type": "application/json"})
+def post_status(url: str, *, token: str | None = None, timeout: float = TIMEOUT) -> int:
+    """POST an empty JSON object, without credentials or with the bearer `token`; the HTTP status it gets (the
+    webhook's door test)."""
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(url, data=b"{}", method="POST", headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return int(response.status)

@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from reactor.core.model import KNOWN_ALERTS
 from reactor.tools.doctor.http import get_json, prometheus_query
 from reactor.tools.doctor.report import Check, failing, ok, warning
 
@@ -65,11 +66,13 @@ def label_spelling(base: str, configured: str | None, source: str) -> Check:
 def loaded_rules(base: str) -> list[dict[str, Any]]:
     body = get_json(f"{base.rstrip('/')}/api/v1/rules")
     groups = body.get("data", {}).get("groups", []) if isinstance(body, dict) else []
-    return [r for g in groups for r in g.get("rules", []) if _ours(r)]
+    # Every rule of a group that holds one of ours: the rule file's group (and the PrometheusRule's) holds the
+    # CPU and memory alerts too, so the count is the one Prometheus shows for it.
+    return [r for g in groups if any(_ours(r) for r in g.get("rules", [])) for r in g.get("rules", [])]
 
 
 def _ours(rule: dict[str, Any]) -> bool:
-    return str(rule.get("name", "")).startswith("gpu_reactor:") or rule.get("name") in ALERTS
+    return str(rule.get("name", "")).startswith("gpu_reactor:") or rule.get("name") in KNOWN_ALERTS
 
 
 def spelling_of_rules(rules: Iterable[dict[str, Any]]) -> str | None:

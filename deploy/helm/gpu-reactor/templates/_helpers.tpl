@@ -55,6 +55,7 @@ app.kubernetes.io/component: server
 {{/* The policy file: the values' policy, with the token file where the chart mounts the Secret, and the
 release's own namespace always denied (the reactor never acts on itself). */}}
 {{- define "gpu-reactor.policy" -}}
+{{- include "gpu-reactor.checkPolicy" . -}}
 {{- if has .Release.Namespace .Values.policy.namespaces.allow -}}
 {{- fail (printf "policy.namespaces.allow must not list the reactor's own namespace %q" .Release.Namespace) -}}
 {{- end -}}
@@ -69,4 +70,57 @@ release's own namespace always denied (the reactor never acts on itself). */}}
 {{- $ledger := dict "ledgerName" (printf "%s-state" (include "gpu-reactor.fullname" .)) -}}
 {{- $_ := set $policy "state" (merge $ledger (omit ($policy.state | default dict) "ledgerName")) -}}
 {{- toYaml $policy -}}
+{{- end -}}
+
+{{/* A duration of the policy (a string like 1h30m, already matched by values.schema.json, or seconds) in
+milliseconds, as reactor/config/fields.py parse_duration reads it. */}}
+{{- define "gpu-reactor.ms" -}}
+{{- if not (kindIs "string" .) -}}
+{{- mul (int64 .) 1000 -}}
+{{- else -}}
+{{- $factor := dict "y" 31536000000 "w" 604800000 "d" 86400000 "h" 3600000 "m" 60000 "s" 1000 "ms" 1 -}}
+{{- $rest := . -}}
+{{- $ms := 0 -}}
+{{- range list "y" "w" "d" "h" "m" "s" "ms" -}}
+{{- $part := regexFind (printf "^[0-9]+%s" .) $rest -}}
+{{- if and $part (not (and (eq . "m") (regexMatch "^[0-9]+ms" $rest))) -}}
+{{- $ms = add $ms (mul (atoi (trimSuffix . $part)) (index $factor .)) -}}
+{{- $rest = trimPrefix $part $rest -}}
+{{- end -}}
+{{- end -}}
+{{- $ms -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The policy's cross-field rules that a JSON schema cannot say (reactor/config/settings.py _inconsistencies),
+checked at render time so that `helm install` stops, naming the keys, instead of the pods (`reactor serve` exits 2).
+A key set to null is the reactor's default, which the reactor checks. */}}
+{{- define "gpu-reactor.checkPolicy" -}}
+{{- $p := .Values.policy -}}
+{{- range $pair := list (list "gpus" "min" "max") (list "replicas" "min" "max") -}}
+{{- $lo := dig (index $pair 0) "min" nil $p -}}
+{{- $hi := dig (index $pair 0) "max" nil $p -}}
+{{- if and (not (kindIs "invalid" $lo)) (not (kindIs "invalid" $hi)) -}}
+{{- if gt (float64 $lo) (float64 $hi) -}}
+{{- fail (printf "policy.%s.min (%v) must not exceed policy.%s.max (%v)" (index $pair 0) $lo (index $pair 0) $hi) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if and (not (kindIs "invalid" $p.cooldown)) (not (kindIs "invalid" $p.reverseAfter)) -}}
+{{- if lt (atoi (include "gpu-reactor.ms" $p.reverseAfter)) (atoi (include "gpu-reactor.ms" $p.cooldown)) -}}
+{{- fail (printf "policy.reverseAfter (%v) must be at least policy.cooldown (%v)" $p.reverseAfter $p.cooldown) -}}
+{{- end -}}
+{{- end -}}
+{{- $server := $p.server | default dict -}}
+{{- $deadline := default "8s" $server.notificationDeadline -}}
+{{- $timeout := default "25s" $server.timeout -}}
+{{- if ge (atoi (include "gpu-reactor.ms" $deadline)) (atoi (include "gpu-reactor.ms" $timeout)) -}}
+{{- fail (printf "policy.server.notificationDeadline (%v) must be below policy.server.timeout (%v)" $deadline $timeout) -}}
+{{- end -}}
+{{- if ne (empty $server.tlsCert) (empty $server.tlsKey) -}}
+{{- fail "policy.server.tlsCert and policy.server.tlsKey must be set together" -}}
+{{- end -}}
+{{- if eq (int .Values.ports.http) (int .Values.ports.metrics) -}}
+{{- fail (printf "ports.http and ports.metrics must differ (both %v): the webhook and the probes listen apart" .Values.ports.http) -}}
+{{- end -}}
 {{- end -}}
