@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from flask import Flask, Response, jsonify, request
 
-from reactor.app.runner import run
+from reactor.app.runner import serve_app
 from reactor.config.settings import load_settings
 
 
@@ -40,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = load_settings(args.config)
     app = create_echo_app()
     app.config["MAX_CONTENT_LENGTH"] = settings.server.max_body_bytes
-    run(app, settings)
+    serve_app(app, settings)
     return 0
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gunicorn.app.base import BaseApplication
@@ -33,10 +34,10 @@ log = logging.getLogger(__name__)
 class _Gunicorn(BaseApplication):
     """Loads the app in the worker: `build` assembles the service there (and the app it serves is its)."""
 
-    def __init__(self, build: Callable[[], Service], options: dict[str, Any]) -> None:
+    def __init__(self, build: Callable[[], Service | _Bare], options: dict[str, Any]) -> None:
         self._build = build
         self._options = options
-        self.service: Service | None = None
+        self.service: Service | _Bare | None = None
         super().__init__()
 
     def load_config(self) -> None:
@@ -74,6 +75,20 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
     return options
 
 
+@dataclass(frozen=True)
+class _Bare:
+    """A WSGI app served alone (the bench's echo): no probes, no informers, no verifier."""
+
+    app: Any
+
+
+def serve_app(app: Any, settings: Settings) -> None:
+    """A bare WSGI app under the reactor's gunicorn settings (worker class, threads, read deadlines): the bench's
+    Flask echo, so the comparison with the reactor is like for like."""
+    limit_malloc_arenas()
+    _Gunicorn(lambda: _Bare(app), gunicorn_options(settings)).run()
+
+
 def run(settings: Settings, build: Callable[[], Service]) -> None:
     """Serve until SIGTERM/SIGINT (gunicorn handles both gracefully); the probes on their own listener.
 
@@ -88,7 +103,7 @@ def run(settings: Settings, build: Callable[[], Service]) -> None:
 
     def worker_init(worker: Any) -> None:
         service = application.service if application is not None else None
-        if service is None:
+        if service is None or isinstance(service, _Bare):
             return
         ProbeServer(sock, service.probes).start()
         if service.informers is not None:
@@ -98,7 +113,7 @@ def run(settings: Settings, build: Callable[[], Service]) -> None:
 
     def worker_exit(server: Any, worker: Any) -> None:
         service = application.service if application is not None else None
-        if service is None:
+        if service is None or isinstance(service, _Bare):
             return
         if service.verifier is not None:
             service.verifier.stop()

@@ -23,13 +23,15 @@ import selectors
 import socket
 import time
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gunicorn.workers import gthread
 
 from reactor.app.connections import Connections, Slot
 from reactor.app.framing import framing
-from reactor.app.reads import DeadlineReader
+
+if TYPE_CHECKING:  # the class is the worker's: gunicorn's master imports this module, not werkzeug's
+    from reactor.app.reads import DeadlineReader
 
 BUFFERING = 512     # unfinished requests held at once (gunicorn's worker_connections is 1000)
 PER_SOURCE = 64     # ... of them from one address
@@ -59,6 +61,8 @@ class _Connection(gthread.TConn):
         self.sock.settimeout(self.cfg.keepalive)
         unreader = getattr(self.parser, "unreader", None)
         if self.reader is None and unreader is not None and hasattr(unreader, "sock"):
+            from reactor.app.reads import DeadlineReader  # in the worker only (see TYPE_CHECKING above)
+
             self.reader = DeadlineReader(self.sock, idle=self.cfg.keepalive, total=self.read_timeout)
             unreader.sock = self.reader
 

@@ -87,6 +87,9 @@ class Child:
         else:
             self.sim.write_kubeconfig(kubeconfig)
         doc = {"logging": {"format": "text", "level": "WARNING"}, **self.policy}
+        # `kube.watchCache` is on by default; these scenarios inject faults on the reads a notification makes and
+        # count them, so they read with it off unless a scenario asks for it (as tests/support.py does).
+        doc["kube"] = {"watchCache": False, **(doc.get("kube") or {})}
         config = self.workdir / f"{self.name}.policy.json"
         config.write_text(json.dumps(doc))  # JSON is YAML
         tls = (str(self.tls[0]), str(self.tls[1])) if self.tls else None
