@@ -82,10 +82,23 @@ class Kube:
 
 
 @dataclass(frozen=True, slots=True)
+class AlertSource:
+    """Where rebalancing asks which donors are idle now: Alertmanager's API v2 (`GET /api/v2/alerts`).
+
+    The reactor keeps no store of alerts: Alertmanager's view is the one the rules and silences already shape."""
+
+    url: str | None = None  # e.g. http://alertmanager-operated.monitoring:9093
+    token_file: str | None = None  # a bearer token, sent as `Authorization: Bearer`, when Alertmanager sits behind one
+    ca_file: str | None = None  # the CA bundle an https URL is verified against (default: the system's)
+    timeout: timedelta = timedelta(seconds=5)
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     policy: Policy = field(default_factory=Policy)
     server: Server = field(default_factory=Server)
     kube: Kube = field(default_factory=Kube)
+    alertmanager: AlertSource = field(default_factory=AlertSource)
     log_format: str = "json"
     log_level: str = "INFO"
     adapters_builtin: tuple[str, ...] = BUILTIN_NAMES  # operators' resources the reactor changes (adapters/)
@@ -159,6 +172,48 @@ def _window(key: str, raw: Any) -> Window:
 described({"type": "array", "items": {"enum": list(BUILTIN_NAMES)}})(parse_builtin)
 described({"type": "array", "items": {"type": "object", "propertyNames": {"enum": sorted(ADAPTER_KEYS)}}})(parse_custom)
 
+@described({"type": "array", "items": {"enum": sorted(KNOWN_ALERTS)}})
+def _alert_names(key: str, raw: Any) -> tuple[str, ...]:
+    if not isinstance(raw, list):
+        raise ConfigError(key, "expected a list of alert names")
+    for i, name in enumerate(raw):
+        if name not in KNOWN_ALERTS:
+            raise ConfigError(f"{key}[{i}]", f"unknown alert {name!r}; known: {', '.join(sorted(KNOWN_ALERTS))}")
+    return tuple(raw)
+
+
+_LABEL_KEY = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+_LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
+
+
+@described({"type": ["object", "null"], "propertyNames": {"pattern": _LABEL_KEY},
+            "additionalProperties": {"type": "string", "pattern": _LABEL_VALUE}})
+def _labels(key: str, raw: Any) -> Mapping[str, str]:
+    """A label selector's matchLabels: every key and value as Kubernetes validates labels."""
+    if raw is None:
+        return MappingProxyType({})
+    if not isinstance(raw, dict):
+        raise ConfigError(key, f"expected a mapping of label to value, got {raw!r}")
+    for name, value in raw.items():
+        if not isinstance(name, str) or not re.match(_LABEL_KEY, name) or len(name) > 316:
+            raise ConfigError(f"{key}.{name}", "not a valid label key")
+        if not isinstance(value, str) or not re.match(_LABEL_VALUE, value):
+            raise ConfigError(f"{key}.{name}", f"not a valid label value: {value!r}")
+    return MappingProxyType(dict(raw))
+
+
+_URL = r"^https?://[^\s/?#]+(/[^\s?#]*)?$"
+
+
+@described({"type": ["string", "null"], "pattern": _URL})
+def _url(key: str, raw: Any) -> str | None:
+    if raw is None or raw == "":
+        return None
+    if not isinstance(raw, str) or not re.match(_URL, raw):
+        raise ConfigError(key, f"expected an http:// or https:// URL without query, got {raw!r}")
+    return raw.rstrip("/")
+
+
 # The schema: YAML path -> (section, field, parser). The environment override of a path is
 # REACTOR_ + its parts in upper snake case joined by "__", e.g. REACTOR_BUDGET__GLOBAL.
 _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
@@ -220,9 +275,20 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "kube.watchCache": ("kube", "watch_cache", boolean),
     "logging.format": ("top", "log_format", choice("json", "text")),
     "logging.level": ("top", "log_level", choice("DEBUG", "INFO", "WARNING", "ERROR")),
+    "rebalance.enabled": ("policy", "rebalance_enabled", boolean),
+    "rebalance.receiverAlerts": ("policy", "rebalance_receiver_alerts", _alert_names),
+    "rebalance.donorAlerts": ("policy", "rebalance_donor_alerts", _alert_names),
+    "rebalance.donorLabels": ("policy", "rebalance_donor_labels", _labels),
+    "rebalance.higherPriorityDonors": ("policy", "rebalance_higher_priority_donors", boolean),
+    "rebalance.alertmanagerUrl": ("alertmanager", "url", _url),
+    "rebalance.alertmanagerTokenFile": ("alertmanager", "token_file", opt_str),
+    "rebalance.alertmanagerCaFile": ("alertmanager", "ca_file", opt_str),
+    "rebalance.alertmanagerTimeout": ("alertmanager", "timeout", duration_in(timedelta(milliseconds=100),
+                                                                            timedelta(minutes=1))),
 }
 _SECTIONS = {"namespaces", "gpus", "replicas", "budget", "server", "kube", "logging", "state", "cpu", "memory",
-             "adapters", "verify", "finops"}
+             "adapters", "verify", "finops",
+             "rebalance"}
 
 
 def env_name(path: str) -> str:
@@ -241,7 +307,7 @@ def build_settings(doc: Mapping[str, Any], environ: Mapping[str, str] | None = N
     problems = Problems()
     raw = file_values(doc, schema=_SCHEMA, sections=_SECTIONS, file=file, problems=problems)
     raw.update(env_values(environ or {}, {env_name(k): k for k in _SCHEMA}, problems))
-    values: dict[str, dict[str, Any]] = {"policy": {}, "server": {}, "kube": {}, "top": {}}
+    values: dict[str, dict[str, Any]] = {"policy": {}, "server": {}, "kube": {}, "alertmanager": {}, "top": {}}
     invalid: set[str] = set()
     for path, (value, origin) in raw.items():
         section, name, parse = _SCHEMA[path]
@@ -254,7 +320,8 @@ def build_settings(doc: Mapping[str, Any], environ: Mapping[str, str] | None = N
     # invalid ones), so one run names every problem; a check that involves an invalid key is left out (its key is
     # already named, and comparing with a default would only confuse).
     settings = Settings(policy=Policy(**values["policy"]), server=Server(**values["server"]),
-                        kube=Kube(**values["kube"]), **values["top"])
+                        kube=Kube(**values["kube"]), alertmanager=AlertSource(**values["alertmanager"]),
+                        **values["top"])
     for keys, problem in _inconsistencies(settings):
         if not invalid.intersection(keys):
             problems.add(raw[keys[0]][1].name(keys[0]) if keys[0] in raw else keys[0], problem)
@@ -279,6 +346,13 @@ def _inconsistencies(settings: Settings) -> list[tuple[tuple[str, ...], str]]:
                       f"must be below server.timeout ({format_duration(s.timeout)})"))
     if (s.tls_cert is None) != (s.tls_key is None):
         found.append((("server.tlsCert", "server.tlsKey"), "tlsCert and tlsKey must be set together"))
+    if p.rebalance_enabled and settings.alertmanager.url is None:
+        found.append((("rebalance.enabled", "rebalance.alertmanagerUrl"),
+                      "needs rebalance.alertmanagerUrl: donors are only those Alertmanager shows idle now"))
+    if p.rebalance_enabled and not p.rebalance_receiver_alerts:
+        found.append((("rebalance.receiverAlerts",), "is empty: no alert would ever look for a donor"))
+    if p.rebalance_enabled and not p.rebalance_donor_alerts:
+        found.append((("rebalance.donorAlerts",), "is empty: no workload could ever show idle"))
     if _port(s.probe_listen) == _port(s.listen) != 0:
         found.append((("server.probeListen", "server.listen"),
                       f"must use another port than server.listen ({s.listen})"))

@@ -98,6 +98,17 @@ class Policy:
     # FinOps (reactor/observe/finops.py): what one GPU-hour of each extended resource costs, in the team's own currency;
     # with one for `gpu_resource`, the GPU-hours held back are also counted as cost.
     gpu_hourly_cost: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    # Rebalancing (reactor/policy/rebalance.py): a saturated workload's growth refused only for lack of GPU quota
+    # is met by shrinking an idle, opted-in donor in the same quota scope first. Off by default.
+    rebalance_enabled: bool = False
+    # The firing alerts whose quota refusal looks for a donor, and the alerts (live in Alertmanager) that show a
+    # donor idle.
+    rebalance_receiver_alerts: tuple[str, ...] = ("GPUSaturated", "GPUMemorySaturated")
+    rebalance_donor_alerts: tuple[str, ...] = ("GPUUnderutilized", "GPUIdle")
+    # Who may give, beside the annotation gpu-reactor.io/donor: "true": workloads whose labels match all of these.
+    rebalance_donor_labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # A donor ranks lower than or equal to the receiver (priority ladder / PriorityClass value) unless this is true.
+    rebalance_higher_priority_donors: bool = False
 
     @property
     def resizes_pods_in_place(self) -> bool:
