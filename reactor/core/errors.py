@@ -67,6 +67,16 @@ class ConflictError(ReactorError):
     """The object changed since it was read (409): re-read, re-decide."""
 
 
+class AlertSourceUnavailable(ReactorError):
+    """The source of firing alerts (Alertmanager's API v2, for rebalancing) did not answer usefully: unreachable,
+    too slow, refused the credentials, or sent what is not its API. `reason` is one line for the operator; the
+    caller acts as if no donor were idle (nothing is written on an unknown)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class Failure(enum.Enum):
     """What a failure met while handling a notification calls for; `classify` is the one place that decides it."""
 
