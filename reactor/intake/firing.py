@@ -230,27 +230,41 @@ class AlertmanagerAlerts:
         else:
             conn = http.client.HTTPConnection(t.host, t.port, timeout=left)
         expired = threading.Event()
-        watchdog = threading.Timer(left, _abort, (conn, expired))
-        watchdog.daemon = True
-        watchdog.start()
+        watchdog: threading.Timer | None = None
+        response: http.client.HTTPResponse | None = None
         try:
+            conn.connect()  # the socket's timeout (what is left) bounds the connect and the TLS handshake
+            # Held here: http.client drops conn.sock once an HTTP/1.0 answer's head is read (will_close).
+            watchdog = threading.Timer(max(0.0, deadline - self._clock()), _abort, (conn.sock, expired))
+            watchdog.daemon = True
+            watchdog.start()
             conn.request("GET", t.prefix + path, headers=headers)
             response = conn.getresponse()
             if not 200 <= response.status < 300:
                 detail = response.read(200).decode("utf-8", "replace")
                 raise _Failed("refused", f"HTTP {response.status} {response.reason}"
                               + (f": {_one_line(detail)}" if detail.strip() else ""))
-            return self._body(response)
-        except _Failed:
+            body = self._body(response)
+            if expired.is_set():  # the watchdog ended the stream: what came is a part, not the answer
+                raise _Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout")
+            return body
+        except _Failed as e:
+            if expired.is_set() and e.result != "invalid":  # cut short by the watchdog, not by the server
+                raise _Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout") from None
             raise
         except TimeoutError:
             raise _Failed("timeout", f"no answer within the {self._timeout:g}s timeout") from None
+        except ssl.SSLError as e:
+            raise _Failed("unreachable", f"TLS: {_one_line(e)}") from None
         except (OSError, http.client.HTTPException, ValueError) as e:
             if expired.is_set() or self._clock() >= deadline:
                 raise _Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout") from None
             raise _Failed("unreachable", _one_line(getattr(e, "reason", None) or e or type(e).__name__)) from None
         finally:
-            watchdog.cancel()
+            if watchdog is not None:
+                watchdog.cancel()
+            if response is not None:
+                response.close()
             conn.close()
 
     def _body(self, response: http.client.HTTPResponse) -> bytes:
@@ -262,6 +276,8 @@ class AlertmanagerAlerts:
         while True:
             chunk = response.read(_CHUNK)
             if not chunk:
+                if declared is not None and declared.isdigit() and size != int(declared):
+                    raise _Failed("unreachable", f"the answer ended after {size} of {declared} bytes")
                 return b"".join(chunks)
             size += len(chunk)
             if size > self._max_body:
@@ -312,10 +328,10 @@ def _status(body: Any) -> Mapping[str, Any]:
     return body
 
 
-def _abort(conn: http.client.HTTPConnection, expired: threading.Event) -> None:
-    """The deadline passed: end the connection under the reader (its blocked read fails at once)."""
+def _abort(sock: socket.socket | None, expired: threading.Event) -> None:
+    """The deadline passed: end the connection under the reader (its blocked read fails at once). The plain
+    socket's shutdown, also under TLS: the SSL object stays for the reader, which then meets end of stream."""
     expired.set()
-    sock = conn.sock
     if sock is not None:
         with contextlib.suppress(OSError):
             socket.socket.shutdown(sock, socket.SHUT_RDWR)
