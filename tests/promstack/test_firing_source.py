@@ -9,6 +9,7 @@ Alertmanager runs alone here (no Prometheus): the alerts are posted to it as Pro
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -19,13 +20,15 @@ from typing import Any
 import pytest
 import yaml
 
-from reactor.config.settings import AlertSource
+from reactor.config.settings import AlertSource, build_settings
 from reactor.core.errors import AlertSourceUnavailable
 from reactor.core.metrics import Metrics
 from reactor.core.model import Status
 from reactor.intake.firing import AlertmanagerAlerts
+from reactor.tools.doctor import Sources, diagnose
+from reactor.tools.doctor.report import Status as CheckStatus
 from reactor.tools.launcher import free_port
-from tests.promstack.stack import ALERTMANAGER_BIN, _Process, _spawn, _wait_ready
+from tests.promstack.stack import ALERTMANAGER_BIN, PromStack, _Process, _spawn, _wait_ready
 from tests.rules.conftest import require_tool
 
 pytestmark = pytest.mark.promstack
@@ -169,3 +172,16 @@ def test_a_stopped_alertmanager_is_unavailable_naming_the_url() -> None:
     with pytest.raises(AlertSourceUnavailable) as caught:
         _source(f"http://127.0.0.1:{port}").firing("team-a", DONORS)
     assert caught.value.reason.startswith(f"Alertmanager http://127.0.0.1:{port}/api/v2/alerts: ")
+
+
+def test_doctor_checks_the_rebalancers_alertmanager_and_the_donor_rules(stack: PromStack) -> None:
+    """The session stack: Prometheus with the reactor's rules loaded, Alertmanager with deploy/alertmanager's route."""
+    settings = build_settings({"namespaces": {"allow": ["ml-workloads"]},
+                               "rebalance": {"enabled": True, "alertmanagerUrl": stack.alertmanager_url}}, environ={})
+    checks = [c for c in diagnose(Sources(prometheus=stack.prometheus_url), settings, "no cluster")
+              if c.name.startswith("rebalance")]
+    assert [(c.name, c.status) for c in checks] == [
+        ("rebalance-source", CheckStatus.OK), ("rebalance-source", CheckStatus.OK),
+        ("rebalance-donor-rules", CheckStatus.OK)], checks
+    assert re.search(r"Alertmanager \d+\.\d+\.\d+\S*, cluster disabled \(a single instance\)", checks[0].detail)
+    assert "GPUUnderutilized, GPUIdle are loaded alerting rules" in checks[2].detail
