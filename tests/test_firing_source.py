@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from reactor.config.settings import AlertSource, build_settings
-from reactor.core.errors import AlertSourceUnavailable
+from reactor.core.errors import AlertSourceUnavailable, ReactorError
 from reactor.core.metrics import Metrics
 from reactor.intake.firing import AlertmanagerAlerts, alerts_query, firing_source, matchers, quote_meta, quote_value
 from reactor.tools.launcher import free_port
@@ -305,3 +305,9 @@ def test_every_result_is_zero_at_start() -> None:
     for result in ("ok", "unreachable", "timeout", "refused", "invalid"):
         assert metrics.registry.get_sample_value("reactor_alert_source_requests_total", {"result": result}) == 0
 
+
+
+def test_a_url_with_a_bad_port_is_refused_at_construction_without_its_credentials() -> None:
+    with pytest.raises(ReactorError, match="valid port") as caught:
+        _source("http://user:secret@am:99999")
+    assert "secret" not in str(caught.value) and "am:99999" in str(caught.value)

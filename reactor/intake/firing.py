@@ -4,9 +4,9 @@ The reactor keeps no store of alerts: `GET /api/v2/alerts` answers from Alertman
 silences and inhibit rules already shape. Upstream (prometheus/alertmanager, api/v2/openapi.yaml `getAlerts`;
 api/v2/api.go `getAlertsHandler` and `alertFilter`): `active`, `silenced`, `inhibited`, `unprocessed` are
 booleans that *include* a kind when true, so `active=true&silenced=false&inhibited=false` keeps the alerts that
-would notify now (`unprocessed` is declared but not read by the handler, v0.25.0 to v0.34.0; sent as the spec
-allows); `filter` is repeated, one matcher each, ANDed (`parseFilter`: pkg/labels/parse.go `ParseMatcher`
-before v0.27, matcher/compat `Matcher` after).
+would notify now (`unprocessed` is declared but not read by the handler: v0.25.0, v0.27.0, v0.30.0 and v0.34.0
+checked; sent as the spec allows, for a server that does read it); `filter` is repeated, one matcher each, ANDed
+(`parseFilter`: pkg/labels/parse.go `ParseMatcher` before v0.27, matcher/compat `Matcher` after).
 
 Which namespace: the webhook's parser (intake/alerts.py `parse_alert`) names an alert's workload by
 `exported_namespace`, else `namespace` (the exporter's own target labels win the plain names when Prometheus does
@@ -103,19 +103,30 @@ class _Target:
     @classmethod
     def of(cls, url: str) -> _Target:
         parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ReactorError(f"rebalance.alertmanagerUrl: expected an http(s) URL with a host, got {url!r}")
+        try:
+            given_port = parts.port  # raises on a port that is not a number from 0 to 65535
+        except ValueError:
+            given_port = -1
+        if parts.scheme not in ("http", "https") or not parts.hostname or given_port == -1:
+            raise ReactorError(f"rebalance.alertmanagerUrl: expected an http(s) URL with a host (and a valid port), "
+                               f"got {cls._without_credentials(url)!r}")
         https = parts.scheme == "https"
-        port = parts.port or (443 if https else 80)
+        port = given_port or (443 if https else 80)
         host = parts.hostname
         netloc = f"[{host}]" if ":" in host else host
-        netloc += f":{parts.port}" if parts.port else ""
+        netloc += f":{given_port}" if given_port else ""
         prefix = parts.path.rstrip("/")
         basic = None
         if parts.username is not None:
             pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
             basic = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
         return cls(https, host, port, prefix, f"{parts.scheme}://{netloc}{prefix}", basic)
+
+    @staticmethod
+    def _without_credentials(url: str) -> str:
+        scheme, sep, rest = url.partition("://")
+        host, slash, path = rest.partition("/")
+        return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}"
 
 
 class AlertmanagerAlerts:
