@@ -30,6 +30,8 @@ CHART_OWNED = {
     "state.previousKeyFile": "set by the chart from stateKey",
     "verify.leaseNamespace": "set by the chart: the release namespace",
     "verify.leaseName": "set by the chart: <fullname>-verifier",
+    "rebalance.alertmanagerTokenFile": "set by the chart from rebalanceSource.tokenSecret",
+    "rebalance.alertmanagerCaFile": "set by the chart from rebalanceSource.caConfigMap",
 }
 _K8S_NAME = {"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "maxLength": 63}
 

@@ -66,3 +66,30 @@ def test_the_objects_are_valid_for_kubernetes_and_the_policy_for_the_reactor(ver
 def test_lint_with_rebalancing_on_reports_no_error_or_warning() -> None:
     report = helm_python.lint(str(CHART), values=REBALANCE, strict=True, namespace=NAMESPACE)
     assert (report["errors"], [m for m in report["messages"] if m["severity"] >= 2]) == ([], []), report
+
+
+def test_the_alertmanager_token_and_ca_are_mounted_and_named_in_the_policy() -> None:
+    """`rebalanceSource` mounts the Secret and the ConfigMap read-only (directory mounts: a rotation reaches the pod)
+    and the rendered policy points the client at them; without them nothing is mounted."""
+    values = {**REBALANCE, "rebalanceSource": {"tokenSecret": "am-proxy-token", "caConfigMap": "am-ca"}}
+    rendered = by_key(render(values))
+    pod = rendered[("Deployment", NAMESPACE, "gpu-reactor")]["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["alertmanager-token"]["secret"]["secretName"] == "am-proxy-token"
+    assert volumes["alertmanager-token"]["secret"]["items"] == [{"key": "token", "path": "token"}]
+    assert volumes["alertmanager-ca"]["configMap"]["name"] == "am-ca"
+    mounts = {m["name"]: m for m in pod["containers"][0]["volumeMounts"]}
+    assert mounts["alertmanager-token"]["readOnly"] and "subPath" not in mounts["alertmanager-token"]
+    policy = yaml.safe_load(rendered[("ConfigMap", NAMESPACE, "gpu-reactor-policy")]["data"]["policy.yaml"])
+    settings = build_settings(policy)
+    assert settings.alertmanager.token_file == "/etc/gpu-reactor/alertmanager-token/token"
+    assert settings.alertmanager.ca_file == "/etc/gpu-reactor/alertmanager-ca/ca.crt"
+    bare = by_key(render(REBALANCE))[("Deployment", NAMESPACE, "gpu-reactor")]["spec"]["template"]["spec"]
+    assert not {"alertmanager-token", "alertmanager-ca"} & {v["name"] for v in bare["volumes"]}
+
+
+def test_the_policy_may_not_name_the_mounted_files_itself() -> None:
+    """The chart owns those two keys, as it owns the webhook token's path: the schema refuses them."""
+    with pytest.raises(Exception, match="alertmanagerTokenFile|not"):
+        render({"policy": {"rebalance": {"enabled": True, "alertmanagerUrl": "http://am:9093",
+                                         "alertmanagerTokenFile": "/x"}}})

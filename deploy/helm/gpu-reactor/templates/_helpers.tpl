@@ -69,6 +69,16 @@ release's own namespace always denied (the reactor never acts on itself). */}}
 {{- $_ := set $policy "verify" (merge $lease (omit ($policy.verify | default dict) "leaseNamespace" "leaseName")) -}}
 {{- $ledger := dict "ledgerName" (printf "%s-state" (include "gpu-reactor.fullname" .)) -}}
 {{- $_ := set $policy "state" (merge $ledger (omit ($policy.state | default dict) "ledgerName")) -}}
+{{- $source := dict -}}
+{{- if .Values.rebalanceSource.tokenSecret -}}
+{{- $_ := set $source "alertmanagerTokenFile" "/etc/gpu-reactor/alertmanager-token/token" -}}
+{{- end -}}
+{{- if .Values.rebalanceSource.caConfigMap -}}
+{{- $_ := set $source "alertmanagerCaFile" "/etc/gpu-reactor/alertmanager-ca/ca.crt" -}}
+{{- end -}}
+{{- if $source -}}
+{{- $_ := set $policy "rebalance" (merge $source (omit ($policy.rebalance | default dict) "alertmanagerTokenFile" "alertmanagerCaFile")) -}}
+{{- end -}}
 {{- toYaml $policy -}}
 {{- end -}}
 
