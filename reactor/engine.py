@@ -472,11 +472,12 @@ class Engine:
         if not order:
             return self._unbalanced(skip, no_donor(verdicts), "no-donor")
         considered = "; ".join(v.line() for v in verdicts)
-        if self.policy.dry_run:
+        if self.policy.dry_run:  # `reactor plan`: the whole plan, both sides, and nothing written
             first = order[0]
+            grows = next((c.strategy for c in skip.considered if c.shortfall == shortfall), "its growth")
             return Acted(replace(skip, detail=(
-                f"{skip.detail}; rebalance plan: first {first.ref.kind}/{first.ref.name} ({first.reason}), then "
-                f"this workload grows once quota {shortfall.quota} shows the room; donors considered: {considered}")),
+                f"{skip.detail}; rebalance plan: first {first.ref.kind}/{first.ref.name}: {first.reason}; then this "
+                f"workload: {grows} once quota {shortfall.quota} shows the room; donors considered: {considered}")),
                 Result.SKIPPED)
         lost: list[str] = []
         for verdict in order:
