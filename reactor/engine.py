@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -579,17 +579,27 @@ class Engine:
                           event_reason="RebalanceDonated",
                           event_note=(f"; rebalance: gives {verdict.freed} GPUs of quota {shortfall.quota} to "
                                       f"{receiver.ref.kind}/{receiver.ref.name}"))
-        lock = self._workload_locks[hash(ref) % len(self._workload_locks)]
-        mine = lock is self._workload_locks[hash(receiver.ref) % len(self._workload_locks)]
-        # The receiver's lock is held: the donor's is only tried (two receivers taking each other's donors
-        # must not wait on each other); the write stays conditional either way.
-        if not mine and not lock.acquire(timeout=2.0):
-            return Acted(Skip(SkipReason.CONFLICT, "another decision holds the donor"), Result.SKIPPED)
-        try:
+        with self._other_lock(ref, held=receiver.ref) as locked:
+            if not locked:
+                return Acted(Skip(SkipReason.CONFLICT, "another decision holds the donor"), Result.SKIPPED)
             return self.actor.carry_out(attempt, owner.obj, now)
+
+    @contextlib.contextmanager
+    def _other_lock(self, ref: WorkloadRef, *, held: WorkloadRef | None) -> Iterator[bool]:
+        """The workload lock of `ref` while this thread holds `held`'s: only tried, for a bounded time (two
+        receivers taking each other's donors must never wait on each other), and not taken again when it is the
+        same stripe. Yields whether this thread may go on; the write stays conditional either way."""
+        lock = self._workload_locks[hash(ref) % len(self._workload_locks)]
+        if held is not None and lock is self._workload_locks[hash(held) % len(self._workload_locks)]:
+            yield True
+            return
+        if not lock.acquire(timeout=2.0 if held is not None else -1):
+            yield False
+            return
+        try:
+            yield True
         finally:
-            if not mine:
-                lock.release()
+            lock.release()
 
     def _receiving(self, waiting: Waiting) -> dict[str, Any]:
         """The receiver's side of a rebalance, written with its growth."""
@@ -671,18 +681,20 @@ class Engine:
                                      f"{waiting.receiver.kind}/{waiting.receiver.name} could not grow within "
                                      f"{self.policy.verify_timeout} (quota {waiting.quota} showed no room)")
 
-    def _restore_step(self, waiting: Waiting, now: datetime) -> bool:
+    def _restore_step(self, waiting: Waiting, now: datetime, held: WorkloadRef | None = None) -> bool:
         return self._return_to_donor(waiting, now, "RebalanceRestored", "restored",
-                                     f"{waiting.receiver.kind}/{waiting.receiver.name}'s saturation resolved")
+                                     f"{waiting.receiver.kind}/{waiting.receiver.name}'s saturation resolved", held)
 
     def _restore_expired(self, waiting: Waiting, now: datetime) -> None:
         self.metrics.rebalances.labels(result="not-restored").inc()
         log.warning("rebalance: the donor was not given back its GPUs in time", extra={
             "workload": str(waiting.donor), "receiver": str(waiting.receiver), "quota": waiting.quota})
 
-    def _return_to_donor(self, waiting: Waiting, now: datetime, reason: str, result: str, why: str) -> bool:
+    def _return_to_donor(self, waiting: Waiting, now: datetime, reason: str, result: str, why: str,
+                         held: WorkloadRef | None = None) -> bool:
         """The donor's give-back through the act step (`decide_given_back`: its rebalance record for this
-        receiver, the rollout, mode, bounds and quota rails). True when done, or when nothing is left to give."""
+        receiver, the rollout, mode, bounds and quota rails). True when done, or when nothing is left to give.
+        `held`: the workload whose lock this thread holds (the receiver, in its resolve's notification)."""
         reader = self._reader()
         owner = self._step_owner(reader, waiting.donor, waiting.donor_pod, "")
         if owner is None:
@@ -694,7 +706,9 @@ class Engine:
         attempt = Attempt(ref, signal, lambda obj: self._decide(reader, obj, owner, signal, ns, now, given_back=uid),
                           self._rereader(reader, ref), rebalance=None, event_reason=reason,
                           event_note=f"; rebalance: {why}")
-        with self._workload_locks[hash(ref) % len(self._workload_locks)]:
+        with self._other_lock(ref, held=held) as locked:
+            if not locked:
+                return False  # tried again at the next pass
             acted = self.actor.carry_out(attempt, owner.obj, now)  # type: ignore[arg-type]
         if acted.result is Result.APPLIED:
             self.metrics.rebalances.labels(result=result).inc()
@@ -720,7 +734,7 @@ class Engine:
         empty = Signal(alert="", status=Status.RESOLVED, keys=(), container=None, value=None)
         waiting = Waiting(RESTORE, owner.ref, receiver.uid, "", empty, donor, "", empty, record.gpus, record.quota,
                           now + self.policy.verify_timeout)
-        if not self._restore_step(waiting, now):
+        if not self._restore_step(waiting, now, held=owner.ref):
             self.rebalancer.add(waiting)
 
     # --- recording ----------------------------------------------------------------------
