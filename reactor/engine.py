@@ -492,7 +492,7 @@ class Engine:
         applied.append(verdict.ref)
         waiting = Waiting(GROW, owner.ref, receiver.uid, signal.pods[0] if signal.pods else "", signal, verdict.ref,
                           donor_signal.pods[0] if donor_signal.pods else "", donor_signal, verdict.freed,
-                          shortfall.quota, now + self.policy.verify_timeout)
+                          shortfall.quota, now + self.policy.verify_timeout, now + 2 * self.policy.verify_timeout)
         if not reader.past_deadline():  # the quota may show the room already (pods deleted at once)
             grown = self._grow_now(owner, signal, waiting, now)
             if grown is not None:

@@ -5,7 +5,9 @@ The donor's change is written first, within the notification; the receiver's gro
 reactor's own arithmetic. A background thread (like the verifier's, started and stopped by the runner) asks again
 every `verify.interval`: each waiting step is re-decided by the engine from the cluster as read now (the
 ResourceQuota's status.used, every rail again). A receiver that cannot grow by `verify.timeout` after the donor's
-write gives the donor its GPUs back; a restore that cannot be applied by then is dropped and said.
+write gives the donor its GPUs back; a give-back or a restore that cannot be applied within another
+`verify.timeout` is dropped and said (a log line, `reactor_rebalances_total{result="not-restored"}`): the list is
+bounded in time as in size.
 
 In memory only: a restart forgets what waits, and the donor keeps its sealed `rebalance` record, so its own alerts
 and the revert rules still apply to it. The engine holds the step functions; this holds the list and the clock.
@@ -42,7 +44,8 @@ class Waiting:
     donor_signal: Signal
     gpus: int
     quota: str
-    deadline: datetime
+    deadline: datetime  # GROW: the donor is given back from then on; RESTORE: given up then
+    until: datetime | None = None  # GROW: a give-back still refused then (its room never showed) is given up
 
     @property
     def key(self) -> tuple[str, WorkloadRef, WorkloadRef]:
@@ -105,7 +108,12 @@ class Rebalancer:
         if waiting.kind == GROW:
             if self._grow(waiting, now):
                 return True
-            return now >= waiting.deadline and self._give_back(waiting, now)
+            if now < waiting.deadline or self._give_back(waiting, now):
+                return now >= waiting.deadline
+            if waiting.until is not None and now >= waiting.until:
+                self._expired(waiting, now)
+                return True
+            return False
         if self._restore(waiting, now):
             return True
         if now >= waiting.deadline:
