@@ -31,6 +31,7 @@ from reactor.cluster.cache import Store
 from reactor.cluster.kube import KubeGateway
 from reactor.cluster.view import ClusterView
 from reactor.cluster.workloads import hpa_targets, namespace_bounds
+from reactor.config.fields import format_duration
 from reactor.config.settings import Settings
 from reactor.core.errors import AlertSourceUnavailable, Failure, RetryLater, classify
 from reactor.core.firing import FiringAlerts
@@ -480,14 +481,18 @@ class Engine:
                 f"workload: {grows} once quota {shortfall.quota} shows the room; donors considered: {considered}")),
                 Result.SKIPPED)
         lost: list[str] = []
+        raced = False
         for verdict in order:
             donor_owner, donor_signal = donors[verdict.ref]
             acted = self._donate(reader, donor_owner, donor_signal, receiver, shortfall, verdict, ns, now)
             if acted.result is Result.APPLIED and isinstance(acted.decision, Action):
                 break
-            lost.append(f"{verdict.ref.kind}/{verdict.ref.name}: {getattr(acted.decision, 'detail', '')}")
+            decision = acted.decision
+            raced = raced or (isinstance(decision, Skip) and decision.reason in _TAKEN)
+            why = f"{decision.reason.value}: {decision.detail}" if isinstance(decision, Skip) else acted.error
+            lost.append(f"{verdict.ref.kind}/{verdict.ref.name}: {why}")
         else:
-            return self._unbalanced(skip, "no donor: each one changed first: " + "; ".join(lost), "lost-race")
+            return self._unbalanced(skip, "no donor gave: " + "; ".join(lost), "lost-race" if raced else "no-donor")
         self._finish_action(verdict.ref, donor_signal, acted.decision, Result.APPLIED)
         applied.append(verdict.ref)
         waiting = Waiting(GROW, owner.ref, receiver.uid, signal.pods[0] if signal.pods else "", signal, verdict.ref,
@@ -503,7 +508,8 @@ class Engine:
                 f"({acted.decision.strategy} {acted.decision.from_value}→{acted.decision.to_value})")
         self.events.post(workload_event(owner.ref, owner.obj, reason="RebalancePending", now=now, message=(
             f"gpu-reactor: {signal.alert} refused by quota {shortfall.quota}: {note}; this workload grows once the "
-            f"quota shows the room, or the donor gets its GPUs back after {self.policy.verify_timeout}")))
+            f"quota shows the room, or the donor gets its GPUs back after "
+            f"{format_duration(self.policy.verify_timeout)}")))
         return Acted(replace(skip, detail=f"{skip.detail}; rebalance: {note}; the growth waits for the quota to show "
                                           f"the room (until {waiting.deadline.isoformat()})"), Result.SKIPPED)
 
@@ -679,7 +685,8 @@ class Engine:
         """The receiver could not grow by the deadline: the donor gets back what it gave."""
         return self._return_to_donor(waiting, now, "RebalanceGivenBack", "given-back",
                                      f"{waiting.receiver.kind}/{waiting.receiver.name} could not grow within "
-                                     f"{self.policy.verify_timeout} (quota {waiting.quota} showed no room)")
+                                     f"{format_duration(self.policy.verify_timeout)} (quota {waiting.quota} "
+                                     "showed no room)")
 
     def _restore_step(self, waiting: Waiting, now: datetime, held: WorkloadRef | None = None) -> bool:
         return self._return_to_donor(waiting, now, "RebalanceRestored", "restored",
@@ -849,6 +856,11 @@ def _owner_skip(alert: Alert, owner: Owner | None, adapters: Adapters) -> Skip |
     if (refused is None or adapter is not None) and owner.obj is None:
         return Skip(SkipReason.UNSUPPORTED_OWNER, f"owned by {owner.ref.kind} {owner.ref.name}, which is being deleted")
     return refused
+
+
+# What a donor another receiver took meanwhile answers when asked again (its write conditional, its change recorded).
+_TAKEN = frozenset({SkipReason.CONFLICT, SkipReason.COOLDOWN, SkipReason.ALREADY_APPLIED, SkipReason.HYSTERESIS,
+                    SkipReason.ROLLOUT_IN_PROGRESS})
 
 
 def _quota_short(decision: Decision) -> bool:
