@@ -152,6 +152,7 @@ class Engine:
         # Rebalancing (policy/rebalance.py): the source of idle donors (None: no rebalance can run, and the refusal
         # says so), and the steps that wait for the API server's quota (observe/rebalancer.py; the runner starts it).
         self.firing = firing
+        self._grow_refusals: dict[tuple[str, WorkloadRef, WorkloadRef], str] = {}  # a waiting growth's last refusal
         self.rebalancer = Rebalancer(interval=self.policy.verify_interval, clock=clock, grow=self._grow_step,
                                      give_back=self._give_back_step, restore=self._restore_step,
                                      expired=self._restore_expired)
@@ -627,6 +628,8 @@ class Engine:
         """A waiting growth decided again: applied ends the rebalance (moved)."""
         if acted.result is Result.APPLIED:
             self.rebalancer.discard(waiting)
+            with self._lock:
+                self._grow_refusals.pop(waiting.key, None)
             self.metrics.rebalances.labels(result="moved").inc()
             self.metrics.rebalance_gpus_moved.inc(waiting.gpus)
         elif isinstance(acted.decision, Skip) and acted.decision.reason is SkipReason.QUOTA_EXCEEDED:
@@ -675,24 +678,34 @@ class Engine:
             return self._give_back_step(waiting, now)  # the receiver is gone: nothing waits for the donor's GPUs
         applied: list[WorkloadRef] = []
         with self._workload_locks[hash(owner.ref) % len(self._workload_locks)]:
-            _, result = self._handle_workload(reader, owner, waiting.receiver_signal, _Namespace(), now, applied,
-                                              grow=waiting)
+            decision, result = self._handle_workload(reader, owner, waiting.receiver_signal, _Namespace(), now,
+                                                     applied, grow=waiting)
         if applied and self.on_applied is not None:
             self.on_applied(applied)
+        if isinstance(decision, Skip):  # said with the give-back, if it comes to that
+            with self._lock:
+                self._grow_refusals[waiting.key] = f"{decision.reason.value}: {decision.detail}"[:300]
         return result is Result.APPLIED
 
     def _give_back_step(self, waiting: Waiting, now: datetime) -> bool:
         """The receiver could not grow by the deadline: the donor gets back what it gave."""
-        return self._return_to_donor(waiting, now, "RebalanceGivenBack", "given-back",
+        with self._lock:
+            last = self._grow_refusals.get(waiting.key, f"quota {waiting.quota} showed no room")
+        done = self._return_to_donor(waiting, now, "RebalanceGivenBack", "given-back",
                                      f"{waiting.receiver.kind}/{waiting.receiver.name} could not grow within "
-                                     f"{format_duration(self.policy.verify_timeout)} (quota {waiting.quota} "
-                                     "showed no room)")
+                                     f"{format_duration(self.policy.verify_timeout)} ({last})")
+        if done:
+            with self._lock:
+                self._grow_refusals.pop(waiting.key, None)
+        return done
 
     def _restore_step(self, waiting: Waiting, now: datetime, held: WorkloadRef | None = None) -> bool:
         return self._return_to_donor(waiting, now, "RebalanceRestored", "restored",
                                      f"{waiting.receiver.kind}/{waiting.receiver.name}'s saturation resolved", held)
 
     def _restore_expired(self, waiting: Waiting, now: datetime) -> None:
+        with self._lock:
+            self._grow_refusals.pop(waiting.key, None)
         self.metrics.rebalances.labels(result="not-restored").inc()
         log.warning("rebalance: the donor was not given back its GPUs in time", extra={
             "workload": str(waiting.donor), "receiver": str(waiting.receiver), "quota": waiting.quota})
