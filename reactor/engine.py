@@ -746,13 +746,21 @@ class Engine:
         """The receiver's saturation resolved: the donor its sealed record names gets back what it gave, once the
         quota shows room for it (tried now, then by the rebalancer until `verify.timeout`)."""
         assert owner.obj is not None
+        if self.policy.dry_run:
+            return
         receiver = self._workload(owner.obj, owner, reader)
         record = receiver.state.rebalance
-        if record is None or record.role != "receiver" or self.policy.dry_run:
-            return
-        donor = WorkloadRef(record.kind, owner.ref.namespace, record.name)
+        grow = self.rebalancer.waiting_for(owner.ref)
         empty = Signal(alert="", status=Status.RESOLVED, keys=(), container=None, value=None)
-        waiting = Waiting(RESTORE, owner.ref, receiver.uid, "", empty, donor, "", empty, record.gpus, record.quota,
+        if grow is not None:  # resolved before it grew: it no longer needs what the donor gave
+            self.rebalancer.discard(grow)
+            donor, pod, gpus, quota = grow.donor, grow.donor_pod, grow.gpus, grow.quota
+        elif record is not None and record.role == "receiver":
+            donor, pod, gpus, quota = WorkloadRef(record.kind, owner.ref.namespace, record.name), "", record.gpus, \
+                record.quota
+        else:
+            return
+        waiting = Waiting(RESTORE, owner.ref, receiver.uid, "", empty, donor, pod, empty, gpus, quota,
                           now + self.policy.verify_timeout)
         if not self._restore_step(waiting, now, held=owner.ref):
             self.rebalancer.add(waiting)

@@ -316,3 +316,19 @@ def test_two_receivers_racing_for_one_donor_one_wins(cluster: SimCluster, token_
     cluster.settle()
     assert sorted([_replicas(cluster, "inference-a"), _replicas(cluster, "inference-b")]) == [1, 2]
     assert _used(cluster) == 8 and not _events(cluster, "FailedCreate")
+
+
+def test_a_receiver_resolving_before_it_grew_gives_the_donor_back_and_never_grows(cluster: SimCluster,
+                                                                                 token_file: Path) -> None:
+    _full(cluster)
+    r = _reactor(cluster, token_file, Source(_idle(cluster, "training")))
+    _outcome(r, "inference")
+    cluster.settle()
+    assert (_replicas(cluster, "training"), _used(cluster)) == (1, 6)
+    resolved = r.post(r.alerts("GPUSaturated", "inference", "main", value=0.3, status="resolved")).get_json()
+    assert resolved["outcomes"][0]["result"] == "skipped"  # nothing of its own to revert
+    assert _replicas(cluster, "training") == 2  # the donor got back what it gave, at once (the room was there)
+    assert r.service.engine.rebalancer.tick(utcnow() + timedelta(minutes=11)) == 0
+    cluster.settle()
+    assert (_replicas(cluster, "training"), _replicas(cluster, "inference"), _used(cluster)) == (2, 2, 8)
+    assert r.metric("reactor_rebalances_total", result="restored") == 1
