@@ -311,6 +311,11 @@ def test_two_receivers_racing_for_one_donor_one_wins(cluster: SimCluster, token_
     assert _replicas(cluster, "training") == 1
     (lost,) = [d for d in details if d not in won]
     assert "no donor" in lost
+    # Usually both decided on the same donor version: the loser's conditional write met a 409, and on the re-read
+    # the donor's sealed record (its firing already handled, its cooldown) refused it: lost-race.
+    assert r.metric("reactor_rebalances_total", result="lost-race") + r.metric(
+        "reactor_rebalances_total", result="no-donor") == 1
+    assert r.metric("reactor_rebalances_total", result="pending") == 1
     cluster.settle()
     assert r.service.engine.rebalancer.tick(utcnow()) == 0
     cluster.settle()
