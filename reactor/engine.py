@@ -6,6 +6,12 @@ write. Reads are shared through the notification's `Reader`. Failures are classi
 does not stop the others; it is raised at the end (`RetryLater`, with every outcome) so the webhook
 answers 503 and Alertmanager retries (idempotence makes the retry safe). One a retry cannot fix
 fails that pod's or workload's alerts only, answered 200.
+
+Rebalancing (`rebalance.enabled`; the pure verdicts in policy/rebalance.py): a receiver alert refused for lack of GPU
+quota only asks the alert source (`firing`, one call per receiver decision) which workloads of the namespace idle
+now, decides each one as it would on its own alert, writes the first qualifying donor's change through the act step,
+and grows the receiver once the quota's status shows the room — at once, or from the rebalancer's pass
+(observe/rebalancer.py), which also gives the donor back (timeout, or the receiver's resolve).
 """
 
 from __future__ import annotations
