@@ -528,8 +528,10 @@ class Engine:
                     ns: _Namespace, now: datetime) -> tuple[list[Verdict], dict[WorkloadRef, tuple[Owner, Signal]]]:
         """A verdict for each workload the source shows idle (its pods resolved through the notification's Reader,
         at most MAX_DONOR_PODS distinct pods), and each one's owner and folded idle signal."""
-        namespace = receiver.ref.namespace
-        pods = sorted({a.pod for a in alerts if a.firing and a.namespace == namespace and a.pod and valid_name(a.pod)})
+        namespace, names = receiver.ref.namespace, self.policy.rebalance_donor_alerts
+        # Only what was asked for is believed, whatever the source answered: firing, this namespace, a donor alert.
+        alerts = [a for a in alerts if a.firing and a.namespace == namespace and a.name in names]
+        pods = sorted({a.pod for a in alerts if a.pod and valid_name(a.pod)})
         verdicts: list[Verdict] = []
         if len(pods) > MAX_DONOR_PODS:
             verdicts.append(Verdict(WorkloadRef("Pod", namespace, pods[MAX_DONOR_PODS]), False,
@@ -539,7 +541,7 @@ class Engine:
         groups: dict[WorkloadRef, tuple[Owner, list[Alert]]] = {}
         by_pod: dict[str, list[Alert]] = defaultdict(list)
         for alert in alerts:
-            if alert.firing and alert.namespace == namespace and alert.pod in pods:
+            if alert.pod in pods:
                 by_pod[alert.pod].append(alert)
         with contextlib.suppress(Exception):  # each pod is then read alone below, and fails alone
             reader.prime_pods(namespace, {p for p in pods if self._owners.get(namespace, p) is None})

@@ -218,6 +218,11 @@ def test_a_donor_the_source_does_not_show_idle_is_untouched(cluster: SimCluster,
     outcome = _outcome(r, "inference")
     assert (outcome["result"], outcome["reason"]) == ("skipped", "quota-exceeded")
     assert "no donor: Deployment/inference: is the receiver" in outcome["detail"]
+    # A source that answers more than it was asked (training saturated, not idle) is not believed either.
+    r.service.engine.firing = Source(_idle(cluster, "training", value=0.97, name="GPUSaturated"))
+    r.service.engine.firing.firing = lambda ns, names: r.service.engine.firing.alerts  # type: ignore[union-attr]
+    outcome = _outcome(r, "inference")
+    assert "no donor: the alert source shows no workload idle in the namespace" in outcome["detail"]
     assert cluster.get("deployments", NAMESPACE, "training")["metadata"]["resourceVersion"] == before
 
 
