@@ -77,3 +77,67 @@ def test_the_sim_default_folder_is_named_alike_in_the_command_line() -> None:
     from reactor.tools.sim_command import DEFAULT_KUBECONFIG
 
     assert SIM_KUBECONFIG == DEFAULT_KUBECONFIG
+
+
+REBALANCE_SEED = """\
+apiVersion: v1
+kind: Namespace
+metadata: {name: ml-workloads}
+---
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: gpu-quota, namespace: ml-workloads}
+spec: {hard: {requests.nvidia.com/gpu: "8"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: gpu-node-1}
+status:
+  capacity: {cpu: "64", memory: 512Gi, pods: "110", nvidia.com/gpu: "8"}
+  allocatable: {cpu: "64", memory: 512Gi, pods: "110", nvidia.com/gpu: "8"}
+  conditions: [{type: Ready, status: "True", reason: KubeletReady}]
+""" + "".join(f"""---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {{name: {name}, namespace: ml-workloads, annotations: {annotations}}}
+spec:
+  replicas: 1
+  serviceName: {name}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      priorityClassName: {cls}
+      containers:
+      - name: main
+        image: {name}:1
+        resources: {{limits: {{nvidia.com/gpu: "{gpus}"}}, requests: {{nvidia.com/gpu: "{gpus}"}}}}
+""" for name, cls, annotations, gpus in (("training", "medium-priority-gpu", '{"gpu-reactor.io/donor": "true"}', 4),
+                                         ("inference", "high-priority-gpu", "{}", 2),
+                                         ("notebook", "medium-priority-gpu", "{}", 2)))
+
+
+def test_plan_explains_a_rebalance_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The donors' idle alerts come from the same --alerts file: the receiver's refusal, each candidate and why,
+    the donor's change, then the receiver's."""
+    from reactor.tools.payloads import AlertSpec, notification
+
+    seed = tmp_path / "cluster.yaml"
+    seed.write_text(REBALANCE_SEED + (ROOT / "deploy" / "base" / "priorityclasses.yaml").read_text().join(
+        ["---\n", ""]))
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("namespaces: {allow: [ml-workloads]}\n"
+                      "rebalance: {enabled: true, alertmanagerUrl: 'http://alertmanager:9093'}\n")
+    alerts = tmp_path / "alerts.json"
+    alerts.write_text(json.dumps(notification([
+        AlertSpec("GPUSaturated", "ml-workloads", "inference-0", "main", 0.97, 2),
+        AlertSpec("GPUUnderutilized", "ml-workloads", "training-0", "main", 0.1, 4),
+        AlertSpec("GPUUnderutilized", "ml-workloads", "notebook-0", "main", 0.1, 2)], group_by=("namespace",))))
+    assert main(["plan", "--alerts", str(alerts), "--config", str(policy), "--seed", str(seed)]) == 0
+    out = capsys.readouterr().out
+    assert "skipped: quota-exceeded — resize-gpu-up: main 2→3 GPUs needs 1 GPUs of quota gpu-quota" in out
+    assert ("rebalance plan: first StatefulSet/training: resize-gpu-down 4→1 frees 3 GPUs of quota gpu-quota; "
+            "then this workload: resize-gpu-up once quota gpu-quota shows the room") in out
+    assert "    donor StatefulSet/notebook: not opted in" in out
+    assert "    donor StatefulSet/training: resize-gpu-down 4→1 frees 3 GPUs" in out
+    assert "would apply: resize-gpu main: 4 → 1" in out  # the donor's own alert, planned as its own change

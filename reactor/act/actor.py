@@ -40,7 +40,7 @@ from reactor.core.model import (
 from reactor.integrations.adapters import Adapters
 from reactor.integrations.kueue import PRIORITY_LABEL
 from reactor.state.seal import new_write
-from reactor.state.writes import StateWrites
+from reactor.state.writes import KEEP, RebalanceWrite, StateWrites
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +76,10 @@ class Attempt:
     # and the Event's reason.
     stalled: tuple[Verification, str] | None = None
     event_reason: str = ""
+    # A rebalance's side (engine.py): the `rebalance` record the write leaves (KEEP: as read), and what the
+    # Event adds, naming the other side.
+    rebalance: RebalanceWrite = KEEP
+    event_note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +141,8 @@ class Actor:
                     return Acted(decision, Result.FAILED, str(e))
                 reason = attempt.event_reason or EVENT_REASONS.get(decision.action, "GPUReactorAction")
                 self.events.post(workload_event(attempt.ref, written, reason=reason, now=now,
-                                                message=event_message(decision, attempt.signal) + resized))
+                                                message=event_message(decision, attempt.signal) + resized
+                                                + attempt.event_note))
                 return Acted(decision, Result.APPLIED)
             raise KeptChanging(f"{attempt.ref} kept changing while the reactor acted "
                                  f"({self.conflict_retries + 1} conflicts)")
@@ -155,7 +160,8 @@ class Actor:
             annotations = self.state.stalled_revert(action, attempt.signal, workload, now, verification, why,
                                                     write=write)
         else:
-            annotations = self.state.change(action, attempt.signal, workload, now, write=write)
+            annotations = self.state.change(action, attempt.signal, workload, now, write=write,
+                                            rebalance=attempt.rebalance)
         ref = workload.ref
         if self.ledger is not None:  # first the ledger names the write, then the workload carries it
             try:

@@ -110,6 +110,8 @@ def run(settings: Settings, build: Callable[[], Service]) -> None:
             service.informers.start()
         if service.verifier is not None:
             service.verifier.start()
+        if service.engine.policy.rebalance_enabled and not service.engine.policy.dry_run:
+            service.engine.rebalancer.start()  # the rebalances that wait for the quota (observe/rebalancer.py)
 
     def worker_exit(server: Any, worker: Any) -> None:
         service = application.service if application is not None else None
@@ -117,6 +119,7 @@ def run(settings: Settings, build: Callable[[], Service]) -> None:
             return
         if service.verifier is not None:
             service.verifier.stop()
+        service.engine.rebalancer.stop()
         if service.informers is not None:
             service.informers.stop()
         service.engine.events.close()  # what is still queued is sent as the worker exits

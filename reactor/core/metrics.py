@@ -88,6 +88,10 @@ class _StateCollector(Collector):
                 yield family
 
 
+REBALANCE_RESULTS = ("moved", "pending", "given-back", "restored", "not-restored", "no-donor", "source-unavailable",
+                     "lost-race")
+
+
 class Metrics:
     """The reactor's metrics on one registry (a fresh `CollectorRegistry()` in tests)."""
 
@@ -136,6 +140,16 @@ class Metrics:
         self.verifications = Counter(
             "reactor_verifications", "Rollouts of the reactor's changes followed to an end, one per change, by "
             "result.", ["result"], registry=r,
+        )
+        self.rebalances = Counter(
+            "reactor_rebalances", "Rebalances (a donor's GPUs for a receiver refused by the quota), one per step, by "
+            "result: moved (the receiver grew), pending (the donor gave; the receiver waits for the quota), "
+            "given-back (the receiver could not grow in time: the donor got its GPUs back), restored (the receiver's "
+            "saturation resolved: the donor got them back), not-restored, no-donor, source-unavailable, lost-race.",
+            ["result"], registry=r,
+        )
+        self.rebalance_gpus_moved = Counter(
+            "reactor_rebalance_gpus_moved", "GPUs donors gave up for receivers that then grew.", registry=r,
         )
         self.events_dropped = Counter(
             "reactor_events_dropped", "Kubernetes Events not posted: the queue to the Events API was full.",
@@ -214,6 +228,8 @@ class Metrics:
             self.workload_skips.labels(reason=reason.value)
         for result in ("verified", "reverted"):
             self.verifications.labels(result=result)
+        for result in REBALANCE_RESULTS:
+            self.rebalances.labels(result=result)
         for code in ("200", "400", "401", "413", "415", "503"):
             self.webhook_requests.labels(code=code)
         for result in ALERT_SOURCE_RESULTS:

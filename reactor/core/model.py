@@ -215,6 +215,25 @@ class ReactorState:
     # Why the ledger (state/ledger.py) refused the record: "replayed" (not the reactor's latest) or "removed"
     # (the reactor's state is gone within its windows); "" when it counts.
     not_latest: str = ""
+    rebalance: Rebalance | None = None  # the sealed `rebalance` record (policy/rebalance.py), authenticated
+
+
+@dataclass(frozen=True, slots=True)
+class Rebalance:
+    """One side of a rebalance, as the sealed `rebalance` annotation records it on that side's workload.
+
+    `role` "donor": this workload gave `gpus` GPUs of quota `quota` to the workload named (the receiver);
+    "receiver": it was given them by the workload named (the donor). `uid` binds the record to that very
+    object: a workload deleted and created again under the same name is not the one named.
+    """
+
+    role: str  # "donor" | "receiver"
+    kind: str
+    name: str
+    uid: str
+    gpus: int
+    quota: str
+    since: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -452,12 +471,30 @@ class SkipReason(enum.StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Shortfall:
+    """What a growth refused for lack of GPU quota misses: `need` GPUs of quota `quota`, which shows `headroom`.
+
+    Set only by the GPU quota check (policy/quota.py), never by a CPU or memory quota line: rebalancing moves GPUs.
+    """
+
+    quota: str
+    need: int
+    headroom: int
+
+    @property
+    def gpus(self) -> int:
+        """GPUs missing: what a donor must free in that quota."""
+        return max(0, self.need - self.headroom)
+
+
+@dataclass(frozen=True, slots=True)
 class Considered:
     """One strategy the policy looked at, and why it did not apply (None when it did)."""
 
     strategy: str
     reason: SkipReason | None
     detail: str = ""
+    shortfall: Shortfall | None = None  # QUOTA_EXCEEDED on a GPU quota line: which quota, how much
 
 
 @dataclass(frozen=True, slots=True)
@@ -497,6 +534,7 @@ class Skip:
     reason: SkipReason
     detail: str = ""
     considered: tuple[Considered, ...] = ()
+    shortfall: Shortfall | None = None  # QUOTA_EXCEEDED on a GPU quota line (see `Shortfall`)
 
 
 Decision = Action | Skip

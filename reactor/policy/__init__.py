@@ -7,9 +7,9 @@ Imports only `reactor.core.model` and `reactor.state.annotations`; never Flask, 
 from __future__ import annotations
 
 from reactor.policy.context import ComputeFacts
-from reactor.policy.decision import decide, decide_stalled, effective_mode
+from reactor.policy.decision import decide, decide_given_back, decide_stalled, effective_mode
 from reactor.policy.rails import alert_refusal, owner_refusal
 from reactor.policy.signals import PRECEDENCE, fold
 
-__all__ = ["ComputeFacts", "PRECEDENCE", "alert_refusal", "decide", "decide_stalled", "effective_mode", "fold",
-           "owner_refusal"]
+__all__ = ["ComputeFacts", "PRECEDENCE", "alert_refusal", "decide", "decide_given_back", "decide_stalled",
+           "effective_mode", "fold", "owner_refusal"]

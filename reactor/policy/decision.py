@@ -14,11 +14,11 @@ from reactor.policy import rails
 from reactor.policy.context import ComputeFacts, Context, Fact, effective_mode
 from reactor.policy.cpu import cpu_bound
 from reactor.policy.limits import out_of_bounds
-from reactor.policy.revert import revert, revert_stalled
+from reactor.policy.revert import give_back, revert, revert_stalled
 from reactor.policy.strategies import run
 from reactor.policy.values import Policy
 
-__all__ = ["decide", "decide_stalled", "effective_mode"]
+__all__ = ["decide", "decide_given_back", "decide_stalled", "effective_mode"]
 
 # Reasons that say a strategy does not fit this kind of workload at all; a Skip summarising a
 # fall-through prefers a reason that tells what blocked a strategy that could have applied.
@@ -76,6 +76,30 @@ def decide_stalled(
     return refused or revert_stalled(ctx)
 
 
+def decide_given_back(
+    signal: Signal,
+    workload: Workload,
+    bounds: Fact[Bounds],
+    policy: Policy,
+    now: datetime,
+    receiver_uid: str,
+    *,
+    priority_classes: Fact[frozenset[str] | None] = None,
+    hpa_managed: Fact[bool] | None = None,
+    cpu: ComputeFacts | None = None,
+) -> Action | Skip:
+    """A rebalance's donor gets back what it gave (`give_back`): the receiver could not grow in time, or its
+    saturation resolved. The rails of state and mode first, then the give-back's own."""
+    ctx = Context(signal, workload, bounds, policy, now, priority_classes, hpa_managed, cpu)
+    refused = rails.first_refusal(ctx, (rails.unauthenticated_state, rails.invalid_annotation, rails.mode_off))
+    if refused is not None:
+        return refused
+    decision = give_back(ctx, receiver_uid)
+    if isinstance(decision, Action):
+        decision = rails.operator_forbids(ctx, decision) or decision
+    return _bounded(ctx, decision)
+
+
 def _bounded(ctx: Context, decision: Action | Skip) -> Action | Skip:
     """Whatever reached it, an Action writes only a value inside the bounds (see `out_of_bounds`)."""
     if isinstance(decision, Skip):
@@ -93,7 +117,7 @@ def _first_that_applies(ctx: Context) -> Action | Skip:
                       or rails.recently_reverted(ctx, name) or result)
         if isinstance(result, Action):
             return replace(result, considered=(*considered, Considered(name, None)))
-        considered.append(Considered(name, result.reason, result.detail))
+        considered.append(Considered(name, result.reason, result.detail, result.shortfall))
         if result.reason is SkipReason.METRICS_MISSING:
             break  # `hold` ends the list: holding means trying nothing else
     return _summary(tuple(considered))
@@ -105,4 +129,4 @@ def _summary(considered: tuple[Considered, ...]) -> Skip:
         return Skip(SkipReason.NOT_APPLICABLE, "no strategies configured", considered)
     first = telling[0]
     assert first.reason is not None
-    return Skip(first.reason, f"{first.strategy}: {first.detail}", considered)
+    return Skip(first.reason, f"{first.strategy}: {first.detail}", considered, first.shortfall)

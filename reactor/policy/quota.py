@@ -7,7 +7,7 @@ for every quota that will count the pods the change creates. Pure arithmetic ove
 
 from __future__ import annotations
 
-from reactor.core.model import ComputeQuota, Quota, ScopeTerm, Skip, SkipReason, Workload
+from reactor.core.model import ComputeQuota, Quota, ScopeTerm, Shortfall, Skip, SkipReason, Workload
 from reactor.policy.context import Context
 
 Charges = tuple[tuple[str, int], ...]  # (quota name, GPUs), as Action.quota_charges
@@ -100,4 +100,4 @@ def _refuse(ctx: Context, quota: Quota, *, need: int, what: str, how: str) -> Sk
         f"{what} needs {need} GPUs of quota {quota.name} (replicas {ctx.replicas}, surge {ctx.surge}{how}), "
         f"headroom {quota.headroom} (hard {quota.hard}, used {quota.used})"
     )
-    return Skip(SkipReason.QUOTA_EXCEEDED, detail)
+    return Skip(SkipReason.QUOTA_EXCEEDED, detail, shortfall=Shortfall(quota.name, need, quota.headroom))

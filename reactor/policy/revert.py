@@ -66,6 +66,25 @@ def revert_stalled(ctx: Context) -> Action | Skip:
     return blocked or _checked(ctx, last, strategy, target, template_quota=False)
 
 
+def give_back(ctx: Context, receiver_uid: str) -> Action | Skip:
+    """Action(revert) of a donor's change made for a rebalance (policy/rebalance.py), or why not: the rebalance
+    promised it, so neither `policy.revert` nor `revertAfter` applies. Only the change the donor's sealed
+    `rebalance` record names for this receiver (by uid) is undone; the rollout rail, the mode, the owner kind,
+    the bounds, the quota (its added pods or surge, against the quota's status read now) and the class check do
+    apply."""
+    record, last = ctx.state.rebalance, ctx.state.last_action
+    if record is None or record.role != "donor" or record.uid != receiver_uid:
+        return Skip(SkipReason.NOTHING_TO_REVERT, "no rebalance of this receiver recorded on the donor")
+    if last is None or last.action == "revert" or last.direction != "down":
+        return Skip(SkipReason.NOTHING_TO_REVERT, "the donor's last change is not the shrink it gave")
+    strategy = f"{last.action}-{last.direction}"
+    target = _target(ctx, last, strategy)
+    if isinstance(target, Skip):
+        return target
+    blocked = rails.first_refusal(ctx, (rails.mode_off, rails.rollout, rails.unsupported_owner))
+    return blocked or _checked(ctx, last, strategy, target)
+
+
 def _fingerprints(ctx: Context) -> set[str]:
     found = {fp for fp, _ in ctx.signal.keys}
     if ctx.signal.fingerprint:

@@ -13,7 +13,17 @@ from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any
 
-from reactor.core.model import Action, ComputeResources, LastAction, Mode, ReactorState, Signal, Verification, Workload
+from reactor.core.model import (
+    Action,
+    ComputeResources,
+    LastAction,
+    Mode,
+    ReactorState,
+    Rebalance,
+    Signal,
+    Verification,
+    Workload,
+)
 
 PREFIX = "gpu-reactor.io/"
 # Set by people.
@@ -26,6 +36,8 @@ MAX_REPLICAS = PREFIX + "max-replicas"
 LAST_ACTION = PREFIX + "last-action"
 COOLDOWN_UNTIL = PREFIX + "cooldown-until"
 ORIGINAL = PREFIX + "original"
+REBALANCE = PREFIX + "rebalance"  # one side of a rebalance (policy/rebalance.py), sealed with the rest
+DONOR = PREFIX + "donor"  # set by people: "true" opts the workload in as a rebalance donor (plain, a request only)
 VERIFICATION = PREFIX + "verification"  # how the last action's rollout went (reactor/observe/verifier.py)
 PENDING, VERIFIED, REVERTED = "pending", "verified", "reverted"
 
@@ -91,7 +103,7 @@ def read_state(annotations: Mapping[str, str]) -> ReactorState:
     invalid: list[str] = []
     readers = {MODE: ("mode", _mode), LAST_ACTION: ("last_action", _last_action),
                COOLDOWN_UNTIL: ("cooldown_until", parse_time), ORIGINAL: ("original", _original),
-               VERIFICATION: ("verification", _verification)}
+               VERIFICATION: ("verification", _verification), REBALANCE: ("rebalance", _rebalance)}
     readers.update({key: (name, _count) for key, name in _COUNTS.items()})
     for key, (name, read) in readers.items():
         if key not in annotations:
@@ -183,6 +195,25 @@ def _verification(raw: str) -> Verification:
         raise _Invalid(raw)
     return Verification(result=doc["result"], strategy=strategy, since=parse_time(doc.get("since")),
                         reason=_text(doc, "reason", required=False)[:256], part=part)
+
+
+_ROLES = frozenset({"donor", "receiver"})
+
+
+def _rebalance(raw: str) -> Rebalance:
+    doc = _json(raw)
+    if not isinstance(doc, dict) or doc.get("role") not in _ROLES or not _is_count(doc.get("gpus")):
+        raise _Invalid(raw)
+    return Rebalance(role=doc["role"], kind=_text(doc, "kind")[:63], name=_text(doc, "name")[:253],
+                     uid=_text(doc, "uid")[:128], gpus=doc["gpus"], quota=_text(doc, "quota")[:253],
+                     since=parse_time(doc.get("since")))
+
+
+def rebalance_annotation(record: Rebalance) -> str:
+    """The `rebalance` value: JSON naming the other side (kind, name, uid), the GPUs and quota, and since when."""
+    doc = {"role": record.role, "kind": record.kind, "name": record.name, "uid": record.uid, "gpus": record.gpus,
+           "quota": record.quota, "since": format_time(record.since)}
+    return json.dumps(doc, separators=(",", ":"), sort_keys=True)
 
 
 def verification_annotation(result: str, strategy: str, since: datetime, reason: str = "", part: str = "") -> str:

@@ -40,12 +40,13 @@ from pathlib import Path
 
 from reactor.core.errors import ConfigError, TemporaryError
 from reactor.core.model import EMPTY, Workload
-from reactor.state.annotations import COOLDOWN_UNTIL, LAST_ACTION, ORIGINAL, PREFIX, VERIFICATION
+from reactor.state.annotations import COOLDOWN_UNTIL, LAST_ACTION, ORIGINAL, PREFIX, REBALANCE, VERIFICATION
 
 log = logging.getLogger(__name__)
 
 STATE_MAC = PREFIX + "state-mac"
-SIGNED = (LAST_ACTION, COOLDOWN_UNTIL, ORIGINAL, VERIFICATION)
+SIGNED = (LAST_ACTION, COOLDOWN_UNTIL, ORIGINAL, VERIFICATION, REBALANCE)
+_BEFORE_REBALANCE = len(SIGNED) - 1  # records sealed before `rebalance` existed keep their MAC
 MIN_KEY_BYTES = 32
 REREAD_SECONDS = 2.0
 LEGACY = ""  # the write identity of a `v1:` record, which names none
@@ -101,9 +102,11 @@ class StateKeys:
         """`v2:<write>:<hex>` over the uid, the write and the signed annotations' values (None: absent);
         `v1:<hex>` (no write) as records were sealed before the write identity existed."""
         values = [annotations.get(k) for k in SIGNED]
+        if values[-1] is None:
+            values.pop()  # no `rebalance`: the values as sealed before it existed, so those records keep their MAC
         key = key or self.current
         if write is None:
-            if values[-1] is None:
+            if len(values) == _BEFORE_REBALANCE and values[-1] is None:
                 values.pop()  # state written before `verification` existed keeps its MAC
             message = json.dumps(["v1", uid, values], separators=(",", ":"))
             return "v1:" + hmac.new(key, message.encode(), hashlib.sha256).hexdigest()
@@ -214,7 +217,7 @@ def authenticate(workload: Workload, keys: StateKeys | None) -> Workload:
     if write is not None:
         return replace(workload, state=replace(workload.state, write=write))
     state = workload.state
-    state = replace(state, last_action=None, cooldown_until=None, original=EMPTY, verification=None,
+    state = replace(state, last_action=None, cooldown_until=None, original=EMPTY, verification=None, rebalance=None,
                     unauthenticated=found,
                     invalid=tuple(k for k in state.invalid if k not in SIGNED))
     return replace(workload, state=state)

@@ -10,12 +10,23 @@ the same conditional patch as the change they record (or alone, for a verified m
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Final, Literal
 
-from reactor.core.model import Action, Signal, Verification, Workload
-from reactor.state.annotations import REVERTED, VERIFICATION, VERIFIED, state_annotations, verification_annotation
+from reactor.core.model import Action, Rebalance, Signal, Verification, Workload
+from reactor.state.annotations import (
+    REBALANCE,
+    REVERTED,
+    VERIFICATION,
+    VERIFIED,
+    rebalance_annotation,
+    state_annotations,
+    verification_annotation,
+)
 from reactor.state.seal import SIGNED, StateKeys
 
 Annotations = dict[str, str | None]
+KEEP: Final = "keep"  # a write that leaves the workload's `rebalance` record as it is
+RebalanceWrite = Rebalance | None | Literal["keep"]
 
 
 class StateWrites:
@@ -26,10 +37,15 @@ class StateWrites:
         self.keys, self.cooldown = keys, cooldown
 
     def change(self, action: Action, signal: Signal, workload: Workload, now: datetime, *,
-               write: str | None = None) -> Annotations:
+               write: str | None = None, rebalance: RebalanceWrite = KEEP) -> Annotations:
         """What the act step writes with a change (or a revert an alert's resolve asked for): the last action,
-        the cooldown, the originals, a pending verification (none for a revert)."""
-        return self._sealed(workload, state_annotations(action, signal, workload, self.cooldown, now), write)
+        the cooldown, the originals, a pending verification (none for a revert), and the `rebalance` record:
+        `rebalance` sets it (None deletes it); KEEP leaves the authenticated record read (every signed value is
+        sealed together, so a record left out would no longer verify)."""
+        annotations = state_annotations(action, signal, workload, self.cooldown, now)
+        annotations[REBALANCE] = _kept_rebalance(workload) if rebalance == KEEP else (
+            None if rebalance is None else rebalance_annotation(rebalance))
+        return self._sealed(workload, annotations, write)
 
     def stalled_revert(self, action: Action, signal: Signal, workload: Workload, now: datetime,
                        verification: Verification, reason: str, *, write: str | None = None) -> Annotations:
@@ -37,6 +53,7 @@ class StateWrites:
         annotations = state_annotations(action, signal, workload, self.cooldown, now)
         annotations[VERIFICATION] = verification_annotation(REVERTED, verification.strategy, now, reason,
                                                             part=verification.part)
+        annotations[REBALANCE] = _kept_rebalance(workload)
         return self._sealed(workload, annotations, write)
 
     def verified(self, workload: Workload, verification: Verification, now: datetime, *,
@@ -51,3 +68,8 @@ class StateWrites:
         if self.keys is None:
             raise ValueError("no state keys: a reactor without them (dry run) writes no state")
         return self.keys.sealed(workload.uid, annotations, write)
+
+
+def _kept_rebalance(workload: Workload) -> str | None:
+    """The workload's `rebalance` value as read, when it verified (state/seal.authenticate keeps it then)."""
+    return workload.annotations.get(REBALANCE) if workload.state.rebalance is not None else None

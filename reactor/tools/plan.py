@@ -3,6 +3,11 @@
 It runs the real engine with dry run forced on, against a real cluster (kubeconfig) or an embedded one
 seeded from manifests (by default the demo cluster with the demo's policy), so SREs can tune rules and
 policy before enforcing. It never writes to a real cluster: dry run is forced whatever the policy says.
+
+Rebalancing (`rebalance.enabled`): the donors' idle alerts are the firing alerts of the same `--alerts` file
+(`NotificationAlerts`), never a live Alertmanager, so a plan is offline and repeatable: put the receiver's
+saturation and the donors' idleness in one file. The plan then names the receiver's refusal, each candidate donor
+with why it was or was not chosen, the donor's change, and the receiver's growth that follows it.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from collections.abc import Collection, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -18,6 +24,7 @@ from reactor.cluster.kube import KubeGateway
 from reactor.config.settings import Settings, load_settings
 from reactor.core.errors import ConfigError, InvalidPayload, TemporaryError, UsageError
 from reactor.core.metrics import Metrics
+from reactor.core.model import Alert, Notification
 from reactor.core.outcome import Outcome
 from reactor.engine import Engine
 from reactor.intake.alerts import parse_notification
@@ -89,7 +96,18 @@ def _plan(notification: Any, settings: Settings, *, kubeconfig: str | None, seed
             kube = _embedded(stack, seeds, settings, metrics)
         stack.callback(kube.close)
         keys = load_state_keys(settings.server.state_key_file, settings.server.state_previous_key_file)
-        return Engine(settings=settings, kube=kube, metrics=metrics, state_keys=keys).handle(notification)
+        return Engine(settings=settings, kube=kube, metrics=metrics, state_keys=keys,
+                      firing=NotificationAlerts(notification)).handle(notification)
+
+
+class NotificationAlerts:
+    """The plan's source of idle donors (core.firing.FiringAlerts): the firing alerts of the planned notification."""
+
+    def __init__(self, notification: Notification) -> None:
+        self.alerts = notification.alerts
+
+    def firing(self, namespace: str, alertnames: Collection[str]) -> Sequence[Alert]:
+        return [a for a in self.alerts if a.firing and a.namespace == namespace and a.name in alertnames]
 
 
 def _connect(settings: Settings, kubeconfig: str, metrics: Metrics) -> KubeGateway:
@@ -120,6 +138,12 @@ def print_plan(outcomes: list[Outcome], settings: Settings) -> None:
         if o.action is not None:
             print(f"  {verdict}: {o.summary}")
         else:
-            print(f"  {verdict}: {o.reason}" + (f" — {o.detail}" if o.detail else ""))
+            detail, _, rebalance = (o.detail or "").partition("; rebalance plan: ")
+            print(f"  {verdict}: {o.reason}" + (f" — {detail}" if detail else ""))
+            if rebalance:
+                plan, _, donors = rebalance.partition("; donors considered: ")
+                print(f"  rebalance plan: {plan}")
+                for line in donors.split("; ") if donors else ():
+                    print(f"    donor {line}")
         for strategy, reason in o.considered:
             print(f"    considered {strategy}: {'applies' if reason is None else reason}")

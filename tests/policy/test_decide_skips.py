@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from reactor.core.model import Action, Considered, Container, Skip
+from reactor.core.model import Action, Considered, Container, Shortfall, Skip
 from reactor.core.model import SkipReason as R
 from reactor.policy import decide
 from reactor.state.annotations import COOLDOWN_UNTIL, MODE
@@ -203,8 +203,9 @@ def test_hold_lists_only_what_it_looked_at():
 )
 def test_quota_detail_names_the_numbers(hard, used, detail):
     decision = decide(signal(MEM), workload(gpus=2), bounds(hard=hard, used=used), POLICY, NOW)
+    short = Shortfall("gpu-quota", 5, hard - used)  # which quota, and what it misses (rebalancing reads it)
     assert decision == Skip(R.QUOTA_EXCEEDED, f"resize-gpu-up: {detail}",
-                            (Considered("resize-gpu-up", R.QUOTA_EXCEEDED, detail),))
+                            (Considered("resize-gpu-up", R.QUOTA_EXCEEDED, detail, short),), short)
 
 
 def test_shrink_needs_only_the_surge_pods():

@@ -1,0 +1,345 @@
+"""Rebalancing over real HTTP against the embedded cluster (issue 29): the seed's picture in one 8-GPU quota, a
+training Deployment opted in as donor and an inference Deployment that saturates. The alert source is an
+in-process implementation of `core.firing.FiringAlerts` holding the alerts Alertmanager would show firing."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection, Iterator, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reactor.core.errors import AlertSourceUnavailable
+from reactor.core.model import Alert
+from reactor.engine import utcnow
+from reactor.intake.alerts import parse_notification
+from reactor.tools.payloads import AlertSpec, notification
+from reactor_sim import SimCluster
+from tests.sim.builders import gpu_node
+from tests.support import NAMESPACE, TOKEN, Reactor, build_reactor, make_settings
+
+GPU = "nvidia.com/gpu"
+ROOT = Path(__file__).resolve().parents[1]
+REBALANCE = "gpu-reactor.io/rebalance"
+
+
+class Source:
+    """The alerts firing now, as Alertmanager's API would answer; `down` makes it raise as an unreachable one."""
+
+    def __init__(self, alerts: Sequence[Alert] = (), down: str = "") -> None:
+        self.alerts, self.down, self.asked = list(alerts), down, 0
+
+    def firing(self, namespace: str, alertnames: Collection[str]) -> Sequence[Alert]:
+        self.asked += 1
+        if self.down:
+            raise AlertSourceUnavailable(self.down)
+        return [a for a in self.alerts if a.namespace == namespace and a.name in alertnames and a.firing]
+
+
+def _deployment(name: str, replicas: int, gpus: int, priority: str, *, donor: bool = False) -> dict[str, Any]:
+    annotations = {"gpu-reactor.io/donor": "true"} if donor else {}
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": NAMESPACE, "annotations": annotations},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": {
+                         "priorityClassName": priority,
+                         "containers": [{"name": "main", "image": f"{name}:1", "resources": {
+                             "limits": {GPU: str(gpus)}, "requests": {GPU: str(gpus)}}}]}}}}
+
+
+QUOTA = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "gpu-quota", "namespace": NAMESPACE},
+         "spec": {"hard": {f"requests.{GPU}": "8"}}}
+
+
+@pytest.fixture
+def cluster() -> Iterator[SimCluster]:
+    """The seed's PriorityClasses, two 8-GPU Nodes and one 8-GPU quota."""
+    with SimCluster().start() as sim:
+        sim.load_manifests(ROOT / "deploy" / "base" / "priorityclasses.yaml")
+        sim.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, gpu_node(),
+                   gpu_node("gpu-node-2"), QUOTA])
+        yield sim
+
+
+def _reactor(sim: SimCluster, token_file: Path, source: Source | None, **policy: Any) -> Reactor:
+    doc = {"rebalance": {"enabled": True, "alertmanagerUrl": "http://127.0.0.1:9"}, **policy}
+    r = build_reactor(sim, make_settings(token_file, **doc))
+    r.service.engine.firing = source
+    return r
+
+
+def _idle(sim: SimCluster, app: str, value: float = 0.05, name: str = "GPUIdle") -> list[Alert]:
+    """The idle alerts Alertmanager holds for each pod of `app`, read as the webhook reads them."""
+    pods = sorted(p["metadata"]["name"] for p in sim.list("pods", NAMESPACE, label_selector=f"app={app}"))
+    return list(parse_notification(notification([AlertSpec(name, NAMESPACE, p, "main", value) for p in pods])).alerts)
+
+
+def _used(sim: SimCluster) -> int:
+    return int(sim.get("resourcequotas", NAMESPACE, "gpu-quota")["status"]["used"][f"requests.{GPU}"])
+
+
+def _replicas(sim: SimCluster, name: str) -> int:
+    return int(sim.get("deployments", NAMESPACE, name)["spec"]["replicas"])
+
+
+def _events(sim: SimCluster, reason: str) -> list[dict[str, Any]]:
+    return [e for e in sim.list("events", NAMESPACE) if e["reason"] == reason]
+
+
+def _rolled_out(sim: SimCluster, name: str) -> bool:
+    d = sim.get("deployments", NAMESPACE, name)
+    status = d.get("status") or {}
+    return status.get("updatedReplicas") == status.get("readyReplicas") == d["spec"]["replicas"]
+
+
+def _outcome(r: Reactor, app: str, **kw: Any) -> dict[str, Any]:
+    (outcome,) = {o["workload"]: o for o in r.post(r.alerts("GPUSaturated", app, "main", value=0.97, **kw))
+                  .get_json()["outcomes"]}.values()
+    return outcome
+
+
+def _full(cluster: SimCluster) -> None:
+    """training 2 × 2 GPUs (medium, opted in) + inference 2 × 2 GPUs (high): the quota's 8 GPUs all used."""
+    cluster.apply([_deployment("training", 2, 2, "medium-priority-gpu", donor=True),
+                   _deployment("inference", 2, 2, "high-priority-gpu")])
+    cluster.settle()
+    assert _used(cluster) == 8
+
+
+def test_an_idle_donor_gives_first_then_the_receiver_grows_within_the_quota(cluster: SimCluster,
+                                                                               token_file: Path) -> None:
+    _full(cluster)
+    source = Source(_idle(cluster, "training"))
+    r = _reactor(cluster, token_file, source)
+    outcome = _outcome(r, "inference")
+    # The donor's change is written, the receiver's waits for the API server's quota usage.
+    assert (outcome["result"], outcome["reason"]) == ("skipped", "quota-exceeded")
+    assert "rebalance: Deployment/training gave 2 GPUs of quota gpu-quota (scale-replicas-down 2→1)" \
+        in outcome["detail"]
+    assert source.asked == 1
+    assert (_replicas(cluster, "training"), _replicas(cluster, "inference")) == (1, 2)
+    assert _used(cluster) == 8
+    cluster.settle()  # the ReplicaSet controller deletes a training pod; the quota controller recounts
+    assert _used(cluster) == 6
+    assert r.service.engine.rebalancer.tick(utcnow()) == 0
+    assert _replicas(cluster, "inference") == 3
+    cluster.settle()
+    assert _used(cluster) == 8
+    assert _rolled_out(cluster, "training") and _rolled_out(cluster, "inference")
+    assert not _events(cluster, "FailedCreate")
+    r.flush_events()
+    assert len(_events(cluster, "RebalanceDonated")) == 1
+    assert "to Deployment/inference" in _events(cluster, "RebalanceDonated")[0]["message"]
+    assert "given by Deployment/training" in _events(cluster, "RebalanceReceived")[0]["message"]
+    assert _events(cluster, "RebalancePending")
+    donor = cluster.get("deployments", NAMESPACE, "training")["metadata"]["annotations"][REBALANCE]
+    receiver = cluster.get("deployments", NAMESPACE, "inference")["metadata"]["annotations"][REBALANCE]
+    assert '"role":"donor"' in donor and '"name":"inference"' in donor and '"gpus":2' in donor
+    assert '"role":"receiver"' in receiver and '"name":"training"' in receiver
+    assert r.metric("reactor_rebalances_total", result="moved") == 1
+    assert r.metric("reactor_rebalances_total", result="pending") == 1
+    assert r.metric("reactor_rebalance_gpus_moved_total") == 2
+    # The state each side carries verifies: the donor's own alert later meets its cooldown, not a refusal.
+    again = r.post(r.alerts("GPUIdle", "training", "main", value=0.05)).get_json()["outcomes"][0]
+    assert again["reason"] in ("already-applied", "cooldown")
+
+
+def test_the_receiver_grows_at_once_when_the_quota_already_shows_the_room(cluster: SimCluster,
+                                                                          token_file: Path) -> None:
+    """The cluster's controllers may delete the donor's pod before the receiver is decided again (here they run
+    just then): the growth is applied in the same notification, on the quota's status read again."""
+    _full(cluster)
+    r = _reactor(cluster, token_file, Source(_idle(cluster, "training")))
+    engine = r.service.engine
+    fresh = engine._reader
+
+    def controllers_ran_meanwhile() -> Any:
+        cluster.settle()  # the ReplicaSet controller deleted the training pod, the quota controller recounted
+        return fresh()
+
+    engine._reader = controllers_ran_meanwhile  # type: ignore[method-assign]
+    outcome = _outcome(r, "inference")
+    assert (outcome["result"], outcome["action"], outcome["from"], outcome["to"]) == (
+        "applied", "scale-replicas", 2, 3)
+    assert engine.rebalancer.waiting() == []
+    cluster.settle()
+    assert (_replicas(cluster, "training"), _replicas(cluster, "inference")) == (1, 3)
+    assert _used(cluster) == 8 and not _events(cluster, "FailedCreate")
+    assert r.metric("reactor_rebalances_total", result="moved") == 1
+    assert r.metric("reactor_rebalances_total", result="pending") == 0
+
+
+def test_no_idle_donor_is_quota_exceeded_naming_why(cluster: SimCluster, token_file: Path) -> None:
+    """No alert idle, then an idle workload that did not opt in: quota-exceeded as today, saying why each failed."""
+    cluster.apply([_deployment("training", 2, 2, "medium-priority-gpu"),
+                   _deployment("inference", 2, 2, "high-priority-gpu")])
+    cluster.settle()
+    source = Source()
+    r = _reactor(cluster, token_file, source)
+    outcome = _outcome(r, "inference")
+    assert (outcome["result"], outcome["reason"]) == ("skipped", "quota-exceeded")
+    assert "no donor: the alert source shows no workload idle in the namespace" in outcome["detail"]
+    source.alerts = _idle(cluster, "training")
+    outcome = _outcome(r, "inference")
+    assert "no donor: Deployment/training: not opted in (annotation gpu-reactor.io/donor: \"true\")" \
+        in outcome["detail"]
+    assert _replicas(cluster, "training") == 2
+    assert not any(verb in ("patch", "update") for verb, *_ in cluster.requests)
+    assert r.metric("reactor_rebalances_total", result="no-donor") == 2
+
+
+def test_a_donor_of_higher_priority_or_below_its_minimum_does_not_give(cluster: SimCluster, token_file: Path) -> None:
+    """The inference workload idles, the training one saturates: inference ranks higher, so it does not give; and
+    a donor at its minimum replicas has no shrink of its own to give."""
+    cluster.apply([_deployment("training", 2, 2, "medium-priority-gpu"),
+                   _deployment("inference", 2, 2, "high-priority-gpu", donor=True)])
+    cluster.settle()
+    r = _reactor(cluster, token_file, Source(_idle(cluster, "inference")))
+    outcome = _outcome(r, "training")
+    assert ("Deployment/inference: priority high-priority-gpu is higher than the receiver's medium-priority-gpu"
+            in outcome["detail"])
+    r2 = _reactor(cluster, token_file, Source(_idle(cluster, "inference")), rebalance={
+        "enabled": True, "alertmanagerUrl": "http://127.0.0.1:9", "higherPriorityDonors": True},
+        replicas={"min": 2})
+    outcome = _outcome(r2, "training")
+    assert "Deployment/inference: its own decision on GPUIdle: at-min-replicas" in outcome["detail"]
+    assert _replicas(cluster, "inference") == 2
+
+
+def test_a_donor_the_source_does_not_show_idle_is_untouched(cluster: SimCluster, token_file: Path) -> None:
+    """training is opted in but its alert is not firing in the source (only another workload's is): untouched."""
+    _full(cluster)
+    before = cluster.get("deployments", NAMESPACE, "training")["metadata"]["resourceVersion"]
+    other = [a for a in _idle(cluster, "inference") if a.pod]  # the receiver's own pods: never its own donor
+    r = _reactor(cluster, token_file, Source(other))
+    outcome = _outcome(r, "inference")
+    assert (outcome["result"], outcome["reason"]) == ("skipped", "quota-exceeded")
+    assert "no donor: Deployment/inference: is the receiver" in outcome["detail"]
+    # A source that answers more than it was asked (training saturated, not idle) is not believed either.
+    r.service.engine.firing = Source(_idle(cluster, "training", value=0.97, name="GPUSaturated"))
+    r.service.engine.firing.firing = lambda ns, names: r.service.engine.firing.alerts  # type: ignore[union-attr]
+    outcome = _outcome(r, "inference")
+    assert "no donor: the alert source shows no workload idle in the namespace" in outcome["detail"]
+    assert cluster.get("deployments", NAMESPACE, "training")["metadata"]["resourceVersion"] == before
+
+
+def test_an_unreachable_source_means_no_rebalance_and_nothing_written(cluster: SimCluster, token_file: Path) -> None:
+    _full(cluster)
+    r = _reactor(cluster, token_file, Source(down="connection refused by alertmanager:9093"))
+    outcome = _outcome(r, "inference")
+    assert (outcome["result"], outcome["reason"]) == ("skipped", "quota-exceeded")
+    assert ("no rebalance: the alert source is unavailable: connection refused by alertmanager:9093"
+            in outcome["detail"])
+    assert not any(verb in ("patch", "update") for verb, *_ in cluster.requests)
+    assert r.metric("reactor_rebalances_total", result="source-unavailable") == 1
+    none = _reactor(cluster, token_file, None)
+    assert "no rebalance: no alert source" in _outcome(none, "inference")["detail"]
+
+
+def test_the_receiver_that_cannot_grow_in_time_gives_the_donor_back(cluster: SimCluster, token_file: Path) -> None:
+    """The donor gave, then the receiver may no longer grow (its owners set mode off): it waits until
+    verify.timeout after the donor's write, and the donor gets back what it gave, through the act step."""
+    _full(cluster)
+    r = _reactor(cluster, token_file, Source(_idle(cluster, "training")))
+    _outcome(r, "inference")
+    assert _replicas(cluster, "training") == 1
+    cluster.settle()
+    inference = cluster.get("deployments", NAMESPACE, "inference")
+    inference["metadata"]["annotations"]["gpu-reactor.io/mode"] = "off"
+    cluster.apply(inference)
+    assert r.service.engine.rebalancer.tick(utcnow()) == 1  # refused (mode off), before the deadline: it waits
+    assert _replicas(cluster, "training") == 1
+    assert r.service.engine.rebalancer.tick(utcnow() + timedelta(minutes=11)) == 0
+    assert (_replicas(cluster, "training"), _replicas(cluster, "inference")) == (2, 2)
+    cluster.settle()
+    assert _used(cluster) == 8 and not _events(cluster, "FailedCreate")
+    r.flush_events()
+    (given,) = _events(cluster, "RebalanceGivenBack")
+    assert "Deployment/inference could not grow within 10m (mode-off: " in given["message"]
+    assert REBALANCE not in cluster.get("deployments", NAMESPACE, "training")["metadata"]["annotations"]
+    assert r.metric("reactor_rebalances_total", result="given-back") == 1
+
+
+def test_the_receiver_resolving_restores_the_donor(cluster: SimCluster, token_file: Path) -> None:
+    _full(cluster)
+    r = _reactor(cluster, token_file, Source(_idle(cluster, "training")),
+                 revert=["set-priority-up", "scale-replicas-up"], revertAfter="0s")
+    _outcome(r, "inference")
+    cluster.settle()
+    assert r.service.engine.rebalancer.tick(utcnow()) == 0
+    cluster.settle()
+    assert (_replicas(cluster, "training"), _replicas(cluster, "inference"), _used(cluster)) == (1, 3, 8)
+    # The receiver's saturation resolves: its own revert (scale-replicas-up is reverted by this policy), then the
+    # donor's restore once the quota shows the room.
+    body = r.alerts("GPUSaturated", "inference", "main", value=0.3, status="resolved")
+    outcome = r.post(body).get_json()["outcomes"][0]
+    assert (outcome["result"], outcome["action"]) == ("applied", "revert")
+    assert _replicas(cluster, "inference") == 2 and _replicas(cluster, "training") == 1
+    cluster.settle()
+    assert _used(cluster) == 4 + 2
+    assert r.service.engine.rebalancer.tick(utcnow()) == 0
+    cluster.settle()
+    assert (_replicas(cluster, "training"), _replicas(cluster, "inference"), _used(cluster)) == (2, 2, 8)
+    assert not _events(cluster, "FailedCreate")
+    r.flush_events()
+    assert "saturation resolved" in _events(cluster, "RebalanceRestored")[0]["message"]
+    assert r.metric("reactor_rebalances_total", result="restored") == 1
+
+
+def test_two_receivers_racing_for_one_donor_one_wins(cluster: SimCluster, token_file: Path) -> None:
+    """Two inference Deployments (1 × 2 GPUs each) saturate at once; one training donor can free 2 GPUs once."""
+    cluster.apply([_deployment("training", 2, 2, "medium-priority-gpu", donor=True),
+                   _deployment("inference-a", 1, 2, "high-priority-gpu"),
+                   _deployment("inference-b", 1, 2, "high-priority-gpu")])
+    cluster.settle()
+    assert _used(cluster) == 8
+    r = _reactor(cluster, token_file, Source(_idle(cluster, "training")))
+    answers: dict[str, dict[str, Any]] = {}
+    start = threading.Barrier(2)
+
+    def post(app: str) -> None:
+        client = r.service.app.test_client()
+        start.wait()
+        body = r.alerts("GPUSaturated", app, "main", value=0.97)
+        answers[app] = client.post("/alerts", json=body, headers={"Authorization": f"Bearer {TOKEN}"}).get_json()
+
+    threads = [threading.Thread(target=post, args=(app,)) for app in ("inference-a", "inference-b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    details = [answers[app]["outcomes"][0]["detail"] for app in ("inference-a", "inference-b")]
+    won = [d for d in details if "rebalance: Deployment/training gave 2 GPUs" in d]
+    assert len(won) == 1, details
+    assert _replicas(cluster, "training") == 1
+    (lost,) = [d for d in details if d not in won]
+    assert "no donor" in lost
+    # Usually both decided on the same donor version: the loser's conditional write met a 409, and on the re-read
+    # the donor's sealed record (its firing already handled, its cooldown) refused it: lost-race.
+    assert r.metric("reactor_rebalances_total", result="lost-race") + r.metric(
+        "reactor_rebalances_total", result="no-donor") == 1
+    assert r.metric("reactor_rebalances_total", result="pending") == 1
+    cluster.settle()
+    assert r.service.engine.rebalancer.tick(utcnow()) == 0
+    cluster.settle()
+    assert sorted([_replicas(cluster, "inference-a"), _replicas(cluster, "inference-b")]) == [1, 2]
+    assert _used(cluster) == 8 and not _events(cluster, "FailedCreate")
+
+
+def test_a_receiver_resolving_before_it_grew_gives_the_donor_back_and_never_grows(cluster: SimCluster,
+                                                                                 token_file: Path) -> None:
+    _full(cluster)
+    r = _reactor(cluster, token_file, Source(_idle(cluster, "training")))
+    _outcome(r, "inference")
+    cluster.settle()
+    assert (_replicas(cluster, "training"), _used(cluster)) == (1, 6)
+    resolved = r.post(r.alerts("GPUSaturated", "inference", "main", value=0.3, status="resolved")).get_json()
+    assert resolved["outcomes"][0]["result"] == "skipped"  # nothing of its own to revert
+    assert _replicas(cluster, "training") == 2  # the donor got back what it gave, at once (the room was there)
+    assert r.service.engine.rebalancer.tick(utcnow() + timedelta(minutes=11)) == 0
+    cluster.settle()
+    assert (_replicas(cluster, "training"), _replicas(cluster, "inference"), _used(cluster)) == (2, 2, 8)
+    assert r.metric("reactor_rebalances_total", result="restored") == 1
