@@ -23,6 +23,7 @@ from reactor.core.errors import PermanentError, ReactorError
 from reactor.core.metrics import Metrics
 from reactor.core.model import PATCHABLE_KINDS
 from reactor.engine import Engine, utcnow
+from reactor.intake.firing import firing_source
 from reactor.intake.web import create_app
 from reactor.observe.lease import VerifierLease
 from reactor.observe.probes import Probes, Readiness
@@ -55,7 +56,8 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
     if informers is not None:
         watch_cache_gauges(metrics, informers)
     engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock, state_keys=keys,
-                    cache=informers.store if informers else None, ledger=state_ledger(settings, kube))
+                    cache=informers.store if informers else None, ledger=state_ledger(settings, kube),
+                    firing=firing_source(settings, metrics))
     verifier = None
     if keys is not None and not settings.policy.dry_run:
         verifier = Verifier(settings=settings, kube=kube, actor=engine.actor, view=engine.view,
