@@ -308,10 +308,12 @@ def _ray_service_rollout(obj: Obj, child: Obj | None) -> str:
     if behind:
         return behind
     conditions = read(obj, ("status", "conditions"))
-    for condition in conditions if isinstance(conditions, list) else []:
-        if isinstance(condition, Mapping) and condition.get("type") in ("UpgradeInProgress", "RollbackInProgress") \
-                and condition.get("status") == "True":
-            return f"{condition.get('type')}: {condition.get('reason', '')} {condition.get('message', '')}".strip()
+    # A rollback (kuberay v1.7.0 rayservice_controller.go: the goal reverted or changed mid-upgrade) runs while
+    # UpgradeInProgress is still True: named first, it says why the wait lasts.
+    for kind in ("RollbackInProgress", "UpgradeInProgress"):
+        for condition in conditions if isinstance(conditions, list) else []:
+            if isinstance(condition, Mapping) and condition.get("type") == kind and condition.get("status") == "True":
+                return f"{kind}: {condition.get('reason', '')} {condition.get('message', '')}".strip()
     pending = read(obj, ("status", "pendingServiceStatus", "rayClusterName"))
     if pending:
         return f"KubeRay is preparing the pending RayCluster {pending} (a zero-downtime upgrade)"
