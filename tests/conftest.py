@@ -68,6 +68,8 @@ WALLCLOCK = {
     "test_healthz_stays_quick_while_50_slow_clients_trickle", "test_a_client_trickling_its_tls_handshake_is_dropped",
     "test_a_run_stops_at_its_duration", "test_a_stalled_event_api_does_not_delay_the_webhooks_answer",
     "test_the_queue_is_bounded_and_a_full_one_drops_without_waiting",
+    "test_a_slow_answer_past_the_timeout_is_a_timeout",
+    "test_a_trickled_answer_cannot_outlast_the_timeout_of_the_whole_call",
 }
 
 

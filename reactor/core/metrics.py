@@ -36,6 +36,8 @@ from reactor.core.model import KNOWN_ALERTS, TEST_ALERT, Result, SkipReason, Sta
 
 ACTIONS = ("resize-gpu", "scale-replicas", "set-priority", "revert", "resize-cpu", "resize-memory")
 RESULTS = (Result.APPLIED, Result.RECOMMENDED, Result.FAILED)
+ALERT_SOURCE_RESULTS = ("ok", "unreachable", "timeout", "refused", "invalid")
+ALERT_SOURCE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 WEBHOOK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 log = logging.getLogger(__name__)
@@ -151,6 +153,18 @@ class Metrics:
             "reactor_gpu_hourly_cost", "The cost of one GPU-hour, per resource, as configured (finops.gpuHourlyCost).",
             ["resource"], registry=r,
         )
+        # The rebalancer's alert source (intake/firing.py): one per HTTP request to Alertmanager's API v2.
+        self.alert_source_requests = Counter(
+            "reactor_alert_source_requests", "Requests to Alertmanager's API v2 for the alerts firing now "
+            "(rebalancing's donors), one per request, by result: ok; unreachable (no connection, TLS, DNS, an "
+            "unreadable token or CA file); timeout (rebalance.alertmanagerTimeout); refused (a non-2xx answer, "
+            "401 and 403 included); invalid (not JSON, not API v2's shape, over the size caps).", ["result"],
+            registry=r,
+        )
+        self.alert_source_duration = Histogram(
+            "reactor_alert_source_duration_seconds", "Time of one request to Alertmanager's API v2 (rebalancing's "
+            "alert source), in seconds, whatever its result.", buckets=ALERT_SOURCE_BUCKETS, registry=r,
+        )
         # --- state, read at scrape time ---
         self.budget_used = StateGauge(
             "reactor_budget_used", "Actions counted in the budget's sliding window now (namespace: the fullest "
@@ -202,3 +216,5 @@ class Metrics:
             self.verifications.labels(result=result)
         for code in ("200", "400", "401", "413", "415", "503"):
             self.webhook_requests.labels(code=code)
+        for result in ALERT_SOURCE_RESULTS:
+            self.alert_source_requests.labels(result=result)

@@ -82,13 +82,15 @@ def parse_notification(body: Any) -> Notification:
         status=status,
         receiver=_string(body, "receiver", "(body)"),
         truncated_alerts=truncated,
-        alerts=tuple(_alert(raw, f"alerts[{i}]") for i, raw in enumerate(raw_alerts)),
+        alerts=tuple(parse_alert(raw, f"alerts[{i}]") for i, raw in enumerate(raw_alerts)),
         external_url=_string(body, "externalURL", "(body)", required=False),
     )
 
 
-def _alert(raw: Any, where: str) -> Alert:
-    """One alert, checked field by field in a fixed order (the first problem found is the one named).
+def parse_alert(raw: Any, where: str) -> Alert:
+    """One alert, checked field by field in a fixed order (the first problem found is the one named); `where`
+    names it in errors (`alerts[3]`). The webhook's notifications and the API v2 source (intake/firing.py, which
+    hands it each gettableAlert with the webhook's `status` spelling) both parse alerts here.
 
     This runs once per alert of every notification, so it keeps to plain lookups: repeated spellings
     (times, numbers) are parsed once through small caches, and nothing is formatted unless it is an error.

@@ -5,6 +5,8 @@ requests with a body are an unauthenticated POST to the reactor's webhook (answe
 with `--token-file`, the same empty body signed with the token (answered 400: refused, nothing acted on), unless
 asked to `--send-test-alert`: then one alert the reactor ignores goes through Alertmanager. Bad arguments (a URL
 without a scheme, a file that does not exist) are usage errors: one line, exit status 2.
+With `rebalance.enabled` it also asks the Alertmanager the rebalancer asks (its configured URL, token and CA:
+`GET /api/v2/status`, then the rebalancer's own `GET /api/v2/alerts`) and whether the donor alerts are loaded rules.
 A source not given is reported as a warning ("not checked"), never silently skipped. Exit status 1 when
 any check fails.
 """
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from reactor.config.settings import Settings, load_settings
 from reactor.core.errors import ConfigError, ReactorError
 from reactor.core.model import KNOWN_ALERTS
-from reactor.tools.doctor import alertmanager, cluster, delivery, prometheus, signals, sources, token
+from reactor.tools.doctor import alertmanager, cluster, delivery, prometheus, rebalance, signals, sources, token
 from reactor.tools.doctor.http import Unreachable
 from reactor.tools.doctor.report import Check, exit_code, failing, line, warning
 
@@ -152,6 +154,8 @@ def diagnose(sources: Sources, settings: Settings, kube: KubeGateway | str) -> l
                            lambda: alertmanager_checks(am, settings, sources.reactor_url, severities))
     else:
         checks.append(warning("alertmanager", "not checked: route, inhibition, webhook", "pass --alertmanager URL"))
+    if settings.policy.rebalance_enabled:
+        checks += rebalance_checks(sources.prometheus, settings)
     if sources.token_file is not None:
         if sources.reactor_url:
             alerts_url = alertmanager.alerts_url(sources.reactor_url)
@@ -172,6 +176,21 @@ def diagnose(sources: Sources, settings: Settings, kube: KubeGateway | str) -> l
         checks.append(failing("kubernetes", kube, f"try: kubectl --kubeconfig {sources.kubeconfig} get ns"))
     else:
         checks.append(warning("kubernetes", f"not checked: RBAC, PriorityClasses, quota ({kube})", "pass --kubeconfig"))
+    return checks
+
+
+def rebalance_checks(prometheus_url: str | None, settings: Settings) -> list[Check]:
+    """With `rebalance.enabled`: the Alertmanager the rebalancer asks (its configured URL and auth, not
+    --alertmanager), and the donor alerts among Prometheus's loaded rules."""
+    checks = _guarded(rebalance.SOURCE, rebalance.SOURCE_FIX, lambda: rebalance.source_checks(settings))
+    if prometheus_url:
+        url = prometheus_url
+        checks += _guarded(rebalance.RULES, "pass the Prometheus URL (e.g. a port-forward to :9090)",
+                           lambda: iter([rebalance.donor_rules(prometheus.loaded_rules(url),
+                                                               settings.policy.rebalance_donor_alerts)]))
+    else:
+        checks.append(warning(rebalance.RULES, "not checked: are rebalance.donorAlerts loaded rules?",
+                              "pass --prometheus"))
     return checks
 
 

@@ -1,0 +1,360 @@
+"""Which alerts fire now, asked of Alertmanager's API v2: the rebalancer's proof that a donor is idle.
+
+The reactor keeps no store of alerts: `GET /api/v2/alerts` answers from Alertmanager's own view, the one its
+silences and inhibit rules already shape. Upstream (prometheus/alertmanager, api/v2/openapi.yaml `getAlerts`;
+api/v2/api.go `getAlertsHandler` and `alertFilter`): `active`, `silenced`, `inhibited`, `unprocessed` are
+booleans that *include* a kind when true, so `active=true&silenced=false&inhibited=false` keeps the alerts that
+would notify now (`unprocessed` is declared but not read by the handler: v0.25.0, v0.27.0, v0.30.0 and v0.34.0
+checked; sent as the spec allows, for a server that does read it); `filter` is repeated, one matcher each, ANDed
+(`parseFilter`: pkg/labels/parse.go `ParseMatcher` before v0.27, matcher/compat `Matcher` after).
+
+Which namespace: the webhook's parser (intake/alerts.py `parse_alert`) names an alert's workload by
+`exported_namespace`, else `namespace` (the exporter's own target labels win the plain names when Prometheus does
+not honor the exporter's). Alertmanager's matchers are ANDed, never ORed, so one request cannot ask for "either
+label is X": the source asks twice, `namespace="X"` and `exported_namespace="X"`, each with `alertname=~"A|B"`,
+merges by fingerprint and keeps what the webhook's parser places in X. Two narrow answers scale with the
+namespace; one cluster-wide answer per alert name would scale with the cluster and meet the size caps first.
+The server's filtering is an optimisation only: every answer is filtered again here, by state, name and namespace.
+
+Every failure (refused connection, timeout, non-2xx, not JSON, not API v2's shape, over the caps) raises
+`AlertSourceUnavailable` with one line naming the URL (without credentials); the caller then moves nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import http.client
+import json
+import os
+import socket
+import ssl
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from reactor.config.settings import AlertSource, Settings
+from reactor.core.errors import AlertSourceUnavailable, InvalidPayload, ReactorError
+from reactor.core.model import Alert, Status
+from reactor.intake.alerts import parse_alert
+from reactor.intake.bearer import TokenFile
+
+if TYPE_CHECKING:
+    from reactor.core.metrics import Metrics
+
+ALERTS_PATH = "/api/v2/alerts"
+STATUS_PATH = "/api/v2/status"
+MAX_BODY_BYTES = 8 * 1024 * 1024  # a gettableAlert is ~1 KiB: thousands of alerts for one namespace is not idle data
+MAX_ALERTS = 5_000
+NAMESPACE_LABELS = ("namespace", "exported_namespace")  # both spellings intake/alerts.py reads
+_CHUNK = 64 * 1024
+# Go's regexp.QuoteMeta (regexp/regexp.go, `special`): the characters RE2 reads as syntax.
+_RE2_SPECIAL = frozenset("\\.+*?()|[]{}^$")
+_T = TypeVar("_T")
+
+
+class _Failed(Exception):
+    """One request's failure: `result` is its metrics label, `why` the reason's tail."""
+
+    def __init__(self, result: str, why: str) -> None:
+        super().__init__(why)
+        self.result, self.why = result, why
+
+
+def quote_value(value: str) -> str:
+    """A matcher's double-quoted value, readable by both of Alertmanager's parsers: the classic one unescapes
+    `\\\\`, `\\"` and `\\n` (pkg/labels/parse.go `ParseMatcher`), the UTF-8 one runs Go's strconv.Unquote
+    (matcher/parse/token.go `unquote`), which reads the same three escapes and refuses a raw newline."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def quote_meta(text: str) -> str:
+    """`text` as a literal inside an RE2 regular expression (Go's regexp.QuoteMeta)."""
+    return "".join("\\" + c if c in _RE2_SPECIAL else c for c in text)
+
+
+def matchers(label: str, namespace: str, alertnames: Collection[str]) -> list[str]:
+    """The `filter` values of one request: the namespace label equal, the alert name one of (anchored by
+    Alertmanager: labels.NewMatcher compiles `^(?:...)$`)."""
+    names = "|".join(quote_meta(n) for n in sorted(set(alertnames)))
+    return [f"{label}={quote_value(namespace)}", f"alertname=~{quote_value(names)}"]
+
+
+def alerts_query(label: str, namespace: str, alertnames: Collection[str]) -> str:
+    params = [("active", "true"), ("silenced", "false"), ("inhibited", "false"), ("unprocessed", "false")]
+    params += [("filter", m) for m in matchers(label, namespace, alertnames)]
+    return f"{ALERTS_PATH}?{urllib.parse.urlencode(params)}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """The configured URL, split once: where to connect, the path prefix, the URL as it may be printed."""
+
+    https: bool
+    host: str
+    port: int
+    prefix: str  # a route prefix (--web.route-prefix), without the trailing slash
+    shown: str  # scheme://host[:port]/prefix: never the userinfo
+    basic: str | None  # `Basic ...` from user:password@ in the URL, when it has them
+
+    @classmethod
+    def of(cls, url: str) -> _Target:
+        parts = urllib.parse.urlsplit(url)
+        try:
+            given_port = parts.port  # raises on a port that is not a number from 0 to 65535
+        except ValueError:
+            given_port = -1
+        if parts.scheme not in ("http", "https") or not parts.hostname or given_port == -1:
+            raise ReactorError(f"rebalance.alertmanagerUrl: expected an http(s) URL with a host (and a valid port), "
+                               f"got {cls._without_credentials(url)!r}")
+        https = parts.scheme == "https"
+        port = given_port or (443 if https else 80)
+        host = parts.hostname
+        netloc = f"[{host}]" if ":" in host else host
+        netloc += f":{given_port}" if given_port else ""
+        prefix = parts.path.rstrip("/")
+        basic = None
+        if parts.username is not None:
+            pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+            basic = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
+        return cls(https, host, port, prefix, f"{parts.scheme}://{netloc}{prefix}", basic)
+
+    @staticmethod
+    def _without_credentials(url: str) -> str:
+        scheme, sep, rest = url.partition("://")
+        host, slash, path = rest.partition("/")
+        return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}"
+
+
+class AlertmanagerAlerts:
+    """`FiringAlerts` over Alertmanager's API v2. Thread-safe: each call opens its own connection.
+
+    `timeout` bounds a whole call (both requests, connect to last byte): a watchdog shuts the socket at the
+    deadline, so a server that trickles bytes cannot hold a caller past it.
+    """
+
+    def __init__(self, source: AlertSource, *, metrics: Metrics | None = None,
+                 max_body_bytes: int = MAX_BODY_BYTES, max_alerts: int = MAX_ALERTS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if source.url is None:
+            raise ReactorError("rebalance.alertmanagerUrl is not set")
+        self._target = _Target.of(source.url)
+        self._source = source
+        self._timeout = source.timeout.total_seconds()
+        self._metrics = metrics
+        self._max_body = max_body_bytes
+        self._max_alerts = max_alerts
+        self._clock = clock
+        self._token: TokenFile | None = None
+        self._tls: tuple[tuple[int, ...] | None, ssl.SSLContext] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        """The configured URL without credentials: what every reason names."""
+        return self._target.shown
+
+    def firing(self, namespace: str, alertnames: Collection[str]) -> Sequence[Alert]:
+        """The alerts that notify now in `namespace` (as the webhook's parser places them) with one of
+        `alertnames`, oldest first; `AlertSourceUnavailable` when Alertmanager cannot say."""
+        if not isinstance(namespace, str) or not namespace:
+            raise ValueError(f"expected a namespace name, got {namespace!r}")
+        names = frozenset(alertnames)
+        if not names:
+            return ()
+        deadline = self._clock() + self._timeout
+        found: dict[str, Alert] = {}
+        for label in NAMESPACE_LABELS:
+            path = alerts_query(label, namespace, names)
+            for alert in self._get_json(path, deadline, self._alerts):
+                if alert.name in names and alert.namespace == namespace:
+                    found.setdefault(alert.fingerprint, alert)
+        return tuple(sorted(found.values(), key=lambda a: (a.starts_at, a.fingerprint)))
+
+    def status(self) -> Mapping[str, Any]:
+        """`GET /api/v2/status` (the doctor's check: reachable with this auth; its version and cluster)."""
+        return self._get_json(STATUS_PATH, self._clock() + self._timeout, _status)
+
+    # --- one answer into alerts ---
+
+    def _alerts(self, body: Any) -> list[Alert]:
+        """gettableAlerts (api/v2/openapi.yaml) into `Alert`s with status FIRING; entries whose `status.state` is
+        not "active" (suppressed, unprocessed) are left out even if the server sent them."""
+        if not isinstance(body, list):
+            raise _Failed("invalid", "expected a JSON list of alerts (gettableAlerts)")
+        if len(body) > self._max_alerts:
+            raise _Failed("invalid", f"{len(body)} alerts, more than the {self._max_alerts} this source reads in "
+                          "one answer")
+        alerts = []
+        for i, raw in enumerate(body):
+            state = raw.get("status") if isinstance(raw, dict) else None
+            if not isinstance(state, dict) or not isinstance(state.get("state"), str):
+                raise _Failed("invalid", f"alerts[{i}]: expected a gettableAlert with status.state")
+            if state["state"] != "active":
+                continue
+            # The webhook's shape for the same alert: its parser, unchanged, names the workload and reads
+            # the annotations (value, gpus, ...) exactly as a notification's.
+            fields = {k: raw[k] for k in ("labels", "annotations", "startsAt", "endsAt", "fingerprint",
+                                          "generatorURL") if k in raw}
+            try:
+                alerts.append(parse_alert({**fields, "status": Status.FIRING.value}, f"alerts[{i}]"))
+            except InvalidPayload as e:
+                raise _Failed("invalid", str(e)) from None
+        return alerts
+
+    # --- HTTP ---
+
+    def _get_json(self, path: str, deadline: float, read: Callable[[Any], _T]) -> _T:
+        """One request; `read` turns the decoded JSON into the answer or raises `_Failed` (counted as invalid)."""
+        started = self._clock()
+        result = "ok"
+        try:
+            raw = self._get(path, deadline)
+            try:
+                body = json.loads(raw)
+            except ValueError as e:
+                raise _Failed("invalid", f"not JSON ({_one_line(e)})") from None
+            return read(body)
+        except _Failed as e:
+            result = e.result
+            raise self._unavailable(path, e.why) from None
+        finally:
+            if self._metrics is not None:
+                self._metrics.child(self._metrics.alert_source_requests, result).inc()
+                self._metrics.alert_source_duration.observe(max(0.0, self._clock() - started))
+
+    def _get(self, path: str, deadline: float) -> bytes:
+        headers = {"Accept": "application/json", "User-Agent": "gpu-reactor"}
+        auth = self._authorization()
+        if auth is not None:
+            headers["Authorization"] = auth
+        left = deadline - self._clock()
+        if left <= 0:
+            raise _Failed("timeout", f"no time left of the {self._timeout:g}s timeout")
+        t = self._target
+        conn: http.client.HTTPConnection
+        if t.https:
+            conn = http.client.HTTPSConnection(t.host, t.port, timeout=left, context=self._tls_context())
+        else:
+            conn = http.client.HTTPConnection(t.host, t.port, timeout=left)
+        expired = threading.Event()
+        watchdog: threading.Timer | None = None
+        response: http.client.HTTPResponse | None = None
+        try:
+            conn.connect()  # the socket's timeout (what is left) bounds the connect and the TLS handshake
+            # Held here: http.client drops conn.sock once an HTTP/1.0 answer's head is read (will_close).
+            watchdog = threading.Timer(max(0.0, deadline - self._clock()), _abort, (conn.sock, expired))
+            watchdog.daemon = True
+            watchdog.start()
+            conn.request("GET", t.prefix + path, headers=headers)
+            response = conn.getresponse()
+            if not 200 <= response.status < 300:
+                detail = response.read(200).decode("utf-8", "replace")
+                raise _Failed("refused", f"HTTP {response.status} {response.reason}"
+                              + (f": {_one_line(detail)}" if detail.strip() else ""))
+            body = self._body(response)
+            if expired.is_set():  # the watchdog ended the stream: what came is a part, not the answer
+                raise _Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout")
+            return body
+        except _Failed as e:
+            if expired.is_set() and e.result != "invalid":  # cut short by the watchdog, not by the server
+                raise _Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout") from None
+            raise
+        except TimeoutError:
+            raise _Failed("timeout", f"no answer within the {self._timeout:g}s timeout") from None
+        except ssl.SSLError as e:
+            raise _Failed("unreachable", f"TLS: {_one_line(e)}") from None
+        except (OSError, http.client.HTTPException, ValueError) as e:
+            if expired.is_set() or self._clock() >= deadline:
+                raise _Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout") from None
+            raise _Failed("unreachable", _one_line(getattr(e, "reason", None) or e or type(e).__name__)) from None
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
+            if response is not None:
+                response.close()
+            conn.close()
+
+    def _body(self, response: http.client.HTTPResponse) -> bytes:
+        declared = response.getheader("Content-Length")
+        if declared is not None and declared.isdigit() and int(declared) > self._max_body:
+            raise _Failed("invalid", f"an answer of {int(declared)} bytes, over the {self._max_body}-byte limit")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            chunk = response.read(_CHUNK)
+            if not chunk:
+                if declared is not None and declared.isdigit() and size != int(declared):
+                    raise _Failed("unreachable", f"the answer ended after {size} of {declared} bytes")
+                return b"".join(chunks)
+            size += len(chunk)
+            if size > self._max_body:
+                raise _Failed("invalid", f"an answer over the {self._max_body}-byte limit")
+            chunks.append(chunk)
+
+    def _authorization(self) -> str | None:
+        """`Bearer <token>` from the token file, re-read when it changes (intake/bearer.py `TokenFile`)."""
+        path = self._source.token_file
+        if path is None:
+            return self._target.basic
+        try:
+            with self._lock:
+                if self._token is None:
+                    self._token = TokenFile(path)
+                token = self._token.current()
+        except (OSError, ReactorError) as e:
+            raise _Failed("unreachable", f"token file {path}: {_one_line(getattr(e, 'strerror', None) or e)}") \
+                from None
+        if any(b <= 0x20 or b >= 0x7F for b in token):
+            raise _Failed("unreachable", f"token file {path}: holds characters an HTTP header cannot carry")
+        return "Bearer " + token.decode("ascii")
+
+    def _tls_context(self) -> ssl.SSLContext:
+        """Verified against `ca_file` (else the system's roots); rebuilt when the file changes (a rotated CA)."""
+        path = self._source.ca_file
+        try:
+            stamp = None
+            if path is not None:
+                st = os.stat(path)
+                stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            with self._lock:
+                if self._tls is None or self._tls[0] != stamp:
+                    self._tls = (stamp, ssl.create_default_context(cafile=path))
+                return self._tls[1]
+        except (OSError, ssl.SSLError) as e:
+            raise _Failed("unreachable", f"CA file {path}: {_one_line(getattr(e, 'strerror', None) or e)}") \
+                from None
+
+    def _unavailable(self, path: str, why: str) -> AlertSourceUnavailable:
+        return AlertSourceUnavailable(f"Alertmanager {self.url}{path.split('?', 1)[0]}: {why}")
+
+
+def _status(body: Any) -> Mapping[str, Any]:
+    if not isinstance(body, dict) or not isinstance(body.get("versionInfo"), dict) \
+            or not isinstance(body.get("cluster"), dict):
+        raise _Failed("invalid", "not an alertmanagerStatus object (versionInfo, cluster)")
+    return body
+
+
+def _abort(sock: socket.socket | None, expired: threading.Event) -> None:
+    """The deadline passed: end the connection under the reader (its blocked read fails at once). The plain
+    socket's shutdown, also under TLS: the SSL object stays for the reader, which then meets end of stream."""
+    expired.set()
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+def _one_line(text: object, limit: int = 200) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[:limit] + "…"
+
+
+def firing_source(settings: Settings, metrics: Metrics | None = None) -> AlertmanagerAlerts | None:
+    """The rebalancer's alert source; None when rebalancing is off or no Alertmanager URL is set."""
+    if not settings.policy.rebalance_enabled or settings.alertmanager.url is None:
+        return None
+    return AlertmanagerAlerts(settings.alertmanager, metrics=metrics)
