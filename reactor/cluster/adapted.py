@@ -40,6 +40,8 @@ def adapted_workload(adapter: Adapter, obj: Obj, part_name: str, gpu_resource: s
         surge = adapter.surge(obj, replicas or 0)
     surge *= part.pods
     forbidden = dict(adapter.forbidden(obj))
+    if adapter.part_forbidden is not None:
+        forbidden.update(adapter.part_forbidden(obj, part, gpu_resource))
     floor = read(obj, part.min_replicas_path) if part.min_replicas_path is not None else None
     if isinstance(floor, int) and replicas is not None and replicas <= floor:
         forbidden["scale-replicas-down"] = (f"the operator keeps {part.name or 'it'} at minReplicas {floor} or more "

@@ -37,7 +37,14 @@ from reactor.config.sources import Problems, env_values, file_values
 from reactor.core.errors import ConfigError
 from reactor.core.model import KNOWN_ALERTS, Mode
 from reactor.integrations.adapters import Adapter, Adapters
-from reactor.integrations.adapters.config import ADAPTER_KEYS, BUILTIN_NAMES, enabled, parse_builtin, parse_custom
+from reactor.integrations.adapters.config import (
+    ADAPTER_KEYS,
+    BUILTIN_NAMES,
+    enabled,
+    parse_builtin,
+    parse_custom,
+    parse_incremental_gate,
+)
 from reactor.policy.values import CPU_APPLY_TO, DEFAULT_ALERTS, REVERTIBLE, STRATEGIES, Policy, Window
 
 
@@ -103,11 +110,13 @@ class Settings:
     log_level: str = "INFO"
     adapters_builtin: tuple[str, ...] = BUILTIN_NAMES  # operators' resources the reactor changes (adapters/)
     adapters_custom: tuple[Adapter, ...] = ()
+    adapters_ray_incremental_gate: bool | None = None  # KubeRay's RayServiceIncrementalUpgrade gate, as declared
 
     @property
     def adapters(self) -> Adapters:
         """The enabled adapters as a value, handed to the engine, the resolver, the act step and the verifier."""
-        return Adapters(enabled(self.adapters_builtin, self.adapters_custom))
+        return Adapters(enabled(self.adapters_builtin, self.adapters_custom,
+                                ray_incremental_gate=self.adapters_ray_incremental_gate))
 
 
 @described({"enum": [m.value for m in Mode]})
@@ -171,6 +180,7 @@ def _window(key: str, raw: Any) -> Window:
 
 described({"type": "array", "items": {"enum": list(BUILTIN_NAMES)}})(parse_builtin)
 described({"type": "array", "items": {"type": "object", "propertyNames": {"enum": sorted(ADAPTER_KEYS)}}})(parse_custom)
+described({"type": ["boolean", "null"]})(parse_incremental_gate)
 
 @described({"type": "array", "items": {"enum": sorted(KNOWN_ALERTS)}})
 def _alert_names(key: str, raw: Any) -> tuple[str, ...]:
@@ -272,6 +282,7 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "finops.gpuHourlyCost": ("policy", "gpu_hourly_cost", _costs),
     "adapters.builtin": ("top", "adapters_builtin", parse_builtin),
     "adapters.custom": ("top", "adapters_custom", parse_custom),
+    "adapters.rayServiceIncrementalUpgrade": ("top", "adapters_ray_incremental_gate", parse_incremental_gate),
     "kube.watchCache": ("kube", "watch_cache", boolean),
     "logging.format": ("top", "log_format", choice("json", "text")),
     "logging.level": ("top", "log_level", choice("DEBUG", "INFO", "WARNING", "ERROR")),

@@ -27,6 +27,11 @@ def resize_gpu(ctx: Context, direction: str) -> Action | Skip:
     """Set the alert's container one step (or, shrinking with a measured value, to its need)."""
     container = ctx.workload.container(ctx.signal.container)
     if container is None or container.gpus <= 0:
+        # GPUs the operator sets from elsewhere (a KServe predictor's ServingRuntime) show as none on the resource:
+        # its reason, not "holds no GPU", is why nothing is written.
+        why = ctx.workload.forbidden.get(f"resize-gpu-{direction}") or ctx.workload.forbidden.get("resize-gpu")
+        if why is not None:
+            return Skip(SkipReason.OPERATOR_FORBIDS, f"{ctx.workload.ref.kind} {ctx.workload.ref.name}: {why}")
         named = ctx.signal.container or "(none named, and not exactly one GPU container)"
         return Skip(SkipReason.NO_GPU_CONTAINER, f"container {named} holds no GPU")
     current = container.gpus

@@ -9,10 +9,14 @@ annotations, ownerReferences and the fields each operator copies from its resour
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 from pathlib import Path
 from typing import Any
+
+import pytest
+import yaml
 
 from reactor_sim import SimCluster
 from tests.support import NAMESPACE
@@ -25,6 +29,26 @@ Obj = dict[str, Any]
 def install(sim: SimCluster, *files: str) -> None:
     for name in files:
         sim.load_manifests(CRDS / name)
+
+
+SHARED_CRDS = Path(__file__).resolve().parents[2].parent / "shared" / "crds"
+needs_shared = pytest.mark.skipif(not SHARED_CRDS.is_dir(), reason=f"{SHARED_CRDS} is absent: the operators' real "
+                                                                    "CRDs (../shared/crds) are needed for these tests")
+
+
+@functools.cache
+def _upstream_crd(name: str) -> Obj:
+    doc: Obj = yaml.load((SHARED_CRDS / name).read_text(encoding="utf-8"),
+                         Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return doc
+
+
+def install_upstream(sim: SimCluster, *files: str) -> None:
+    """The operators' real CRDs, verbatim (../shared/crds): every field the operator's API has, pruned and
+    validated by its structural schema (the trimmed copies in tests/fixtures/crds keep only what the reactor
+    reads). Tests using it carry `needs_shared`."""
+    for name in files:
+        sim.apply(copy.deepcopy(_upstream_crd(name)))
 
 
 def container(name: str, gpus: int, image: str = "registry.example.com/app:1") -> Obj:
@@ -97,18 +121,27 @@ def reconcile_notebook(sim: SimCluster, name: str, *, settle: bool = True) -> No
         sim.settle()
 
 
-def reconcile_isvc(sim: SimCluster, name: str, *, settle: bool = True) -> None:
+def reconcile_isvc(sim: SimCluster, name: str, *, settle: bool = True, runtime: Obj | None = None) -> None:
     """KServe in raw deployment mode: a Deployment `<name>-<component>` with minReplicas pods for the predictor and
-    for the transformer and explainer where the resource has them, each labelled `component`."""
+    for the transformer and explainer where the resource has them, each labelled `component`. `runtime`: the
+    ServingRuntime KServe picked for the predictor's model (a ServingRuntime object; the reactor never reads it)."""
     isvc = custom(sim, "inferenceservices", name)
+    canaries = isvc["spec"].get("canary") or []
     for component in ("predictor", "transformer", "explainer"):
         if component in isvc["spec"]:
-            _isvc_component(sim, isvc, component)
+            _isvc_component(sim, isvc, component, runtime, replicas=_stable_replicas(isvc) if canaries else None)
+    for canary in canaries:
+        _isvc_component(sim, canary_isvc(isvc, canary), "predictor", runtime)
+    if isinstance(isvc["spec"]["predictor"].get("workerSpec"), dict):
+        _isvc_workers(sim, isvc)
     if settle:
         sim.settle()
         generation = custom(sim, "inferenceservices", name)["metadata"]["generation"]
-        set_status(sim, "inferenceservices", name,
-                   {"observedGeneration": generation, "conditions": [{"type": "Ready", "status": "True"}]})
+        status: Obj = {"observedGeneration": generation, "deploymentMode": "Standard",
+                       "conditions": [{"type": "Ready", "status": "True"}]}
+        if runtime is not None:  # components/predictor.go reconcileModel records the runtime it used
+            status["servingRuntimeName"] = runtime["metadata"]["name"]
+        set_status(sim, "inferenceservices", name, status)
 
 
 # kserve v0.20.0 pkg/constants ServiceAnnotationDisallowedList: the InferenceService annotations KServe does not
@@ -133,21 +166,127 @@ def isvc_component_meta(isvc: Obj, component: str) -> tuple[str, Obj, Obj]:
     return name, labels, annotations
 
 
-def _isvc_component(sim: SimCluster, isvc: Obj, component: str) -> None:
+# kserve v0.20.0 pkg/apis/serving/v1beta1/predictor.go PredictorSpec.GetImplementations, in its order.
+ISVC_IMPLEMENTATIONS = ("xgboost", "pytorch", "triton", "sklearn", "tensorflow", "onnx", "pmml", "lightgbm",
+                        "paddle", "huggingface", "model")
+RUNTIME_IMAGE = "kserve/huggingfaceserver:v0.14"
+
+
+def merge_runtime_container(runtime: Obj, isvc_container: Obj) -> Obj:
+    """kserve v0.20.0 controllers/v1beta1/inferenceservice/utils MergeRuntimeContainers: a strategic merge of the
+    InferenceService's container over the runtime's — `resources.limits` and `requests` merged key by key, the
+    InferenceService's value winning — and the args concatenated."""
+    out = {**copy.deepcopy(runtime), **{k: copy.deepcopy(v) for k, v in isvc_container.items()
+                                        if k not in ("resources", "args")}}
+    resources = copy.deepcopy(runtime.get("resources") or {})
+    for key, values in (isvc_container.get("resources") or {}).items():
+        resources[key] = {**(resources.get(key) or {}), **values}
+    out["resources"] = resources
+    args = [*(runtime.get("args") or []), *(isvc_container.get("args") or [])]
+    if args:
+        out["args"] = args
+    return out
+
+
+def isvc_pod_spec(isvc: Obj, component: str, runtime: Obj | None = None) -> Obj:
+    """kserve v0.20.0 components/predictor.go buildPredictorResources: with `model`, buildPodSpec merges the
+    ServingRuntime's kserve-container under the model's container (MergeServingRuntimeAndInferenceServiceSpecs) and
+    appends the predictor's other containers; with a framework field (`sklearn`, …: one the defaulting webhook did
+    not move into `model`), the framework's own container (GetContainer: its inline Container, named
+    kserve-container by Default) replaces the first of `containers`, or is the only one; a custom predictor is its
+    `containers`. The transformer and explainer are their `containers`."""
+    spec = copy.deepcopy(dict(isvc["spec"][component]))
+    found = [f for f in ISVC_IMPLEMENTATIONS if f in spec] if component == "predictor" else []
+    if not found:
+        return spec
+    inline = {k: v for k, v in spec[found[0]].items() if k in ("image", "resources", "args", "env")}
+    own = {"name": "kserve-container", **inline}
+    if found[0] == "model":
+        served = (runtime or {}).get("spec", {}).get("containers") or [{"name": "kserve-container"}]
+        base = next(c for c in served if c["name"] == "kserve-container")
+        merged = merge_runtime_container({"image": RUNTIME_IMAGE, **base}, own)
+        spec["containers"] = [merged, *spec.get("containers", [])]
+    else:
+        own.setdefault("image", f"kserve/{found[0]}server:v0.14")
+        spec["containers"] = [own, *spec.get("containers", [])[1:]]
+    return spec
+
+
+def _canary_replicas(isvc: Obj, canary: Obj) -> int:
+    """kserve v0.20.0 components/predictor.go canaryReplicaCount: the canary's minReplicas, else the stable
+    predictor's minReplicas (1 unset) times trafficPercent, rounded up."""
+    if canary["predictor"].get("minReplicas") is not None:
+        return int(canary["predictor"]["minReplicas"])
+    stable = int(isvc["spec"]["predictor"].get("minReplicas", 1))
+    return -(-stable * int(canary["trafficPercent"]) // 100)
+
+
+def _stable_replicas(isvc: Obj) -> int:
+    """reconcileRawDeployment: with canaries, the stable predictor's minReplicas less theirs, at least 1."""
+    stable = int(isvc["spec"]["predictor"].get("minReplicas", 1))
+    return max(stable - sum(_canary_replicas(isvc, c) for c in isvc["spec"]["canary"]), 1)
+
+
+def _mergo_override(dst: Any, src: Any) -> Any:
+    """dario.cat/mergo Merge(dst, src, WithOverride) as buildCanaryPredictor calls it: structs and maps merged key
+    by key, a non-empty value of src replacing dst's (a list replaced whole)."""
+    if isinstance(dst, dict) and isinstance(src, dict):
+        out = copy.deepcopy(dst)
+        for key, value in src.items():
+            out[key] = _mergo_override(out[key], value) if key in out else copy.deepcopy(value)
+        return out
+    return copy.deepcopy(src) if src not in (None, "", 0, [], {}) else dst
+
+
+def canary_isvc(isvc: Obj, canary: Obj) -> Obj:
+    """kserve v0.20.0 components/predictor.go reconcileCanaryDeployments + buildCanaryPredictor: the InferenceService
+    with its predictor replaced by the stable one merged with the canary's, autoscaling fields zeroed and
+    minReplicas the canary's count; built into a Deployment `<isvc>-<canary name>-predictor` like the stable one."""
+    predictor = _mergo_override(isvc["spec"]["predictor"], canary["predictor"])
+    for key in ("maxReplicas", "scaleTarget", "scaleMetric", "autoScaling"):
+        predictor.pop(key, None)
+    predictor["minReplicas"] = _canary_replicas(isvc, canary)
+    return {**isvc, "spec": {**isvc["spec"], "predictor": predictor}}
+
+
+def _isvc_workers(sim: SimCluster, isvc: Obj) -> None:
+    """kserve v0.20.0 components/predictor.go reconcileWorker + multiNodeProcess (computeMpNodeAndGPUs: a node per
+    pipeline stage, tensorParallelSize GPUs on each) and deployment_reconciler.go createRawWorkerDeployment: the
+    workers' Deployment `<isvc>-predictor-worker` (PredictorWorkerServiceName), labelled as the predictor (with
+    `isvc.generation`) and `app: isvc.<isvc>-predictor-worker`, pipelineParallelSize − 1 replicas, each
+    `worker-container` with tensorParallelSize GPUs (addGPUResourceToDeployment), rolling 0% / 100%."""
+    worker = isvc["spec"]["predictor"]["workerSpec"]
+    tensor, pipeline = int(worker.get("tensorParallelSize", 1)), int(worker.get("pipelineParallelSize", 2))
+    name, labels, annotations = isvc_component_meta(isvc, "predictor")
+    name = f"{isvc['metadata']['name']}-predictor-worker"
+    labels = {**labels, "isvc.generation": str(isvc["metadata"]["generation"]),
+              "app": f"isvc.{isvc['metadata']['name']}-predictor-worker"}
+    gpus = {"limits": {GPU: str(tensor)}, "requests": {GPU: str(tensor)}}
+    containers = [{**copy.deepcopy(c), "resources": gpus} if c.get("name") == "worker-container" else copy.deepcopy(c)
+                  for c in worker.get("containers") or [{"name": "worker-container", "image": RUNTIME_IMAGE}]]
+    sim.apply({"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels, "annotations": annotations,
+                            "ownerReferences": owner_ref(isvc)},
+               "spec": {"replicas": pipeline - 1, "selector": {"matchLabels": {"app": labels["app"]}},
+                        "strategy": {"type": "RollingUpdate",
+                                     "rollingUpdate": {"maxUnavailable": "0%", "maxSurge": "100%"}},
+                        "template": {"metadata": {"labels": labels, "annotations": annotations},
+                                     "spec": {"containers": containers}}}})
+
+
+def _isvc_component(sim: SimCluster, isvc: Obj, component: str, runtime: Obj | None = None, *,
+                    replicas: int | None = None) -> None:
     """kserve v0.20.0 reconcilers/deployment/deployment_reconciler.go createRawDefaultDeployment: the Deployment
     and its pod template share the component's metadata (one labels map: the `app: isvc.<name>` label lands on
-    both), RollingUpdate 25%/25%; replicas are minReplicas (the HPA KServe makes keeps them there)."""
-    spec = dict(isvc["spec"][component])
-    if "model" in spec:  # KServe builds kserve-container from the model spec and its runtime
-        model = {"name": "kserve-container", "image": "kserve/huggingfaceserver:v0.14",
-                 "resources": spec["model"].get("resources", {})}
-        spec["containers"] = [model, *spec.get("containers", [])]
+    both), RollingUpdate 25%/25%; replicas are minReplicas (the HPA KServe makes keeps them there), or what
+    `replicas` says (a stable predictor beside canaries)."""
+    spec = isvc_pod_spec(isvc, component, runtime)
     name, labels, annotations = isvc_component_meta(isvc, component)
     labels["app"] = f"isvc.{name}"
     sim.apply({"apiVersion": "apps/v1", "kind": "Deployment",
                "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels, "annotations": annotations,
                             "ownerReferences": owner_ref(isvc)},
-               "spec": {"replicas": int(spec.get("minReplicas", 1)),
+               "spec": {"replicas": int(spec.get("minReplicas", 1)) if replicas is None else replicas,
                         "selector": {"matchLabels": {"app": labels["app"]}},
                         "strategy": {"type": "RollingUpdate",
                                      "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}},
@@ -395,11 +534,35 @@ def reconcile_isvc_serverless(sim: SimCluster, name: str, *, ready: bool = True)
         ksvc = sim.get(f"services.{KNATIVE}", NAMESPACE, service)
         set_status(sim, f"services.{KNATIVE}", service,
                    {"observedGeneration": ksvc["metadata"]["generation"], "conditions": [ready_condition],
-                    "latestCreatedRevisionName": created, "latestReadyRevisionName": latest_ready})
+                    "latestCreatedRevisionName": created, "latestReadyRevisionName": latest_ready,
+                    "traffic": ksvc["spec"]["traffic"]})
+        # kserve v0.20.0 inference_service_status.go PropagateStatus: a revision counts as rolled out once the
+        # latest-revision route sends it 100%; under a canary split the last rolled-out one stays.
+        latest_share = next(t["percent"] for t in ksvc["spec"]["traffic"] if t.get("latestRevision"))
+        rolled = latest_ready if latest_share == 100 else _rolled_out(isvc, component)
         statuses[component] = {"latestCreatedRevision": created, "latestReadyRevision": latest_ready,
-                               "latestRolledoutRevision": latest_ready}
+                               "latestRolledoutRevision": rolled}
     set_status(sim, "inferenceservices", name, {"observedGeneration": generation, "components": statuses,
+                                                "deploymentMode": "Knative",
                                                 "conditions": [{"type": "Ready", "status": "True"}]})
+
+
+def _rolled_out(isvc: Obj, component: str) -> str:
+    return str(((isvc.get("status") or {}).get("components") or {}).get(component, {}).get("latestRolledoutRevision")
+               or "")
+
+
+def ksvc_traffic(isvc: Obj, component: str) -> list[Obj]:
+    """kserve v0.20.0 reconcilers/knative/ksvc_reconciler.go NewKsvcReconciler: with canaryTrafficPercent set and a
+    revision already rolled out, the latest revision gets that percent and the last rolled-out one (tag `prev`) the
+    rest; otherwise the latest revision gets 100 (blue-green)."""
+    percent, rolled = isvc["spec"][component].get("canaryTrafficPercent"), _rolled_out(isvc, component)
+    if percent is None or not rolled:
+        return [{"latestRevision": True, "percent": 100}]
+    traffic: list[Obj] = [{"latestRevision": True, "percent": percent}]
+    if percent < 100:
+        traffic.append({"revisionName": rolled, "latestRevision": False, "percent": 100 - percent, "tag": "prev"})
+    return traffic
 
 
 def _knative_component(sim: SimCluster, isvc: Obj, component: str, ready: bool) -> tuple[str, str, str]:
@@ -409,11 +572,7 @@ def _knative_component(sim: SimCluster, isvc: Obj, component: str, ready: bool) 
     newest Revision, the Revision before it or ""); the older Revisions keep
     their pods until the newest is ready."""
     name = isvc["metadata"]["name"]
-    spec = dict(isvc["spec"][component])
-    if "model" in spec:
-        model = {"name": "kserve-container", "image": "kserve/huggingfaceserver:v0.14",
-                 "resources": spec["model"].get("resources", {})}
-        spec["containers"] = [model, *spec.get("containers", [])]
+    spec = isvc_pod_spec(isvc, component)
     _, labels, copied = isvc_component_meta(isvc, component)
     scale = {**copied, "autoscaling.knative.dev/class": "kpa.autoscaling.knative.dev",
              "autoscaling.knative.dev/min-scale": str(spec.get("minReplicas", 1)),
@@ -423,7 +582,7 @@ def _knative_component(sim: SimCluster, isvc: Obj, component: str, ready: bool) 
     sim.apply({"apiVersion": f"{KNATIVE}/v1", "kind": "Service",
                "metadata": {"name": service, "namespace": NAMESPACE, "labels": labels,
                             "ownerReferences": owner_ref(isvc)},
-               "spec": {"template": template, "traffic": [{"latestRevision": True, "percent": 100}]}})
+               "spec": {"template": template, "traffic": ksvc_traffic(isvc, component)}})
     ksvc = sim.get(f"services.{KNATIVE}", NAMESPACE, service)
     service_labels = {**labels, f"{KNATIVE}/service": service, f"{KNATIVE}/serviceUID": ksvc["metadata"]["uid"]}
     sim.apply({"apiVersion": f"{KNATIVE}/v1", "kind": "Configuration",
@@ -437,8 +596,9 @@ def _knative_component(sim: SimCluster, isvc: Obj, component: str, ready: bool) 
     if not [r for r in sim.list("revisions", NAMESPACE) if r["metadata"]["name"] == revision]:
         _revision(sim, config, revision, template)
     older = [] if not ready else sim.list("deployments", NAMESPACE, label_selector=f"{KNATIVE}/configuration={service}")
+    routed = {t.get("revisionName") for t in ksvc_traffic(isvc, component)} - {None}
     for dep in older:
-        if dep["metadata"]["labels"][f"{KNATIVE}/revision"] != revision and dep["spec"]["replicas"]:
+        if dep["metadata"]["labels"][f"{KNATIVE}/revision"] not in (revision, *routed) and dep["spec"]["replicas"]:
             dep["spec"]["replicas"] = 0  # a Revision no route sends traffic to scales to zero
             sim.apply(dep)
     return service, revision, previous

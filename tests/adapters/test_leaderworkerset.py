@@ -159,7 +159,8 @@ def test_leader_and_worker_naming_their_container_alike_keep_their_state_apart(s
                        "leaderTemplate": {"spec": {"containers": [container("vllm", 4)]}},
                        "workerTemplate": {"spec": {"containers": [container("vllm", 2)]}}}}})
         reconcile_lws(sim, "vllm")
-        # The group's first worker: its StatefulSet counts from ordinal 1 (constructWorkerStatefulSetApplyConfiguration).
+        # The group's first worker: its StatefulSet counts from ordinal 1
+        # (constructWorkerStatefulSetApplyConfiguration).
         shrunk = _post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm", value=0.1, gpus=2)
         assert (shrunk["result"], shrunk.get("to")) == ("applied", 1), shrunk
         reconcile_lws(sim, "vllm")

@@ -252,7 +252,8 @@ def test_two_groups_naming_their_container_alike_keep_their_state_apart(sim: Sim
         assert json.loads(annotations[LAST_ACTION])["part"] == "gpu-workers-b"
         assert json.loads(annotations[ORIGINAL]) == {"gpus": {"gpu-workers/ray-worker": 4,
                                                               "gpu-workers-b/ray-worker": 2}}
-        reverted = _post(reactor, "GPUMemorySaturated", ray_pod_name("ray", "gpu-workers-b", 0), value=0.97, gpus=2, status="resolved")
+        reverted = _post(reactor, "GPUMemorySaturated", ray_pod_name("ray", "gpu-workers-b", 0), value=0.97, gpus=2,
+                         status="resolved")
         assert (reverted["result"], reverted.get("to")) == ("applied", 2), reverted
         assert [_gpus(g) for g in _groups(reactor)] == ["1", "2"]
     finally:

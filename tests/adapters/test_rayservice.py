@@ -6,11 +6,15 @@ RayCluster (a zero-downtime upgrade), during which the reactor waits; it never c
 from __future__ import annotations
 
 import copy
+import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from reactor.tools.payloads import AlertSpec, notification
+from reactor_sim import SimCluster
+from tests.adapters.conftest import POLICY
 from tests.adapters.operators import (
     GPU,
     container,
@@ -19,8 +23,9 @@ from tests.adapters.operators import (
     owner_ref,
     ray_service_cluster,
     ray_service_status,
+    set_status,
 )
-from tests.support import NAMESPACE, Reactor
+from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 ACTIVE = "serve-a1b2c"
 WORKER = f"{ACTIVE}-gpu-workers-worker-00000"
@@ -193,3 +198,82 @@ def test_an_ownerreference_with_another_uid_is_not_believed(reactor: Reactor, se
     reactor.sim.apply(rc)
     outcome = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
     assert outcome["reason"] == "owner-unverified" and "uid" in outcome["detail"], outcome
+
+
+# kuberay v1.7.0 ray-operator/config/samples/ray-service.incremental-upgrade.yaml: the upgrade strategy as KubeRay's
+# own sample writes it (validation.go ValidateClusterUpgradeOptions wants the in-tree autoscaler with it).
+INCREMENTAL = {"type": "NewClusterWithIncrementalUpgrade",
+               "clusterUpgradeOptions": {"gatewayClassName": "istio", "stepSizePercent": 10, "intervalSeconds": 30,
+                                         "maxSurgePercent": 10}}
+
+
+def _incremental(reactor: Reactor) -> None:
+    svc = custom(reactor.sim, "rayservices", "serve")
+    svc["spec"]["upgradeStrategy"] = copy.deepcopy(INCREMENTAL)
+    svc["spec"]["rayClusterConfig"]["enableInTreeAutoscaling"] = True
+    reactor.sim.apply(svc)
+    ray_service_status(reactor.sim, "serve", ACTIVE)  # KubeRay observed it
+
+
+def test_an_incremental_upgrade_with_the_gate_undeclared_is_refused_by_name(reactor: Reactor,
+                                                                            service: dict[str, Any]) -> None:
+    """kuberay v1.7.0 rayservice_controller.go isZeroDowntimeUpgradeEnabled: with the RayServiceIncrementalUpgrade
+    gate off, NewClusterWithIncrementalUpgrade prepares no new RayCluster (as None); the gate is the operator's
+    process flag, which the reactor cannot see: undeclared, a template change is refused, never guessed."""
+    _incremental(reactor)
+    for alert, value in (("GPUUnderutilized", 0.1), ("GPUSaturated", 0.99)):
+        outcome = _post(reactor, alert, value=value, gpus=4)
+        assert outcome["reason"] == "operator-forbids", outcome
+        assert "adapters.rayServiceIncrementalUpgrade" in outcome["detail"], outcome
+    assert _gpus(_config(reactor)["workerGroupSpecs"][0]) == "4"
+    assert reactor.sim.requests[("patch", "rayservices", "")] == 0
+
+
+def _declared(sim: SimCluster, token_file: Path, gate: bool) -> Reactor:
+    return build_reactor(sim, dataclasses.replace(make_settings(token_file, **POLICY),
+                                                  adapters_ray_incremental_gate=gate))
+
+
+def test_an_incremental_upgrade_with_the_gate_declared_off_is_refused_as_none(
+        reactor: Reactor, service: dict[str, Any], sim: SimCluster, token_file: Path) -> None:
+    _incremental(reactor)
+    declared = _declared(sim, token_file, False)
+    try:
+        outcome = _post(declared, "GPUUnderutilized", value=0.1, gpus=4)
+    finally:
+        declared.service.kube.close()
+    assert outcome["reason"] == "operator-forbids" and "gate off" in outcome["detail"], outcome
+    assert _gpus(_config(reactor)["workerGroupSpecs"][0]) == "4"
+
+
+def test_an_incremental_upgrade_with_the_gate_declared_on_is_changed_and_waits_for_kuberay(
+        reactor: Reactor, service: dict[str, Any], sim: SimCluster, token_file: Path) -> None:
+    """Declared on (v1.7.0's default), KubeRay prepares a new RayCluster and shifts traffic to it step by step: the
+    change is written, counted like NewCluster (every group twice: an upper bound of maxSurgePercent)."""
+    _incremental(reactor)
+    declared = _declared(sim, token_file, True)
+    try:
+        outcome = _post(declared, "GPUMemorySaturated", value=0.97, gpus=4)
+        assert outcome["result"] == "applied", outcome
+        assert int(_gpus(_config(reactor)["workerGroupSpecs"][0])) > 4
+        pending = ray_service_cluster(sim, "serve", "d4e5f")
+        ray_service_status(sim, "serve", ACTIVE, pending)
+        early = _post(declared, "GPUMemorySaturated", value=0.97, gpus=4, status="resolved")
+    finally:
+        declared.service.kube.close()
+    assert early["reason"] == "rollout-in-progress", early  # no revert in the middle of KubeRay's traffic shift
+
+
+def test_a_rollback_kuberay_is_making_is_a_rollout_in_progress(reactor: Reactor, service: dict[str, Any]) -> None:
+    """kuberay v1.7.0 rayservice_controller.go (the goal reverted mid-upgrade): RollbackInProgress True with reason
+    DesiredClusterSpecChanged while traffic moves back to the active cluster; the reactor waits for it."""
+    pending = ray_service_cluster(reactor.sim, "serve", "d4e5f")
+    ray_service_status(reactor.sim, "serve", ACTIVE, pending)
+    status = custom(reactor.sim, "rayservices", "serve")["status"]
+    rollback = {"type": "RollbackInProgress", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z",
+                "reason": "DesiredClusterSpecChanged",
+                "message": "Goal state reverted to original cluster, rolling back."}
+    set_status(reactor.sim, "rayservices", "serve", {"conditions": [*status["conditions"], rollback]})
+    outcome = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
+    assert outcome["reason"] == "rollout-in-progress" and "RollbackInProgress" in outcome["detail"], outcome
+    assert reactor.sim.requests[("patch", "rayservices", "")] == 0

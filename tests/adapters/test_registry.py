@@ -6,8 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from reactor.config.settings import Settings
+import pytest
+
+from reactor.config.settings import Settings, build_settings
+from reactor.core.errors import ConfigError
 from reactor.integrations.adapters import Adapters
+from reactor.integrations.adapters.builtin import isvc_mode
 from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
 from tests.adapters.conftest import POLICY
@@ -68,3 +72,28 @@ def test_rayservice_without_raycluster_is_a_clear_error_at_start(token_file: Pat
         raise AssertionError("RayService without RayCluster was accepted")
     assert [a.kind for a in make_settings(token_file, adapters={"builtin": ["RayCluster", "RayService"]}).adapters] \
         == ["RayCluster", "RayService"]
+
+
+def test_the_incremental_upgrade_gate_is_declared_in_the_policy_and_checked() -> None:
+    """adapters.rayServiceIncrementalUpgrade: true, false or unset; anything else is refused at start, naming the
+    key. The RayService adapter of each Settings value reads its own declaration."""
+    incremental = {"spec": {"upgradeStrategy": {"type": "NewClusterWithIncrementalUpgrade"}}}
+    for declared, refused in ((None, True), (False, True), (True, False)):
+        doc = {} if declared is None else {"adapters": {"rayServiceIncrementalUpgrade": declared}}
+        adapter = build_settings(doc, {}).adapters.get("RayService")
+        assert adapter is not None
+        assert ("resize-gpu" in adapter.forbidden(incremental)) is refused, declared
+        assert "scale-replicas" in adapter.forbidden(incremental)  # replicas never reach a RayCluster either way
+    with pytest.raises(ConfigError, match="adapters.rayServiceIncrementalUpgrade"):
+        build_settings({"adapters": {"rayServiceIncrementalUpgrade": "yes"}}, {})
+
+
+def test_kserves_deployment_mode_reads_as_kserve_reads_it() -> None:
+    """kserve v0.20.0 utils GetDeploymentMode: status first, then the annotation, legacy names normalised."""
+    def isvc(status: str | None, annotation: str | None) -> dict[str, Any]:
+        return {"metadata": {"annotations": {"serving.kserve.io/deploymentMode": annotation} if annotation else {}},
+                "status": {"deploymentMode": status} if status else {}}
+    assert isvc_mode(isvc("Knative", "Standard")) == "Knative"
+    assert isvc_mode(isvc(None, "RawDeployment")) == "Standard"
+    assert isvc_mode(isvc(None, "Serverless")) == "Knative"
+    assert isvc_mode(isvc(None, None)) == ""

@@ -59,6 +59,9 @@ class Adapter:
     # The fields (resize-gpu, scale-replicas, set-priority) its webhook refuses or its controller never carries
     # to a pod, given the resource as read, each with the reason: refused as `operator-forbids`, never written.
     forbidden: Callable[[Obj], Mapping[str, str]] = field(default=lambda obj: {})
+    # The same for one part, given the GPU resource the reactor manages (a KServe component in a serverless canary,
+    # a predictor whose GPUs come from its ServingRuntime): merged over `forbidden` for that part only.
+    part_forbidden: Callable[[Obj, Part, str], Mapping[str, str]] | None = None
     # A template change brings up a whole new copy before the old one goes (a RayService's zero-downtime upgrade
     # prepares a new RayCluster): every replica of the part is surge while both run.
     replaces_all: bool = False

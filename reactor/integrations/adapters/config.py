@@ -8,6 +8,7 @@ nothing here reads the cluster.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 from reactor.core.errors import ConfigError
 from reactor.integrations.adapters import naming
 from reactor.integrations.adapters.base import Adapter, Obj, Part, Path
-from reactor.integrations.adapters.builtin import BUILTIN, child_rollout
+from reactor.integrations.adapters.builtin import BUILTIN, child_rollout, ray_service_forbidden
 
 _GROUP = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$")
 _VERSION = re.compile(r"^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$")
@@ -61,8 +62,22 @@ def parse_custom(key: str, raw: Any) -> tuple[Adapter, ...]:
     return adapters
 
 
-def enabled(builtin: tuple[str, ...], custom: tuple[Adapter, ...]) -> tuple[Adapter, ...]:
-    return tuple(a for a in BUILTIN if a.kind in builtin) + custom
+def parse_incremental_gate(key: str, raw: Any) -> bool | None:
+    """Whether KubeRay's RayServiceIncrementalUpgrade feature gate is on in the cluster (true, false, or null for
+    not declared): the operator's process flag, which the reactor cannot read (builtin `ray_service_forbidden`)."""
+    if raw is None or isinstance(raw, bool):
+        return raw
+    raise ConfigError(key, f"expected true, false or null (KubeRay's RayServiceIncrementalUpgrade gate), got {raw!r}")
+
+
+def enabled(builtin: tuple[str, ...], custom: tuple[Adapter, ...], *,
+            ray_incremental_gate: bool | None = None) -> tuple[Adapter, ...]:
+    """The enabled adapters; the RayService adapter told what the policy declares of KubeRay's gate."""
+    def configured(adapter: Adapter) -> Adapter:
+        if adapter.kind != "RayService" or ray_incremental_gate is None:
+            return adapter
+        return dataclasses.replace(adapter, forbidden=lambda obj: ray_service_forbidden(obj, ray_incremental_gate))
+    return tuple(configured(a) for a in BUILTIN if a.kind in builtin) + custom
 
 
 def _adapter(key: str, entry: Any) -> Adapter:

@@ -53,12 +53,29 @@ def isvc_child_name(owner: Obj, component: str) -> str | None:
     return f"{isvc}-{component}" if component in ISVC_COMPONENTS else None
 
 
+def isvc_other_children(owner: Obj, component: str) -> set[str]:
+    """The other Deployments KServe v0.20.0 makes for the predictor, each with `component: predictor`: a canary's
+    `<isvc>-<canary name>-predictor` (components/predictor.go reconcileCanaryDeployments, PredictorServiceName)
+    and a multi-node predictor's workers `<isvc>-predictor-worker` (reconcileWorker, PredictorWorkerServiceName).
+    Confirmed so that their pods reach the predictor's refusal (builtin `_isvc_part_forbidden`) with its reason."""
+    if component != "predictor":
+        return set()
+    isvc, names = _name(owner), set()
+    for canary in read(owner, ("spec", "canary")) or []:
+        variant = read(canary, ("predictor", "name"))
+        if isinstance(variant, str) and variant:
+            names.add(f"{isvc}-{variant}-predictor")
+    if isinstance(read(owner, ("spec", "predictor", "workerSpec")), Mapping):
+        names.add(f"{isvc}-predictor-worker")
+    return names
+
+
 def inference_service(owner: Obj, child_kind: str, child: Obj) -> str | None:
     component = str(_labels(child).get("component", ""))
     expected = isvc_child_name(owner, component)
     if expected is None or not isinstance(read(owner, ("spec", component)), Mapping):
         return f"the InferenceService has no component {component!r} for its {child_kind} {_name(child)}"
-    if _name(child) != expected:
+    if _name(child) != expected and _name(child) not in isvc_other_children(owner, component):
         return f"KServe names the {component}'s {child_kind} {expected} (constants.PredictorServiceName), " \
                f"not {_name(child)}"
     return None
