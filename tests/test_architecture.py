@@ -90,7 +90,7 @@ def test_the_top_of_the_package_reads_as_the_pipeline() -> None:
     top = {p.name for p in PACKAGE.iterdir() if not p.name.startswith((".", "__pycache__"))}
     assert top == {
         "__init__.py", "__main__.py", "py.typed",
-        "intake", "engine.py", "resolve", "policy", "act", "state", "observe",  # the pipeline, in order
+        "intake", "engine", "resolve", "policy", "act", "state", "observe",  # the pipeline, in order
         "cluster", "integrations", "config", "core",  # what the stages stand on
         "app", "tools",  # the wings: entry points, development tools
     }

@@ -76,7 +76,7 @@ class Attempt:
     # and the Event's reason.
     stalled: tuple[Verification, str] | None = None
     event_reason: str = ""
-    # A rebalance's side (engine.py): the `rebalance` record the write leaves (KEEP: as read), and what the
+    # A rebalance's side (engine/rebalancing.py): the `rebalance` record the write leaves (KEEP: as read), and what the
     # Event adds, naming the other side.
     rebalance: RebalanceWrite = KEEP
     event_note: str = ""

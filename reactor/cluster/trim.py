@@ -16,7 +16,7 @@ What each kind keeps, and who reads it (change this table with the readers):
   labels must match the Deployment's selector). The pod template's `spec` and the `status` are never read.
 - Job: the same ownership fields, and `status` (a JobSet's child Job is read for its rollout); the pod
   template's `spec` is never read (a Job is never patched; its template is immutable).
-- HorizontalPodAutoscaler: `spec` (`scaleTargetRef`, engine.py `hpa_targets`); `status` is never read.
+- HorizontalPodAutoscaler: `spec` (`scaleTargetRef`, cluster/workloads.py `hpa_targets`); `status` is never read.
 - LimitRange, ResourceQuota, PriorityClass: kept whole but for the metadata (small, and every field is read:
   limits, hard/used, value/globalDefault).
 
