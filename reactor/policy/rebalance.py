@@ -10,6 +10,8 @@ qualifies only if every one of these holds, and each candidate gets a verdict wi
 - the refusing quota counts its pods (policy/quota.py `tracks`: the same scopes as the quota check);
 - its priority is lower than or equal to the receiver's (`priority_rank`), unless `rebalance.higherPriorityDonors`;
 - its effective mode is enforce (never a workload in recommend or off);
+- its change frees GPUs now: never a CronJob, whose change reaches only its next run (its running Job keeps its
+  GPUs until it ends, so the receiver would wait for nothing and the donor be given back);
 - its OWN decision on its idle signal (`decide`, with every rail it has today: bounds and minimum, LimitRange,
   cooldown, rollout in progress, HPA, operators' refusals, its own quota surge check) is an Action going "down",
   and that Action frees at least the GPUs missing in that quota (`freed`).
@@ -26,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from reactor.core.model import Action, Bounds, Mode, Shortfall, Signal, Skip, Workload, WorkloadRef
+from reactor.core.model import Action, Bounds, Kind, Mode, Shortfall, Signal, Skip, Workload, WorkloadRef
 from reactor.policy.context import Context
 from reactor.policy.quota import pod_gpus, tracks
 from reactor.policy.values import Policy
@@ -122,6 +124,8 @@ def qualify(candidate: Candidate, *, receiver: Workload, shortfall: Shortfall, b
         return no(f"priority {workload.priority_class} is higher than the receiver's {receiver.priority_class}")
     if candidate.mode is not Mode.ENFORCE:
         return no(f"mode {candidate.mode.value}: a donor must be in enforce")
+    if ref.kind == Kind.CRONJOB:
+        return no("a CronJob's change reaches only its next run: its running Job keeps its GPUs until it ends")
     decision = candidate.decision
     if isinstance(decision, Skip):
         return no(f"its own decision on {candidate.signal.alert}: {decision.reason.value}: {decision.detail}")

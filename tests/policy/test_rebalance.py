@@ -181,3 +181,13 @@ def test_the_give_back_needs_the_room_and_the_right_receiver() -> None:
     off = workload(replicas=1, gpus=4, annotations={**_gave(), "gpu-reactor.io/mode": "off"})
     refused = decide_given_back(signal(status="resolved"), off, bounds(hard=16), POLICY, NOW, "uid-inference")
     assert isinstance(refused, Skip) and refused.reason is SkipReason.MODE_OFF
+
+
+def test_a_cronjob_never_gives_its_change_frees_nothing_before_its_running_job_ends() -> None:
+    """A CronJob's template change reaches its next run only (the running Job keeps its pods and their GPUs):
+    a CronJob donor would free nothing the receiver could use now, so it is refused by name."""
+    w = _named(workload(kind="CronJob", gpus=4, annotations=OPTED), "nightly-training")
+    sig = signal("GPUIdle", value=0.1)
+    candidate = Candidate(w, sig, {}, Mode.ENFORCE, decide(sig, w, BOUNDS, POLICY, NOW))
+    verdict = _verdict(candidate)
+    assert not verdict.qualifies and "next run" in verdict.reason
