@@ -353,3 +353,15 @@ def test_the_printer_column_jsonpath_subset() -> None:
     with pytest.raises(jsonpath.PathError):
         jsonpath.find(obj, ".status..x[")
 
+
+
+def test_a_priority_class_is_defaulted_to_preempt_lower_priority(tsim: SimCluster) -> None:
+    """pkg/apis/scheduling/v1/defaults.go SetDefaults_PriorityClass: what `kubectl get pc` shows as PREEMPTIONPOLICY."""
+    tsim.apply({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "gpu-high"},
+                "value": 1000})
+    tsim.apply({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "gpu-burst"},
+                "value": 500, "preemptionPolicy": "Never"})
+    assert tsim.get("priorityclasses", None, "gpu-high")["preemptionPolicy"] == "PreemptLowerPriority"
+    _, table = _get(tsim, "/apis/scheduling.k8s.io/v1/priorityclasses")
+    cells = {r["cells"][0]: r["cells"][4] for r in table["rows"]}
+    assert (cells["gpu-high"], cells["gpu-burst"]) == ("PreemptLowerPriority", "Never")
