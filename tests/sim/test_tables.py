@@ -333,6 +333,15 @@ def test_kubectl_get_wide_prints_the_servers_columns(tmp_path: Path) -> None:
             assert rows[-1][:4] == ["trainer-1", "1/1", "Running", "0"]
             header, row = kubectl("get", "sts", "-n", "ml-workloads")
             assert (header, row[:2]) == (["NAME", "READY", "AGE"], ["trainer", "2/2"])
+            if SHARED.is_dir():  # Kueue's LocalQueue: its CRD's additionalPrinterColumns become kubectl's header
+                kubectl("apply", "--validate=false", "-f", str(SHARED / "kueue.x-k8s.io_localqueues.yaml"))
+                queue = tmp_path / "queue.yaml"
+                queue.write_text("apiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\n"
+                                 "metadata: {name: team-a, namespace: ml-workloads}\nspec: {clusterQueue: cq-a}\n")
+                kubectl("apply", "--validate=false", "-f", str(queue))
+                header, row = kubectl("get", "localqueues", "-n", "ml-workloads", "-o", "wide")
+                assert header == ["NAME", "CLUSTERQUEUE", "PENDING", "WORKLOADS", "ADMITTED", "WORKLOADS"]
+                assert row == ["team-a", "cq-a"]  # the status counts are unset: empty cells
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.communicate(timeout=10)
