@@ -9,16 +9,21 @@ RUNTIME := $(VENV)/.runtime
 
 # The demo needs the runtime only (flask, kubernetes, prometheus-client, pyyaml, gunicorn); the test, lint and
 # bench targets add the test extras (pytest, hypothesis, helm's engine, mypy, ...).
+# setuptools' editable install prints a boxed "Editable installation ... folders with the same name as your
+# package" BuildBackendWarning through a current pip even with -q: noise for a first run (the checkout is the
+# package), so it is filtered by its message (PYTHONWARNINGS reaches pip's build-backend subprocess).
+QUIET_EDITABLE := PYTHONWARNINGS="ignore:Editable installation"
+
 $(RUNTIME): pyproject.toml
 	@echo "first run: creating $(VENV) and installing the reactor's runtime (about a minute)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e .
+	$(QUIET_EDITABLE) $(PY) -m pip install -q -e .
 	touch $(RUNTIME)
 
 $(STAMP): $(RUNTIME)
 	@echo "installing the test extras into $(VENV) (about two minutes the first time)"
-	$(PY) -m pip install -q -e '.[test]'
+	$(QUIET_EDITABLE) $(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
 demo: $(RUNTIME)

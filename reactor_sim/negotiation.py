@@ -4,7 +4,8 @@ Upstream: k8s.io/apiserver/pkg/endpoints/handlers/negotiation/negotiate.go (`Neg
 `acceptMediaTypeOptions`: the `as`, `g` and `v` parameters name the form to convert to; a clause whose form the
 endpoint does not allow is passed over, and when none is left the answer is 406 NotAcceptable),
 handlers/rest.go `AllowsMediaTypeTransform` (PartialObjectMetadata and PartialObjectMetadataList of meta.k8s.io
-v1 or v1beta1, and Table — not served here), and handlers/response.go (`asPartialObjectMetadata`,
+v1 or v1beta1, and Table — built in tables.py, offered for the kinds it has a convertor for), and
+handlers/response.go (`asPartialObjectMetadata`,
 `asPartialObjectMetadataList`: each item keeps its whole `metadata` and gets kind PartialObjectMetadata; the list
 keeps resourceVersion and continue; asking for one form of the other shape is a 406). A watch converts each event's
 object (handlers/watch.go `newWatchEmbeddedEncoder`). This is what client-go's metadata client and the garbage
@@ -21,6 +22,7 @@ from reactor_sim.status import ApiError
 Obj = dict[str, Any]
 PARTIAL = "PartialObjectMetadata"
 PARTIAL_LIST = "PartialObjectMetadataList"
+TABLE = "Table"
 GROUP_VERSIONS = ("meta.k8s.io/v1", "meta.k8s.io/v1beta1")
 _JSON = ("application/json", "application/*", "*/*")
 ACCEPTED = "only the following media types are accepted: application/json, application/yaml, " \
@@ -31,10 +33,12 @@ def not_acceptable(message: str) -> ApiError:
     return ApiError(406, "NotAcceptable", message)
 
 
-def target(accept: str | None) -> tuple[str, str] | None:
+def target(accept: str | None, *, table: bool = False) -> tuple[str, str] | None:
     """(kind, apiVersion) of the form the Accept header asks for; None for the object as stored.
 
-    Raises 406 when every clause asks for a form this server cannot give (an unknown `as`, another group)."""
+    `table`: whether the resource has a Table convertor (else a Table clause is passed over, as kubectl expects
+    when it offers plain JSON after it). Raises 406 when every clause asks for a form this server cannot give
+    (an unknown `as`, another group)."""
     if not accept or not accept.strip():
         return None
     refused = False
@@ -48,7 +52,7 @@ def target(accept: str | None) -> tuple[str, str] | None:
         if kind is None:
             return None
         api_version = f"{params.get('g', '')}/{params.get('v', '')}"
-        if kind in (PARTIAL, PARTIAL_LIST) and api_version in GROUP_VERSIONS:
+        if (kind in (PARTIAL, PARTIAL_LIST) or (kind == TABLE and table)) and api_version in GROUP_VERSIONS:
             return kind, api_version
         refused = True
     if refused:

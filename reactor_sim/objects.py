@@ -129,8 +129,12 @@ def strip_rv(obj: Obj) -> Obj:
 
 
 def default_workload(obj: Obj) -> None:
-    """Decode-time defaults of apps/v1 workloads (replicas, strategy, history limits)."""
+    """Decode-time defaults of apps/v1 workloads (replicas, strategy, history limits), and a PriorityClass's
+    preemptionPolicy (kubernetes pkg/apis/scheduling/v1/defaults.go `SetDefaults_PriorityClass`)."""
     kind, spec = obj.get("kind"), obj.get("spec")
+    if kind == "PriorityClass":
+        obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+        return
     if not isinstance(spec, dict):
         return
     if kind == "Deployment":

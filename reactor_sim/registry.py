@@ -109,6 +109,8 @@ class Registry:
     resources: list[Resource] = field(default_factory=list)
     # (group, version, kind) -> openAPIV3Schema of a CRD's version; a custom resource is one with an entry.
     schemas: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    # (group, version, kind) -> a CRD version's additionalPrinterColumns (tables.py builds kubectl's Table from them)
+    printer_columns: dict[tuple[str, str, str], list[dict[str, Any]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.resources:
@@ -161,6 +163,8 @@ class Registry:
         for v in versions:
             schema = (v.get("schema") or {}).get("openAPIV3Schema")
             self.schemas[(res.group, v["name"], res.kind)] = schema if isinstance(schema, dict) else {}
+            columns = v.get("additionalPrinterColumns")
+            self.printer_columns[(res.group, v["name"], res.kind)] = columns if isinstance(columns, list) else []
         return res
 
     def schema_of(self, res: Resource, api_version: str = "") -> dict[str, Any] | None:

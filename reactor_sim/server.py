@@ -27,12 +27,14 @@ from reactor_sim import (
     protobuf_objects,
     rbac,
     routing,
+    tables,
     watch,
 )
 from reactor_sim.authn import Tokens, User
 from reactor_sim.faults import Faults
 from reactor_sim.operations import Api
 from reactor_sim.patch import JSON_PATCH, MERGE, STRATEGIC
+from reactor_sim.registry import Resource
 from reactor_sim.status import ApiError, bad_request, method_not_allowed, path_not_found, unsupported_media_type
 
 Obj = dict[str, Any]
@@ -87,6 +89,9 @@ class Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server: SimHTTPServer
     _form: tuple[str, str] | None = None  # the form the open watch sends its objects in (negotiation.py)
+    _include = ""  # a Table watch's includeObject (tables.py)
+    _watched: Resource | None = None
+    _headers_sent = False
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature
         pass
@@ -157,14 +162,21 @@ class Handler(BaseHTTPRequestHandler):
             return
         try:
             # negotiate.go NegotiateOutputMediaType runs before the read: a form it cannot give is a 406 first.
-            form = negotiation.target(self.headers.get("Accept")) if verb in ("get", "list", "watch") else None
+            form = negotiation.target(self.headers.get("Accept"),
+                                      table=not route.subresource and tables.offered(ctx.api.registry, route.resource)
+                                      ) if verb in ("get", "list", "watch") else None
+            include = tables.include_object(query) if form is not None and form[0] == tables.TABLE else ""
             if verb == "watch" and not route.subresource:
+                self._include = include
                 self._stream_watch(watch.options(route.resource, route.namespace, query), form)
                 return
             with ctx.api.store.lock:
                 manager = managed_fields.manager_of(query.get("fieldManager"), self.headers.get("User-Agent"))
                 code, answer = dispatch(ctx.api, method, verb, route, query, body, content_type, manager)
-            if form is not None and code == 200:
+            if form is not None and code == 200 and form[0] == tables.TABLE:
+                answer = tables.convert(answer, route.resource, ctx.api.registry, form[1], include, ctx.api.clock(),
+                                        is_list=verb == "list")
+            elif form is not None and code == 200:
                 answer = negotiation.convert(answer, form, is_list=verb == "list")
         except ApiError as e:
             self._send(e.code, e.body(), e.headers)
@@ -222,11 +234,15 @@ class Handler(BaseHTTPRequestHandler):
     def _stream_watch(self, opts: watch.Options, form: tuple[str, str] | None = None) -> None:
         """A watch: newline-delimited WatchEvents in chunks of one 200 response, until timeoutSeconds,
         the client leaves or the server stops (then a clean end of the chunked body). With `form`
-        (PartialObjectMetadata), each event's object is sent as its metadata only (negotiation.py)."""
-        if form is not None and form[0] != negotiation.PARTIAL:
+        (PartialObjectMetadata), each event's object is sent as its metadata only (negotiation.py); as a Table,
+        each event's object is a one-row Table, the column definitions on the first only (apiserver
+        handlers/watch.go: the table options get NoHeaders after the first object)."""
+        if form is not None and form[0] not in (negotiation.PARTIAL, tables.TABLE):
             raise negotiation.not_acceptable(f"you requested {form[0]}, but the requested object is not a list "
                                               f"(*v1.{opts.resource.kind})")
         self._form = form
+        self._watched = opts.resource
+        self._headers_sent = False
         store = self.server.ctx.api.store
         with store.lock:
             events, cursor = watch.begin(store, opts)
@@ -255,10 +271,22 @@ class Handler(BaseHTTPRequestHandler):
                 next_bookmark = time.monotonic() + ctx.bookmark_interval
             self._write_events(events)
 
+    def _table_event(self, event: Obj, api_version: str) -> Obj:
+        if event.get("type") == "ERROR" or not isinstance(event.get("object"), dict):
+            return event
+        ctx = self.server.ctx
+        assert self._watched is not None  # set by _stream_watch before any event is written
+        table = tables.convert(event["object"], self._watched, ctx.api.registry, api_version, self._include,
+                               ctx.api.clock(), is_list=False, headers=not self._headers_sent)
+        self._headers_sent = True
+        return {**event, "object": table}
+
     def _write_events(self, events: list[Obj]) -> None:
         form = self._form
         for event in events:
-            if form is not None:
+            if form is not None and form[0] == tables.TABLE:
+                event = self._table_event(event, form[1])
+            elif form is not None:
                 event = negotiation.event(event, form)
             data = json.dumps(event).encode() + b"\n"
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))

@@ -29,7 +29,7 @@ def check(settings: Settings) -> None:
     """Raise the ConfigError `assemble` would raise for the token file, the state keys or the cluster config."""
     token_file(settings)
     load_state_keys(settings.server.state_key_file, settings.server.state_previous_key_file,
-                    required=not settings.policy.dry_run)
+                    required=not settings.policy.dry_run, announce=False)
     cluster_config(settings)
 
 

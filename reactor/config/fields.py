@@ -57,6 +57,23 @@ def json_schema_of(parse: Parser) -> dict[str, Any]:
             from None
 
 
+def at_most_pattern(limit: int) -> str:
+    """An RE2 pattern of the decimal numerals (leading zeros allowed) whose value is at most `limit` (>= 0)."""
+    digits = str(limit)
+    shorter = [f"[0-9]{{1,{len(digits) - 1}}}"] if len(digits) > 1 else []
+    same = [digits[:i] + (f"[0-{int(d) - 1}]" if d != "1" else "0") + (f"[0-9]{{{len(digits) - i - 1}}}"
+                                                                          if i < len(digits) - 1 else "")
+            for i, d in enumerate(digits) if d != "0"]
+    return "0*(" + "|".join([*shorter, *same, digits]) + ")"
+
+
+def bounded_duration_pattern(hi: timedelta) -> str:
+    """DURATION_PATTERN with each unit's number at most `hi` in that unit (`8d` refused under 7d; `7d1h`, whose
+    parts each fit, still passes: a schema pattern cannot add the parts up — check-config and the render do)."""
+    parts = "".join(f"({at_most_pattern(hi // unit)}{u})?" for u, unit in _UNITS)
+    return f"^(0|{parts})$"
+
+
 def duration_schema(lo: timedelta | None = None, hi: timedelta | None = None) -> dict[str, Any]:
     """A duration: a Prometheus-style string, or a whole number of seconds (bounded where the range is known)."""
     seconds: dict[str, Any] = {"type": "integer"}
@@ -64,7 +81,8 @@ def duration_schema(lo: timedelta | None = None, hi: timedelta | None = None) ->
         seconds["minimum"] = int(lo.total_seconds())
     if hi is not None:
         seconds["maximum"] = int(hi.total_seconds())
-    return {"anyOf": [{"type": "string", "minLength": 1, "pattern": DURATION_PATTERN}, seconds]}
+    pattern = DURATION_PATTERN if hi is None else bounded_duration_pattern(hi)
+    return {"anyOf": [{"type": "string", "minLength": 1, "pattern": pattern}, seconds]}
 
 
 def parse_duration(key: str, raw: Any) -> timedelta:

@@ -223,9 +223,11 @@ def authenticate(workload: Workload, keys: StateKeys | None) -> Workload:
     return replace(workload, state=state)
 
 
-def load_state_keys(key_file: str | None, previous_file: str | None, *, required: bool = False) -> StateKeys | None:
+def load_state_keys(key_file: str | None, previous_file: str | None, *, required: bool = False,
+                    announce: bool = True) -> StateKeys | None:
     """The keys named by `state.keyFile` / `state.previousKeyFile` (re-read by content); None when no key file
-    is set.
+    is set. `announce`: log "state keys loaded" (the worker that uses them does; gunicorn's master, which only
+    checks them first in reactor/app/preflight.py, does not, so `reactor serve` says it once).
 
     `required` (a reactor that may write, i.e. not dryRun): no key file is a ConfigError. There is no
     ephemeral key: after a restart, or on the other replica, it could not verify what it signed.
@@ -239,7 +241,8 @@ def load_state_keys(key_file: str | None, previous_file: str | None, *, required
                                                "writes, and acts on none it cannot verify (see the README)")
         return None
     keys = KeyFiles(key_file, previous_file)
-    log.info("state keys loaded", extra={"key_file": key_file, "previous": keys.previous is not None})
+    if announce:
+        log.info("state keys loaded", extra={"key_file": key_file, "previous": keys.previous is not None})
     return keys
 
 

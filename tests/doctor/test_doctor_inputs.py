@@ -148,6 +148,21 @@ def test_the_token_is_not_checked_when_the_reactor_is_not_scraped(fake_prometheu
     assert check.status is Status.WARNING and "not scraped" in check.detail
 
 
+def test_inconclusive_counters_give_no_line_beside_the_signed_probe(fake_prometheus: str) -> None:
+    """Found on the first-hour walk (issue 28): with --token-file and --reactor-url the probe proves the token;
+    a second `webhook-token` warning saying "pass --token-file" contradicted it. Conclusive counters still speak."""
+    metric = token.METRIC
+    _Fake.queries = {}
+    assert token.from_counters(fake_prometheus, probing=True) is None
+    _Fake.queries = {f"count({metric})": _vector(2),
+                     f'sum(increase({metric}{{code="200"}}[1h]))': _vector(0),
+                     f'sum(increase({metric}{{code="401"}}[1h]))': _vector(0)}
+    assert token.from_counters(fake_prometheus, probing=True) is None
+    _Fake.queries[f'sum(increase({metric}{{code="401"}}[1h]))'] = _vector(4)
+    refused = token.from_counters(fake_prometheus, probing=True)
+    assert refused is not None and refused.status is Status.FAILING
+
+
 # kube-prometheus-stack's stock inhibit rules (charts/kube-prometheus-stack/templates/alertmanager/secret.yaml,
 # the default `alertmanager.config.inhibit_rules`).
 STOCK = [

@@ -92,6 +92,9 @@ GOOD: list[dict[str, Any]] = [
     {"namespaces": {"allow": ["*"]}},
     {"cooldown": "1h30m", "reverseAfter": "1h30m"},
     {"cooldown": 600},
+    {"cooldown": "7d", "reverseAfter": "7d"},           # the maximum, written as a string
+    {"cooldown": "0007d", "reverseAfter": "30d"},
+    {"server": {"timeout": "10m", "notificationDeadline": "5m"}},
     {"cooldown": "0", "revertAfter": "500ms"},
     {"targetUtilization": 1},
     {"alerts": {"GPUIdle": ["hold"]}},
@@ -111,6 +114,11 @@ BAD: list[dict[str, Any]] = [
     {"dryrun": True},                                   # the issue's typo
     {"cooldown": "30 minutes"},
     {"cooldown": 700_000},                              # above 7d, as seconds
+    {"cooldown": "8d"},                                 # above 7d, as a string (a bounded pattern)
+    {"cooldown": "2w"},
+    {"revertAfter": "169h"},
+    {"server": {"timeout": "601s"}},
+    {"server": {"notificationDeadline": "6m"}},
     {"targetUtilization": 5},
     {"defaultMode": "enforced"},
     {"alerts": {"GPUIdle": ["scale-replica-down"]}},    # strategy typo
@@ -188,3 +196,24 @@ def test_the_shipped_policy_files_fit_the_plain_schema(policy_file: str) -> None
     if not path.exists():
         pytest.skip(f"{policy_file} not in this checkout")
     jsonschema.Draft7Validator(json_schema.policy_schema()).validate(yaml.safe_load(path.read_text()))
+
+
+def test_a_duration_whose_parts_add_up_past_the_bound_is_left_to_check_config() -> None:
+    """The schema's pattern bounds each unit's number (`8d` > 7d is refused) but cannot add `7d` and `1h`: an
+    exact pattern for "sum <= 7d" would need a state per millisecond of the range. check-config refuses it."""
+    values = {"policy": {"cooldown": "7d1h", "reverseAfter": "30d"}}
+    assert (reactor_accepts(values), chart_accepts(values)) == (False, True)
+
+
+@pytest.mark.parametrize("limit", [0, 1, 7, 9, 10, 19, 100, 168, 300, 10080, 604800])
+def test_at_most_pattern_is_exactly_the_numerals_up_to_the_limit(limit: int) -> None:
+    """The RE2 pattern (alternation, classes, counted repeats only: same meaning in Python's re) against every
+    value to 2000 and around the limit, with and without leading zeros."""
+    import re
+
+    from reactor.config.fields import at_most_pattern
+    numeral = re.compile(f"^{at_most_pattern(limit)}$")
+    for value in {*range(2000), limit - 1, limit, limit + 1, limit * 10, limit * 10 + 9}:
+        if value >= 0:
+            for text in (str(value), f"00{value}"):
+                assert bool(numeral.match(text)) is (value <= limit), text

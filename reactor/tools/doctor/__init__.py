@@ -48,7 +48,7 @@ class Sources:
     token_file: Path | None = None  # the webhook token, for a signed probe (token.py)
 
 
-def prometheus_checks(url: str, thresholds: Path | None) -> Iterator[Check]:
+def prometheus_checks(url: str, thresholds: Path | None, *, probing: bool = False) -> Iterator[Check]:
     yield prometheus.dcgm_metrics(url)
     rules = prometheus.loaded_rules(url)
     configured, source = prometheus.spelling_of_rules(rules), "loaded rules"
@@ -58,7 +58,9 @@ def prometheus_checks(url: str, thresholds: Path | None) -> Iterator[Check]:
     yield prometheus.gpu_rules(url, rules)
     yield prometheus.shared_gpus(url, prometheus.arriving_spelling(url) or configured)
     yield from sources.scrape_checks(url, _exporter(rules, thresholds))
-    yield token.from_counters(url)
+    counted = token.from_counters(url, probing=probing)
+    if counted is not None:
+        yield counted
 
 
 def _exporter(rules: list[dict[str, Any]], thresholds: Path | None) -> sources.Exporter | None:
@@ -139,10 +141,11 @@ def _guarded(name: str, fix: str, checks: Callable[[], Iterator[Check]]) -> list
 def diagnose(sources: Sources, settings: Settings, kube: KubeGateway | str) -> list[Check]:
     """Every check, in order; `kube` is a gateway, or why there is none."""
     checks: list[Check] = []
+    probing = sources.token_file is not None and bool(sources.reactor_url)  # the signed probe proves the token
     if sources.prometheus:
         url = sources.prometheus
         checks += _guarded("prometheus", "pass the Prometheus URL (e.g. a port-forward to :9090)",
-                           lambda: prometheus_checks(url, sources.thresholds))
+                           lambda: prometheus_checks(url, sources.thresholds, probing=probing))
         checks += _guarded("prometheus", "pass the Prometheus URL (e.g. a port-forward to :9090)",
                            lambda: signal_checks(url, sources.thresholds, settings))
     else:

@@ -1,0 +1,567 @@
+"""The columns and cells kube-apiserver gives kubectl for the built-in kinds (`kubectl get`, `-o wide`).
+
+Upstream: kubernetes pkg/printers/internalversion/printers.go v1.32 — `AddHandlers` (each kind's
+`...ColumnDefinitions`; `Priority: 1` marks the columns kubectl shows only with `-o wide`) and the `print<Kind>`
+functions (the cells); the server always generates the wide row (pkg/printers/storage/storage.go
+`TableConvertor.ConvertToTable`: `GenerateOptions{Wide: true}`), kubectl drops the priority columns itself. AGE and
+the other times are `translateTimestampSince` → apimachinery pkg/util/duration `HumanDuration`. Column descriptions
+are the fields' API documentation (`SwaggerDoc()`), as the v1 OpenAPI publishes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from reactor_sim.selectors import selector_string
+
+Obj = dict[str, Any]
+Cell = str | int | bool | None
+
+NAME_DOC = ("Name must be unique within a namespace. Is required when creating resources, although some resources "
+            "may allow a client to request the generation of an appropriate name automatically. Name is primarily "
+            "intended for creation idempotence and configuration definition. Cannot be updated. More info: "
+            "https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names")
+CREATED_DOC = ("CreationTimestamp is a timestamp representing the server time when this object was created. It is not "
+               "guaranteed to be set in happens-before order across separate operations. Clients may not set this "
+               "value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null "
+               "for lists. More info: "
+               "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata")
+CONTAINERS_DOC = "Names of each container in the template."
+IMAGES_DOC = "Images referenced by each container in the template."
+
+
+def column(name: str, kind: str = "string", doc: str = "", *, priority: int = 0, fmt: str = "") -> Obj:
+    """One metav1.TableColumnDefinition as JSON (every field is sent, none has `omitempty`)."""
+    return {"name": name, "type": kind, "format": fmt, "description": doc, "priority": priority}
+
+
+NAME = column("Name", "string", NAME_DOC, fmt="name")
+AGE = column("Age", "string", CREATED_DOC)
+
+
+@dataclass(frozen=True)
+class Printer:
+    columns: tuple[Obj, ...]
+    cells: Callable[[Obj, datetime], list[Cell]]
+
+
+# --- helpers, each mirroring the printers.go / apimachinery function of the same name ---
+
+def human_duration(seconds: float) -> str:
+    """apimachinery pkg/util/duration `HumanDuration`."""
+    s = int(seconds)
+    if s < -1:
+        return "<invalid>"
+    if s < 0:
+        return "0s"
+    if s < 120:
+        return f"{s}s"
+    minutes = s // 60
+    if minutes < 10:
+        rest = s % 60
+        return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = s // 3600
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h" if rest == 0 else f"{hours}h{rest}m"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        rest = hours % 24
+        return f"{hours // 24}d" if rest == 0 else f"{hours // 24}d{rest}h"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        rest = (hours // 24) % 365
+        return f"{hours // 24 // 365}y" if rest == 0 else f"{hours // 24 // 365}y{rest}d"
+    return f"{hours // 24 // 365}y"
+
+
+def parse_time(value: Any) -> datetime | None:
+    """A metav1.Time / MicroTime in its RFC 3339 JSON form; None when unset or unreadable."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def since(value: Any, now: datetime) -> str:
+    """`translateTimestampSince` (and `translateMicroTimestampSince`): "<unknown>" for a zero time."""
+    when = parse_time(value)
+    if when is None:
+        return "<unknown>"
+    return human_duration((now - when).total_seconds())
+
+
+def age(obj: Obj, now: datetime) -> str:
+    return since((obj.get("metadata") or {}).get("creationTimestamp"), now)
+
+
+def name(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+def layout_containers(containers: list[Obj] | None) -> tuple[str, str]:
+    """`layoutContainerCells`: the containers' names and images, comma-separated."""
+    containers = containers or []
+    return ",".join(str(c.get("name", "")) for c in containers), ",".join(str(c.get("image", "")) for c in containers)
+
+
+def format_selector(selector: Obj | None) -> str:
+    """metav1 `FormatLabelSelector`: "<none>" for an empty selector."""
+    return selector_string(selector) or "<none>"
+
+
+def _spec(obj: Obj) -> Obj:
+    return obj.get("spec") or {}
+
+
+def _status(obj: Obj) -> Obj:
+    return obj.get("status") or {}
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def _has_condition(obj: Obj, ctype: str) -> bool:
+    """`hasJobCondition`: a condition of that type whose status is True."""
+    return any(c.get("type") == ctype and c.get("status") == "True" for c in _status(obj).get("conditions") or [])
+
+
+# --- the kinds ---
+
+def _deployment(obj: Obj, now: datetime) -> list[Cell]:
+    """printDeployment."""
+    spec, status = _spec(obj), _status(obj)
+    names, images = layout_containers(((spec.get("template") or {}).get("spec") or {}).get("containers"))
+    return [name(obj), f"{_int(status.get('readyReplicas'))}/{_int(spec.get('replicas'))}",
+            _int(status.get("updatedReplicas")), _int(status.get("availableReplicas")), age(obj, now),
+            names, images, selector_string(spec.get("selector"))]
+
+
+def _replica_set(obj: Obj, now: datetime) -> list[Cell]:
+    """printReplicaSet."""
+    spec, status = _spec(obj), _status(obj)
+    names, images = layout_containers(((spec.get("template") or {}).get("spec") or {}).get("containers"))
+    return [name(obj), _int(spec.get("replicas")), _int(status.get("replicas")), _int(status.get("readyReplicas")),
+            age(obj, now), names, images, selector_string(spec.get("selector"))]
+
+
+def _stateful_set(obj: Obj, now: datetime) -> list[Cell]:
+    """printStatefulSet."""
+    spec, status = _spec(obj), _status(obj)
+    names, images = layout_containers(((spec.get("template") or {}).get("spec") or {}).get("containers"))
+    return [name(obj), f"{_int(status.get('readyReplicas'))}/{_int(spec.get('replicas'))}", age(obj, now),
+            names, images]
+
+
+def _job(obj: Obj, now: datetime) -> list[Cell]:
+    """printJob: STATUS from the conditions (in printers.go's order), COMPLETIONS, DURATION."""
+    spec, status = _spec(obj), _status(obj)
+    succeeded = _int(status.get("succeeded"))
+    if spec.get("completions") is not None:
+        completions = f"{succeeded}/{_int(spec['completions'])}"
+    elif _int(spec.get("parallelism")) > 1:
+        completions = f"{succeeded}/1 of {_int(spec['parallelism'])}"
+    else:
+        completions = f"{succeeded}/1"
+    start, end = parse_time(status.get("startTime")), parse_time(status.get("completionTime"))
+    duration = "" if start is None else human_duration(((end or now) - start).total_seconds())
+    if _has_condition(obj, "Complete"):
+        state = "Complete"
+    elif _has_condition(obj, "Failed"):
+        state = "Failed"
+    elif (obj.get("metadata") or {}).get("deletionTimestamp"):
+        state = "Terminating"
+    elif _has_condition(obj, "Suspended"):
+        state = "Suspended"
+    elif _has_condition(obj, "FailureTarget"):
+        state = "FailureTarget"
+    elif _has_condition(obj, "SuccessCriteriaMet"):
+        state = "SuccessCriteriaMet"
+    else:
+        state = "Running"
+    names, images = layout_containers(((spec.get("template") or {}).get("spec") or {}).get("containers"))
+    return [name(obj), state, completions, duration, age(obj, now), names, images,
+            format_selector(spec.get("selector"))]
+
+
+def _cron_job(obj: Obj, now: datetime) -> list[Cell]:
+    """printCronJob (`printBoolPtr` for SUSPEND)."""
+    spec, status = _spec(obj), _status(obj)
+    last = since(status["lastScheduleTime"], now) if status.get("lastScheduleTime") else "<none>"
+    suspend = spec.get("suspend")
+    job_spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+    names, images = layout_containers(((job_spec.get("template") or {}).get("spec") or {}).get("containers"))
+    return [name(obj), str(spec.get("schedule", "")), str(spec.get("timeZone") or "<none>"),
+            "<unset>" if suspend is None else ("true" if suspend else "false"), len(status.get("active") or []),
+            last, age(obj, now), names, images, format_selector(job_spec.get("selector"))]
+
+
+def _restartable_init(container: Obj | None) -> bool:
+    """`isRestartableInitContainer`: a sidecar (restartPolicy Always)."""
+    return bool(container) and (container or {}).get("restartPolicy") == "Always"
+
+
+def _pod_reason(pod: Obj) -> tuple[int, int, str, int, datetime | None]:
+    """printPod's walk over the init and app container statuses: (ready, total, reason, restarts, last restart)."""
+    spec, status = _spec(pod), _status(pod)
+    inits = {c.get("name"): c for c in spec.get("initContainers") or []}
+    total = len(spec.get("containers") or []) + sum(1 for c in inits.values() if _restartable_init(c))
+    ready = restarts = sidecar_restarts = 0
+    last: datetime | None = None
+    sidecar_last: datetime | None = None
+    phase = str(status.get("phase", ""))
+    reason = str(status.get("reason") or phase)
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("reason") == "SchedulingGated":
+            reason = "SchedulingGated"
+
+    def finished(cs: Obj) -> datetime | None:
+        return parse_time(((cs.get("lastState") or {}).get("terminated") or {}).get("finishedAt"))
+
+    initializing = False
+    init_statuses = status.get("initContainerStatuses") or []
+    for i, cs in enumerate(init_statuses):
+        restarts += _int(cs.get("restartCount"))
+        ended = finished(cs)
+        if ended and (last is None or ended > last):
+            last = ended
+        sidecar = _restartable_init(inits.get(cs.get("name")))
+        if sidecar:
+            sidecar_restarts += _int(cs.get("restartCount"))
+            if ended and (sidecar_last is None or ended > sidecar_last):
+                sidecar_last = ended
+        state = cs.get("state") or {}
+        terminated, waiting = state.get("terminated"), state.get("waiting")
+        if terminated is not None and _int(terminated.get("exitCode")) == 0:
+            continue
+        if sidecar and cs.get("started"):
+            ready += 1 if cs.get("ready") else 0
+            continue
+        if terminated is not None:
+            if terminated.get("reason"):
+                reason = f"Init:{terminated['reason']}"
+            elif _int(terminated.get("signal")):
+                reason = f"Init:Signal:{_int(terminated['signal'])}"
+            else:
+                reason = f"Init:ExitCode:{_int(terminated.get('exitCode'))}"
+        elif waiting is not None and waiting.get("reason") and waiting.get("reason") != "PodInitializing":
+            reason = f"Init:{waiting['reason']}"
+        else:
+            reason = f"Init:{i}/{len(spec.get('initContainers') or [])}"
+        initializing = True
+        break
+    initialized = any(c.get("type") == "Initialized" and c.get("status") == "True"
+                      for c in status.get("conditions") or [])
+    if not initializing or initialized:
+        restarts, last = sidecar_restarts, sidecar_last
+        running = False
+        for cs in reversed(status.get("containerStatuses") or []):
+            restarts += _int(cs.get("restartCount"))
+            ended = finished(cs)
+            if ended and (last is None or ended > last):
+                last = ended
+            state = cs.get("state") or {}
+            waiting, terminated = state.get("waiting") or {}, state.get("terminated")
+            if waiting.get("reason"):
+                reason = str(waiting["reason"])
+            elif terminated is not None and terminated.get("reason"):
+                reason = str(terminated["reason"])
+            elif terminated is not None:
+                signal = _int(terminated.get("signal"))
+                reason = f"Signal:{signal}" if signal else f"ExitCode:{_int(terminated.get('exitCode'))}"
+            elif cs.get("ready") and state.get("running") is not None:
+                running = True
+                ready += 1
+        if reason == "Completed" and running:
+            pod_ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                            for c in status.get("conditions") or [])
+            reason = "Running" if pod_ready else "NotReady"
+    deleting = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+    if deleting and status.get("reason") == "NodeLost":
+        reason = "Unknown"
+    elif deleting and phase not in ("Succeeded", "Failed"):
+        reason = "Terminating"
+    return ready, total, reason, restarts, last
+
+
+def _pod(pod: Obj, now: datetime) -> list[Cell]:
+    """printPod: READY, STATUS (the reason), RESTARTS ("N (AGE ago)"), and the wide IP/NODE/NOMINATED/GATES."""
+    spec, status = _spec(pod), _status(pod)
+    ready, total, reason, restarts, last = _pod_reason(pod)
+    restarts_text = str(restarts)
+    if restarts and last is not None:
+        restarts_text = f"{restarts} ({human_duration((now - last).total_seconds())} ago)"
+    ips = status.get("podIPs") or []
+    gates = spec.get("readinessGates") or []
+    gates_text = "<none>"
+    if gates:
+        conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+        gates_text = f"{sum(1 for g in gates if conditions.get(g.get('conditionType')) == 'True')}/{len(gates)}"
+    return [name(pod), f"{ready}/{total}", reason, restarts_text, age(pod, now),
+            (ips[0].get("ip") if ips else "") or "<none>", spec.get("nodeName") or "<none>",
+            status.get("nominatedNodeName") or "<none>", gates_text]
+
+
+def pod_conditions(pod: Obj) -> list[Obj]:
+    """printPod's row conditions: `podSuccessConditions` / `podFailedConditions`."""
+    phase = _status(pod).get("phase")
+    if phase == "Succeeded":
+        return [{"type": "Completed", "status": "True", "reason": "Succeeded",
+                 "message": "The pod has completed successfully."}]
+    if phase == "Failed":
+        return [{"type": "Completed", "status": "True", "reason": "Failed", "message": "The pod failed."}]
+    return []
+
+
+def _event(obj: Obj, now: datetime) -> list[Cell]:
+    """printEvent (wide): LAST SEEN, TYPE, REASON, OBJECT, SUBOBJECT, SOURCE, MESSAGE, FIRST SEEN, COUNT, NAME."""
+    first = since(obj.get("firstTimestamp"), now) if obj.get("firstTimestamp") else since(obj.get("eventTime"), now)
+    last = since(obj.get("lastTimestamp"), now) if obj.get("lastTimestamp") else first
+    count = _int(obj.get("count"))
+    series = obj.get("series")
+    if series:
+        last, count = since(series.get("lastObservedTime"), now), _int(series.get("count"))
+    elif count == 0:
+        count = 1
+    involved = obj.get("involvedObject") or {}
+    kind = str(involved.get("kind", "")).lower()
+    target = f"{kind}/{involved['name']}" if involved.get("name") else kind
+    source = obj.get("source") or {}
+    component = source.get("component") or obj.get("reportingComponent") or ""
+    instance = source.get("host") or obj.get("reportingInstance") or ""
+    return [last, str(obj.get("type", "")), str(obj.get("reason", "")), target, str(involved.get("fieldPath", "")),
+            f"{component}, {instance}" if instance else component, str(obj.get("message", "")).strip(), first, count,
+            name(obj)]
+
+
+def _namespace(obj: Obj, now: datetime) -> list[Cell]:
+    """printNamespace."""
+    return [name(obj), str(_status(obj).get("phase", "")), age(obj, now)]
+
+
+def _node(obj: Obj, now: datetime) -> list[Cell]:
+    """printNode: STATUS from the Ready condition (+SchedulingDisabled), ROLES from the role labels."""
+    status = _status(obj)
+    states = [("Ready" if c.get("status") == "True" else "NotReady")
+              for c in status.get("conditions") or [] if c.get("type") == "Ready"][:1] or ["Unknown"]
+    if _spec(obj).get("unschedulable"):
+        states.append("SchedulingDisabled")
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    roles = {k.removeprefix("node-role.kubernetes.io/") for k in labels
+             if k.startswith("node-role.kubernetes.io/") and k != "node-role.kubernetes.io/"}
+    if labels.get("kubernetes.io/role"):
+        roles.add(labels["kubernetes.io/role"])
+    info = status.get("nodeInfo") or {}
+    addresses = status.get("addresses") or []
+
+    def address(kind: str) -> str:
+        return next((str(a.get("address")) for a in addresses if a.get("type") == kind), "<none>")
+
+    return [name(obj), ",".join(states), ",".join(sorted(roles)) or "<none>", age(obj, now),
+            str(info.get("kubeletVersion", "")), address("InternalIP"), address("ExternalIP"),
+            info.get("osImage") or "<unknown>", info.get("kernelVersion") or "<unknown>",
+            info.get("containerRuntimeVersion") or "<unknown>"]
+
+
+def _resource_quota(obj: Obj, now: datetime) -> list[Cell]:
+    """printResourceQuota: "resource: used/hard" pairs, `limits.*` under LIMIT, the rest under REQUEST."""
+    status = _status(obj)
+    hard, used = status.get("hard") or {}, status.get("used") or {}
+    request: list[str] = []
+    limit: list[str] = []
+    for resource in sorted(hard):
+        pieces = resource.split(".")
+        (limit if len(pieces) > 1 and pieces[0] == "limits" else request).append(
+            f"{resource}: {used.get(resource, '0')}/{hard[resource]}")
+    return [name(obj), age(obj, now), ", ".join(request), ", ".join(limit)]
+
+
+def _priority_class(obj: Obj, now: datetime) -> list[Cell]:
+    """printPriorityClass."""
+    return [name(obj), _int(obj.get("value")), bool(obj.get("globalDefault")), age(obj, now),
+            str(obj.get("preemptionPolicy") or "")]
+
+
+def _lease(obj: Obj, now: datetime) -> list[Cell]:
+    """printLease."""
+    return [name(obj), str(_spec(obj).get("holderIdentity") or ""), age(obj, now)]
+
+
+def _config_map(obj: Obj, now: datetime) -> list[Cell]:
+    """printConfigMap: DATA counts data and binaryData keys."""
+    return [name(obj), len(obj.get("data") or {}) + len(obj.get("binaryData") or {}), age(obj, now)]
+
+
+def _secret(obj: Obj, now: datetime) -> list[Cell]:
+    """printSecret."""
+    return [name(obj), str(obj.get("type") or ""), len(obj.get("data") or {}), age(obj, now)]
+
+
+def _service_account(obj: Obj, now: datetime) -> list[Cell]:
+    """printServiceAccount."""
+    return [name(obj), len(obj.get("secrets") or []), age(obj, now)]
+
+
+def _pdb(obj: Obj, now: datetime) -> list[Cell]:
+    """printPodDisruptionBudget: "N/A" where a bound is unset."""
+    spec = _spec(obj)
+    low, high = spec.get("minAvailable"), spec.get("maxUnavailable")
+    return [name(obj), "N/A" if low is None else str(low), "N/A" if high is None else str(high),
+            _int(_status(obj).get("disruptionsAllowed")), age(obj, now)]
+
+
+_WIDE = 1
+PRINTERS: dict[tuple[str, str], Printer] = {
+    ("apps", "Deployment"): Printer((
+        NAME, column("Ready", doc="Number of the pod with ready state"),
+        column("Up-to-date", doc="Total number of non-terminating pods targeted by this deployment that have the "
+                                 "desired template spec."),
+        column("Available", doc="Total number of available pods (ready for at least minReadySeconds) targeted by "
+                                "this deployment."),
+        AGE, column("Containers", doc=CONTAINERS_DOC, priority=_WIDE), column("Images", doc=IMAGES_DOC, priority=_WIDE),
+        column("Selector", doc="Label selector for pods. Existing ReplicaSets whose pods are selected by this will be "
+                               "the ones affected by this deployment. It must match the pod template's labels.",
+               priority=_WIDE)), _deployment),
+    ("apps", "ReplicaSet"): Printer((
+        NAME, column("Desired", "integer", "Replicas is the number of desired replicas. This is a pointer to "
+                     "distinguish between explicit zero and unspecified. Defaults to 1. More info: "
+                     "https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/"
+                     "#what-is-a-replicationcontroller"),
+        column("Current", "integer", "Replicas is the most recently observed number of replicas. More info: "
+               "https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/"
+               "#what-is-a-replicationcontroller"),
+        column("Ready", "integer", "The number of ready replicas for this replica set."),
+        AGE, column("Containers", doc=CONTAINERS_DOC, priority=_WIDE), column("Images", doc=IMAGES_DOC, priority=_WIDE),
+        column("Selector", doc="Selector is a label query over pods that should match the replica count. If the "
+               "selector is empty, it is defaulted to the labels present on the pod template. Label keys and values "
+               "that must match in order to be controlled by this replica set. More info: "
+               "https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
+               priority=_WIDE)), _replica_set),
+    ("apps", "StatefulSet"): Printer((
+        NAME, column("Ready", doc="Number of the pod with ready state"), AGE,
+        column("Containers", doc=CONTAINERS_DOC, priority=_WIDE),
+        column("Images", doc=IMAGES_DOC, priority=_WIDE)), _stateful_set),
+    ("batch", "Job"): Printer((
+        NAME, column("Status", doc="Status of the job."),
+        column("Completions", doc="The number of pods which reached phase Succeeded. The value increases "
+               "monotonically for a given spec. However, it may decrease in reaction to scale down of elastic indexed "
+               "jobs."),
+        column("Duration", doc="Time required to complete the job."), AGE,
+        column("Containers", doc=CONTAINERS_DOC, priority=_WIDE), column("Images", doc=IMAGES_DOC, priority=_WIDE),
+        column("Selector", doc="A label query over pods that should match the pod count. Normally, the system sets "
+               "this field for you. More info: "
+               "https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
+               priority=_WIDE)), _job),
+    ("batch", "CronJob"): Printer((
+        NAME, column("Schedule", doc="The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron."),
+        column("Timezone", doc="The time zone name for the given schedule, see "
+               "https://en.wikipedia.org/wiki/List_of_tz_database_time_zones."),
+        column("Suspend", "boolean", "This flag tells the controller to suspend subsequent executions, it does not "
+               "apply to already started executions.  Defaults to false."),
+        column("Active", "integer", "A list of pointers to currently running jobs."),
+        column("Last Schedule", doc="Information when was the last time the job was successfully scheduled."), AGE,
+        column("Containers", doc=CONTAINERS_DOC, priority=_WIDE), column("Images", doc=IMAGES_DOC, priority=_WIDE),
+        column("Selector", doc="A label query over pods that should match the pod count. Normally, the system sets "
+               "this field for you. More info: "
+               "https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
+               priority=_WIDE)), _cron_job),
+    ("", "Pod"): Printer((
+        NAME, column("Ready", doc="The aggregate readiness state of this pod for accepting traffic."),
+        column("Status", doc="The aggregate status of the containers in this pod."),
+        column("Restarts", doc="The number of times the containers in this pod have been restarted and when the "
+                               "last container in this pod has restarted."),
+        AGE, column("IP", doc="podIP address allocated to the pod. Routable at least within the cluster. Empty if "
+                              "not yet allocated.", priority=_WIDE),
+        column("Node", doc="NodeName is a request to schedule this pod onto a specific node. If it is non-empty, the "
+               "scheduler simply schedules this pod onto that node, assuming that it fits resource requirements.",
+               priority=_WIDE),
+        column("Nominated Node", doc="nominatedNodeName is set only when this pod preempts other pods on the node, "
+               "but it cannot be scheduled right away as preemption victims receive their graceful termination "
+               "periods. This field does not guarantee that the pod will be scheduled on this node. Scheduler may "
+               "decide to place the pod elsewhere if other nodes become available sooner. Scheduler may also decide "
+               "to give the resources on this node to a higher priority pod that is created after preemption. As a "
+               "result, this field may be different than PodSpec.nodeName when the pod is scheduled.",
+               priority=_WIDE),
+        column("Readiness Gates", doc="If specified, all readiness gates will be evaluated for pod readiness. A pod "
+               "is ready when all its containers are ready AND all conditions specified in the readiness gates have "
+               "status equal to \"True\" More info: "
+               "https://git.k8s.io/enhancements/keps/sig-network/580-pod-readiness-gates", priority=_WIDE)), _pod),
+    ("", "Event"): Printer((
+        column("Last Seen", doc="The time at which the most recent occurrence of this event was recorded."),
+        column("Type", doc="Type of this event (Normal, Warning), new types could be added in the future"),
+        column("Reason", doc="This should be a short, machine understandable string that gives the reason for the "
+               "transition into the object's current status."),
+        column("Object", doc="The object that this event is about."),
+        column("Subobject", doc="If referring to a piece of an object instead of an entire object, this string "
+               "should contain a valid JSON/Go field access statement, such as desiredState.manifest.containers[2]. "
+               "For example, if the object reference is to a container within a pod, this would take on a value "
+               "like: \"spec.containers{name}\" (where \"name\" refers to the name of the container that triggered "
+               "the event) or if no container name is specified \"spec.containers[2]\" (container with index 2 in "
+               "this pod). This syntax is chosen only to have some well-defined way of referencing a part of an "
+               "object.", priority=_WIDE),
+        column("Source", doc="The component reporting this event. Should be a short machine understandable string.",
+               priority=_WIDE),
+        column("Message", doc="A human-readable description of the status of this operation."),
+        column("First Seen", doc="The time at which the event was first recorded. (Time of server receipt is in "
+               "TypeMeta.)", priority=_WIDE),
+        column("Count", doc="The number of times this event has occurred.", priority=_WIDE),
+        column("Name", doc=NAME_DOC, priority=_WIDE, fmt="name")), _event),
+    ("", "Namespace"): Printer((NAME, column("Status", doc="The status of the namespace"), AGE), _namespace),
+    ("", "Node"): Printer((
+        NAME, column("Status", doc="The status of the node"), column("Roles", doc="The roles of the node"), AGE,
+        column("Version", doc="Kubelet Version reported by the node."),
+        column("Internal-IP", doc="List of addresses reachable to the node.", priority=_WIDE),
+        column("External-IP", doc="List of addresses reachable to the node.", priority=_WIDE),
+        column("OS-Image", doc="OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 "
+               "(wheezy)).", priority=_WIDE),
+        column("Kernel-Version", doc="Kernel Version reported by the node from 'uname -r' (e.g. "
+               "3.16.0-0.bpo.4-amd64).", priority=_WIDE),
+        column("Container-Runtime", doc="ContainerRuntime Version reported by the node through runtime remote API "
+               "(e.g. containerd://1.4.2).", priority=_WIDE)), _node),
+    ("", "ResourceQuota"): Printer((
+        NAME, AGE,
+        column("Request", doc="Request represents a minimum amount of cpu/memory that a container may consume."),
+        column("Limit", doc="Limits control the maximum amount of cpu/memory that a container may use independent "
+               "of contention on the node.")), _resource_quota),
+    ("scheduling.k8s.io", "PriorityClass"): Printer((
+        NAME, column("Value", "integer", "value represents the integer value of this priority class. This is the "
+                     "actual priority that pods receive when they have the name of this class in their pod spec."),
+        column("Global-Default", "boolean", "globalDefault specifies whether this PriorityClass should be considered "
+               "as the default priority for pods that do not have any priority class. Only one PriorityClass can be "
+               "marked as `globalDefault`. However, if more than one PriorityClasses exists with their "
+               "`globalDefault` field set to true, the smallest value of such global default PriorityClasses will be "
+               "used as the default priority."), AGE,
+        column("PreemptionPolicy", doc="preemptionPolicy is the Policy for preempting pods with lower priority. One "
+               "of Never, PreemptLowerPriority. Defaults to PreemptLowerPriority if unset.")), _priority_class),
+    ("coordination.k8s.io", "Lease"): Printer((
+        NAME, column("Holder", doc="holderIdentity contains the identity of the holder of a current lease."), AGE),
+        _lease),
+    ("", "ConfigMap"): Printer((NAME, column("Data", doc="Data contains the configuration data."), AGE), _config_map),
+    ("", "Secret"): Printer((
+        NAME, column("Type", doc="Used to facilitate programmatic handling of secret data. More info: "
+                     "https://kubernetes.io/docs/concepts/configuration/secret/#secret-types"),
+        column("Data", doc="Data contains the secret data."), AGE), _secret),
+    ("", "ServiceAccount"): Printer((
+        NAME, column("Secrets", doc="Secrets is a list of the secrets in the same namespace that pods running using "
+                     "this ServiceAccount are allowed to use."), AGE), _service_account),
+    ("policy", "PodDisruptionBudget"): Printer((
+        NAME, column("Min Available", doc="The minimum number of pods that must be available."),
+        column("Max Unavailable", doc="The maximum number of pods that may be unavailable."),
+        column("Allowed Disruptions", "integer", "Calculated number of pods that may be disrupted at this time."),
+        AGE), _pdb),
+}
+
+
+def printer_for(group: str, kind: str) -> Printer | None:
+    return PRINTERS.get((group, kind))
