@@ -47,6 +47,20 @@ def test_401_for_missing_or_wrong_token(reactor: Reactor, header: str | None) ->
     assert reactor.sim.requests == {} or all(v == 0 for v in reactor.sim.requests.values())
 
 
+def test_a_401_is_counted_by_what_the_credentials_were(reactor: Reactor) -> None:
+    """`reactor doctor` tells a probe or a receiver without credentials (missing) from a stale Secret (wrong): its
+    own reachability probe sends no token, and must not read back as Alertmanager's token being wrong."""
+    body = sample("underutilized-firing")
+    for header in (None, "", "Bearer", "Bearer  ", "Basic dGVzdA==", f"bearer {TOKEN}"):
+        reactor.client.post("/alerts", json=body, headers={} if header is None else {"Authorization": header})
+    for header in (f"Bearer {TOKEN}x", "Bearer wrong"):
+        reactor.client.post("/alerts", json=body, headers={"Authorization": header})
+    unauthorized = "reactor_webhook_unauthorized_total"
+    assert reactor.metric(unauthorized, credentials="missing") == 6
+    assert reactor.metric(unauthorized, credentials="wrong") == 2
+    assert reactor.metric("reactor_webhook_requests_total", code="401") == 8
+
+
 def test_401_comes_before_any_other_check(reactor: Reactor) -> None:
     r = reactor.client.post("/alerts", data=b"x" * 10, headers={"Content-Type": "text/plain"})
     assert r.status_code == 401

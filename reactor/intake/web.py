@@ -79,7 +79,10 @@ def create_app(settings: Settings, *, engine: Handler, metrics: Metrics, token: 
             log.error("webhook token unreadable", extra={"error": str(e)})
             return answer(503, {"error": "the webhook token cannot be read; retry"})
         if not authorized:
-            return answer(401, {"error": "missing or wrong bearer token"})
+            header = request.headers.get("Authorization") or ""
+            credentials = "wrong" if header.startswith("Bearer ") and header[7:].strip() else "missing"
+            metrics.child(metrics.webhook_unauthorized, credentials).inc()
+            return answer(401, {"error": "missing or wrong bearer token"})  # the same either way
         length = request.content_length
         if length is not None and length > settings.server.max_body_bytes:
             return answer(413, {"error": f"body larger than {settings.server.max_body_bytes} bytes"})

@@ -127,19 +127,24 @@ def _vector(value: float) -> list[dict[str, Any]]:
     return [{"metric": {}, "value": [0, str(value)]}]
 
 
-@pytest.mark.parametrize("accepted, refused, status, words", [
-    (3, 0, Status.OK, "accepted 3 notification"),
-    (0, 5, Status.FAILING, "refused 5 with 401"),
-    (0, 0, Status.WARNING, "the token is not proven"),
+@pytest.mark.parametrize("accepted, refused, wrong, status, words", [
+    (3, 0, 0, Status.OK, "accepted 3 notification"),
+    (0, 5, 5, Status.FAILING, "refused 5 with 401 (a wrong token)"),
+    (0, 5, 2, Status.FAILING, "refused 2 with 401 (a wrong token)"),
+    (0, 5, None, Status.FAILING, "refused 5 with 401 (wrong or missing token)"),  # a reactor without the split
+    (0, 1, 0, Status.WARNING, "came without any token"),  # this doctor's own probe, on a rerun within the hour
+    (0, 0, 0, Status.WARNING, "the token is not proven"),
 ])
 def test_the_token_from_the_reactors_counters(fake_prometheus: str, accepted: float, refused: float,
-                                              status: Status, words: str) -> None:
+                                              wrong: float | None, status: Status, words: str) -> None:
     metric = token.METRIC
     _Fake.queries = {f"count({metric})": _vector(2),
                      f'sum(increase({metric}{{code="200"}}[1h]))': _vector(accepted),
                      f'sum(increase({metric}{{code="401"}}[1h]))': _vector(refused)}
+    if wrong is not None:
+        _Fake.queries[f'sum(increase({token.UNAUTHORIZED}{{credentials="wrong"}}[1h]))'] = _vector(wrong)
     check = token.from_counters(fake_prometheus)
-    assert check.status is status and words in check.detail, check
+    assert check is not None and check.status is status and words in check.detail, check
 
 
 def test_the_token_is_not_checked_when_the_reactor_is_not_scraped(fake_prometheus: str) -> None:

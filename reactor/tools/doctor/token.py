@@ -18,6 +18,7 @@ from reactor.tools.doctor.report import Check, failing, ok, warning
 NAME = "webhook-token"
 WINDOW = "1h"
 METRIC = "reactor_webhook_requests_total"
+UNAUTHORIZED = "reactor_webhook_unauthorized_total"
 TOKEN_FIX = ("make Alertmanager's bearer credentials the reactor's token Secret (chart: the Secret named by "
              "alertmanagerConfig.tokenSecret, in the AlertmanagerConfig's namespace)")
 
@@ -45,9 +46,18 @@ def _increase(prometheus: str, code: str) -> float | None:
     return float(series[0]["value"][1]) if series else None
 
 
+def _wrong(prometheus: str) -> float | None:
+    """401s that carried a bearer token, the wrong one (None: a reactor without that counter)."""
+    series = prometheus_query(prometheus, f'sum(increase({UNAUTHORIZED}{{credentials="wrong"}}[{WINDOW}]))')
+    return float(series[0]["value"][1]) if series else None
+
+
 def from_counters(prometheus: str, *, probing: bool = False) -> Check | None:
     """The reactor's own 200/401 counts over the last hour, as Prometheus scraped them.
 
+    A 401 without any token (`credentials="missing"`) proves nothing about Alertmanager's copy of the token: this
+    doctor's own reachability probe sends one, so a rerun within the hour would otherwise fail on its own probe.
+    Only 401s with a wrong token fail the check; missing ones alone are a warning naming both causes.
     `probing`: the signed probe runs too (`--token-file` with `--reactor-url`), so counters that prove nothing
     give no line (None) rather than a second `webhook-token` warning asking for the --token-file just given."""
     if not prometheus_query(prometheus, f"count({METRIC})"):
@@ -57,13 +67,21 @@ def from_counters(prometheus: str, *, probing: bool = False) -> Check | None:
                        "scrape the reactor's metrics port (chart: serviceMonitor.enabled), or pass --token-file")
     accepted = _increase(prometheus, "200") or 0.0
     refused = _increase(prometheus, "401") or 0.0
+    wrong = _wrong(prometheus)
     if accepted > 0:
         return ok(NAME, f"the reactor accepted {accepted:.0f} notification(s) in the last {WINDOW}: "
                         f"Alertmanager's token is right ({refused:.0f} refused 401)")
+    if refused > 0 and (wrong is None or wrong > 0):
+        shown = refused if wrong is None else wrong
+        return failing(NAME, f"the reactor accepted no notification in the last {WINDOW} and refused {shown:.0f} "
+                             f"with 401 ({'wrong or missing' if wrong is None else 'a wrong'} token)", TOKEN_FIX)
     if refused > 0:
-        return failing(NAME, f"the reactor accepted no notification in the last {WINDOW} and refused {refused:.0f} "
-                             "with 401 (wrong or missing token; `reactor doctor`'s own unsigned probe counts one)",
-                       TOKEN_FIX)
+        if probing:
+            return None
+        return warning(NAME, f"the reactor accepted no notification in the last {WINDOW}; its {refused:.0f} 401(s) "
+                             "came without any token (this doctor's own reachability probe sends one; or "
+                             "Alertmanager's receiver has no credentials)",
+                       "check the gpu-reactor receiver's http_config.authorization, or pass --token-file")
     if probing:
         return None
     return warning(NAME, f"no notification reached the reactor in the last {WINDOW}: the token is not proven",
