@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from reactor.core.metrics import REBALANCE_RESULTS
 from reactor_sim import SimCluster
 from tests.e2e.mirror import ClusterMirror
 from tests.e2e.pipeline import (
@@ -210,6 +211,9 @@ def _event(c: Case, name: str, reason: str) -> dict[str, Any]:
 def test_an_idle_donor_live_in_alertmanager_gives_to_the_saturated_receiver(case: Case) -> None:
     c, p = case, case.p
     donor_pods, receiver_pods = c.pods[DONOR], c.pods[RECEIVER]
+    # The real process exports every result from its start (core/metrics.py `_zero`), before any rebalance.
+    exported = {ls.get("result") for n, ls, _v in p.reactor.samples() if n == "reactor_rebalances_total"}
+    assert exported >= set(REBALANCE_RESULTS), exported
     moved_before = p.reactor.metric("reactor_rebalances_total", result="moved")
     source_ok_before = p.reactor.metric("reactor_alert_source_requests_total", result="ok")
 
