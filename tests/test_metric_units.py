@@ -8,7 +8,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
-from reactor.core.metrics import Metrics, StateGauge
+from reactor.core.metrics import REBALANCE_RESULTS, Metrics, StateGauge
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 ROW = re.compile(r"^\| (?P<names>`[^|]+`) \| (?P<unit>[^|]+) \| (?P<labels>[^|]+) \| (?P<when>[^|]+) \|$", re.M)
@@ -54,3 +54,14 @@ def test_skips_are_split_by_unit() -> None:
     assert "reactor_skips_total" not in exported
     assert "one per alert" in exported["reactor_alerts_skipped_total"]
     assert "one per workload" in exported["reactor_workload_skips_total"]
+
+
+def test_every_rebalance_result_is_zero_at_start_and_named_in_the_table() -> None:
+    """As the other counters with a closed set of labels (core/metrics.py `_zero`): a rate() over a result that has
+    not happened yet reads 0, not "no data", and the README's row names exactly the results the reactor counts."""
+    metrics = Metrics(CollectorRegistry())
+    for result in REBALANCE_RESULTS:
+        assert metrics.registry.get_sample_value("reactor_rebalances_total", {"result": result}) == 0, result
+    assert metrics.registry.get_sample_value("reactor_rebalance_gpus_moved_total") == 0
+    row = next(m for m in ROW.finditer(README) if "`reactor_rebalances_total`" in m.group("names"))
+    assert re.findall(r"`([a-z-]+)`", row.group("labels"))[1:] == list(REBALANCE_RESULTS)  # after `result`

@@ -19,11 +19,13 @@ from reactor_sim import SimCluster
 from tests.e2e.mirror import ClusterMirror, NodeExporter
 from tests.e2e.pipeline import (
     DELAYS,
+    DONOR_ON_DEMAND_ROUTE,
     NAMESPACE,
     NORMAL,
     POLICY,
     GenerationWatch,
     Pipeline,
+    with_rebalance,
 )
 from tests.e2e.reactor_process import start_reactor
 from tests.promstack.cadvisor import FakeCadvisor
@@ -87,8 +89,12 @@ def e2e_pipeline(e2e_binaries: dict[str, str], e2e_dir: Path, e2e_cluster: SimCl
     try:
         assert e2e_mirror.cadvisor is not None
         with promstack(e2e_dir / "promstack", exporter=e2e_mirror.exporter.address, webhook_url=sink.url,
-                       token_file=token_file, cadvisor=e2e_mirror.cadvisor.address, **e2e_binaries) as stack:
-            reactor = start_reactor(e2e_dir / "reactor", sim=e2e_cluster, policy=POLICY, token_file=token_file)
+                       token_file=token_file, cadvisor=e2e_mirror.cadvisor.address,
+                       routes_before=[DONOR_ON_DEMAND_ROUTE], **e2e_binaries) as stack:
+            # Rebalancing on for the whole package: it acts only on a GPU quota refusal, which the scenarios of
+            # ml-workloads (a 32-GPU quota) never meet; the rebalance case has its own namespace.
+            policy = with_rebalance(POLICY, stack.alertmanager_url)
+            reactor = start_reactor(e2e_dir / "reactor", sim=e2e_cluster, policy=policy, token_file=token_file)
             watch = GenerationWatch(e2e_cluster).start()
             try:
                 sink.forward_to = f"{reactor.url}/alerts"

@@ -36,6 +36,29 @@ POLICY: dict[str, Any] = {
     "logging": {"format": "text", "level": "INFO"},
 }
 
+# The rebalance case's own namespace (tests/e2e/rebalance.yaml: one full 8-GPU quota, a training donor and an
+# inference receiver), kept apart so the scenarios above never meet its quota or its alerts.
+REBALANCE_NAMESPACE = "ml-rebalance"
+DONOR_ALERTS = ("GPUUnderutilized", "GPUIdle")  # rebalance.donorAlerts' default
+
+# Donate on demand: the rebalance namespace's idle alerts go to Alertmanager's default receiver (no integration),
+# not to the reactor. They stay active in Alertmanager (neither silenced nor inhibited), where the reactor's
+# rebalance asks for them, but their own notification never shrinks the donor: its GPUs move only when a
+# receiver of the same quota needs them (see tests/e2e/test_rebalance_pipeline.py for why).
+DONOR_ON_DEMAND_ROUTE: dict[str, Any] = {
+    "receiver": "default",
+    "matchers": ['reactor="gpu"', f'namespace="{REBALANCE_NAMESPACE}"', f'alertname=~"{"|".join(DONOR_ALERTS)}"'],
+    "continue": False,
+}
+
+
+def with_rebalance(policy: dict[str, Any], alertmanager_url: str) -> dict[str, Any]:
+    """`policy` with rebalancing on, asking the stack's real Alertmanager, and the rebalance namespace allowed."""
+    allow = [*policy["namespaces"]["allow"], REBALANCE_NAMESPACE]
+    return {**policy, "namespaces": {**policy["namespaces"], "allow": allow},
+            "rebalance": {"enabled": True, "alertmanagerUrl": alertmanager_url}}
+
+
 # GPU-equivalents of work per workload at rest: every GPU between the alert thresholds (0.30-0.95).
 NORMAL = {
     "llm-inference": ("deployments", "llm-inference", 4.96),  # 2 pods x 4 GPUs at 0.62

@@ -15,7 +15,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -44,9 +44,14 @@ class StackError(RuntimeError):
     """A process did not start or did not become ready; the message carries its log."""
 
 
-def alertmanager_config(*, webhook_url: str, token_file: Path, group_wait: str = "1s", group_interval: str = "2s") -> dict[str, Any]:
-    """deploy/alertmanager's config with test timers and the test's receiver address and token."""
+def alertmanager_config(*, webhook_url: str, token_file: Path, group_wait: str = "1s", group_interval: str = "2s",
+                        routes_before: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """deploy/alertmanager's config with test timers and the test's receiver address and token.
+
+    `routes_before`: routes tried before deploy/'s gpu-reactor route (first match wins, `continue: false`), as an
+    operator adds one to send some of the reactor's alerts elsewhere."""
     config = yaml.safe_load(ALERTMANAGER_CONFIG.read_text(encoding="utf-8"))
+    config["route"]["routes"][:0] = [dict(r) for r in routes_before]
     route = next(r for r in config["route"]["routes"] if r["receiver"] == "gpu-reactor")
     route.update(group_wait=group_wait, group_interval=group_interval, repeat_interval="1h")
     receiver = next(r for r in config["receivers"] if r["name"] == "gpu-reactor")
@@ -162,6 +167,7 @@ def promstack(
     prometheus_bin: str = PROMETHEUS_BIN,
     alertmanager_bin: str = ALERTMANAGER_BIN,
     cadvisor: str | None = None,
+    routes_before: Sequence[Mapping[str, Any]] = (),
 ) -> Iterator[PromStack]:
     """Start Alertmanager, then Prometheus; yield when both answer /-/ready; always stop both.
 
@@ -173,7 +179,8 @@ def promstack(
     am_port, prom_port = free_port(), free_port()
     am_url, prom_url = f"http://127.0.0.1:{am_port}", f"http://127.0.0.1:{prom_port}"
     am_config = workdir / "alertmanager.yaml"
-    am_config.write_text(yaml.safe_dump(alertmanager_config(webhook_url=webhook_url, token_file=token_file)))
+    am_config.write_text(yaml.safe_dump(alertmanager_config(webhook_url=webhook_url, token_file=token_file,
+                                                              routes_before=routes_before)))
     prom_config = workdir / "prometheus.yaml"
     labels = EXPORTER_TARGET_LABELS if target_labels is None else target_labels
     prom = prometheus_config(
