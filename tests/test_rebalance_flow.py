@@ -164,6 +164,8 @@ def test_the_receiver_grows_at_once_when_the_quota_already_shows_the_room(cluste
     outcome = _outcome(r, "inference")
     assert (outcome["result"], outcome["action"], outcome["from"], outcome["to"]) == (
         "applied", "scale-replicas", 2, 3)
+    # The answer says a donor paid for it, not only the Events.
+    assert outcome["detail"] == "rebalance: Deployment/training gave 2 GPUs of quota gpu-quota", outcome
     assert engine.rebalancer.waiting() == []
     cluster.settle()
     assert (_replicas(cluster, "training"), _replicas(cluster, "inference")) == (1, 3)

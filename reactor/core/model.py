@@ -527,6 +527,8 @@ class Action:
     # Millicores (bytes) of each CPU (memory) quota line ((quota name, resource), as ComputeQuota.key) a raise
     # keeps: reserved for the rest of the notification, like `quota_charges`.
     compute_quota_charges: tuple[tuple[tuple[str, str], int], ...] = ()
+    # What the engine adds to the decision's answer and log line, e.g. the rebalance that paid for a growth.
+    note: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -484,7 +484,7 @@ class Engine(Rebalancing):
         return skip, Result.SKIPPED
 
     def _finish_action(self, ref: WorkloadRef, signal: Signal, action: Action, result: Result) -> tuple[Action, Result]:
-        self.recorder.action(ref, signal, action, result)
+        self.recorder.action(ref, signal, action, result, action.note)
         if result is Result.APPLIED and signal.status == Status.FIRING:
             self._remember(signal.keys)
         return action, result

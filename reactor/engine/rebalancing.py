@@ -155,7 +155,9 @@ class Rebalancing:
             lost.append(f"{verdict.ref.kind}/{verdict.ref.name}: {why}")
         else:
             return self._unbalanced(skip, "no donor gave: " + "; ".join(lost), "lost-race" if raced else "no-donor")
-        self._finish_action(verdict.ref, donor_signal, acted.decision, Result.APPLIED)
+        given = replace(acted.decision, note=f"rebalance: gives {verdict.freed} GPUs of quota {shortfall.quota} to "
+                                             f"{owner.ref.kind}/{owner.ref.name}")
+        self._finish_action(verdict.ref, donor_signal, given, Result.APPLIED)
         applied.append(verdict.ref)
         waiting = Waiting(GROW, owner.ref, receiver.uid, signal.pods[0] if signal.pods else "", signal, verdict.ref,
                           donor_signal.pods[0] if donor_signal.pods else "", donor_signal, verdict.freed,
@@ -295,7 +297,8 @@ class Rebalancing:
                 self._grow_refusals.pop(waiting.key, None)
             self.metrics.rebalances.labels(result="moved").inc()
             self.metrics.rebalance_gpus_moved.inc(waiting.gpus)
-        elif isinstance(acted.decision, Skip) and acted.decision.reason is SkipReason.QUOTA_EXCEEDED:
+            return self._paid_for(acted, waiting)
+        if isinstance(acted.decision, Skip) and acted.decision.reason is SkipReason.QUOTA_EXCEEDED:
             return Acted(replace(acted.decision, detail=(
                 f"{acted.decision.detail}; rebalance: {waiting.donor.kind}/{waiting.donor.name} gave {waiting.gpus} "
                 f"GPUs; the growth waits for the quota to show the room (until {waiting.deadline.isoformat()})")),
@@ -318,7 +321,15 @@ class Rebalancing:
             return None
         self.metrics.rebalances.labels(result="moved").inc()
         self.metrics.rebalance_gpus_moved.inc(waiting.gpus)
-        return acted
+        return self._paid_for(acted, waiting)
+
+    @staticmethod
+    def _paid_for(acted: Acted, waiting: Waiting) -> Acted:
+        """A growth a donor paid for says so in its answer and log line, not only in the Events."""
+        if not isinstance(acted.decision, Action):
+            return acted
+        return replace(acted, decision=replace(acted.decision, note=(
+            f"rebalance: {waiting.donor.kind}/{waiting.donor.name} gave {waiting.gpus} GPUs of quota {waiting.quota}")))
 
     def _step_owner(self, reader: Reader, ref: WorkloadRef, pod: str, uid: str) -> Owner | None:
         """The workload a waiting step names, read now: through its pod, as a notification resolves it (an
