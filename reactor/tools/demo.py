@@ -207,8 +207,11 @@ def _rebalance_record(sim: SimCluster, name: str) -> dict[str, Any] | None:
     text = sim.get("deployments", SHARED, name)["metadata"].get("annotations", {}).get("gpu-reactor.io/rebalance")
     if not text:
         return None
-    record = json.loads(text)
-    return record if isinstance(record, dict) else None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) and {"role", "kind", "name", "gpus"} <= record.keys() else None
 
 
 def _wait_for(done: Callable[[], bool], timeout: float) -> float | None:
