@@ -19,7 +19,7 @@ DEMO = ROOT / "reactor" / "tools" / "demo_data"
 
 def test_check_config_accepts_the_demo_policy(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check-config", str(DEMO / "policy.yaml")]) == 0
-    assert "ok (allow=['ml-workloads', 'kubeflow-user-example-com']" in capsys.readouterr().out
+    assert "ok (allow=['ml-workloads', 'kubeflow-user-example-com', 'ml-shared']" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("text,key", [

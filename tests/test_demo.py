@@ -8,9 +8,15 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 from pathlib import Path
 
 import pytest
+
+from reactor.tools.alertmanager_api import AlertmanagerStandIn
+from reactor.tools.demo import SHARED, Demo, _steps, play, quota_usage, start_reactor
+from reactor.tools.seeds import demo_file
+from reactor_sim import SimCluster
 
 ROOT = Path(__file__).parents[1]
 SERVING = re.compile(r"Serving on (http://127\.0\.0\.1:(\d+)) \(reactor serve, pid (\d+);")
@@ -63,3 +69,52 @@ def test_a_stop_signal_stops_the_reactor_child_too(signum: signal.Signals) -> No
     while alive(child) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not alive(child), f"reactor serve (pid {child}) outlived the demo"
+
+
+# --- the rebalance step (issue 29): its own namespace, the reactor child asking the Alertmanager stand-in ---------
+
+QUOTA = re.compile(r"\(quota (\d+)/(\d+)\)")
+
+
+def test_the_rebalance_step_moves_gpus_from_the_idle_donor_to_the_saturated_receiver(tmp_path: Path) -> None:
+    """The demo's last step as `reactor demo` plays it: a real `reactor serve` child with rebalancing on, asking
+    the in-process Alertmanager API v2 stand-in; the donor shrinks first, the receiver grows once the quota's
+    status shows the room, and the quota is never exceeded."""
+    step = _steps()[-1]
+    assert step.rows is not None and "quota" in step.title
+    sim = SimCluster().start()
+    try:
+        sim.load_manifests(demo_file("cluster.yaml").read_text())
+        sim.settle()
+        with AlertmanagerStandIn() as alertmanager:
+            child = start_reactor(sim, tmp_path, "demo-token", 0, alertmanager.url)
+            try:
+                rows = play(Demo(sim, child.url, "demo-token", alertmanager), step)
+            finally:
+                child.stop()
+        training = sim.get("deployments", SHARED, "training")
+        inference = sim.get("deployments", SHARED, "inference")
+        assert (training["spec"]["replicas"], inference["spec"]["replicas"]) == (1, 3), rows
+        used, hard = quota_usage(sim, SHARED)
+        assert (used, hard) == (8, 8)
+        events = sim.list("events", SHARED)
+        pods = sim.list("pods", SHARED)
+    finally:
+        sim.stop()
+    # The rows: refused for quota, the donor naming the receiver, the receiver naming the donor; used <= hard each.
+    (refused, donated, grown) = rows
+    assert refused[:2] == ("GPUSaturated (firing)", f"Deployment/{SHARED}/inference")
+    assert refused[2].startswith("skipped: quota-exceeded")
+    assert donated[1] == f"Deployment/{SHARED}/training"
+    assert donated[2].startswith("donated: scale-replicas 2 → 1, 2 GPUs to Deployment/inference")
+    assert grown[2].startswith("grown ") and "scale-replicas 2 → 3, given by Deployment/training" in grown[2]
+    quotas = [tuple(int(n) for n in found.groups()) for row in rows if (found := QUOTA.search(row[2]))]
+    assert quotas == [(8, 8), (6, 8), (8, 8)]
+    assert all(u <= h for u, h in quotas)
+    assert not [e for e in events if e["reason"] == "FailedCreate"]  # no pod was refused by the quota
+    assert sorted(p["metadata"]["labels"]["app"] for p in pods) == ["inference"] * 3 + ["training"]
+    # The reactor asked the stand-in, as intake/firing.py asks Alertmanager: by both namespace spellings.
+    asked = [urllib.parse.unquote_plus(path) for path in alertmanager.requests]
+    assert any(f'filter=namespace="{SHARED}"' in p and "active=true" in p for p in asked), asked
+    assert any(f'filter=exported_namespace="{SHARED}"' in p for p in asked), asked
+    assert all(p.startswith("/api/v2/alerts?") for p in asked)

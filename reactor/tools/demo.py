@@ -3,6 +3,13 @@
 The embedded cluster runs in this process; the reactor runs as a real `reactor serve` child
 process (gunicorn, the official client over HTTP), and is fed notifications shaped like the
 ones Alertmanager sends. Nothing here is special-cased for the demo inside the reactor.
+
+The last step shows rebalancing (README "Rebalancing"): the reactor asks Alertmanager's API v2 which donors are
+idle now. A small server in this process (tools/alertmanager_api.py) stands in for Alertmanager there, as the
+notifications already do for its webhook: it answers `GET /api/v2/alerts` with the alerts the demo says are firing,
+in the gettableAlert shape Alertmanager 0.25 returns. The reactor child is pointed at it through the environment
+(`rebalance.enabled`, `rebalance.alertmanagerUrl`), with a short `verify.interval` so that the receiver's growth,
+retried by the reactor's rebalancer on that interval, does not keep the demo waiting.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -23,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from reactor.core.errors import UsageError
+from reactor.tools.alertmanager_api import AlertmanagerStandIn
 from reactor.tools.launcher import Child, LaunchError, start_serve
 from reactor.tools.local_run import curl_command
 from reactor.tools.payloads import AlertSpec, notification, rfc3339
@@ -34,30 +43,38 @@ NAMESPACE = "ml-workloads"
 NOTEBOOKS = "kubeflow-user-example-com"  # a Kubeflow profile's namespace, for the notebook step
 WORKLOADS = (("deployments", "llm-inference"), ("statefulsets", "trainer"), ("deployments", "embedder"),
              ("deployments", "chat"), ("deployments", "pretrain"))
-COUNTERS = ("reactor_actions_total", "reactor_alerts_skipped_total", "reactor_workload_skips_total")
+SHARED = "ml-shared"  # the rebalance step's namespace: training and inference in one 8-GPU quota
+COUNTERS = ("reactor_actions_total", "reactor_alerts_skipped_total", "reactor_workload_skips_total",
+            "reactor_rebalances_total", "reactor_rebalance_gpus_moved_total")
+VERIFY_INTERVAL = "1s"  # the reactor child's verify.interval: its rebalancer retries a waiting growth this often
+GROWTH_WAIT = 30.0  # seconds the rebalance step waits for the receiver's growth before it says it did not come
+Row = tuple[str, str, str]  # alert, workload, outcome
 
 
 @dataclass(frozen=True)
 class Step:
     title: str
     build: Callable[[Demo], dict[str, Any]]
+    # The step's own rows from the reactor's answer, once the cluster settled (default: one per outcome).
+    rows: Callable[[Demo, dict[str, Any]], list[Row]] | None = None
 
 
 class Demo:
-    """The cluster, the reactor child process, and what the table needs."""
+    """The cluster, the reactor child process, the Alertmanager stand-in, and what the table needs."""
 
-    def __init__(self, sim: SimCluster, url: str, token: str) -> None:
-        self.sim, self.url, self.token = sim, url, token
+    def __init__(self, sim: SimCluster, url: str, token: str, alertmanager: AlertmanagerStandIn | None = None) -> None:
+        self.sim, self.url, self.token, self.alertmanager = sim, url, token, alertmanager
         self.started = datetime.now(UTC)
         self.sent: dict[str, dict[str, Any]] = {}
 
-    def pods(self, app: str) -> list[str]:
-        pods = self.sim.list("pods", NAMESPACE, label_selector=f"app={app}")
+    def pods(self, app: str, namespace: str = NAMESPACE) -> list[str]:
+        pods = self.sim.list("pods", namespace, label_selector=f"app={app}")
         return sorted(p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp"))
 
-    def specs(self, name: str, app: str, container: str, value: float, gpus: int, **kw: Any) -> list[AlertSpec]:
-        return [AlertSpec(name, NAMESPACE, pod, container, value, gpus, starts_at=self.started, **kw)
-                for pod in self.pods(app)]
+    def specs(self, name: str, app: str, container: str, value: float, gpus: int, namespace: str = NAMESPACE,
+              **kw: Any) -> list[AlertSpec]:
+        return [AlertSpec(name, namespace, pod, container, value, gpus, starts_at=self.started, **kw)
+                for pod in self.pods(app, namespace)]
 
     def post(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         request = urllib.request.Request(
@@ -100,6 +117,7 @@ def _steps() -> list[Step]:
         Step("a Kubeflow notebook sits idle (changed through the Notebook)", lambda d: notification(
             [AlertSpec("GPUUnderutilized", NOTEBOOKS, seed_notebook(d.sim), "notebook", 0.02, 2,
                        starts_at=d.started)])),
+        Step("inference saturated in a full 8-GPU quota; training idle", _saturate_the_shared_quota, _rebalanced),
     ]
 
 
@@ -113,6 +131,97 @@ def _cpu_steps() -> list[Step]:
         Step("pretrain underused, its CPU throttled 60%", throttled("GPUUnderutilized", 0.18)),
         Step("pretrain starved by its CPU", throttled("GPUStarvedByCPU", 0.18)),
     ]
+
+
+def seed_shared_quota(sim: SimCluster) -> None:
+    """The rebalance step's seed (demo_data/rebalance.yaml): training (opted in as donor) and inference holding
+    all 8 GPUs of one quota, with a third node for their pods."""
+    sim.load_manifests(demo_file("rebalance.yaml").read_text())
+    sim.settle()
+
+
+def quota_usage(sim: SimCluster, namespace: str) -> tuple[int, int]:
+    """(used, hard) GPUs of the namespace's `gpu-quota`, as the API server's quota status shows them."""
+    status = sim.get("resourcequotas", namespace, "gpu-quota").get("status", {})
+    key = "requests.nvidia.com/gpu"
+    return int(status.get("used", {}).get(key, "0")), int(status.get("hard", {}).get(key, "0"))
+
+
+def _idle_training(demo: Demo) -> list[AlertSpec]:
+    """training's GPUIdle alerts, one per pod, as Prometheus sends them to Alertmanager."""
+    return demo.specs("GPUIdle", "training", "training", 0.03, 2, namespace=SHARED)
+
+
+def _saturate_the_shared_quota(demo: Demo) -> dict[str, Any]:
+    """Seed the shared quota; Alertmanager holds training's idle alerts (firing, not yet sent to the reactor: its
+    route's group_interval has not come round); the notification is inference's saturation."""
+    seed_shared_quota(demo.sim)
+    if demo.alertmanager is not None:
+        demo.alertmanager.fire(_idle_training(demo))
+    demo.sent["shared-before"] = {"quota": quota_usage(demo.sim, SHARED), "training": _replicas(demo.sim, "training"),
+                                  "inference": _replicas(demo.sim, "inference")}
+    return notification(demo.specs("GPUSaturated", "inference", "server", 0.97, 2, namespace=SHARED))
+
+
+def _rebalanced(demo: Demo, answer: dict[str, Any]) -> list[Row]:
+    """Three rows, each with the quota as the API server shows it then: the receiver refused for quota, the donor's
+    shrink (naming the receiver), and the receiver's growth once the reactor's rebalancer saw the room."""
+    sim = demo.sim
+    receiver = f"Deployment/{SHARED}/inference"
+    donor = f"Deployment/{SHARED}/training"
+    before = demo.sent["shared-before"]
+    used, hard = before["quota"]
+    outcomes = [o for o in answer.get("outcomes", []) if o.get("workload") == receiver]
+    refused = _summary(outcomes[0]) if outcomes else f"no outcome: {answer.get('error') or answer}"
+    rows: list[Row] = [("GPUSaturated (firing)", receiver, f"{refused} (quota {used}/{hard})")]
+    if demo.alertmanager is not None:  # Prometheus no longer sees a deleted pod's series: its alert resolves
+        demo.alertmanager.fire(_idle_training(demo))
+    gave = _rebalance_record(sim, "training")
+    replicas = _replicas(sim, "training")
+    used, hard = quota_usage(sim, SHARED)
+    if gave is None or gave.get("role") != "donor":
+        rows.append(("GPUIdle (in Alertmanager)", donor, f"not a donor (replicas {replicas}, quota {used}/{hard})"))
+        return rows
+    rows.append(("GPUIdle (in Alertmanager)", donor, f"donated: scale-replicas {before['training']} → {replicas}, "
+                 f"{gave['gpus']} GPUs to {gave['kind']}/{gave['name']} (quota {used}/{hard})"))
+    waited = _wait_for(lambda: _replicas(sim, "inference") > before["inference"], GROWTH_WAIT)
+    sim.settle()
+    got = _rebalance_record(sim, "inference")
+    used, hard = quota_usage(sim, SHARED)
+    grown = _replicas(sim, "inference")
+    if waited is None or got is None:
+        rows.append(("GPUSaturated (firing)", receiver, f"still waiting after {GROWTH_WAIT:g}s (replicas {grown}, "
+                     f"quota {used}/{hard})"))
+        return rows
+    rows.append(("GPUSaturated (firing)", receiver, f"grown {waited:.1f}s later: scale-replicas "
+                 f"{before['inference']} → {grown}, given by {got['kind']}/{got['name']} (quota {used}/{hard})"))
+    return rows
+
+
+def _replicas(sim: SimCluster, name: str) -> int:
+    return int(sim.get("deployments", SHARED, name)["spec"]["replicas"])
+
+
+def _rebalance_record(sim: SimCluster, name: str) -> dict[str, Any] | None:
+    """The side of a rebalance the reactor recorded on the workload (its `gpu-reactor.io/rebalance` annotation)."""
+    text = sim.get("deployments", SHARED, name)["metadata"].get("annotations", {}).get("gpu-reactor.io/rebalance")
+    if not text:
+        return None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) and {"role", "kind", "name", "gpus"} <= record.keys() else None
+
+
+def _wait_for(done: Callable[[], bool], timeout: float) -> float | None:
+    """Seconds until `done()` held, or None if it did not within `timeout`."""
+    start = time.monotonic()
+    while not done():
+        if time.monotonic() - start > timeout:
+            return None
+        time.sleep(0.1)
+    return time.monotonic() - start
 
 
 def seed_notebook(sim: SimCluster, name: str = "jupyter") -> str:
@@ -170,29 +279,41 @@ def _run(*, once: bool, port: int, tmp: Path) -> None:
         sim.load_manifests(demo_file("cluster.yaml").read_text())
         sim.settle()
         token = secrets.token_hex(16)
-        child = _start_reactor(sim, tmp, token, port)
-        try:
-            _show(Demo(sim, child.url, token), sim)
-            if once:
-                _print_counters(child.probe_url)
-                return
-            curl = curl_command(tmp / "token", child.url.removeprefix("http://"), demo_file("alerts-idle.json"))
-            print(f"\nServing on {child.url} (reactor serve, pid {child.pid}; probes and metrics on {child.probe_url}; "
-                  f"embedded cluster at {sim.url}).\nWebhook token: {tmp / 'token'} (removed when the demo stops); "
-                  f"try:\n  {curl}\nCtrl-C to stop.", flush=True)
-            sim.run_controllers()
-            child.popen.wait()
-        finally:
-            child.stop()
+        with AlertmanagerStandIn() as alertmanager:
+            _serve(sim, alertmanager, once=once, port=port, tmp=tmp, token=token)
     finally:
         sim.stop()
 
 
-def _start_reactor(sim: SimCluster, tmp: Path, token: str, port: int) -> Child:
+def _serve(sim: SimCluster, alertmanager: AlertmanagerStandIn, *, once: bool, port: int, tmp: Path,
+           token: str) -> None:
+    child = start_reactor(sim, tmp, token, port, alertmanager.url)
+    try:
+        _show(Demo(sim, child.url, token, alertmanager), sim)
+        if once:
+            _print_counters(child.probe_url)
+            return
+        curl = curl_command(tmp / "token", child.url.removeprefix("http://"), demo_file("alerts-idle.json"))
+        print(f"\nServing on {child.url} (reactor serve, pid {child.pid}; probes and metrics on {child.probe_url}; "
+              f"embedded cluster at {sim.url}; Alertmanager stand-in at {alertmanager.url}).\n"
+              f"Webhook token: {tmp / 'token'} (removed when the demo stops); "
+              f"try:\n  {curl}\nCtrl-C to stop.", flush=True)
+        sim.run_controllers()
+        child.popen.wait()
+    finally:
+        child.stop()
+
+
+def start_reactor(sim: SimCluster, tmp: Path, token: str, port: int, alertmanager_url: str) -> Child:
+    """`reactor serve` with the demo's policy, rebalancing on and asking the Alertmanager stand-in at
+    `alertmanager_url` (settings from the environment: the URL is known only now)."""
     (tmp / "token").write_text(token)
     kubeconfig = sim.write_kubeconfig(str(tmp / "kubeconfig"))
+    env = {"REACTOR_REBALANCE__ENABLED": "true", "REACTOR_REBALANCE__ALERTMANAGER_URL": alertmanager_url,
+           "REACTOR_VERIFY__INTERVAL": VERIFY_INTERVAL}
     try:
-        return start_serve(str(demo_file("policy.yaml")), token_file=tmp / "token", kubeconfig=kubeconfig, port=port)
+        return start_serve(str(demo_file("policy.yaml")), token_file=tmp / "token", kubeconfig=kubeconfig, port=port,
+                           env=env)
     except LaunchError as e:
         raise SystemExit(f"reactor demo: {e}") from e
 
@@ -202,15 +323,23 @@ def _show(demo: Demo, sim: SimCluster) -> None:
     _print_workloads(sim, "Before")
     rows: list[tuple[str, ...]] = []
     for n, step in enumerate(_steps(), 1):
-        code, answer = demo.post(step.build(demo))
-        outcomes = answer.get("outcomes", [])
-        summaries = sorted({(o["alert"], o["status"], o.get("workload") or f"{o['namespace']}/{o['pod']}",
-                             _summary(o)) for o in outcomes})
-        for alert, status, workload, summary in summaries or [("-", "-", "-", f"HTTP {code}: {answer.get('error')}")]:
-            rows.append((str(n), step.title, f"{alert} ({status})", workload.removeprefix("ml-workloads/"), summary))
-        sim.settle()
+        for alert, workload, outcome in play(demo, step):
+            rows.append((str(n), step.title, alert, workload, outcome))
     _table(("#", "step", "alert", "workload", "outcome"), rows)
     _print_workloads(sim, "After")
+
+
+def play(demo: Demo, step: Step) -> list[Row]:
+    """Send the step's notification, let the cluster settle, and say what came of it."""
+    code, answer = demo.post(step.build(demo))
+    demo.sim.settle()
+    if step.rows is not None:
+        return step.rows(demo, answer)
+    outcomes = answer.get("outcomes", [])
+    summaries = sorted({(o["alert"], o["status"], o.get("workload") or f"{o['namespace']}/{o['pod']}",
+                         _summary(o)) for o in outcomes})
+    return [(f"{alert} ({status})", workload.removeprefix("ml-workloads/"), summary)
+            for alert, status, workload, summary in summaries] or [("-", "-", f"HTTP {code}: {answer.get('error')}")]
 
 
 def _print_counters(url: str) -> None:
