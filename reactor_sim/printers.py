@@ -340,8 +340,9 @@ def _pod_reason(pod: Obj) -> tuple[int, int, str, int, datetime | None]:
             reason = f"Init:{i}/{len(spec.get('initContainers') or [])}"
         initializing = True
         break
-    initialized = any(c.get("type") == "Initialized" and c.get("status") == "True"
-                      for c in status.get("conditions") or [])
+    # isPodInitializedConditionTrue: the FIRST Initialized condition decides.
+    initialized = next((c.get("status") == "True" for c in status.get("conditions") or []
+                        if c.get("type") == "Initialized"), False)
     if not initializing or initialized:
         restarts, last = sidecar_restarts, sidecar_last
         running = False
@@ -488,8 +489,10 @@ def _config_map(obj: Obj, now: datetime) -> list[Cell]:
 
 
 def _secret(obj: Obj, now: datetime) -> list[Cell]:
-    """printSecret: DATA counts `data` (the API server folds stringData into data on write)."""
-    return [name(obj), str(obj.get("type") or ""), len(obj.get("data") or {}), age(obj, now)]
+    """printSecret: DATA is `len(obj.Data)` of the internal Secret, into which the v1 → internal conversion
+    (core/v1 conversion.go `Convert_v1_Secret_To_core_Secret`) merges `stringData`: so the union of both keys."""
+    keys = set(obj.get("data") or {}) | set(obj.get("stringData") or {})
+    return [name(obj), str(obj.get("type") or ""), len(keys), age(obj, now)]
 
 
 def _service_account(obj: Obj, now: datetime) -> list[Cell]:

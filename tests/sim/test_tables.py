@@ -554,3 +554,19 @@ def test_printNode_printPod_gates_and_printEvent_series() -> None:
              "eventTime": "2026-01-01T12:30:00.000000Z", "reportingComponent": "kubelet", "reportingInstance": "n"}
     # a set (empty) series overrides LAST SEEN and COUNT; FIRST SEEN falls back to eventTime
     assert printers._event(event, now) == ["<unknown>", "", "", "pod", "", "kubelet, n", "", "30m", 0, "e"]
+
+
+def test_printPod_initialized_condition_and_printSecret_data() -> None:
+    now = T0 + timedelta(minutes=30)
+    pod = _status(phase="Pending", conditions=[{"type": "Initialized", "status": "False"},
+                                               {"type": "Initialized", "status": "True"}],
+                  initContainerStatuses=[{"name": "i", "restartCount": 0,
+                                          "state": {"waiting": {"reason": "ErrImage"}}}],
+                  containerStatuses=[{"name": "a", "restartCount": 0, "state": {"waiting": {"reason": "X"}}}])
+    pod["spec"]["initContainers"] = [{"name": "i"}]
+    # isPodInitializedConditionTrue reads the first Initialized condition (False): the init reason stands.
+    assert printers._pod(pod, now)[2] == "Init:ErrImage"
+    secret = {"metadata": {"name": "s"}, "type": "Opaque", "data": {"a": "eA==", "b": "eQ=="},
+              "stringData": {"b": "y", "c": "z"}}
+    # Convert_v1_Secret_To_core_Secret merges stringData into data before printSecret counts it.
+    assert printers._secret(secret, now)[1:3] == ["Opaque", 3]
