@@ -12,7 +12,7 @@ Contracts:
   and `printDeployment`, `printPod`, `printJob`, `printCronJob`, `printEvent`, `printNode`, `printResourceQuota`,
   `printStatefulSet`, `printReplicaSet`, `printPriorityClass`, `printBoolPtr`; apimachinery pkg/util/duration
   `HumanDuration` for AGE (`translateTimestampSince`); metav1 `FormatLabelSelector` / `LabelSelectorAsSelector`.
-  Read from a v1.33-cycle master copy of printers.go, minus its one post-v1.32 change met here (PR #129419:
+  Read from a Jan–Jul 2025 master copy of printers.go, minus its one post-v1.32 change met here (PR #129419:
   ResourceQuota's Age moved last) — and v1.34's SuccessCriteriaMet job status (PR #132832) is absent.
 - apiextensions-apiserver pkg/registry/customresource/tableconvertor `New` / `cellForJSONValue`: Name, then the
   CRD version's additionalPrinterColumns (JSONPath, typed cells, nil where the path finds nothing), or `Age` from
