@@ -6,13 +6,14 @@ functions (the cells); the server always generates the wide row (pkg/printers/st
 `TableConvertor.ConvertToTable`: `GenerateOptions{Wide: true}`), kubectl drops the priority columns itself. AGE and
 the other times are `translateTimestampSince` → apimachinery pkg/util/duration `HumanDuration`.
 
-The copy read (checked against each function below) is a master snapshot from between Jan and Jul 2025 (the
-v1.33 cycle or early v1.34): it has v1.32's additions (MutatingAdmissionPolicy printers, coordination v1alpha2
-LeaseCandidate, resource v1beta1) and one change made after v1.32.0 (PR #129419, Jan 2025: ResourceQuota's Age
-moved last), but not PR #132832 (Jul 2025, v1.34: printJob's "SuccessCriteriaMet" status). This module keeps
-v1.32: ResourceQuota is Name, Age, Request, Limit, and printJob has no SuccessCriteriaMet. Column descriptions are the `SwaggerDoc()` texts the column definitions name,
-taken from kubernetes/api and apimachinery v0.32.x `types_swagger_doc_generated.go` (identical v0.32.0..v0.32.9);
-note the extensions/v1beta1 and batch/v1beta1 types some of them name, whose texts differ from apps/v1's.
+The copy read (checked against each function below) is a master snapshot from between Jan and Jul 2025 (the v1.33
+cycle or early v1.34): it has v1.32's additions (MutatingAdmissionPolicy printers, coordination v1alpha2
+LeaseCandidate, resource v1beta1) and one change made after v1.32.0 (PR #129419, Jan 2025: ResourceQuota's Age moved
+last), but not PR #132832 (Jul 2025, v1.34: printJob's "SuccessCriteriaMet" status). This module keeps v1.32:
+ResourceQuota is Name, Age, Request, Limit, and printJob has no SuccessCriteriaMet. Column descriptions are the
+`SwaggerDoc()` texts the column definitions name, taken from kubernetes/api and apimachinery v0.32.x
+`types_swagger_doc_generated.go` (identical v0.32.0..v0.32.9); note the extensions/v1beta1 and batch/v1beta1 types
+some of them name, whose texts differ from apps/v1's.
 """
 
 from __future__ import annotations
