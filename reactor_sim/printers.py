@@ -1,11 +1,19 @@
 """The columns and cells kube-apiserver gives kubectl for the built-in kinds (`kubectl get`, `-o wide`).
 
-Upstream: kubernetes pkg/printers/internalversion/printers.go v1.32 — `AddHandlers` (each kind's
+Upstream: kubernetes pkg/printers/internalversion/printers.go — `AddHandlers` (each kind's
 `...ColumnDefinitions`; `Priority: 1` marks the columns kubectl shows only with `-o wide`) and the `print<Kind>`
 functions (the cells); the server always generates the wide row (pkg/printers/storage/storage.go
 `TableConvertor.ConvertToTable`: `GenerateOptions{Wide: true}`), kubectl drops the priority columns itself. AGE and
-the other times are `translateTimestampSince` → apimachinery pkg/util/duration `HumanDuration`. Column descriptions
-are the fields' API documentation (`SwaggerDoc()`), as the v1 OpenAPI publishes it.
+the other times are `translateTimestampSince` → apimachinery pkg/util/duration `HumanDuration`.
+
+The copy read (checked against each function below) is a master snapshot from between Jan and Jul 2025 (the v1.33
+cycle or early v1.34): it has v1.32's additions (MutatingAdmissionPolicy printers, coordination v1alpha2
+LeaseCandidate, resource v1beta1) and one change made after v1.32.0 (PR #129419, Jan 2025: ResourceQuota's Age moved
+last), but not PR #132832 (Jul 2025, v1.34: printJob's "SuccessCriteriaMet" status). This module keeps v1.32:
+ResourceQuota is Name, Age, Request, Limit, and printJob has no SuccessCriteriaMet. Column descriptions are the
+`SwaggerDoc()` texts the column definitions name, taken from kubernetes/api and apimachinery v0.32.x
+`types_swagger_doc_generated.go` (identical v0.32.0..v0.32.9); note the extensions/v1beta1 and batch/v1beta1 types
+some of them name, whose texts differ from apps/v1's.
 """
 
 from __future__ import annotations
@@ -14,8 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-
-from reactor_sim.selectors import selector_string
 
 Obj = dict[str, Any]
 Cell = str | int | bool | None
@@ -30,6 +36,41 @@ CREATED_DOC = ("CreationTimestamp is a timestamp representing the server time wh
                "for lists. More info: "
                "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata")
 CONTAINERS_DOC = "Names of each container in the template."
+# SwaggerDoc texts of kubernetes/api v0.32.x (core/v1, batch/v1beta1) too long to inline in the column table.
+NODE_ADDRESSES_DOC = (  # core/v1 NodeStatus.addresses
+    "List of addresses reachable to the node. Queried from cloud provider, if available. More info: "
+    "https://kubernetes.io/docs/reference/node/node-status/#addresses Note: This field is declared as mergeable, "
+    "but the merge key is not sufficiently unique, which can cause data corruption when it is merged. Callers "
+    "should instead use a full-replacement patch. See https://pr.k8s.io/79391 for an example. Consumers should "
+    "assume that addresses can change during the lifetime of a Node. However, there are some exceptions where this "
+    "may not be possible, such as Pods that inherit a Node's address in its own status or consumers of the "
+    "downward API (status.hostIP).")
+TIME_ZONE_DOC = (  # batch/v1beta1 CronJobSpec.timeZone
+    "The time zone name for the given schedule, see https://en.wikipedia.org/wiki/List_of_tz_database_time_zones. "
+    "If not specified, this will default to the time zone of the kube-controller-manager process. The set of valid "
+    "time zone names and the time zone offset is loaded from the system-wide time zone database by the API server "
+    "during CronJob validation and the controller manager during execution. If no system-wide time zone database "
+    "can be found a bundled version of the database is used instead. If the time zone name becomes invalid during "
+    "the lifetime of a CronJob or due to a change in host configuration, the controller will stop creating new new "
+    "Jobs and will create a system event with the reason UnknownTimeZone. More information can be found in "
+    "https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/#time-zones")
+CONFIG_MAP_DATA_DOC = (  # core/v1 ConfigMap.data
+    "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'. "
+    "Values with non-UTF-8 byte sequences must use the BinaryData field. The keys stored in Data must not overlap "
+    "with the keys in the BinaryData field, this is enforced during validation process.")
+SECRET_DATA_DOC = (  # core/v1 Secret.data
+    "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The "
+    "serialized form of the secret data is a base64 encoded string, representing the arbitrary (possibly "
+    "non-string) data value here. Described in https://tools.ietf.org/html/rfc4648#section-4")
+SA_SECRETS_DOC = (  # core/v1 ServiceAccount.secrets
+    "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed "
+    "to use. Pods are only limited to this list if this service account has a "
+    "\"kubernetes.io/enforce-mountable-secrets\" annotation set to \"true\". The "
+    "\"kubernetes.io/enforce-mountable-secrets\" annotation is deprecated since v1.32. Prefer separate namespaces "
+    "to isolate access to mounted secrets. This field should not be used to find auto-generated service account "
+    "token secrets for use outside of pods. Instead, tokens can be requested directly using the TokenRequest API, "
+    "or service account token secrets can be manually created. More info: "
+    "https://kubernetes.io/docs/concepts/configuration/secret")
 IMAGES_DOC = "Images referenced by each container in the template."
 
 
@@ -115,9 +156,42 @@ def layout_containers(containers: list[Obj] | None) -> tuple[str, str]:
     return ",".join(str(c.get("name", "")) for c in containers), ",".join(str(c.get("image", "")) for c in containers)
 
 
+_SELECTOR_OPS = {"In": " in ", "NotIn": " notin ", "Exists": "", "DoesNotExist": ""}
+
+
+def label_selector_string(selector: Obj | None) -> str | None:
+    """metav1 `LabelSelectorAsSelector(...).String()`; None where it errs (an unknown operator).
+
+    nil → labels.Nothing(), {} → labels.Everything(): both print "". The requirements (matchLabels as `k=v`, then
+    the expressions) are sorted by key (labels `internalSelector.Add`: `sort.Sort(ByKey)`; here a stable sort), an
+    In/NotIn's values sorted (`Requirement.String` → `safeSort`), Exists `k`, DoesNotExist `!k`.
+    """
+    if not selector:
+        return ""
+    reqs: list[tuple[str, str]] = [(str(k), f"{k}={v}") for k, v in (selector.get("matchLabels") or {}).items()]
+    for expr in selector.get("matchExpressions") or []:
+        op, key = expr.get("operator"), str(expr.get("key", ""))
+        if op not in _SELECTOR_OPS:
+            return None
+        if op in ("In", "NotIn"):
+            values = sorted(str(v) for v in expr.get("values") or [])
+            reqs.append((key, f"{key}{_SELECTOR_OPS[op]}({','.join(values)})"))
+        else:
+            reqs.append((key, key if op == "Exists" else f"!{key}"))
+    return ",".join(text for _, text in sorted(reqs, key=lambda r: r[0]))
+
+
 def format_selector(selector: Obj | None) -> str:
-    """metav1 `FormatLabelSelector`: "<none>" for an empty selector."""
-    return selector_string(selector) or "<none>"
+    """metav1 `FormatLabelSelector`: "<error>" where the conversion errs, "<none>" for an empty string."""
+    text = label_selector_string(selector)
+    return "<error>" if text is None else (text or "<none>")
+
+
+def print_bool_ptr(value: Any) -> str:
+    """printers.go `printBoolPtr` / `printBool`: "True" / "False", "<unset>" for nil."""
+    if value is None:
+        return "<unset>"
+    return "True" if value else "False"
 
 
 def _spec(obj: Obj) -> Obj:
@@ -133,31 +207,36 @@ def _int(value: Any) -> int:
 
 
 def _has_condition(obj: Obj, ctype: str) -> bool:
-    """`hasJobCondition`: a condition of that type whose status is True."""
-    return any(c.get("type") == ctype and c.get("status") == "True" for c in _status(obj).get("conditions") or [])
+    """`hasJobCondition`: the FIRST condition of that type decides (its status is True)."""
+    for cond in _status(obj).get("conditions") or []:
+        if cond.get("type") == ctype:
+            return bool(cond.get("status") == "True")
+    return False
 
 
 # --- the kinds ---
 
 def _deployment(obj: Obj, now: datetime) -> list[Cell]:
-    """printDeployment."""
+    """printDeployment: READY "ready/desired"; SELECTOR is `LabelSelectorAsSelector(...).String()` ("<invalid>"
+    on error, "" for none — not FormatLabelSelector's "<none>")."""
     spec, status = _spec(obj), _status(obj)
     names, images = layout_containers(((spec.get("template") or {}).get("spec") or {}).get("containers"))
+    selector = label_selector_string(spec.get("selector"))
     return [name(obj), f"{_int(status.get('readyReplicas'))}/{_int(spec.get('replicas'))}",
             _int(status.get("updatedReplicas")), _int(status.get("availableReplicas")), age(obj, now),
-            names, images, selector_string(spec.get("selector"))]
+            names, images, "<invalid>" if selector is None else selector]
 
 
 def _replica_set(obj: Obj, now: datetime) -> list[Cell]:
-    """printReplicaSet."""
+    """printReplicaSet: SELECTOR is `metav1.FormatLabelSelector` ("<none>" when empty)."""
     spec, status = _spec(obj), _status(obj)
     names, images = layout_containers(((spec.get("template") or {}).get("spec") or {}).get("containers"))
     return [name(obj), _int(spec.get("replicas")), _int(status.get("replicas")), _int(status.get("readyReplicas")),
-            age(obj, now), names, images, selector_string(spec.get("selector"))]
+            age(obj, now), names, images, format_selector(spec.get("selector"))]
 
 
 def _stateful_set(obj: Obj, now: datetime) -> list[Cell]:
-    """printStatefulSet."""
+    """printStatefulSet: READY "ready/desired"; wide: containers and images only (no selector)."""
     spec, status = _spec(obj), _status(obj)
     names, images = layout_containers(((spec.get("template") or {}).get("spec") or {}).get("containers"))
     return [name(obj), f"{_int(status.get('readyReplicas'))}/{_int(spec.get('replicas'))}", age(obj, now),
@@ -165,7 +244,9 @@ def _stateful_set(obj: Obj, now: datetime) -> list[Cell]:
 
 
 def _job(obj: Obj, now: datetime) -> list[Cell]:
-    """printJob: STATUS from the conditions (in printers.go's order), COMPLETIONS, DURATION."""
+    """printJob: STATUS from the conditions in printJob's order — Complete, Failed, Terminating (deletion),
+    Suspended, FailureTarget, else Running (v1.32 has no SuccessCriteriaMet branch: that is v1.34, PR #132832) —
+    COMPLETIONS ("s/c", "s/1 of p" when parallel without completions, "s/1"), DURATION (empty until started)."""
     spec, status = _spec(obj), _status(obj)
     succeeded = _int(status.get("succeeded"))
     if spec.get("completions") is not None:
@@ -186,8 +267,6 @@ def _job(obj: Obj, now: datetime) -> list[Cell]:
         state = "Suspended"
     elif _has_condition(obj, "FailureTarget"):
         state = "FailureTarget"
-    elif _has_condition(obj, "SuccessCriteriaMet"):
-        state = "SuccessCriteriaMet"
     else:
         state = "Running"
     names, images = layout_containers(((spec.get("template") or {}).get("spec") or {}).get("containers"))
@@ -196,14 +275,15 @@ def _job(obj: Obj, now: datetime) -> list[Cell]:
 
 
 def _cron_job(obj: Obj, now: datetime) -> list[Cell]:
-    """printCronJob (`printBoolPtr` for SUSPEND)."""
+    """printCronJob: TIMEZONE "<none>" only when unset, SUSPEND `printBoolPtr` ("True"/"False"/"<unset>"),
+    LAST SCHEDULE "<none>" when unset; wide: the job template's containers and FormatLabelSelector."""
     spec, status = _spec(obj), _status(obj)
-    last = since(status["lastScheduleTime"], now) if status.get("lastScheduleTime") else "<none>"
-    suspend = spec.get("suspend")
+    last = since(status["lastScheduleTime"], now) if status.get("lastScheduleTime") is not None else "<none>"
+    zone = spec.get("timeZone")
     job_spec = (spec.get("jobTemplate") or {}).get("spec") or {}
     names, images = layout_containers(((job_spec.get("template") or {}).get("spec") or {}).get("containers"))
-    return [name(obj), str(spec.get("schedule", "")), str(spec.get("timeZone") or "<none>"),
-            "<unset>" if suspend is None else ("true" if suspend else "false"), len(status.get("active") or []),
+    return [name(obj), str(spec.get("schedule", "")), "<none>" if zone is None else str(zone),
+            print_bool_ptr(spec.get("suspend")), len(status.get("active") or []),
             last, age(obj, now), names, images, format_selector(job_spec.get("selector"))]
 
 
@@ -261,8 +341,9 @@ def _pod_reason(pod: Obj) -> tuple[int, int, str, int, datetime | None]:
             reason = f"Init:{i}/{len(spec.get('initContainers') or [])}"
         initializing = True
         break
-    initialized = any(c.get("type") == "Initialized" and c.get("status") == "True"
-                      for c in status.get("conditions") or [])
+    # isPodInitializedConditionTrue: the FIRST Initialized condition decides.
+    initialized = next((c.get("status") == "True" for c in status.get("conditions") or []
+                        if c.get("type") == "Initialized"), False)
     if not initializing or initialized:
         restarts, last = sidecar_restarts, sidecar_last
         running = False
@@ -305,8 +386,10 @@ def _pod(pod: Obj, now: datetime) -> list[Cell]:
     ips = status.get("podIPs") or []
     gates = spec.get("readinessGates") or []
     gates_text = "<none>"
-    if gates:
-        conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+    if gates:  # each gate is decided by the FIRST pod condition of its type (printPod's `break`)
+        conditions: dict[Any, Any] = {}
+        for cond in status.get("conditions") or []:
+            conditions.setdefault(cond.get("type"), cond.get("status"))
         gates_text = f"{sum(1 for g in gates if conditions.get(g.get('conditionType')) == 'True')}/{len(gates)}"
     return [name(pod), f"{ready}/{total}", reason, restarts_text, age(pod, now),
             (ips[0].get("ip") if ips else "") or "<none>", spec.get("nodeName") or "<none>",
@@ -330,7 +413,7 @@ def _event(obj: Obj, now: datetime) -> list[Cell]:
     last = since(obj.get("lastTimestamp"), now) if obj.get("lastTimestamp") else first
     count = _int(obj.get("count"))
     series = obj.get("series")
-    if series:
+    if series is not None:  # a set (even empty) series overrides LAST SEEN and COUNT
         last, count = since(series.get("lastObservedTime"), now), _int(series.get("count"))
     elif count == 0:
         count = 1
@@ -346,15 +429,16 @@ def _event(obj: Obj, now: datetime) -> list[Cell]:
 
 
 def _namespace(obj: Obj, now: datetime) -> list[Cell]:
-    """printNamespace."""
+    """printNamespace: STATUS is the phase."""
     return [name(obj), str(_status(obj).get("phase", "")), age(obj, now)]
 
 
 def _node(obj: Obj, now: datetime) -> list[Cell]:
-    """printNode: STATUS from the Ready condition (+SchedulingDisabled), ROLES from the role labels."""
+    """printNode: STATUS from the Ready condition (the LAST one of that type: printNode's conditionMap) or
+    "Unknown", +SchedulingDisabled; ROLES `findNodeRoles` (sorted, "<none>"); wide IPs `getNode*IP` ("<none>")."""
     status = _status(obj)
     states = [("Ready" if c.get("status") == "True" else "NotReady")
-              for c in status.get("conditions") or [] if c.get("type") == "Ready"][:1] or ["Unknown"]
+              for c in status.get("conditions") or [] if c.get("type") == "Ready"][-1:] or ["Unknown"]
     if _spec(obj).get("unschedulable"):
         states.append("SchedulingDisabled")
     labels = (obj.get("metadata") or {}).get("labels") or {}
@@ -366,7 +450,7 @@ def _node(obj: Obj, now: datetime) -> list[Cell]:
     addresses = status.get("addresses") or []
 
     def address(kind: str) -> str:
-        return next((str(a.get("address")) for a in addresses if a.get("type") == kind), "<none>")
+        return next((str(a.get("address") or "") for a in addresses if a.get("type") == kind), "<none>")
 
     return [name(obj), ",".join(states), ",".join(sorted(roles)) or "<none>", age(obj, now),
             str(info.get("kubeletVersion", "")), address("InternalIP"), address("ExternalIP"),
@@ -375,7 +459,9 @@ def _node(obj: Obj, now: datetime) -> list[Cell]:
 
 
 def _resource_quota(obj: Obj, now: datetime) -> list[Cell]:
-    """printResourceQuota: "resource: used/hard" pairs, `limits.*` under LIMIT, the rest under REQUEST."""
+    """printResourceQuota (v1.32 cell order Name, Age, Request, Limit — PR #129419 moved Age last after v1.32):
+    "resource: used/hard" pairs sorted by name, `limits.*` under LIMIT, the rest under REQUEST, used "0" when
+    absent."""
     status = _status(obj)
     hard, used = status.get("hard") or {}, status.get("used") or {}
     request: list[str] = []
@@ -388,13 +474,13 @@ def _resource_quota(obj: Obj, now: datetime) -> list[Cell]:
 
 
 def _priority_class(obj: Obj, now: datetime) -> list[Cell]:
-    """printPriorityClass."""
+    """printPriorityClass (PREEMPTIONPOLICY only in the wide row; "" when unset)."""
     return [name(obj), _int(obj.get("value")), bool(obj.get("globalDefault")), age(obj, now),
             str(obj.get("preemptionPolicy") or "")]
 
 
 def _lease(obj: Obj, now: datetime) -> list[Cell]:
-    """printLease."""
+    """printLease (HOLDER "" when unset)."""
     return [name(obj), str(_spec(obj).get("holderIdentity") or ""), age(obj, now)]
 
 
@@ -404,17 +490,19 @@ def _config_map(obj: Obj, now: datetime) -> list[Cell]:
 
 
 def _secret(obj: Obj, now: datetime) -> list[Cell]:
-    """printSecret."""
-    return [name(obj), str(obj.get("type") or ""), len(obj.get("data") or {}), age(obj, now)]
+    """printSecret: DATA is `len(obj.Data)` of the internal Secret, into which the v1 → internal conversion
+    (core/v1 conversion.go `Convert_v1_Secret_To_core_Secret`) merges `stringData`: so the union of both keys."""
+    keys = set(obj.get("data") or {}) | set(obj.get("stringData") or {})
+    return [name(obj), str(obj.get("type") or ""), len(keys), age(obj, now)]
 
 
 def _service_account(obj: Obj, now: datetime) -> list[Cell]:
-    """printServiceAccount."""
+    """printServiceAccount: SECRETS counts the `secrets` references."""
     return [name(obj), len(obj.get("secrets") or []), age(obj, now)]
 
 
 def _pdb(obj: Obj, now: datetime) -> list[Cell]:
-    """printPodDisruptionBudget: "N/A" where a bound is unset."""
+    """printPodDisruptionBudget: IntOrString.String() of each bound, "N/A" where one is unset."""
     spec = _spec(obj)
     low, high = spec.get("minAvailable"), spec.get("maxUnavailable")
     return [name(obj), "N/A" if low is None else str(low), "N/A" if high is None else str(high),
@@ -425,14 +513,13 @@ _WIDE = 1
 PRINTERS: dict[tuple[str, str], Printer] = {
     ("apps", "Deployment"): Printer((
         NAME, column("Ready", doc="Number of the pod with ready state"),
-        column("Up-to-date", doc="Total number of non-terminating pods targeted by this deployment that have the "
+        column("Up-to-date", doc="Total number of non-terminated pods targeted by this deployment that have the "
                                  "desired template spec."),
         column("Available", doc="Total number of available pods (ready for at least minReadySeconds) targeted by "
                                 "this deployment."),
         AGE, column("Containers", doc=CONTAINERS_DOC, priority=_WIDE), column("Images", doc=IMAGES_DOC, priority=_WIDE),
         column("Selector", doc="Label selector for pods. Existing ReplicaSets whose pods are selected by this will be "
-                               "the ones affected by this deployment. It must match the pod template's labels.",
-               priority=_WIDE)), _deployment),
+                               "the ones affected by this deployment.", priority=_WIDE)), _deployment),
     ("apps", "ReplicaSet"): Printer((
         NAME, column("Desired", "integer", "Replicas is the number of desired replicas. This is a pointer to "
                      "distinguish between explicit zero and unspecified. Defaults to 1. More info: "
@@ -465,8 +552,7 @@ PRINTERS: dict[tuple[str, str], Printer] = {
                priority=_WIDE)), _job),
     ("batch", "CronJob"): Printer((
         NAME, column("Schedule", doc="The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron."),
-        column("Timezone", doc="The time zone name for the given schedule, see "
-               "https://en.wikipedia.org/wiki/List_of_tz_database_time_zones."),
+        column("Timezone", doc=TIME_ZONE_DOC),
         column("Suspend", "boolean", "This flag tells the controller to suspend subsequent executions, it does not "
                "apply to already started executions.  Defaults to false."),
         column("Active", "integer", "A list of pointers to currently running jobs."),
@@ -483,9 +569,11 @@ PRINTERS: dict[tuple[str, str], Printer] = {
                                "last container in this pod has restarted."),
         AGE, column("IP", doc="podIP address allocated to the pod. Routable at least within the cluster. Empty if "
                               "not yet allocated.", priority=_WIDE),
-        column("Node", doc="NodeName is a request to schedule this pod onto a specific node. If it is non-empty, the "
-               "scheduler simply schedules this pod onto that node, assuming that it fits resource requirements.",
-               priority=_WIDE),
+        column("Node", doc="NodeName indicates in which node this pod is scheduled. If empty, this pod is a candidate "
+               "for scheduling by the scheduler defined in schedulerName. Once this field is set, the kubelet for this "
+               "node becomes responsible for the lifecycle of this pod. This field should not be used to express a "
+               "desire for the pod to be scheduled on a specific node. "
+               "https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#nodename", priority=_WIDE),
         column("Nominated Node", doc="nominatedNodeName is set only when this pod preempts other pods on the node, "
                "but it cannot be scheduled right away as preemption victims receive their graceful termination "
                "periods. This field does not guarantee that the pod will be scheduled on this node. Scheduler may "
@@ -521,8 +609,8 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ("", "Node"): Printer((
         NAME, column("Status", doc="The status of the node"), column("Roles", doc="The roles of the node"), AGE,
         column("Version", doc="Kubelet Version reported by the node."),
-        column("Internal-IP", doc="List of addresses reachable to the node.", priority=_WIDE),
-        column("External-IP", doc="List of addresses reachable to the node.", priority=_WIDE),
+        column("Internal-IP", doc=NODE_ADDRESSES_DOC, priority=_WIDE),
+        column("External-IP", doc=NODE_ADDRESSES_DOC, priority=_WIDE),
         column("OS-Image", doc="OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 "
                "(wheezy)).", priority=_WIDE),
         column("Kernel-Version", doc="Kernel Version reported by the node from 'uname -r' (e.g. "
@@ -545,16 +633,17 @@ PRINTERS: dict[tuple[str, str], Printer] = {
         column("PreemptionPolicy", doc="preemptionPolicy is the Policy for preempting pods with lower priority. One "
                "of Never, PreemptLowerPriority. Defaults to PreemptLowerPriority if unset.")), _priority_class),
     ("coordination.k8s.io", "Lease"): Printer((
-        NAME, column("Holder", doc="holderIdentity contains the identity of the holder of a current lease."), AGE),
+        NAME, column("Holder", doc="holderIdentity contains the identity of the holder of a current lease. If "
+                     "Coordinated Leader Election is used, the holder identity must be equal to the elected "
+                     "LeaseCandidate.metadata.name field."), AGE),
         _lease),
-    ("", "ConfigMap"): Printer((NAME, column("Data", doc="Data contains the configuration data."), AGE), _config_map),
+    ("", "ConfigMap"): Printer((NAME, column("Data", doc=CONFIG_MAP_DATA_DOC), AGE), _config_map),
     ("", "Secret"): Printer((
         NAME, column("Type", doc="Used to facilitate programmatic handling of secret data. More info: "
                      "https://kubernetes.io/docs/concepts/configuration/secret/#secret-types"),
-        column("Data", doc="Data contains the secret data."), AGE), _secret),
+        column("Data", doc=SECRET_DATA_DOC), AGE), _secret),
     ("", "ServiceAccount"): Printer((
-        NAME, column("Secrets", doc="Secrets is a list of the secrets in the same namespace that pods running using "
-                     "this ServiceAccount are allowed to use."), AGE), _service_account),
+        NAME, column("Secrets", doc=SA_SECRETS_DOC), AGE), _service_account),
     ("policy", "PodDisruptionBudget"): Printer((
         NAME, column("Min Available", doc="The minimum number of pods that must be available."),
         column("Max Unavailable", doc="The maximum number of pods that may be unavailable."),

@@ -8,9 +8,12 @@ Contracts:
   `GenerateTable`). The server always prints the wide row (pkg/printers/storage/storage.go `ConvertToTable`:
   `GenerateOptions{Wide: true}`).
 - kubernetes pkg/printers/internalversion/printers.go (v1.32) `AddHandlers`: each kind's column definitions
-  (`Priority: 1` = shown by `-o wide`), and `printDeployment`, `printPod`, `printJob`, `printCronJob`,
-  `printEvent`, `printNode`, `printResourceQuota`, `printStatefulSet`, `printReplicaSet`, `printPriorityClass`;
-  apimachinery pkg/util/duration `HumanDuration` for AGE (`translateTimestampSince`).
+  (`Priority: 1` = shown by `-o wide`; descriptions = the named `SwaggerDoc()` texts of kubernetes/api v0.32.x),
+  and `printDeployment`, `printPod`, `printJob`, `printCronJob`, `printEvent`, `printNode`, `printResourceQuota`,
+  `printStatefulSet`, `printReplicaSet`, `printPriorityClass`, `printBoolPtr`; apimachinery pkg/util/duration
+  `HumanDuration` for AGE (`translateTimestampSince`); metav1 `FormatLabelSelector` / `LabelSelectorAsSelector`.
+  Read from a Jan–Jul 2025 master copy of printers.go, minus its one post-v1.32 change met here (PR #129419:
+  ResourceQuota's Age moved last) — and v1.34's SuccessCriteriaMet job status (PR #132832) is absent.
 - apiextensions-apiserver pkg/registry/customresource/tableconvertor `New` / `cellForJSONValue`: Name, then the
   CRD version's additionalPrinterColumns (JSONPath, typed cells, nil where the path finds nothing), or `Age` from
   creationTimestamp when the CRD has none (customresource_handler.go `serveDefaultColumnsIfEmpty`).
@@ -224,7 +227,7 @@ def test_printJob_printCronJob_printEvent() -> None:
             "spec": {"schedule": "*/5 * * * *", "suspend": False, "jobTemplate": {"spec": {"template": {"spec": {
                 "containers": [{"name": "w", "image": "w:1"}]}}}}},
             "status": {"active": [{"name": "c-1"}], "lastScheduleTime": "2026-01-01T12:05:00Z"}}
-    assert printers._cron_job(cron, now) == ["c", "*/5 * * * *", "<none>", "false", 1, "5m", "10m", "w", "w:1",
+    assert printers._cron_job(cron, now) == ["c", "*/5 * * * *", "<none>", "False", 1, "5m", "10m", "w", "w:1",
                                              "<none>"]
     event = {"metadata": {"name": "e.1"}, "involvedObject": {"kind": "Deployment", "name": "llm"},
              "reason": "GPUResized", "message": " resized \n", "type": "Normal", "source": {"component": "gpu-reactor"},
@@ -333,6 +336,17 @@ def test_kubectl_get_wide_prints_the_servers_columns(tmp_path: Path) -> None:
             assert rows[-1][:4] == ["trainer-1", "1/1", "Running", "0"]
             header, row = kubectl("get", "sts", "-n", "ml-workloads")
             assert (header, row[:2]) == (["NAME", "READY", "AGE"], ["trainer", "2/2"])
+            header, *_ = kubectl("get", "quota", "-n", "ml-workloads")
+            assert header == ["NAME", "AGE", "REQUEST", "LIMIT"]  # v1.32's order
+            cron = tmp_path / "cron.yaml"
+            cron.write_text("apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: nightly, namespace: ml-workloads}\n"
+                            "spec:\n  schedule: '0 3 * * *'\n  suspend: false\n  jobTemplate:\n    spec:\n"
+                            "      template:\n        spec:\n          restartPolicy: Never\n"
+                            "          containers: [{name: eval, image: reg/eval:1}]\n")
+            kubectl("apply", "--validate=false", "-f", str(cron))
+            header, row = kubectl("get", "cronjob", "-n", "ml-workloads")
+            assert header == ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST", "SCHEDULE", "AGE"]
+            assert row[:7] == ["nightly", "0", "3", "*", "*", "*", "<none>"] and row[7:10] == ["False", "0", "<none>"]
             if SHARED.is_dir():  # Kueue's LocalQueue: its CRD's additionalPrinterColumns become kubectl's header
                 kubectl("apply", "--validate=false", "-f", str(SHARED / "kueue.x-k8s.io_localqueues.yaml"))
                 queue = tmp_path / "queue.yaml"
@@ -374,3 +388,185 @@ def test_a_priority_class_is_defaulted_to_preempt_lower_priority(tsim: SimCluste
     _, table = _get(tsim, "/apis/scheduling.k8s.io/v1/priorityclasses")
     cells = {r["cells"][0]: r["cells"][4] for r in table["rows"]}
     assert (cells["gpu-high"], cells["gpu-burst"]) == ("PreemptLowerPriority", "Never")
+
+
+# --- printers.go v1.32, kind by kind: what the first version of this module had from memory, corrected ---
+
+WIDE_ONLY = 1
+SHAPES: dict[tuple[str, str], list[tuple[str, str, str, int]]] = {
+    ("apps", "Deployment"): DEPLOYMENT_COLUMNS,
+    ("apps", "ReplicaSet"): [("Name", "string", "name", 0), ("Desired", "integer", "", 0),
+                             ("Current", "integer", "", 0), ("Ready", "integer", "", 0), ("Age", "string", "", 0),
+                             ("Containers", "string", "", 1), ("Images", "string", "", 1),
+                             ("Selector", "string", "", 1)],
+    ("apps", "StatefulSet"): [("Name", "string", "name", 0), ("Ready", "string", "", 0), ("Age", "string", "", 0),
+                              ("Containers", "string", "", 1), ("Images", "string", "", 1)],
+    ("batch", "Job"): [("Name", "string", "name", 0), ("Status", "string", "", 0), ("Completions", "string", "", 0),
+                       ("Duration", "string", "", 0), ("Age", "string", "", 0), ("Containers", "string", "", 1),
+                       ("Images", "string", "", 1), ("Selector", "string", "", 1)],
+    ("batch", "CronJob"): [("Name", "string", "name", 0), ("Schedule", "string", "", 0),
+                           ("Timezone", "string", "", 0), ("Suspend", "boolean", "", 0), ("Active", "integer", "", 0),
+                           ("Last Schedule", "string", "", 0), ("Age", "string", "", 0),
+                           ("Containers", "string", "", 1), ("Images", "string", "", 1),
+                           ("Selector", "string", "", 1)],
+    ("", "Event"): [("Last Seen", "string", "", 0), ("Type", "string", "", 0), ("Reason", "string", "", 0),
+                    ("Object", "string", "", 0), ("Subobject", "string", "", 1), ("Source", "string", "", 1),
+                    ("Message", "string", "", 0), ("First Seen", "string", "", 1), ("Count", "string", "", 1),
+                    ("Name", "string", "name", 1)],
+    ("", "Namespace"): [("Name", "string", "name", 0), ("Status", "string", "", 0), ("Age", "string", "", 0)],
+    ("", "Node"): [("Name", "string", "name", 0), ("Status", "string", "", 0), ("Roles", "string", "", 0),
+                   ("Age", "string", "", 0), ("Version", "string", "", 0), ("Internal-IP", "string", "", 1),
+                   ("External-IP", "string", "", 1), ("OS-Image", "string", "", 1),
+                   ("Kernel-Version", "string", "", 1), ("Container-Runtime", "string", "", 1)],
+    # v1.32 order; PR #129419 (after v1.32.0) moved Age to the end.
+    ("", "ResourceQuota"): [("Name", "string", "name", 0), ("Age", "string", "", 0), ("Request", "string", "", 0),
+                            ("Limit", "string", "", 0)],
+    ("scheduling.k8s.io", "PriorityClass"): [("Name", "string", "name", 0), ("Value", "integer", "", 0),
+                                             ("Global-Default", "boolean", "", 0), ("Age", "string", "", 0),
+                                             ("PreemptionPolicy", "string", "", 0)],
+    ("coordination.k8s.io", "Lease"): [("Name", "string", "name", 0), ("Holder", "string", "", 0),
+                                       ("Age", "string", "", 0)],
+    ("", "ConfigMap"): [("Name", "string", "name", 0), ("Data", "string", "", 0), ("Age", "string", "", 0)],
+    ("", "Secret"): [("Name", "string", "name", 0), ("Type", "string", "", 0), ("Data", "string", "", 0),
+                     ("Age", "string", "", 0)],
+    ("", "ServiceAccount"): [("Name", "string", "name", 0), ("Secrets", "string", "", 0), ("Age", "string", "", 0)],
+    ("policy", "PodDisruptionBudget"): [("Name", "string", "name", 0), ("Min Available", "string", "", 0),
+                                        ("Max Unavailable", "string", "", 0),
+                                        ("Allowed Disruptions", "integer", "", 0), ("Age", "string", "", 0)],
+    ("", "Pod"): [("Name", "string", "name", 0), ("Ready", "string", "", 0), ("Status", "string", "", 0),
+                  ("Restarts", "string", "", 0), ("Age", "string", "", 0), ("IP", "string", "", 1),
+                  ("Node", "string", "", 1), ("Nominated Node", "string", "", 1),
+                  ("Readiness Gates", "string", "", 1)],
+}
+
+
+def _doc(group: str, kind: str, column: str) -> str:
+    (found,) = [c["description"] for c in printers.PRINTERS[(group, kind)].columns if c["name"] == column]
+    return str(found)
+
+
+def test_every_kinds_columns_are_addhandlers_v1_32() -> None:
+    assert set(printers.PRINTERS) == set(SHAPES)
+    for key, shape in SHAPES.items():
+        assert _shape(list(printers.PRINTERS[key].columns)) == shape, key
+        assert all(c["description"] for c in printers.PRINTERS[key].columns), key
+
+
+def test_column_descriptions_are_the_v0_32_swagger_docs() -> None:
+    """The texts the first version had wrong: apps/v1 wording where AddHandlers names extensions/v1beta1's, or a
+    text cut short (kubernetes/api v0.32.x types_swagger_doc_generated.go)."""
+    # extensions/v1beta1 DeploymentStatus.updatedReplicas / DeploymentSpec.selector (not apps/v1's wording)
+    assert _doc("apps", "Deployment", "Up-to-date") == ("Total number of non-terminated pods targeted by this "
+                                                       "deployment that have the desired template spec.")
+    assert _doc("apps", "Deployment", "Selector") == ("Label selector for pods. Existing ReplicaSets whose pods are "
+                                                     "selected by this will be the ones affected by this deployment.")
+    # core/v1 PodSpec.nodeName as of v1.32
+    assert _doc("", "Pod", "Node").startswith("NodeName indicates in which node this pod is scheduled. If empty,")
+    assert _doc("", "Pod", "Node").endswith("assign-pod-node/#nodename")
+    # core/v1 NodeStatus.addresses, whole, for both IP columns
+    assert _doc("", "Node", "Internal-IP") == _doc("", "Node", "External-IP")
+    assert _doc("", "Node", "Internal-IP").startswith("List of addresses reachable to the node. Queried from cloud")
+    assert _doc("", "Node", "Internal-IP").endswith("consumers of the downward API (status.hostIP).")
+    assert _doc("batch", "CronJob", "Timezone").endswith("cron-jobs/#time-zones")
+    assert "will stop creating new new Jobs" in _doc("batch", "CronJob", "Timezone")  # sic, upstream's text
+    assert _doc("coordination.k8s.io", "Lease", "Holder").endswith("the elected LeaseCandidate.metadata.name field.")
+    assert _doc("", "ConfigMap", "Data").endswith("this is enforced during validation process.")
+    assert _doc("", "Secret", "Data").endswith("https://tools.ietf.org/html/rfc4648#section-4")
+    assert "deprecated since v1.32" in _doc("", "ServiceAccount", "Secrets")
+    assert _doc("", "ServiceAccount", "Secrets").endswith("https://kubernetes.io/docs/concepts/configuration/secret")
+
+
+def _job(**status: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "j", "creationTimestamp": "2026-01-01T12:00:00Z"},
+            "spec": {"template": {"spec": {"containers": [{"name": "w", "image": "w:1"}]}}}, "status": status}
+
+
+def test_printJob_status_order_and_completions() -> None:
+    now = T0 + timedelta(minutes=10)
+
+    def state(*conditions: tuple[str, str]) -> Any:
+        return printers._job(_job(conditions=[{"type": t, "status": s} for t, s in conditions]), now)[1]
+
+    # v1.32 has no SuccessCriteriaMet status (v1.34, PR #132832): such a job still reads Running.
+    assert state(("SuccessCriteriaMet", "True")) == "Running"
+    assert state(("FailureTarget", "True"), ("Suspended", "True")) == "Suspended"
+    assert state(("FailureTarget", "True")) == "FailureTarget"
+    assert state(("Failed", "True"), ("Complete", "True")) == "Complete"
+    # hasJobCondition: the first condition of a type decides.
+    assert state(("Complete", "False"), ("Complete", "True")) == "Running"
+    deleting = _job()
+    deleting["metadata"]["deletionTimestamp"] = "2026-01-01T12:09:00Z"
+    assert printers._job(deleting, now)[1:4] == ["Terminating", "0/1", ""]
+    parallel = _job(succeeded=1, startTime="2026-01-01T12:04:00Z")
+    parallel["spec"]["parallelism"] = 4
+    # no completions, parallelism 4: "1/1 of 4"; DURATION runs until completionTime; no selector: "<none>"
+    assert printers._job(parallel, now)[2:] == ["1/1 of 4", "6m", "10m", "w", "w:1", "<none>"]
+
+
+def test_printCronJob_timezone_and_printBoolPtr() -> None:
+    now = T0 + timedelta(minutes=10)
+    cron = {"metadata": {"name": "c", "creationTimestamp": "2026-01-01T12:00:00Z"},
+            "spec": {"schedule": "@hourly", "timeZone": "Etc/UTC", "suspend": True, "jobTemplate": {"spec": {
+                "selector": {"matchLabels": {"b": "2", "a": "1"}}, "template": {"spec": {"containers": []}}}}},
+            "status": {}}
+    assert printers._cron_job(cron, now) == ["c", "@hourly", "Etc/UTC", "True", 0, "<none>", "10m", "", "",
+                                             "a=1,b=2"]
+    del cron["spec"]["suspend"]
+    cron["spec"]["timeZone"] = ""  # set but empty: printed as is, "<none>" is for nil only
+    assert printers._cron_job(cron, now)[2:4] == ["", "<unset>"]
+
+
+def test_selectors_print_as_LabelSelectorAsSelector_does() -> None:
+    """Requirements sorted by key across matchLabels and matchExpressions; Deployment's cell is the bare String()
+    ("" for none, "<invalid>" on error), ReplicaSet's and Job's `FormatLabelSelector` ("<none>", "<error>")."""
+    selector = {"matchLabels": {"app": "llm"}, "matchExpressions": [
+        {"key": "tier", "operator": "NotIn", "values": ["b", "a"]}, {"key": "gpu", "operator": "Exists"},
+        {"key": "zone", "operator": "In", "values": ["z2", "z1"]}, {"key": "spot", "operator": "DoesNotExist"}]}
+    assert printers.label_selector_string(selector) == "app=llm,gpu,!spot,tier notin (a,b),zone in (z1,z2)"
+    template = {"spec": {"containers": [{"name": "c", "image": "i"}]}}
+    now = T0
+    deploy = {"metadata": {"name": "d"}, "spec": {"replicas": 1, "template": template}}
+    assert printers._deployment(deploy, now)[-1] == ""
+    deploy["spec"]["selector"] = {"matchExpressions": [{"key": "a", "operator": "Near"}]}
+    assert printers._deployment(deploy, now)[-1] == "<invalid>"
+    rs = {"metadata": {"name": "r"}, "spec": {"replicas": 1, "template": template, "selector": {}}}
+    assert printers._replica_set(rs, now)[-1] == "<none>"
+    rs["spec"]["selector"] = deploy["spec"]["selector"]
+    assert printers._replica_set(rs, now)[-1] == "<error>"
+
+
+def test_printNode_printPod_gates_and_printEvent_series() -> None:
+    now = T0 + timedelta(hours=1)
+    node = {"metadata": {"name": "n", "creationTimestamp": "2026-01-01T12:00:00Z",
+                         "labels": {"node-role.kubernetes.io/worker": "", "node-role.kubernetes.io/": "",
+                                    "kubernetes.io/role": "gpu"}},
+            "spec": {"unschedulable": True},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}, {"type": "Ready", "status": "False"}],
+                       "addresses": [{"type": "Hostname", "address": "n"}], "nodeInfo": {"kubeletVersion": "v1.32.4"}}}
+    # printNode's conditionMap keeps the last Ready condition; no InternalIP/ExternalIP: "<none>"
+    assert printers._node(node, now) == ["n", "NotReady,SchedulingDisabled", "gpu,worker", "60m", "v1.32.4",
+                                         "<none>", "<none>", "<unknown>", "<unknown>", "<unknown>"]
+    pod = _status(phase="Running", conditions=[{"type": "example.com/ready", "status": "False"},
+                                               {"type": "example.com/ready", "status": "True"}])
+    pod["spec"]["readinessGates"] = [{"conditionType": "example.com/ready"}]
+    assert printers._pod(pod, now)[-1] == "0/1"  # printPod breaks at the first condition of the gate's type
+    event = {"metadata": {"name": "e"}, "involvedObject": {"kind": "Pod"}, "series": {},
+             "eventTime": "2026-01-01T12:30:00.000000Z", "reportingComponent": "kubelet", "reportingInstance": "n"}
+    # a set (empty) series overrides LAST SEEN and COUNT; FIRST SEEN falls back to eventTime
+    assert printers._event(event, now) == ["<unknown>", "", "", "pod", "", "kubelet, n", "", "30m", 0, "e"]
+
+
+def test_printPod_initialized_condition_and_printSecret_data() -> None:
+    now = T0 + timedelta(minutes=30)
+    pod = _status(phase="Pending", conditions=[{"type": "Initialized", "status": "False"},
+                                               {"type": "Initialized", "status": "True"}],
+                  initContainerStatuses=[{"name": "i", "restartCount": 0,
+                                          "state": {"waiting": {"reason": "ErrImage"}}}],
+                  containerStatuses=[{"name": "a", "restartCount": 0, "state": {"waiting": {"reason": "X"}}}])
+    pod["spec"]["initContainers"] = [{"name": "i"}]
+    # isPodInitializedConditionTrue reads the first Initialized condition (False): the init reason stands.
+    assert printers._pod(pod, now)[2] == "Init:ErrImage"
+    secret = {"metadata": {"name": "s"}, "type": "Opaque", "data": {"a": "eA==", "b": "eQ=="},
+              "stringData": {"b": "y", "c": "z"}}
+    # Convert_v1_Secret_To_core_Secret merges stringData into data before printSecret counts it.
+    assert printers._secret(secret, now)[1:3] == ["Opaque", 3]
