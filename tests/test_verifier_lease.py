@@ -142,7 +142,7 @@ def test_the_verifier_thread_runs_passes_and_stops(kube: KubeGateway, token_file
         time.sleep(0.1)
     verifier.stop()
     assert passes == [0] * len(passes) and passes
-    assert verifier._thread is not None and not verifier._thread.is_alive()
+    assert verifier._loop.thread is not None and not verifier._loop.thread.is_alive()
 
 
 def test_past_the_bound_the_list_is_marked_not_cut_silently(kube: KubeGateway) -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from reactor.core.model import Signal, WorkloadRef
+from reactor.observe.periodic import Periodic
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +66,9 @@ class Rebalancer:
         self._grow, self._give_back, self._restore, self._expired = grow, give_back, restore, expired
         self._waiting: dict[tuple[str, WorkloadRef, WorkloadRef], Waiting] = {}
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        # A lambda, not the bound method: the pass is looked up each time (tests replace it on the instance).
+        self._loop = Periodic("reactor-rebalancer", self.interval.total_seconds(), lambda: self.tick(),
+                              "rebalance pass failed")
 
     def add(self, waiting: Waiting) -> None:
         with self._lock:
@@ -122,17 +124,7 @@ class Rebalancer:
         return False
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="reactor-rebalancer", daemon=True)
-        self._thread.start()
+        self._loop.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval.total_seconds()):
-            try:
-                self.tick()
-            except Exception:  # noqa: BLE001 - the thread outlives one bad pass
-                log.exception("rebalance pass failed")
+        self._loop.stop(timeout)

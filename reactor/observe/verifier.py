@@ -63,6 +63,7 @@ from reactor.core.model import (
 )
 from reactor.observe.finops import GpuLedger
 from reactor.observe.lease import VerifierLease
+from reactor.observe.periodic import Periodic
 from reactor.policy import decide_stalled, effective_mode
 from reactor.resolve.owners import Reader
 from reactor.state.annotations import PENDING, REVERTED, VERIFICATION, VERIFIED, format_time, read_state
@@ -97,8 +98,8 @@ class Verifier:
         self._retries: dict[WorkloadRef, _Retry] = {}  # refused reverts, waiting out their backoff
         self._noted: dict[WorkloadRef, tuple[datetime, str]] = {}  # what was reported once (mode off, recommend)
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop = Periodic("reactor-verifier", self.policy.verify_interval.total_seconds(), lambda: self.check_all(),
+                              "verification pass failed")
         self.ledger = GpuLedger(metrics, self.policy.gpu_hourly_cost, self.policy.gpu_resource,
                                 allowed=self.policy.namespace_allowed)
         self._backlog: set[WorkloadRef] = set()  # the pending list as the last pass read it (the Lease's too)
@@ -443,21 +444,10 @@ class Verifier:
     # --- the thread -----------------------------------------------------------------------------
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="reactor-verifier", daemon=True)
-        self._thread.start()
+        self._loop.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-
-    def _run(self) -> None:
-        interval = self.policy.verify_interval.total_seconds()
-        while not self._stop.wait(interval):
-            try:
-                self.check_all()
-            except Exception:  # noqa: BLE001 - the thread must outlive one bad pass; the next one retries
-                log.exception("verification pass failed")
+        self._loop.stop(timeout)
 
 
 def _pending(obj: dict[str, Any]) -> bool:

@@ -25,6 +25,7 @@ import yaml
 
 from reactor.tools.launcher import free_port
 from reactor.tools.rules import render_to
+from tests.rules.conftest import require_tool
 
 REPO = Path(__file__).resolve().parents[2]
 FAST_VALUES = REPO / "rules/tests/thresholds-fast.yaml"
@@ -151,6 +152,24 @@ def _wait_ready(process: _Process, url: str, timeout: float) -> None:
                 return
         time.sleep(0.1)
     raise StackError(f"{process.name} not ready at {url} within {timeout}s:\n{process.tail()}")
+
+
+@contextlib.contextmanager
+def lone_alertmanager(workdir: Path, config: Mapping[str, Any]) -> Iterator[str]:
+    """An Alertmanager of its own (no cluster peers) with `config`, on a free port: its URL while the block runs."""
+    binary = require_tool(Path(ALERTMANAGER_BIN).name)
+    (workdir / "alertmanager.yaml").write_text(yaml.safe_dump(dict(config)))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    process = _spawn("alertmanager", [
+        binary, f"--config.file={workdir / 'alertmanager.yaml'}", f"--storage.path={workdir / 'data'}",
+        f"--web.listen-address=127.0.0.1:{port}", f"--web.external-url={url}", "--cluster.listen-address=",
+    ], workdir)
+    try:
+        _wait_ready(process, url, 20.0)
+        yield url
+    finally:
+        process.stop()
 
 
 @contextlib.contextmanager

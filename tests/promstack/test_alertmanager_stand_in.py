@@ -15,19 +15,15 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from reactor.config.settings import AlertSource
 from reactor.intake.firing import NAMESPACE_LABELS, AlertmanagerAlerts, alerts_query
 from reactor.tools.alertmanager_api import RECEIVER, AlertmanagerStandIn
-from reactor.tools.launcher import free_port
 from reactor.tools.payloads import AlertSpec
-from tests.promstack.stack import ALERTMANAGER_BIN, _Process, _spawn, _wait_ready
-from tests.rules.conftest import require_tool
+from tests.promstack.stack import lone_alertmanager
 
 pytestmark = pytest.mark.promstack
 
@@ -60,30 +56,17 @@ def _get(url: str) -> tuple[int, Any]:
 
 @pytest.fixture(scope="module")
 def both(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, AlertmanagerStandIn]]:
-    binary = require_tool(Path(ALERTMANAGER_BIN).name)
-    workdir = tmp_path_factory.mktemp("stand-in")
-    (workdir / "alertmanager.yaml").write_text(yaml.safe_dump(CONFIG))
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    process: _Process = _spawn("alertmanager", [
-        binary, f"--config.file={workdir / 'alertmanager.yaml'}", f"--storage.path={workdir / 'data'}",
-        f"--web.listen-address=127.0.0.1:{port}", f"--web.external-url={url}", "--cluster.listen-address=",
-    ], workdir)
-    try:
-        _wait_ready(process, url, 20.0)
-        with AlertmanagerStandIn() as stand_in:
-            now = datetime.now(UTC)
-            stand_in.fire(_specs(now - timedelta(minutes=20)), now)
-            held = stand_in.alerts({})
-            postable = [{k: a[k] for k in ("labels", "annotations", "startsAt", "endsAt", "generatorURL")}
-                        for a in held]
-            request = urllib.request.Request(f"{url}/api/v2/alerts", data=json.dumps(postable).encode(),
-                                             method="POST", headers={"Content-Type": "application/json"})
-            with urllib.request.urlopen(request, timeout=5):
-                pass
-            yield url, stand_in
-    finally:
-        process.stop()
+    with lone_alertmanager(tmp_path_factory.mktemp("stand-in"), CONFIG) as url, AlertmanagerStandIn() as stand_in:
+        now = datetime.now(UTC)
+        stand_in.fire(_specs(now - timedelta(minutes=20)), now)
+        held = stand_in.alerts({})
+        postable = [{k: a[k] for k in ("labels", "annotations", "startsAt", "endsAt", "generatorURL")}
+                    for a in held]
+        request = urllib.request.Request(f"{url}/api/v2/alerts", data=json.dumps(postable).encode(),
+                                         method="POST", headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=5):
+            pass
+        yield url, stand_in
 
 
 def _without_updated(answer: Any) -> Any:

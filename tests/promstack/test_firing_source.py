@@ -14,11 +14,9 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from reactor.config.settings import AlertSource, build_settings
 from reactor.core.errors import AlertSourceUnavailable
@@ -28,8 +26,7 @@ from reactor.intake.firing import AlertmanagerAlerts
 from reactor.tools.doctor import Sources, diagnose
 from reactor.tools.doctor.report import Status as CheckStatus
 from reactor.tools.launcher import free_port
-from tests.promstack.stack import ALERTMANAGER_BIN, PromStack, _Process, _spawn, _wait_ready
-from tests.rules.conftest import require_tool
+from tests.promstack.stack import PromStack, lone_alertmanager
 
 pytestmark = pytest.mark.promstack
 
@@ -74,20 +71,8 @@ def _post(url: str, body: Any) -> Any:
 
 @pytest.fixture(scope="module")
 def alertmanager(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    binary = require_tool(Path(ALERTMANAGER_BIN).name)
-    workdir = tmp_path_factory.mktemp("firing")
-    (workdir / "alertmanager.yaml").write_text(yaml.safe_dump(CONFIG))
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    process: _Process = _spawn("alertmanager", [
-        binary, f"--config.file={workdir / 'alertmanager.yaml'}", f"--storage.path={workdir / 'data'}",
-        f"--web.listen-address=127.0.0.1:{port}", f"--web.external-url={url}", "--cluster.listen-address=",
-    ], workdir)
-    try:
-        _wait_ready(process, url, 20.0)
+    with lone_alertmanager(tmp_path_factory.mktemp("firing"), CONFIG) as url:
         yield url
-    finally:
-        process.stop()
 
 
 @pytest.fixture(scope="module")
