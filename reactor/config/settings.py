@@ -144,14 +144,24 @@ def _alerts(key: str, raw: Any) -> Mapping[str, tuple[str, ...]]:
     return MappingProxyType(merged)
 
 
-@described({"type": "array", "items": {"enum": sorted(REVERTIBLE)}})
-def _revert(key: str, raw: Any) -> tuple[str, ...]:
-    if not isinstance(raw, list):
-        raise ConfigError(key, "expected a list of strategies whose effect is undone when the alert resolves")
-    for i, s in enumerate(raw):
-        if s not in REVERTIBLE:
-            raise ConfigError(f"{key}[{i}]", f"not revertible: {s!r}; revertible: {', '.join(sorted(REVERTIBLE))}")
-    return tuple(raw)
+def _listed(options: frozenset[str], expected: str, refused: str, known: str) -> Callable[[str, Any], tuple[str, ...]]:
+    """A list whose every item is one of `options`; the problem names the item and what is known."""
+
+    @described({"type": "array", "items": {"enum": sorted(options)}})
+    def parse(key: str, raw: Any) -> tuple[str, ...]:
+        if not isinstance(raw, list):
+            raise ConfigError(key, f"expected a list of {expected}")
+        for i, item in enumerate(raw):
+            if item not in options:
+                raise ConfigError(f"{key}[{i}]", f"{refused} {item!r}; {known}: {', '.join(sorted(options))}")
+        return tuple(raw)
+
+    return parse
+
+
+_revert = _listed(REVERTIBLE, "strategies whose effect is undone when the alert resolves", "not revertible:",
+                  "revertible")
+_alert_names = _listed(KNOWN_ALERTS, "alert names", "unknown alert", "known")
 
 
 @described({"type": ["object", "null"], "propertyNames": json_schema_of(resource),
@@ -181,16 +191,6 @@ def _window(key: str, raw: Any) -> Window:
 described({"type": "array", "items": {"enum": list(BUILTIN_NAMES)}})(parse_builtin)
 described({"type": "array", "items": {"type": "object", "propertyNames": {"enum": sorted(ADAPTER_KEYS)}}})(parse_custom)
 described({"type": ["boolean", "null"]})(parse_incremental_gate)
-
-@described({"type": "array", "items": {"enum": sorted(KNOWN_ALERTS)}})
-def _alert_names(key: str, raw: Any) -> tuple[str, ...]:
-    if not isinstance(raw, list):
-        raise ConfigError(key, "expected a list of alert names")
-    for i, name in enumerate(raw):
-        if name not in KNOWN_ALERTS:
-            raise ConfigError(f"{key}[{i}]", f"unknown alert {name!r}; known: {', '.join(sorted(KNOWN_ALERTS))}")
-    return tuple(raw)
-
 
 _LABEL_KEY = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 _LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
