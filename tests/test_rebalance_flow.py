@@ -345,3 +345,75 @@ def test_a_receiver_resolving_before_it_grew_gives_the_donor_back_and_never_grow
     cluster.settle()
     assert (_replicas(cluster, "training"), _replicas(cluster, "inference"), _used(cluster)) == (2, 2, 8)
     assert r.metric("reactor_rebalances_total", result="restored") == 1
+
+
+def _restarted(cluster: SimCluster, token_file: Path) -> Reactor:
+    """A new reactor process on the same cluster: an empty waiting list, the watch cache listed and synced."""
+    r = _reactor(cluster, token_file, Source([]), kube={"watchCache": True})
+    informers = r.service.informers
+    assert informers is not None
+    informers.start()
+    deadline = utcnow() + timedelta(seconds=10)
+    while informers.unsynced() and utcnow() < deadline:
+        threading.Event().wait(0.05)
+    assert not informers.unsynced()
+    return r
+
+
+def test_a_restart_between_the_donors_write_and_the_growth_still_gives_the_donor_back(cluster: SimCluster,
+                                                                                      token_file: Path) -> None:
+    """The waiting growth lives in memory; the donor's sealed record does not. A reactor started after the donor
+    gave, whose receiver never grew, finds the record in its watch cache once verify.timeout has passed since the
+    write, and gives the donor back through the same act step (every rail), saying it was found after a restart."""
+    _full(cluster)
+    first = _reactor(cluster, token_file, Source(_idle(cluster, "training")))
+    _outcome(first, "inference")
+    assert _replicas(cluster, "training") == 1 and REBALANCE in cluster.get(
+        "deployments", NAMESPACE, "training")["metadata"]["annotations"]
+    cluster.settle()
+    inference = cluster.get("deployments", NAMESPACE, "inference")
+    inference["metadata"]["annotations"]["gpu-reactor.io/mode"] = "off"  # it will not grow any more
+    cluster.apply(inference)
+    first.service.kube.close()  # the process ends: its waiting list with it
+
+    second = _restarted(cluster, token_file)
+    try:
+        rebalancer = second.service.engine.rebalancer
+        assert rebalancer.tick(utcnow()) == 0 and _replicas(cluster, "training") == 1  # too early: not yet
+        assert rebalancer.tick(utcnow() + timedelta(minutes=11)) == 0
+        assert _replicas(cluster, "training") == 2
+        cluster.settle()
+        assert _used(cluster) == 8 and not _events(cluster, "FailedCreate")
+        second.flush_events()
+        (given,) = _events(cluster, "RebalanceGivenBack")
+        assert "found after a restart of the reactor" in given["message"]
+        assert REBALANCE not in cluster.get("deployments", NAMESPACE, "training")["metadata"]["annotations"]
+        assert second.metric("reactor_rebalances_total", result="given-back") == 1
+        assert rebalancer.tick(utcnow() + timedelta(minutes=12)) == 0  # nothing left to find
+    finally:
+        assert second.service.informers is not None
+        second.service.informers.stop(timeout=5)
+        second.service.kube.close()
+
+
+def test_a_restart_after_the_receiver_grew_leaves_the_rebalance_to_its_resolve(cluster: SimCluster,
+                                                                              token_file: Path) -> None:
+    """A rebalance that completed (the receiver holds its sealed record of receiving from this donor) is not an
+    orphan: a restarted reactor leaves the donor as it is; the receiver's resolve restores it, as without restart."""
+    _full(cluster)
+    first = _reactor(cluster, token_file, Source(_idle(cluster, "training")))
+    _outcome(first, "inference")
+    cluster.settle()
+    assert first.service.engine.rebalancer.tick(utcnow()) == 0  # the room shows: the receiver grows
+    assert (_replicas(cluster, "training"), _replicas(cluster, "inference")) == (1, 3)
+    first.service.kube.close()
+
+    second = _restarted(cluster, token_file)
+    try:
+        assert second.service.engine.rebalancer.tick(utcnow() + timedelta(minutes=30)) == 0
+        assert (_replicas(cluster, "training"), _replicas(cluster, "inference")) == (1, 3)
+        assert second.metric("reactor_rebalances_total", result="given-back") == 0
+    finally:
+        assert second.service.informers is not None
+        second.service.informers.stop(timeout=5)
+        second.service.kube.close()

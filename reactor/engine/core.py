@@ -124,7 +124,8 @@ class Engine(Rebalancing):
         self._grow_refusals: dict[tuple[str, WorkloadRef, WorkloadRef], str] = {}  # a waiting growth's last refusal
         self.rebalancer = Rebalancer(interval=self.policy.verify_interval, clock=clock, grow=self._grow_step,
                                      give_back=self._give_back_step, restore=self._restore_step,
-                                     expired=self._restore_expired)
+                                     expired=self._restore_expired, recover=self._orphaned_donors)
+        self._orphans_given_up: set[tuple[WorkloadRef, str, datetime]] = set()  # see `_orphaned_donors`
 
     # --- the notification ---------------------------------------------------------------
 

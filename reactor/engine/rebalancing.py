@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 from reactor.act.actor import Acted, Actor, Attempt
 from reactor.act.events import Recorder
 from reactor.act.posting import EventPoster, workload_event
-from reactor.cluster.cache import Store
+from reactor.cluster.cache import Miss, Store
 from reactor.cluster.kube import KubeGateway
+from reactor.cluster.view import ClusterView
 from reactor.cluster.workloads import namespace_bounds
 from reactor.config.fields import format_duration
 from reactor.config.settings import Settings
@@ -30,6 +31,7 @@ from reactor.core.errors import AlertSourceUnavailable
 from reactor.core.firing import FiringAlerts
 from reactor.core.metrics import Metrics
 from reactor.core.model import (
+    PATCHABLE_KINDS,
     Action,
     Alert,
     Bounds,
@@ -48,11 +50,12 @@ from reactor.core.model import (
 from reactor.engine.namespace import Namespace
 from reactor.engine.refusals import owner_skip
 from reactor.integrations.adapters import Adapters
-from reactor.observe.rebalancer import GROW, RESTORE, Rebalancer, Waiting
+from reactor.observe.rebalancer import GIVE_BACK, GROW, RESTORE, Rebalancer, Waiting
 from reactor.policy import effective_mode, fold
 from reactor.policy.rebalance import MAX_DONOR_PODS, Candidate, Verdict, no_donor, qualify, ranked
 from reactor.policy.values import Policy
 from reactor.resolve.owners import Owner, Owners, Reader, resolve_owner, valid_name
+from reactor.state.annotations import REBALANCE
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +83,8 @@ class Rebalancing:
         _workload_locks: tuple[threading.Lock, ...]
         _grow_refusals: dict[tuple[str, WorkloadRef, WorkloadRef], str]
         _owners: Owners
+        _orphans_given_up: set[tuple[WorkloadRef, str, datetime]]
+        view: ClusterView
 
         def _decide(self, reader: Reader, obj: dict[str, Any], owner: Owner, signal: Signal, ns: Namespace,
                     now: datetime, *, given_back: str | None = None) -> tuple[Workload, Decision, Mode]: ...
@@ -161,7 +166,8 @@ class Rebalancing:
         applied.append(verdict.ref)
         waiting = Waiting(GROW, owner.ref, receiver.uid, signal.pods[0] if signal.pods else "", signal, verdict.ref,
                           donor_signal.pods[0] if donor_signal.pods else "", donor_signal, verdict.freed,
-                          shortfall.quota, now + self.policy.verify_timeout, now + 2 * self.policy.verify_timeout)
+                          shortfall.quota, now + self.policy.verify_timeout, now + 2 * self.policy.verify_timeout,
+                          since=now.replace(microsecond=0))  # as the sealed record keeps it (to the second)
         if not reader.past_deadline():  # the quota may show the room already (pods deleted at once)
             grown = self._grow_now(owner, signal, waiting, now)
             if grown is not None:
@@ -365,6 +371,8 @@ class Rebalancing:
         """The receiver could not grow by the deadline: the donor gets back what it gave."""
         with self._lock:
             last = self._grow_refusals.get(waiting.key, f"quota {waiting.quota} showed no room")
+        if waiting.kind == GIVE_BACK:
+            last = "it holds no record of receiving them; found after a restart of the reactor"
         done = self._return_to_donor(waiting, now, "RebalanceGivenBack", "given-back",
                                      f"{waiting.receiver.kind}/{waiting.receiver.name} could not grow within "
                                      f"{format_duration(self.policy.verify_timeout)} ({last})")
@@ -377,9 +385,58 @@ class Rebalancing:
         return self._return_to_donor(waiting, now, "RebalanceRestored", "restored",
                                      f"{waiting.receiver.kind}/{waiting.receiver.name}'s saturation resolved", held)
 
+    def _orphaned_donors(self, now: datetime) -> list[Waiting]:
+        """Donors a restart left behind: the rebalancer's list is in memory, the donor's sealed record is not.
+
+        From the watch cache, in memory (no request; without the cache nothing is recovered): a workload whose
+        authenticated `rebalance` record says it gave, longer than `verify.timeout` ago, that no waiting step names,
+        and whose receiver is gone, is another object now, or holds no authenticated record of receiving from this
+        donor — its growth never came. Each is given back as a growth that timed out here would be (the same
+        `decide_given_back`, every rail), tried until another `verify.timeout` has passed, then given up (counted
+        `not-restored`) and not picked again in this process. A receiver the cache cannot say about waits a pass.
+        """
+        if self.cache is None:
+            return []
+        busy = {w.donor for w in self.rebalancer.waiting()}
+        found: list[Waiting] = []
+        for kind in sorted(PATCHABLE_KINDS):
+            for obj in self.cache.select(kind, _names_a_rebalance, containing=REBALANCE.encode()):
+                meta = obj.get("metadata") or {}
+                ref = WorkloadRef(kind, str(meta.get("namespace", "")), str(meta.get("name", "")))
+                if ref in busy or not self.policy.namespace_allowed(ref.namespace):
+                    continue
+                record = self.view.workload(obj, kind).state.rebalance
+                if record is None or record.role != "donor" or now < record.since + self.policy.verify_timeout:
+                    continue
+                if (ref, record.uid, record.since) in self._orphans_given_up:
+                    continue
+                receiver = WorkloadRef(record.kind, ref.namespace, record.name)
+                if not self._never_received(receiver, record.uid, str(meta.get("uid", ""))):
+                    continue
+                empty = Signal(alert="", status=Status.RESOLVED, keys=(), container=None, value=None)
+                found.append(Waiting(GIVE_BACK, receiver, record.uid, "", empty, ref, "", empty, record.gpus,
+                                     record.quota, now + self.policy.verify_timeout, since=record.since))
+        return found
+
+    def _never_received(self, receiver: WorkloadRef, receiver_uid: str, donor_uid: str) -> bool:
+        """Whether the receiver a donor's record names never took what it gave (False: it did, or the cache
+        cannot say yet). Read from the cache, its state authenticated."""
+        assert self.cache is not None
+        if receiver.kind not in PATCHABLE_KINDS:
+            return False  # an operator's resource is not cached: its restore comes with its resolve
+        obj = self.cache.lookup(receiver.kind, receiver.namespace, receiver.name)
+        if isinstance(obj, Miss):
+            return False
+        if obj is None or str((obj.get("metadata") or {}).get("uid", "")) != receiver_uid:
+            return True  # gone, or another object under that name: nothing will ever restore the donor
+        record = self.view.workload(obj, receiver.kind).state.rebalance
+        return record is None or record.role != "receiver" or record.uid != donor_uid
+
     def _restore_expired(self, waiting: Waiting, now: datetime) -> None:
         with self._lock:
             self._grow_refusals.pop(waiting.key, None)
+            if waiting.kind in (GROW, GIVE_BACK) and waiting.since is not None:  # the give-back was given up
+                self._orphans_given_up.add((waiting.donor, waiting.receiver_uid, waiting.since))
         self.metrics.rebalances.labels(result="not-restored").inc()
         log.warning("rebalance: the donor was not given back its GPUs in time", extra={
             "workload": str(waiting.donor), "receiver": str(waiting.receiver), "quota": waiting.quota})
@@ -454,3 +511,8 @@ def quota_short(decision: Decision) -> bool:
 def _labels(obj: dict[str, Any]) -> dict[str, str]:
     labels = (obj.get("metadata") or {}).get("labels") or {}
     return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
+
+
+def _names_a_rebalance(obj: dict[str, Any]) -> bool:
+    """A cached object carrying the `rebalance` annotation (unauthenticated: a candidate to read, no more)."""
+    return REBALANCE in ((obj.get("metadata") or {}).get("annotations") or {})

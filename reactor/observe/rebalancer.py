@@ -9,8 +9,10 @@ write gives the donor its GPUs back; a give-back or a restore that cannot be app
 `verify.timeout` is dropped and said (a log line, `reactor_rebalances_total{result="not-restored"}`): the list is
 bounded in time as in size.
 
-In memory only: a restart forgets what waits, and the donor keeps its sealed `rebalance` record, so its own alerts
-and the revert rules still apply to it. The engine holds the step functions; this holds the list and the clock.
+The list is in memory; what a restart would lose is found again from the cluster: each pass first asks the
+engine's `recover` for donors whose sealed `rebalance` record is older than `verify.timeout` while their receiver
+holds no record of receiving (it never grew), and gives those back as if their growth had timed out here. The
+engine holds the step functions; this holds the list and the clock.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ log = logging.getLogger(__name__)
 
 GROW = "grow"
 RESTORE = "restore"
+GIVE_BACK = "give-back"  # a donor a restart left waiting (the engine's `recover` finds it): give back, no growth
 MAX_WAITING = 1000  # rebalances waiting at once; more are refused at the source (the engine asks `full`)
 
 
@@ -47,6 +50,7 @@ class Waiting:
     quota: str
     deadline: datetime  # GROW: the donor is given back from then on; RESTORE: given up then
     until: datetime | None = None  # GROW: a give-back still refused then (its room never showed) is given up
+    since: datetime | None = None  # GIVE_BACK: when the donor's record says it gave (the record's identity)
 
     @property
     def key(self) -> tuple[str, WorkloadRef, WorkloadRef]:
@@ -61,8 +65,9 @@ class Rebalancer:
     """The waiting list and its thread; `tick` is one pass (tests call it with their clock)."""
 
     def __init__(self, *, interval: timedelta, clock: Callable[[], datetime], grow: Step, give_back: Step,
-                 restore: Step, expired: Callable[[Waiting, datetime], None]) -> None:
-        self.interval, self.clock = interval, clock
+                 restore: Step, expired: Callable[[Waiting, datetime], None],
+                 recover: Callable[[datetime], list[Waiting]] | None = None) -> None:
+        self.interval, self.clock, self._recover = interval, clock, recover
         self._grow, self._give_back, self._restore, self._expired = grow, give_back, restore, expired
         self._waiting: dict[tuple[str, WorkloadRef, WorkloadRef], Waiting] = {}
         self._lock = threading.Lock()
@@ -94,6 +99,14 @@ class Rebalancer:
     def tick(self, now: datetime | None = None) -> int:
         """One pass: each waiting step is tried once; the number still waiting after it."""
         now = now or self.clock()
+        if self._recover is not None:
+            try:
+                for found in self._recover(now):
+                    with self._lock:
+                        if len(self._waiting) < MAX_WAITING:
+                            self._waiting.setdefault(found.key, found)
+            except Exception:  # noqa: BLE001 - the waiting steps still run; the scan is tried again next pass
+                log.exception("rebalance recovery scan failed")
         for waiting in self.waiting():
             try:
                 done = self._step(waiting, now)
@@ -107,6 +120,13 @@ class Rebalancer:
         return len(self.waiting())
 
     def _step(self, waiting: Waiting, now: datetime) -> bool:
+        if waiting.kind == GIVE_BACK:
+            if self._give_back(waiting, now):
+                return True
+            if now >= waiting.deadline:
+                self._expired(waiting, now)
+                return True
+            return False
         if waiting.kind == GROW:
             if self._grow(waiting, now):
                 return True
