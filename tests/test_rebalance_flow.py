@@ -417,3 +417,39 @@ def test_a_restart_after_the_receiver_grew_leaves_the_rebalance_to_its_resolve(c
         assert second.service.informers is not None
         second.service.informers.stop(timeout=5)
         second.service.kube.close()
+
+
+def test_a_sealed_donor_record_copied_onto_another_workload_gives_it_nothing(cluster: SimCluster,
+                                                                            token_file: Path) -> None:
+    """A tenant copies the donor's whole sealed state (record and MAC) onto another Deployment, hoping a restarted
+    reactor "gives back" GPUs to it: the MAC binds the state to the donor's uid, so the copy reads as unauthenticated
+    and the recovery never picks it; the real donor alone is given back."""
+    _full(cluster)
+    first = _reactor(cluster, token_file, Source(_idle(cluster, "training")))
+    _outcome(first, "inference")
+    cluster.settle()
+    inference = cluster.get("deployments", NAMESPACE, "inference")
+    inference["metadata"]["annotations"]["gpu-reactor.io/mode"] = "off"
+    cluster.apply(inference)
+    first.service.kube.close()
+    stolen = {k: v for k, v in cluster.get("deployments", NAMESPACE, "training")["metadata"]["annotations"].items()
+              if k.startswith("gpu-reactor.io/") and k != "gpu-reactor.io/donor"}
+    assert REBALANCE in stolen
+    cluster.apply([_deployment("sidecar-job", 1, 0, "medium-priority-gpu")])
+    other = cluster.get("deployments", NAMESPACE, "sidecar-job")
+    other["metadata"]["annotations"].update(stolen)
+    cluster.apply(other)
+    cluster.settle()
+
+    second = _restarted(cluster, token_file)
+    try:
+        rebalancer = second.service.engine.rebalancer
+        rebalancer.tick(utcnow() + timedelta(minutes=11))
+        assert {w.donor.name for w in rebalancer.waiting()} <= {"training"}
+        assert _replicas(cluster, "sidecar-job") == 1 and _replicas(cluster, "training") == 2
+        second.flush_events()
+        assert [e["involvedObject"]["name"] for e in _events(cluster, "RebalanceGivenBack")] == ["training"]
+    finally:
+        assert second.service.informers is not None
+        second.service.informers.stop(timeout=5)
+        second.service.kube.close()
