@@ -4,6 +4,7 @@ in-process implementation of `core.firing.FiringAlerts` holding the alerts Alert
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Collection, Iterator, Sequence
 from datetime import timedelta
@@ -347,17 +348,22 @@ def test_a_receiver_resolving_before_it_grew_gives_the_donor_back_and_never_grow
     assert r.metric("reactor_rebalances_total", result="restored") == 1
 
 
-def _restarted(cluster: SimCluster, token_file: Path) -> Reactor:
+@contextlib.contextmanager
+def _restarted(cluster: SimCluster, token_file: Path) -> Iterator[Reactor]:
     """A new reactor process on the same cluster: an empty waiting list, the watch cache listed and synced."""
     r = _reactor(cluster, token_file, Source([]), kube={"watchCache": True})
     informers = r.service.informers
     assert informers is not None
     informers.start()
-    deadline = utcnow() + timedelta(seconds=10)
-    while informers.unsynced() and utcnow() < deadline:
-        threading.Event().wait(0.05)
-    assert not informers.unsynced()
-    return r
+    try:
+        deadline = utcnow() + timedelta(seconds=10)
+        while informers.unsynced() and utcnow() < deadline:
+            threading.Event().wait(0.05)
+        assert not informers.unsynced()
+        yield r
+    finally:
+        informers.stop(timeout=5)
+        r.service.kube.close()
 
 
 def test_a_restart_between_the_donors_write_and_the_growth_still_gives_the_donor_back(cluster: SimCluster,
@@ -376,8 +382,7 @@ def test_a_restart_between_the_donors_write_and_the_growth_still_gives_the_donor
     cluster.apply(inference)
     first.service.kube.close()  # the process ends: its waiting list with it
 
-    second = _restarted(cluster, token_file)
-    try:
+    with _restarted(cluster, token_file) as second:
         rebalancer = second.service.engine.rebalancer
         assert rebalancer.tick(utcnow()) == 0 and _replicas(cluster, "training") == 1  # too early: not yet
         assert rebalancer.tick(utcnow() + timedelta(minutes=11)) == 0
@@ -390,10 +395,6 @@ def test_a_restart_between_the_donors_write_and_the_growth_still_gives_the_donor
         assert REBALANCE not in cluster.get("deployments", NAMESPACE, "training")["metadata"]["annotations"]
         assert second.metric("reactor_rebalances_total", result="given-back") == 1
         assert rebalancer.tick(utcnow() + timedelta(minutes=12)) == 0  # nothing left to find
-    finally:
-        assert second.service.informers is not None
-        second.service.informers.stop(timeout=5)
-        second.service.kube.close()
 
 
 def test_a_restart_after_the_receiver_grew_leaves_the_rebalance_to_its_resolve(cluster: SimCluster,
@@ -408,15 +409,10 @@ def test_a_restart_after_the_receiver_grew_leaves_the_rebalance_to_its_resolve(c
     assert (_replicas(cluster, "training"), _replicas(cluster, "inference")) == (1, 3)
     first.service.kube.close()
 
-    second = _restarted(cluster, token_file)
-    try:
+    with _restarted(cluster, token_file) as second:
         assert second.service.engine.rebalancer.tick(utcnow() + timedelta(minutes=30)) == 0
         assert (_replicas(cluster, "training"), _replicas(cluster, "inference")) == (1, 3)
         assert second.metric("reactor_rebalances_total", result="given-back") == 0
-    finally:
-        assert second.service.informers is not None
-        second.service.informers.stop(timeout=5)
-        second.service.kube.close()
 
 
 def test_a_sealed_donor_record_copied_onto_another_workload_gives_it_nothing(cluster: SimCluster,
@@ -441,15 +437,10 @@ def test_a_sealed_donor_record_copied_onto_another_workload_gives_it_nothing(clu
     cluster.apply(other)
     cluster.settle()
 
-    second = _restarted(cluster, token_file)
-    try:
+    with _restarted(cluster, token_file) as second:
         rebalancer = second.service.engine.rebalancer
         rebalancer.tick(utcnow() + timedelta(minutes=11))
         assert {w.donor.name for w in rebalancer.waiting()} <= {"training"}
         assert _replicas(cluster, "sidecar-job") == 1 and _replicas(cluster, "training") == 2
         second.flush_events()
         assert [e["involvedObject"]["name"] for e in _events(cluster, "RebalanceGivenBack")] == ["training"]
-    finally:
-        assert second.service.informers is not None
-        second.service.informers.stop(timeout=5)
-        second.service.kube.close()
