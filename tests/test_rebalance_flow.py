@@ -140,6 +140,8 @@ def test_an_idle_donor_gives_first_then_the_receiver_grows_within_the_quota(clus
     receiver = cluster.get("deployments", NAMESPACE, "inference")["metadata"]["annotations"][REBALANCE]
     assert '"role":"donor"' in donor and '"name":"inference"' in donor and '"gpus":2' in donor
     assert '"role":"receiver"' in receiver and '"name":"training"' in receiver
+    training_uid = cluster.get("deployments", NAMESPACE, "training")["metadata"]["uid"]
+    assert f'"uid":"{training_uid}"' in receiver  # the donor as read when it gave, not read again per attempt
     assert r.metric("reactor_rebalances_total", result="moved") == 1
     assert r.metric("reactor_rebalances_total", result="pending") == 1
     assert r.metric("reactor_rebalance_gpus_moved_total") == 2

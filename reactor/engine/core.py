@@ -30,7 +30,7 @@ from reactor.act.resize import compute_facts, cpu_bounds, memory_bounds
 from reactor.cluster.cache import Store
 from reactor.cluster.kube import KubeGateway
 from reactor.cluster.view import ClusterView
-from reactor.cluster.workloads import hpa_targets, namespace_bounds
+from reactor.cluster.workloads import hpa_targets
 from reactor.config.settings import Settings
 from reactor.core.errors import Failure, RetryLater, classify
 from reactor.core.firing import FiringAlerts
@@ -149,10 +149,7 @@ class Engine(Rebalancing):
             self.metrics.child(self.metrics.alerts_received, name, status).inc(count)
         if notification.truncated_alerts:
             self._truncated(notification)
-        server = self.settings.server
-        reader = Reader(self.kube, server.max_unknown_pods,
-                        self.monotonic() + server.notification_deadline.total_seconds(), self.monotonic,
-                        cache=self.cache, adapters=self.adapters)
+        reader = self._reader()
         failures: list[str] = []  # what a retry can fix (Failure.RETRY), one line per pod or workload
         groups, unresolved = self._resolve(reader, alerts, pending, failures)
         outcomes.update(unresolved)
@@ -166,6 +163,13 @@ class Engine(Rebalancing):
         if failures:
             raise RetryLater(failures, answered)
         return answered
+
+    def _reader(self) -> Reader:
+        """The reads of one notification (or of one rebalancer step): shared, bounded by its deadline."""
+        server = self.settings.server
+        return Reader(self.kube, server.max_unknown_pods,
+                      self.monotonic() + server.notification_deadline.total_seconds(), self.monotonic,
+                      cache=self.cache, adapters=self.adapters)
 
     def _truncated(self, notification: Notification) -> None:
         """Alertmanager left alerts out (the receiver's max_alerts): they reach nobody, so someone is told."""
@@ -354,9 +358,7 @@ class Engine(Rebalancing):
             workload = self.ledger.judge(workload, now)
 
         def bounds() -> Bounds:
-            if ns.bounds is None:
-                ns.bounds = namespace_bounds(reader, ref.namespace, self.policy.gpu_resource)
-            namespaced = ns.bounds.reserving(ns.reserved)
+            namespaced = ns.gpu_bounds(reader, ref.namespace, self.policy.gpu_resource)
             if not workload.queue:
                 return namespaced
             return self.view.queue_bounds(namespaced, workload, reader)

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from reactor.cluster.workloads import namespace_bounds
 from reactor.core.model import Action, Bounds, ComputeBounds
+from reactor.resolve.owners import Reader
 
 
 @dataclass(slots=True)
@@ -25,6 +27,12 @@ class Namespace:
     memory_bounds: ComputeBounds | None = None
     # (quota, resource) -> millicores (cpu lines) or bytes (memory lines): one map, the resource tells them apart
     compute_reserved: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def gpu_bounds(self, reader: Reader, namespace: str, gpu_resource: str) -> Bounds:
+        """The namespace's GPU bounds, read once per notification, less what its own actions reserved."""
+        if self.bounds is None:
+            self.bounds = namespace_bounds(reader, namespace, gpu_resource)
+        return self.bounds.reserving(self.reserved)
 
     def reserve(self, action: Action) -> None:
         for name, gpus in action.quota_charges:

@@ -24,7 +24,6 @@ from reactor.act.posting import EventPoster, workload_event
 from reactor.cluster.cache import Miss, Store
 from reactor.cluster.kube import KubeGateway
 from reactor.cluster.view import ClusterView
-from reactor.cluster.workloads import namespace_bounds
 from reactor.config.fields import format_duration
 from reactor.config.settings import Settings
 from reactor.core.errors import AlertSourceUnavailable
@@ -34,7 +33,6 @@ from reactor.core.model import (
     PATCHABLE_KINDS,
     Action,
     Alert,
-    Bounds,
     Decision,
     Mode,
     Rebalance,
@@ -97,24 +95,14 @@ class Rebalancing:
         def _finish_action(self, ref: WorkloadRef, signal: Signal, action: Action,
                            result: Result) -> tuple[Action, Result]: ...
 
+        def _reader(self) -> Reader: ...
+
         @staticmethod
         def _rereader(reader: Reader, ref: WorkloadRef) -> Callable[[], dict[str, Any] | None]: ...
 
 
     def _receives(self, signal: Signal) -> bool:
         return self.policy.rebalance_enabled and signal.alert in self.policy.rebalance_receiver_alerts
-
-    def _reader(self) -> Reader:
-        """A Reader of its own for a step outside any notification (the rebalancer's pass), with the same bounds."""
-        server = self.settings.server
-        return Reader(self.kube, server.max_unknown_pods,
-                      self.monotonic() + server.notification_deadline.total_seconds(), self.monotonic,
-                      cache=self.cache, adapters=self.adapters)
-
-    def _ns_bounds(self, reader: Reader, ns: Namespace, namespace: str) -> Bounds:
-        if ns.bounds is None:
-            ns.bounds = namespace_bounds(reader, namespace, self.policy.gpu_resource)
-        return ns.bounds.reserving(ns.reserved)
 
     def _rebalance(self, reader: Reader, owner: Owner, signal: Signal, skip: Skip, ns: Namespace, now: datetime,
                    applied: list[WorkloadRef]) -> Acted:
@@ -167,7 +155,8 @@ class Rebalancing:
         waiting = Waiting(GROW, owner.ref, receiver.uid, signal.pods[0] if signal.pods else "", signal, verdict.ref,
                           donor_signal.pods[0] if donor_signal.pods else "", donor_signal, verdict.freed,
                           shortfall.quota, now + self.policy.verify_timeout, now + 2 * self.policy.verify_timeout,
-                          since=now.replace(microsecond=0))  # as the sealed record keeps it (to the second)
+                          since=now.replace(microsecond=0),  # as the sealed record keeps it (to the second)
+                          donor_uid=_uid(donors[verdict.ref][0].obj))
         if not reader.past_deadline():  # the quota may show the room already (pods deleted at once)
             grown = self._grow_now(owner, signal, waiting, now)
             if grown is not None:
@@ -220,7 +209,7 @@ class Rebalancing:
                                         refused.detail if refused is not None else "not found"))
                 continue
             groups.setdefault(found.ref, (found, []))[1].extend(by_pod[pod])
-        bounds = self._ns_bounds(reader, ns, namespace)
+        bounds = ns.gpu_bounds(reader, namespace, self.policy.gpu_resource)
         donors: dict[WorkloadRef, tuple[Owner, Signal]] = {}
         for ref in sorted(groups):
             owner, group = groups[ref]
@@ -246,9 +235,9 @@ class Rebalancing:
         def decide_again(obj: dict[str, Any]) -> tuple[Workload, Decision, Mode]:
             workload, decision, mode = self._decide(reader, obj, owner, signal, ns, now)
             if isinstance(decision, Action):
+                bounds = ns.gpu_bounds(reader, ref.namespace, self.policy.gpu_resource)
                 again = qualify(Candidate(workload, signal, _labels(obj), mode, decision), receiver=receiver,
-                                shortfall=shortfall, bounds=self._ns_bounds(reader, ns, ref.namespace),
-                                policy=self.policy, now=now)
+                                shortfall=shortfall, bounds=bounds, policy=self.policy, now=now)
                 if not again.qualifies:
                     return workload, Skip(SkipReason.CONFLICT, f"no longer gives: {again.reason}"), mode
             return workload, decision, mode
@@ -281,19 +270,11 @@ class Rebalancing:
 
     def _receiving(self, waiting: Waiting) -> dict[str, Any]:
         """The receiver's side of a rebalance, written with its growth."""
-        record = Rebalance("receiver", waiting.donor.kind, waiting.donor.name, self._donor_uid(waiting), waiting.gpus,
+        record = Rebalance("receiver", waiting.donor.kind, waiting.donor.name, waiting.donor_uid, waiting.gpus,
                            waiting.quota, self.clock())
         return {"rebalance": record, "event_reason": "RebalanceReceived",
                 "event_note": f"; rebalance: {waiting.gpus} GPUs of quota {waiting.quota} given by "
                               f"{waiting.donor.kind}/{waiting.donor.name}"}
-
-    def _donor_uid(self, waiting: Waiting) -> str:
-        try:
-            obj = self.kube.get(waiting.donor.kind, waiting.donor.namespace, waiting.donor.name,
-                                self.adapters.get(waiting.donor.kind))
-        except Exception:  # noqa: BLE001 - the record names the donor by kind and name then
-            return ""
-        return str((obj.get("metadata") or {}).get("uid", ""))
 
     def _grew(self, waiting: Waiting, acted: Acted, now: datetime) -> Acted:
         """A waiting growth decided again: applied ends the rebalance (moved)."""
@@ -301,9 +282,7 @@ class Rebalancing:
             self.rebalancer.discard(waiting)
             with self._lock:
                 self._grow_refusals.pop(waiting.key, None)
-            self.metrics.rebalances.labels(result="moved").inc()
-            self.metrics.rebalance_gpus_moved.inc(waiting.gpus)
-            return self._paid_for(acted, waiting)
+            return self._moved(acted, waiting)
         if isinstance(acted.decision, Skip) and acted.decision.reason is SkipReason.QUOTA_EXCEEDED:
             return Acted(replace(acted.decision, detail=(
                 f"{acted.decision.detail}; rebalance: {waiting.donor.kind}/{waiting.donor.name} gave {waiting.gpus} "
@@ -325,13 +304,13 @@ class Rebalancing:
         acted = self.actor.carry_out(attempt, obj, now)
         if acted.result is not Result.APPLIED:
             return None
+        return self._moved(acted, waiting)
+
+    def _moved(self, acted: Acted, waiting: Waiting) -> Acted:
+        """The receiver grew: counted, and its answer and log line say which donor paid for it (not only the
+        Events)."""
         self.metrics.rebalances.labels(result="moved").inc()
         self.metrics.rebalance_gpus_moved.inc(waiting.gpus)
-        return self._paid_for(acted, waiting)
-
-    @staticmethod
-    def _paid_for(acted: Acted, waiting: Waiting) -> Acted:
-        """A growth a donor paid for says so in its answer and log line, not only in the Events."""
         if not isinstance(acted.decision, Action):
             return acted
         return replace(acted, decision=replace(acted.decision, note=(
@@ -411,11 +390,12 @@ class Rebalancing:
                 if (ref, record.uid, record.since) in self._orphans_given_up:
                     continue
                 receiver = WorkloadRef(record.kind, ref.namespace, record.name)
-                if not self._never_received(receiver, record.uid, str(meta.get("uid", ""))):
+                if not self._never_received(receiver, record.uid, _uid(obj)):
                     continue
                 empty = Signal(alert="", status=Status.RESOLVED, keys=(), container=None, value=None)
                 found.append(Waiting(GIVE_BACK, receiver, record.uid, "", empty, ref, "", empty, record.gpus,
-                                     record.quota, now + self.policy.verify_timeout, since=record.since))
+                                     record.quota, now + self.policy.verify_timeout, since=record.since,
+                                     donor_uid=_uid(obj)))
         return found
 
     def _never_received(self, receiver: WorkloadRef, receiver_uid: str, donor_uid: str) -> bool:
@@ -427,7 +407,7 @@ class Rebalancing:
         obj = self.cache.lookup(receiver.kind, receiver.namespace, receiver.name)
         if isinstance(obj, Miss):
             return False
-        if obj is None or str((obj.get("metadata") or {}).get("uid", "")) != receiver_uid:
+        if obj is None or _uid(obj) != receiver_uid:
             return True  # gone, or another object under that name: nothing will ever restore the donor
         record = self.view.workload(obj, receiver.kind).state.rebalance
         return record is None or record.role != "receiver" or record.uid != donor_uid
@@ -516,3 +496,7 @@ def _labels(obj: dict[str, Any]) -> dict[str, str]:
 def _names_a_rebalance(obj: dict[str, Any]) -> bool:
     """A cached object carrying the `rebalance` annotation (unauthenticated: a candidate to read, no more)."""
     return REBALANCE in ((obj.get("metadata") or {}).get("annotations") or {})
+
+
+def _uid(obj: dict[str, Any] | None) -> str:
+    return str(((obj or {}).get("metadata") or {}).get("uid", ""))

@@ -51,6 +51,7 @@ class Waiting:
     deadline: datetime  # GROW: the donor is given back from then on; RESTORE: given up then
     until: datetime | None = None  # GROW: a give-back still refused then (its room never showed) is given up
     since: datetime | None = None  # GIVE_BACK: when the donor's record says it gave (the record's identity)
+    donor_uid: str = ""  # the donor as read when it gave: the receiver's record names it (no read per attempt)
 
     @property
     def key(self) -> tuple[str, WorkloadRef, WorkloadRef]:
