@@ -311,3 +311,17 @@ def test_a_url_with_a_bad_port_is_refused_at_construction_without_its_credential
     with pytest.raises(ReactorError, match="valid port") as caught:
         _source("http://user:secret@am:99999")
     assert "secret" not in str(caught.value) and "am:99999" in str(caught.value)
+
+
+def test_the_url_s_credentials_are_never_printed_by_a_repr_or_a_config_error() -> None:
+    """`user:password@` in rebalance.alertmanagerUrl becomes a Basic header: not in the client's repr, not in the
+    config error a bad URL gets."""
+    from reactor.config.settings import build_settings
+    from reactor.core.errors import ConfigError
+    from reactor.intake.firing import _Target
+
+    target = _Target.of("http://am-user:s3cret@am.monitoring:9093/prefix")
+    assert target.basic is not None and "s3cret" not in repr(target) and target.basic not in repr(target)
+    with pytest.raises(ConfigError) as refused:
+        build_settings({"rebalance": {"alertmanagerUrl": "http://am-user:s3cret@am:9093/x?query=1"}}, environ={})
+    assert "s3cret" not in str(refused.value) and "am:9093/x?query=1" in str(refused.value)

@@ -287,3 +287,10 @@ def _quantity(key: str, raw: Any, expected: str, read: Callable[[object], int]) 
         return read(raw)
     except ValueError as e:
         raise ConfigError(key, f"expected {expected}, got {raw!r} ({e})") from e
+
+
+def without_credentials(url: str) -> str:
+    """A URL as it may be printed (a config error, a log line): any `user:password@` left out."""
+    scheme, sep, rest = url.partition("://")
+    host, slash, path = rest.partition("/")
+    return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}"

@@ -32,6 +32,7 @@ from reactor.config.fields import (
     opt_str,
     read_yaml_file,
     resource,
+    without_credentials,
 )
 from reactor.config.sources import Problems, env_values, file_values
 from reactor.core.errors import ConfigError
@@ -220,7 +221,8 @@ def _url(key: str, raw: Any) -> str | None:
     if raw is None or raw == "":
         return None
     if not isinstance(raw, str) or not re.match(_URL, raw):
-        raise ConfigError(key, f"expected an http:// or https:// URL without query, got {raw!r}")
+        shown = without_credentials(raw) if isinstance(raw, str) else raw
+        raise ConfigError(key, f"expected an http:// or https:// URL without query, got {shown!r}")
     return raw.rstrip("/")
 
 

@@ -53,6 +53,18 @@ class TokenFile:
 
     def matches(self, header: str | None) -> bool:
         """Constant-time comparison of `Authorization: Bearer <token>`."""
-        if not header or not header.startswith("Bearer "):
-            return False
-        return hmac.compare_digest(header[7:].strip().encode("utf-8", "replace"), self.current())
+        return self.check(header) == "ok"
+
+    def check(self, header: str | None) -> str:
+        """`ok`, `missing` (no bearer token at all: a probe, or a sender without credentials) or `wrong`; the token
+        compared in constant time."""
+        given = header[7:].strip() if header and header.startswith("Bearer ") else ""
+        if not given:
+            return "missing"
+        return "ok" if hmac.compare_digest(given.encode("utf-8", "replace"), self.current()) else "wrong"
+
+
+def sendable(token: bytes) -> bool:
+    """Whether a token can travel in an HTTP header as it is: printable ASCII without spaces. Anything else would
+    be refused by the HTTP client with the whole token in its error."""
+    return bool(token) and all(0x20 < b < 0x7F for b in token)

@@ -33,14 +33,15 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from reactor.config.fields import without_credentials
 from reactor.config.settings import AlertSource, Settings
 from reactor.core.errors import AlertSourceUnavailable, InvalidPayload, ReactorError
 from reactor.core.model import Alert, Status
 from reactor.intake.alerts import parse_alert
-from reactor.intake.bearer import TokenFile
+from reactor.intake.bearer import TokenFile, sendable
 
 if TYPE_CHECKING:
     from reactor.core.metrics import Metrics
@@ -98,7 +99,7 @@ class _Target:
     port: int
     prefix: str  # a route prefix (--web.route-prefix), without the trailing slash
     shown: str  # scheme://host[:port]/prefix: never the userinfo
-    basic: str | None  # `Basic ...` from user:password@ in the URL, when it has them
+    basic: str | None = field(repr=False)  # `Basic ...` from user:password@ in the URL: never printed
 
     @classmethod
     def of(cls, url: str) -> _Target:
@@ -109,7 +110,7 @@ class _Target:
             given_port = -1
         if parts.scheme not in ("http", "https") or not parts.hostname or given_port == -1:
             raise ReactorError(f"rebalance.alertmanagerUrl: expected an http(s) URL with a host (and a valid port), "
-                               f"got {cls._without_credentials(url)!r}")
+                               f"got {without_credentials(url)!r}")
         https = parts.scheme == "https"
         port = given_port or (443 if https else 80)
         host = parts.hostname
@@ -122,11 +123,6 @@ class _Target:
             basic = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
         return cls(https, host, port, prefix, f"{parts.scheme}://{netloc}{prefix}", basic)
 
-    @staticmethod
-    def _without_credentials(url: str) -> str:
-        scheme, sep, rest = url.partition("://")
-        host, slash, path = rest.partition("/")
-        return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}"
 
 
 class AlertmanagerAlerts:
@@ -308,7 +304,7 @@ class AlertmanagerAlerts:
         except (OSError, ReactorError) as e:
             raise _Failed("unreachable", f"token file {path}: {_one_line(getattr(e, 'strerror', None) or e)}") \
                 from None
-        if any(b <= 0x20 or b >= 0x7F for b in token):
+        if not sendable(token):
             raise _Failed("unreachable", f"token file {path}: holds characters an HTTP header cannot carry")
         return "Bearer " + token.decode("ascii")
 

@@ -73,14 +73,12 @@ def create_app(settings: Settings, *, engine: Handler, metrics: Metrics, token: 
 
     def _intake(answer: Callable[[int, dict[str, Any]], Response]) -> Response:
         try:
-            authorized = token.matches(request.headers.get("Authorization"))
+            credentials = token.check(request.headers.get("Authorization"))
         except (OSError, ReactorError) as e:
             # Fail closed, and as a transient failure: the Secret is being replaced or not mounted yet.
             log.error("webhook token unreadable", extra={"error": str(e)})
             return answer(503, {"error": "the webhook token cannot be read; retry"})
-        if not authorized:
-            header = request.headers.get("Authorization") or ""
-            credentials = "wrong" if header.startswith("Bearer ") and header[7:].strip() else "missing"
+        if credentials != "ok":
             metrics.child(metrics.webhook_unauthorized, credentials).inc()
             return answer(401, {"error": "missing or wrong bearer token"})  # the same either way
         length = request.content_length

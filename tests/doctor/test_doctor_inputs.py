@@ -213,3 +213,13 @@ def test_the_test_alert_is_unique_per_run_and_waits_as_the_route_groups() -> Non
     assert existing_group(held, group_labels(two, found.group_by))  # a rerun joins: it waits group_interval
     assert not existing_group(held, group_labels(two, ("...",)))     # grouped by everything: a new group
     assert not existing_group([], key)
+
+
+def test_a_token_no_header_can_carry_is_one_line_that_never_shows_it(webhook: str, tmp_path: Path) -> None:
+    """A token file with a line break or a space inside: the HTTP client would refuse the header with the whole
+    token in its error (a traceback on the terminal). The doctor says what is wrong in one line, token unshown."""
+    bad = tmp_path / "token"
+    bad.write_text("first-half\nsecond-half\n")
+    check = token.signed_probe(webhook, bad)
+    assert check.status is Status.FAILING and "HTTP header can carry" in check.detail, check
+    assert "first-half" not in check.detail and "second-half" not in check.detail

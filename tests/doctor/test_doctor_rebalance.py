@@ -107,3 +107,14 @@ def test_the_command_exits_1_when_the_source_is_unreachable(tmp_path: Path,
     out = capsys.readouterr().out
     assert code == 1
     assert any(line.startswith("failing  rebalance-source") for line in out.splitlines()), out
+
+
+def test_a_status_of_another_shape_is_read_without_a_traceback(stub: Stub) -> None:
+    """Alertmanager's answer is not trusted for its shape: `peers` a number, the version missing."""
+    def answer(h: Any) -> None:
+        body: Any = {"versionInfo": {}, "cluster": {"status": "ready", "peers": 3}}
+        _send(h, 200, json.dumps(body if h.path.startswith("/api/v2/status") else []).encode())
+
+    stub.handler = answer
+    checks = _rebalance_lines(diagnose(Sources(), _settings(f"http://127.0.0.1:{stub.port}"), "no cluster"))
+    assert checks[0].status is Status.OK and "Alertmanager unknown, cluster ready (0 peers)" in checks[0].detail

@@ -47,9 +47,10 @@ def source_checks(settings: Settings) -> Iterator[Check]:
 
 def _status(url: str, status: Mapping[str, Any]) -> Check:
     version = str((status.get("versionInfo") or {}).get("version") or "unknown")
-    cluster = status.get("cluster") or {}
+    cluster = status.get("cluster") or {}  # both mappings (intake/firing.py checks); what is inside is not
     state = str(cluster.get("status") or "unknown")
-    peers = len(cluster.get("peers") or [])
+    listed = cluster.get("peers")
+    peers = len(listed) if isinstance(listed, list) else 0
     detail = f"{url} answers with the configured auth: Alertmanager {version}, cluster {state}"
     if state == "ready":
         return ok(SOURCE, f"{detail} ({peers} peer{'s' if peers != 1 else ''})")

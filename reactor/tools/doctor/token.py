@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from reactor.intake.bearer import sendable
 from reactor.tools.doctor.http import Unreachable, post_status, prometheus_query
 from reactor.tools.doctor.report import Check, failing, ok, warning
 
@@ -25,11 +26,14 @@ TOKEN_FIX = ("make Alertmanager's bearer credentials the reactor's token Secret 
 
 def signed_probe(alerts_url: str, token_file: Path) -> Check:
     try:
-        token = token_file.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as e:
+        raw = token_file.read_bytes().strip()
+    except OSError as e:
         return failing(NAME, f"{token_file}: cannot read the token ({e})", "pass the token file the reactor mounts")
+    if not sendable(raw):  # the HTTP client would refuse it with the whole token in its error
+        return failing(NAME, f"{token_file}: not a token an HTTP header can carry (empty, or spaces or non-ASCII "
+                             "inside)", "pass the token file the reactor mounts")
     try:
-        status = post_status(alerts_url, token=token)
+        status = post_status(alerts_url, token=raw.decode("ascii"))
     except Unreachable as e:
         return warning(NAME, f"not checked: {e}", "run the doctor where Alertmanager runs, or port-forward the Service")
     if status == 400:
