@@ -4,7 +4,7 @@ Upstream: k8s.io/apiserver/pkg/endpoints/handlers/negotiation/negotiate.go (`Neg
 `acceptMediaTypeOptions`: the `as`, `g` and `v` parameters name the form to convert to; a clause whose form the
 endpoint does not allow is passed over, and when none is left the answer is 406 NotAcceptable),
 handlers/rest.go `AllowsMediaTypeTransform` (PartialObjectMetadata and PartialObjectMetadataList of meta.k8s.io
-v1 or v1beta1, and Table — built in tables.py, offered for the kinds it has a convertor for), and
+v1 or v1beta1, and Table — built in tables.py, offered for every resource, not a subresource), and
 handlers/response.go (`asPartialObjectMetadata`,
 `asPartialObjectMetadataList`: each item keeps its whole `metadata` and gets kind PartialObjectMetadata; the list
 keeps resourceVersion and continue; asking for one form of the other shape is a 406). A watch converts each event's
@@ -36,9 +36,9 @@ def not_acceptable(message: str) -> ApiError:
 def target(accept: str | None, *, table: bool = False) -> tuple[str, str] | None:
     """(kind, apiVersion) of the form the Accept header asks for; None for the object as stored.
 
-    `table`: whether the resource has a Table convertor (else a Table clause is passed over, as kubectl expects
-    when it offers plain JSON after it). Raises 406 when every clause asks for a form this server cannot give
-    (an unknown `as`, another group)."""
+    `table`: whether a Table may be answered (a subresource has none here: a Table clause is passed over, as
+    kubectl expects when it offers plain JSON after it). Raises 406 when every clause asks for a form this server
+    cannot give (an unknown `as`, another group)."""
     if not accept or not accept.strip():
         return None
     refused = False

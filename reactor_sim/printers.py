@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from reactor_sim.selectors import label_selector_string
+
 Obj = dict[str, Any]
 Cell = str | int | bool | None
 
@@ -154,31 +156,6 @@ def layout_containers(containers: list[Obj] | None) -> tuple[str, str]:
     """`layoutContainerCells`: the containers' names and images, comma-separated."""
     containers = containers or []
     return ",".join(str(c.get("name", "")) for c in containers), ",".join(str(c.get("image", "")) for c in containers)
-
-
-_SELECTOR_OPS = {"In": " in ", "NotIn": " notin ", "Exists": "", "DoesNotExist": ""}
-
-
-def label_selector_string(selector: Obj | None) -> str | None:
-    """metav1 `LabelSelectorAsSelector(...).String()`; None where it errs (an unknown operator).
-
-    nil → labels.Nothing(), {} → labels.Everything(): both print "". The requirements (matchLabels as `k=v`, then
-    the expressions) are sorted by key (labels `internalSelector.Add`: `sort.Sort(ByKey)`; here a stable sort), an
-    In/NotIn's values sorted (`Requirement.String` → `safeSort`), Exists `k`, DoesNotExist `!k`.
-    """
-    if not selector:
-        return ""
-    reqs: list[tuple[str, str]] = [(str(k), f"{k}={v}") for k, v in (selector.get("matchLabels") or {}).items()]
-    for expr in selector.get("matchExpressions") or []:
-        op, key = expr.get("operator"), str(expr.get("key", ""))
-        if op not in _SELECTOR_OPS:
-            return None
-        if op in ("In", "NotIn"):
-            values = sorted(str(v) for v in expr.get("values") or [])
-            reqs.append((key, f"{key}{_SELECTOR_OPS[op]}({','.join(values)})"))
-        else:
-            reqs.append((key, key if op == "Exists" else f"!{key}"))
-    return ",".join(text for _, text in sorted(reqs, key=lambda r: r[0]))
 
 
 def format_selector(selector: Obj | None) -> str:
@@ -383,7 +360,8 @@ def _pod(pod: Obj, now: datetime) -> list[Cell]:
     restarts_text = str(restarts)
     if restarts and last is not None:
         restarts_text = f"{restarts} ({human_duration((now - last).total_seconds())} ago)"
-    ips = status.get("podIPs") or []
+    # The v1 PodStatus conversion (Convert_v1_PodStatus_To_core_PodStatus) fills podIPs[0] from podIP.
+    ips = status.get("podIPs") or ([{"ip": status["podIP"]}] if status.get("podIP") else [])
     gates = spec.get("readinessGates") or []
     gates_text = "<none>"
     if gates:  # each gate is decided by the FIRST pod condition of its type (printPod's `break`)

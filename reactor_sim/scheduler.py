@@ -164,6 +164,7 @@ def _run(api: Api, pod: Obj) -> None:
     pod["status"].update({
         "phase": "Running", "conditions": conditions, "hostIP": "10.0.0.1",
         "podIP": f"10.1.{seq // 250 % 250}.{seq % 250 + 1}", "startTime": now,
+        "podIPs": [{"ip": f"10.1.{seq // 250 % 250}.{seq % 250 + 1}"}],  # as the kubelet reports both
         "containerStatuses": [{"name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": True,
                                "started": True, "restartCount": 0,
                                "containerID": f"containerd://{pod['metadata']['uid'].replace('-', '')}",

@@ -60,16 +60,35 @@ def _expression_matches(expr: dict[str, Any], labels: dict[str, str]) -> bool:
     return (key in labels) == (op == "Exists")
 
 
-def selector_string(selector: dict[str, Any] | None) -> str:
-    """The label-selector string form (`a=b,c in (x)`) of a metav1.LabelSelector."""
-    selector = selector or {}
-    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+_SELECTOR_OPS = {"In": " in ", "NotIn": " notin ", "Exists": "", "DoesNotExist": ""}
+
+
+def label_selector_string(selector: dict[str, Any] | None) -> str | None:
+    """metav1 `LabelSelectorAsSelector(...).String()`; None where it errs (an unknown operator).
+
+    nil → labels.Nothing(), {} → labels.Everything(): both print "". The requirements (matchLabels as `k=v`, then
+    the expressions) are sorted by key (labels `internalSelector.Add`: `sort.Sort(ByKey)`; here a stable sort), an
+    In/NotIn's values sorted (`Requirement.String` → `safeSort`), Exists `k`, DoesNotExist `!k`.
+    """
+    if not selector:
+        return ""
+    reqs: list[tuple[str, str]] = [(str(k), f"{k}={v}") for k, v in (selector.get("matchLabels") or {}).items()]
     for expr in selector.get("matchExpressions") or []:
-        op, key = expr["operator"], expr["key"]
-        vals = ",".join(sorted(expr.get("values") or []))
-        parts.append({"In": f"{key} in ({vals})", "NotIn": f"{key} notin ({vals})",
-                      "Exists": key, "DoesNotExist": f"!{key}"}[op])
-    return ",".join(parts)
+        op, key = expr.get("operator"), str(expr.get("key", ""))
+        if op not in _SELECTOR_OPS:
+            return None
+        if op in ("In", "NotIn"):
+            values = sorted(str(v) for v in expr.get("values") or [])
+            reqs.append((key, f"{key}{_SELECTOR_OPS[op]}({','.join(values)})"))
+        else:
+            reqs.append((key, key if op == "Exists" else f"!{key}"))
+    return ",".join(text for _, text in sorted(reqs, key=lambda r: r[0]))
+
+
+def selector_string(selector: dict[str, Any] | None) -> str:
+    """The label-selector string form (`a=b,c in (x)`) of a metav1.LabelSelector, as a scale's status.selector
+    carries it (`LabelSelectorAsSelector(...).String()`); "" where it errs."""
+    return label_selector_string(selector) or ""
 
 
 COMMON_FIELDS = frozenset({"metadata.name", "metadata.namespace"})

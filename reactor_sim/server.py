@@ -162,10 +162,9 @@ class Handler(BaseHTTPRequestHandler):
             return
         try:
             # negotiate.go NegotiateOutputMediaType runs before the read: a form it cannot give is a 406 first.
-            form = negotiation.target(self.headers.get("Accept"),
-                                      table=not route.subresource and tables.offered(ctx.api.registry, route.resource)
-                                      ) if verb in ("get", "list", "watch") else None
-            include = tables.include_object(query) if form is not None and form[0] == tables.TABLE else ""
+            form = negotiation.target(self.headers.get("Accept"), table=not route.subresource) \
+                if verb in ("get", "list", "watch") else None
+            include = tables.include_object(query) if form is not None and form[0] == negotiation.TABLE else ""
             if verb == "watch" and not route.subresource:
                 self._include = include
                 self._stream_watch(watch.options(route.resource, route.namespace, query), form)
@@ -173,7 +172,7 @@ class Handler(BaseHTTPRequestHandler):
             with ctx.api.store.lock:
                 manager = managed_fields.manager_of(query.get("fieldManager"), self.headers.get("User-Agent"))
                 code, answer = dispatch(ctx.api, method, verb, route, query, body, content_type, manager)
-            if form is not None and code == 200 and form[0] == tables.TABLE:
+            if form is not None and code == 200 and form[0] == negotiation.TABLE:
                 answer = tables.convert(answer, route.resource, ctx.api.registry, form[1], include, ctx.api.clock(),
                                         is_list=verb == "list")
             elif form is not None and code == 200:
@@ -237,7 +236,7 @@ class Handler(BaseHTTPRequestHandler):
         (PartialObjectMetadata), each event's object is sent as its metadata only (negotiation.py); as a Table,
         each event's object is a one-row Table, the column definitions on the first only (apiserver
         handlers/watch.go: the table options get NoHeaders after the first object)."""
-        if form is not None and form[0] not in (negotiation.PARTIAL, tables.TABLE):
+        if form is not None and form[0] not in (negotiation.PARTIAL, negotiation.TABLE):
             raise negotiation.not_acceptable(f"you requested {form[0]}, but the requested object is not a list "
                                               f"(*v1.{opts.resource.kind})")
         self._form = form
@@ -284,7 +283,7 @@ class Handler(BaseHTTPRequestHandler):
     def _write_events(self, events: list[Obj]) -> None:
         form = self._form
         for event in events:
-            if form is not None and form[0] == tables.TABLE:
+            if form is not None and form[0] == negotiation.TABLE:
                 event = self._table_event(event, form[1])
             elif form is not None:
                 event = negotiation.event(event, form)

@@ -13,21 +13,17 @@ no printer for are not offered as a Table (negotiation passes the clause over, a
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from reactor_sim import jsonpath, printers
+from reactor_sim.negotiation import TABLE
 from reactor_sim.registry import Registry, Resource
 from reactor_sim.status import ApiError
 
 Obj = dict[str, Any]
-TABLE = "Table"
 INCLUDE = ("Object", "Metadata", "None", "")
-
-
-def offered(registry: Registry, res: Resource) -> bool:
-    """Whether `res` has a TableConvertor here: a built-in printer or a custom resource."""
-    return printers.printer_for(res.group, res.kind) is not None or registry.schema_of(res) is not None
 
 
 def include_object(query: dict[str, str]) -> str:
@@ -66,14 +62,24 @@ def _object(item: Obj, res: Resource, api_version: str, include: str) -> Obj | N
     return {"kind": "PartialObjectMetadata", "apiVersion": api_version, "metadata": item.get("metadata") or {}}
 
 
-Cells = Any
+Cells = Callable[[Obj, datetime], list[Any]]
+# apiserver pkg/registry/rest/table.go defaultTableConvertor: the columns of a built-in kind without a printer.
+DEFAULT_COLUMNS = (printers.NAME, printers.column("Created At", "date", printers.CREATED_DOC))
 
 
 def _convertor(res: Resource, registry: Registry) -> tuple[tuple[Obj, ...], Cells]:
     printer = printers.printer_for(res.group, res.kind)
     if printer is not None:
         return printer.columns, printer.cells
-    return _custom(registry.printer_columns.get((res.group, res.version, res.kind)) or [])
+    if registry.schema_of(res) is not None:
+        return _custom(registry.printer_columns.get((res.group, res.version, res.kind)) or [])
+    return DEFAULT_COLUMNS, _default_cells
+
+
+def _default_cells(obj: Obj, now: datetime) -> list[Any]:
+    """defaultTableConvertor.ConvertToTable: the name, and creationTimestamp as RFC 3339 in UTC."""
+    created = printers.parse_time(str((obj.get("metadata") or {}).get("creationTimestamp") or ""))
+    return [printers.name(obj), created.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if created else None]
 
 
 def _custom(columns: list[Obj]) -> tuple[tuple[Obj, ...], Cells]:

@@ -138,14 +138,20 @@ def test_v1beta1_list_metadata_and_paging(tsim: SimCluster) -> None:
     assert table["rows"][0]["object"]["apiVersion"] == "meta.k8s.io/v1beta1"
 
 
-def test_a_kind_without_a_printer_passes_the_table_clause_over(tsim: SimCluster) -> None:
-    """Only kinds with a convertor here are offered as a Table; kubectl then takes the plain JSON it also accepts."""
+def test_a_kind_without_a_printer_answers_the_default_table(tsim: SimCluster) -> None:
+    """apiserver pkg/registry/rest/table.go NewDefaultTableConvertor: a built-in kind without a printers.go printer
+    still answers a Table, with NAME and CREATED AT (the creation time in RFC 3339, UTC); plain JSON as before."""
     tsim.apply({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr", "namespace": "ml"},
                 "spec": {"limits": [{"type": "Container", "default": {"cpu": "1"}}]}})
-    code, body = _get(tsim, "/api/v1/namespaces/ml/limitranges")
+    code, body = _get(tsim, "/api/v1/namespaces/ml/limitranges", "application/json")
     assert code == 200 and body["kind"] == "LimitRangeList"
-    code, status = _get(tsim, "/api/v1/namespaces/ml/limitranges", "application/json;as=Table;v=v1;g=meta.k8s.io")
-    assert code == 406 and status["reason"] == "NotAcceptable"
+    code, table = _get(tsim, "/api/v1/namespaces/ml/limitranges", "application/json;as=Table;v=v1;g=meta.k8s.io")
+    assert code == 200 and table["kind"] == "Table"
+    assert [(c["name"], c["type"], c["format"]) for c in table["columnDefinitions"]] == [
+        ("Name", "string", "name"), ("Created At", "date", "")]
+    (row,) = table["rows"]
+    created = tsim.get("limitranges", "ml", "lr")["metadata"]["creationTimestamp"]
+    assert row["cells"] == ["lr", created] and created.endswith("Z")
 
 
 def test_pods_statefulsets_replicasets_nodes_quota_priorityclasses(tsim: SimCluster, clock: Clock) -> None:
@@ -159,8 +165,11 @@ def test_pods_statefulsets_replicasets_nodes_quota_priorityclasses(tsim: SimClus
         ("Name", "string", "name", 0), ("Ready", "string", "", 0), ("Status", "string", "", 0),
         ("Restarts", "string", "", 0), ("Age", "string", "", 0), ("IP", "string", "", 1), ("Node", "string", "", 1),
         ("Nominated Node", "string", "", 1), ("Readiness Gates", "string", "", 1)]
+    # The IP is the pod's own (the kubelet reports podIP and podIPs; printPod reads podIPs[0]).
+    ips = {p["status"]["podIP"] for p in tsim.list("pods", "ml")}
+    assert len(ips) == 2 and "<none>" not in ips
     assert {tuple(r["cells"][1:]) for r in pods["rows"]} == {
-        ("2/2", "Running", "0", "3h30m", "<none>", "gpu-node-1", "<none>", "<none>")}
+        ("2/2", "Running", "0", "3h30m", ip, "gpu-node-1", "<none>", "<none>") for ip in ips}
     _, rs = _get(tsim, "/apis/apps/v1/namespaces/ml/replicasets")
     assert [c["name"] for c in rs["columnDefinitions"]] == ["Name", "Desired", "Current", "Ready", "Age",
                                                             "Containers", "Images", "Selector"]
