@@ -257,7 +257,7 @@ def _isvc_workers(sim: SimCluster, isvc: Obj) -> None:
     `worker-container` with tensorParallelSize GPUs (addGPUResourceToDeployment), rolling 0% / 100%."""
     worker = isvc["spec"]["predictor"]["workerSpec"]
     tensor, pipeline = int(worker.get("tensorParallelSize", 1)), int(worker.get("pipelineParallelSize", 2))
-    name, labels, annotations = isvc_component_meta(isvc, "predictor")
+    _, labels, annotations = isvc_component_meta(isvc, "predictor")
     name = f"{isvc['metadata']['name']}-predictor-worker"
     labels = {**labels, "isvc.generation": str(isvc["metadata"]["generation"]),
               "app": f"isvc.{isvc['metadata']['name']}-predictor-worker"}

@@ -28,7 +28,7 @@ def _notebook_parts(obj: Obj) -> tuple[Part, ...]:
     return (Part("", ("spec", "template", "spec"), default_replicas=1),)
 
 
-ISVC_COMPONENTS = ("predictor", "transformer", "explainer")  # KServe's `component` label on each one's pods
+ISVC_COMPONENTS = naming.ISVC_COMPONENTS  # KServe's `component` label on each one's pods
 # kserve v0.20.0 pkg/apis/serving/v1beta1/predictor.go PredictorSpec.GetImplementations: the framework fields, in
 # the order KServe looks for them, then `model`; a plain `containers` list (custom predictor) comes after.
 ISVC_IMPLEMENTATIONS = ("xgboost", "pytorch", "triton", "sklearn", "tensorflow", "onnx", "pmml", "lightgbm",
@@ -128,8 +128,9 @@ def _isvc_rollout(obj: Obj, child: Obj | None) -> str:
 
 def _ray_rollout(obj: Obj, child: Obj | None) -> str:
     state: Any = (obj.get("status") or {}).get("state")
-    if _observed_behind(obj):
-        return _observed_behind(obj)
+    behind = _observed_behind(obj)
+    if behind:
+        return behind
     for condition in read(obj, ("status", "conditions")) or []:  # v1.7 conditions; `state` is deprecated
         if isinstance(condition, Mapping) and condition.get("type") in ("RayClusterProvisioned", "HeadPodReady") \
                 and condition.get("status") == "False":
@@ -163,7 +164,7 @@ NOTEBOOK = Adapter("Notebook", "kubeflow.org", "v1", "notebooks", frozenset({"St
                    rollout=_notebook_rollout, names_child=naming.notebook)
 
 
-ISVC_FIELDS = (*("resize-gpu", "set-priority", "resize-cpu", "resize-memory"), "scale-replicas")
+ISVC_FIELDS = (*TEMPLATE_FIELDS, "scale-replicas")
 
 
 def isvc_mode(obj: Obj) -> str:
@@ -362,19 +363,15 @@ def ray_service_forbidden(obj: Obj, incremental_gate: bool | None = None) -> dic
     return out
 
 
-def _ray_service_forbidden(obj: Obj) -> dict[str, str]:
-    return ray_service_forbidden(obj)
-
-
 RAY_SERVICE = Adapter("RayService", "ray.io", "v1", "rayservices", frozenset({"RayCluster"}), _ray_service_parts,
                       owner_label=RAY_ORIGIN_NAME, part_label="ray.io/group", rollout=_ray_service_rollout,
-                      child_labels=((RAY_ORIGIN_KIND, "RayService"),), forbidden=_ray_service_forbidden,
+                      child_labels=((RAY_ORIGIN_KIND, "RayService"),), forbidden=ray_service_forbidden,
                       replaces_all=True, names_child=naming.ray_service)
 
 # --- JobSet v1alpha2: Jobs per replicatedJob; the webhook keeps replicatedJobs immutable ---------------------
 
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"  # on its Jobs and their pods (jobset api: JobSetNameKey)
-JOBSET_REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"  # ReplicatedJobNameKey
+JOBSET_REPLICATED_JOB = naming.JOBSET_REPLICATED_JOB  # ReplicatedJobNameKey
 
 
 def _jobset_parts(obj: Obj) -> tuple[Part, ...]:

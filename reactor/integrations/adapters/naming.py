@@ -91,7 +91,11 @@ def ray_cluster(owner: Obj, child_kind: str, child: Obj) -> str | None:
     """KubeRay v1.7.0 raycluster_controller.go createHeadPod / createWorkerPod and common/pod.go labelPod: the pod's
     `ray.io/group` is one of the cluster's groups, `ray.io/node-type` matches it, and the name is the one KubeRay
     generates: `<cluster>-head-<suffix>` (or `<cluster>-head` with deterministic head names) and
-    `<cluster>-<group>-worker-<suffix>`."""
+    `<cluster>-<group>-worker-<suffix>`.
+
+    Weaker than the other rules: KubeRay's suffix is generated (`generateName`), so the owner's side records no
+    pod name and a look-alike pod named with the right prefix, by someone who may create pods in the namespace,
+    passes. What it confirms is that the pod is shaped as KubeRay makes them for a group this cluster has."""
     cluster, labels, pod = _name(owner), _labels(child), _name(child)
     group, node_type = str(labels.get("ray.io/group", "")), str(labels.get("ray.io/node-type", ""))
     base = read(owner, ("spec",)) or {}
