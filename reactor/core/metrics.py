@@ -37,8 +37,8 @@ from reactor.core.model import KNOWN_ALERTS, TEST_ALERT, Result, SkipReason, Sta
 ACTIONS = ("resize-gpu", "scale-replicas", "set-priority", "revert", "resize-cpu", "resize-memory")
 RESULTS = (Result.APPLIED, Result.RECOMMENDED, Result.FAILED)
 ALERT_SOURCE_RESULTS = ("ok", "unreachable", "timeout", "refused", "invalid")
-ALERT_SOURCE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 WEBHOOK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+ALERT_SOURCE_BUCKETS = (*WEBHOOK_BUCKETS, 60.0)  # its timeout may be up to a minute
 
 log = logging.getLogger(__name__)
 Samples = Mapping[tuple[str, ...], float]  # label values (in `labels` order) -> value

@@ -24,6 +24,7 @@ outside the demo and its tests.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import re
@@ -156,7 +157,8 @@ class AlertmanagerStandIn:
     def __init__(self, host: str = "127.0.0.1") -> None:
         self.started = datetime.now(UTC)
         self._host = host
-        self.requests: list[str] = []  # each request's path and query, in order
+        # each request's path and query, in order; the latest only: `reactor demo --serve` may run for days
+        self.requests: collections.deque[str] = collections.deque(maxlen=1000)
         self._alerts: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         stand_in = self

@@ -134,3 +134,16 @@ A key set to null is the reactor's default, which the reactor checks. */}}
 {{- fail (printf "ports.http and ports.metrics must differ (both %v): the webhook and the probes listen apart" .Values.ports.http) -}}
 {{- end -}}
 {{- end -}}
+
+{{/* Pods of the monitoring stack by their app.kubernetes.io/name, in one namespace: a NetworkPolicy peer
+(Alertmanager calling the webhook, Prometheus scraping, the rebalancer asking Alertmanager's API). */}}
+{{- define "gpu-reactor.monitoringPeer" -}}
+- namespaceSelector:
+    matchLabels:
+      kubernetes.io/metadata.name: {{ .namespace }}
+  podSelector:
+    matchExpressions:
+      - key: app.kubernetes.io/name
+        operator: In
+        values: {{ toJson .names }}
+{{- end -}}
