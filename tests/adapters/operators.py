@@ -494,18 +494,27 @@ JOBSET_RJOB = "jobset.sigs.k8s.io/replicatedjob-name"
 
 
 def reconcile_jobset(sim: SimCluster, name: str) -> None:
-    """The JobSet controller: `replicas` Jobs `<jobset>-<replicatedJob>-<index>` per replicatedJob, controlled by the
-    JobSet and labelled (Job and pod template) with its name, the replicatedJob's name and the job index; the Job
-    controller makes their pods."""
+    """The JobSet controller (jobset v0.12.0 pkg/controllers/jobset_controller.go constructJob and
+    labelAndAnnotateObject): `replicas` Jobs `<jobset>-<replicatedJob>-<index>` (placement.GenJobName) per
+    replicatedJob, controlled by the JobSet, the Job and its pod template labelled and annotated alike with the
+    JobSet's name, the replicatedJob's name and replicas, the restart attempt (status.restarts), the job index and
+    the job key (jobHashKey: sha1 of `<namespace>/<job>`); the Job controller makes their pods."""
     js = custom(sim, "jobsets", name)
+    attempt = str((js.get("status") or {}).get("restarts") or 0)
     for rjob in js["spec"]["replicatedJobs"]:
         for index in range(int(rjob.get("replicas", 1))):
-            labels = {JOBSET: name, JOBSET_RJOB: rjob["name"], "jobset.sigs.k8s.io/job-index": str(index)}
+            job = f"{name}-{rjob['name']}-{index}"
+            labels = {JOBSET: name, JOBSET_RJOB: rjob["name"], "jobset.sigs.k8s.io/restart-attempt": attempt,
+                      "jobset.sigs.k8s.io/replicatedjob-replicas": str(int(rjob.get("replicas", 1))),
+                      "jobset.sigs.k8s.io/job-index": str(index),
+                      "jobset.sigs.k8s.io/job-key": hashlib.sha1(f"{NAMESPACE}/{job}".encode()).hexdigest()}
             spec = copy.deepcopy(rjob["template"]["spec"])
-            spec["template"].setdefault("metadata", {}).setdefault("labels", {}).update(labels)
+            template_meta = spec["template"].setdefault("metadata", {})
+            template_meta.setdefault("labels", {}).update(labels)
+            template_meta.setdefault("annotations", {}).update(labels)
             sim.apply({"apiVersion": "batch/v1", "kind": "Job",
-                       "metadata": {"name": f"{name}-{rjob['name']}-{index}", "namespace": NAMESPACE,
-                                    "labels": labels, "ownerReferences": owner_ref(js)},
+                       "metadata": {"name": job, "namespace": NAMESPACE, "labels": labels,
+                                    "annotations": dict(labels), "ownerReferences": owner_ref(js)},
                        "spec": spec})
     sim.settle()
 

@@ -167,3 +167,25 @@ def test_on_kueue_v0_14_a_jobsets_priority_label_is_refused_by_name(kueue_reacto
     _apply(reactor, {"kueue.x-k8s.io/queue-name": "team-a", "kueue.x-k8s.io/priority-class": "wpc-low"})
     outcome = _post(reactor, "GPUSaturated", value=0.99, gpus=4)
     assert outcome["reason"] == "operator-forbids" and "immutable" in outcome["detail"], outcome
+
+
+def test_a_job_of_another_restart_attempt_is_not_one_of_the_jobsets_jobs() -> None:
+    """On a restart the JobSet controller deletes every Job and creates them again under the same names, labelled with
+    the new attempt (jobset_controller.go labelAndAnnotateObject: RestartsKey = status.restarts). A Job named and
+    labelled right but of another attempt (a look-alike made in the gap, or an old Job being deleted) is refused."""
+    from reactor.integrations.adapters import naming
+
+    owner = {"metadata": {"name": "train"}, "spec": {"replicatedJobs": [{"name": "workers", "replicas": 2}]},
+             "status": {"restarts": 1}}
+
+    def job(attempt: str | None) -> dict[str, Any]:
+        labels = {naming.JOBSET_REPLICATED_JOB: "workers", naming.JOBSET_JOB_INDEX: "1"}
+        if attempt is not None:
+            labels[naming.JOBSET_RESTARTS] = attempt
+        return {"metadata": {"name": "train-workers-1", "labels": labels}}
+
+    assert naming.job_set(owner, "Job", job("1")) is None
+    for attempt in ("0", None, "2"):
+        refused = naming.job_set(owner, "Job", job(attempt))
+        assert refused is not None and "restart attempt 1" in refused, attempt
+    assert naming.job_set({**owner, "status": {}}, "Job", job("0")) is None  # never restarted: attempt 0

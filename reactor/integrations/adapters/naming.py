@@ -18,6 +18,7 @@ from reactor.integrations.adapters.base import Obj, read
 RAY_HEAD = "headgroup"  # KubeRay's ray.io/group value on the head pod (utils.RayNodeHeadGroupLabelValue)
 JOBSET_REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
 JOBSET_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
+JOBSET_RESTARTS = "jobset.sigs.k8s.io/restart-attempt"  # constants.RestartsKey
 ISVC_COMPONENTS = ("predictor", "transformer", "explainer")
 
 
@@ -158,6 +159,13 @@ def job_set(owner: Obj, child_kind: str, child: Obj) -> str | None:
     expected = f"{_name(owner)}-{rjob}-{int(index)}"
     if _name(child) != expected:
         return f"the JobSet controller names that Job {expected} (placement.GenJobName), not {_name(child)}"
+    # On a restart the controller deletes every Job, then creates them again under the same names, labelled with
+    # the new attempt (jobset_controller.go labelAndAnnotateObject: RestartsKey = status.restarts): a Job of
+    # another attempt (a look-alike made in between, or one being deleted) is not one of its current Jobs.
+    attempt = str(read(owner, ("status", "restarts")) or 0)
+    if str(labels.get(JOBSET_RESTARTS, "")) != attempt:
+        return f"the JobSet is on restart attempt {attempt}; the Job is labelled {JOBSET_RESTARTS}=" \
+               f"{labels.get(JOBSET_RESTARTS, '')!r}"
     return None
 
 
