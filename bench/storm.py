@@ -75,7 +75,7 @@ def run_storm(sim: SimCluster, port: int, token: str, body: bytes, alerts: int, 
     code, answer, seconds = post(port, body, token)
     if code != 200:
         raise RuntimeError(f"the storm was answered {code}: {str(answer)[:500]}")
-    count = ApiCount.of(sim.requests)
+    count = ApiCount.of(_settled(sim))
     outcomes = answer.get("outcomes", [])
     changed = {o["workload"] for o in outcomes if o["result"] == "applied"}
     limited = {o["workload"] for o in outcomes if o.get("reason") == "budget-exhausted"}
@@ -88,6 +88,20 @@ def run_storm(sim: SimCluster, port: int, token: str, body: bytes, alerts: int, 
         "by_verb": count.by_verb, "by_resource": count.by_resource,
         "default_limiter_s": round(limiter_seconds(count.total), 2),
     }
+
+
+def _settled(sim: SimCluster, quiet: float = 0.5, limit: float = 10.0) -> dict[Any, int]:
+    """The API server's request counts once the reactor's writes stopped: its Events leave on a background thread
+    after the answer (act/posting.py), so the counts are read when nothing new came for `quiet` seconds."""
+    deadline = time.monotonic() + limit
+    seen = dict(sim.requests)
+    while time.monotonic() < deadline:
+        time.sleep(quiet)
+        now = dict(sim.requests)
+        if now == seen:
+            break
+        seen = now
+    return seen
 
 
 def run_naive_storm(sim: SimCluster, namespaces: list[str]) -> dict[str, Any]:
