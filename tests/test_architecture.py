@@ -92,5 +92,6 @@ def test_the_top_of_the_package_reads_as_the_pipeline() -> None:
         "__init__.py", "__main__.py", "py.typed",
         "intake", "engine", "resolve", "policy", "act", "state", "observe",  # the pipeline, in order
         "cluster", "integrations", "config", "core",  # what the stages stand on
+        "sources",  # what the reactor asks of the monitoring stack (Alertmanager, Prometheus)
         "app", "tools",  # the wings: entry points, development tools
     }

@@ -113,7 +113,7 @@ def test_the_rebalance_step_moves_gpus_from_the_idle_donor_to_the_saturated_rece
     assert all(u <= h for u, h in quotas)
     assert not [e for e in events if e["reason"] == "FailedCreate"]  # no pod was refused by the quota
     assert sorted(p["metadata"]["labels"]["app"] for p in pods) == ["inference"] * 3 + ["training"]
-    # The reactor asked the stand-in, as intake/firing.py asks Alertmanager: by both namespace spellings.
+    # The reactor asked the stand-in, as sources/alertmanager.py asks Alertmanager: by both namespace spellings.
     asked = [urllib.parse.unquote_plus(path) for path in alertmanager.requests]
     assert any(f'filter=namespace="{SHARED}"' in p and "active=true" in p for p in asked), asked
     assert any(f'filter=exported_namespace="{SHARED}"' in p for p in asked), asked

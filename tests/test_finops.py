@@ -17,7 +17,7 @@ from reactor.config.settings import load_settings
 from reactor.core.errors import ConfigError
 from reactor.core.metrics import Metrics
 from reactor.core.model import Container, LastAction, ReactorState, Verification, Workload, WorkloadRef
-from reactor.observe.finops import GpuLedger, held_gpus
+from reactor.observe.finops import GpuHours, held_gpus
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -55,7 +55,7 @@ def test_held_gpus(gpus: int, replicas: int | None, original: dict[str, object],
 
 def test_the_ledger_sets_gauges_per_namespace_and_integrates_released_gpus() -> None:
     registry = CollectorRegistry()
-    ledger = GpuLedger(Metrics(registry))
+    ledger = GpuHours(Metrics(registry))
     ledger.observe(_workload("a", 2, 3, {"gpus": MappingProxyType({"main": 4})}))
     ledger.observe(_workload("b", 3, 1, {"gpus": MappingProxyType({"main": 2})}))
     ledger.publish(T0)
@@ -69,7 +69,7 @@ def test_a_priced_gpu_resource_counts_the_cost_of_the_gpu_hours_held_back() -> N
     """finops.gpuHourlyCost {nvidia.com/gpu: 2.5}: 6 GPUs held back for 10 minutes cost 6 × 2.5 / 6 = 2.5; every
     configured price is published, a price for another resource counts nothing here."""
     registry = CollectorRegistry()
-    ledger = GpuLedger(Metrics(registry), {"nvidia.com/gpu": 2.5, "amd.com/gpu": 1.0}, "nvidia.com/gpu")
+    ledger = GpuHours(Metrics(registry), {"nvidia.com/gpu": 2.5, "amd.com/gpu": 1.0}, "nvidia.com/gpu")
     ledger.observe(_workload("a", 2, 3, {"gpus": MappingProxyType({"main": 4})}))
     ledger.publish(T0)
     ledger.publish(T0 + timedelta(minutes=10))
@@ -80,7 +80,7 @@ def test_a_priced_gpu_resource_counts_the_cost_of_the_gpu_hours_held_back() -> N
 
 def test_without_a_price_no_cost_is_counted() -> None:
     registry = CollectorRegistry()
-    ledger = GpuLedger(Metrics(registry), {"amd.com/gpu": 1.0}, "nvidia.com/gpu")
+    ledger = GpuHours(Metrics(registry), {"amd.com/gpu": 1.0}, "nvidia.com/gpu")
     ledger.observe(_workload("a", 2, 3, {"gpus": MappingProxyType({"main": 4})}))
     ledger.publish(T0)
     ledger.publish(T0 + timedelta(minutes=10))
@@ -113,13 +113,13 @@ def test_the_price_is_read_from_the_policy_file(tmp_path: Path) -> None:
 SHRUNK = {"gpus": MappingProxyType({"main": 4})}  # 4 → 2 GPUs on 3 pods: 6 held back
 
 
-def _ledger(allowed: set[str] | None = None) -> tuple[GpuLedger, CollectorRegistry]:
+def _ledger(allowed: set[str] | None = None) -> tuple[GpuHours, CollectorRegistry]:
     registry = CollectorRegistry()
     namespaces = allowed if allowed is not None else {"team-a"}
-    return GpuLedger(Metrics(registry), allowed=lambda ns: ns in namespaces), registry
+    return GpuHours(Metrics(registry), allowed=lambda ns: ns in namespaces), registry
 
 
-def _saved_over_ten_minutes(ledger: GpuLedger, registry: CollectorRegistry) -> tuple[float, float]:
+def _saved_over_ten_minutes(ledger: GpuHours, registry: CollectorRegistry) -> tuple[float, float]:
     """(reactor_gpus_released now, GPU-seconds counted over the next ten minutes)."""
     before = registry.get_sample_value("reactor_gpu_seconds_saved_total", {"namespace": "team-a"}) or 0.0
     ledger.publish(T0 + timedelta(hours=1))

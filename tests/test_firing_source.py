@@ -1,4 +1,4 @@
-"""The rebalancer's alert source (intake/firing.py) against a local HTTP stub, one failure mode at a time.
+"""The rebalancer's alert source (sources/alertmanager.py) against a local HTTP stub, one failure mode at a time.
 
 What a real Alertmanager answers is checked in tests/promstack/test_firing_source.py; here the stub plays a
 broken, slow, locked or impostor server, and every case must end in `AlertSourceUnavailable` naming the URL
@@ -23,7 +23,14 @@ import pytest
 from reactor.config.settings import AlertSource, build_settings
 from reactor.core.errors import AlertSourceUnavailable, ReactorError
 from reactor.core.metrics import Metrics
-from reactor.intake.firing import AlertmanagerAlerts, alerts_query, firing_source, matchers, quote_meta, quote_value
+from reactor.sources.alertmanager import (
+    AlertmanagerAlerts,
+    alerts_query,
+    firing_source,
+    matchers,
+    quote_meta,
+    quote_value,
+)
 from reactor.tools.launcher import free_port
 from reactor_sim.tls import Certificate
 
@@ -318,7 +325,7 @@ def test_the_url_s_credentials_are_never_printed_by_a_repr_or_a_config_error() -
     config error a bad URL gets."""
     from reactor.config.settings import build_settings
     from reactor.core.errors import ConfigError
-    from reactor.intake.firing import _Target
+    from reactor.sources.alertmanager import _Target
 
     target = _Target.of("http://am-user:s3cret@am.monitoring:9093/prefix")
     assert target.basic is not None and "s3cret" not in repr(target) and target.basic not in repr(target)

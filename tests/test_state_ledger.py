@@ -1,4 +1,4 @@
-"""The state ledger (reactor/state/ledger.py, reactor/act/ledger.py): the verdict on a record, the intent written
+"""The state ledger (reactor/state/ledger_codec.py, reactor/act/ledger.py): the verdict on a record, the intent written
 before each patch, the codec and its bound, and the Lease store against the embedded cluster (two replicas)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from reactor.config.settings import Kube
 from reactor.core.metrics import Metrics
 from reactor.core.model import Container, Workload, WorkloadRef
 from reactor.state.annotations import COOLDOWN_UNTIL, ORIGINAL, VERIFICATION, read_state, verification_annotation
-from reactor.state.ledger import (
+from reactor.state.ledger_codec import (
     COUNTS,
     LEDGER_KEY,
     MAX_BYTES,

@@ -1,4 +1,4 @@
-"""Where the state ledger (state/ledger.py) lives: a Lease in the reactor's own namespace, or this process.
+"""Where the state ledger (state/ledger_codec.py) lives: a Lease in the reactor's own namespace, or this process.
 
 `LeaseLedger` keeps it in an annotation of one named Lease (`state.ledgerName` in `verify.leaseNamespace`;
 RBAC: get and update on that name only, create on leases, in the reactor's namespace: a tenant cannot edit
@@ -25,7 +25,7 @@ from reactor.cluster.kube import KubeGateway, NotFound
 from reactor.core.errors import ConflictError, ReactorError, TemporaryError
 from reactor.core.model import Workload
 from reactor.state.annotations import COOLDOWN_UNTIL, ORIGINAL, PENDING, VERIFICATION, parse_time, read_state
-from reactor.state.ledger import COUNTS, LEDGER_KEY, Entry, decode, encode, judged, verdict, with_entry
+from reactor.state.ledger_codec import COUNTS, LEDGER_KEY, Entry, decode, encode, judged, verdict, with_entry
 
 log = logging.getLogger(__name__)
 

@@ -23,11 +23,11 @@ from reactor.core.errors import PermanentError, ReactorError
 from reactor.core.metrics import Metrics
 from reactor.core.model import PATCHABLE_KINDS
 from reactor.engine import Engine, utcnow
-from reactor.intake.firing import firing_source
 from reactor.intake.web import create_app
 from reactor.observe.lease import VerifierLease
 from reactor.observe.probes import Probes, Readiness
 from reactor.observe.verifier import Verifier
+from reactor.sources.alertmanager import firing_source
 from reactor.state.seal import load_state_keys
 
 log = logging.getLogger(__name__)

@@ -68,7 +68,7 @@ class Server:
     # The Lease (coordination.k8s.io) that elects the one replica that verifies rollouts.
     lease_namespace: str | None = "gpu-reactor"
     lease_name: str | None = "gpu-reactor-verifier"  # None: no election (one replica only)
-    # The Lease (in lease_namespace) that keeps the reactor's latest write per workload (state/ledger.py; the
+    # The Lease (in lease_namespace) that keeps the reactor's latest write per workload (state/ledger_codec.py; the
     # shipped manifests name gpu-reactor-state); None: kept in this process (one replica only; after a restart
     # the first record seen of each workload is believed).
     state_ledger_name: str | None = None

@@ -1,4 +1,4 @@
-"""What rebalancing asks of a source of firing alerts (Alertmanager's API v2: reactor/intake/firing.py).
+"""What rebalancing asks of a source of firing alerts (Alertmanager's API v2: reactor/sources/alertmanager.py).
 
 A structural Protocol, so the engine and the tests depend on the question, never on one client.
 """

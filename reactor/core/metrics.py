@@ -173,7 +173,7 @@ class Metrics:
             "reactor_gpu_hourly_cost", "The cost of one GPU-hour, per resource, as configured (finops.gpuHourlyCost).",
             ["resource"], registry=r,
         )
-        # The rebalancer's alert source (intake/firing.py): one per HTTP request to Alertmanager's API v2.
+        # The rebalancer's alert source (sources/alertmanager.py): one per HTTP request to Alertmanager's API v2.
         self.alert_source_requests = Counter(
             "reactor_alert_source_requests", "Requests to Alertmanager's API v2 for the alerts firing now "
             "(rebalancing's donors), one per request, by result: ok; unreachable (no connection, TLS, DNS, an "

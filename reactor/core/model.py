@@ -212,7 +212,7 @@ class ReactorState:
     verification: Verification | None = None  # the sealed `verification` annotation (reactor/verification.py)
     # The verified record's write identity (state/seal.py): None when there is none, "" for a `v1:` record.
     write: str | None = None
-    # Why the ledger (state/ledger.py) refused the record: "replayed" (not the reactor's latest) or "removed"
+    # Why the ledger (state/ledger_codec.py) refused the record: "replayed" (not the reactor's latest) or "removed"
     # (the reactor's state is gone within its windows); "" when it counts.
     not_latest: str = ""
     rebalance: Rebalance | None = None  # the sealed `rebalance` record (policy/rebalance.py), authenticated

@@ -23,9 +23,9 @@ from typing import Any
 
 from reactor.act.actor import Acted, Actor, Attempt, KeptChanging
 from reactor.act.budget import GLOBAL, Budget
-from reactor.act.events import Recorder
 from reactor.act.ledger import Ledger, MemoryLedger
 from reactor.act.posting import EventPoster, workload_event
+from reactor.act.recording import Recorder
 from reactor.act.resize import compute_facts, cpu_bounds, memory_bounds
 from reactor.cluster.cache import Store
 from reactor.cluster.kube import KubeGateway
@@ -86,7 +86,7 @@ class Engine(Rebalancing):
         if state_keys is None and not settings.policy.dry_run:
             raise ValueError("an Engine that may write needs state keys (see statemac.load_state_keys)")
         self.state_keys = state_keys
-        # The reactor's latest write per workload (state/ledger.py): in this process unless the assembly gives a Lease.
+        # The latest write per workload (state/ledger_codec.py): in this process unless the assembly gives a Lease.
         self.ledger = ledger if ledger is not None else (None if settings.policy.dry_run else MemoryLedger())
         self.adapters = settings.adapters  # the kinds resolve, the gateway and the act step go through (a value)
         self.settings = settings

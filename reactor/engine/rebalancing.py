@@ -19,8 +19,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from reactor.act.actor import Acted, Actor, Attempt
-from reactor.act.events import Recorder
 from reactor.act.posting import EventPoster, workload_event
+from reactor.act.recording import Recorder
 from reactor.cluster.cache import Miss, Store
 from reactor.cluster.kube import KubeGateway
 from reactor.cluster.view import ClusterView

@@ -89,7 +89,7 @@ def parse_notification(body: Any) -> Notification:
 
 def parse_alert(raw: Any, where: str) -> Alert:
     """One alert, checked field by field in a fixed order (the first problem found is the one named); `where`
-    names it in errors (`alerts[3]`). The webhook's notifications and the API v2 source (intake/firing.py, which
+    names it in errors (`alerts[3]`). The webhook's notifications and the API v2 source (sources/alertmanager.py, which
     hands it each gettableAlert with the webhook's `status` spelling) both parse alerts here.
 
     This runs once per alert of every notification, so it keeps to plain lookups: repeated spellings

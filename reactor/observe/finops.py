@@ -72,7 +72,7 @@ class Hold:
     shape: Shape
 
 
-class GpuLedger:
+class GpuHours:
     """The holds of the workloads the reactor's changes still shape; released GPUs integrated into seconds."""
 
     def __init__(self, metrics: Metrics, hourly_cost: Mapping[str, float] | None = None,

@@ -61,7 +61,7 @@ from reactor.core.model import (
     Workload,
     WorkloadRef,
 )
-from reactor.observe.finops import GpuLedger
+from reactor.observe.finops import GpuHours
 from reactor.observe.lease import VerifierLease
 from reactor.observe.periodic import Periodic
 from reactor.policy import decide_stalled, effective_mode
@@ -100,7 +100,7 @@ class Verifier:
         self._lock = threading.Lock()
         self._loop = Periodic("reactor-verifier", self.policy.verify_interval.total_seconds(), lambda: self.check_all(),
                               "verification pass failed")
-        self.ledger = GpuLedger(metrics, self.policy.gpu_hourly_cost, self.policy.gpu_resource,
+        self.ledger = GpuHours(metrics, self.policy.gpu_hourly_cost, self.policy.gpu_resource,
                                 allowed=self.policy.namespace_allowed)
         self._backlog: set[WorkloadRef] = set()  # the pending list as the last pass read it (the Lease's too)
         metrics.verifications_pending.read_from(self._pending_now)

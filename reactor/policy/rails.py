@@ -80,7 +80,7 @@ def unauthenticated_state(ctx: Context) -> Skip | None:
 
 
 def state_not_latest(ctx: Context) -> Skip | None:
-    """The state ledger's refusal (state/ledger.py): an older record of the reactor's put back, or its record
+    """The state ledger's refusal (state/ledger_codec.py): an older record of the reactor's put back, or its record
     removed while its windows are open. Acting on either would undo what the latest record protects."""
     if ctx.state.not_latest == "replayed":
         return Skip(SkipReason.STALE_STATE, "the reactor's record on this workload is not its latest write for it (an "

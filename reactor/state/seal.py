@@ -8,7 +8,7 @@ State whose MAC does not verify under the current or the previous key (rotation)
 people-facing annotations (`mode`, bounds) stay plain: they can only narrow what the policy allows.
 
 The format is `v2:<write>:<hmac>`: `write`, 16 lowercase hex digits drawn at random for each write, names
-the record; the state ledger (reactor/state/ledger.py) keeps the latest write of each uid where tenants cannot
+the record; the state ledger (reactor/state/ledger_codec.py) keeps the latest write of each uid where tenants cannot
 edit it, so an older record the reactor signed itself (a replay) is told apart from the latest. Anything else
 in the annotation (another version, upper case, a non-ASCII character) is simply not authentic: it is
 matched against a fixed pattern before any comparison, never handed to `hmac.compare_digest` (which raises

@@ -1,5 +1,5 @@
 """A small stand-in for Alertmanager's API v2, for `reactor demo`: it answers what the reactor's alert source
-(intake/firing.py `AlertmanagerAlerts`) asks, from the alerts the demo says are firing now.
+(sources/alertmanager.py `AlertmanagerAlerts`) asks, from the alerts the demo says are firing now.
 
 The demo has no Prometheus and no Alertmanager; its notifications are already shaped as Alertmanager sends them
 (tools/payloads.py). This plays the other half the same way: `GET /api/v2/alerts` and `GET /api/v2/status` over

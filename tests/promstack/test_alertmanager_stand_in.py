@@ -2,7 +2,7 @@
 
 The same alerts are held by both: the stand-in's own gettableAlerts are posted to a real Alertmanager as
 Prometheus posts them (`POST /api/v2/alerts`, postableAlerts: labels, annotations, startsAt, endsAt,
-generatorURL). Then the same questions go to both — the reactor's own (intake/firing.py `alerts_query`, both
+generatorURL). Then the same questions go to both — the reactor's own (sources/alertmanager.py `alerts_query`, both
 namespace spellings), the include-flags, a receiver regex, a matcher that does not parse — and the answers must be
 the same JSON, field for field, except `updatedAt` (when each received the alerts).
 """
@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from reactor.config.settings import AlertSource
-from reactor.intake.firing import NAMESPACE_LABELS, AlertmanagerAlerts, alerts_query
+from reactor.sources.alertmanager import NAMESPACE_LABELS, AlertmanagerAlerts, alerts_query
 from reactor.tools.alertmanager_api import RECEIVER, AlertmanagerStandIn
 from reactor.tools.payloads import AlertSpec
 from tests.promstack.stack import lone_alertmanager

@@ -22,7 +22,7 @@ from reactor.config.settings import AlertSource, build_settings
 from reactor.core.errors import AlertSourceUnavailable
 from reactor.core.metrics import Metrics
 from reactor.core.model import Status
-from reactor.intake.firing import AlertmanagerAlerts
+from reactor.sources.alertmanager import AlertmanagerAlerts
 from reactor.tools.doctor import Sources, diagnose
 from reactor.tools.doctor.report import Status as CheckStatus
 from reactor.tools.launcher import free_port

@@ -23,7 +23,7 @@ from reactor.app.assembly import assemble
 from reactor.cluster.kube import KubeGateway
 from reactor.config.settings import build_settings
 from reactor.core.metrics import Metrics
-from reactor.state.ledger import LEDGER_KEY, Entry, decode, encode
+from reactor.state.ledger_codec import LEDGER_KEY, Entry, decode, encode
 from reactor.state.seal import StateKeys, new_write
 from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec

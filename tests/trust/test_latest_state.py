@@ -21,7 +21,7 @@ import pytest
 from kubernetes import client as k8s
 
 from reactor.state.annotations import COOLDOWN_UNTIL, LAST_ACTION, ORIGINAL, VERIFICATION
-from reactor.state.ledger import LEDGER_KEY, decode
+from reactor.state.ledger_codec import LEDGER_KEY, decode
 from reactor.state.seal import STATE_MAC, StateKeys, load_state_keys, parse_mac
 from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec, fingerprint, notification, rfc3339

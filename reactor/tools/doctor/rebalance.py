@@ -2,7 +2,7 @@
 the URL, token and CA it is configured with, and can Alertmanager ever show a donor idle (the donor alerts are
 loaded rules in Prometheus)?
 
-It asks through the reactor's own client (intake/firing.py), so what answers here is what the reactor will meet:
+It asks through the reactor's own client (sources/alertmanager.py), so what answers here is what the reactor will meet:
 `GET /api/v2/status` (version, cluster), then the very question the rebalancer asks (`GET /api/v2/alerts` with its
 filters: a proxy may let the one through and not the other). Nothing is written.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 from reactor.config.settings import Settings
 from reactor.core.errors import AlertSourceUnavailable
-from reactor.intake.firing import AlertmanagerAlerts
+from reactor.sources.alertmanager import AlertmanagerAlerts
 from reactor.tools.doctor.report import Check, failing, ok, warning
 
 SOURCE = "rebalance-source"
@@ -47,7 +47,7 @@ def source_checks(settings: Settings) -> Iterator[Check]:
 
 def _status(url: str, status: Mapping[str, Any]) -> Check:
     version = str((status.get("versionInfo") or {}).get("version") or "unknown")
-    cluster = status.get("cluster") or {}  # both mappings (intake/firing.py checks); what is inside is not
+    cluster = status.get("cluster") or {}  # both mappings (sources/alertmanager.py checks); what is inside is not
     state = str(cluster.get("status") or "unknown")
     listed = cluster.get("peers")
     peers = len(listed) if isinstance(listed, list) else 0
