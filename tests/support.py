@@ -60,7 +60,7 @@ class Reactor:
         return answer
 
     def flush_events(self) -> None:
-        assert self.service.engine.events.flush(timeout=30), "the reactor's Events were not sent in time"
+        assert self.service.events.flush(timeout=30), "the reactor's Events were not sent in time"
 
     def metric(self, name: str, **labels: str) -> float:
         return self.registry.get_sample_value(name, labels) or 0.0

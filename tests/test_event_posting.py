@@ -143,9 +143,9 @@ def test_a_stalled_event_api_does_not_delay_the_webhooks_answer(token_file: Path
         assert {o["result"] for o in answer.get_json()["outcomes"]} == {"applied"}
         assert took < 2.0, f"the answer waited {took:.1f}s on the Events API"
         assert not [e for e in _ours(sim) if e["reason"] == "GPUResized"]  # not yet: its request hangs
-        assert r.service.engine.events.flush(timeout=30)
+        assert r.service.events.flush(timeout=30)
         assert [e["reason"] for e in _ours(sim)] == ["GPUResized"]
-        r.service.engine.events.close()
+        r.service.events.close()
         r.service.kube.close()
     finally:
         sim.stop()

@@ -68,7 +68,8 @@ def cluster() -> Iterator[SimCluster]:
 def _reactor(sim: SimCluster, token_file: Path, source: Source | None, **policy: Any) -> Reactor:
     doc = {"rebalance": {"enabled": True, "alertmanagerUrl": "http://127.0.0.1:9"}, **policy}
     r = build_reactor(sim, make_settings(token_file, **doc))
-    r.service.engine.firing = source
+    assert r.service.engine.rebalancing is not None
+    r.service.engine.rebalancing.source = source
     return r
 
 
@@ -125,7 +126,7 @@ def test_an_idle_donor_gives_first_then_the_receiver_grows_within_the_quota(clus
     assert _used(cluster) == 8
     cluster.settle()  # the ReplicaSet controller deletes a training pod; the quota controller recounts
     assert _used(cluster) == 6
-    assert r.service.engine.rebalancer.tick(utcnow()) == 0
+    assert r.service.rebalancer.tick(utcnow()) == 0
     assert _replicas(cluster, "inference") == 3
     cluster.settle()
     assert _used(cluster) == 8
@@ -156,20 +157,20 @@ def test_the_receiver_grows_at_once_when_the_quota_already_shows_the_room(cluste
     just then): the growth is applied in the same notification, on the quota's status read again."""
     _full(cluster)
     r = _reactor(cluster, token_file, Source(_idle(cluster, "training")))
-    engine = r.service.engine
-    fresh = engine._reader
+    readers = r.service.engine.readers
+    fresh = readers.new
 
     def controllers_ran_meanwhile() -> Any:
         cluster.settle()  # the ReplicaSet controller deleted the training pod, the quota controller recounted
         return fresh()
 
-    engine._reader = controllers_ran_meanwhile  # type: ignore[method-assign]
+    readers.new = controllers_ran_meanwhile  # type: ignore[method-assign]
     outcome = _outcome(r, "inference")
     assert (outcome["result"], outcome["action"], outcome["from"], outcome["to"]) == (
         "applied", "scale-replicas", 2, 3)
     # The answer says a donor paid for it, not only the Events.
     assert outcome["detail"] == "rebalance: Deployment/training gave 2 GPUs of quota gpu-quota", outcome
-    assert engine.rebalancer.waiting() == []
+    assert r.service.rebalancer is not None and r.service.rebalancer.waiting() == []
     cluster.settle()
     assert (_replicas(cluster, "training"), _replicas(cluster, "inference")) == (1, 3)
     assert _used(cluster) == 8 and not _events(cluster, "FailedCreate")
@@ -224,8 +225,11 @@ def test_a_donor_the_source_does_not_show_idle_is_untouched(cluster: SimCluster,
     assert (outcome["result"], outcome["reason"]) == ("skipped", "quota-exceeded")
     assert "no donor: Deployment/inference: is the receiver" in outcome["detail"]
     # A source that answers more than it was asked (training saturated, not idle) is not believed either.
-    r.service.engine.firing = Source(_idle(cluster, "training", value=0.97, name="GPUSaturated"))
-    r.service.engine.firing.firing = lambda ns, names: r.service.engine.firing.alerts  # type: ignore[union-attr]
+    rebalancing = r.service.engine.rebalancing
+    assert rebalancing is not None
+    source = Source(_idle(cluster, "training", value=0.97, name="GPUSaturated"))
+    source.firing = lambda ns, names: source.alerts  # type: ignore[method-assign]
+    rebalancing.source = source
     outcome = _outcome(r, "inference")
     assert "no donor: the alert source shows no workload idle in the namespace" in outcome["detail"]
     assert cluster.get("deployments", NAMESPACE, "training")["metadata"]["resourceVersion"] == before
@@ -255,9 +259,9 @@ def test_the_receiver_that_cannot_grow_in_time_gives_the_donor_back(cluster: Sim
     inference = cluster.get("deployments", NAMESPACE, "inference")
     inference["metadata"]["annotations"]["gpu-reactor.io/mode"] = "off"
     cluster.apply(inference)
-    assert r.service.engine.rebalancer.tick(utcnow()) == 1  # refused (mode off), before the deadline: it waits
+    assert r.service.rebalancer.tick(utcnow()) == 1  # refused (mode off), before the deadline: it waits
     assert _replicas(cluster, "training") == 1
-    assert r.service.engine.rebalancer.tick(utcnow() + timedelta(minutes=11)) == 0
+    assert r.service.rebalancer.tick(utcnow() + timedelta(minutes=11)) == 0
     assert (_replicas(cluster, "training"), _replicas(cluster, "inference")) == (2, 2)
     cluster.settle()
     assert _used(cluster) == 8 and not _events(cluster, "FailedCreate")
@@ -274,7 +278,7 @@ def test_the_receiver_resolving_restores_the_donor(cluster: SimCluster, token_fi
                  revert=["set-priority-up", "scale-replicas-up"], revertAfter="0s")
     _outcome(r, "inference")
     cluster.settle()
-    assert r.service.engine.rebalancer.tick(utcnow()) == 0
+    assert r.service.rebalancer.tick(utcnow()) == 0
     cluster.settle()
     assert (_replicas(cluster, "training"), _replicas(cluster, "inference"), _used(cluster)) == (1, 3, 8)
     # The receiver's saturation resolves: its own revert (scale-replicas-up is reverted by this policy), then the
@@ -285,7 +289,7 @@ def test_the_receiver_resolving_restores_the_donor(cluster: SimCluster, token_fi
     assert _replicas(cluster, "inference") == 2 and _replicas(cluster, "training") == 1
     cluster.settle()
     assert _used(cluster) == 4 + 2
-    assert r.service.engine.rebalancer.tick(utcnow()) == 0
+    assert r.service.rebalancer.tick(utcnow()) == 0
     cluster.settle()
     assert (_replicas(cluster, "training"), _replicas(cluster, "inference"), _used(cluster)) == (2, 2, 8)
     assert not _events(cluster, "FailedCreate")
@@ -328,7 +332,7 @@ def test_two_receivers_racing_for_one_donor_one_wins(cluster: SimCluster, token_
         "reactor_rebalances_total", result="no-donor") == 1
     assert r.metric("reactor_rebalances_total", result="pending") == 1
     cluster.settle()
-    assert r.service.engine.rebalancer.tick(utcnow()) == 0
+    assert r.service.rebalancer.tick(utcnow()) == 0
     cluster.settle()
     assert sorted([_replicas(cluster, "inference-a"), _replicas(cluster, "inference-b")]) == [1, 2]
     assert _used(cluster) == 8 and not _events(cluster, "FailedCreate")
@@ -344,7 +348,7 @@ def test_a_receiver_resolving_before_it_grew_gives_the_donor_back_and_never_grow
     resolved = r.post(r.alerts("GPUSaturated", "inference", "main", value=0.3, status="resolved")).get_json()
     assert resolved["outcomes"][0]["result"] == "skipped"  # nothing of its own to revert
     assert _replicas(cluster, "training") == 2  # the donor got back what it gave, at once (the room was there)
-    assert r.service.engine.rebalancer.tick(utcnow() + timedelta(minutes=11)) == 0
+    assert r.service.rebalancer.tick(utcnow() + timedelta(minutes=11)) == 0
     cluster.settle()
     assert (_replicas(cluster, "training"), _replicas(cluster, "inference"), _used(cluster)) == (2, 2, 8)
     assert r.metric("reactor_rebalances_total", result="restored") == 1
@@ -385,7 +389,7 @@ def test_a_restart_between_the_donors_write_and_the_growth_still_gives_the_donor
     first.service.kube.close()  # the process ends: its waiting list with it
 
     with _restarted(cluster, token_file) as second:
-        rebalancer = second.service.engine.rebalancer
+        rebalancer = second.service.rebalancer
         assert rebalancer.tick(utcnow()) == 0 and _replicas(cluster, "training") == 1  # too early: not yet
         assert rebalancer.tick(utcnow() + timedelta(minutes=11)) == 0
         assert _replicas(cluster, "training") == 2
@@ -407,12 +411,12 @@ def test_a_restart_after_the_receiver_grew_leaves_the_rebalance_to_its_resolve(c
     first = _reactor(cluster, token_file, Source(_idle(cluster, "training")))
     _outcome(first, "inference")
     cluster.settle()
-    assert first.service.engine.rebalancer.tick(utcnow()) == 0  # the room shows: the receiver grows
+    assert first.service.rebalancer.tick(utcnow()) == 0  # the room shows: the receiver grows
     assert (_replicas(cluster, "training"), _replicas(cluster, "inference")) == (1, 3)
     first.service.kube.close()
 
     with _restarted(cluster, token_file) as second:
-        assert second.service.engine.rebalancer.tick(utcnow() + timedelta(minutes=30)) == 0
+        assert second.service.rebalancer.tick(utcnow() + timedelta(minutes=30)) == 0
         assert (_replicas(cluster, "training"), _replicas(cluster, "inference")) == (1, 3)
         assert second.metric("reactor_rebalances_total", result="given-back") == 0
 
@@ -440,7 +444,7 @@ def test_a_sealed_donor_record_copied_onto_another_workload_gives_it_nothing(clu
     cluster.settle()
 
     with _restarted(cluster, token_file) as second:
-        rebalancer = second.service.engine.rebalancer
+        rebalancer = second.service.rebalancer
         rebalancer.tick(utcnow() + timedelta(minutes=11))
         assert {w.donor.name for w in rebalancer.waiting()} <= {"training"}
         assert _replicas(cluster, "sidecar-job") == 1 and _replicas(cluster, "training") == 2

@@ -7,7 +7,7 @@ import threading
 from datetime import UTC, datetime, timedelta
 
 from reactor.core.model import Signal, Status, WorkloadRef
-from reactor.observe.rebalancer import GROW, RESTORE, Rebalancer, Waiting
+from reactor.observe.rebalancer import GROW, RESTORE, Rebalancer, Waiting, Waitlist
 
 NOW = datetime(2026, 1, 1, 8, 0, tzinfo=UTC)
 EMPTY = Signal(alert="GPUSaturated", status=Status.FIRING, keys=(), container=None, value=None)
@@ -22,7 +22,7 @@ def _waiting(kind: str = GROW, name: str = "inference") -> Waiting:
 class Steps:
     def __init__(self) -> None:
         self.grows = self.backs = self.restores = 0
-        self.expired: list[Waiting] = []
+        self.given_up: list[Waiting] = []
         self.grow_ok = self.back_ok = self.restore_ok = False
 
     def grow(self, w: Waiting, now: datetime) -> bool:
@@ -39,28 +39,33 @@ class Steps:
         self.restores += 1
         return self.restore_ok
 
+    def expired(self, w: Waiting, now: datetime) -> None:
+        self.given_up.append(w)
+
+    def recover(self, now: datetime) -> list[Waiting]:
+        return []
+
     def rebalancer(self, interval: timedelta = timedelta(seconds=15)) -> Rebalancer:
-        return Rebalancer(interval=interval, clock=lambda: NOW, grow=self.grow, give_back=self.give_back,
-                          restore=self.restore, expired=lambda w, now: self.expired.append(w))
+        return Rebalancer(waitlist=Waitlist(), steps=self, interval=interval, clock=lambda: NOW)
 
 
 def test_a_growth_waits_then_gives_back_then_gives_up() -> None:
     steps = Steps()
     r = steps.rebalancer()
-    r.add(_waiting())
-    assert r.waiting_for(WorkloadRef("Deployment", "ml", "inference")) is not None
+    r.waitlist.add(_waiting())
+    assert r.waitlist.waiting_for(WorkloadRef("Deployment", "ml", "inference")) is not None
     assert r.tick(NOW + timedelta(minutes=5)) == 1 and (steps.grows, steps.backs) == (1, 0)
     assert r.tick(NOW + timedelta(minutes=10)) == 1 and steps.backs == 1  # the give-back is refused: tried again
-    assert r.tick(NOW + timedelta(minutes=20)) == 0 and len(steps.expired) == 1  # given up, and said
+    assert r.tick(NOW + timedelta(minutes=20)) == 0 and len(steps.given_up) == 1  # given up, and said
 
 
 def test_a_growth_applied_or_given_back_ends() -> None:
     steps = Steps()
     r = steps.rebalancer()
-    r.add(_waiting())
+    r.waitlist.add(_waiting())
     steps.back_ok = True
-    assert r.tick(NOW + timedelta(minutes=11)) == 0 and steps.backs == 1 and not steps.expired
-    r.add(_waiting())
+    assert r.tick(NOW + timedelta(minutes=11)) == 0 and steps.backs == 1 and not steps.given_up
+    r.waitlist.add(_waiting())
     steps.grow_ok = True
     assert r.tick(NOW + timedelta(minutes=11)) == 0 and steps.backs == 1
 
@@ -68,16 +73,16 @@ def test_a_growth_applied_or_given_back_ends() -> None:
 def test_a_restore_waits_until_its_deadline() -> None:
     steps = Steps()
     r = steps.rebalancer()
-    r.add(_waiting(RESTORE))
+    r.waitlist.add(_waiting(RESTORE))
     assert r.tick(NOW) == 1 and steps.restores == 1
-    assert r.tick(NOW + timedelta(minutes=10)) == 0 and len(steps.expired) == 1
+    assert r.tick(NOW + timedelta(minutes=10)) == 0 and len(steps.given_up) == 1
 
 
 def test_one_failing_step_does_not_stop_the_others() -> None:
     steps = Steps()
     r = steps.rebalancer()
-    r.add(_waiting(name="broken"))
-    r.add(_waiting(name="inference"))
+    r.waitlist.add(_waiting(name="broken"))
+    r.waitlist.add(_waiting(name="inference"))
     steps.grow_ok = True
     assert r.tick(NOW) == 1 and steps.grows == 2  # the broken one waits for the next pass
 
@@ -90,9 +95,9 @@ def test_the_thread_ticks_every_interval_and_stops() -> None:
         ticked.set()
         return True
 
-    r = Rebalancer(interval=timedelta(milliseconds=10), clock=lambda: NOW, grow=grow, give_back=steps.give_back,
-                   restore=steps.restore, expired=lambda w, now: None)
-    r.add(_waiting())
+    steps.grow = grow  # type: ignore[method-assign]
+    r = steps.rebalancer(interval=timedelta(milliseconds=10))
+    r.waitlist.add(_waiting())
     r.start()
     try:
         assert ticked.wait(5)

@@ -198,7 +198,7 @@ def test_a_kueue_managed_change_is_verified_as_kueue_sees_the_workload(queued: R
     body = notification([AlertSpec("GPUSaturated", NAMESPACE, p, "server", 0.99, 2) for p in pods])
     outcomes = queued.post(body).get_json()["outcomes"]
     assert {(o["result"], o.get("action"), o.get("to")) for o in outcomes} == {("applied", "set-priority", "wpc-high")}
-    view = queued.service.engine.view
+    view = queued.service.engine.decider.view
     workload = view.workload(queued.sim.get("deployments", NAMESPACE, "queued"), "Deployment")
     assert (workload.queue, workload.priority_class, workload.state.verification is not None) == (
         "team-a", "wpc-high", True)

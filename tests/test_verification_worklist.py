@@ -37,7 +37,7 @@ def _cronjob(name: str) -> dict[str, Any]:
 def _changed(r: Reactor, names: list[str]) -> None:
     """Each CronJob carries the state the act step writes with a 2 → 3 GPU change (StateWrites.change, sealed with
     the reactor's key), its verification pending: as if the reactor had just changed them all."""
-    view = r.service.engine.view
+    view = r.service.engine.decider.view
     writes = StateWrites(view.state_keys, timedelta(0))
     signal = Signal(alert="GPUSaturated", status=Status.FIRING, keys=(("fp", "2026-03-01T11:00:00Z"),),
                     container="main", value=0.98, fingerprint="fp", starts_at="2026-03-01T11:00:00Z")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -12,23 +13,38 @@ from datetime import datetime, timedelta
 from flask import Flask
 from prometheus_client import CollectorRegistry
 
+from reactor.act.actor import Actor
+from reactor.act.budget import GLOBAL, Budget
 from reactor.act.ledger import LeaseLedger, Ledger, MemoryLedger
+from reactor.act.posting import EventPoster
+from reactor.act.recording import Recorder
 from reactor.app import preflight
 from reactor.app.arenas import release_free_memory
+from reactor.cluster.cache import Store
 from reactor.cluster.informer import Informers
 from reactor.cluster.kube import KubeGateway
+from reactor.cluster.view import ClusterView
 from reactor.config.settings import Settings
 from reactor.config.settings import warnings as settings_warnings
 from reactor.core.errors import PermanentError, ReactorError
+from reactor.core.firing import FiringAlerts
 from reactor.core.metrics import Metrics
-from reactor.core.model import PATCHABLE_KINDS
-from reactor.engine import Engine, utcnow
+from reactor.core.model import PATCHABLE_KINDS, WorkloadRef
+from reactor.engine import NotificationHandler, utcnow
+from reactor.engine.decider import WorkloadDecider
+from reactor.engine.firings import Firings, WorkloadLocks
+from reactor.engine.givebacks import GiveBacks
+from reactor.engine.reads import Readers
+from reactor.engine.rebalancing import Rebalancing
 from reactor.intake.web import create_app
 from reactor.observe.lease import VerifierLease
 from reactor.observe.probes import Probes, Readiness
+from reactor.observe.rebalancer import Rebalancer, Waitlist
 from reactor.observe.verifier import Verifier
+from reactor.resolve.owners import Owners
 from reactor.sources.alertmanager import firing_source
-from reactor.state.seal import load_state_keys
+from reactor.state.seal import StateKeys, load_state_keys
+from reactor.state.writes import StateWrites
 
 log = logging.getLogger(__name__)
 
@@ -37,11 +53,24 @@ log = logging.getLogger(__name__)
 class Service:
     app: Flask
     probes: Probes
-    engine: Engine
+    engine: NotificationHandler
     metrics: Metrics
     kube: KubeGateway
+    events: EventPoster
     verifier: Verifier | None = None  # None in dry run: nothing is written, nothing to verify
     informers: Informers | None = None  # started in the serving process (see runner.run), stopped at its exit
+    rebalancer: Rebalancer | None = None  # the pass over waiting rebalances; None unless rebalancing writes
+
+
+@dataclass(frozen=True, slots=True)
+class ActParts:
+    """What reads a workload and writes to it, shared by the notification path and the verifier."""
+
+    view: ClusterView
+    events: EventPoster
+    actor: Actor
+    recorder: Recorder
+    ledger: Ledger | None
 
 
 def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Metrics | None = None,
@@ -55,21 +84,86 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
                           after_list=release_free_memory) if settings.kube.watch_cache else None
     if informers is not None:
         watch_cache_gauges(metrics, informers)
-    engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock, state_keys=keys,
-                    cache=informers.store if informers else None, ledger=state_ledger(settings, kube),
-                    firing=firing_source(settings, metrics))
+    cache = informers.store if informers else None
+    parts = act_parts(settings, kube=kube, metrics=metrics, clock=clock, state_keys=keys,
+                      ledger=state_ledger(settings, kube))
     verifier = None
     if keys is not None and not settings.policy.dry_run:
-        verifier = Verifier(settings=settings, kube=kube, actor=engine.actor, view=engine.view,
-                            events=engine.events, metrics=metrics, clock=clock, lease=verifier_lease(settings, kube),
-                            cache=informers.store if informers else None)
-        engine.on_applied = verifier.track
+        verifier = Verifier(settings=settings, kube=kube, actor=parts.actor, view=parts.view, events=parts.events,
+                            metrics=metrics, clock=clock, lease=verifier_lease(settings, kube), cache=cache)
+    engine, rebalancer = build_engine(settings, kube=kube, metrics=metrics, parts=parts, clock=clock, state_keys=keys,
+                                      cache=cache, firing=firing_source(settings, metrics),
+                                      on_applied=verifier.track if verifier is not None else None)
     app = create_app(settings, engine=engine, metrics=metrics, token=token)
     probes = Probes(metrics, Readiness(_readiness_probe(kube, informers)))
     for warning in settings_warnings(settings):
         log.warning("the policy acts nowhere", extra={"detail": warning})
-    return Service(app=app, probes=probes, engine=engine, metrics=metrics, kube=kube, verifier=verifier,
-                   informers=informers)
+    return Service(app=app, probes=probes, engine=engine, metrics=metrics, kube=kube, events=parts.events,
+                   verifier=verifier, informers=informers,
+                   rebalancer=rebalancer if not settings.policy.dry_run else None)
+
+
+def act_parts(settings: Settings, *, kube: KubeGateway, metrics: Metrics, clock: Callable[[], datetime],
+              state_keys: StateKeys | None, ledger: Ledger | None) -> ActParts:
+    """The act step and what it reads through; the budget's gauges read at scrape time (never stale)."""
+    policy = settings.policy
+    if state_keys is None and not policy.dry_run:
+        raise ValueError("a reactor that may write needs state keys (see state.seal.load_state_keys)")
+    if ledger is None and not policy.dry_run:
+        ledger = MemoryLedger()  # the latest write per workload, in this process: one replica
+    budget = Budget(policy.budget_global, policy.budget_namespace)
+    metrics.budget_limit.labels(scope="global").set(policy.budget_global.actions)
+    metrics.budget_limit.labels(scope="namespace").set(policy.budget_namespace.actions)
+
+    def budget_used() -> dict[tuple[str, ...], float]:
+        used = budget.used(clock())
+        return {("global",): used.get(GLOBAL, 0),
+                ("namespace",): max((v for k, v in used.items() if k != GLOBAL), default=0)}
+
+    metrics.budget_used.read_from(budget_used)
+    view = ClusterView(adapters=settings.adapters, gpu_resource=policy.gpu_resource, state_keys=state_keys)
+    # Events go through a queue and a background thread: an Events API that stalls never delays the answer.
+    events = EventPoster(kube, dropped=metrics.events_dropped.inc)
+    actor = Actor(kube=kube, budget=budget, gpu_resource=policy.gpu_resource,
+                  state=StateWrites(state_keys, policy.cooldown), events=events,
+                  conflict_retries=settings.kube.conflict_retries, dry_run=policy.dry_run,
+                  cpu_apply_to=policy.cpu_apply_to, adapters=settings.adapters, ledger=ledger,
+                  reverse_after=policy.reverse_after)
+    return ActParts(view=view, events=events, actor=actor, recorder=Recorder(metrics), ledger=ledger)
+
+
+def build_engine(settings: Settings, *, kube: KubeGateway, metrics: Metrics, parts: ActParts | None = None,
+                 clock: Callable[[], datetime] = utcnow, state_keys: StateKeys | None = None,
+                 cache: Store | None = None, firing: FiringAlerts | None = None,
+                 on_applied: Callable[[list[WorkloadRef]], None] | None = None,
+                 monotonic: Callable[[], float] = time.monotonic) -> tuple[NotificationHandler, Rebalancer | None]:
+    """The notification handler and its parts (and the rebalancer's pass when rebalancing is on): what `reactor
+    plan` runs in dry run, and what `assemble` serves."""
+    policy = settings.policy
+    parts = parts or act_parts(settings, kube=kube, metrics=metrics, clock=clock, state_keys=state_keys, ledger=None)
+    readers, owners, locks, firings = Readers(kube, settings, cache=cache, monotonic=monotonic), Owners(), \
+        WorkloadLocks(), Firings()
+    decider = WorkloadDecider(policy=policy, actor=parts.actor, view=parts.view, recorder=parts.recorder,
+                              events=parts.events, firings=firings, ledger=parts.ledger, state_keys=state_keys)
+    rebalancing, rebalancer = None, None
+    if policy.rebalance_enabled:
+        waitlist = Waitlist()
+        givebacks = GiveBacks(policy=policy, metrics=metrics, decider=decider, readers=readers, owners=owners,
+                              locks=locks, waitlist=waitlist, cache=cache)
+        rebalancing = Rebalancing(policy=policy, metrics=metrics, decider=decider, events=parts.events,
+                                  readers=readers, owners=owners, locks=locks, source=firing, waitlist=waitlist,
+                                  givebacks=givebacks, clock=clock, on_applied=on_applied)
+        rebalancer = Rebalancer(waitlist=waitlist, steps=rebalancing, interval=policy.verify_interval, clock=clock)
+    handler = NotificationHandler(settings=settings, metrics=metrics, recorder=parts.recorder, readers=readers,
+                                  owners=owners, firings=firings, locks=locks, decider=decider,
+                                  rebalancing=rebalancing, clock=clock, on_applied=on_applied)
+    return handler, rebalancer
+
+
+def plan_engine(settings: Settings, kube: KubeGateway, metrics: Metrics, state_keys: StateKeys | None,
+                firing: FiringAlerts) -> NotificationHandler:
+    """The engine `reactor plan` runs (its settings in dry run): built as the service's is, with no verifier."""
+    return build_engine(settings, kube=kube, metrics=metrics, state_keys=state_keys, firing=firing)[0]
 
 
 def watch_cache_gauges(metrics: Metrics, informers: Informers) -> None:

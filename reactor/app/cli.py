@@ -228,11 +228,12 @@ def _sim(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
+    from reactor.app.assembly import plan_engine
     from reactor.tools.plan import example_path, run_plan
 
     alerts = args.alerts if args.example is None else example_path(args.example)
     return run_plan(alerts=alerts, config=args.config, kubeconfig=args.kubeconfig, seeds=args.seed,
-                    output=args.output)
+                    build=plan_engine, output=args.output)
 
 
 def _check_tls_files(settings: Settings) -> None:

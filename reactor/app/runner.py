@@ -110,8 +110,8 @@ def run(settings: Settings, build: Callable[[], Service]) -> None:
             service.informers.start()
         if service.verifier is not None:
             service.verifier.start()
-        if service.engine.policy.rebalance_enabled and not service.engine.policy.dry_run:
-            service.engine.rebalancer.start()  # the rebalances that wait for the quota (observe/rebalancer.py)
+        if service.rebalancer is not None:
+            service.rebalancer.start()  # the rebalances that wait for the quota (observe/rebalancer.py)
 
     def worker_exit(server: Any, worker: Any) -> None:
         service = application.service if application is not None else None
@@ -119,10 +119,11 @@ def run(settings: Settings, build: Callable[[], Service]) -> None:
             return
         if service.verifier is not None:
             service.verifier.stop()
-        service.engine.rebalancer.stop()
+        if service.rebalancer is not None:
+            service.rebalancer.stop()
         if service.informers is not None:
             service.informers.stop()
-        service.engine.events.close()  # what is still queued is sent as the worker exits
+        service.events.close()  # what is still queued is sent as the worker exits
 
     options["post_worker_init"] = worker_init
     options["worker_exit"] = worker_exit

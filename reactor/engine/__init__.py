@@ -1,6 +1,17 @@
-"""The engine: one notification in, one outcome per alert out (core.py), with its rebalancing steps
-(rebalancing.py) and what one notification learns of a namespace (namespace.py)."""
+"""The engine: one notification in, one outcome per alert out.
 
-from reactor.engine.core import Engine, utcnow
+`NotificationHandler` (notifications.py) screens, resolves and groups a notification's alerts; the
+`WorkloadDecider` (decider.py) reads, decides and acts for one workload; `Rebalancing` (rebalancing.py) and
+`GiveBacks` (givebacks.py) move GPUs between workloads of one quota. The application assembly
+(reactor/app/assembly.py) builds each part and hands it its collaborators.
+"""
 
-__all__ = ["Engine", "utcnow"]
+from datetime import UTC, datetime
+
+from reactor.engine.notifications import NotificationHandler
+
+__all__ = ["NotificationHandler", "utcnow"]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)

@@ -10,9 +10,9 @@ write gives the donor its GPUs back; a give-back or a restore that cannot be app
 bounded in time as in size.
 
 The list is in memory; what a restart would lose is found again from the cluster: each pass first asks the
-engine's `recover` for donors whose sealed `rebalance` record is older than `verify.timeout` while their receiver
+steps' `recover` for donors whose sealed `rebalance` record is older than `verify.timeout` while their receiver
 holds no record of receiving (it never grew), and gives those back as if their growth had timed out here. The
-engine holds the step functions; this holds the list and the clock.
+engine's rebalancing holds the steps (`Steps`); `Waitlist` holds the list; `Rebalancer` the pass and its clock.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from reactor.core.model import Signal, WorkloadRef
 from reactor.observe.periodic import Periodic
@@ -58,31 +59,49 @@ class Waiting:
         return self.kind, self.receiver, self.donor
 
 
-# The engine's steps: each answers True when the step is over (applied, or it can never be).
-Step = Callable[[Waiting, datetime], bool]
+class Steps(Protocol):
+    """What a pass does with each waiting step (the engine's rebalancing, engine/rebalancing.py). Each step answers
+    True when it is over (applied, or it can never be)."""
+
+    def grow(self, waiting: Waiting, now: datetime) -> bool: ...
+
+    def give_back(self, waiting: Waiting, now: datetime) -> bool: ...
+
+    def restore(self, waiting: Waiting, now: datetime) -> bool: ...
+
+    def expired(self, waiting: Waiting, now: datetime) -> None: ...
+
+    def recover(self, now: datetime) -> list[Waiting]: ...
 
 
-class Rebalancer:
-    """The waiting list and its thread; `tick` is one pass (tests call it with their clock)."""
+class Waitlist:
+    """The rebalances that wait, bounded, and the last refusal of each waiting growth (said with its give-back)."""
 
-    def __init__(self, *, interval: timedelta, clock: Callable[[], datetime], grow: Step, give_back: Step,
-                 restore: Step, expired: Callable[[Waiting, datetime], None],
-                 recover: Callable[[datetime], list[Waiting]] | None = None) -> None:
-        self.interval, self.clock, self._recover = interval, clock, recover
-        self._grow, self._give_back, self._restore, self._expired = grow, give_back, restore, expired
+    def __init__(self) -> None:
         self._waiting: dict[tuple[str, WorkloadRef, WorkloadRef], Waiting] = {}
+        self._refusals: dict[tuple[str, WorkloadRef, WorkloadRef], str] = {}
         self._lock = threading.Lock()
-        # A lambda, not the bound method: the pass is looked up each time (tests replace it on the instance).
-        self._loop = Periodic("reactor-rebalancer", self.interval.total_seconds(), lambda: self.tick(),
-                              "rebalance pass failed")
 
     def add(self, waiting: Waiting) -> None:
         with self._lock:
             self._waiting[waiting.key] = waiting
 
+    def add_found(self, waiting: Waiting) -> None:
+        """A step found again after a restart: added unless the list is full or already holds it."""
+        with self._lock:
+            if len(self._waiting) < MAX_WAITING:
+                self._waiting.setdefault(waiting.key, waiting)
+
     def discard(self, waiting: Waiting) -> None:
         with self._lock:
             self._waiting.pop(waiting.key, None)
+            self._refusals.pop(waiting.key, None)
+
+    def done(self, waiting: Waiting) -> None:
+        """`waiting` is over: removed, unless a newer step of the same key replaced it meanwhile."""
+        with self._lock:
+            if self._waiting.get(waiting.key) is waiting:
+                del self._waiting[waiting.key]
 
     def waiting_for(self, receiver: WorkloadRef) -> Waiting | None:
         """The growth that waits for `receiver`, if one does."""
@@ -97,50 +116,74 @@ class Rebalancer:
         with self._lock:
             return list(self._waiting.values())
 
+    def refused(self, waiting: Waiting, why: str) -> None:
+        with self._lock:
+            self._refusals[waiting.key] = why[:300]
+
+    def last_refusal(self, waiting: Waiting) -> str | None:
+        with self._lock:
+            return self._refusals.get(waiting.key)
+
+    def forget_refusal(self, waiting: Waiting) -> None:
+        with self._lock:
+            self._refusals.pop(waiting.key, None)
+
+
+class Rebalancer:
+    """The pass over the waiting list, on its own thread; `tick` is one pass (tests call it with their clock)."""
+
+    def __init__(self, *, waitlist: Waitlist, steps: Steps, interval: timedelta,
+                 clock: Callable[[], datetime]) -> None:
+        self.waitlist, self.steps, self.interval, self.clock = waitlist, steps, interval, clock
+        # A lambda, not the bound method: the pass is looked up each time (tests replace it on the instance).
+        self._loop = Periodic("reactor-rebalancer", self.interval.total_seconds(), lambda: self.tick(),
+                              "rebalance pass failed")
+
+    def waiting(self) -> list[Waiting]:
+        return self.waitlist.waiting()
+
+    def run_once(self) -> int:
+        return self.tick()
+
     def tick(self, now: datetime | None = None) -> int:
         """One pass: each waiting step is tried once; the number still waiting after it."""
         now = now or self.clock()
-        if self._recover is not None:
-            try:
-                for found in self._recover(now):
-                    with self._lock:
-                        if len(self._waiting) < MAX_WAITING:
-                            self._waiting.setdefault(found.key, found)
-            except Exception:  # noqa: BLE001 - the waiting steps still run; the scan is tried again next pass
+        try:
+            for found in self.steps.recover(now):
+                self.waitlist.add_found(found)
+        except Exception:  # noqa: BLE001 - the waiting steps still run; the scan is tried again next pass
                 log.exception("rebalance recovery scan failed")
-        for waiting in self.waiting():
+        for waiting in self.waitlist.waiting():
             try:
                 done = self._step(waiting, now)
             except Exception:  # noqa: BLE001 - one step's failure must not stop the others; tried again next pass
                 log.exception("rebalance step failed", extra={"workload": str(waiting.receiver)})
                 done = False
             if done:
-                with self._lock:
-                    if self._waiting.get(waiting.key) is waiting:
-                        del self._waiting[waiting.key]
-        return len(self.waiting())
+                self.waitlist.done(waiting)
+        return len(self.waitlist.waiting())
 
     def _step(self, waiting: Waiting, now: datetime) -> bool:
         if waiting.kind == GIVE_BACK:
-            if self._give_back(waiting, now):
+            if self.steps.give_back(waiting, now):
                 return True
             if now >= waiting.deadline:
-                self._expired(waiting, now)
+                self.steps.expired(waiting, now)
                 return True
             return False
         if waiting.kind == GROW:
-            if self._grow(waiting, now):
+            if self.steps.grow(waiting, now):
                 return True
-            if now < waiting.deadline or self._give_back(waiting, now):
+            if now < waiting.deadline or self.steps.give_back(waiting, now):
                 return now >= waiting.deadline
             if waiting.until is not None and now >= waiting.until:
-                self._expired(waiting, now)
+                self.steps.expired(waiting, now)
                 return True
             return False
-        if self._restore(waiting, now):
+        if self.steps.restore(waiting, now):
             return True
         if now >= waiting.deadline:
-            self._expired(waiting, now)
+            self.steps.expired(waiting, now)
             return True
         return False
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -23,12 +23,13 @@ from typing import Any
 from reactor.cluster.kube import KubeGateway
 from reactor.config.settings import Settings, load_settings
 from reactor.core.errors import ConfigError, InvalidPayload, TemporaryError, UsageError
+from reactor.core.firing import FiringAlerts
 from reactor.core.metrics import Metrics
 from reactor.core.model import Alert, Notification
 from reactor.core.outcome import Outcome
-from reactor.engine import Engine
 from reactor.intake.alerts import parse_notification
-from reactor.state.seal import load_state_keys
+from reactor.intake.web import Handler
+from reactor.state.seal import StateKeys, load_state_keys
 from reactor.tools.seeds import apply_seeds, demo_file, read_seeds
 
 OUTPUTS = ("text", "json")
@@ -42,8 +43,13 @@ def example_path(name: str) -> str:
     return str(demo_file(f"alerts-{name}.json"))
 
 
+# How the plan gets its engine: the application assembly's `build_engine`, handed in by the command line (a tool
+# never reaches up into the assembly), with the policy in dry run and the plan's own source of idle donors.
+BuildEngine = Callable[[Settings, KubeGateway, Metrics, StateKeys | None, FiringAlerts], Handler]
+
+
 def run_plan(*, alerts: str, config: str | None, kubeconfig: str | None, seeds: list[str] | None,
-             output: str = "text") -> int:
+             build: BuildEngine, output: str = "text") -> int:
     """Print the plan; 0 when it was made, 1 when the cluster did not answer. Bad arguments raise `UsageError`."""
     notification = read_notification(alerts)
     if kubeconfig is not None and not Path(kubeconfig).is_file():
@@ -53,7 +59,7 @@ def run_plan(*, alerts: str, config: str | None, kubeconfig: str | None, seeds: 
     settings = load_settings(config)
     settings = dataclasses.replace(settings, policy=dataclasses.replace(settings.policy, dry_run=True))
     try:
-        outcomes = _plan(notification, settings, kubeconfig=kubeconfig, seeds=seeds or [])
+        outcomes = _plan(notification, settings, kubeconfig=kubeconfig, seeds=seeds or [], build=build)
     except TemporaryError as e:
         print(f"reactor plan: the cluster did not answer: {e}", file=sys.stderr)
         return 1
@@ -87,7 +93,8 @@ def read_notification(path: str) -> Any:
         raise UsageError(flag, f"not a valid Alertmanager payload: {e}") from e
 
 
-def _plan(notification: Any, settings: Settings, *, kubeconfig: str | None, seeds: list[str]) -> list[Outcome]:
+def _plan(notification: Any, settings: Settings, *, kubeconfig: str | None, seeds: list[str],
+          build: BuildEngine) -> list[Outcome]:
     metrics = Metrics()
     with ExitStack() as stack:
         if kubeconfig is not None:
@@ -96,8 +103,7 @@ def _plan(notification: Any, settings: Settings, *, kubeconfig: str | None, seed
             kube = _embedded(stack, seeds, settings, metrics)
         stack.callback(kube.close)
         keys = load_state_keys(settings.server.state_key_file, settings.server.state_previous_key_file)
-        return Engine(settings=settings, kube=kube, metrics=metrics, state_keys=keys,
-                      firing=NotificationAlerts(notification)).handle(notification)
+        return build(settings, kube, metrics, keys, NotificationAlerts(notification)).handle(notification)
 
 
 class NotificationAlerts:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from reactor.engine import Engine
+from reactor.app.assembly import build_engine
 from reactor.intake.alerts import parse_notification
 from reactor.tools.payloads import AlertSpec, notification
 from reactor.tools.plan import print_plan
@@ -72,7 +72,7 @@ def test_plan_explains_the_refusal(reactor: Reactor, jobset: dict[str, Any]) -> 
     """`reactor plan`: the engine in dry run, printed; the refusal and the webhook's rule are in the text."""
     settings = reactor.service.engine.settings
     dry = dataclasses.replace(settings, policy=dataclasses.replace(settings.policy, dry_run=True))
-    engine = Engine(settings=dry, kube=reactor.service.kube, metrics=reactor.service.engine.metrics)
+    engine = build_engine(dry, kube=reactor.service.kube, metrics=reactor.service.engine.metrics)[0]
     body = notification([AlertSpec("GPUUnderutilized", NAMESPACE, _pod(reactor), "trainer", 0.1, 4)])
     out = io.StringIO()
     with redirect_stdout(out):

@@ -97,7 +97,7 @@ def test_the_operators_rollout_in_progress_refuses(reactor: Reactor, notebook: d
 
 def test_plan_explains_a_notebook_shrink_and_writes_nothing(reactor: Reactor, notebook: dict[str, Any]) -> None:
     engine = reactor.service.engine
-    engine.actor.dry_run = True
+    engine.decider.actor.dry_run = True
     from reactor.intake.alerts import parse_notification
     body = notification([AlertSpec("GPUUnderutilized", NAMESPACE, POD, "notebook", 0.1, 4)])
     outcomes = engine.handle(parse_notification(body))

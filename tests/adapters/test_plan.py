@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from reactor.engine import Engine
+from reactor.app.assembly import build_engine
 from reactor.intake.alerts import parse_notification
 from reactor.tools.payloads import AlertSpec, notification
 from reactor.tools.plan import print_plan
@@ -45,7 +45,7 @@ def test_plan_explains_a_shrink_of_each_adapters_resource(reactor: Reactor, requ
     request.getfixturevalue(fixture)
     if "=" in pod:  # a label selector: the pods of a Deployment KServe (or Knative, serverless) made
         pod = reactor.sim.list("pods", NAMESPACE, label_selector=pod)[0]["metadata"]["name"]
-    engine = Engine(settings=_dry(reactor), kube=reactor.service.kube, metrics=reactor.service.engine.metrics)
+    engine = build_engine(_dry(reactor), kube=reactor.service.kube, metrics=reactor.service.engine.metrics)[0]
     body = notification([AlertSpec("GPUUnderutilized", NAMESPACE, pod, container, 0.1, 4)])
     before = dict(reactor.sim.requests)
     out = io.StringIO()

@@ -209,13 +209,13 @@ def test_plan_names_the_refusal_and_records_no_event(reactor: Reactor) -> None:
     import io
     from contextlib import redirect_stdout
 
-    from reactor.engine import Engine
+    from reactor.app.assembly import build_engine
     from reactor.intake.alerts import parse_notification
     from reactor.tools.plan import print_plan
     _cluster(reactor, upgradeStrategy=None)
     settings = reactor.service.engine.settings
     dry = dataclasses.replace(settings, policy=dataclasses.replace(settings.policy, dry_run=True))
-    engine = Engine(settings=dry, kube=reactor.service.kube, metrics=reactor.service.engine.metrics)
+    engine = build_engine(dry, kube=reactor.service.kube, metrics=reactor.service.engine.metrics)[0]
     body = notification([AlertSpec("GPUUnderutilized", NAMESPACE, WORKER, "ray-worker", 0.1, 4)])
     out = io.StringIO()
     with redirect_stdout(out):

@@ -29,7 +29,7 @@ import pytest
 from werkzeug.serving import make_server
 
 import reactor.cluster.view as view_module
-import reactor.engine.core as engine_module
+import reactor.engine.notifications as engine_module
 from reactor_sim import SimCluster
 from tests.reliability.figures import FIGURES
 from tests.reliability.harness import (

@@ -74,7 +74,7 @@ def slow_writes(sim: SimCluster, token_file: Path) -> Iterator[tuple[Reactor, _C
     """The reactor whose monotonic clock moves 10 s on every write: the first write spends the deadline."""
     r = deployed_reactor(sim, token_file, server={"tokenFile": str(token_file), "notificationDeadline": "8s"})
     clock = _Clock()
-    r.service.engine.monotonic = clock
+    r.service.engine.readers.monotonic = clock
     real = r.service.kube.patch
 
     def patch(*args: Any, **kw: Any) -> Any:

@@ -218,7 +218,7 @@ def test_an_unexpected_error_fails_one_workload_not_the_notification(reactor: Re
                                                                      caplog: pytest.LogCaptureFixture) -> None:
     """A bug met while deciding one workload: that workload's alerts fail (logged with the traceback), the
     other workload of the same notification is decided and written, and the answer is 200."""
-    import reactor.engine.core as engine_module
+    import reactor.engine.decider as engine_module
 
     real = engine_module.decide
 
