@@ -268,6 +268,10 @@ def test_the_receiver_that_cannot_grow_in_time_gives_the_donor_back(cluster: Sim
     r.flush_events()
     (given,) = _events(cluster, "RebalanceGivenBack")
     assert "Deployment/inference could not grow within 10m (mode-off: " in given["message"]
+    # It names what moved, and no measurement or pod it never had.
+    assert given["message"].startswith("gpu-reactor revert (scale-replicas-down): 1 -> 2 on RebalanceGiveBack (resolved); "), \
+        given["message"]
+    assert "None" not in given["message"] and "for pods" not in given["message"]
     assert REBALANCE not in cluster.get("deployments", NAMESPACE, "training")["metadata"]["annotations"]
     assert r.metric("reactor_rebalances_total", result="given-back") == 1
 
@@ -294,7 +298,9 @@ def test_the_receiver_resolving_restores_the_donor(cluster: SimCluster, token_fi
     assert (_replicas(cluster, "training"), _replicas(cluster, "inference"), _used(cluster)) == (2, 2, 8)
     assert not _events(cluster, "FailedCreate")
     r.flush_events()
-    assert "saturation resolved" in _events(cluster, "RebalanceRestored")[0]["message"]
+    (restored,) = _events(cluster, "RebalanceRestored")
+    assert "saturation resolved" in restored["message"]
+    assert "None" not in restored["message"] and "for pods" not in restored["message"], restored["message"]
     assert r.metric("reactor_rebalances_total", result="restored") == 1
 
 

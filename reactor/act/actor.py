@@ -267,6 +267,11 @@ def queue_priority_patch(action: Action, workload: Workload, annotations: dict[s
 
 
 def event_message(action: Action, signal: Signal) -> str:
+    """What changed and why, for the workload's owners. A step the reactor takes on its own (a rebalance's
+    give-back or restore) has no measured value and no pods: it is named by what it is, never `value None`."""
     target = f"container {action.container} " if action.container else ""
-    return (f"gpu-reactor {action.action} ({action.strategy}): {target}{action.from_value} -> {action.to_value} "
-            f"on {signal.alert} ({signal.status}, value {signal.value}) for pods {', '.join(signal.pods[:5])}")
+    cause = f"on {signal.alert} ({signal.status}"
+    cause += f", value {signal.value})" if signal.value is not None else ")"
+    if signal.pods:
+        cause += f" for pods {', '.join(signal.pods[:5])}"
+    return f"gpu-reactor {action.action} ({action.strategy}): {target}{action.from_value} -> {action.to_value} {cause}"
