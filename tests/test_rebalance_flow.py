@@ -456,3 +456,26 @@ def test_a_sealed_donor_record_copied_onto_another_workload_gives_it_nothing(clu
         assert _replicas(cluster, "sidecar-job") == 1 and _replicas(cluster, "training") == 2
         second.flush_events()
         assert [e["involvedObject"]["name"] for e in _events(cluster, "RebalanceGivenBack")] == ["training"]
+
+
+def test_a_second_full_quota_leaves_the_donor_untouched(cluster: SimCluster, token_file: Path) -> None:
+    """gpu-quota full, and a second quota scoped to the receiver's PriorityClass (the donor's pods are not in it)
+    full too: a donor's GPUs freed in gpu-quota would not let the receiver grow, so nobody gives. Seen on a real
+    kube-apiserver v1.28 before: the donor gave 2 GPUs, restarted a pod, and got them back 31 s later."""
+    scoped = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "high-gpus", "namespace": NAMESPACE},
+              "spec": {"hard": {f"requests.{GPU}": "4"}, "scopeSelector": {"matchExpressions": [
+                  {"scopeName": "PriorityClass", "operator": "In", "values": ["high-priority-gpu"]}]}}}
+    cluster.apply(scoped)
+    _full(cluster)
+    used = cluster.get("resourcequotas", NAMESPACE, "high-gpus")["status"]["used"][f"requests.{GPU}"]
+    assert used == "4"  # the receiver's two pods fill it
+    source = Source(_idle(cluster, "training"))
+    r = _reactor(cluster, token_file, source)
+    before = {k: n for k, n in cluster.requests.items() if k[0] in ("patch", "update")}
+    outcome = _outcome(r, "inference")
+    assert (outcome["result"], outcome["reason"]) == ("skipped", "quota-exceeded"), outcome
+    assert "quota gpu-quota" in outcome["detail"] and "quota high-gpus" in outcome["detail"], outcome["detail"]
+    assert source.asked == 0  # no donor looked for: a growth that cannot happen takes nothing
+    assert {k: n for k, n in cluster.requests.items() if k[0] in ("patch", "update")} == before
+    assert (_replicas(cluster, "training"), _replicas(cluster, "inference")) == (2, 2)
+    assert REBALANCE not in (cluster.get("deployments", NAMESPACE, "training")["metadata"].get("annotations") or {})

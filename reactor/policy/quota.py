@@ -62,6 +62,7 @@ def check_template(ctx: Context, *, new_pod_gpus: int, new_class: str | None, wh
     """
     old_class, old_gpus = ctx.workload.priority_class, pod_gpus(ctx.workload)
     charges: list[tuple[str, int]] = []
+    refusals: list[Skip] = []
     for quota in ctx.bounds.quotas:
         if not tracks(ctx, quota, new_class):
             continue
@@ -73,9 +74,9 @@ def check_template(ctx: Context, *, new_pod_gpus: int, new_class: str | None, wh
             how = ", every pod moves into its scope"
         blocked = _refuse(ctx, quota, need=need, what=what, how=how)
         if blocked is not None:
-            return blocked
+            refusals.append(blocked)
         charges += [(quota.name, kept)] if kept else []
-    return tuple(charges)
+    return _refused(refusals) or tuple(charges)
 
 
 def check_added_pods(ctx: Context, *, pods: int, what: str) -> Skip | Charges:
@@ -84,13 +85,27 @@ def check_added_pods(ctx: Context, *, pods: int, what: str) -> Skip | Charges:
     per_replica = ctx.workload.replica_gpus
     need = pods * (pod_gpus(ctx.workload) if per_replica is None else per_replica)
     charges: list[tuple[str, int]] = []
+    refusals: list[Skip] = []
     for quota in ctx.bounds.quotas:
         if tracks(ctx, quota, ctx.workload.priority_class):
             blocked = _refuse(ctx, quota, need=need, what=what, how="")
             if blocked is not None:
-                return blocked
+                refusals.append(blocked)
             charges += [(quota.name, need)] if need > 0 else []
-    return tuple(charges)
+    return _refused(refusals) or tuple(charges)
+
+
+def _refused(refusals: list[Skip]) -> Skip | None:
+    """The quota refusal of a change, every refusing quota named. Only a change that one quota alone refuses
+    carries a `shortfall` (what a rebalance may answer): with two quotas short, a donor freeing GPUs in one of them
+    would give for a growth that the other still refuses — so it takes nothing (kube-apiserver admits a pod only
+    when every quota whose scope matches it has room: the resourcequota admission plugin's
+    controller.go `CheckRequest`)."""
+    if len(refusals) <= 1:
+        return refusals[0] if refusals else None
+    first = refusals[0]
+    detail = "; ".join(r.detail for r in refusals)
+    return Skip(first.reason, f"{len(refusals)} quotas refuse: {detail}")
 
 
 def _refuse(ctx: Context, quota: Quota, *, need: int, what: str, how: str) -> Skip | None:
