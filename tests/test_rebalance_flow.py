@@ -269,8 +269,8 @@ def test_the_receiver_that_cannot_grow_in_time_gives_the_donor_back(cluster: Sim
     (given,) = _events(cluster, "RebalanceGivenBack")
     assert "Deployment/inference could not grow within 10m (mode-off: " in given["message"]
     # It names what moved, and no measurement or pod it never had.
-    assert given["message"].startswith("gpu-reactor revert (scale-replicas-down): 1 -> 2 on RebalanceGiveBack (resolved); "), \
-        given["message"]
+    assert given["message"].startswith(
+        "gpu-reactor revert (scale-replicas-down): 1 -> 2 on RebalanceGiveBack (resolved); "), given["message"]
     assert "None" not in given["message"] and "for pods" not in given["message"]
     assert REBALANCE not in cluster.get("deployments", NAMESPACE, "training")["metadata"]["annotations"]
     assert r.metric("reactor_rebalances_total", result="given-back") == 1
@@ -479,3 +479,29 @@ def test_a_second_full_quota_leaves_the_donor_untouched(cluster: SimCluster, tok
     assert {k: n for k, n in cluster.requests.items() if k[0] in ("patch", "update")} == before
     assert (_replicas(cluster, "training"), _replicas(cluster, "inference")) == (2, 2)
     assert REBALANCE not in (cluster.get("deployments", NAMESPACE, "training")["metadata"].get("annotations") or {})
+
+
+def test_the_shipped_policy_undoes_a_rebalance_on_the_receivers_resolve(cluster: SimCluster, token_file: Path) -> None:
+    """deploy/reactor/policy.yaml reverts `set-priority-up` only, after 10m: a growth a donor paid for is undone
+    on its resolve all the same (at once), and the donor is restored once the quota shows the room — otherwise a
+    rebalance would be a permanent transfer."""
+    import yaml
+
+    shipped = yaml.safe_load((ROOT / "deploy" / "reactor" / "policy.yaml").read_text())
+    assert shipped["revert"] == ["set-priority-up"] and shipped["revertAfter"] == "10m"
+    _full(cluster)
+    r = _reactor(cluster, token_file, Source(_idle(cluster, "training")), revert=shipped["revert"],
+                 revertAfter=shipped["revertAfter"])
+    _outcome(r, "inference")
+    cluster.settle()
+    assert r.service.rebalancer is not None and r.service.rebalancer.tick(utcnow()) == 0
+    cluster.settle()
+    assert (_replicas(cluster, "training"), _replicas(cluster, "inference"), _used(cluster)) == (1, 3, 8)
+    body = r.alerts("GPUSaturated", "inference", "main", value=0.3, status="resolved")
+    outcome = r.post(body).get_json()["outcomes"][0]
+    assert (outcome["result"], outcome["action"], outcome["from"], outcome["to"]) == ("applied", "revert", 3, 2)
+    cluster.settle()
+    r.service.rebalancer.tick(utcnow())
+    cluster.settle()
+    assert (_replicas(cluster, "training"), _replicas(cluster, "inference"), _used(cluster)) == (2, 2, 8)
+    assert r.metric("reactor_rebalances_total", result="restored") == 1

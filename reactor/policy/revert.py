@@ -2,8 +2,10 @@
 
 Alertmanager sends a resolve once. A resolve that arrives before `revert_after` is answered
 REVERT_HOLD and the change stays: the hold is a minimum boost time, not a delay, and the next
-firing of the alert decides again. A revert bypasses the cooldown (it ends the episode) but not
-the mode, the rollout rail, the owner kind, the quota or the PriorityClass check.
+firing of the alert decides again. A growth a donor paid for is the exception: its resolve
+always undoes it (the rebalance's promise, `_paid_by_a_donor`). A revert bypasses the cooldown
+(it ends the episode) but not the mode, the rollout rail, the owner kind, the quota or the
+PriorityClass check.
 """
 
 from __future__ import annotations
@@ -31,13 +33,14 @@ def revert(ctx: Context) -> Action | Skip:
             return Skip(SkipReason.ALREADY_APPLIED, f"already reverted at {last.time.isoformat()}")
         return Skip(SkipReason.NOTHING_TO_REVERT, "the last action was a revert")
     strategy = f"{last.action}-{last.direction}"
-    if strategy not in ctx.policy.revert:
+    paid = _paid_by_a_donor(ctx, last)
+    if strategy not in ctx.policy.revert and not paid:
         return Skip(SkipReason.RESOLVED, f"{strategy} is not reverted by policy (revert: {list(ctx.policy.revert)})")
     target = _target(ctx, last, strategy)
     if isinstance(target, Skip):
         return target
     ready = last.time + ctx.policy.revert_after
-    if ctx.now < ready:
+    if ctx.now < ready and not paid:
         return Skip(SkipReason.REVERT_HOLD, f"{strategy} at {last.time.isoformat()} is kept until {ready.isoformat()}")
     blocked = rails.first_refusal(ctx, (rails.rollout, rails.unsupported_owner))
     if blocked is not None:
@@ -83,6 +86,15 @@ def give_back(ctx: Context, receiver_uid: str) -> Action | Skip:
         return target
     blocked = rails.first_refusal(ctx, (rails.mode_off, rails.rollout, rails.unsupported_owner))
     return blocked or _checked(ctx, last, strategy, target)
+
+
+def _paid_by_a_donor(ctx: Context, last: LastAction) -> bool:
+    """A growth a donor paid for (the workload holds a sealed `receiver` record): its resolve always undoes it,
+    whatever `revert` and `revertAfter` say, so the donor's GPUs come back (givebacks.py restores the donor once the
+    quota shows the room). A rebalance is made only because it will be undone: without this, the shipped policy
+    (`revert: [set-priority-up]`) kept the receiver's growth for good and the donor's give-back was dropped."""
+    record = ctx.state.rebalance
+    return record is not None and record.role == "receiver" and last.direction == "up"
 
 
 def _fingerprints(ctx: Context) -> set[str]:
