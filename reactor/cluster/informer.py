@@ -17,6 +17,7 @@ from typing import Protocol
 
 from reactor.cluster.cache import ALL, Obj, Store
 from reactor.cluster.kube import Expired
+from reactor.core.backoff import doubling
 from reactor.core.errors import PermanentError, TemporaryError
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ class Informer:
                 failures += 1
                 self._failed(e)
             if failures:
-                stop.wait(min(MAX_BACKOFF, 0.2 * 2 ** min(failures, 10)))
+                stop.wait(doubling(failures, first=0.2, cap=MAX_BACKOFF))
 
     def _failed(self, e: TemporaryError | PermanentError) -> None:
         log.warning("list/watch failed", extra={"kind": self.kind, "namespace": self.scope, "error": str(e)})

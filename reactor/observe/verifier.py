@@ -45,6 +45,7 @@ from reactor.cluster.rollout import Progress
 from reactor.cluster.view import ClusterView
 from reactor.cluster.workloads import namespace_bounds
 from reactor.config.settings import Settings
+from reactor.core.backoff import doubling
 from reactor.core.errors import ConflictError, PermanentError, ReactorError, TemporaryError
 from reactor.core.metrics import Metrics
 from reactor.core.model import (
@@ -404,7 +405,8 @@ class Verifier:
                               else acted.result.value)
         retry = self._retries.get(ref)
         tries = 1 if retry is None else retry.tries + 1
-        delay = min(self.policy.verify_interval * (2 ** (tries - 1)), MAX_BACKOFF)
+        delay = timedelta(seconds=doubling(tries - 1, first=self.policy.verify_interval.total_seconds(),
+                                           cap=MAX_BACKOFF.total_seconds()))
         self._retries[ref] = _Retry(tries, now + delay)
         self._stalled_event(ref, obj, f"{message}; the revert could not be applied ({why[:300]}); "
                                       "tried again with backoff", now)

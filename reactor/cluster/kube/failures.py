@@ -11,6 +11,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from reactor.core.backoff import doubling
 from reactor.core.errors import ConflictError, PermanentError, TemporaryError
 
 MAX_RETRY_AFTER = 5.0
@@ -57,4 +58,4 @@ def retry_after(e: ApiException, attempt: int) -> float:
 
 
 def backoff(attempt: int) -> float:
-    return min(MAX_RETRY_AFTER, 0.1 * (2**attempt))
+    return doubling(attempt, first=0.1, cap=MAX_RETRY_AFTER)
