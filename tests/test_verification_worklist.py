@@ -129,7 +129,7 @@ def test_with_the_watch_cache_a_pass_finds_pending_changes_the_lease_does_not_li
     try:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and (informers.unsynced() or len(
-                r.service.verifier._scan_cache()) < 50):
+                r.service.verifier.worklist._scan_cache()) < 50):
             time.sleep(0.05)
         clock.at(5)
         assert r.service.verifier.check_all() == 50

@@ -37,10 +37,13 @@ from reactor.engine.givebacks import GiveBacks
 from reactor.engine.reads import Readers
 from reactor.engine.rebalancing import Rebalancing
 from reactor.intake.web import create_app
+from reactor.observe.finops import GpuHours
 from reactor.observe.lease import VerifierLease
 from reactor.observe.probes import Probes, Readiness
 from reactor.observe.rebalancer import Rebalancer, Waitlist
+from reactor.observe.stalled import StalledReverts
 from reactor.observe.verifier import Verifier
+from reactor.observe.worklist import Worklist
 from reactor.resolve.owners import Owners
 from reactor.sources.alertmanager import firing_source
 from reactor.state.seal import StateKeys, load_state_keys
@@ -89,8 +92,8 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
                       ledger=state_ledger(settings, kube))
     verifier = None
     if keys is not None and not settings.policy.dry_run:
-        verifier = Verifier(settings=settings, kube=kube, actor=parts.actor, view=parts.view, events=parts.events,
-                            metrics=metrics, clock=clock, lease=verifier_lease(settings, kube), cache=cache)
+        verifier = build_verifier(settings, kube=kube, metrics=metrics, parts=parts, clock=clock, cache=cache,
+                                  lease=verifier_lease(settings, kube))
     engine, rebalancer = build_engine(settings, kube=kube, metrics=metrics, parts=parts, clock=clock, state_keys=keys,
                                       cache=cache, firing=firing_source(settings, metrics),
                                       on_applied=verifier.track if verifier is not None else None)
@@ -101,6 +104,20 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
     return Service(app=app, probes=probes, engine=engine, metrics=metrics, kube=kube, events=parts.events,
                    verifier=verifier, informers=informers,
                    rebalancer=rebalancer if not settings.policy.dry_run else None)
+
+
+def build_verifier(settings: Settings, *, kube: KubeGateway, metrics: Metrics, parts: ActParts,
+                   clock: Callable[[], datetime], cache: Store | None, lease: VerifierLease | None) -> Verifier:
+    """The verifier and its parts: what it follows (Worklist), how it reverts a stalled change (StalledReverts),
+    the GPU-hours it counts, and the state it seals (`verified`)."""
+    policy = settings.policy
+    worklist = Worklist(policy=policy, kube=kube, adapters=settings.adapters, lease=lease, cache=cache, clock=clock)
+    hours = GpuHours(metrics, policy.gpu_hourly_cost, policy.gpu_resource, allowed=policy.namespace_allowed)
+    reverts = StalledReverts(policy=policy, kube=kube, actor=parts.actor, view=parts.view, events=parts.events,
+                             metrics=metrics)
+    return Verifier(settings=settings, kube=kube, actor=parts.actor, view=parts.view, metrics=metrics,
+                        clock=clock, worklist=worklist, reverts=reverts, hours=hours,
+                        state=StateWrites(parts.view.state_keys, policy.cooldown), cache=cache)
 
 
 def act_parts(settings: Settings, *, kube: KubeGateway, metrics: Metrics, clock: Callable[[], datetime],
