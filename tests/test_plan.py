@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -141,3 +142,23 @@ def test_plan_explains_a_rebalance_and_writes_nothing(tmp_path: Path, capsys: py
     assert "    donor StatefulSet/notebook: not opted in" in out
     assert "    donor StatefulSet/training: resize-gpu-down 4→1 frees 3 GPUs" in out
     assert "would apply: resize-gpu main: 4 → 1" in out  # the donor's own alert, planned as its own change
+
+
+def test_plan_without_the_state_key_says_it_cannot_verify_and_never_to_remove(
+        reactor: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A laptop never holds the reactor's key: the reactor's own signed records then read as unsigned. The plan
+    says it cannot verify them and how to plan with the key; it never suggests removing them (that would erase
+    the reactor's cooldowns and originals)."""
+    shrink = reactor.alerts("GPUUnderutilized", "llm-inference", "server", value=0.2, gpus=4)
+    assert reactor.post(shrink).get_json()["outcomes"][0]["result"] == "applied"  # the reactor's record is on it
+    kubeconfig = reactor.sim.write_kubeconfig(tmp_path / "kubeconfig")
+    alerts = tmp_path / "alerts.json"
+    alerts.write_text(json.dumps(reactor.alerts("GPUSaturated", "llm-inference", "server", value=0.97, gpus=2)))
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("namespaces: {allow: [ml-workloads]}\n")
+    assert main(["plan", "--alerts", str(alerts), "--config", str(policy), "--kubeconfig", str(kubeconfig)]) == 0
+    captured = capsys.readouterr()
+    assert "unauthenticated-state" in captured.out
+    assert "no state key was given" in captured.err and "state.keyFile" in captured.err, captured.err
+    assert "do not remove those records" in captured.err
+    assert "remove them" not in captured.out + captured.err

@@ -75,8 +75,9 @@ def unauthenticated_state(ctx: Context) -> Skip | None:
         return None
     names = ", ".join(ctx.state.unauthenticated)
     return Skip(SkipReason.UNAUTHENTICATED_STATE,
-                f"{names} not signed with the reactor's state key (written or edited by someone else, or by an "
-                "older version): remove them to let the reactor act again")
+                f"{names} not signed with a state key this reactor holds: written or edited by someone else, or "
+                "signed with a key it was not given (state.keyFile, state.previousKeyFile); nothing is done until "
+                "they verify")
 
 
 def state_not_latest(ctx: Context) -> Skip | None:

@@ -67,6 +67,14 @@ def run_plan(*, alerts: str, config: str | None, kubeconfig: str | None, seeds: 
         print("reactor plan: note: planned against the demo cluster, which has no such pod; its pods are named in "
               f"the examples (--example {'|'.join(EXAMPLES)}) — or pass --seed or --kubeconfig for your own",
               file=sys.stderr)
+    unverified = sum(o.reason == "unauthenticated-state" for o in outcomes)
+    if unverified and settings.server.state_key_file is None:
+        # A laptop never holds the reactor's key: its own records then read as unsigned. They are the reactor's
+        # memory (cooldowns, originals to revert to): removing them would make it forget, never act better.
+        print(f"reactor plan: note: {unverified} alert(s) name workloads whose reactor records this plan cannot "
+              "verify: no state key was given, so the reactor's own signed records read as unsigned. Plan with the "
+              "key the reactor runs with (a policy file whose state.keyFile names a copy of its state-key Secret, "
+              "or REACTOR_STATE__KEY_FILE); do not remove those records", file=sys.stderr)
     if output == "json":
         print(json.dumps({"outcomes": [o.to_json() for o in outcomes]}, indent=2))
     else:
