@@ -33,8 +33,8 @@ def test_matchers_parse_as_alertmanager_parses_them(text: str, name: str, op: st
     ("x=~(", "error parsing regexp"),
 ])
 def test_a_matcher_that_does_not_parse_is_a_bad_request(text: str, message: str) -> None:
-    with pytest.raises(BadRequest, match=message.replace("(", r"\(")):
-        parse_matcher(text)
+    with AlertmanagerStandIn() as stand_in, pytest.raises(BadRequest, match=message.replace("(", r"\(")):
+        stand_in.alerts({"filter": [text]})
 
 
 def test_regular_expressions_are_anchored_and_empty_values_match_absent_labels() -> None:

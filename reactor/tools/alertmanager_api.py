@@ -35,6 +35,7 @@ from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from reactor.tools.matchers import Matcher, MatcherError, parse_matcher
 from reactor.tools.payloads import AlertSpec, alert_body, rfc3339
 
 VERSION = "0.25.0"
@@ -42,8 +43,6 @@ RECEIVER = "gpu-reactor"  # the receiver the demo's notifications name (payloads
 # prometheus rules/alerting.go `sendAlerts`: an alert sent while firing is valid until 4 × max(resend delay (1m),
 # evaluation interval) from then; that is its endsAt in Alertmanager until Prometheus sends it again.
 VALID_FOR = timedelta(minutes=4)
-# pkg/labels/parse.go `re` (v0.25.0): label name, operator, the raw value ('=~' before '=').
-_MATCHER = re.compile(r"^\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(=~|=|!=|!~)\s*(.*?)\s*$", re.DOTALL)
 # go-openapi swag.ConvertBool: the spellings of a boolean query parameter.
 _TRUE = {"true", "1", "yes", "ok", "y", "on", "selected", "checked", "t", "enabled"}
 _FALSE = {"false", "0", "no", "n", "off", "f", "disabled", ""}
@@ -51,60 +50,6 @@ _FALSE = {"false", "0", "no", "n", "off", "f", "disabled", ""}
 
 class BadRequest(ValueError):
     """A query Alertmanager answers with 400; the message is its own."""
-
-
-class Matcher:
-    """One label matcher as pkg/labels/matcher.go `Matcher`: a regular expression is anchored (`NewMatcher`)."""
-
-    def __init__(self, name: str, op: str, value: str) -> None:
-        self.name, self.op, self.value = name, op, value
-        self.pattern: re.Pattern[str] | None = None
-        if op in ("=~", "!~"):
-            try:
-                self.pattern = re.compile(f"^(?:{value})$", re.DOTALL)
-            except re.error as e:
-                raise BadRequest(f"error parsing regexp: {e}: `{value}`") from None
-
-    def matches(self, value: str) -> bool:
-        if self.op == "=":
-            return value == self.value
-        if self.op == "!=":
-            return value != self.value
-        assert self.pattern is not None
-        found = self.pattern.match(value) is not None
-        return found if self.op == "=~" else not found
-
-
-def parse_matcher(text: str) -> Matcher:
-    """pkg/labels/parse.go `ParseMatcher` (v0.25.0): an optionally quoted value with OpenMetrics escapes (`\\"`,
-    `\\n`, `\\\\`; any other backslash is literal); an unescaped quote inside, or a missing closing one, is refused."""
-    found = _MATCHER.match(text)
-    if found is None:
-        raise BadRequest(f"bad matcher format: {text}")
-    name, op, raw = found.groups()
-    quoted = raw.startswith('"')
-    body = raw[1:] if quoted else raw
-    out: list[str] = []
-    escaped = False
-    for i, c in enumerate(body):
-        if escaped:
-            escaped = False
-            out.append("\n" if c == "n" else c if c in '"\\' else "\\" + c)
-            continue
-        if c == "\\":
-            if i < len(body) - 1:
-                escaped = True
-                continue
-            out.append("\\")
-        elif c == '"':
-            if not quoted or i < len(body) - 1:
-                raise BadRequest(f"matcher value contains unescaped double quote: {raw}")
-            quoted = False
-        else:
-            out.append(c)
-    if quoted:
-        raise BadRequest(f"matcher value contains unescaped double quote: {raw}")
-    return Matcher(name, op, "".join(out))
 
 
 def matches_all(matchers: Iterable[Matcher], labels: Mapping[str, str]) -> bool:
@@ -196,7 +141,10 @@ class AlertmanagerStandIn:
 
     def alerts(self, query: Mapping[str, list[str]], now: datetime | None = None) -> list[dict[str, Any]]:
         """The answer to `GET /api/v2/alerts?<query>`; `BadRequest` where Alertmanager answers 400."""
-        matchers = [parse_matcher(f) for f in query.get("filter", [])]
+        try:
+            matchers = [parse_matcher(f) for f in query.get("filter", [])]
+        except MatcherError as e:
+            raise BadRequest(str(e)) from None
         active = _boolean(query, "active")
         for name in ("silenced", "inhibited", "unprocessed"):  # nothing held is silenced, inhibited or unprocessed
             _boolean(query, name)

@@ -60,9 +60,10 @@ def test_nested_routes_inherit_the_receiver_and_old_match_syntax_works() -> None
     ('namespace!~"kube-.*"', {"namespace": "ml"}, True),
 ])
 def test_matchers(text: str, labels: dict[str, str], matches: bool) -> None:
-    assert parse_matcher(text).matches(labels) is matches
+    assert parse_matcher(text).admits(labels) is matches
 
 
 def test_a_bad_matcher_is_an_error() -> None:
-    with pytest.raises(ValueError, match="not a matcher"):
+    """The doctor reads matchers with the parser the stand-in uses (reactor/tools/matchers.py, Alertmanager's)."""
+    with pytest.raises(ValueError, match="bad matcher format: reactor"):
         parse_matcher("reactor")

@@ -52,7 +52,7 @@ def route(config: Mapping[str, Any], labels: Mapping[str, str]) -> Check:
     misses = near_misses(config.get("route") or {}, labels)
     detail = f"{where}, which has no webhook"
     if misses:
-        blocking = ", ".join(sorted({str(m) for path in misses for m in path if not m.matches(labels)}))
+        blocking = ", ".join(sorted({str(m) for path in misses for m in path if not m.admits(labels)}))
         return failing("alertmanager-route", f"{detail}; a reactor route is blocked by {blocking}", MATCHER_FIX)
     return failing("alertmanager-route", detail, ROUTE_FIX)
 
@@ -76,7 +76,7 @@ def _source_can_fire(rule: Mapping[str, Any], target: Mapping[str, str], severit
     matchers = [parse_matcher(m) for m in rule.get("source_matchers") or []]
     matchers += [Matcher(k, "=", str(v)) for k, v in (rule.get("source_match") or {}).items()]
     matchers += [Matcher(k, "=~", str(v)) for k, v in (rule.get("source_match_re") or {}).items()]
-    return all(m.matches({**target, **source}) for m in matchers)
+    return all(m.admits({**target, **source}) for m in matchers)
 
 
 def not_muted(config: Mapping[str, Any], namespace: str, severities: Mapping[str, str]) -> Check:

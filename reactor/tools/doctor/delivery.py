@@ -62,7 +62,7 @@ def timers(config: Mapping[str, Any], labels: Mapping[str, str]) -> Timers:
             by = tuple(str(label) for label in route.get("group_by") or ())
         matched = False
         for child in route.get("routes") or []:
-            if all(m.matches(labels) for m in route_matchers(child)):
+            if all(m.admits(labels) for m in route_matchers(child)):
                 walk(child, here, by)
                 matched = True
                 if not child.get("continue", False):

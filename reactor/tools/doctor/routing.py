@@ -3,44 +3,18 @@
 Pure: takes the parsed config (from /api/v2/status) and a label set. Follows Alertmanager's rules: the
 root route matches everything; children are tried in order, the first match wins unless it sets
 `continue`; a route with no matching child delivers itself. Matchers: `matchers` (=, !=, =~, !~; regexes
-anchored), and the deprecated `match` / `match_re`.
+anchored: the one parser of reactor/tools/matchers.py), and the deprecated `match` / `match_re`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from reactor.tools.matchers import Matcher, parse_matcher
+
 Labels = Mapping[str, str]
-_MATCHER = re.compile(r'^\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*(?:"((?:[^"\\]|\\.)*)"|(\S*))\s*$')
-
-
-@dataclass(frozen=True, slots=True)
-class Matcher:
-    name: str
-    op: str
-    value: str
-
-    def matches(self, labels: Labels) -> bool:
-        got = labels.get(self.name, "")
-        if self.op in ("=", "!="):
-            return (got == self.value) == (self.op == "=")
-        return (re.fullmatch(self.value, got) is not None) == (self.op == "=~")
-
-    def __str__(self) -> str:
-        return f'{self.name}{self.op}"{self.value}"'
-
-
-def parse_matcher(text: str) -> Matcher:
-    found = _MATCHER.match(text)
-    if not found:
-        raise ValueError(f"not a matcher: {text!r}")
-    value = found.group(3) if found.group(3) is not None else found.group(4)
-    return Matcher(found.group(1), found.group(2), value.replace('\\"', '"'))
-
-
 def route_matchers(route: Mapping[str, Any]) -> list[Matcher]:
     out = [parse_matcher(m) for m in route.get("matchers") or []]
     out += [Matcher(k, "=", str(v)) for k, v in (route.get("match") or {}).items()]
@@ -64,7 +38,7 @@ def deliveries(route: Mapping[str, Any], labels: Labels, *, inherited: str = "",
     found: list[Delivery] = []
     for child in route.get("routes") or []:
         matchers = route_matchers(child)
-        if all(m.matches(labels) for m in matchers):
+        if all(m.admits(labels) for m in matchers):
             found += deliveries(child, labels, inherited=receiver, path=path + tuple(matchers))
             if not child.get("continue", False):
                 break
@@ -78,8 +52,8 @@ def near_misses(route: Mapping[str, Any], labels: Labels, *, path: Path = ()) ->
     for child in route.get("routes") or []:
         matchers = route_matchers(child)
         here = path + tuple(matchers)
-        ours = any(m.name == "reactor" and m.matches(labels) for m in matchers)
-        if ours and not all(m.matches(labels) for m in matchers):
+        ours = any(m.name == "reactor" and m.admits(labels) for m in matchers)
+        if ours and not all(m.admits(labels) for m in matchers):
             out.append(here)
         out += near_misses(child, labels, path=here)
     return out
@@ -92,7 +66,7 @@ def inhibited_by(config: Mapping[str, Any], labels: Labels) -> list[dict[str, An
         targets = [parse_matcher(m) for m in rule.get("target_matchers") or []]
         targets += [Matcher(k, "=", str(v)) for k, v in (rule.get("target_match") or {}).items()]
         targets += [Matcher(k, "=~", str(v)) for k, v in (rule.get("target_match_re") or {}).items()]
-        if targets and all(m.matches(labels) for m in targets):
+        if targets and all(m.admits(labels) for m in targets):
             rules.append(rule)
     return rules
 
