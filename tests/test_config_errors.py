@@ -176,3 +176,22 @@ def test_the_help_says_the_exit_status_check_config_returns(tmp_path: Path, caps
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "exit status:" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("raw", [30, 600, -5])
+def test_a_duration_without_a_unit_is_refused_with_the_fix(raw: int) -> None:
+    """`cooldown: 30` was silently 30 seconds; Prometheus, whose duration syntax the policy follows, refuses a
+    bare number. The message says how to write what was meant."""
+    with pytest.raises(ConfigError, match=f"a duration needs a unit: write '{raw}s' for seconds or '{raw}m'"):
+        parse_duration("cooldown", raw)
+
+
+def test_check_config_refuses_a_bare_number_for_a_duration(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from reactor.app.cli import main
+
+    path = tmp_path / "policy.yaml"
+    path.write_text("namespaces: {allow: [ml-workloads]}\ncooldown: 30\n")
+    assert main(["check-config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "cooldown: a duration needs a unit: write '30s' for seconds or '30m' for minutes" in err, err
+    assert parse_duration("cooldown", 0) == timedelta(0)

@@ -75,22 +75,23 @@ def bounded_duration_pattern(hi: timedelta) -> str:
 
 
 def duration_schema(lo: timedelta | None = None, hi: timedelta | None = None) -> dict[str, Any]:
-    """A duration: a Prometheus-style string, or a whole number of seconds (bounded where the range is known)."""
-    seconds: dict[str, Any] = {"type": "integer"}
-    if lo is not None:
-        seconds["minimum"] = int(lo.total_seconds())
-    if hi is not None:
-        seconds["maximum"] = int(hi.total_seconds())
+    """A duration: a Prometheus-style string (bounded where the range is known), or the number 0."""
     pattern = DURATION_PATTERN if hi is None else bounded_duration_pattern(hi)
-    return {"anyOf": [{"type": "string", "minLength": 1, "pattern": pattern}, seconds]}
+    return {"anyOf": [{"type": "string", "minLength": 1, "pattern": pattern}, {"type": "integer", "enum": [0]}]}
 
 
 def parse_duration(key: str, raw: Any) -> timedelta:
-    """Durations are written like Prometheus's: `500ms`, `30s`, `10m`, `2h`, `1h30m`, `7d`; a bare number is seconds."""
+    """Durations are written like Prometheus's: `500ms`, `30s`, `10m`, `2h`, `1h30m`, `7d`.
+
+    A bare number other than 0 is refused, as Prometheus refuses it: `cooldown: 30` read as 30 seconds looked like
+    30 minutes to whoever wrote it, and the rails it sets would quietly be sixty times shorter."""
     if isinstance(raw, bool) or not isinstance(raw, (str, int)):
         raise ConfigError(key, f"expected a duration like '30m', got {raw!r}")
     if isinstance(raw, int):
-        return timedelta(seconds=raw)
+        if raw == 0:
+            return timedelta(0)
+        raise ConfigError(key, f"a duration needs a unit: write '{raw}s' for seconds or '{raw}m' for minutes "
+                               f"(got the bare number {raw})")
     text = raw.strip()
     m = _DURATION.match(text)
     if text == "0":

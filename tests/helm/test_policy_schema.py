@@ -91,7 +91,7 @@ GOOD: list[dict[str, Any]] = [
     {},
     {"namespaces": {"allow": ["*"]}},
     {"cooldown": "1h30m", "reverseAfter": "1h30m"},
-    {"cooldown": 600},
+    {"cooldown": 0},
     {"cooldown": "7d", "reverseAfter": "7d"},           # the maximum, written as a string
     {"cooldown": "0007d", "reverseAfter": "30d"},
     {"server": {"timeout": "10m", "notificationDeadline": "5m"}},
@@ -113,6 +113,8 @@ GOOD: list[dict[str, Any]] = [
 BAD: list[dict[str, Any]] = [
     {"dryrun": True},                                   # the typo
     {"cooldown": "30 minutes"},
+    {"cooldown": 30},                                   # a bare number: Prometheus's syntax refuses it too
+    {"cooldown": 600},
     {"cooldown": 700_000},                              # above 7d, as seconds
     {"cooldown": "8d"},                                 # above 7d, as a string (a bounded pattern)
     {"cooldown": "2w"},
