@@ -360,6 +360,18 @@ def test_a_receiver_resolving_before_it_grew_gives_the_donor_back_and_never_grow
     assert r.metric("reactor_rebalances_total", result="restored") == 1
 
 
+def _cache_sees_no_record(r: Reactor, name: str) -> None:
+    """Wait (bounded) until the reactor's watch cache holds `name` without its `rebalance` record."""
+    assert r.service.informers is not None
+    deadline = utcnow() + timedelta(seconds=10)
+    while utcnow() < deadline:
+        cached = r.service.informers.store.lookup("Deployment", NAMESPACE, name)
+        if isinstance(cached, dict) and REBALANCE not in (cached["metadata"].get("annotations") or {}):
+            return
+        threading.Event().wait(0.05)
+    raise AssertionError(f"the watch cache still holds {name}'s rebalance record")
+
+
 @contextlib.contextmanager
 def _restarted(cluster: SimCluster, token_file: Path) -> Iterator[Reactor]:
     """A new reactor process on the same cluster: an empty waiting list, the watch cache listed and synced."""
@@ -406,6 +418,7 @@ def test_a_restart_between_the_donors_write_and_the_growth_still_gives_the_donor
         assert "found after a restart of the reactor" in given["message"]
         assert REBALANCE not in cluster.get("deployments", NAMESPACE, "training")["metadata"]["annotations"]
         assert second.metric("reactor_rebalances_total", result="given-back") == 1
+        _cache_sees_no_record(second, "training")  # the watch delivers the give-back's write
         assert rebalancer.tick(utcnow() + timedelta(minutes=12)) == 0  # nothing left to find
 
 
@@ -505,3 +518,43 @@ def test_the_shipped_policy_undoes_a_rebalance_on_the_receivers_resolve(cluster:
     cluster.settle()
     assert (_replicas(cluster, "training"), _replicas(cluster, "inference"), _used(cluster)) == (2, 2, 8)
     assert r.metric("reactor_rebalances_total", result="restored") == 1
+
+
+def test_a_restart_between_the_receivers_resolve_and_the_donors_restore_still_restores_it(
+        cluster: SimCluster, token_file: Path) -> None:
+    """The restore a resolve owes waits in memory until the quota shows the room; a restart loses that list. The
+    receiver's revert dropped its `receiver` record in the same write, so the donor's sealed record names a
+    receiver holding nothing of it: the restarted reactor finds the donor in its watch cache once verify.timeout
+    has passed since it gave, and restores it once — a second pass finds nothing left to give."""
+    _full(cluster)
+    first = _reactor(cluster, token_file, Source(_idle(cluster, "training")))
+    _outcome(first, "inference")
+    cluster.settle()
+    assert first.service.rebalancer is not None and first.service.rebalancer.tick(utcnow()) == 0
+    cluster.settle()
+    assert (_replicas(cluster, "training"), _replicas(cluster, "inference"), _used(cluster)) == (1, 3, 8)
+    body = first.alerts("GPUSaturated", "inference", "main", value=0.3, status="resolved")
+    outcome = first.post(body).get_json()["outcomes"][0]
+    assert (outcome["result"], outcome["action"]) == ("applied", "revert")
+    # The quota still counts the reverted pod: the restore waits in the first reactor's memory...
+    assert _replicas(cluster, "training") == 1 and first.service.rebalancer.waiting() != []
+    assert REBALANCE not in cluster.get("deployments", NAMESPACE, "inference")["metadata"]["annotations"]
+    first.service.kube.close()  # ...and the process ends with it
+    cluster.settle()
+
+    with _restarted(cluster, token_file) as second:
+        rebalancer = second.service.rebalancer
+        assert rebalancer is not None
+        assert rebalancer.tick(utcnow()) == 0 and _replicas(cluster, "training") == 1  # too early: not yet
+        assert rebalancer.tick(utcnow() + timedelta(minutes=11)) == 0
+        assert _replicas(cluster, "training") == 2
+        cluster.settle()
+        assert _used(cluster) == 8 and not _events(cluster, "FailedCreate")
+        assert REBALANCE not in cluster.get("deployments", NAMESPACE, "training")["metadata"]["annotations"]
+        _cache_sees_no_record(second, "training")  # the watch delivers the restore's write
+        assert rebalancer.tick(utcnow() + timedelta(minutes=12)) == 0  # paid once: nothing left to find
+        assert _replicas(cluster, "training") == 2
+        assert second.metric("reactor_rebalances_total", result="given-back") == 1
+        second.flush_events()
+        (given,) = _events(cluster, "RebalanceGivenBack")
+        assert "its growth was undone on its resolve); found after a restart of the reactor" in given["message"]

@@ -39,12 +39,14 @@ class GiveBacks:
 
     def give_back(self, waiting: Waiting, now: datetime) -> bool:
         """The receiver could not grow by the deadline: the donor gets back what it gave."""
-        last = self.waitlist.last_refusal(waiting) or f"quota {waiting.quota} showed no room"
+        receiver = f"{waiting.receiver.kind}/{waiting.receiver.name}"
         if waiting.kind == GIVE_BACK:
-            last = "it holds no record of receiving them; found after a restart of the reactor"
-        done = self._return_to_donor(waiting, now, "RebalanceGivenBack", "given-back",
-                                     f"{waiting.receiver.kind}/{waiting.receiver.name} could not grow within "
-                                     f"{format_duration(self.policy.verify_timeout)} ({last})")
+            why = (f"{receiver} holds no record of receiving them (it never grew, or its growth was undone on its "
+                   "resolve); found after a restart of the reactor")
+        else:
+            last = self.waitlist.last_refusal(waiting) or f"quota {waiting.quota} showed no room"
+            why = f"{receiver} could not grow within {format_duration(self.policy.verify_timeout)} ({last})"
+        done = self._return_to_donor(waiting, now, "RebalanceGivenBack", "given-back", why)
         if done:
             self.waitlist.forget_refusal(waiting)
         return done

@@ -97,7 +97,7 @@ class Rebalancing:
             return self._grow_paid(reader, owner, paid, ns, now, applied, signal)
         if self.decider.already_applied(signal):
             return self.decider.finish_skip(owner.ref, signal, ALREADY_APPLIED)
-        acted = self.decider.act(reader, owner, signal, ns, now)
+        acted = self.decider.act(reader, owner, signal, ns, now, **self._resolving(reader, owner, firing))
         if firing and quota_short(acted.decision):
             assert isinstance(acted.decision, Skip) and acted.decision.shortfall is not None
             receiver = self.decider.workload(owner.obj, owner, reader)  # type: ignore[arg-type]
@@ -301,6 +301,15 @@ class Rebalancing:
             return self.decider.finish_skip(owner.ref, signal, ALREADY_APPLIED)
         acted = self._grew(waiting, self.decider.act(reader, owner, signal, ns, now, **self._receiving(waiting)))
         return self.decider.finish(owner.ref, signal, acted, ns, applied)
+
+    def _resolving(self, reader: Reader, owner: Owner, firing: bool) -> dict[str, Any]:
+        """A receiver's resolve undoes the growth a donor paid for (policy/revert.py) and, in the same write, drops
+        its `receiver` record: from then on the donor's sealed record names a receiver that holds nothing of it, so
+        a reactor that restarts before the donor is restored finds the donor owed (givebacks.py `recover`)."""
+        if firing:
+            return {}
+        record = self.decider.workload(owner.obj, owner, reader).state.rebalance  # type: ignore[arg-type]
+        return {"rebalance": None} if record is not None and record.role == "receiver" else {}
 
     def _receiving(self, waiting: Waiting) -> dict[str, Any]:
         """The receiver's side of a rebalance, written with its growth."""
