@@ -16,7 +16,9 @@ from typing import Any
 from reactor.core.errors import ConfigError
 from reactor.integrations.adapters import naming
 from reactor.integrations.adapters.base import Adapter, Obj, Part, Path
-from reactor.integrations.adapters.builtin import BUILTIN, child_rollout, ray_service_forbidden
+from reactor.integrations.adapters.builtin import BUILTIN
+from reactor.integrations.adapters.ray import ray_service_forbidden
+from reactor.integrations.adapters.status import child_rollout
 
 _GROUP = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$")
 _VERSION = re.compile(r"^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$")
