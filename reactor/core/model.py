@@ -251,6 +251,35 @@ class PodShape:
 
 
 @dataclass(frozen=True, slots=True)
+class OperatorFacts:
+    """What a workload read through an operator's adapter (integrations/adapters) adds: which of the resource's
+    templates it is, what the operator refuses on it, how its rollout stands, and how its replicas count."""
+
+    part: str = ""  # the template inside the operator's resource (a Ray worker group); "" for one template
+    rollout: str = ""  # why the operator's own rollout is in progress ("" when it is not)
+    # Fields (resize-gpu, scale-replicas, set-priority) the operator refuses or ignores on this resource, and why.
+    refusals: Mapping[str, str] = field(default_factory=lambda: EMPTY)
+    # Pods one replica stands for, from the template a change touches (a LeaderWorkerSet group's workers, a Ray
+    # worker group's numOfHosts): quota and GPU arithmetic count replicas × this.
+    pods_per_replica: int = 1
+    replica_gpus: int | None = None  # GPUs one more replica takes in all (a whole LWS group); None: one pod's
+    # Why the reactor may only recommend on this workload ("" when it may act): a link to it that its owner's
+    # side cannot confirm (a custom adapter declaring no naming rule).
+    recommend_only: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueFacts:
+    """What Kueue adds to a workload it manages (label kueue.x-k8s.io/queue-name; integrations/kueue.py)."""
+
+    queue: str  # the LocalQueue
+    # What Kueue's webhooks refuse or its controller undoes on it, and why. `set-priority` is Kueue's alone to
+    # decide: its priority is Kueue's label, not the template's priorityClassName an operator may refuse.
+    refusals: Mapping[str, str] = field(default_factory=lambda: EMPTY)
+    label_rolls: bool = False  # Kueue copies its priority label into the pod template: a label change rolls pods
+
+
+@dataclass(frozen=True, slots=True)
 class Workload:
     """The owner's current state, as read once per notification."""
 
@@ -271,20 +300,8 @@ class Workload:
     annotations: Mapping[str, str] = field(default_factory=lambda: EMPTY)
     pods: PodShape = field(default_factory=PodShape)
     uid: str = ""  # metadata.uid: what the state MAC binds the reactor's annotations to
-    part: str = ""  # the template inside an operator's resource (a Ray worker group); "" for one template
-    operator_rollout: str = ""  # why the operator's own rollout is in progress ("" when it is not)
-    adapted: bool = False  # an operator's resource, read and written through its adapter (see adapters/)
-    # Fields (resize-gpu, scale-replicas, set-priority) the operator refuses or ignores on this resource, and why.
-    forbidden: Mapping[str, str] = field(default_factory=lambda: EMPTY)
-    queue: str = ""  # Kueue's LocalQueue (label kueue.x-k8s.io/queue-name); "" when Kueue does not manage it
-    # Pods one replica stands for, from the template a change touches (a LeaderWorkerSet group's workers, a Ray
-    # worker group's numOfHosts): quota and GPU arithmetic count replicas × this.
-    pods_per_replica: int = 1
-    replica_gpus: int | None = None  # GPUs one more replica takes in all (a whole LWS group); None: one pod's
-    # Why the reactor may only recommend on this workload ("" when it may act): a link to it that its owner's
-    # side cannot confirm (a custom adapter declaring no naming rule).
-    recommend_only: str = ""
-    label_rolls: bool = False  # Kueue copies its priority label into the pod template: a label change rolls pods
+    operator: OperatorFacts | None = None  # an operator's resource, read and written through its adapter
+    kueue: QueueFacts | None = None  # Kueue manages it
 
     def container(self, name: str | None) -> Container | None:
         """The named container, or the only GPU container when the alert names none."""
@@ -294,9 +311,28 @@ class Workload:
         return gpu[0] if len(gpu) == 1 else None
 
     @property
+    def part(self) -> str:
+        """The template of an operator's resource this is ("" for one template, and for the built-in kinds)."""
+        return self.operator.part if self.operator is not None else ""
+
+    @property
+    def queue(self) -> str:
+        """Kueue's LocalQueue; "" when Kueue does not manage it."""
+        return self.kueue.queue if self.kueue is not None else ""
+
+    @property
+    def refusals(self) -> Mapping[str, str]:
+        """What the operator and Kueue refuse on it, by field: the operator's, but for the priority where Kueue
+        manages it (its priority is Kueue's label), over Kueue's."""
+        own = self.operator.refusals if self.operator is not None else EMPTY
+        if self.kueue is None:
+            return own
+        return {**self.kueue.refusals, **{k: v for k, v in own.items() if k != "set-priority"}}
+
+    @property
     def rolling_out(self) -> bool:
         """A previous change is not yet rolled out: touching it again would stack changes."""
-        if self.operator_rollout or self.observed_generation < self.generation:
+        if (self.operator is not None and self.operator.rollout) or self.observed_generation < self.generation:
             return True
         return (
             self.replicas is not None

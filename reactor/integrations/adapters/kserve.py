@@ -7,9 +7,12 @@ published CRD (tests/fixtures/crds). Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar
 
+from reactor.core.ownership import ControllerRef
 from reactor.integrations.adapters import knative, naming
-from reactor.integrations.adapters.base import Adapter, Obj, Part, read
+from reactor.integrations.adapters.base import Adapter, Climb, Fetch, Obj, Part, read
 from reactor.integrations.adapters.status import TEMPLATE_FIELDS, child_rollout, not_ready
 
 ISVC_COMPONENTS = naming.ISVC_COMPONENTS  # KServe's `component` label on each one's pods
@@ -43,7 +46,6 @@ def _isvc_parts(obj: Obj) -> tuple[Part, ...]:
         parts.append(Part(name, ("spec", name), ("spec", name, "minReplicas"), ("spec", name, "maxReplicas"),
                           model=model))
     return tuple(parts)
-
 
 
 def _isvc_rollout(obj: Obj, child: Obj | None) -> str:
@@ -127,9 +129,39 @@ def _isvc_part_forbidden(obj: Obj, part: Part, gpu_resource: str) -> dict[str, s
     return {}
 
 
-INFERENCE_SERVICE = Adapter("InferenceService", "serving.kserve.io", "v1beta1", "inferenceservices",
-                            frozenset({"Deployment", knative.SERVICE_KIND}), _isvc_parts,
-                            owner_label="serving.kserve.io/inferenceservice", part_label="component",
-                            rollout=_isvc_rollout, reads=tuple((knative.GROUP, p) for p in knative.PLURALS),
-                            names_child=naming.inference_service, state_apart=True,
-                            part_forbidden=_isvc_part_forbidden)
+@dataclass(frozen=True)
+class InferenceServiceAdapter(Adapter):
+    """The predictor, transformer and explainer; run as Deployments (raw mode) or Knative Services (serverless
+    mode), whose chain of Knative objects the adapter walks itself (`climb`, knative.py)."""
+
+    # KServe copies the resource's annotations into the pods' template: the reactor's state lives on a Lease.
+    state_apart: ClassVar[bool] = True
+
+    def parts(self, obj: Obj) -> tuple[Part, ...]:
+        return _isvc_parts(obj)
+
+    def rollout(self, obj: Obj, child: Obj | None) -> str:
+        return _isvc_rollout(obj, child)
+
+    def refusals(self, obj: Obj, part: Part, gpu_resource: str) -> dict[str, str]:
+        return {**Adapter.refusals(self, obj, part, gpu_resource), **_isvc_part_forbidden(obj, part, gpu_resource)}
+
+    def surge(self, obj: Obj, replicas: int, *, child: Obj | None, child_surge: int) -> int:
+        """Serverless mode: a template change makes a new Knative Revision, which starts every replica beside the
+        old one; raw mode: the Deployment's maxSurge."""
+        return replicas if knative.is_service(child) else child_surge
+
+    def names_child(self, owner: Obj, child_kind: str, child: Obj) -> str | None:
+        return naming.inference_service(owner, child_kind, child)
+
+    def climb(self, child_kind: str, child: Obj, ref: ControllerRef, fetch: Fetch) -> Climb | None:
+        """A Revision's Deployment: up Knative's chain to the Knative Service (knative.walk)."""
+        if not knative.is_revision_ref(child_kind, ref):
+            return None
+        return knative.walk(child, ref, lambda plural, name: fetch(knative.GROUP, knative.VERSION, plural, name))
+
+
+INFERENCE_SERVICE = InferenceServiceAdapter("InferenceService", "serving.kserve.io", "v1beta1", "inferenceservices",
+                                            frozenset({"Deployment", knative.SERVICE_KIND}),
+                                            owner_label="serving.kserve.io/inferenceservice", part_label="component",
+                                            reads=tuple((knative.GROUP, p) for p in knative.PLURALS))

@@ -4,19 +4,26 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from reactor.integrations.adapters import naming
 from reactor.integrations.adapters.base import Adapter, Obj, Part
 from reactor.integrations.adapters.status import child_rollout
 
 
-def _notebook_parts(obj: Obj) -> tuple[Part, ...]:
-    return (Part("", ("spec", "template", "spec"), default_replicas=1),)
+@dataclass(frozen=True)
+class NotebookAdapter(Adapter):
+    """The notebook's template; its rollout is its StatefulSet's."""
 
+    def parts(self, obj: Obj) -> tuple[Part, ...]:
+        return (Part("", ("spec", "template", "spec"), default_replicas=1),)
 
-def _notebook_rollout(obj: Obj, child: Obj | None) -> str:
-    return child_rollout(child)
+    def rollout(self, obj: Obj, child: Obj | None) -> str:
+        return child_rollout(child)
+
+    def names_child(self, owner: Obj, child_kind: str, child: Obj) -> str | None:
+        return naming.notebook(owner, child_kind, child)
 
 
 # The notebook controller labels only the pod template (generateStatefulSet): no owner label on the StatefulSet.
-NOTEBOOK = Adapter("Notebook", "kubeflow.org", "v1", "notebooks", frozenset({"StatefulSet"}), _notebook_parts,
-                   rollout=_notebook_rollout, names_child=naming.notebook)
+NOTEBOOK = NotebookAdapter("Notebook", "kubeflow.org", "v1", "notebooks", frozenset({"StatefulSet"}))

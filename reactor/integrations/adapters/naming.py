@@ -10,7 +10,7 @@ child, None when it does; each cites the operator's code it mirrors. Pure: no I/
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from reactor.integrations.adapters.base import Obj, read
@@ -169,11 +169,9 @@ def job_set(owner: Obj, child_kind: str, child: Obj) -> str | None:
     return None
 
 
-def by_pattern(pattern: str) -> Callable[[Obj, str, Obj], str | None]:
+def by_pattern(pattern: str, owner: Obj, child_kind: str, child: Obj) -> str | None:
     """A custom adapter's declared rule (`childName`): the child's name is `pattern` with `{owner}` replaced."""
-    def names(owner: Obj, child_kind: str, child: Obj) -> str | None:
-        expected = pattern.replace("{owner}", _name(owner))
-        if _name(child) != expected:
-            return f"the adapter's childName rule names that {child_kind} {expected}, not {_name(child)}"
-        return None
-    return names
+    expected = pattern.replace("{owner}", _name(owner))
+    if _name(child) != expected:
+        return f"the adapter's childName rule names that {child_kind} {expected}, not {_name(child)}"
+    return None

@@ -7,6 +7,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from reactor.integrations.adapters import naming
@@ -31,7 +32,6 @@ def _ray_parts(obj: Obj, base: tuple[str, ...] = ("spec",)) -> tuple[Part, ...]:
     return (head, *workers)
 
 
-
 def _ray_rollout(obj: Obj, child: Obj | None) -> str:
     state: Any = (obj.get("status") or {}).get("state")
     behind = observed_behind(obj)
@@ -42,7 +42,6 @@ def _ray_rollout(obj: Obj, child: Obj | None) -> str:
                 and condition.get("status") == "False":
             return f"{condition.get('type')} is False: {condition.get('reason', '')}".strip()
     return f"the RayCluster's state is {state!r}, not 'ready'" if state not in (None, "ready") else ""
-
 
 
 RECREATE_WHY = ("KubeRay recreates a RayCluster's pods for a template change only with spec.upgradeStrategy.type "
@@ -63,20 +62,32 @@ def _ray_forbidden(obj: Obj) -> dict[str, str]:
     return out
 
 
+@dataclass(frozen=True)
+class RayClusterAdapter(Adapter):
+    """The head and the worker groups; KubeRay makes the pods itself and carries a template change to them only
+    when told to recreate them."""
 
-RAY_CLUSTER = Adapter("RayCluster", "ray.io", "v1", "rayclusters", frozenset({"Pod"}), _ray_parts,
-                      owner_label="ray.io/cluster", part_label="ray.io/group", rollout=_ray_rollout,
-                      names_child=naming.ray_cluster, forbidden=_ray_forbidden)
+    def parts(self, obj: Obj) -> tuple[Part, ...]:
+        return _ray_parts(obj)
+
+    def rollout(self, obj: Obj, child: Obj | None) -> str:
+        return _ray_rollout(obj, child)
+
+    def forbidden(self, obj: Obj) -> dict[str, str]:
+        return _ray_forbidden(obj)
+
+    def names_child(self, owner: Obj, child_kind: str, child: Obj) -> str | None:
+        return naming.ray_cluster(owner, child_kind, child)
+
+
+RAY_CLUSTER = RayClusterAdapter("RayCluster", "ray.io", "v1", "rayclusters", frozenset({"Pod"}),
+                                owner_label="ray.io/cluster", part_label="ray.io/group")
 
 # --- RayService v1: its RayClusters are built from spec.rayClusterConfig ------------------------------------
 
 RAY_SERVICE_CONFIG = ("spec", "rayClusterConfig")
 # KubeRay's labels on the RayClusters a RayService creates (ray-operator utils: RayOriginatedFromCR*LabelKey).
 RAY_ORIGIN_NAME, RAY_ORIGIN_KIND = "ray.io/originated-from-cr-name", "ray.io/originated-from-crd"
-
-
-def _ray_service_parts(obj: Obj) -> tuple[Part, ...]:
-    return _ray_parts(obj, RAY_SERVICE_CONFIG)
 
 
 def _ray_service_rollout(obj: Obj, child: Obj | None) -> str:
@@ -140,7 +151,30 @@ def ray_service_forbidden(obj: Obj, incremental_gate: bool | None = None) -> dic
     return out
 
 
-RAY_SERVICE = Adapter("RayService", "ray.io", "v1", "rayservices", frozenset({"RayCluster"}), _ray_service_parts,
-                      owner_label=RAY_ORIGIN_NAME, part_label="ray.io/group", rollout=_ray_service_rollout,
-                      child_labels=((RAY_ORIGIN_KIND, "RayService"),), forbidden=ray_service_forbidden,
-                      replaces_all=True, names_child=naming.ray_service)
+@dataclass(frozen=True)
+class RayServiceAdapter(Adapter):
+    """The RayCluster templates under spec.rayClusterConfig. A template change brings up a whole new RayCluster before
+    the old one goes (a zero-downtime upgrade): every replica of the part is surge while both run.
+    `incremental_gate`: what the policy declares of KubeRay's RayServiceIncrementalUpgrade gate (None: undeclared)."""
+
+    incremental_gate: bool | None = None
+
+    def parts(self, obj: Obj) -> tuple[Part, ...]:
+        return _ray_parts(obj, RAY_SERVICE_CONFIG)
+
+    def rollout(self, obj: Obj, child: Obj | None) -> str:
+        return _ray_service_rollout(obj, child)
+
+    def forbidden(self, obj: Obj) -> dict[str, str]:
+        return ray_service_forbidden(obj, self.incremental_gate)
+
+    def surge(self, obj: Obj, replicas: int, *, child: Obj | None, child_surge: int) -> int:
+        return replicas
+
+    def names_child(self, owner: Obj, child_kind: str, child: Obj) -> str | None:
+        return naming.ray_service(owner, child_kind, child)
+
+
+RAY_SERVICE = RayServiceAdapter("RayService", "ray.io", "v1", "rayservices", frozenset({"RayCluster"}),
+                                owner_label=RAY_ORIGIN_NAME, part_label="ray.io/group",
+                                child_labels=((RAY_ORIGIN_KIND, "RayService"),))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from reactor.integrations.adapters.base import Obj
+Obj = Mapping[str, Any]
 
 TEMPLATE_FIELDS = ("resize-gpu", "set-priority", "resize-cpu", "resize-memory")
 
