@@ -65,7 +65,7 @@ def parse_custom(key: str, raw: Any) -> tuple[Adapter, ...]:
 
 def parse_incremental_gate(key: str, raw: Any) -> bool | None:
     """Whether KubeRay's RayServiceIncrementalUpgrade feature gate is on in the cluster (true, false, or null for
-    not declared): the operator's process flag, which the reactor cannot read (builtin `ray_service_forbidden`)."""
+    not declared): the operator's process flag, which the reactor cannot read (ray.py `RayServiceAdapter.forbidden`)."""
     if raw is None or isinstance(raw, bool):
         return raw
     raise ConfigError(key, f"expected true, false or null (KubeRay's RayServiceIncrementalUpgrade gate), got {raw!r}")

@@ -30,34 +30,6 @@ def isvc_implementations(obj: Obj) -> tuple[str, ...]:
     return tuple(f for f in ISVC_IMPLEMENTATIONS if isinstance(predictor.get(f), Mapping))
 
 
-def _isvc_parts(obj: Obj) -> tuple[Part, ...]:
-    """The predictor, and the transformer and explainer where the resource has them: each a pod spec with
-    min/maxReplicas (v1beta1 ComponentExtensionSpec). KServe runs the predictor's implementation (`model`, or a
-    framework field such as `sklearn`: each a PredictorExtensionSpec with an inline container) as kserve-container
-    (components/predictor.go buildPredictorResources); a custom predictor is its `containers` list."""
-    parts = []
-    implementations = isvc_implementations(obj)
-    for name in ISVC_COMPONENTS:
-        if name != "predictor" and not isinstance(read(obj, ("spec", name)), Mapping):
-            continue
-        model = None
-        if name == "predictor" and implementations:
-            model = ("kserve-container", ("spec", "predictor", implementations[0]))
-        parts.append(Part(name, ("spec", name), ("spec", name, "minReplicas"), ("spec", name, "maxReplicas"),
-                          model=model))
-    return tuple(parts)
-
-
-def _isvc_rollout(obj: Obj, child: Obj | None) -> str:
-    """Raw deployment mode: the component's Deployment; serverless mode: its Knative revisions (knative.py)."""
-    # Not the resource's status.observedGeneration: KServe copies the Deployment's (or Knative Service's) own
-    # counter there (PropagateRawStatus / PropagateStatus), unrelated to the InferenceService's generation.
-    behind = not_ready(obj)
-    if behind or child is None:
-        return behind
-    return knative.rollout(obj, child) if knative.is_service(child) else child_rollout(child)
-
-
 ISVC_FIELDS = (*TEMPLATE_FIELDS, "scale-replicas")
 
 
@@ -138,10 +110,30 @@ class InferenceServiceAdapter(Adapter):
     state_apart: ClassVar[bool] = True
 
     def parts(self, obj: Obj) -> tuple[Part, ...]:
-        return _isvc_parts(obj)
+        """The predictor, and the transformer and explainer where the resource has them: each a pod spec with
+        min/maxReplicas (v1beta1 ComponentExtensionSpec). KServe runs the predictor's implementation (`model`, or a
+        framework field such as `sklearn`: each a PredictorExtensionSpec with an inline container) as kserve-container
+        (components/predictor.go buildPredictorResources); a custom predictor is its `containers` list."""
+        parts = []
+        implementations = isvc_implementations(obj)
+        for name in ISVC_COMPONENTS:
+            if name != "predictor" and not isinstance(read(obj, ("spec", name)), Mapping):
+                continue
+            model = None
+            if name == "predictor" and implementations:
+                model = ("kserve-container", ("spec", "predictor", implementations[0]))
+            parts.append(Part(name, ("spec", name), ("spec", name, "minReplicas"), ("spec", name, "maxReplicas"),
+                              model=model))
+        return tuple(parts)
 
     def rollout(self, obj: Obj, child: Obj | None) -> str:
-        return _isvc_rollout(obj, child)
+        """Raw deployment mode: the component's Deployment; serverless mode: its Knative revisions (knative.py)."""
+        # Not the resource's status.observedGeneration: KServe copies the Deployment's (or Knative Service's) own
+        # counter there (PropagateRawStatus / PropagateStatus), unrelated to the InferenceService's generation.
+        behind = not_ready(obj)
+        if behind or child is None:
+            return behind
+        return knative.rollout(obj, child) if knative.is_service(child) else child_rollout(child)
 
     def refusals(self, obj: Obj, part: Part, gpu_resource: str) -> dict[str, str]:
         return {**Adapter.refusals(self, obj, part, gpu_resource), **_isvc_part_forbidden(obj, part, gpu_resource)}

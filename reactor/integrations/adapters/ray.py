@@ -49,19 +49,6 @@ RECREATE_WHY = ("KubeRay recreates a RayCluster's pods for a template change onl
                 "written and no running pod ever gets it")
 
 
-def _ray_forbidden(obj: Obj) -> dict[str, str]:
-    """What KubeRay never carries to a running RayCluster's pods: a template change without `upgradeStrategy.type:
-    Recreate` (and with it, every pod, head included, is deleted at once: the README says so), and replicas the
-    in-tree autoscaler owns (it writes `replicas` itself)."""
-    out: dict[str, str] = {}
-    if read(obj, ("spec", "upgradeStrategy", "type")) != "Recreate":
-        out.update({field: RECREATE_WHY for field in TEMPLATE_FIELDS})
-    if read(obj, ("spec", "enableInTreeAutoscaling")) is True:
-        out["scale-replicas"] = ("enableInTreeAutoscaling is true: the Ray autoscaler writes the worker groups' "
-                                 "replicas and would overwrite the reactor's")
-    return out
-
-
 @dataclass(frozen=True)
 class RayClusterAdapter(Adapter):
     """The head and the worker groups; KubeRay makes the pods itself and carries a template change to them only
@@ -74,7 +61,16 @@ class RayClusterAdapter(Adapter):
         return _ray_rollout(obj, child)
 
     def forbidden(self, obj: Obj) -> dict[str, str]:
-        return _ray_forbidden(obj)
+        """What KubeRay never carries to a running RayCluster's pods: a template change without `upgradeStrategy.type:
+        Recreate` (and with it, every pod, head included, is deleted at once: the README says so), and replicas the
+        in-tree autoscaler owns (it writes `replicas` itself)."""
+        out: dict[str, str] = {}
+        if read(obj, ("spec", "upgradeStrategy", "type")) != "Recreate":
+            out.update({field: RECREATE_WHY for field in TEMPLATE_FIELDS})
+        if read(obj, ("spec", "enableInTreeAutoscaling")) is True:
+            out["scale-replicas"] = ("enableInTreeAutoscaling is true: the Ray autoscaler writes the worker groups' "
+                                     "replicas and would overwrite the reactor's")
+        return out
 
     def names_child(self, owner: Obj, child_kind: str, child: Obj) -> str | None:
         return naming.ray_cluster(owner, child_kind, child)
@@ -90,65 +86,7 @@ RAY_SERVICE_CONFIG = ("spec", "rayClusterConfig")
 RAY_ORIGIN_NAME, RAY_ORIGIN_KIND = "ray.io/originated-from-cr-name", "ray.io/originated-from-crd"
 
 
-def _ray_service_rollout(obj: Obj, child: Obj | None) -> str:
-    """KubeRay's own rollout: a zero-downtime upgrade (a pending RayCluster prepared, then switched to), a
-    RayService with no active RayCluster yet, or its active RayCluster not ready."""
-    behind = observed_behind(obj)
-    if behind:
-        return behind
-    conditions = read(obj, ("status", "conditions"))
-    # A rollback (kuberay v1.7.0 rayservice_controller.go: the goal reverted or changed mid-upgrade) runs while
-    # UpgradeInProgress is still True: named first, it says why the wait lasts.
-    for kind in ("RollbackInProgress", "UpgradeInProgress"):
-        for condition in conditions if isinstance(conditions, list) else []:
-            if isinstance(condition, Mapping) and condition.get("type") == kind and condition.get("status") == "True":
-                return f"{kind}: {condition.get('reason', '')} {condition.get('message', '')}".strip()
-    pending = read(obj, ("status", "pendingServiceStatus", "rayClusterName"))
-    if pending:
-        return f"KubeRay is preparing the pending RayCluster {pending} (a zero-downtime upgrade)"
-    active = read(obj, ("status", "activeServiceStatus", "rayClusterName"))
-    if not active:
-        return "the RayService has no active RayCluster yet"
-    # The pod's own RayCluster counts only when it is the active one: a retired one (awaiting KubeRay's deletion
-    # delay) is not the RayService's rollout, and a resolve on its pods must still reach the revert.
-    if child is not None and (child.get("metadata") or {}).get("name") == active:
-        return _ray_rollout(child, None)
-    return ""
-
-
 INCREMENTAL = "NewClusterWithIncrementalUpgrade"
-
-
-def ray_service_forbidden(obj: Obj, incremental_gate: bool | None = None) -> dict[str, str]:
-    """What KubeRay never carries from rayClusterConfig to a pod (ray-operator rayservice_controller:
-    shouldUpdateCluster, shouldPrepareNewCluster): the cluster hash leaves worker replicas out, so a replicas
-    change reaches no RayCluster; a template change reaches pods only through a new RayCluster, which upgrade
-    strategy None never prepares.
-
-    `NewClusterWithIncrementalUpgrade` depends on the operator's feature gate RayServiceIncrementalUpgrade (kuberay
-    v1.7.0 ray-operator/pkg/features/features.go; on by default there, off by default before v1.7): with it off,
-    rayservice_controller.go isZeroDowntimeUpgradeEnabled returns false for any type but NewCluster, so KubeRay
-    prepares no new RayCluster, as with None. The gate is a flag of the operator's process, invisible through the
-    API: `incremental_gate` is what the policy declares (adapters.rayServiceIncrementalUpgrade); undeclared, a
-    template change on such a RayService is refused rather than guessed."""
-    out = {"scale-replicas": "KubeRay does not carry a worker group's replicas from rayClusterConfig to the running "
-                             "RayCluster (its cluster hash leaves replicas out; the Ray autoscaler owns them)"}
-    strategy = read(obj, ("spec", "upgradeStrategy", "type"))
-    why = ""
-    if strategy == "None":
-        why = ("its upgradeStrategy.type is None: KubeRay prepares no new RayCluster, so a template change never "
-               "reaches a pod")
-    elif strategy == INCREMENTAL and incremental_gate is False:
-        why = (f"its upgradeStrategy.type is {INCREMENTAL} and the policy declares KubeRay's "
-               f"RayServiceIncrementalUpgrade gate off: KubeRay then prepares no new RayCluster, as with None "
-               f"(rayservice_controller.go isZeroDowntimeUpgradeEnabled), so a template change never reaches a pod")
-    elif strategy == INCREMENTAL and incremental_gate is None:
-        why = (f"its upgradeStrategy.type is {INCREMENTAL}: KubeRay upgrades it only with its feature gate "
-               f"RayServiceIncrementalUpgrade on, and otherwise never reaches a pod (as with None); the gate is not "
-               f"visible through the API, so declare it in the policy (adapters.rayServiceIncrementalUpgrade)")
-    if why:
-        out.update({field: why for field in TEMPLATE_FIELDS})
-    return out
 
 
 @dataclass(frozen=True)
@@ -163,10 +101,62 @@ class RayServiceAdapter(Adapter):
         return _ray_parts(obj, RAY_SERVICE_CONFIG)
 
     def rollout(self, obj: Obj, child: Obj | None) -> str:
-        return _ray_service_rollout(obj, child)
+        """KubeRay's own rollout: a zero-downtime upgrade (a pending RayCluster prepared, then switched to), a
+        RayService with no active RayCluster yet, or its active RayCluster not ready."""
+        behind = observed_behind(obj)
+        if behind:
+            return behind
+        conditions = read(obj, ("status", "conditions"))
+        # A rollback (kuberay v1.7.0 rayservice_controller.go: the goal reverted or changed mid-upgrade) runs while
+        # UpgradeInProgress is still True: named first, it says why the wait lasts.
+        for kind in ("RollbackInProgress", "UpgradeInProgress"):
+            for condition in conditions if isinstance(conditions, list) else []:
+                if isinstance(condition, Mapping) and condition.get("type") == kind \
+                        and condition.get("status") == "True":
+                    return f"{kind}: {condition.get('reason', '')} {condition.get('message', '')}".strip()
+        pending = read(obj, ("status", "pendingServiceStatus", "rayClusterName"))
+        if pending:
+            return f"KubeRay is preparing the pending RayCluster {pending} (a zero-downtime upgrade)"
+        active = read(obj, ("status", "activeServiceStatus", "rayClusterName"))
+        if not active:
+            return "the RayService has no active RayCluster yet"
+        # The pod's own RayCluster counts only when it is the active one: a retired one (awaiting KubeRay's deletion
+        # delay) is not the RayService's rollout, and a resolve on its pods must still reach the revert.
+        if child is not None and (child.get("metadata") or {}).get("name") == active:
+            return _ray_rollout(child, None)
+        return ""
 
     def forbidden(self, obj: Obj) -> dict[str, str]:
-        return ray_service_forbidden(obj, self.incremental_gate)
+        """What KubeRay never carries from rayClusterConfig to a pod (ray-operator rayservice_controller:
+        shouldUpdateCluster, shouldPrepareNewCluster): the cluster hash leaves worker replicas out, so a replicas
+        change reaches no RayCluster; a template change reaches pods only through a new RayCluster, which upgrade
+        strategy None never prepares.
+
+        `NewClusterWithIncrementalUpgrade` depends on the operator's feature gate RayServiceIncrementalUpgrade (kuberay
+        v1.7.0 ray-operator/pkg/features/features.go; on by default there, off by default before v1.7): with it off,
+        rayservice_controller.go isZeroDowntimeUpgradeEnabled returns false for any type but NewCluster, so KubeRay
+        prepares no new RayCluster, as with None. The gate is a flag of the operator's process, invisible through the
+        API: `incremental_gate` is what the policy declares (adapters.rayServiceIncrementalUpgrade); undeclared, a
+        template change on such a RayService is refused rather than guessed."""
+        out = {"scale-replicas": "KubeRay does not carry a worker group's replicas from rayClusterConfig to the "
+                                 "running RayCluster (its cluster hash leaves replicas out; the Ray autoscaler owns "
+                                 "them)"}
+        strategy = read(obj, ("spec", "upgradeStrategy", "type"))
+        why = ""
+        if strategy == "None":
+            why = ("its upgradeStrategy.type is None: KubeRay prepares no new RayCluster, so a template change never "
+                   "reaches a pod")
+        elif strategy == INCREMENTAL and self.incremental_gate is False:
+            why = (f"its upgradeStrategy.type is {INCREMENTAL} and the policy declares KubeRay's "
+                   f"RayServiceIncrementalUpgrade gate off: KubeRay then prepares no new RayCluster, as with None "
+                   f"(rayservice_controller.go isZeroDowntimeUpgradeEnabled), so a template change never reaches a pod")
+        elif strategy == INCREMENTAL and self.incremental_gate is None:
+            why = (f"its upgradeStrategy.type is {INCREMENTAL}: KubeRay upgrades it only with its feature gate "
+                   f"RayServiceIncrementalUpgrade on, and otherwise never reaches a pod (as with None); the gate is "
+                   f"not visible through the API, so declare it in the policy (adapters.rayServiceIncrementalUpgrade)")
+        if why:
+            out.update({field: why for field in TEMPLATE_FIELDS})
+        return out
 
     def surge(self, obj: Obj, replicas: int, *, child: Obj | None, child_surge: int) -> int:
         return replicas

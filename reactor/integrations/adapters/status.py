@@ -16,7 +16,6 @@ def positive(raw: Any, default: int = 1) -> int:
     return raw if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0 else default
 
 
-
 def child_rollout(child: Obj | None) -> str:
     """Why the Deployment or StatefulSet an operator runs is still rolling out ("" when it is not)."""
     if child is None:
@@ -34,14 +33,12 @@ def child_rollout(child: Obj | None) -> str:
     return ""
 
 
-
 def observed_behind(obj: Obj) -> str:
     generation = int((obj.get("metadata") or {}).get("generation", 0))
     observed = (obj.get("status") or {}).get("observedGeneration")
     if isinstance(observed, int) and observed < generation:
         return f"the operator observed generation {observed} of {generation}"
     return ""
-
 
 
 def not_ready(obj: Obj) -> str:
