@@ -58,7 +58,7 @@ def isvc_other_children(owner: Obj, component: str) -> set[str]:
     """The other Deployments KServe v0.20.0 makes for the predictor, each with `component: predictor`: a canary's
     `<isvc>-<canary name>-predictor` (components/predictor.go reconcileCanaryDeployments, PredictorServiceName)
     and a multi-node predictor's workers `<isvc>-predictor-worker` (reconcileWorker, PredictorWorkerServiceName).
-    Confirmed so that their pods reach the predictor's refusal (builtin `_isvc_part_forbidden`) with its reason."""
+    Confirmed so that their pods reach the predictor's refusal (kserve.py `_isvc_part_forbidden`) with its reason."""
     if component != "predictor":
         return set()
     isvc, names = _name(owner), set()
