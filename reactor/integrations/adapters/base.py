@@ -71,7 +71,8 @@ class Adapter:
     does differently; the defaults fit an operator with one template and no refusals of its own, whose pods roll
     out as the Deployment or StatefulSet it runs them as (a custom adapter is exactly that).
 
-    The fields say what the operator's API and labels are called; the methods how it behaves. Pure: no I/O."""
+    The fields say what the operator's API and labels are called; the methods how it behaves (a subclass that adds
+    no field needs no `@dataclass` of its own: it inherits the frozen value's). Pure: no I/O."""
 
     kind: str
     group: str

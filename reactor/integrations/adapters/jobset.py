@@ -6,7 +6,6 @@ Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from reactor.integrations.adapters import naming
 from reactor.integrations.adapters.base import Adapter, Obj, Part, read
@@ -15,7 +14,6 @@ JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"  # on its Jobs and their pods (jo
 JOBSET_REPLICATED_JOB = naming.JOBSET_REPLICATED_JOB  # ReplicatedJobNameKey
 
 
-@dataclass(frozen=True)
 class JobSetAdapter(Adapter):
     """Each replicatedJob a part; nothing of it may change but through Kueue's priority label."""
 

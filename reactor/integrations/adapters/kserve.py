@@ -7,7 +7,6 @@ published CRD (tests/fixtures/crds). Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import ClassVar
 
 from reactor.core.ownership import ControllerRef
@@ -101,7 +100,6 @@ def _isvc_part_forbidden(obj: Obj, part: Part, gpu_resource: str) -> dict[str, s
     return {}
 
 
-@dataclass(frozen=True)
 class InferenceServiceAdapter(Adapter):
     """The predictor, transformer and explainer; run as Deployments (raw mode) or Knative Services (serverless
     mode), whose chain of Knative objects the adapter walks itself (`climb`, knative.py)."""

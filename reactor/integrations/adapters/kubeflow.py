@@ -4,14 +4,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from reactor.integrations.adapters import naming
 from reactor.integrations.adapters.base import Adapter, Obj, Part
 from reactor.integrations.adapters.status import child_rollout
 
 
-@dataclass(frozen=True)
 class NotebookAdapter(Adapter):
     """The notebook's template; its rollout is its StatefulSet's."""
 

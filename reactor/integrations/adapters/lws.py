@@ -6,7 +6,6 @@ group's worker StatefulSet is its leader pod's (a hop the adapter declares). Fol
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from reactor.integrations.adapters import naming
@@ -17,7 +16,6 @@ LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
 LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 
 
-@dataclass(frozen=True)
 class LeaderWorkerSetAdapter(Adapter):
     """The leader and worker templates, scaled together in groups; LWS rolls groups out itself (maxSurge)."""
 

@@ -49,7 +49,6 @@ RECREATE_WHY = ("KubeRay recreates a RayCluster's pods for a template change onl
                 "written and no running pod ever gets it")
 
 
-@dataclass(frozen=True)
 class RayClusterAdapter(Adapter):
     """The head and the worker groups; KubeRay makes the pods itself and carries a template change to them only
     when told to recreate them."""
