@@ -7,6 +7,7 @@ children (the upstream function named beside each).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from reactor.cluster.view import ClusterView
 from reactor.core.model import OperatorFacts, QueueFacts, Workload, WorkloadRef
 from reactor.core.ownership import ControllerRef
 from reactor.integrations.adapters import Adapters
-from reactor.integrations.adapters.base import Adapter
+from reactor.integrations.adapters.base import Adapter, Part
 from reactor.integrations.adapters.builtin import BUILTIN
 from reactor.integrations.adapters.config import parse_custom
 from reactor.integrations.adapters.kserve import INFERENCE_SERVICE
@@ -162,6 +163,16 @@ def test_a_custom_adapter_without_a_naming_rule_only_recommends() -> None:
     workload = adapted_workload(unnamed, run, "", GPU)
     assert workload is not None and workload.operator is not None and workload.replicas == 2
     assert workload.operator.recommend_only == unnamed.recommend_only()
+
+
+def test_an_adapter_that_declares_no_naming_rule_recommends_by_default() -> None:
+    """The safe default: a subclass that does not say how its operator names its children never writes."""
+    class Forgetful(Adapter):
+        def parts(self, obj: Mapping[str, Any]) -> tuple[Part, ...]:
+            return (Part("", ("spec", "template", "spec")),)
+    assert "declares no naming rule" in Forgetful("Trainer", "ml.example.com", "v1", "trainers",
+                                                  frozenset({"Pod"})).recommend_only()
+    assert [a.recommend_only() for a in BUILTIN] == [""] * len(BUILTIN)
 
 
 def test_only_kserve_climbs_a_chain_of_its_own() -> None:

@@ -62,6 +62,8 @@ class Climb:
     stopped_at: tuple[str, str] = ("", "")
 
 
+NO_NAMING_RULE = ("the {kind} adapter declares no naming rule (childName): a link to it cannot be confirmed from the "
+                  "owner's side, so the reactor only recommends")
 Fetch = Callable[[str, str, str, str], Obj | None]  # (group, version, plural, name) in the pod's namespace → object
 
 
@@ -145,7 +147,8 @@ class Adapter:
         operator does (`<isvc>-predictor`, a RayService's activeServiceStatus, a JobSet's
         `<jobset>-<replicatedJob>-<index>`), None when it does. A uid and labels can be copied by anyone who may
         create the child kind; the name the operator gives its child, or the record it keeps of it, cannot be
-        taken over without the operator noticing (naming.py)."""
+        taken over without the operator noticing (naming.py). Not overridden: no rule, so the link is believed for
+        recommendations only (`recommend_only`)."""
         return None
 
     def names_hop(self, owner: Obj, child_kind: str, child: Obj) -> str | None:
@@ -154,8 +157,9 @@ class Adapter:
 
     def recommend_only(self) -> str:
         """Why the reactor only recommends on this kind ("" when it may act): a link to it that its owner's side
-        cannot confirm (a custom adapter declaring no naming rule)."""
-        return ""
+        cannot confirm. By default, that is so unless the subclass declares its operator's naming rule (overrides
+        `names_child`): an adapter that forgets it recommends, never writes."""
+        return "" if type(self).names_child is not Adapter.names_child else NO_NAMING_RULE.format(kind=self.kind)
 
     def climb(self, child_kind: str, child: Obj, ref: ControllerRef, fetch: Fetch) -> Climb | None:
         """The operator's own chain above `child`, where `ref` starts one (KServe's serverless mode: Knative's),

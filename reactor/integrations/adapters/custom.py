@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reactor.integrations.adapters import naming
-from reactor.integrations.adapters.base import Adapter, Obj, Part
+from reactor.integrations.adapters.base import NO_NAMING_RULE, Adapter, Obj, Part
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,4 @@ class CustomAdapter(Adapter):
         return None if self.child_name is None else naming.by_pattern(self.child_name, owner, child_kind, child)
 
     def recommend_only(self) -> str:
-        if self.child_name is not None:
-            return ""
-        return (f"the {self.kind} adapter declares no naming rule (childName): a link to it cannot be confirmed "
-                f"from the owner's side, so the reactor only recommends")
+        return "" if self.child_name is not None else NO_NAMING_RULE.format(kind=self.kind)
