@@ -13,8 +13,8 @@ from typing import Any
 
 from reactor.cluster.workloads import ANNOTATION_PREFIX, gpu_count, max_surge
 from reactor.core.errors import ReactorError
-from reactor.core.model import Action, Container, Skip, SkipReason, Workload, WorkloadRef
-from reactor.integrations.adapters import Adapter, Part, knative
+from reactor.core.model import Action, Container, OperatorFacts, Skip, SkipReason, Workload, WorkloadRef
+from reactor.integrations.adapters import Adapter, Part
 from reactor.integrations.adapters.base import Path, read, written
 from reactor.state.annotations import read_state
 
@@ -29,34 +29,23 @@ def adapted_workload(adapter: Adapter, obj: Obj, part_name: str, gpu_resource: s
         return None
     meta = obj.get("metadata") or {}
     pod_spec = read(obj, part.spec_path) or {}
-    containers = _containers(obj, part, pod_spec, gpu_resource)
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith(ANNOTATION_PREFIX)}
-    replicas = _replicas(obj, part)
+    replicas = part.replicas_in(obj)
     generation = int(meta.get("generation", 0))
-    surge = max_surge(child.get("spec") or {}, replicas) if child and child.get("kind") == "Deployment" else 0
-    if adapter.replaces_all or knative.is_service(child):  # a new Knative Revision starts beside the old one
-        surge = part.default_replicas if replicas is None else replicas
-    if adapter.surge is not None:  # the operator's own rolling update (a LeaderWorkerSet's maxSurge groups)
-        surge = adapter.surge(obj, replicas or 0)
-    surge *= part.pods
-    forbidden = dict(adapter.forbidden(obj))
-    if adapter.part_forbidden is not None:
-        forbidden.update(adapter.part_forbidden(obj, part, gpu_resource))
-    floor = read(obj, part.min_replicas_path) if part.min_replicas_path is not None else None
-    if isinstance(floor, int) and replicas is not None and replicas <= floor:
-        forbidden["scale-replicas-down"] = (f"the operator keeps {part.name or 'it'} at minReplicas {floor} or more "
-                                            f"(it clamps replicas to it): scaling below changes no pod")
+    child_surge = max_surge(child.get("spec") or {}, replicas) if child and child.get("kind") == "Deployment" else 0
+    surge = adapter.surge(obj, part.default_replicas if replicas is None else replicas, child=child,
+                          child_surge=child_surge)
+    facts = OperatorFacts(part=part.name, rollout=adapter.rollout(obj, child),
+                          refusals=adapter.refusals(obj, part, gpu_resource), pods_per_replica=part.pods,
+                          replica_gpus=_replica_gpus(adapter, obj, part, gpu_resource),
+                          recommend_only=adapter.recommend_only())
     return Workload(
         ref=WorkloadRef(adapter.kind, str(meta.get("namespace", "")), str(meta.get("name", ""))),
-        resource_version=str(meta.get("resourceVersion", "")), containers=containers,
-        priority_class=pod_spec.get("priorityClassName"), replicas=replicas,
-        generation=generation, observed_generation=generation, max_surge=surge,
-        state=read_state(annotations), via=via, annotations=annotations, uid=str(meta.get("uid", "")),
-        part=part.name, operator_rollout=adapter.rollout(obj, child), adapted=True,
-        forbidden=forbidden, pods_per_replica=part.pods, replica_gpus=_replica_gpus(adapter, obj, part, gpu_resource),
-        recommend_only="" if adapter.names_child is not None else (
-            f"the {adapter.kind} adapter declares no naming rule (childName): a link to it cannot be confirmed "
-            f"from the owner's side, so the reactor only recommends"),
+        resource_version=str(meta.get("resourceVersion", "")),
+        containers=_containers(obj, part, pod_spec, gpu_resource), priority_class=pod_spec.get("priorityClassName"),
+        replicas=replicas,
+        generation=generation, observed_generation=generation, max_surge=surge * part.pods,
+        state=read_state(annotations), via=via, annotations=annotations, uid=str(meta.get("uid", "")), operator=facts,
     )
 
 
@@ -80,13 +69,6 @@ def _containers(obj: Obj, part: Part, pod_spec: Obj, gpu_resource: str) -> tuple
     if part.model is not None and isinstance(model, Mapping) and all(c.name != part.model[0] for c in found):
         found.insert(0, Container(name=part.model[0], gpus=gpu_count(model.get("resources"), gpu_resource)))
     return tuple(found)
-
-
-def _replicas(obj: Obj, part: Part) -> int | None:
-    if part.replicas_path is None:
-        return None
-    value = read(obj, part.replicas_path)
-    return part.default_replicas if value is None else int(value)
 
 
 def adapted_patch(adapter: Adapter, obj: Obj, workload: Workload, field: str, action: Action,

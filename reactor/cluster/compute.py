@@ -8,7 +8,7 @@ does no I/O. Every value comes from objects tenants can write, so anything unpar
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -34,20 +34,18 @@ RESTART_CONTAINER = "RestartContainer"
 
 def millicores(raw: Any) -> int | None:
     """A CPU quantity in millicores (the API server's MilliValue: rounded up); None if unparseable or negative."""
-    try:
-        value = quantities.milli_value(raw)
-    except ValueError:
-        return None
-    return None if value < 0 else value
+    return _non_negative(quantities.milli_value, raw)
 
 
 def amount(raw: Any, resource: str = "cpu") -> int | None:
     """A quantity in the resource's integer unit: millicores for CPU, bytes for memory (the API server's
     MilliValue and Value: rounded up); None if unparseable or negative."""
-    if resource == "cpu":
-        return millicores(raw)
+    return _non_negative(quantities.milli_value if resource == "cpu" else quantities.value, raw)
+
+
+def _non_negative(parse: Callable[[Any], int], raw: Any) -> int | None:
     try:
-        value = quantities.value(raw)
+        value = parse(raw)
     except ValueError:
         return None
     return None if value < 0 else value

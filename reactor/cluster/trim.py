@@ -10,7 +10,7 @@ What each kind keeps, and who reads it (change this table with the readers):
   annotation (a copy of the whole manifest). `apiVersion` and `kind` stay (messages name the kind).
 - Deployment, StatefulSet, CronJob (the workloads the policy decides on): `spec` whole (the template's
   containers, priority, replicas: reactor/cluster/workloads.py, compute.py) and `status` whole (the rollout:
-  reactor/cluster/rollout.py; an operator's child: integrations/adapters/builtin.py `child_rollout`).
+  reactor/cluster/rollout.py; an operator's child: integrations/adapters/status.py `child_rollout`).
 - ReplicaSet: the ownership checks only (reactor/core/ownership.py `link_failure`): `spec.selector` (a pod's
   labels must match it, as the ReplicaSet controller's `ClaimPods` does) and `spec.template.metadata` (its
   labels must match the Deployment's selector). The pod template's `spec` and the `status` are never read.

@@ -1,4 +1,4 @@
-"""Immutable values shared by every layer: alerts, workloads, bounds, decisions.
+"""Immutable values shared by every layer: alerts (alerts.py), workloads, bounds (bounds.py), decisions.
 
 This module holds data only. It imports nothing from Flask, `kubernetes` or
 `prometheus_client`, so the policy and its tests can be used without any of them.
@@ -7,38 +7,26 @@ This module holds data only. It imports nothing from Flask, `kubernetes` or
 from __future__ import annotations
 
 import enum
-import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import datetime
 from types import MappingProxyType
 
+# Re-exported: every layer finds the shared values here.
+from reactor.core.alerts import KNOWN_ALERTS as KNOWN_ALERTS
+from reactor.core.alerts import TEST_ALERT as TEST_ALERT
+from reactor.core.alerts import Alert as Alert
+from reactor.core.alerts import AlertName as AlertName
+from reactor.core.alerts import Notification as Notification
+from reactor.core.alerts import Status as Status
+from reactor.core.alerts import iso as iso
+from reactor.core.bounds import Bounds as Bounds
+from reactor.core.bounds import ComputeBounds as ComputeBounds
+from reactor.core.bounds import ComputeQuota as ComputeQuota
+from reactor.core.bounds import Quota as Quota
+from reactor.core.bounds import ScopeTerm as ScopeTerm
+
 EMPTY: Mapping[str, str] = MappingProxyType({})
-
-
-class AlertName(enum.StrEnum):
-    """The alert names the rules emit and the reactor understands."""
-
-    UNDERUTILIZED = "GPUUnderutilized"
-    IDLE = "GPUIdle"
-    SATURATED = "GPUSaturated"
-    MEMORY_SATURATED = "GPUMemorySaturated"
-    METRICS_MISSING = "GPUMetricsMissing"
-    STARVED_BY_CPU = "GPUStarvedByCPU"
-    NEAR_MEMORY_LIMIT = "GPUContainerNearMemoryLimit"
-
-
-KNOWN_ALERTS = frozenset(a.value for a in AlertName)
-# What `reactor doctor --send-test-alert` posts through Alertmanager to prove the route ends here: counted in
-# reactor_alerts_received_total under its own name and answered with the `test-alert` skip, never acted on.
-TEST_ALERT = "GPUReactorTestAlert"
-
-
-class Status(enum.StrEnum):
-    """An alert's (and a notification's) status, as Alertmanager spells it."""
-
-    FIRING = "firing"
-    RESOLVED = "resolved"
 
 
 class Mode(enum.StrEnum):
@@ -56,67 +44,6 @@ class Result(enum.StrEnum):
     RECOMMENDED = "recommended"
     SKIPPED = "skipped"
     FAILED = "failed"
-
-
-@dataclass(frozen=True, slots=True)
-class Alert:
-    """One alert of an Alertmanager v4 notification, with the workload labels already picked.
-
-    `namespace`, `pod` and `container` prefer the `exported_*` spelling: when the
-    exporter's own target labels were kept, the plain ones name the exporter.
-    """
-
-    name: str
-    status: Status
-    labels: Mapping[str, str]
-    annotations: Mapping[str, str]
-    starts_at: datetime
-    ends_at: datetime | None
-    fingerprint: str
-    generator_url: str = ""
-    namespace: str | None = None
-    pod: str | None = None
-    container: str | None = None
-    value: float | None = None  # measured utilization, 0-1 ratio
-    gpus: int | None = None
-    idle_gpus: int | None = None
-    # The container's CPU throttling ratio (0-1) from the `cpu_throttling` annotation; None when absent
-    # or "unknown". `cpu_unknown`: the rules measure CPU but had no cAdvisor series (never "not throttled").
-    cpu_throttling: float | None = None
-    cpu_unknown: bool = False
-
-    @property
-    def firing(self) -> bool:
-        return self.status == Status.FIRING
-
-    @property
-    def key(self) -> tuple[str, str]:
-        """Identity of one firing: the fingerprint alone repeats when the alert fires again."""
-        return (self.fingerprint, iso(self.starts_at))
-
-
-def iso(moment: datetime) -> str:
-    """`moment.isoformat()`, remembered: the alerts of a notification share a few startsAt, each spelled per alert
-    (its key, its outcome). Keyed with the offset too: equal instants in two offsets are spelled differently."""
-    return _iso(moment, moment.utcoffset())
-
-
-@functools.lru_cache(maxsize=1024)
-def _iso(moment: datetime, _offset: timedelta | None) -> str:
-    return moment.isoformat()
-
-
-@dataclass(frozen=True, slots=True)
-class Notification:
-    """One webhook request body."""
-
-    version: str
-    group_key: str
-    status: Status
-    receiver: str
-    truncated_alerts: int
-    alerts: tuple[Alert, ...]
-    external_url: str = ""
 
 
 class Kind(enum.StrEnum):
@@ -251,6 +178,35 @@ class PodShape:
 
 
 @dataclass(frozen=True, slots=True)
+class OperatorFacts:
+    """What a workload read through an operator's adapter (integrations/adapters) adds: which of the resource's
+    templates it is, what the operator refuses on it, how its rollout stands, and how its replicas count."""
+
+    part: str = ""  # the template inside the operator's resource (a Ray worker group); "" for one template
+    rollout: str = ""  # why the operator's own rollout is in progress ("" when it is not)
+    # Fields (resize-gpu, scale-replicas, set-priority) the operator refuses or ignores on this resource, and why.
+    refusals: Mapping[str, str] = field(default_factory=lambda: EMPTY)
+    # Pods one replica stands for, from the template a change touches (a LeaderWorkerSet group's workers, a Ray
+    # worker group's numOfHosts): quota and GPU arithmetic count replicas × this.
+    pods_per_replica: int = 1
+    replica_gpus: int | None = None  # GPUs one more replica takes in all (a whole LWS group); None: one pod's
+    # Why the reactor may only recommend on this workload ("" when it may act): a link to it that its owner's
+    # side cannot confirm (a custom adapter declaring no naming rule).
+    recommend_only: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueFacts:
+    """What Kueue adds to a workload it manages (label kueue.x-k8s.io/queue-name; integrations/kueue.py)."""
+
+    queue: str  # the LocalQueue
+    # What Kueue's webhooks refuse or its controller undoes on it, and why. `set-priority` is Kueue's alone to
+    # decide: its priority is Kueue's label, not the template's priorityClassName an operator may refuse.
+    refusals: Mapping[str, str] = field(default_factory=lambda: EMPTY)
+    label_rolls: bool = False  # Kueue copies its priority label into the pod template: a label change rolls pods
+
+
+@dataclass(frozen=True, slots=True)
 class Workload:
     """The owner's current state, as read once per notification."""
 
@@ -271,20 +227,8 @@ class Workload:
     annotations: Mapping[str, str] = field(default_factory=lambda: EMPTY)
     pods: PodShape = field(default_factory=PodShape)
     uid: str = ""  # metadata.uid: what the state MAC binds the reactor's annotations to
-    part: str = ""  # the template inside an operator's resource (a Ray worker group); "" for one template
-    operator_rollout: str = ""  # why the operator's own rollout is in progress ("" when it is not)
-    adapted: bool = False  # an operator's resource, read and written through its adapter (see adapters/)
-    # Fields (resize-gpu, scale-replicas, set-priority) the operator refuses or ignores on this resource, and why.
-    forbidden: Mapping[str, str] = field(default_factory=lambda: EMPTY)
-    queue: str = ""  # Kueue's LocalQueue (label kueue.x-k8s.io/queue-name); "" when Kueue does not manage it
-    # Pods one replica stands for, from the template a change touches (a LeaderWorkerSet group's workers, a Ray
-    # worker group's numOfHosts): quota and GPU arithmetic count replicas × this.
-    pods_per_replica: int = 1
-    replica_gpus: int | None = None  # GPUs one more replica takes in all (a whole LWS group); None: one pod's
-    # Why the reactor may only recommend on this workload ("" when it may act): a link to it that its owner's
-    # side cannot confirm (a custom adapter declaring no naming rule).
-    recommend_only: str = ""
-    label_rolls: bool = False  # Kueue copies its priority label into the pod template: a label change rolls pods
+    operator: OperatorFacts | None = None  # an operator's resource, read and written through its adapter
+    kueue: QueueFacts | None = None  # Kueue manages it
 
     def container(self, name: str | None) -> Container | None:
         """The named container, or the only GPU container when the alert names none."""
@@ -294,111 +238,34 @@ class Workload:
         return gpu[0] if len(gpu) == 1 else None
 
     @property
+    def part(self) -> str:
+        """The template of an operator's resource this is ("" for one template, and for the built-in kinds)."""
+        return self.operator.part if self.operator is not None else ""
+
+    @property
+    def queue(self) -> str:
+        """Kueue's LocalQueue; "" when Kueue does not manage it."""
+        return self.kueue.queue if self.kueue is not None else ""
+
+    @property
+    def refusals(self) -> Mapping[str, str]:
+        """What the operator and Kueue refuse on it, by field: the operator's, but for the priority where Kueue
+        manages it (its priority is Kueue's label), over Kueue's."""
+        own = self.operator.refusals if self.operator is not None else EMPTY
+        if self.kueue is None:
+            return own
+        return {**self.kueue.refusals, **{k: v for k, v in own.items() if k != "set-priority"}}
+
+    @property
     def rolling_out(self) -> bool:
         """A previous change is not yet rolled out: touching it again would stack changes."""
-        if self.operator_rollout or self.observed_generation < self.generation:
+        if (self.operator is not None and self.operator.rollout) or self.observed_generation < self.generation:
             return True
         return (
             self.replicas is not None
             and self.updated_replicas is not None
             and self.updated_replicas < self.replicas
         )
-
-
-@dataclass(frozen=True, slots=True)
-class ScopeTerm:
-    """One requirement of a ResourceQuota's scope: a `spec.scopes` entry reads as `Exists` on that scope, a
-    `scopeSelector` expression as written (`PriorityClass In [high-priority-gpu]`)."""
-
-    scope: str  # "PriorityClass" | "BestEffort" | "NotBestEffort" | "Terminating" | "NotTerminating" | ...
-    operator: str = "Exists"  # "In" | "NotIn" | "Exists" | "DoesNotExist"
-    values: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Quota:
-    """One ResourceQuota's line for the GPU resource: it counts and limits only the pods all its terms match."""
-
-    name: str
-    hard: int
-    used: int = 0
-    scopes: tuple[ScopeTerm, ...] = ()
-
-    @property
-    def headroom(self) -> int:
-        return self.hard - self.used
-
-
-@dataclass(frozen=True, slots=True)
-class Bounds:
-    """What the namespace allows, per container and in total (GPU resource only)."""
-
-    min_gpus: int | None = None  # LimitRange min (Container type)
-    max_gpus: int | None = None  # LimitRange max (Container type)
-    pod_min_gpus: int | None = None  # LimitRange min (Pod type): of the pod's sum (policy/pod.py)
-    pod_max_gpus: int | None = None  # LimitRange max (Pod type)
-    quotas: tuple[Quota, ...] = ()  # every ResourceQuota with a requests.<gpu> line, by name
-    # The class admission gives a pod that names none (the globalDefault PriorityClass), when it matters.
-    default_priority_class: str | None = None
-    # A LimitRange fills cpu or memory into every container: no pod of the namespace is BestEffort.
-    defaults_compute: bool = False
-
-    def reserving(self, reserved: Mapping[str, int]) -> Bounds:
-        """These bounds with the GPUs earlier actions of the same notification took, quota by quota (by name):
-        `status.used` shows them only once their pods exist."""
-        if not any(reserved.get(q.name) for q in self.quotas):
-            return self
-        quotas = tuple(replace(q, used=q.used + reserved.get(q.name, 0)) for q in self.quotas)
-        return replace(self, quotas=quotas)
-
-
-@dataclass(frozen=True, slots=True)
-class ComputeQuota:
-    """One ResourceQuota's CPU or memory line, in the resource's unit (millicores, bytes): `requests.cpu` (also
-    spelled `cpu`) or `limits.cpu`; `requests.memory` (also `memory`) or `limits.memory`. Like a GPU `Quota`, it
-    counts and limits only the pods all its scope terms match."""
-
-    name: str
-    resource: str  # "requests.cpu" | "cpu" | "limits.cpu" | "requests.memory" | "memory" | "limits.memory"
-    hard: int
-    used: int = 0
-    scopes: tuple[ScopeTerm, ...] = ()
-
-    @property
-    def headroom(self) -> int:
-        return self.hard - self.used
-
-    @property
-    def key(self) -> tuple[str, str]:
-        """What a reservation is kept under: one quota may limit requests and limits apart."""
-        return self.name, self.resource
-
-
-@dataclass(frozen=True, slots=True)
-class ComputeBounds:
-    """What the namespace allows for one compute resource (CPU in millicores, memory in bytes): LimitRange
-    min/max and maxLimitRequestRatio per container, and every line of every ResourceQuota for it with its scope.
-
-    Kept apart from `Bounds` (the GPU's) so the CPU half adds to the quota math, never reshapes it.
-    """
-
-    lowest: int | None = None  # LimitRange min (Container type)
-    highest: int | None = None  # LimitRange max (Container type)
-    max_ratio: float | None = None  # LimitRange maxLimitRequestRatio (Container type): limit / request at most
-    # The same three of `type: Pod` items, against the pod's summed requests and limits (policy/pod.py).
-    pod_lowest: int | None = None
-    pod_highest: int | None = None
-    pod_max_ratio: float | None = None
-    quotas: tuple[ComputeQuota, ...] = ()  # by quota name, then resource
-
-    def reserving(self, reserved: Mapping[tuple[str, str], int]) -> ComputeBounds:
-        """These bounds with the amounts earlier actions of the same notification took, line by line: an
-        in-place resize shows in `status.used` only once the quota controller recounts (and the reactor reads
-        each namespace's quotas once per notification)."""
-        if not any(reserved.get(q.key) for q in self.quotas):
-            return self
-        quotas = tuple(replace(q, used=q.used + reserved.get(q.key, 0)) for q in self.quotas)
-        return replace(self, quotas=quotas)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from reactor.core.model import Bounds, Quota, Workload
+from reactor.core.model import Bounds, QueueFacts, Quota, Workload
 from reactor.core.quantity import value
 
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta1"
@@ -52,7 +52,7 @@ def as_managed(workload: Workload, obj: Mapping[str, Any],
     label = labels.get(PRIORITY_LABEL)
     mutable = label_mutable()
     kind = workload.ref.kind
-    forbidden = {k: v for k, v in workload.forbidden.items() if k != "set-priority"}  # priority is Kueue's label
+    forbidden: dict[str, str] = {}  # the operator's stand beside these, but for the priority (Workload.refusals)
     if not mutable:
         forbidden["set-priority"] = (
             f"Kueue v0.14 and older ({GROUP}/{V1BETA2} not served) keeps the {PRIORITY_LABEL} label immutable "
@@ -71,9 +71,9 @@ def as_managed(workload: Workload, obj: Mapping[str, Any],
     if kind == "RayCluster":
         why = ("Kueue suspends a running RayCluster whose pod templates no longer match its Workload: every pod, "
                "head included, would stop until it is admitted again")
-        forbidden.update({field: forbidden.get(field, why) for field in ("resize-gpu", "resize-cpu", "resize-memory")})
-    return replace(workload, queue=queue, priority_class=label if isinstance(label, str) else None,
-                   forbidden=forbidden, label_rolls=mutable and kind in LABEL_ROLLS_KINDS)
+        forbidden.update({field: why for field in RESIZES})
+    facts = QueueFacts(queue, forbidden, label_rolls=mutable and kind in LABEL_ROLLS_KINDS)
+    return replace(workload, kueue=facts, priority_class=label if isinstance(label, str) else None)
 
 
 def label_mutable_on(served_version: str) -> bool:

@@ -163,19 +163,21 @@ class Context:
         """Pods a template change affects; a CronJob's next run counts as one (parallelism ignored)."""
         if self.cronjob:
             return 1
-        return (self.workload.replicas or 0) * max(1, self.workload.pods_per_replica)
+        pods = self.workload.operator.pods_per_replica if self.workload.operator is not None else 1
+        return (self.workload.replicas or 0) * max(1, pods)
 
     @property
     def surge(self) -> int:
         """Extra pods a template change creates while the old ones still count against quota."""
-        return 0 if self.cronjob else max(0, self.workload.max_surge)  # pods (adapters multiply by pods_per_replica)
+        return 0 if self.cronjob else max(0, self.workload.max_surge)  # pods (adapters multiply by pods per replica)
 
 
 def effective_mode(workload: Workload, policy: Policy) -> Mode:
     """The workload's `mode` annotation, else the policy's default (an invalid one reads as unset); never more
-    than `recommend` where the link to it cannot be confirmed from its owner's side (`Workload.recommend_only`)."""
+    than `recommend` where the link to it cannot be confirmed from its owner's side (`OperatorFacts.recommend_only`)."""
     mode = workload.state.mode or policy.default_mode
-    return Mode.RECOMMEND if workload.recommend_only and mode == Mode.ENFORCE else mode
+    recommend_only = workload.operator is not None and workload.operator.recommend_only
+    return Mode.RECOMMEND if recommend_only and mode == Mode.ENFORCE else mode
 
 
 def gpu_range(ctx: Context) -> tuple[int, int]:

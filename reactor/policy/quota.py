@@ -82,7 +82,7 @@ def check_template(ctx: Context, *, new_pod_gpus: int, new_class: str | None, wh
 def check_added_pods(ctx: Context, *, pods: int, what: str) -> Skip | Charges:
     """QUOTA_EXCEEDED when `pods` more pods of the current template do not fit a quota that counts them;
     else the GPUs they take of each such quota."""
-    per_replica = ctx.workload.replica_gpus
+    per_replica = ctx.workload.operator.replica_gpus if ctx.workload.operator is not None else None
     need = pods * (pod_gpus(ctx.workload) if per_replica is None else per_replica)
     charges: list[tuple[str, int]] = []
     refusals: list[Skip] = []

@@ -128,13 +128,13 @@ def rollout(ctx: Context) -> Skip | None:
     w = ctx.workload
     if not w.rolling_out:
         return None
-    detail = w.operator_rollout or (
+    detail = (w.operator.rollout if w.operator is not None else "") or (
         f"generation {w.generation} observed {w.observed_generation}, updated {w.updated_replicas} of {w.replicas}")
     return Skip(SkipReason.ROLLOUT_IN_PROGRESS, detail)
 
 
 def unsupported_owner(ctx: Context) -> Skip | None:
-    if ctx.workload.adapted:  # an operator's resource the resolver found through an enabled adapter
+    if ctx.workload.operator is not None:  # an operator's resource the resolver found through an enabled adapter
         return None
     return owner_refusal(ctx.workload.ref.kind, ctx.workload.ref.name)
 
@@ -143,14 +143,14 @@ def operator_forbids(ctx: Context, action: Action) -> Skip | None:
     """A change the operator's webhook would refuse, or its controller would never carry to a pod (a JobSet's
     immutable replicatedJobs, a RayCluster without upgradeStrategy Recreate, Kueue's immutable priority label on
     v0.14 and older), by field or by field and direction (`scale-replicas-down` below a floor the operator
-    clamps to). A Kueue-managed workload's entries are Kueue's (integrations/kueue.py `as_managed`)."""
+    clamps to). A Kueue-managed workload's priority is Kueue's to refuse (`Workload.refusals`)."""
     w = ctx.workload
     field, strategy = action.action, action.strategy
     if field == "revert":
         last = ctx.state.last_action
         field = last.action if last is not None else field
         strategy = f"{field}-{'down' if last is not None and last.direction == 'up' else 'up'}"
-    why = w.forbidden.get(strategy) or w.forbidden.get(field)
+    why = w.refusals.get(strategy) or w.refusals.get(field)
     return None if why is None else Skip(SkipReason.OPERATOR_FORBIDS, f"{w.ref.kind} {w.ref.name}: {why}")
 
 

@@ -29,7 +29,7 @@ def resize_gpu(ctx: Context, direction: str) -> Action | Skip:
     if container is None or container.gpus <= 0:
         # GPUs the operator sets from elsewhere (a KServe predictor's ServingRuntime) show as none on the resource:
         # its reason, not "holds no GPU", is why nothing is written.
-        why = ctx.workload.forbidden.get(f"resize-gpu-{direction}") or ctx.workload.forbidden.get("resize-gpu")
+        why = ctx.workload.refusals.get(f"resize-gpu-{direction}") or ctx.workload.refusals.get("resize-gpu")
         if why is not None:
             return Skip(SkipReason.OPERATOR_FORBIDS, f"{ctx.workload.ref.kind} {ctx.workload.ref.name}: {why}")
         named = ctx.signal.container or "(none named, and not exactly one GPU container)"
@@ -70,14 +70,15 @@ def scale_replicas(ctx: Context, direction: str) -> Action | Skip:
     workload = ctx.workload
     # An adapter gives replicas only where the operator's replicas are interchangeable (InferenceService
     # minReplicas, a Ray worker group's replicas); a Notebook or a Ray head has none.
-    scalable = workload.ref.kind == Kind.DEPLOYMENT.value or workload.adapted
+    scalable = workload.ref.kind == Kind.DEPLOYMENT.value or workload.operator is not None
     if not scalable or workload.replicas is None:
         return Skip(SkipReason.NOT_APPLICABLE, f"replicas are only changed on Deployments, not {workload.ref.kind}")
     if ctx.hpa_managed:
         return Skip(SkipReason.HPA_MANAGED, "an autoscaler owns the replica count")
     current = workload.replicas
     lo, hi = replica_range(ctx)
-    per_pod = pod_gpus(workload) if workload.replica_gpus is None else workload.replica_gpus
+    per_replica = workload.operator.replica_gpus if workload.operator is not None else None
+    per_pod = pod_gpus(workload) if per_replica is None else per_replica
     charged: Charges = ()
     if direction == "down":
         target = current - 1
@@ -109,7 +110,7 @@ def set_priority(ctx: Context, direction: str) -> Action | Skip:
     # template (a Deployment, a LeaderWorkerSet: v0.15+ deployment_webhook / leaderworkerset_webhook Default) the
     # pods roll with it, so it is checked for surge and quota like any template change (the pods' own
     # PriorityClass stays); elsewhere no pod is replaced and it needs no quota.
-    queue, rolls = ctx.workload.queue, ctx.workload.label_rolls
+    queue, rolls = ctx.workload.queue, ctx.workload.kueue is not None and ctx.workload.kueue.label_rolls
     charged = check_priority_class(ctx, target) or (() if queue and not rolls else check_template(
         ctx, new_pod_gpus=pod_gpus(ctx.workload), new_class=current if queue else target,
         what=f"class {current}→{target}"))

@@ -23,7 +23,8 @@ from reactor.core.errors import PermanentError
 from reactor.core.model import WorkloadRef
 from reactor.core.ownership import ControllerRef, controller_ref, link_failure
 from reactor.integrations import kueue
-from reactor.integrations.adapters import Adapter, Adapters, knative
+from reactor.integrations.adapters import Adapter, Adapters
+from reactor.integrations.adapters.base import Climb
 from reactor.integrations.adapters.links import adapted_link_failure, hop_failure
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -302,9 +303,9 @@ def _walk(reader: Reader, namespace: str, pod_name: str) -> Owner | None:
         ref = controller_ref(obj)
         if ref is None:
             break
-        serverless = _serverless_adapter(reader.adapters) if knative.is_revision_ref(kind, ref) else None
-        if serverless is not None:
-            return _serverless_owner(reader, serverless, (kind, name, obj), ref, pod or {}, via)
+        climbed = _climb(reader, (kind, name, obj), ref)
+        if climbed is not None:
+            return _climbed_owner(reader, *climbed, namespace, pod or {}, via)
         if ref.kind not in _BUILTIN_OWNERS and _operator_hop(reader.adapters, kind, obj, ref) is None:
             adapter = reader.adapters.get(ref.kind)
             if adapter is None:
@@ -371,25 +372,33 @@ def _adapted_owner(reader: Reader, adapter: Adapter, child: tuple[str, str, dict
     return Owner(target, parent, via, part=part, child=None if kind == "Pod" else obj)
 
 
-def _serverless_adapter(adapters: Adapters) -> Adapter | None:
-    """The enabled adapter whose operator runs its pods under a Knative Service (KServe's serverless mode)."""
-    return next((a for a in adapters if knative.SERVICE_KIND in a.children), None)
+def _climb(reader: Reader, child: tuple[str, str, dict[str, Any]], ref: ControllerRef) -> tuple[Adapter, Climb] | None:
+    """The enabled adapter whose operator builds its own chain of objects from `ref` up to its resource (KServe's
+    serverless mode: Knative's Revision, Configuration and Service), and where its walk up that chain ended."""
+    kind, _, obj = child
+    namespace = str((obj.get("metadata") or {}).get("namespace", ""))
+
+    def fetch(group: str, version: str, plural: str, name: str) -> dict[str, Any] | None:
+        return reader.get_custom(group, version, plural, namespace, name)
+    for adapter in reader.adapters:
+        climbed = adapter.climb(kind, obj, ref, fetch)
+        if climbed is not None:
+            return adapter, climbed
+    return None
 
 
-def _serverless_owner(reader: Reader, adapter: Adapter, child: tuple[str, str, dict[str, Any]], ref: ControllerRef,
-                      pod: dict[str, Any], via: WorkloadRef | None) -> Owner:
-    """A Revision's Deployment: up Knative's chain (adapters/knative.py), then to the InferenceService above the
-    Knative Service, believed as any operator's link is (`_adapted_owner`)."""
-    namespace = str((child[2].get("metadata") or {}).get("namespace", ""))
-    chain = knative.walk(child[2], ref, lambda plural, name: reader.get_custom(
-        knative.GROUP, knative.VERSION, plural, namespace, name))
-    if chain.service is None:
-        return Owner(WorkloadRef(chain.stopped_at[0], namespace, chain.stopped_at[1]), None, unverified=chain.failure)
-    name = str((chain.service.get("metadata") or {}).get("name", ""))
-    if chain.above is None or chain.above.kind != adapter.kind:  # a Knative Service of the user's or another's
-        top = chain.above or ControllerRef(knative.SERVICE_KIND, name, "")
+def _climbed_owner(reader: Reader, adapter: Adapter, climbed: Climb, namespace: str, pod: dict[str, Any],
+                   via: WorkloadRef | None) -> Owner:
+    """The resource above the top of an operator's own chain (`Adapter.climb`), believed as any operator's link is
+    (`_adapted_owner`); a hop of the chain not believed stops there, named."""
+    if climbed.top is None:
+        return Owner(WorkloadRef(climbed.stopped_at[0], namespace, climbed.stopped_at[1]), None,
+                     unverified=climbed.failure)
+    name = str((climbed.top.get("metadata") or {}).get("name", ""))
+    if climbed.above is None or climbed.above.kind != adapter.kind:  # the user's own top object, or another's
+        top = climbed.above or ControllerRef(climbed.top_kind, name, "")
         return Owner(WorkloadRef(top.kind, namespace, top.name), None)
-    return _adapted_owner(reader, adapter, (knative.SERVICE_KIND, name, dict(chain.service)), chain.above, pod, via)
+    return _adapted_owner(reader, adapter, (climbed.top_kind, name, dict(climbed.top)), climbed.above, pod, via)
 
 
 def _former_owner(reader: Reader, namespace: str, pod_name: str) -> tuple[str, str, dict[str, Any]] | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from reactor.core.model import Action, Skip, WorkloadRef
+from reactor.core.model import Action, OperatorFacts, Skip, WorkloadRef
 from reactor.core.model import SkipReason as R
 from reactor.integrations.kueue import as_managed
 from reactor.policy import decide
@@ -18,7 +18,8 @@ WHY = "the JobSet webhook keeps spec.replicatedJobs immutable"
 
 
 def _adapted(forbidden: dict[str, str], **changes: object):
-    return replace(workload(**changes), ref=WorkloadRef("JobSet", "ml", "train"), adapted=True, forbidden=forbidden)
+    return replace(workload(**changes), ref=WorkloadRef("JobSet", "ml", "train"),
+                   operator=OperatorFacts(refusals=forbidden))
 
 
 def test_a_forbidden_strategy_is_refused_by_name() -> None:

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from werkzeug.serving import make_server
 
-import reactor.cluster.view as view_module
+import reactor.cluster.kinds as kinds_module
 import reactor.engine.notifications as engine_module
 from reactor_sim import SimCluster
 from tests.reliability.figures import FIGURES
@@ -265,8 +265,8 @@ def served(sim: SimCluster, tmp_path: Path) -> Iterator[Served]:
 
 def poison(monkeypatch: pytest.MonkeyPatch, where: str, app: str) -> None:
     """`app`'s data, as the reactor reads it, holds a value nobody foresaw: reading it raises (a TypeError here)."""
-    # Deciding reads the workload through the one cluster view (engine and verifier alike).
-    module, name = {"resolve": (engine_module, "resolve_owner"), "decide": (view_module, "to_workload")}[where]
+    # Deciding reads the workload through the one cluster view (engine and verifier alike), a built-in kind by kinds.py.
+    module, name = {"resolve": (engine_module, "resolve_owner"), "decide": (kinds_module, "to_workload")}[where]
     real = getattr(module, name)
 
     def poisoned(*args: Any, **kw: Any) -> Any:

@@ -1,4 +1,5 @@
-"""The adapter value, the set of enabled adapters (a value), and the pure reads and writes by path.
+"""The adapter base class (one subclass per operator, kopf's ProgressStorage shape: one interface, several
+classes), the set of enabled adapters (a value), and the pure reads and writes by path.
 
 Paths are tuples of keys (str) and list indexes (int) from the object's root. Pure: no I/O.
 """
@@ -8,10 +9,12 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
+
+from reactor.core.ownership import ControllerRef
+from reactor.integrations.adapters.status import Obj, child_rollout, observed_behind
 
 Path = tuple[str | int, ...]
-Obj = Mapping[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,69 +40,131 @@ class Part:
     # A floor the operator clamps replicas to (a Ray worker group's minReplicas): scaling below it does nothing.
     min_replicas_path: Path | None = None
 
+    def replicas_in(self, obj: Obj) -> int | None:
+        """The part's replica count as the resource holds it (its default where unset); None where it has none."""
+        if self.replicas_path is None:
+            return None
+        value = read(obj, self.replicas_path)
+        return self.default_replicas if value is None else int(value)
+
 
 @dataclass(frozen=True, slots=True)
+class Climb:
+    """Where the walk up an operator's own chain of objects between its pods and its resource ended (KServe's
+    serverless mode: a Revision's Deployment → Revision → Configuration → Knative Service): the object right under
+    the resource (`top`, of kind `top_kind`) and its controller reference, or why a hop was not believed
+    (`failure`, naming the (kind, name) it stopped at)."""
+
+    top: Obj | None = None
+    top_kind: str = ""
+    above: ControllerRef | None = None
+    failure: str = ""
+    stopped_at: tuple[str, str] = ("", "")
+
+
+NO_NAMING_RULE = ("the {kind} adapter declares no naming rule (childName): a link to it cannot be confirmed from the "
+                  "owner's side, so the reactor only recommends")
+Fetch = Callable[[str, str, str, str], Obj | None]  # (group, version, plural, name) in the pod's namespace → object
+
+
+@dataclass(frozen=True)
 class Adapter:
-    """How the reactor reads and writes one operator's kind."""
+    """How the reactor reads and writes one operator's kind: one subclass per operator overrides what its operator
+    does differently; the defaults fit an operator with one template and no refusals of its own, whose pods roll
+    out as the Deployment or StatefulSet it runs them as (a custom adapter is exactly that).
+
+    The fields say what the operator's API and labels are called; the methods how it behaves (a subclass that adds
+    no field needs no `@dataclass` of its own: it inherits the frozen value's). Pure: no I/O."""
 
     kind: str
     group: str
     version: str
     plural: str
     children: frozenset[str]  # kinds the operator creates with a controller reference to it
-    parts: Callable[[Obj], tuple[Part, ...]]
     owner_label: str = ""  # label its children carry with its name ("" where it sets none)
     part_label: str = ""  # pod label naming the part, where there are several
-    rollout: Callable[[Obj, Obj | None], str] = field(default=lambda obj, child: "")
     # (child kind, owner kind) links the operator builds below its resource, believed by uid and owner label.
     hops: frozenset[tuple[str, str]] = frozenset()
-    pod_part: Callable[[Mapping[str, Any]], str] | None = None  # the part a pod's labels name, if not part_label
     # Labels with a fixed value the operator also puts on its children (KubeRay's ray.io/originated-from-crd).
     child_labels: tuple[tuple[str, str], ...] = ()
-    # The fields (resize-gpu, scale-replicas, set-priority) its webhook refuses or its controller never carries
-    # to a pod, given the resource as read, each with the reason: refused as `operator-forbids`, never written.
-    forbidden: Callable[[Obj], Mapping[str, str]] = field(default=lambda obj: {})
-    # The same for one part, given the GPU resource the reactor manages (a KServe component in a serverless canary,
-    # a predictor whose GPUs come from its ServingRuntime): merged over `forbidden` for that part only.
-    part_forbidden: Callable[[Obj, Part, str], Mapping[str, str]] | None = None
-    # A template change brings up a whole new copy before the old one goes (a RayService's zero-downtime upgrade
-    # prepares a new RayCluster): every replica of the part is surge while both run.
-    replaces_all: bool = False
-    # Replicas of new pods a template change starts beside the old ones, given the resource and its replicas,
-    # where the operator rolls them itself (a LeaderWorkerSet's maxSurge groups); None: read from the child.
-    surge: Callable[[Obj, int], int] | None = None
     # (group, plural) of the objects the resolver GETs between the pods and the resource, besides the resource
     # itself (KServe's serverless mode: Knative's Revisions, Configurations and Services): RBAC grants get on them.
     reads: tuple[tuple[str, str], ...] = ()
-    # The owner's side of a link (issue 24, item 8): why `owner` does not name or record `child` (of kind
-    # `child_kind`) the way its operator does (`<isvc>-predictor`, a RayService's activeServiceStatus, a JobSet's
-    # `<jobset>-<replicatedJob>-<index>`), None when it does. A uid and labels can be copied by anyone who may
-    # create the child kind; the name the operator gives its child, or the record it keeps of it, cannot be taken
-    # over without the operator noticing. None: the adapter declares no naming rule, so its links are believed
-    # for recommendations only (the reactor never writes through them).
-    names_child: Callable[[Obj, str, Obj], str | None] | None = None
-    # The same for a hop below the resource (`hops`): why the intermediate owner does not name its child.
-    names_hop: Callable[[Obj, str, Obj], str | None] | None = None
     # The operator copies the resource's annotations into its pods' template (KServe: all but a short disallow
     # list, pkg/constants ServiceAnnotationDisallowedList): the reactor's own state must live elsewhere, or each
     # write of it restarts the pods (cluster/kube/state_home.py keeps it on a Lease the resource owns).
-    state_apart: bool = False
+    state_apart: ClassVar[bool] = False
 
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
+    def parts(self, obj: Obj) -> tuple[Part, ...]:
+        """The pod templates inside the resource, as read."""
+        return ()
+
     def part(self, obj: Obj, name: str) -> Part | None:
-        """The part called `name`; with a single part, that part whatever the name."""
+        """The part called `name`; with a single part (and no label naming parts), that part whatever the name."""
         parts = self.parts(obj)
-        if len(parts) == 1 and not self.part_label and self.pod_part is None:
+        if len(parts) == 1 and not self.part_label:
             return parts[0]
         return next((p for p in parts if p.name == name), None)
 
     def part_of_pod(self, pod_labels: Mapping[str, Any]) -> str:
-        if self.pod_part is not None:
-            return self.pod_part(pod_labels)
+        """The part a pod was made from, by its labels."""
         return str(pod_labels.get(self.part_label, "")) if self.part_label else ""
+
+    def rollout(self, obj: Obj, child: Obj | None) -> str:
+        """Why the operator's own rollout is still in progress ("" when it is not), given the Deployment or
+        StatefulSet it runs the resource as, where known. By default: the generation the operator observed, where
+        its status reports one, and the child's rollout."""
+        return observed_behind(obj) or child_rollout(child)
+
+    def forbidden(self, obj: Obj) -> Mapping[str, str]:
+        """The fields (resize-gpu, scale-replicas, set-priority) its webhook refuses or its controller never carries
+        to a pod, given the resource as read, each with the reason: refused as `operator-forbids`, never written."""
+        return {}
+
+    def refusals(self, obj: Obj, part: Part, gpu_resource: str) -> dict[str, str]:
+        """What the operator refuses on one part (`forbidden`, and a part's own refusals where a subclass has
+        them), and scaling below the floor it clamps that part's replicas to (a Ray worker group's minReplicas)."""
+        out = dict(self.forbidden(obj))
+        floor = read(obj, part.min_replicas_path) if part.min_replicas_path is not None else None
+        replicas = part.replicas_in(obj)
+        if isinstance(floor, int) and replicas is not None and replicas <= floor:
+            out["scale-replicas-down"] = (f"the operator keeps {part.name or 'it'} at minReplicas {floor} or more "
+                                          f"(it clamps replicas to it): scaling below changes no pod")
+        return out
+
+    def surge(self, obj: Obj, replicas: int, *, child: Obj | None, child_surge: int) -> int:
+        """Replicas of new pods a template change starts beside the old ones, given the part's `replicas` and the
+        child it runs as: by default what the child's own rolling update adds (`child_surge`, a Deployment's
+        maxSurge; 0 for a StatefulSet)."""
+        return child_surge
+
+    def names_child(self, owner: Obj, child_kind: str, child: Obj) -> str | None:
+        """The owner's side of a link (issue 24, item 8): why `owner` does not name or record `child` the way its
+        operator does (`<isvc>-predictor`, a RayService's activeServiceStatus, a JobSet's
+        `<jobset>-<replicatedJob>-<index>`), None when it does. A uid and labels can be copied by anyone who may
+        create the child kind; the name the operator gives its child, or the record it keeps of it, cannot be
+        taken over without the operator noticing (naming.py). Not overridden: no rule, so the link is believed for
+        recommendations only (`recommend_only`)."""
+        return None
+
+    def names_hop(self, owner: Obj, child_kind: str, child: Obj) -> str | None:
+        """The same for a hop below the resource (`hops`): why the intermediate owner does not name its child."""
+        return None
+
+    def recommend_only(self) -> str:
+        """Why the reactor only recommends on this kind ("" when it may act): a link to it that its owner's side
+        cannot confirm. By default, that is so unless the subclass declares its operator's naming rule (overrides
+        `names_child`): an adapter that forgets it recommends, never writes."""
+        return "" if type(self).names_child is not Adapter.names_child else NO_NAMING_RULE.format(kind=self.kind)
+
+    def climb(self, child_kind: str, child: Obj, ref: ControllerRef, fetch: Fetch) -> Climb | None:
+        """The operator's own chain above `child`, where `ref` starts one (KServe's serverless mode: Knative's),
+        walked with `fetch`; None where it does not."""
+        return None
 
 
 @dataclass(frozen=True, slots=True)

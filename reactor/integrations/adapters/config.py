@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from reactor.core.errors import ConfigError
-from reactor.integrations.adapters import naming
-from reactor.integrations.adapters.base import Adapter, Obj, Part, Path
-from reactor.integrations.adapters.builtin import BUILTIN, child_rollout, ray_service_forbidden
+from reactor.integrations.adapters.base import Adapter, Part, Path
+from reactor.integrations.adapters.builtin import BUILTIN
+from reactor.integrations.adapters.custom import CustomAdapter
+from reactor.integrations.adapters.ray import RayServiceAdapter
 
 _GROUP = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$")
 _VERSION = re.compile(r"^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$")
@@ -64,7 +65,7 @@ def parse_custom(key: str, raw: Any) -> tuple[Adapter, ...]:
 
 def parse_incremental_gate(key: str, raw: Any) -> bool | None:
     """Whether KubeRay's RayServiceIncrementalUpgrade feature gate is on in the cluster (true, false, or null for
-    not declared): the operator's process flag, which the reactor cannot read (builtin `ray_service_forbidden`)."""
+    not declared): the operator's process flag, which the reactor cannot read (ray.py `RayServiceAdapter.forbidden`)."""
     if raw is None or isinstance(raw, bool):
         return raw
     raise ConfigError(key, f"expected true, false or null (KubeRay's RayServiceIncrementalUpgrade gate), got {raw!r}")
@@ -74,9 +75,9 @@ def enabled(builtin: tuple[str, ...], custom: tuple[Adapter, ...], *,
             ray_incremental_gate: bool | None = None) -> tuple[Adapter, ...]:
     """The enabled adapters; the RayService adapter told what the policy declares of KubeRay's gate."""
     def configured(adapter: Adapter) -> Adapter:
-        if adapter.kind != "RayService" or ray_incremental_gate is None:
+        if not isinstance(adapter, RayServiceAdapter) or ray_incremental_gate is None:
             return adapter
-        return dataclasses.replace(adapter, forbidden=lambda obj: ray_service_forbidden(obj, ray_incremental_gate))
+        return dataclasses.replace(adapter, incremental_gate=ray_incremental_gate)
     return tuple(configured(a) for a in BUILTIN if a.kind in builtin) + custom
 
 
@@ -94,14 +95,13 @@ def _adapter(key: str, entry: Any) -> Adapter:
     if replicas is not None and replicas[1] != spec_path[1]:
         raise ConfigError(f"{key}.replicas", f"must lie under spec.{spec_path[1]} like podSpec (one subtree is "
                                              f"written whole by a merge patch)")
-    part = Part("", spec_path, replicas)
-    return Adapter(kind, _text(key, entry, "group", _GROUP, "an API group (a DNS subdomain with a dot)"),
-                   _text(key, entry, "version", _VERSION, "an API version such as v1 or v1beta2"),
-                   _text(key, entry, "plural", _PLURAL, "the lowercase plural resource name"),
-                   _children(f"{key}.children", entry.get("children")), lambda obj: (part,),
-                   owner_label=_owner_label(f"{key}.ownerLabel", entry.get("ownerLabel")),
-                   names_child=_child_name(f"{key}.childName", entry.get("childName")),
-                   rollout=_generic_rollout)
+    return CustomAdapter(kind, _text(key, entry, "group", _GROUP, "an API group (a DNS subdomain with a dot)"),
+                         _text(key, entry, "version", _VERSION, "an API version such as v1 or v1beta2"),
+                         _text(key, entry, "plural", _PLURAL, "the lowercase plural resource name"),
+                         _children(f"{key}.children", entry.get("children")),
+                         owner_label=_owner_label(f"{key}.ownerLabel", entry.get("ownerLabel")),
+                         template=Part("", spec_path, replicas),
+                         child_name=_child_name(f"{key}.childName", entry.get("childName")))
 
 
 def _text(key: str, entry: Mapping[str, Any], name: str, pattern: re.Pattern[str], what: str) -> str:
@@ -131,14 +131,14 @@ def _children(key: str, raw: Any) -> frozenset[str]:
     return frozenset(raw)
 
 
-def _child_name(key: str, raw: Any) -> Callable[[Obj, str, Obj], str | None] | None:
+def _child_name(key: str, raw: Any) -> str | None:
     """The declared naming rule, or None: the adapter's links are then believed for recommendations only."""
     if raw is None:
         return None
     if not isinstance(raw, str) or not _CHILD_NAME.match(raw) or raw.count("{owner}") != 1 or len(raw) > 200:
         raise ConfigError(key, f"expected the child's name with {{owner}} for the resource's name, such as "
                                f"'{{owner}}' or '{{owner}}-workers', got {raw!r}")
-    return naming.by_pattern(raw)
+    return raw
 
 
 def _owner_label(key: str, raw: Any) -> str:
@@ -147,12 +147,3 @@ def _owner_label(key: str, raw: Any) -> str:
     if not isinstance(raw, str) or not _LABEL.match(raw):
         raise ConfigError(key, f"expected a label key, got {raw!r}")
     return raw
-
-
-def _generic_rollout(obj: Obj, child: Obj | None) -> str:
-    """A resource the reactor knows nothing of: its observedGeneration where it has one, and its child's rollout."""
-    generation = int((obj.get("metadata") or {}).get("generation", 0))
-    observed = (obj.get("status") or {}).get("observedGeneration")
-    if isinstance(observed, int) and observed < generation:
-        return f"the operator observed generation {observed} of {generation}"
-    return child_rollout(child)

@@ -16,11 +16,10 @@ and Knative never lets a Revision change. Pure: the objects come from a `fetch` 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from reactor.core.ownership import ControllerRef, controller_ref
-from reactor.integrations.adapters.base import Obj, read
+from reactor.integrations.adapters.base import Climb, Obj, read
 
 GROUP, VERSION = "serving.knative.dev", "v1"
 SERVICE_KIND = "Service.serving.knative.dev"  # a GroupKind as Kubernetes spells it, never the core Service
@@ -38,17 +37,6 @@ COMPONENT_LABEL = "component"  # KServe's label on the Knative Service naming th
 Fetch = Callable[[str, str], Obj | None]  # (plural, name) in the pod's namespace → the object, None if absent
 
 
-@dataclass(frozen=True, slots=True)
-class Chain:
-    """Where the walk from a Revision's Deployment ended: the Knative Service and its controller reference, or
-    why a hop was not believed (`failure`, naming the object it stopped at)."""
-
-    service: Obj | None = None
-    above: ControllerRef | None = None
-    failure: str = ""
-    stopped_at: tuple[str, str] = ("", "")  # (kind, name) of the hop that was not believed
-
-
 def is_revision_ref(child_kind: str, ref: ControllerRef) -> bool:
     """A Deployment controlled by a Knative Revision (by group, not the kind's name alone)."""
     return child_kind == "Deployment" and ref.kind == "Revision" and ref.group == GROUP
@@ -60,7 +48,7 @@ def is_service(obj: Obj | None) -> bool:
         obj.get("kind") == "Service"
 
 
-def walk(deployment: Obj, ref: ControllerRef, fetch: Fetch) -> Chain:
+def walk(deployment: Obj, ref: ControllerRef, fetch: Fetch) -> Climb:
     """Deployment → Revision → Configuration → Knative Service, every hop believed by uid and Knative's labels."""
     child: Obj = deployment
     up: ControllerRef | None = ref
@@ -68,16 +56,16 @@ def walk(deployment: Obj, ref: ControllerRef, fetch: Fetch) -> Chain:
         name = str((child.get("metadata") or {}).get("name", ""))
         if up is None or up.kind != kind or up.group != GROUP:
             found = f"{up.kind} ({up.api_version})" if up else "no controller"
-            return Chain(failure=f"{child_kind} {name}: its controller is {found}, not Knative's {kind}",
+            return Climb(failure=f"{child_kind} {name}: its controller is {found}, not Knative's {kind}",
                          stopped_at=(child_kind, name))
         owner = fetch(plural, up.name)
         if owner is None:
-            return Chain(failure=f"{child_kind} {name}: its {kind} {up.name} is gone", stopped_at=(kind, up.name))
+            return Climb(failure=f"{child_kind} {name}: its {kind} {up.name} is gone", stopped_at=(kind, up.name))
         failure = hop_failure(child_kind, child, up, owner, name_label, uid_label)
         if failure is not None:
-            return Chain(failure=f"{child_kind} {name}: {failure}", stopped_at=(kind, up.name))
+            return Climb(failure=f"{child_kind} {name}: {failure}", stopped_at=(kind, up.name))
         child, up = owner, controller_ref(owner)
-    return Chain(service=child, above=up)
+    return Climb(top=child, top_kind=SERVICE_KIND, above=up)
 
 
 def hop_failure(child_kind: str, child: Obj, ref: ControllerRef, owner: Obj, name_label: str,

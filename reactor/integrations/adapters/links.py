@@ -30,9 +30,7 @@ def adapted_link_failure(adapter: Adapter, child_kind: str, child: Mapping[str, 
     for key, value in adapter.child_labels:
         if labels.get(key) != value:
             return f"the {child_kind} lacks the label {key}={value} the operator sets"
-    if adapter.names_child is not None:  # the owner's side: the name the operator gives it, or its record of it
-        return adapter.names_child(owner, child_kind, child)
-    return None
+    return adapter.names_child(owner, child_kind, child)  # the owner's side: the name it gives it, or its record
 
 
 def hop_failure(adapter: Adapter, child_kind: str, child: Mapping[str, Any], ref_name: str, ref_uid: str,
@@ -46,6 +44,4 @@ def hop_failure(adapter: Adapter, child_kind: str, child: Mapping[str, Any], ref
     theirs = ((owner.get("metadata") or {}).get("labels") or {}).get(adapter.owner_label)
     if not mine or mine != theirs:
         return f"{child_kind} and its owner {ref_name} do not carry the same {adapter.owner_label} label"
-    if adapter.names_hop is not None:
-        return adapter.names_hop(owner, child_kind, child)
-    return None
+    return adapter.names_hop(owner, child_kind, child)

@@ -10,7 +10,7 @@ child, None when it does; each cites the operator's code it mirrors. Pure: no I/
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from reactor.integrations.adapters.base import Obj, read
@@ -58,7 +58,7 @@ def isvc_other_children(owner: Obj, component: str) -> set[str]:
     """The other Deployments KServe v0.20.0 makes for the predictor, each with `component: predictor`: a canary's
     `<isvc>-<canary name>-predictor` (components/predictor.go reconcileCanaryDeployments, PredictorServiceName)
     and a multi-node predictor's workers `<isvc>-predictor-worker` (reconcileWorker, PredictorWorkerServiceName).
-    Confirmed so that their pods reach the predictor's refusal (builtin `_isvc_part_forbidden`) with its reason."""
+    Confirmed so that their pods reach the predictor's refusal (kserve.py `_isvc_part_forbidden`) with its reason."""
     if component != "predictor":
         return set()
     isvc, names = _name(owner), set()
@@ -169,11 +169,9 @@ def job_set(owner: Obj, child_kind: str, child: Obj) -> str | None:
     return None
 
 
-def by_pattern(pattern: str) -> Callable[[Obj, str, Obj], str | None]:
+def by_pattern(pattern: str, owner: Obj, child_kind: str, child: Obj) -> str | None:
     """A custom adapter's declared rule (`childName`): the child's name is `pattern` with `{owner}` replaced."""
-    def names(owner: Obj, child_kind: str, child: Obj) -> str | None:
-        expected = pattern.replace("{owner}", _name(owner))
-        if _name(child) != expected:
-            return f"the adapter's childName rule names that {child_kind} {expected}, not {_name(child)}"
-        return None
-    return names
+    expected = pattern.replace("{owner}", _name(owner))
+    if _name(child) != expected:
+        return f"the adapter's childName rule names that {child_kind} {expected}, not {_name(child)}"
+    return None

@@ -1,0 +1,154 @@
+"""The kinds the reactor reads workloads of, behind one interface (`WorkloadKind`): a built-in controller's kind
+(Deployment, StatefulSet, CronJob, a Job) read from its own spec and status, and an operator's resource read through
+its adapter (integrations/adapters). The view (view.py) makes one call on the kind, never a branch on which it is.
+
+Pure but for `child`, which lists through the reads it is handed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from reactor.cluster.adapted import adapted_workload
+from reactor.cluster.rollout import Progress, progress
+from reactor.cluster.workloads import gpu_count, to_workload
+from reactor.core.errors import PermanentError
+from reactor.core.model import PATCHABLE_KINDS, Workload, WorkloadRef
+from reactor.integrations.adapters import Adapter
+from reactor.integrations.adapters.base import read
+from reactor.state.annotations import read_state
+
+Obj = Mapping[str, Any]
+Lister = Callable[[str, str], list[dict[str, Any]]]
+# The children an operator runs its resource as that are looked up to follow a rollout: built-in kinds with a pod
+# template and a controller's status (a Knative Service or a RayCluster is read by the resource's own status).
+_CHILD_KINDS = ("Deployment", "StatefulSet")
+
+
+class WorkloadKind(Protocol):
+    """How the workloads of one kind are read, and how far their rollout has got."""
+
+    def changeable(self) -> bool:
+        """A kind the reactor may change (and so may have changed)."""
+        ...
+
+    def workload(self, obj: Obj, *, part: str, child: Obj | None, via: WorkloadRef | None) -> Workload:
+        """The workload as read, before Kueue's view and the state's authentication."""
+        ...
+
+    def part_of(self, obj: Obj) -> str:
+        """Which template the reactor's pending change is on ("" for one template)."""
+        ...
+
+    def child(self, obj: Obj, lister: Lister) -> dict[str, Any] | None:
+        """The Deployment or StatefulSet the workload runs as, where that is another object; None otherwise."""
+        ...
+
+    def progress(self, obj: Obj, workload: Workload, child: Obj | None) -> Progress:
+        """How far the workload's rollout has got."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltinKind:
+    """A kind a Kubernetes controller runs: its template and rollout are its own (workloads.py, rollout.py)."""
+
+    kind: str
+    gpu_resource: str
+
+    def changeable(self) -> bool:
+        return self.kind in PATCHABLE_KINDS
+
+    def workload(self, obj: Obj, *, part: str, child: Obj | None, via: WorkloadRef | None) -> Workload:
+        return to_workload(obj, self.kind, self.gpu_resource, via=via)
+
+    def part_of(self, obj: Obj) -> str:
+        return ""
+
+    def child(self, obj: Obj, lister: Lister) -> dict[str, Any] | None:
+        return None  # its pods are its own controller's: there is nothing between to follow
+
+    def progress(self, obj: Obj, workload: Workload, child: Obj | None) -> Progress:
+        return progress(obj, self.kind)
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorKind:
+    """An operator's kind, read through its adapter: one part of the resource, the child the operator runs it as."""
+
+    adapter: Adapter
+    gpu_resource: str
+
+    def changeable(self) -> bool:
+        return True
+
+    def workload(self, obj: Obj, *, part: str, child: Obj | None, via: WorkloadRef | None) -> Workload:
+        """PermanentError when the resource has no template `part` (any more)."""
+        found = adapted_workload(self.adapter, obj, part, self.gpu_resource, child=child, via=via)
+        if found is None:
+            meta = obj.get("metadata") or {}
+            raise PermanentError(f"{self.adapter.kind} {meta.get('namespace')}/{meta.get('name')} has no pod "
+                                 f"template {part!r} any more")
+        return found
+
+    def part_of(self, obj: Obj) -> str:
+        """The part recorded with the verification, else the one holding the container the last action changed,
+        else the first."""
+        meta = obj.get("metadata") or {}
+        state = read_state({k: v for k, v in (meta.get("annotations") or {}).items() if isinstance(v, str)})
+        parts = self.adapter.parts(obj)
+        names = [p.name for p in parts]
+        if state.verification is not None and state.verification.part in names:
+            return state.verification.part
+        container = state.last_action.container if state.last_action is not None else None
+        for p in parts:
+            containers = read(obj, (*p.spec_path, "containers")) or []
+            if any(isinstance(c, Mapping) and c.get("name") == container for c in containers) \
+                    or (p.model is not None and p.model[0] == container):
+                return p.name
+        return names[0] if names else ""
+
+    def child(self, obj: Obj, lister: Lister) -> dict[str, Any] | None:
+        """The Deployment or StatefulSet the operator runs its resource as (controller reference to its uid), or
+        None: another kind of child, or none yet."""
+        meta = obj.get("metadata") or {}
+        uid, namespace = meta.get("uid"), str(meta.get("namespace") or "")
+        if not uid:
+            return None
+        for child_kind in _CHILD_KINDS:
+            if child_kind not in self.adapter.children:
+                continue
+            for candidate in lister(child_kind, namespace):
+                refs = (candidate.get("metadata") or {}).get("ownerReferences") or []
+                if any(isinstance(r, Mapping) and r.get("controller") and r.get("uid") == uid for r in refs):
+                    return candidate
+        return None
+
+    def progress(self, obj: Obj, workload: Workload, child: Obj | None) -> Progress:
+        """The adapter's rollout reader, and, where the child is known, that the operator carried the last change
+        to the child's template at all (until it does, nothing of the change runs: the child's own rollout says
+        nothing about it)."""
+        carried = _not_carried(workload, child, self.gpu_resource) if child else ""
+        trouble = self.adapter.rollout(obj, child) or carried
+        return Progress(not trouble, trouble)
+
+
+def _not_carried(workload: Workload, child: Obj, gpu_resource: str) -> str:
+    """Why the child's pod template does not show the last action yet ("" when it does, or cannot say)."""
+    last = workload.state.last_action
+    template = (((child.get("spec") or {}).get("template") or {}).get("spec") or {})
+    if last is None or not template:
+        return ""
+    name = f"{child.get('kind')} {(child.get('metadata') or {}).get('name')}"
+    if last.action == "resize-gpu" and last.container is not None:
+        for c in template.get("containers") or []:
+            if isinstance(c, Mapping) and c.get("name") == last.container:
+                has = gpu_count(c.get("resources"), gpu_resource)
+                if str(has) != str(last.to_value):
+                    return f"the operator has not carried the change to {name} yet ({last.container}: {has} GPUs)"
+    if last.action == "set-priority" and not workload.queue and template.get("priorityClassName") != last.to_value:
+        return f"the operator has not carried the change to {name} yet (priorityClassName " \
+               f"{template.get('priorityClassName')!r})"
+    return ""

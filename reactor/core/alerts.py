@@ -1,0 +1,97 @@
+"""Immutable values of what Alertmanager delivers: the alert names the reactor understands, an alert, a
+notification. Data only (re-exported by model.py, where every layer finds the shared values).
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+
+class AlertName(enum.StrEnum):
+    """The alert names the rules emit and the reactor understands."""
+
+    UNDERUTILIZED = "GPUUnderutilized"
+    IDLE = "GPUIdle"
+    SATURATED = "GPUSaturated"
+    MEMORY_SATURATED = "GPUMemorySaturated"
+    METRICS_MISSING = "GPUMetricsMissing"
+    STARVED_BY_CPU = "GPUStarvedByCPU"
+    NEAR_MEMORY_LIMIT = "GPUContainerNearMemoryLimit"
+
+
+KNOWN_ALERTS = frozenset(a.value for a in AlertName)
+# What `reactor doctor --send-test-alert` posts through Alertmanager to prove the route ends here: counted in
+# reactor_alerts_received_total under its own name and answered with the `test-alert` skip, never acted on.
+TEST_ALERT = "GPUReactorTestAlert"
+
+
+class Status(enum.StrEnum):
+    """An alert's (and a notification's) status, as Alertmanager spells it."""
+
+    FIRING = "firing"
+    RESOLVED = "resolved"
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """One alert of an Alertmanager v4 notification, with the workload labels already picked.
+
+    `namespace`, `pod` and `container` prefer the `exported_*` spelling: when the
+    exporter's own target labels were kept, the plain ones name the exporter.
+    """
+
+    name: str
+    status: Status
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    starts_at: datetime
+    ends_at: datetime | None
+    fingerprint: str
+    generator_url: str = ""
+    namespace: str | None = None
+    pod: str | None = None
+    container: str | None = None
+    value: float | None = None  # measured utilization, 0-1 ratio
+    gpus: int | None = None
+    idle_gpus: int | None = None
+    # The container's CPU throttling ratio (0-1) from the `cpu_throttling` annotation; None when absent
+    # or "unknown". `cpu_unknown`: the rules measure CPU but had no cAdvisor series (never "not throttled").
+    cpu_throttling: float | None = None
+    cpu_unknown: bool = False
+
+    @property
+    def firing(self) -> bool:
+        return self.status == Status.FIRING
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """Identity of one firing: the fingerprint alone repeats when the alert fires again."""
+        return (self.fingerprint, iso(self.starts_at))
+
+
+def iso(moment: datetime) -> str:
+    """`moment.isoformat()`, remembered: the alerts of a notification share a few startsAt, each spelled per alert
+    (its key, its outcome). Keyed with the offset too: equal instants in two offsets are spelled differently."""
+    return _iso(moment, moment.utcoffset())
+
+
+@functools.lru_cache(maxsize=1024)
+def _iso(moment: datetime, _offset: timedelta | None) -> str:
+    return moment.isoformat()
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    """One webhook request body."""
+
+    version: str
+    group_key: str
+    status: Status
+    receiver: str
+    truncated_alerts: int
+    alerts: tuple[Alert, ...]
+    external_url: str = ""

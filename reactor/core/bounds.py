@@ -1,0 +1,104 @@
+"""Immutable values of what a namespace allows: ResourceQuota lines with their scopes, LimitRange bounds, for the
+GPU resource and for CPU and memory. Data only (re-exported by model.py, where every layer finds the shared values).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeTerm:
+    """One requirement of a ResourceQuota's scope: a `spec.scopes` entry reads as `Exists` on that scope, a
+    `scopeSelector` expression as written (`PriorityClass In [high-priority-gpu]`)."""
+
+    scope: str  # "PriorityClass" | "BestEffort" | "NotBestEffort" | "Terminating" | "NotTerminating" | ...
+    operator: str = "Exists"  # "In" | "NotIn" | "Exists" | "DoesNotExist"
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    """One ResourceQuota's line for the GPU resource: it counts and limits only the pods all its terms match."""
+
+    name: str
+    hard: int
+    used: int = 0
+    scopes: tuple[ScopeTerm, ...] = ()
+
+    @property
+    def headroom(self) -> int:
+        return self.hard - self.used
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """What the namespace allows, per container and in total (GPU resource only)."""
+
+    min_gpus: int | None = None  # LimitRange min (Container type)
+    max_gpus: int | None = None  # LimitRange max (Container type)
+    pod_min_gpus: int | None = None  # LimitRange min (Pod type): of the pod's sum (policy/pod.py)
+    pod_max_gpus: int | None = None  # LimitRange max (Pod type)
+    quotas: tuple[Quota, ...] = ()  # every ResourceQuota with a requests.<gpu> line, by name
+    # The class admission gives a pod that names none (the globalDefault PriorityClass), when it matters.
+    default_priority_class: str | None = None
+    # A LimitRange fills cpu or memory into every container: no pod of the namespace is BestEffort.
+    defaults_compute: bool = False
+
+    def reserving(self, reserved: Mapping[str, int]) -> Bounds:
+        """These bounds with the GPUs earlier actions of the same notification took, quota by quota (by name):
+        `status.used` shows them only once their pods exist."""
+        if not any(reserved.get(q.name) for q in self.quotas):
+            return self
+        quotas = tuple(replace(q, used=q.used + reserved.get(q.name, 0)) for q in self.quotas)
+        return replace(self, quotas=quotas)
+
+
+@dataclass(frozen=True, slots=True)
+class ComputeQuota:
+    """One ResourceQuota's CPU or memory line, in the resource's unit (millicores, bytes): `requests.cpu` (also
+    spelled `cpu`) or `limits.cpu`; `requests.memory` (also `memory`) or `limits.memory`. Like a GPU `Quota`, it
+    counts and limits only the pods all its scope terms match."""
+
+    name: str
+    resource: str  # "requests.cpu" | "cpu" | "limits.cpu" | "requests.memory" | "memory" | "limits.memory"
+    hard: int
+    used: int = 0
+    scopes: tuple[ScopeTerm, ...] = ()
+
+    @property
+    def headroom(self) -> int:
+        return self.hard - self.used
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What a reservation is kept under: one quota may limit requests and limits apart."""
+        return self.name, self.resource
+
+
+@dataclass(frozen=True, slots=True)
+class ComputeBounds:
+    """What the namespace allows for one compute resource (CPU in millicores, memory in bytes): LimitRange
+    min/max and maxLimitRequestRatio per container, and every line of every ResourceQuota for it with its scope.
+
+    Kept apart from `Bounds` (the GPU's) so the CPU half adds to the quota math, never reshapes it.
+    """
+
+    lowest: int | None = None  # LimitRange min (Container type)
+    highest: int | None = None  # LimitRange max (Container type)
+    max_ratio: float | None = None  # LimitRange maxLimitRequestRatio (Container type): limit / request at most
+    # The same three of `type: Pod` items, against the pod's summed requests and limits (policy/pod.py).
+    pod_lowest: int | None = None
+    pod_highest: int | None = None
+    pod_max_ratio: float | None = None
+    quotas: tuple[ComputeQuota, ...] = ()  # by quota name, then resource
+
+    def reserving(self, reserved: Mapping[tuple[str, str], int]) -> ComputeBounds:
+        """These bounds with the amounts earlier actions of the same notification took, line by line: an
+        in-place resize shows in `status.used` only once the quota controller recounts (and the reactor reads
+        each namespace's quotas once per notification)."""
+        if not any(reserved.get(q.key) for q in self.quotas):
+            return self
+        quotas = tuple(replace(q, used=q.used + reserved.get(q.key, 0)) for q in self.quotas)
+        return replace(self, quotas=quotas)

@@ -1,0 +1,157 @@
+"""KServe InferenceService v1beta1: the predictor is a pod spec (spec.predictor.containers, priorityClassName) with
+minReplicas/maxReplicas, and the transformer and explainer where the resource has them; in raw deployment mode
+KServe runs each as a Deployment, in serverless mode as a Knative Service (knative.py). Follows the operator's
+published CRD (tests/fixtures/crds). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from reactor.core.ownership import ControllerRef
+from reactor.integrations.adapters import knative, naming
+from reactor.integrations.adapters.base import Adapter, Climb, Fetch, Obj, Part, read
+from reactor.integrations.adapters.status import TEMPLATE_FIELDS, child_rollout, not_ready
+
+ISVC_COMPONENTS = naming.ISVC_COMPONENTS  # KServe's `component` label on each one's pods
+# kserve v0.20.0 pkg/apis/serving/v1beta1/predictor.go PredictorSpec.GetImplementations: the framework fields, in
+# the order KServe looks for them, then `model`; a plain `containers` list (custom predictor) comes after.
+ISVC_IMPLEMENTATIONS = ("xgboost", "pytorch", "triton", "sklearn", "tensorflow", "onnx", "pmml", "lightgbm",
+                        "paddle", "huggingface", "model")
+
+
+def isvc_implementations(obj: Obj) -> tuple[str, ...]:
+    """The predictor's implementation fields present (PredictorSpec.GetImplementations, containers aside)."""
+    predictor = read(obj, ("spec", "predictor"))
+    if not isinstance(predictor, Mapping):
+        return ()
+    return tuple(f for f in ISVC_IMPLEMENTATIONS if isinstance(predictor.get(f), Mapping))
+
+
+ISVC_FIELDS = (*TEMPLATE_FIELDS, "scale-replicas")
+
+
+def isvc_mode(obj: Obj) -> str:
+    """KServe's deployment mode for the resource: kserve v0.20.0 controllers/v1beta1/inferenceservice/utils
+    GetDeploymentMode: status.deploymentMode first, then the serving.kserve.io/deploymentMode annotation (legacy
+    RawDeployment read as Standard, Serverless as Knative); "" where neither says (the cluster's default)."""
+    raw = read(obj, ("status", "deploymentMode")) or \
+        ((obj.get("metadata") or {}).get("annotations") or {}).get("serving.kserve.io/deploymentMode")
+    return {"RawDeployment": "Standard", "Serverless": "Knative"}.get(str(raw or ""), str(raw or ""))
+
+
+def _isvc_part_forbidden(obj: Obj, part: Part, gpu_resource: str) -> dict[str, str]:
+    """What KServe v0.20.0 would not carry to the component's pods the way the reactor's plan says, per part:
+
+    - a multi-node predictor (`workerSpec`): createRawDeployment sets the head's and the workers' GPUs from the
+      tensor and pipeline parallelism sizes (addGPUResourceToDeployment) and the worker Deployment's replicas
+      itself (createRawWorkerDeployment); a priority would reach the head only;
+    - `spec.canary` (Standard mode): reconcileCanaryDeployments builds every canary Deployment from the stable
+      predictor merged with the canary's (buildCanaryPredictor) and splits minReplicas with them
+      (canaryReplicaCount): a predictor change lands on the canaries too, which the reactor does not model;
+    - `canaryTrafficPercent` below 100 in Knative mode once a revision has rolled out: ksvc_reconciler.go
+      NewKsvcReconciler keeps the last rolled-out revision serving the rest of the traffic with the old template,
+      so the change reaches only the canary revision and both revisions hold GPUs until someone promotes it;
+    - more than one implementation: KServe's webhook refuses it (validateExactlyOneImplementation);
+    - a `model` (or framework field) without the GPU: KServe merges the ServingRuntime's kserve-container under it
+      (utils MergeServingRuntimeAndInferenceServiceSpecs / MergeRuntimeContainers), so the pods' GPUs are the
+      runtime's; one written here would override the runtime's and a revert could not restore it."""
+    name = part.name
+    if name == "predictor":
+        if isinstance(read(obj, ("spec", "predictor", "workerSpec")), Mapping):
+            why = ("a multi-node predictor (spec.predictor.workerSpec): KServe sets its head's and workers' GPUs "
+                   "from the tensor and pipeline parallelism sizes and the workers' replicas itself "
+                   "(createRawDeployment), over what the spec says")
+            return {f: why for f in ISVC_FIELDS}
+        canaries = read(obj, ("spec", "canary"))
+        if isinstance(canaries, list) and canaries:
+            named = ", ".join(str(read(c, ("predictor", "name")) or "?") for c in canaries)
+            why = (f"it has canaries (spec.canary: {named}): KServe builds each canary Deployment from the predictor "
+                   f"merged with the canary's and splits minReplicas with them (components/predictor.go "
+                   f"buildCanaryPredictor, canaryReplicaCount), so a predictor change also changes the canaries; "
+                   f"promote or remove them first")
+            return {f: why for f in ISVC_FIELDS}
+    percent = read(obj, ("spec", name, "canaryTrafficPercent"))
+    rolled = read(obj, ("status", "components", name, "latestRolledoutRevision"))
+    if isinstance(percent, int) and percent < 100 and rolled and isvc_mode(obj) not in ("Standard", "ModelMesh"):
+        why = (f"the {name} has canaryTrafficPercent {percent}: KServe routes only {percent}% to the new Knative "
+               f"revision and keeps revision {rolled} serving the rest with the old template (ksvc_reconciler.go "
+               f"NewKsvcReconciler), so the change would reach only the canary while both revisions hold GPUs; "
+               f"promote it (canaryTrafficPercent 100 or unset) first")
+        return {f: why for f in ISVC_FIELDS}
+    if name != "predictor":
+        return {}
+    implementations = isvc_implementations(obj)
+    if len(implementations) > 1:
+        why = (f"the predictor sets {' and '.join(implementations)}: KServe's webhook refuses more than one "
+               f"implementation (validateExactlyOneImplementation)")
+        return {f: why for f in ISVC_FIELDS}
+    if implementations and part.model is not None:
+        resources = read(obj, (*part.model[1], "resources")) or {}
+        declared = any(isinstance(resources.get(k), Mapping) and gpu_resource in resources[k]
+                       for k in ("limits", "requests"))
+        if not declared:
+            runtime = (read(obj, ("status", "servingRuntimeName")) or read(obj, ("status", "clusterServingRuntimeName"))
+                       or read(obj, (*part.model[1], "runtime")) or "the one KServe selects for its model format")
+            return {"resize-gpu": f"the predictor's {implementations[0]} sets no {gpu_resource}: its GPUs come from "
+                                  f"ServingRuntime {runtime} (KServe merges the runtime's kserve-container under it, "
+                                  f"MergeRuntimeContainers); change them there, or declare them on the predictor"}
+    return {}
+
+
+class InferenceServiceAdapter(Adapter):
+    """The predictor, transformer and explainer; run as Deployments (raw mode) or Knative Services (serverless
+    mode), whose chain of Knative objects the adapter walks itself (`climb`, knative.py)."""
+
+    # KServe copies the resource's annotations into the pods' template: the reactor's state lives on a Lease.
+    state_apart: ClassVar[bool] = True
+
+    def parts(self, obj: Obj) -> tuple[Part, ...]:
+        """The predictor, and the transformer and explainer where the resource has them: each a pod spec with
+        min/maxReplicas (v1beta1 ComponentExtensionSpec). KServe runs the predictor's implementation (`model`, or a
+        framework field such as `sklearn`: each a PredictorExtensionSpec with an inline container) as kserve-container
+        (components/predictor.go buildPredictorResources); a custom predictor is its `containers` list."""
+        parts = []
+        implementations = isvc_implementations(obj)
+        for name in ISVC_COMPONENTS:
+            if name != "predictor" and not isinstance(read(obj, ("spec", name)), Mapping):
+                continue
+            model = None
+            if name == "predictor" and implementations:
+                model = ("kserve-container", ("spec", "predictor", implementations[0]))
+            parts.append(Part(name, ("spec", name), ("spec", name, "minReplicas"), ("spec", name, "maxReplicas"),
+                              model=model))
+        return tuple(parts)
+
+    def rollout(self, obj: Obj, child: Obj | None) -> str:
+        """Raw deployment mode: the component's Deployment; serverless mode: its Knative revisions (knative.py)."""
+        # Not the resource's status.observedGeneration: KServe copies the Deployment's (or Knative Service's) own
+        # counter there (PropagateRawStatus / PropagateStatus), unrelated to the InferenceService's generation.
+        behind = not_ready(obj)
+        if behind or child is None:
+            return behind
+        return knative.rollout(obj, child) if knative.is_service(child) else child_rollout(child)
+
+    def refusals(self, obj: Obj, part: Part, gpu_resource: str) -> dict[str, str]:
+        return {**Adapter.refusals(self, obj, part, gpu_resource), **_isvc_part_forbidden(obj, part, gpu_resource)}
+
+    def surge(self, obj: Obj, replicas: int, *, child: Obj | None, child_surge: int) -> int:
+        """Serverless mode: a template change makes a new Knative Revision, which starts every replica beside the
+        old one; raw mode: the Deployment's maxSurge."""
+        return replicas if knative.is_service(child) else child_surge
+
+    def names_child(self, owner: Obj, child_kind: str, child: Obj) -> str | None:
+        return naming.inference_service(owner, child_kind, child)
+
+    def climb(self, child_kind: str, child: Obj, ref: ControllerRef, fetch: Fetch) -> Climb | None:
+        """A Revision's Deployment: up Knative's chain to the Knative Service (knative.walk)."""
+        if not knative.is_revision_ref(child_kind, ref):
+            return None
+        return knative.walk(child, ref, lambda plural, name: fetch(knative.GROUP, knative.VERSION, plural, name))
+
+
+INFERENCE_SERVICE = InferenceServiceAdapter("InferenceService", "serving.kserve.io", "v1beta1", "inferenceservices",
+                                            frozenset({"Deployment", knative.SERVICE_KIND}),
+                                            owner_label="serving.kserve.io/inferenceservice", part_label="component",
+                                            reads=tuple((knative.GROUP, p) for p in knative.PLURALS))
