@@ -23,7 +23,6 @@ LARGE_CLASSES = {
 }
 LONG_MODULES = {
     "cluster/kube/gateway.py": "the gateway's verbs (above)",
-    "core/model.py": "to split: the values of every stage in one module; Workload's operator facts move out",
 }
 
 
