@@ -9,7 +9,7 @@ the waiting list, not the donor's sealed record: `recover` finds the donors it l
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from reactor.cluster.cache import Miss, Store
@@ -36,6 +36,7 @@ class GiveBacks:
         self.policy, self.metrics, self.decider, self.readers = policy, metrics, decider, readers
         self.owners, self.locks, self.waitlist, self.cache = owners, locks, waitlist, cache
         self._given_up: set[tuple[WorkloadRef, str, datetime]] = set()  # see `recover`
+        self._next_scan = datetime.min.replace(tzinfo=UTC)  # without the watch cache: the next LIST (`_marked`)
 
     def give_back(self, waiting: Waiting, now: datetime) -> bool:
         """The receiver could not grow by the deadline: the donor gets back what it gave."""
@@ -78,35 +79,49 @@ class GiveBacks:
     def recover(self, now: datetime) -> list[Waiting]:
         """Donors a restart left behind: the rebalancer's list is in memory, the donor's sealed record is not.
 
-        From the watch cache, in memory (no request; without the cache nothing is recovered): a workload whose
+        From the watch cache, in memory (no request), or without it from a LIST every `verify.timeout`: a workload whose
         authenticated `rebalance` record says it gave, longer than `verify.timeout` ago, that no waiting step names,
         and whose receiver is gone, is another object now, or holds no authenticated record of receiving from this
         donor — its growth never came. Each is given back as a growth that timed out here would be (the same
         `decide_given_back`, every rail), tried until another `verify.timeout` has passed, then given up (counted
         `not-restored`) and not picked again in this process. A receiver the cache cannot say about waits a pass.
         """
-        if self.cache is None:
-            return []
         busy = {w.donor for w in self.waitlist.waiting()}
+        reader = self.readers.new()
         found: list[Waiting] = []
-        for kind in sorted(PATCHABLE_KINDS):
-            for obj in self.cache.select(kind, _names_a_rebalance, containing=REBALANCE.encode()):
-                meta = obj.get("metadata") or {}
-                ref = WorkloadRef(kind, str(meta.get("namespace", "")), str(meta.get("name", "")))
-                if ref in busy or not self.policy.namespace_allowed(ref.namespace):
-                    continue
-                record = self.decider.view.workload(obj, kind).state.rebalance
-                if record is None or record.role != "donor" or now < record.since + self.policy.verify_timeout:
-                    continue
-                if (ref, record.uid, record.since) in self._given_up:
-                    continue
-                receiver = WorkloadRef(record.kind, ref.namespace, record.name)
-                if not self._never_received(receiver, record.uid, uid_of(obj)):
-                    continue
-                found.append(Waiting(GIVE_BACK, receiver, record.uid, "", _NO_SIGNAL, ref, "", _NO_SIGNAL,
-                                     record.gpus, record.quota, now + self.policy.verify_timeout,
-                                     since=record.since, donor_uid=uid_of(obj)))
+        for kind, obj in self._marked(reader, now):
+            meta = obj.get("metadata") or {}
+            ref = WorkloadRef(kind, str(meta.get("namespace", "")), str(meta.get("name", "")))
+            if ref in busy or not self.policy.namespace_allowed(ref.namespace):
+                continue
+            record = self.decider.view.workload(obj, kind).state.rebalance
+            if record is None or record.role != "donor" or now < record.since + self.policy.verify_timeout:
+                continue
+            if (ref, record.uid, record.since) in self._given_up:
+                continue
+            receiver = WorkloadRef(record.kind, ref.namespace, record.name)
+            if not self._never_received(reader, receiver, record.uid, uid_of(obj)):
+                continue
+            found.append(Waiting(GIVE_BACK, receiver, record.uid, "", _NO_SIGNAL, ref, "", _NO_SIGNAL,
+                                 record.gpus, record.quota, now + self.policy.verify_timeout,
+                                 since=record.since, donor_uid=uid_of(obj)))
         return found
+
+    def _marked(self, reader: Reader, now: datetime) -> list[tuple[str, dict[str, Any]]]:
+        """The workloads carrying a `rebalance` record (unauthenticated: candidates to read, no more). From the watch
+        cache, in memory, every pass; without it, listed from the API server — one LIST per kind and allowed
+        namespace (per kind where every namespace is allowed), at most once every `verify.timeout`, the longest a
+        donor owed waits anyway."""
+        if self.cache is not None:
+            return [(kind, obj) for kind in sorted(PATCHABLE_KINDS)
+                    for obj in self.cache.select(kind, _names_a_rebalance, containing=REBALANCE.encode())]
+        if now < self._next_scan:
+            return []
+        self._next_scan = now + self.policy.verify_timeout
+        allow = self.policy.allow
+        spaces = [""] if "*" in allow else sorted(set(allow) - set(self.policy.deny))
+        return [(kind, obj) for kind in sorted(PATCHABLE_KINDS) for namespace in spaces
+                for obj in reader.list_objects(kind, namespace) if _names_a_rebalance(obj)]
 
     def expired(self, waiting: Waiting, now: datetime) -> None:
         self.waitlist.forget_refusal(waiting)
@@ -116,15 +131,18 @@ class GiveBacks:
         log.warning("rebalance: the donor was not given back its GPUs in time", extra={
             "workload": str(waiting.donor), "receiver": str(waiting.receiver), "quota": waiting.quota})
 
-    def _never_received(self, receiver: WorkloadRef, receiver_uid: str, donor_uid: str) -> bool:
-        """Whether the receiver a donor's record names never took what it gave (False: it did, or the cache
-        cannot say yet). Read from the cache, its state authenticated."""
-        assert self.cache is not None
+    def _never_received(self, reader: Reader, receiver: WorkloadRef, receiver_uid: str, donor_uid: str) -> bool:
+        """Whether the receiver a donor's record names holds nothing of it now: it never grew, or its growth was
+        undone on its resolve (False: it holds it, or the cache cannot say yet). Read from the cache (else one
+        GET), its state authenticated."""
         if receiver.kind not in PATCHABLE_KINDS:
             return False  # an operator's resource is not cached: its restore comes with its resolve
-        obj = self.cache.lookup(receiver.kind, receiver.namespace, receiver.name)
-        if isinstance(obj, Miss):
-            return False
+        if self.cache is not None:
+            obj = self.cache.lookup(receiver.kind, receiver.namespace, receiver.name)
+            if isinstance(obj, Miss):
+                return False
+        else:
+            obj = reader.get(receiver.kind, receiver.namespace, receiver.name)
         if obj is None or uid_of(obj) != receiver_uid:
             return True  # gone, or another object under that name: nothing will ever restore the donor
         record = self.decider.view.workload(obj, receiver.kind).state.rebalance
