@@ -567,3 +567,34 @@ def test_a_restart_between_the_receivers_resolve_and_the_donors_restore_still_re
         second.flush_events()
         (given,) = _events(cluster, "RebalanceGivenBack")
         assert "its growth was undone on its resolve); found after a restart of the reactor" in given["message"]
+
+
+def test_a_resolve_delivered_twice_to_two_replicas_restores_the_donor_once(cluster: SimCluster,
+                                                                            token_file: Path) -> None:
+    """An HA pair of Alertmanagers delivers the receiver's resolve to both replicas; each also scans for donors
+    owed. The donor is restored once: one write, one Event, its record gone (the writes are conditional and the
+    give-back reads the donor's sealed record for this receiver, which the first restore removes)."""
+    _full(cluster)
+    first = _reactor(cluster, token_file, Source(_idle(cluster, "training")))
+    second = _reactor(cluster, token_file, Source([]))
+    _outcome(first, "inference")
+    cluster.settle()
+    assert first.service.rebalancer is not None and first.service.rebalancer.tick(utcnow()) == 0
+    cluster.settle()
+    assert (_replicas(cluster, "training"), _replicas(cluster, "inference")) == (1, 3)
+    body = first.alerts("GPUSaturated", "inference", "main", value=0.3, status="resolved")
+    answers = [r.post(body).get_json()["outcomes"][0] for r in (first, second)]
+    assert sorted((a["result"], a.get("action") or a.get("reason")) for a in answers) == [
+        ("applied", "revert"), ("skipped", "already-applied")], answers
+    cluster.settle()
+    later = utcnow() + timedelta(minutes=11)
+    for r in (first, second, first, second):
+        assert r.service.rebalancer is not None
+        r.service.rebalancer.tick(later)
+        cluster.settle()
+    assert (_replicas(cluster, "training"), _replicas(cluster, "inference"), _used(cluster)) == (2, 2, 8)
+    for r in (first, second):
+        r.flush_events()
+    restored = _events(cluster, "RebalanceRestored") + _events(cluster, "RebalanceGivenBack")
+    assert len(restored) == 1 and restored[0].get("count", 1) == 1, restored
+    assert REBALANCE not in cluster.get("deployments", NAMESPACE, "training")["metadata"]["annotations"]
