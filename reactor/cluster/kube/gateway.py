@@ -25,7 +25,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from reactor.cluster.capabilities import UNKNOWN, Capabilities
-from reactor.cluster.kube import routes, state_home
+from reactor.cluster.kube import routes
 from reactor.cluster.kube.failures import NotFound, backoff, retry_after, translate
 from reactor.cluster.kube.limiter import RateLimiter
 from reactor.cluster.kube.routes import MERGE, ROUTES, STRATEGIC
@@ -34,6 +34,7 @@ from reactor.config.settings import Kube
 from reactor.core.errors import ConfigError, ConflictError, PermanentError, ReactorError, TemporaryError
 from reactor.core.metrics import Metrics
 from reactor.integrations.adapters import Adapter
+from reactor.state import lease_home as state_home
 
 log = logging.getLogger(__name__)
 LIST_PAGE = 500  # objects per list page (client-go's pager default, tools/pager/pager.go defaultPageSize)
