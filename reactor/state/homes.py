@@ -84,8 +84,9 @@ class OnLease:
         meta = obj.get("metadata") or {}
         namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
         home = self.api.find_lease(namespace, lease_home.home_name(name))
-        self._versions.remember((namespace, name, str(meta.get("resourceVersion", ""))),
-                                _version_of(home) if lease_home.believed(home, obj) else "")
+        # The Lease's version whoever wrote it: a write from this read takes over a Lease it did not make (a namesake,
+        # a tenant's look-alike) conditionally, rather than failing to create one that exists.
+        self._versions.remember((namespace, name, str(meta.get("resourceVersion", ""))), _version_of(home))
         return lease_home.merged(obj, home)
 
     def store(self, resource: Resource, namespace: str, name: str, body: Obj) -> Obj:
