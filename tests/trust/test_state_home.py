@@ -173,3 +173,23 @@ def test_a_lease_deleted_by_another_team_does_not_block_the_revert(reactor: Reac
     assert (o["result"], o.get("action"), o.get("from"), o.get("to")) == ("applied", "revert", 5, 4), _why(o)
     assert _gpus(sim) == "4"
     assert "revert" in _reactors_own(sim, isvc)[LAST_ACTION]
+
+
+def test_the_verified_mark_takes_over_a_lease_another_team_rewrote(reactor: Reactor, sim: SimCluster,
+                                                                    isvc: dict[str, Any],
+                                                                    team_c: k8s.CoordinationV1Api) -> None:
+    """After the raise, team C rewrites the Lease: its own record, owned by another uid. The verifier still follows
+    the change (the ledger's copy says a verification is pending), and its mark — the record alone, conditional on
+    the Lease as read, whoever made it — replaces the Lease's contents and owner instead of failing every pass."""
+    _raise(reactor, sim)
+    team_c.patch_namespaced_lease(HOME, NAMESPACE, {"metadata": {"annotations": JUNK, "ownerReferences": [
+        {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "name": "llama",
+         "uid": "00000000-0000-0000-0000-000000000000"}]}}, _content_type="application/merge-patch+json")
+    assert [r["uid"] for r in sim.get("leases", NAMESPACE, HOME)["metadata"]["ownerReferences"]] == [
+        "00000000-0000-0000-0000-000000000000"]
+    verifier = reactor.service.verifier
+    assert verifier is not None
+    verifier.check_all()
+    record = _reactors_own(sim, isvc)
+    assert '"result":"verified"' in record["gpu-reactor.io/verification"], record
+    assert _gpus(sim) == "5"
