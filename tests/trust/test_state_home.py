@@ -193,3 +193,22 @@ def test_the_verified_mark_takes_over_a_lease_another_team_rewrote(reactor: Reac
     record = _reactors_own(sim, isvc)
     assert '"result":"verified"' in record["gpu-reactor.io/verification"], record
     assert _gpus(sim) == "5"
+
+
+def test_an_older_record_put_back_on_the_lease_does_not_block_the_revert(reactor: Reactor, sim: SimCluster,
+                                                                        isvc: dict[str, Any],
+                                                                        team_c: k8s.CoordinationV1Api) -> None:
+    """Team C keeps the Lease's record of a first raise (genuine: the reactor sealed it) and puts it back over a
+    later raise's. The resolve reverts the later raise from the ledger's copy (it used to be `stale-state`)."""
+    firing = _raise(reactor, sim)
+    saved = dict(team_c.read_namespaced_lease(HOME, NAMESPACE).metadata.annotations)
+    o = _post(reactor, firing, "resolved")
+    assert (o["result"], o.get("action")) == ("applied", "revert"), _why(o)
+    reconcile_isvc(sim, "llama")
+    firing = _raise(reactor, sim)
+    team_c.patch_namespaced_lease(HOME, NAMESPACE, {"metadata": {"annotations": saved}})
+    o = _post(reactor, firing, "resolved")
+    assert (o["result"], o.get("action"), o.get("from"), o.get("to")) == ("applied", "revert", 5, 4), _why(o)
+    assert _gpus(sim) == "4"
+    assert "revert" in _reactors_own(sim, isvc)[LAST_ACTION]
+    assert not reactor.metric("reactor_workload_skips_total", reason="stale-state")
