@@ -2,7 +2,11 @@
 rolling updates bounded by maxSurge (rounded up) and maxUnavailable (rounded down), and status.
 
 It scales ReplicaSets only (pods are the ReplicaSet controller's business) and, once a rollout is
-complete, deletes scaled-down ReplicaSets beyond `revisionHistoryLimit`.
+complete, deletes scaled-down ReplicaSets beyond `revisionHistoryLimit`. A rolling update follows
+kube-controller-manager's pkg/controller/deployment/rolling.go step by step (`_roll`): the new ReplicaSet is
+the one whose template equals the Deployment's (`FindNewReplicaSet`, `EqualIgnoreHash`), so a template put
+back to an older one (a rollback, the reactor's revert) makes that older ReplicaSet the new one again, and the
+unavailable pods of the others (a stalled raise's Pending pods) are removed first (`cleanupUnhealthyReplicas`).
 """
 
 from __future__ import annotations
@@ -53,16 +57,33 @@ def replica_sets(api: Api, deploy: Obj) -> list[Obj]:
 def sync(api: Api, deploy: Obj) -> None:
     rss = replica_sets(api, deploy)
     if not deploy["spec"].get("paused"):
-        template_key = template_hash(deploy["spec"]["template"])
-        new_rs = next((rs for rs in rss if rs["metadata"]["labels"].get(HASH_LABEL) == template_key), None)
+        new_rs = find_new(deploy, rss)
         old = [rs for rs in rss if new_rs is None or rs["metadata"]["uid"] != new_rs["metadata"]["uid"]]
         if new_rs is None:
-            new_rs = _create_rs(api, deploy, template_key, rss)
+            new_rs = _create_rs(api, deploy, template_hash(deploy["spec"]["template"]), rss)
         else:
             _refresh_new_rs(api, deploy, new_rs, old)
         _roll(api, deploy, new_rs, old)
     _write_status(api, deploy)
     _clean_up_history(api, deploy)
+
+
+def equal_ignore_hash(one: Obj, other: Obj) -> bool:
+    """EqualIgnoreHash (deployment/util/deployment_util.go): two pod templates alike but for the
+    `pod-template-hash` label."""
+    def bare(template: Obj) -> Obj:
+        out = copy.deepcopy(template)
+        labels = (out.get("metadata") or {}).get("labels")
+        if isinstance(labels, dict):
+            labels.pop(HASH_LABEL, None)
+        return out
+    return bare(one) == bare(other)
+
+
+def find_new(deploy: Obj, rss: list[Obj]) -> Obj | None:
+    """FindNewReplicaSet: the oldest ReplicaSet whose template equals the Deployment's; None if there is none."""
+    ordered = sorted(rss, key=lambda r: (r["metadata"].get("creationTimestamp", ""), r["metadata"]["name"]))
+    return next((rs for rs in ordered if equal_ignore_hash(rs["spec"]["template"], deploy["spec"]["template"])), None)
 
 
 def revision(rs: Obj) -> int:
@@ -103,8 +124,9 @@ def _clean_up_history(api: Api, deploy: Obj) -> None:
     current = api.store.get("deployments", deploy["metadata"]["namespace"], deploy["metadata"]["name"])
     if current is None or current["spec"].get("revisionHistoryLimit") is None or not _complete(current):
         return
-    key = template_hash(current["spec"]["template"])
-    old = [rs for rs in replica_sets(api, current) if rs["metadata"]["labels"].get(HASH_LABEL) != key]
+    rss = replica_sets(api, current)
+    new_rs = find_new(current, rss)
+    old = [rs for rs in rss if new_rs is None or rs["metadata"]["uid"] != new_rs["metadata"]["uid"]]
     excess = len(old) - int(current["spec"]["revisionHistoryLimit"])
     for rs in sorted(old, key=lambda r: (revision(r), r["metadata"]["creationTimestamp"]))[:max(0, excess)]:
         status = rs.get("status") or {}
@@ -131,11 +153,14 @@ def _create_rs(api: Api, deploy: Obj, key: str, existing: list[Obj]) -> Obj:
     return api.create(api.registry.by_plural("replicasets"), deploy["metadata"]["namespace"], rs)
 
 
-def _scale(api: Api, rs: Obj, replicas: int) -> None:
-    if int(rs["spec"].get("replicas", 0)) != replicas:
-        rs["spec"]["replicas"] = replicas
-        stored = api.controller_write("replicasets", _bump_generation(rs))
-        rs.update(stored)
+def _scale(api: Api, rs: Obj, replicas: int) -> bool:
+    """Whether it changed the ReplicaSet's replicas (scaleReplicaSetAndRecordEvent's `scaled`)."""
+    if int(rs["spec"].get("replicas", 0)) == replicas:
+        return False
+    rs["spec"]["replicas"] = replicas
+    stored = api.controller_write("replicasets", _bump_generation(rs))
+    rs.update(stored)
+    return True
 
 
 def _bump_generation(rs: Obj) -> Obj:
@@ -148,27 +173,91 @@ def _available(rs: Obj) -> int:
 
 
 def _roll(api: Api, deploy: Obj, new_rs: Obj, old: list[Obj]) -> None:
-    desired = int(deploy["spec"].get("replicas", 1))
-    surge, unavailable = surge_and_unavailable(deploy)
     if (deploy["spec"].get("strategy") or {}).get("type") == "Recreate":
+        desired = int(deploy["spec"].get("replicas", 1))
         for rs in old:
             _scale(api, rs, 0)
         if all(int((rs.get("status") or {}).get("replicas", 0)) == 0 for rs in old):
             _scale(api, new_rs, desired)
         return
-    total = sum(int(rs["spec"].get("replicas", 0)) for rs in [new_rs, *old])
-    room = desired + surge - total
-    new_count = int(new_rs["spec"].get("replicas", 0))
-    target = min(desired, new_count + max(room, 0)) if new_count < desired else desired
-    _scale(api, new_rs, target)
-    available = sum(_available(rs) for rs in [new_rs, *old])
-    can_remove = max(0, available - (desired - unavailable))
-    for rs in sorted(old, key=lambda r: r["metadata"]["creationTimestamp"]):
-        cut = min(int(rs["spec"].get("replicas", 0)), can_remove)
-        if cut:
-            _scale(api, rs, int(rs["spec"]["replicas"]) - cut)
-            can_remove -= cut
+    # rolloutRolling: scale the new ReplicaSet up if it may; only when it did not, scale the old ones down.
+    if not _reconcile_new(api, deploy, new_rs, old):
+        _reconcile_old(api, deploy, new_rs, [rs for rs in old if _replicas(rs)])  # FilterActiveReplicaSets
     _annotate_revision(api, deploy, new_rs)
+
+
+def _replicas(rs: Obj) -> int:
+    return int(rs["spec"].get("replicas", 0))
+
+
+def _reconcile_new(api: Api, deploy: Obj, new_rs: Obj, old: list[Obj]) -> bool:
+    """reconcileNewReplicaSet with NewRSNewReplicas: down to the desired count at once, up within maxSurge."""
+    desired, current = int(deploy["spec"].get("replicas", 1)), _replicas(new_rs)
+    if current == desired:
+        return False
+    if current > desired:
+        return _scale(api, new_rs, desired)
+    surge, _ = surge_and_unavailable(deploy)
+    pods = sum(_replicas(rs) for rs in [new_rs, *old])
+    if pods >= desired + surge:
+        return False
+    return _scale(api, new_rs, current + min(desired + surge - pods, desired - current))
+
+
+def _reconcile_old(api: Api, deploy: Obj, new_rs: Obj, old: list[Obj]) -> bool:
+    """reconcileOldReplicaSets: what may go (maxScaledDown = all pods − minAvailable − the new ReplicaSet's
+    unavailable pods) goes first from the old ReplicaSets' unavailable pods, then from their available ones while
+    more than minAvailable pods stay available."""
+    if not sum(_replicas(rs) for rs in old):
+        return False
+    desired = int(deploy["spec"].get("replicas", 1))
+    _, unavailable = surge_and_unavailable(deploy)
+    min_available = desired - min(unavailable, desired)  # MaxUnavailable: never more than the replicas
+    every = [new_rs, *old]
+    max_scaled_down = sum(_replicas(rs) for rs in every) - min_available - (_replicas(new_rs) - _available(new_rs))
+    if max_scaled_down <= 0:
+        return False
+    cleaned = _clean_up_unhealthy(api, old, max_scaled_down)
+    return cleaned + _scale_down_old(api, new_rs, old, min_available) > 0
+
+
+def _oldest_first(rss: list[Obj]) -> list[Obj]:
+    """ReplicaSetsByCreationTimestamp: by creation time, then name."""
+    return sorted(rss, key=lambda r: (r["metadata"].get("creationTimestamp", ""), r["metadata"]["name"]))
+
+
+def _clean_up_unhealthy(api: Api, old: list[Obj], most: int) -> int:
+    """cleanupUnhealthyReplicas: each old ReplicaSet loses its unavailable replicas (the ReplicaSet controller
+    deletes not-ready pods first), `most` in all."""
+    done = 0
+    for rs in _oldest_first(old):
+        if done >= most:
+            break
+        replicas = _replicas(rs)
+        if replicas == 0 or replicas == _available(rs):
+            continue
+        cut = min(most - done, replicas - _available(rs))
+        _scale(api, rs, replicas - cut)
+        done += cut
+    return done
+
+
+def _scale_down_old(api: Api, new_rs: Obj, old: list[Obj], min_available: int) -> int:
+    """scaleDownOldReplicaSetsForRollingUpdate: the available pods beyond minAvailable, oldest ReplicaSet first."""
+    available = sum(_available(rs) for rs in [new_rs, *old])
+    if available <= min_available:
+        return 0
+    done, wanted = 0, available - min_available
+    for rs in _oldest_first(old):
+        if done >= wanted:
+            break
+        replicas = _replicas(rs)
+        if replicas == 0:
+            continue
+        cut = min(replicas, wanted - done)
+        _scale(api, rs, replicas - cut)
+        done += cut
+    return done
 
 
 def _annotate_revision(api: Api, deploy: Obj, new_rs: Obj) -> None:
@@ -184,8 +273,7 @@ def _write_status(api: Api, deploy: Obj) -> None:
     if current is None:
         return
     rss = replica_sets(api, current)
-    key = template_hash(current["spec"]["template"])
-    new_rs = next((rs for rs in rss if rs["metadata"]["labels"].get(HASH_LABEL) == key), None)
+    new_rs = find_new(current, rss)
     st = lambda rs, f: int((rs.get("status") or {}).get(f, 0))  # noqa: E731
     desired = int(current["spec"].get("replicas", 1))
     status: Obj = {"observedGeneration": current["metadata"].get("generation", 1),

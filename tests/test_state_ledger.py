@@ -15,7 +15,14 @@ from reactor.cluster.kube import KubeGateway
 from reactor.config.settings import Kube
 from reactor.core.metrics import Metrics
 from reactor.core.model import Container, Workload, WorkloadRef
-from reactor.state.annotations import COOLDOWN_UNTIL, ORIGINAL, VERIFICATION, read_state, verification_annotation
+from reactor.state.annotations import (
+    COOLDOWN_UNTIL,
+    LAST_ACTION,
+    ORIGINAL,
+    VERIFICATION,
+    read_state,
+    verification_annotation,
+)
 from reactor.state.ledger_codec import (
     COUNTS,
     LEDGER_KEY,
@@ -26,6 +33,8 @@ from reactor.state.ledger_codec import (
     Entry,
     decode,
     encode,
+    expected,
+    judged,
     verdict,
     with_entry,
 )
@@ -145,3 +154,81 @@ def test_two_replicas_share_the_lease_and_a_stale_copy_never_writes(kube: KubeGa
     a.abort("uid-1", B, NOW)
     clock[0] += 5  # b's copy is old: read again before it is believed
     assert b.judge(_workload(A, "3"), NOW).state.not_latest == ""
+
+
+# --- the reactor's own copy: when the ledger and the workload disagree, the ledger wins -----------------------
+
+LAST = ('{"action":"scale-replicas","alert":"GPUSaturated","container":null,"direction":"up","fingerprint":"f1",'
+        '"from":3,"startsAt":"2026-06-01T11:00:00Z","time":"2026-06-01T11:01:00Z","to":4}')
+COPY = {LAST_ACTION: LAST, COOLDOWN_UNTIL: "2026-06-01T11:31:00Z", ORIGINAL: '{"replicas":3}'}
+OLDER = ('{"action":"scale-replicas","alert":"GPUSaturated","container":null,"direction":"up","fingerprint":"f0",'
+         '"from":1,"startsAt":"2026-05-01T11:00:00Z","time":"2026-05-01T11:01:00Z","to":2}')
+
+
+def _carrying(write: str | None, rv: str, annotations: dict[str, str], *, unauthenticated: bool = False) -> Workload:
+    """A workload whose verified record names `write` and holds `annotations` (as seal.authenticate leaves it)."""
+    state = read_state(annotations)
+    if unauthenticated:
+        state = replace(state, last_action=None, cooldown_until=None, original=read_state({}).original,
+                        unauthenticated=tuple(sorted(annotations)))
+    return Workload(ref=WorkloadRef("Deployment", "ml", "w"), resource_version=rv, containers=(Container("c", 1),),
+                    state=replace(state, write=write), annotations={**annotations, "gpu-reactor.io/mode": "enforce"},
+                    uid="uid-1")
+
+
+def _seen(workload: Workload, entry: Entry | None) -> Workload:
+    found = verdict(workload.state.write, entry, workload.resource_version, NOW, authoritative=True)
+    return judged(workload, found, expected(entry, workload.resource_version))
+
+
+@pytest.mark.parametrize(("workload", "entry", "seen"), [
+    (_carrying(B, "7", COPY), Entry(B, LATER, True, record=COPY), "own"),
+    (_carrying(A, "7", {LAST_ACTION: OLDER}), Entry(B, LATER, True, record=COPY), "copy"),
+    (_carrying(None, "7", {}), Entry(B, LATER, True, record=COPY), "copy"),
+    (_carrying(None, "7", {LAST_ACTION: OLDER}, unauthenticated=True), Entry(B, LATER, True, record=COPY), "copy"),
+    (_carrying(None, "7", {LAST_ACTION: OLDER}, unauthenticated=True), None, "unauthenticated"),
+    (_carrying(A, "7", {LAST_ACTION: OLDER}), Entry(B, LATER, True), REPLAYED),
+    (_carrying(None, "7", {}), Entry(B, LATER, True), REMOVED),
+    (_carrying(C, "7", {LAST_ACTION: OLDER}), Entry(B, LATER, True, Entry(A, LATER, True, record=COPY), "7"), "copy"),
+    (_carrying(A, "7", {LAST_ACTION: OLDER}), Entry(B, NOW - timedelta(seconds=1), False, record=COPY), UNKNOWN),
+], ids=["the-latest-on-the-workload", "older-record-put-back", "record-removed", "record-edited",
+        "edited-with-no-live-entry", "older-put-back-no-copy", "removed-no-copy", "intent-not-landed-prev-copy",
+        "entry-over"])
+def test_what_the_policy_sees(workload: Workload, entry: Entry | None, seen: str) -> None:
+    """Each case of the ledger and the workload disagreeing (state/ledger_codec.py): the copy wins where the entry
+    is live and holds one; an entry without a copy still refuses; a record the ledger let go of is no record."""
+    judged_ = _seen(workload, entry)
+    if seen == "own":
+        assert judged_ == workload
+    elif seen == "copy":
+        assert judged_.state.last_action is not None and judged_.state.last_action.fingerprint == "f1"
+        assert judged_.state.original == {"replicas": 3} and judged_.state.not_latest == ""
+        assert judged_.state.unauthenticated == () and judged_.state.write in (A, B)
+        assert judged_.annotations[LAST_ACTION] == LAST and judged_.annotations["gpu-reactor.io/mode"] == "enforce"
+        assert judged_.annotations.get(VERIFICATION) is None
+    elif seen == "unauthenticated":
+        assert judged_.state.unauthenticated == (LAST_ACTION,) and judged_.state.last_action is None
+    else:
+        assert judged_.state.not_latest == seen and judged_.state.last_action is None
+
+
+def test_a_write_keeps_its_copy_through_begin_and_the_codec() -> None:
+    """The entry `entry_for` builds holds the record's signed values (a deletion left out), `begin` keeps it, and
+    the ledger annotation carries it (an entry without one, or with one of another shape, decodes without)."""
+    entry = entry_for({**COPY, VERIFICATION: None, "gpu-reactor.io/state-mac": "v2:x"}, A, NOW, timedelta(0))
+    assert dict(entry.record or {}) == COPY
+    ledger = MemoryLedger()
+    ledger.begin(_workload(None, "1"), COUNTS, entry, NOW)
+    assert dict(ledger.entry("uid-1").record or {}) == COPY  # type: ignore[union-attr]
+    entries = {"uid-1": replace(entry, prev=Entry(B, LATER, True, record={ORIGINAL: "{}"}), rv="9")}
+    assert decode(encode(entries)) == entries
+    assert decode('{"u":{"w":"a","k":1,"o":0,"s":{"zz":"x"}}}')["u"].record is None
+
+
+def test_the_memory_ledger_hands_over_its_copy_while_it_runs() -> None:
+    ledger = MemoryLedger()
+    ledger.begin(_workload(None, "1"), COUNTS, Entry(B, LATER, True, record=COPY), NOW)
+    seen = ledger.judge(_carrying(None, "2", {}), NOW)
+    assert seen.state.write == B and seen.state.cooldown_until == datetime(2026, 6, 1, 11, 31, tzinfo=UTC)
+    # Decided on the copy, the write that follows is not a StaleRecord.
+    ledger.begin(seen, seen.state.not_latest, Entry(C, LATER, True, record=COPY), NOW)

@@ -8,8 +8,9 @@ on a fresh read; every write (`begin`, `abort`) is conditional on the resourceVe
 checks, on the Lease as that write finds it, that the record the decision was made on is still the one that
 counts (another replica may have written since): otherwise `StaleRecord`, and the act step re-reads.
 
-`MemoryLedger` (`state.ledgerName: null`, one replica) keeps it in this process: replays and removals are
-refused while it runs; after a restart the first record seen of each workload is believed.
+`MemoryLedger` (`state.ledgerName: null`, one replica) keeps it in this process: while it runs, a replayed or
+removed record is replaced by its copy as the Lease's would be; after a restart the first record seen of each
+workload is believed.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -25,7 +27,18 @@ from reactor.cluster.kube import KubeGateway, NotFound
 from reactor.core.errors import ConflictError, ReactorError, TemporaryError
 from reactor.core.model import Workload
 from reactor.state.annotations import COOLDOWN_UNTIL, ORIGINAL, PENDING, VERIFICATION, parse_time, read_state
-from reactor.state.ledger_codec import COUNTS, LEDGER_KEY, Entry, decode, encode, judged, verdict, with_entry
+from reactor.state.ledger_codec import (
+    COUNTS,
+    LEDGER_KEY,
+    Entry,
+    decode,
+    encode,
+    expected,
+    judged,
+    record_of,
+    verdict,
+    with_entry,
+)
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +51,8 @@ class StaleRecord(ReactorError):
 
 
 def entry_for(annotations: Mapping[str, str | None], write: str, now: datetime, reverse_after: timedelta) -> Entry:
-    """The ledger entry of a record about to be written: kept until its cooldown and hysteresis windows are
-    over, and open while it holds an original value or a pending verification."""
+    """The ledger entry of a record about to be written, with the reactor's own copy of it: kept until its cooldown
+    and hysteresis windows are over, and open while it holds an original value or a pending verification."""
     keep = now + reverse_after
     raw = annotations.get(COOLDOWN_UNTIL)
     if raw is not None:
@@ -47,7 +60,7 @@ def entry_for(annotations: Mapping[str, str | None], write: str, now: datetime, 
     pending = annotations.get(VERIFICATION)
     verification = read_state({VERIFICATION: pending}).verification if pending is not None else None
     open_ = annotations.get(ORIGINAL) is not None or (verification is not None and verification.result == PENDING)
-    return Entry(write, keep, open_)
+    return Entry(write, keep, open_, record=record_of(annotations))
 
 
 class Ledger:
@@ -59,13 +72,17 @@ class Ledger:
         raise NotImplementedError
 
     def judge(self, workload: Workload, now: datetime) -> Workload:
-        """The workload with its record kept or dropped by the ledger's verdict (a refusal confirmed fresh)."""
+        """The workload as the policy decides on it: its record where it is the reactor's latest, else the
+        ledger's copy of the latest (state/ledger_codec.py `judged`); a disagreement is confirmed on a fresh read
+        first. What the engine and the verifier call before every decision."""
         if not workload.uid:
             return workload
-        found = self._verdict(workload, self.entry(workload.uid), now)
-        if found != COUNTS and found:
-            found = self._verdict(workload, self.entry(workload.uid, fresh=True), now)
-        return judged(workload, found)
+        entry = self.entry(workload.uid)
+        found = self._verdict(workload, entry, now)
+        if found != COUNTS:
+            entry = self.entry(workload.uid, fresh=True)
+            found = self._verdict(workload, entry, now)
+        return judged(workload, found, expected(entry, workload.resource_version))
 
     def _verdict(self, workload: Workload, entry: Entry | None, now: datetime) -> str:
         return verdict(workload.state.write, entry, workload.resource_version, now, authoritative=self.authoritative)
@@ -87,8 +104,7 @@ class Ledger:
         if old is not None and old.rv == workload.resource_version:
             old = old.prev  # a write at this very version never landed: the one before it is what is there
         prev = old if old is not None and old.live(now) else None
-        return with_entry(entries, workload.uid, Entry(new.write, new.keep, new.open, prev,
-                                                       workload.resource_version), now)
+        return with_entry(entries, workload.uid, replace(new, prev=prev, rv=workload.resource_version), now)
 
     @staticmethod
     def _undone(entries: Mapping[str, Entry], uid: str, write: str, now: datetime) -> dict[str, Entry] | None:

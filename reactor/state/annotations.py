@@ -39,6 +39,9 @@ ORIGINAL = PREFIX + "original"
 REBALANCE = PREFIX + "rebalance"  # one side of a rebalance (policy/rebalance.py), sealed with the rest
 DONOR = PREFIX + "donor"  # set by people: "true" opts the workload in as a rebalance donor (plain, a request only)
 VERIFICATION = PREFIX + "verification"  # how the last action's rollout went (reactor/observe/verifier.py)
+# Never written: set on a read by the Lease home only (lease_home.merged), so that seal.authenticate knows the record
+# came from a Lease beside the resource, which others may create or edit: one that does not verify is no record.
+STATE_HOME = PREFIX + "state-home"
 PENDING, VERIFIED, REVERTED = "pending", "verified", "reverted"
 
 # Keys of the `original` JSON: one per dimension the reactor changes.

@@ -40,7 +40,15 @@ from pathlib import Path
 
 from reactor.core.errors import ConfigError, TemporaryError
 from reactor.core.model import EMPTY, Workload
-from reactor.state.annotations import COOLDOWN_UNTIL, LAST_ACTION, ORIGINAL, PREFIX, REBALANCE, VERIFICATION
+from reactor.state.annotations import (
+    COOLDOWN_UNTIL,
+    LAST_ACTION,
+    ORIGINAL,
+    PREFIX,
+    REBALANCE,
+    STATE_HOME,
+    VERIFICATION,
+)
 
 log = logging.getLogger(__name__)
 
@@ -209,6 +217,11 @@ def authenticate(workload: Workload, keys: StateKeys | None) -> Workload:
     No state at all (a workload the reactor never touched) is authentic here; whether the reactor's
     record should be there is the ledger's question. Without keys (`reactor plan` with no key file), any
     state is unauthenticated. A verified record's write identity lands in `state.write`.
+
+    A record read from a Lease beside the resource (`STATE_HOME`, state/lease_home.py) that does not verify is no
+    record at all, not a refusal: others may create or edit that Lease (another team, in a shared namespace), and a
+    refusal would let them switch the reactor off for a resource that is not theirs. The ledger's copy, where it
+    has one, stands in for it; the reactor's next write replaces it.
     """
     found = tuple(k for k in (*SIGNED, STATE_MAC) if k in workload.annotations)
     if not found:
@@ -217,8 +230,9 @@ def authenticate(workload: Workload, keys: StateKeys | None) -> Workload:
     if write is not None:
         return replace(workload, state=replace(workload.state, write=write))
     state = workload.state
+    apart = STATE_HOME in workload.annotations
     state = replace(state, last_action=None, cooldown_until=None, original=EMPTY, verification=None, rebalance=None,
-                    unauthenticated=found,
+                    unauthenticated=() if apart else found,
                     invalid=tuple(k for k in state.invalid if k not in SIGNED))
     return replace(workload, state=state)
 

@@ -179,8 +179,9 @@ def _saved(apps: k8s.AppsV1Api, name: str) -> dict[str, str | None]:
 
 
 def _replay(sim: SimCluster, apps: k8s.AppsV1Api, child: Child, name: str) -> bool:
-    """Boost (record R1), revert (R2), boost again (R3), then R1 or R2 put back and the alert resolved: True when
-    the reactor wrote anything after the put-back (it honoured the replay)."""
+    """Boost 2 → 3 (record R1), revert (R2), boost again (R3), then R1 or R2 put back and the alert resolved: True
+    when the reactor honoured the replay — anything but the revert of R3 from its own copy (3 → 2) in the state
+    ledger (the replayed revert R2 kept the boost; the older records were once refused, freezing the workload)."""
     pod, first = pods_of(sim, NS, name)[0], STARTED
     spec = AlertSpec("GPUSaturated", NS, pod, "main", 0.99, 4, starts_at=first)
     first_answer = child.post(notification([spec])).outcomes[0]
@@ -200,12 +201,14 @@ def _replay(sim: SimCluster, apps: k8s.AppsV1Api, child: Child, name: str) -> bo
     before = _generation(sim, name)
     answer = child.post(notification([AlertSpec("GPUSaturated", NS, pod, "main", 0.99, 4, status="resolved",
                                                 starts_at=later)]))
-    return _generation(sim, name) != before or answer.outcomes[0].get("reason") != "stale-state"
+    reverted = (answer.outcomes[0].get("action"), answer.outcomes[0].get("from"), answer.outcomes[0].get("to"))
+    return reverted != ("revert", 3, 2) or _replicas(sim, name) != 2 or _generation(sim, name) != before + 1
 
 
 def _remove(sim: SimCluster, apps: k8s.AppsV1Api, child: Child, name: str) -> bool:
-    """Boost, the record deleted, then the same alert firing again (removed-boost) or resolving (removed-revert):
-    True when the reactor took it as a fresh start (a write, or any answer but `state-reset`)."""
+    """Boost 2 → 3, the record deleted, then the same alert firing again (removed-boost) or resolving
+    (removed-revert): True when the reactor took it as a fresh start — a boost that no longer records the original 2
+    (it forgot its own copy of the record), or a resolve that did not revert 3 → 2."""
     pod = pods_of(sim, NS, name)[0]
     spec = AlertSpec("GPUSaturated", NS, pod, "main", 0.99, 4, starts_at=STARTED)
     assert child.post(notification([spec])).outcomes[0]["result"] == "applied"
@@ -215,7 +218,15 @@ def _remove(sim: SimCluster, apps: k8s.AppsV1Api, child: Child, name: str) -> bo
     status, starts = ("firing", STARTED + timedelta(minutes=5)) if name == "removed-boost" else ("resolved", STARTED)
     answer = child.post(notification([AlertSpec("GPUSaturated", NS, pod, "main", 0.99, 4, status=status,
                                                 starts_at=starts)]))
-    return _generation(sim, name) != before or answer.outcomes[0].get("reason") != "state-reset"
+    assert _generation(sim, name) == before + 1, answer.outcomes
+    if name == "removed-boost":
+        written = sim.get("deployments", NS, name)["metadata"]["annotations"]
+        return json.loads(written.get(ORIGINAL) or "{}") != {"replicas": 2}
+    return (answer.outcomes[0].get("action"), _replicas(sim, name)) != ("revert", 2)
+
+
+def _replicas(sim: SimCluster, name: str) -> int:
+    return int(sim.get("deployments", NS, name)["spec"]["replicas"])
 
 
 def test_the_reactors_own_older_records_and_removed_ones_are_refused(rbac_cluster: SimCluster,

@@ -97,15 +97,22 @@ def test_a_forged_original_is_never_reverted_to(reverting: Reactor, sim: SimClus
 
 def test_an_edited_value_under_a_genuine_mac_is_refused(reverting: Reactor, sim: SimCluster,
                                                        tenant: k8s.ApiClient) -> None:
-    """The reactor boosts the priority (a genuine, signed record); the tenant edits `original` and keeps the MAC."""
+    """The reactor boosts the priority (a genuine, signed record); the tenant edits `original` and keeps the MAC.
+    The edited record no longer verifies, and the state ledger holds the reactor's own copy of its latest record:
+    the resolve is decided on that copy (state/ledger_codec.py), so the edit neither is written back nor blocks
+    the revert (it used to be `unauthenticated-state`, and the boost outlived its resolve)."""
     pod = reverting.pods("llm-inference")[0]
     (o,) = _outcome(reverting, _spec(pod))
     assert (o["result"], o["to"]) == ("applied", "high-priority-gpu"), o
     assert STATE_MAC in sim.get("deployments", NAMESPACE, "llm-inference")["metadata"]["annotations"]
     _tenant_patch(tenant, "llm-inference", {ORIGINAL: json.dumps({"priorityClassName": "system-cluster-critical"})})
     (o,) = _outcome(reverting, _spec(pod, "resolved"))
-    assert (o["result"], o["reason"]) == ("skipped", "unauthenticated-state"), o
+    assert (o["result"], o["reason"]) == ("skipped", "rollout-in-progress"), o
     assert template_of(sim, "llm-inference")["priorityClassName"] == "high-priority-gpu"
+    sim.settle()
+    (o,) = _outcome(reverting, _spec(pod, "resolved"))
+    assert (o["result"], o.get("action"), o.get("to")) == ("applied", "revert", "medium-priority-gpu"), o
+    assert template_of(sim, "llm-inference")["priorityClassName"] == "medium-priority-gpu"
 
 
 def test_the_genuine_record_reverts(reverting: Reactor, sim: SimCluster) -> None:

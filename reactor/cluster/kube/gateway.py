@@ -9,12 +9,10 @@ reactor's own errors, typed by what the caller should do next (`failures.py`).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -25,15 +23,16 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from reactor.cluster.capabilities import UNKNOWN, Capabilities
-from reactor.cluster.kube import routes, state_home
+from reactor.cluster.kube import routes
 from reactor.cluster.kube.failures import NotFound, backoff, retry_after, translate
 from reactor.cluster.kube.limiter import RateLimiter
 from reactor.cluster.kube.routes import MERGE, ROUTES, STRATEGIC
 from reactor.cluster.kube.watches import WatchStreams
 from reactor.config.settings import Kube
-from reactor.core.errors import ConfigError, ConflictError, PermanentError, ReactorError, TemporaryError
+from reactor.core.errors import ConfigError, ReactorError, TemporaryError
 from reactor.core.metrics import Metrics
 from reactor.integrations.adapters import Adapter
+from reactor.state.homes import OnLease, OnObject, Resource, StateHome
 
 log = logging.getLogger(__name__)
 LIST_PAGE = 500  # objects per list page (client-go's pager default, tools/pager/pager.go defaultPageSize)
@@ -55,7 +54,9 @@ class KubeGateway:
         # What the server can do (capabilities.py): read on first use, and again after a reconnect.
         self._capabilities: Capabilities | None = None
         self._discovering = threading.Lock()
-        self._homes = _Versions()  # (namespace, name, resource version) → its state Lease's version as read
+        # Where the reactor's record of an operator's resource lives (reactor/state/homes.py): each home talks back
+        # through this gateway's verbs.
+        self._object_home, self._lease_home = OnObject(self), OnLease(self)
 
     # --- construction -------------------------------------------------------------------
 
@@ -189,92 +190,28 @@ class KubeGateway:
         return self._call("patch", "pods/resize", lambda **kw: api.patch_namespaced_pod_resize(
             name, namespace, body, _content_type=STRATEGIC, **kw))
 
+    def home(self, adapter: Adapter) -> StateHome:
+        """Where the reactor's record of an operator's resource lives (reactor/state/homes.py): on a Lease beside it
+        where the adapter says its operator copies annotations into the pods, else on the resource."""
+        return self._lease_home if adapter.state_apart else self._object_home
+
     def _get_custom(self, adapter: Adapter, namespace: str, name: str) -> dict[str, Any]:
-        api = self._custom_api
-        obj: dict[str, Any] = self._call("get", adapter.plural, lambda **kw: api.get_namespaced_custom_object(
-            adapter.group, adapter.version, namespace, adapter.plural, name, **kw))
-        if not adapter.state_apart:
-            return obj
-        home = self._read_home(namespace, name)
-        version = str((obj.get("metadata") or {}).get("resourceVersion", ""))
-        self._homes.remember((namespace, name, version), _version_of(home) if state_home.believed(home, obj) else "")
-        return state_home.merged(obj, home)
+        return self.home(adapter).fetch(adapter, self.read_custom(adapter, namespace, name))
 
     def _patch_custom(self, adapter: Adapter, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        """A merge patch of the resource; for an adapter whose operator copies annotations into its pods, the
-        reactor's own annotations go to the resource's state Lease instead (state_home.py)."""
-        own, rest = state_home.split(body) if adapter.state_apart else ({}, body)
-        if not own:
-            written = self._merge_custom(adapter, namespace, name, rest)
-            return self._get_custom(adapter, namespace, name) if adapter.state_apart else written
-        version = str((body.get("metadata") or {}).get("resourceVersion") or "")
-        if state_home.writes_resource(rest):
-            # The Lease exists before the resource changes, so a refused create writes nothing at all; the
-            # resource's write holds the turn (conditional on its version) and the state follows it.
-            self._ensure_home(adapter, namespace, name, version)
-            resource = self._merge_custom(adapter, namespace, name, rest)
-            try:
-                home = self._write_home(namespace, resource, own, None)
-            except PermanentError as e:
-                raise PermanentError(f"{adapter.kind} {name} was changed but the record of it was refused: {e}",
-                                     status=e.status, reason=e.reason) from e
-            return state_home.merged(resource, home)
-        # The state alone (the verifier's mark): the resource must still be the one read, and the Lease too.
-        resource = self._raw_custom(adapter, namespace, name)
-        found = str((resource.get("metadata") or {}).get("resourceVersion", ""))
-        if version and found != version:
-            raise ConflictError(f"patch {adapter.plural}: {name} changed since it was read ({version} → {found})")
-        home = self._write_home(namespace, resource, own, self._homes.get((namespace, name, version)))
-        return state_home.merged(resource, home)
+        return self.home(adapter).store(adapter, namespace, name, body)
 
-    def _merge_custom(self, adapter: Adapter, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+    def read_custom(self, resource: Resource, namespace: str, name: str) -> dict[str, Any]:
+        """An operator's resource as the API server holds it."""
         api = self._custom_api
-        return self._call("patch", adapter.plural, lambda **kw: api.patch_namespaced_custom_object(
-            adapter.group, adapter.version, namespace, adapter.plural, name, body, _content_type=MERGE, **kw))
+        return self._call("get", resource.plural, lambda **kw: api.get_namespaced_custom_object(
+            resource.group, resource.version, namespace, resource.plural, name, **kw))
 
-    def _raw_custom(self, adapter: Adapter, namespace: str, name: str) -> dict[str, Any]:
+    def merge_custom(self, resource: Resource, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch of an operator's resource (custom resources take no strategic merge)."""
         api = self._custom_api
-        return self._call("get", adapter.plural, lambda **kw: api.get_namespaced_custom_object(
-            adapter.group, adapter.version, namespace, adapter.plural, name, **kw))
-
-    # --- the state Lease of a resource whose operator copies annotations into its pods (state_home.py) ---------
-
-    def _read_home(self, namespace: str, name: str) -> dict[str, Any] | None:
-        api = self._apis[k8s.CoordinationV1Api]
-        try:
-            return self._call("get", "leases", lambda **kw: api.read_namespaced_lease(
-                state_home.home_name(name), namespace, **kw))
-        except NotFound:
-            return None
-
-    def _ensure_home(self, adapter: Adapter, namespace: str, name: str, version: str) -> None:
-        """Create the resource's state Lease (empty, owned by it) unless the read found one of it."""
-        if self._homes.get((namespace, name, version)):
-            return
-        resource = self._raw_custom(adapter, namespace, name)
-        api = self._apis[k8s.CoordinationV1Api]
-        with contextlib.suppress(ConflictError):  # it exists (a namesake's is taken over by the state write)
-            self._call("create", "leases", lambda **kw: api.create_namespaced_lease(
-                namespace, state_home.new_home(resource, {}), **kw))
-
-    def _write_home(self, namespace: str, resource: dict[str, Any], own: dict[str, str | None],
-                    condition: str | None) -> dict[str, Any]:
-        """Write the state: conditional on the Lease's resourceVersion as read (`condition`; "" = it did not
-        exist, so create it), or unconditionally after a resource write (None)."""
-        api = self._apis[k8s.CoordinationV1Api]
-        name = state_home.home_name(str((resource.get("metadata") or {}).get("name", "")))
-        create = lambda **kw: api.create_namespaced_lease(  # noqa: E731
-            namespace, state_home.new_home(resource, own), **kw)
-        if condition == "":
-            return self._call("create", "leases", create)
-        body = state_home.home_patch(resource, own, condition)
-        try:
-            return self._call("patch", "leases", lambda **kw: api.patch_namespaced_lease(
-                name, namespace, body, _content_type=MERGE, **kw))
-        except NotFound:
-            if condition:
-                raise ConflictError(f"patch leases: {name} is gone since it was read") from None
-            return self._call("create", "leases", create)
+        return self._call("patch", resource.plural, lambda **kw: api.patch_namespaced_custom_object(
+            resource.group, resource.version, namespace, resource.plural, name, body, _content_type=MERGE, **kw))
 
     def get_custom(self, group: str, version: str, plural: str, namespace: str | None, name: str) -> dict[str, Any]:
         """A custom object by name (cluster-scoped when `namespace` is None), e.g. Kueue's queues."""
@@ -306,6 +243,23 @@ class KubeGateway:
     def get_lease(self, namespace: str, name: str) -> dict[str, Any]:
         api = self._apis[k8s.CoordinationV1Api]
         return self._call("get", "leases", lambda **kw: api.read_namespaced_lease(name, namespace, **kw))
+
+    def find_lease(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The Lease, or None when there is none (404)."""
+        try:
+            return self.get_lease(namespace, name)
+        except NotFound:
+            return None
+
+    def merge_lease(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any] | None:
+        """A JSON merge patch of a Lease (a `metadata.resourceVersion` in `body` makes it conditional); None when
+        the Lease does not exist (404)."""
+        api = self._apis[k8s.CoordinationV1Api]
+        try:
+            return self._call("patch", "leases", lambda **kw: api.patch_namespaced_lease(
+                name, namespace, body, _content_type=MERGE, **kw))
+        except NotFound:
+            return None
 
     def create_lease(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST the Lease as the JSON given (see `_send_json`: the client's V1Lease would rewrite its times)."""
@@ -448,32 +402,6 @@ class KubeGateway:
 
     def _count(self, verb: str, resource: str, code: str) -> None:
         self._metrics.kube_requests.labels(verb=verb, resource=resource, code=code).inc()
-
-
-class _Versions:
-    """A bounded memory of which state Lease version went with which read of a resource ("" = none existed),
-    so the verifier's mark, written later from that read, is conditional on the Lease it read."""
-
-    SIZE = 4096
-
-    def __init__(self) -> None:
-        self._items: OrderedDict[tuple[str, str, str], str] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def remember(self, key: tuple[str, str, str], version: str) -> None:
-        with self._lock:
-            self._items[key] = version
-            self._items.move_to_end(key)
-            while len(self._items) > self.SIZE:
-                self._items.popitem(last=False)
-
-    def get(self, key: tuple[str, str, str]) -> str | None:
-        with self._lock:
-            return self._items.get(key)
-
-
-def _version_of(obj: dict[str, Any] | None) -> str:
-    return "" if obj is None else str((obj.get("metadata") or {}).get("resourceVersion", ""))
 
 
 def _api_client(configuration: k8s.Configuration, settings: Kube) -> k8s.ApiClient:

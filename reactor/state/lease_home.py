@@ -10,15 +10,25 @@ the model servers on every write, and the verifier's annotation-only "verified" 
 So for such an adapter (`Adapter.state_apart`) the reactor's own annotations live on a Lease
 (coordination.k8s.io/v1) `<resource>.gpu-reactor` in the resource's namespace, owned by the resource (an
 ownerReference carrying its uid: deleted with it by the garbage collector, never a controller reference) and
-believed only while that uid is the resource's. Why not a key KServe does not copy: the disallow list is exact
-keys, configurable only in KServe's own ConfigMap, so no reactor-chosen key is safe on every install. Why a Lease
-and not a ConfigMap: the reactor is granted no ConfigMap or Secret anywhere (a tenant's configuration may hold
-credentials); a Lease holds nothing but coordination metadata, and only its annotations are used here. The
-people-facing annotations (`mode`, the bounds) stay on the resource: a person setting one restarts the pods once,
-as KServe would for any annotation. The Lease is created before the resource changes (a refused create writes
-nothing); the resource's spec is then written (conditional on its resourceVersion: it holds the turn), then the
-state; the state alone (the verified mark) is conditional on the Lease's resourceVersion as read.
-Pure: these functions build and split objects; the gateway sends them.
+read only while that uid is the resource's.
+
+Anyone with Lease rights in the namespace (another team, in a shared one) can create that Lease before the reactor
+does, edit it, or delete it. So the Lease is never an authority: only a record the reactor sealed for this
+resource's uid counts (state/seal.py), and a Lease holding anything else is read as no record at all, never as a
+refusal (`STATE_HOME` tells seal.authenticate the record came from here). The state ledger keeps the reactor's own
+copy of its latest record (state/ledger_codec.py): an edited, replayed or deleted Lease is decided on that copy, and
+the reactor's next write replaces the Lease's contents and its ownerReferences.
+
+Why not a key KServe does not copy: the disallow list is exact keys, configurable only in KServe's own ConfigMap, so
+no reactor-chosen key is safe on every install. Why a Lease and not a ConfigMap: the reactor is granted no ConfigMap
+or Secret anywhere (a tenant's configuration may hold credentials); a Lease holds nothing but coordination metadata,
+and only its annotations are used here. The people-facing annotations (`mode`, the bounds) stay on the resource: a
+person setting one restarts the pods once, as KServe would for any annotation. The Lease is created before the
+resource changes (a refused create writes nothing); the resource's spec is then written (conditional on its
+resourceVersion: it holds the turn), then the state; the state alone (the verified mark) is conditional on the
+Lease's resourceVersion as read.
+
+Pure: these functions build and split objects; the Lease home (state/homes.py `OnLease`) sends them.
 """
 
 from __future__ import annotations
@@ -27,7 +37,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from reactor.state.annotations import MAX_GPUS, MAX_REPLICAS, MIN_GPUS, MIN_REPLICAS, MODE, PREFIX
+from reactor.state.annotations import MAX_GPUS, MAX_REPLICAS, MIN_GPUS, MIN_REPLICAS, MODE, PREFIX, STATE_HOME
 
 Obj = dict[str, Any]
 SUFFIX = ".gpu-reactor"
@@ -74,13 +84,15 @@ def believed(home: Mapping[str, Any] | None, resource: Mapping[str, Any]) -> boo
 
 
 def merged(resource: Obj, home: Mapping[str, Any] | None) -> Obj:
-    """The resource as the reactor reads it: its own annotations of state replaced by the Lease's."""
+    """The resource as the reactor reads it: its own annotations of state replaced by the Lease's, and `STATE_HOME`
+    naming the Lease (whether it exists or not: the record of this resource lives there)."""
     out = copy.deepcopy(resource)
     meta = out.setdefault("metadata", {})
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if not reactor_key(k)}
     if believed(home, resource):
         annotations.update({k: v for k, v in ((home or {}).get("metadata") or {}).get("annotations", {}).items()
-                            if reactor_key(k) and isinstance(v, str)})
+                            if reactor_key(k) and k != STATE_HOME and isinstance(v, str)})
+    annotations[STATE_HOME] = home_name(str(meta.get("name", "")))
     meta["annotations"] = annotations
     return out
 
