@@ -137,6 +137,8 @@ def reread(kube: KubeGateway, view: ClusterView, ref: WorkloadRef) -> dict[str, 
 
 
 def judged(actor: Actor, workload: Workload, now: datetime) -> Workload:
-    """Its record, if it is the reactor's latest (state ledger): a replayed or removed one is nothing to follow."""
+    """The workload with the reactor's own record (state ledger): a replayed, removed or edited one is replaced by
+    the ledger's copy while that copy is live, so the verifier follows the change the reactor made, whatever a tenant
+    put on the workload since (state/ledger_codec.py `judged`)."""
     ledger = actor.ledger
-    return workload if ledger is None or workload.state.unauthenticated else ledger.judge(workload, now)
+    return workload if ledger is None else ledger.judge(workload, now)

@@ -92,7 +92,7 @@ class Adapter:
     reads: tuple[tuple[str, str], ...] = ()
     # The operator copies the resource's annotations into its pods' template (KServe: all but a short disallow
     # list, pkg/constants ServiceAnnotationDisallowedList): the reactor's own state must live elsewhere, or each
-    # write of it restarts the pods (cluster/kube/state_home.py keeps it on a Lease the resource owns).
+    # write of it restarts the pods (state/lease_home.py keeps it on a Lease the resource owns).
     state_apart: ClassVar[bool] = False
 
     @property
