@@ -48,7 +48,7 @@ def reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
 TIER_OF_FOLDER = {
     "policy": "unit", "samples": "unit",
     "adapters": "component", "sim": "component", "trust": "component", "helm": "component", "doctor": "component",
-    "deploy": "process", "e2e": "process", "reliability": "process", "bench": "process", "rules": "process",
+    "deploy": "process", "docs": "process", "e2e": "process", "reliability": "process", "bench": "process", "rules": "process",
     "promstack": "promstack",
 }
 TIER_OF_FILE = {
