@@ -11,8 +11,10 @@ import os
 import re
 import subprocess
 import sys
+from typing import Any
 
 import pytest
+import yaml
 
 from tests.docs.pages import ROOT, blocks, prose
 
@@ -67,3 +69,31 @@ def test_the_demo_table_is_what_the_demo_prints() -> None:
     before = printed[printed.index(next(line for line in printed if line.startswith("Before:"))):start]
     assert "used 10 of 10" in before[0]
     assert len([line for line in before if line.startswith(("Deployment/", "StatefulSet/"))]) == 5
+
+
+def test_the_demo_cluster_is_the_one_the_front_page_describes() -> None:
+    """The seed's figures the quick start states: a quota of 10 GPUs, 1–4 per container, three PriorityClasses, two
+    Ready 8-GPU nodes; the rebalancing step's one quota of 8 on a third 8-GPU node; `verify.interval` 1s."""
+    from reactor.tools import demo
+
+    data = ROOT / "reactor" / "tools" / "demo_data"
+    cluster = [d for d in yaml.safe_load_all((data / "cluster.yaml").read_text()) if d]
+    shared = [d for d in yaml.safe_load_all((data / "rebalance.yaml").read_text()) if d]
+
+    def of(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+        return [d for d in docs if d["kind"] == kind]
+
+    (quota,) = [q for q in of(cluster, "ResourceQuota") if q["metadata"]["namespace"] == "ml-workloads"]
+    (limits,) = [r for r in of(cluster, "LimitRange") if r["metadata"]["namespace"] == "ml-workloads"]
+    (item,) = limits["spec"]["limits"]
+    assert quota["spec"]["hard"]["requests.nvidia.com/gpu"] == "10"
+    assert (item["min"]["nvidia.com/gpu"], item["max"]["nvidia.com/gpu"]) == ("1", "4")
+    assert len(of(cluster, "PriorityClass")) == 3
+    assert [n["status"]["allocatable"]["nvidia.com/gpu"] for n in of(cluster, "Node")] == ["8", "8"]
+    assert [n["status"]["allocatable"]["nvidia.com/gpu"] for n in of(shared, "Node")] == ["8"]
+    assert [q["spec"]["hard"]["requests.nvidia.com/gpu"] for q in of(shared, "ResourceQuota")] == ["8"]
+    assert demo.VERIFY_INTERVAL == "1s"
+    text = README.read_text()
+    for stated in ("a quota of 10 GPUs, 1–4 GPUs per container, three", "two Ready 8-GPU nodes", "third 8-GPU node",
+                   "(1s in the demo)"):
+        assert stated in " ".join(text.split()), stated
