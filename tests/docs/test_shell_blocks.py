@@ -5,6 +5,9 @@ How a block is tested is said in an HTML comment on the line before its fence:
   `.venv/bin/` being this environment's;
 - `<!-- run with: reactor sim -->`: run the same way while `reactor sim` serves the demo cluster from that copy and
   has written `.reactor-sim/` (its kubeconfig, token and state key), as after the README's local-run step;
+- `<!-- run with: prometheus -->`: run the same way with Prometheus's and Alertmanager's own tools (`promtool`,
+  `amtool`, Debian's `prometheus` and `prometheus-alertmanager`); skipped where they are not installed, failed then
+  under `PROMSTACK_REQUIRED=1`, as the rule tests are;
 - `<!-- run by: tests/FILE.py::test_name[, ...] -->`: a recipe of long-running processes, run step by step by the
   named tests (they must exist);
 - `<!-- not run: REASON -->`: it needs what this machine has not (a real cluster, helm, docker, root); the reason
@@ -99,7 +102,7 @@ def test_every_marker_is_one_the_tests_know() -> None:
                 if re.match(r"<!--\s*(not|run)\b", line.strip())]
     known = [line for _, line in comments if re.match(r"<!--\s*(not run|run by|run with):\s*\S.*-->$", line.strip())]
     assert len(known) == len(comments)
-    assert {b.reason for b in ALL if b.marker == "run with"} <= {"reactor sim"}
+    assert {b.reason for b in ALL if b.marker == "run with"} <= {"reactor sim", "prometheus"}
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +129,7 @@ def sim_checkout(checkout: Path) -> Iterator[Path]:
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
-@pytest.mark.parametrize("block", [b for b in ALL if b.marker == "run with"], ids=_id)
+@pytest.mark.parametrize("block", [b for b in ALL if (b.marker, b.reason) == ("run with", "reactor sim")], ids=_id)
 def test_the_block_runs_against_the_embedded_cluster(block: Block, sim_checkout: Path) -> None:
     done = _run(block, sim_checkout)
     assert done.returncode == 0, f"{block.where}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
@@ -137,3 +140,14 @@ def test_the_continuation_check_catches_the_pasted_comment() -> None:
     block = Block(ROOT, 1, "sh", "reactor doctor \\\n  --as x \\       # why\n  --token-file t\n", "not run", "x y z")
     with pytest.raises(AssertionError, match="backslash"):
         test_every_block_parses_and_continues_cleanly(block)
+
+
+@pytest.mark.parametrize("block", [b for b in ALL if (b.marker, b.reason) == ("run with", "prometheus")], ids=_id)
+def test_the_block_runs_with_prometheus_tools(block: Block, checkout: Path) -> None:
+    missing = [tool for tool in ("promtool", "amtool") if shutil.which(tool) is None]
+    if missing and os.environ.get("PROMSTACK_REQUIRED") == "1":
+        pytest.fail(f"{', '.join(missing)} not installed; PROMSTACK_REQUIRED=1 forbids skipping", pytrace=False)
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed (Debian: prometheus, prometheus-alertmanager)")
+    done = _run(block, checkout)
+    assert done.returncode == 0, f"{block.where}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
