@@ -64,7 +64,8 @@ def test_the_demo_table_is_what_the_demo_prints() -> None:
     printed = done.stdout.splitlines()
     start = next(i for i, line in enumerate(printed) if line.startswith("#   step"))
     end = next(i for i in range(start, len(printed)) if printed[i].startswith("After:"))
-    assert [_cells(r) for r in _step_table()] == [_cells(r) for r in printed[start:end] if r.strip()]
+    shown = [_cells(r) for r in printed[start:end] if r.strip()]
+    assert [_cells(r) for r in _step_table()] == shown, "\n".join(printed[start:end])
     # The seed the prose describes: five workloads holding all 10 GPUs of the quota.
     before = printed[printed.index(next(line for line in printed if line.startswith("Before:"))):start]
     assert "used 10 of 10" in before[0]
