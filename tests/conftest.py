@@ -43,12 +43,12 @@ def reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
         r.service.kube.close()
 
 
-# Test tiers, by folder (pyproject markers): `make test-fast` runs unit and component on every core in about a
-# minute; `make test` and CI run every tier. A top-level test file is a component test unless listed here.
+# Test tiers, by folder (pyproject markers): `make test-fast` runs unit and component on every core; `make test`
+# and CI run every tier. A top-level test file is a component test unless listed here.
 TIER_OF_FOLDER = {
     "policy": "unit", "samples": "unit",
     "adapters": "component", "sim": "component", "trust": "component", "helm": "component", "doctor": "component",
-    "deploy": "process", "e2e": "process", "reliability": "process", "bench": "process", "rules": "process",
+    "deploy": "process", "docs": "process", "e2e": "process", "reliability": "process", "bench": "process", "rules": "process",
     "promstack": "promstack",
 }
 TIER_OF_FILE = {

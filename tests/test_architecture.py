@@ -1,7 +1,8 @@
-"""The layering (STYLE.md), pinned.
+"""The layering (CONTRIBUTING.md, "Layers and import rules"), pinned.
 
 The import rules themselves are import-linter contracts in pyproject.toml (`make lint`): the stages' order, the pure
-policy, only the cluster gateway importing `kubernetes`, the service never importing the embedded cluster, no cycles.
+policy, only the cluster gateway importing `kubernetes`, the service never importing the embedded cluster, the
+embedded cluster standing alone, only the command line reaching the development tools, no cycles.
 import-linter builds its graph with grimp, which resolves every import form, `from .. import x` included. Here: the
 contracts hold on this tree, the checker really catches a relative import that breaks a layer, and what an import
 rule cannot say (the policy reads no clock, opens no file; `ls reactor/` reads as the pipeline).
@@ -86,7 +87,8 @@ def test_the_policy_reads_no_clock_and_opens_nothing(path: Path) -> None:
 
 
 def test_the_top_of_the_package_reads_as_the_pipeline() -> None:
-    """`ls reactor/` shows one package per stage, the engine that orchestrates them, and the two wings."""
+    """`ls reactor/` shows one package per stage, the engine that runs them, what they stand on, the sources the
+    reactor asks (the monitoring stack), and the two wings."""
     top = {p.name for p in PACKAGE.iterdir() if not p.name.startswith((".", "__pycache__"))}
     assert top == {
         "__init__.py", "__main__.py", "py.typed",

@@ -1,5 +1,5 @@
 """Configuration errors as a person meets them: all at once, each named by its source, with a "did you mean";
-durations as written; the README's bounds are the parser's; warnings for a policy that acts nowhere."""
+durations as written; the policy reference's bounds (docs/policy.md) are the parser's; warnings for a policy that acts nowhere."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from reactor.config.fields import format_duration, parse_duration
 from reactor.config.settings import _SCHEMA, load_settings
 from reactor.core.errors import ConfigError
 
-README = (Path(__file__).parents[1] / "README.md").read_text()
+POLICY = (Path(__file__).parents[1] / "docs" / "policy.md").read_text()
 
 
 def check_config(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -105,9 +105,9 @@ def test_a_duration_bound_is_printed_as_written(tmp_path: Path, capsys: pytest.C
 
 
 def _bounds() -> list[tuple[str, str, str, str]]:
-    """(key, part, low, high) for every `low–high` in the bounds column of the README's policy table."""
+    """(key, part, low, high) for every `low–high` in the bounds column of docs/policy.md's table."""
     found = []
-    for line in README.split("## Policy reference", 1)[1].split("\n## ", 1)[0].splitlines():
+    for line in POLICY.split("\n## ", 1)[0].splitlines():
         cells = [c.strip() for c in line.split("|")[1:-1]]
         keys = re.findall(r"`([A-Za-z.]+)`", cells[0]) if len(cells) == 4 else []
         if len(keys) != 1 or keys[0] not in _SCHEMA:

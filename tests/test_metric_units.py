@@ -1,4 +1,4 @@
-"""Every metric the reactor exports is in the README's metric table with its unit and when it changes, and its help
+"""Every metric the reactor exports is in the metric table of docs/observability.md with its unit and when it changes, and its help
 text is not empty (issue 26: one unit per counter, said where an SRE reads it)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
 from reactor.core.metrics import REBALANCE_RESULTS, Metrics, StateGauge
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+METRICS_PAGE = (Path(__file__).resolve().parents[1] / "docs" / "observability.md").read_text(encoding="utf-8")
 ROW = re.compile(r"^\| (?P<names>`[^|]+`) \| (?P<unit>[^|]+) \| (?P<labels>[^|]+) \| (?P<when>[^|]+) \|$", re.M)
 
 
@@ -30,7 +30,7 @@ def _exported() -> dict[str, str]:
 
 def _table() -> dict[str, tuple[str, str]]:
     rows: dict[str, tuple[str, str]] = {}
-    for m in ROW.finditer(README):
+    for m in ROW.finditer(METRICS_PAGE):
         for name in re.findall(r"`(reactor_[a-z_]+)`", m.group("names")):
             rows[name] = (m.group("unit").strip(), m.group("when").strip())
     return rows
@@ -40,9 +40,9 @@ def test_every_metric_has_a_row_with_its_unit_and_when_it_changes() -> None:
     table = _table()
     for name, documentation in _exported().items():
         assert documentation.strip(), f"{name} has no help text"
-        assert name in table, f"{name} is missing from the README's metric table"
+        assert name in table, f"{name} is missing from the metric table (docs/observability.md)"
         unit, when = table[name]
-        assert unit and when, f"{name}: the README names no unit or no moment it changes"
+        assert unit and when, f"{name}: the metric table names no unit or no moment it changes"
 
 
 def test_the_table_names_no_metric_that_does_not_exist() -> None:
@@ -58,10 +58,10 @@ def test_skips_are_split_by_unit() -> None:
 
 def test_every_rebalance_result_is_zero_at_start_and_named_in_the_table() -> None:
     """As the other counters with a closed set of labels (core/metrics.py `_zero`): a rate() over a result that has
-    not happened yet reads 0, not "no data", and the README's row names exactly the results the reactor counts."""
+    not happened yet reads 0, not "no data", and the table's row names exactly the results the reactor counts."""
     metrics = Metrics(CollectorRegistry())
     for result in REBALANCE_RESULTS:
         assert metrics.registry.get_sample_value("reactor_rebalances_total", {"result": result}) == 0, result
     assert metrics.registry.get_sample_value("reactor_rebalance_gpus_moved_total") == 0
-    row = next(m for m in ROW.finditer(README) if "`reactor_rebalances_total`" in m.group("names"))
+    row = next(m for m in ROW.finditer(METRICS_PAGE) if "`reactor_rebalances_total`" in m.group("names"))
     assert re.findall(r"`([a-z-]+)`", row.group("labels"))[1:] == list(REBALANCE_RESULTS)  # after `result`

@@ -654,7 +654,7 @@ def _check_grant(reactor_objects: list[dict[str, Any]], token_file: Path, grant:
 def test_a_refused_read_is_answered_with_an_outcome(reactor_objects: list[dict[str, Any]], token_file: Path,
                                                     grant: tuple[str, str, str]) -> None:
     """A 403 is a PermanentError: answered 200 with `failed`/`api-error` outcomes naming the refusal, never an
-    exception out of the webhook (STYLE: PermanentError → counted, answered 200 with the reason)."""
+    exception out of the webhook (CONTRIBUTING.md: PermanentError → counted, answered 200 with the reason)."""
     group, resource, verb = grant
     (role,) = {g[0] for g in _grants(reactor_objects) if g[1:] == grant}
     sim = _cluster(_without(reactor_objects, (role, group, resource, verb)))

@@ -110,5 +110,5 @@ def test_the_reactor_counts_the_test_alert_and_touches_nothing(reactor: Reactor)
 
 
 def test_the_doctor_flags_are_in_the_readme() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "deploy.md").read_text()
     assert "--send-test-alert" in readme and "--reactor-metrics" in readme and "| `test-alert` |" in readme

@@ -317,18 +317,19 @@ def test_allow_star_binds_the_roles_cluster_wide() -> None:
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gpu-reactor", "namespace": NAMESPACE}]
 
 
-def _readme_values() -> dict[str, Any]:
-    """The README's `my-values.yaml` block (Deploy to a cluster, Helm)."""
-    text = (ROOT / "README.md").read_text()
+def _readme_values(page: str) -> dict[str, Any]:
+    """The `my-values.yaml` block of a page: the README's install, docs/deploy.md's Helm section."""
+    text = (ROOT / page).read_text()
     start = text.index("# my-values.yaml\n")
     return dict(yaml.safe_load(text[start:text.index("```", start)]))
 
 
-def test_the_readme_values_deliver() -> None:
+@pytest.mark.parametrize("page", ["README.md", "docs/deploy.md"])
+def test_the_readme_values_deliver(page: str) -> None:
     """As `helm install` renders them (online: `lookup` finds the cluster, stood in for here by explicit values),
     the AlertmanagerConfig in `monitoring` names a Secret that is in `monitoring`, holding the reactor's token.
     Offline (`helm template`, lookup empty) the same values fail and name the GitOps path."""
-    values = _readme_values()
+    values = _readme_values(page)
     with pytest.raises(helm_python.HelmError, match="existingSecret"):
         render(values)
     values["webhookToken"]["value"], values["stateKey"]["value"] = "t" * 64, "k" * 64
