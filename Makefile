@@ -15,14 +15,14 @@ RUNTIME := $(VENV)/.runtime
 QUIET_EDITABLE := PYTHONWARNINGS="ignore:Editable installation"
 
 $(RUNTIME): pyproject.toml
-	@echo "first run: creating $(VENV) and installing the reactor's runtime (about a minute)"
+	@echo "first run: creating $(VENV) and installing the reactor's runtime"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(QUIET_EDITABLE) $(PY) -m pip install -q -e .
 	touch $(RUNTIME)
 
 $(STAMP): $(RUNTIME)
-	@echo "installing the test extras into $(VENV) (about two minutes the first time)"
+	@echo "installing the test extras into $(VENV) (once)"
 	$(QUIET_EDITABLE) $(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
@@ -41,7 +41,8 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-# The unit and component tiers (markers set by folder in tests/conftest.py) on every core: about a minute.
+# The unit and component tiers (markers set by folder in tests/conftest.py) on every core (docs/development.md
+# gives its measured time).
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "unit or component" -n auto
 

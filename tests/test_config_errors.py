@@ -59,7 +59,7 @@ def test_a_cross_field_check_on_an_invalid_value_is_left_to_that_value(tmp_path:
     ("server: {tokenfile: /t}\n", "server.tokenfile: unknown key; did you mean 'server.tokenFile'?"),
     ("servre: {listen: ':80'}\n", "servre: unknown key; did you mean 'server'?"),
     ("targetUtilisation: 0.5\n", "targetUtilisation: unknown key; did you mean 'targetUtilization'?"),
-    ("frobnicate: 1\n", "frobnicate: unknown key (see the README's policy reference)"),
+    ("frobnicate: 1\n", "frobnicate: unknown key (see docs/policy.md, the policy reference)"),
 ], ids=["top", "nested", "section", "spelling", "nothing-close"])
 def test_a_misspelled_key_gets_a_suggestion(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str,
                                             expected: str) -> None:

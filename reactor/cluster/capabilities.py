@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 RESIZE = "pods/resize"
-# The capabilities a policy can need, named as `reactor doctor` and the README name them.
+# The capabilities a policy can need, named as `reactor doctor` and docs/kubernetes-versions.md name them.
 IN_PLACE = "in-place resize"
 SIDECARS = "sidecar containers"
 SCOPED_QUOTAS = "scoped quotas"

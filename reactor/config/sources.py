@@ -65,7 +65,7 @@ def suggestion(word: str, known: Collection[str]) -> str:
     close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.75)
     if close:
         return f"; did you mean {close[0]!r}?"
-    return " (see the README's policy reference)"
+    return " (see docs/policy.md, the policy reference)"
 
 
 def file_values(doc: Mapping[Any, Any], *, schema: Collection[str], sections: Collection[str], file: str | None,

@@ -252,7 +252,7 @@ def load_state_keys(key_file: str | None, previous_file: str | None, *, required
     if key_file is None:
         if required:
             raise ConfigError("state.keyFile", "required unless dryRun: the reactor signs the state annotations it "
-                                               "writes, and acts on none it cannot verify (see the README)")
+                                               "writes, and acts on none it cannot verify (see docs/trust.md)")
         return None
     keys = KeyFiles(key_file, previous_file)
     if announce:

@@ -4,7 +4,7 @@ The embedded cluster runs in this process; the reactor runs as a real `reactor s
 process (gunicorn, the official client over HTTP), and is fed notifications shaped like the
 ones Alertmanager sends. Nothing here is special-cased for the demo inside the reactor.
 
-The last step shows rebalancing (README "Rebalancing"): the reactor asks Alertmanager's API v2 which donors are
+The last step shows rebalancing (docs/rebalancing.md): the reactor asks Alertmanager's API v2 which donors are
 idle now. A small server in this process (tools/alertmanager_api.py) stands in for Alertmanager there, as the
 notifications already do for its webhook: it answers `GET /api/v2/alerts` with the alerts the demo says are firing,
 in the gettableAlert shape Alertmanager 0.25 returns. The reactor child is pointed at it through the environment
