@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from reactor.tools.alertmanager_api import AlertmanagerStandIn
-from reactor.tools.demo import SHARED, Demo, _steps, play, quota_usage, start_reactor
+from reactor.tools.demo import SHARED, Demo, _steps, play, quota_usage, seed_shared_quota, start_reactor
 from reactor.tools.seeds import demo_file
 from reactor_sim import SimCluster
 
@@ -85,7 +85,7 @@ def test_the_rebalance_step_moves_gpus_from_the_idle_donor_to_the_saturated_rece
     sim = SimCluster().start()
     try:
         sim.load_manifests(demo_file("cluster.yaml").read_text())
-        sim.settle()
+        seed_shared_quota(sim)  # as the demo seeds it, before its reactor starts
         with AlertmanagerStandIn() as alertmanager:
             child = start_reactor(sim, tmp_path, "demo-token", 0, alertmanager.url)
             try:

@@ -153,9 +153,10 @@ def _idle_training(demo: Demo) -> list[AlertSpec]:
 
 
 def _saturate_the_shared_quota(demo: Demo) -> dict[str, Any]:
-    """Seed the shared quota; Alertmanager holds training's idle alerts (firing, not yet sent to the reactor: its
-    route's group_interval has not come round); the notification is inference's saturation."""
-    seed_shared_quota(demo.sim)
+    """Alertmanager holds training's idle alerts (firing, not yet sent to the reactor: its route's group_interval
+    has not come round); the notification is inference's saturation. The shared quota was seeded with the cluster
+    (`_run`): seeded here, the reactor's watch cache could still miss the quota's `used` when the alert came, and
+    decide on a quota that looked empty."""
     if demo.alertmanager is not None:
         demo.alertmanager.fire(_idle_training(demo))
     demo.sent["shared-before"] = {"quota": quota_usage(demo.sim, SHARED), "training": _replicas(demo.sim, "training"),
@@ -277,7 +278,7 @@ def _run(*, once: bool, port: int, tmp: Path) -> None:
     sim = SimCluster().start()
     try:
         sim.load_manifests(demo_file("cluster.yaml").read_text())
-        sim.settle()
+        seed_shared_quota(sim)  # the last step's namespace (step 12), seeded before the reactor starts
         token = secrets.token_hex(16)
         with AlertmanagerStandIn() as alertmanager:
             _serve(sim, alertmanager, once=once, port=port, tmp=tmp, token=token)
