@@ -41,8 +41,15 @@ TRUST = (
     ("replays_honoured", "replays honoured (must be 0)"),
     ("deletions_tried", "state deletions tried"),
     ("deletions_reset", "state deletions taken as a fresh start (must be 0)"),
+    ("state_leases_tried", "state Leases another team pre-created or edited (issue 35)"),
+    ("state_leases_blocking", "of those, ones that stopped the reactor (must be 0)"),
+    ("owed_tried", "give-backs owed across a restart, with and without the watch cache"),
+    ("owed_unpaid", "of those, not paid or paid twice (must be 0)"),
+    ("refused_growth_tried", "growths a second full quota refuses"),
+    ("refused_growth_gave", "of those, ones a donor gave for (must be 0)"),
 )
-_MUST_BE_ZERO = ("forgeries_acted", "forged_owners_acted", "replays_honoured", "deletions_reset")
+_MUST_BE_ZERO = ("forgeries_acted", "forged_owners_acted", "replays_honoured", "deletions_reset",
+                 "state_leases_blocking", "owed_unpaid", "refused_growth_gave")
 
 
 @dataclass
