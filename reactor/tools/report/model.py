@@ -6,6 +6,7 @@ Pure data. `render_*` turn a `Report` into text, JSON (schema.json) or HTML; not
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -56,6 +57,8 @@ class Decision:
     gpu_delta: int
     reason: str | None
     detail: str
+    # The notification's alerts in Alertmanager's webhook shape: `reactor plan` can be asked about the same ones.
+    alerts: tuple[Mapping[str, object], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

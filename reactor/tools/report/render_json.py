@@ -39,7 +39,7 @@ def _episode(e: Episode) -> dict[str, Any]:
 def _decision(d: Decision) -> dict[str, Any]:
     return {"at": _time(d.at), "alert": d.alert, "status": d.status, "action": d.action, "strategy": d.strategy,
             "from": d.from_value, "to": d.to_value, "gpuDelta": d.gpu_delta, "reason": d.reason,
-            "detail": d.detail}
+            "detail": d.detail, "alerts": [dict(a) for a in d.alerts]}
 
 
 def _workload(w: WorkloadReport) -> dict[str, Any]:

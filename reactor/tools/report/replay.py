@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 
 from reactor.core.model import (
     Action,
-    Alert,
     Bounds,
     Container,
     Kind,
@@ -115,17 +114,25 @@ def notification_times(fired: Sequence[Fired], *, since: float, until: float, re
     return times
 
 
-def alerts_at(fired: Sequence[Fired], t: float) -> list[Alert]:
+def bodies_at(fired: Sequence[Fired], t: float) -> list[dict[str, object]]:
     """The workload's alerts in a notification at `t`: those firing then, and those resolving at `t`."""
     found = []
-    for i, f in enumerate(fired):
+    for f in fired:
         start = f.episode.fired_at.timestamp()
         end = f.episode.resolved_at.timestamp() if f.episode.resolved_at is not None else None
         if start <= t and (end is None or t < end):
-            found.append(parse_alert(alert_body(f, resolved_at=None), f"alerts[{i}]"))
+            found.append(alert_body(f, resolved_at=None))
         elif end == t:
-            found.append(parse_alert(alert_body(f, resolved_at=f.episode.resolved_at), f"alerts[{i}]"))
+            found.append(alert_body(f, resolved_at=f.episode.resolved_at))
     return found
+
+
+def envelope(alerts: Sequence[Mapping[str, object]]) -> dict[str, object]:
+    """A webhook notification (payload version 4) carrying `alerts`, as `reactor plan --alerts` reads one."""
+    firing = any(a.get("status") == "firing" for a in alerts)
+    return {"version": "4", "groupKey": "{}:{reactor=\"gpu\"}", "truncatedAlerts": 0,
+            "status": "firing" if firing else "resolved", "receiver": "gpu-reactor", "groupLabels": {},
+            "commonLabels": {}, "commonAnnotations": {}, "externalURL": "", "alerts": list(alerts)}
 
 
 def workload_at(subject: Subject, t: float) -> Workload:
@@ -155,9 +162,10 @@ def replay(subjects: Sequence[Subject], bounds_at: Callable[[float, int], Bounds
     changed = 0
     for t, key in events:
         subject = by_key[key]
-        alerts = alerts_at(subject.fired, t)
-        if not alerts:
+        bodies = bodies_at(subject.fired, t)
+        if not bodies:
             continue
+        alerts = [parse_alert(body, f"alerts[{i}]") for i, body in enumerate(bodies)]
         signal = fold(alerts)
         now = datetime.fromtimestamp(t, UTC)
         workload = workload_at(subject, t)
@@ -174,7 +182,7 @@ def replay(subjects: Sequence[Subject], bounds_at: Callable[[float, int], Bounds
                 else:
                     subject.annotations[k] = v
             changed += result.gpu_delta
-        decisions[key].append(_decision(now, signal.alert, signal.status.value, result))
+        decisions[key].append(_decision(now, signal.alert, signal.status.value, result, bodies))
     return decisions
 
 
@@ -188,11 +196,12 @@ def _apply(subject: Subject, action: Action) -> None:
         subject.overrides["priority"] = action.to_value
 
 
-def _decision(now: datetime, alert: str, status: str, result: Action | Skip) -> Decision:
+def _decision(now: datetime, alert: str, status: str, result: Action | Skip,
+              bodies: Sequence[Mapping[str, object]]) -> Decision:
     if isinstance(result, Action):
         return Decision(now, alert, status, result.action, result.strategy, result.from_value, result.to_value,
-                        result.gpu_delta, None, "")
-    return Decision(now, alert, status, None, None, None, None, 0, result.reason.value, result.detail)
+                        result.gpu_delta, None, "", tuple(bodies))
+    return Decision(now, alert, status, None, None, None, None, 0, result.reason.value, result.detail, tuple(bodies))
 
 
-__all__ = ["Fired", "Shape", "Subject", "alert_body", "fingerprint", "replay"]
+__all__ = ["Fired", "Shape", "Subject", "alert_body", "envelope", "fingerprint", "replay"]
