@@ -7,15 +7,25 @@ import json
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
+from reactor.config.settings import load_settings
+from reactor.sources.prometheus import PrometheusApi
 from reactor.tools.launcher import free_port
+from reactor.tools.report.command import make_report
+from reactor.tools.report.model import Report
+from reactor.tools.report.source import PrometheusSource
+from reactor.tools.rules import load_values
 from reactor_sim import SimCluster
 from tests.promstack.stack import PROMETHEUS_BIN, _spawn, _wait_ready
 from tests.report import history
 from tests.rules.conftest import require_tool
+
+ROOT = Path(__file__).parents[2]
+STEP = timedelta(minutes=1)  # the rules' evaluation interval (rules/thresholds.yaml): `for` is replayed exactly
 
 
 @dataclass(frozen=True)
@@ -57,3 +67,15 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
         yield History(url, pods, seeds, policy)
     finally:
         process.stop()
+
+
+@pytest.fixture(scope="module")
+def report(served: History) -> Report:
+    """The report of the whole history, at the rules' evaluation interval, with the history's policy."""
+    api = PrometheusApi(served.url, timeout=60, max_body_bytes=256 << 20)
+    try:
+        return make_report(PrometheusSource(api), load_values(ROOT / "rules/thresholds.yaml"),
+                           load_settings(str(served.policy)), since=history.T0, until=history.END, step=STEP,
+                           prometheus=served.url)
+    finally:
+        api.close()

@@ -11,32 +11,15 @@ import jsonschema
 import pytest
 
 from reactor.app.cli import main
-from reactor.config.settings import load_settings
-from reactor.sources.prometheus import PrometheusApi
 from reactor.tools.report import render_json
-from reactor.tools.report.command import make_report
 from reactor.tools.report.model import Grouping, Report, WorkloadReport
 from reactor.tools.report.replay import envelope
-from reactor.tools.report.source import PrometheusSource
-from reactor.tools.rules import load_values
 from tests.report import history
 from tests.report.conftest import History
 from tests.report.history import END, GAP, T0
 
-ROOT = Path(__file__).parents[2]
 LOOKBACK = 300  # Prometheus's default lookback delta: a series is read until 5 minutes after its last sample
 STEP = 60  # the report's step: the rules' evaluation interval (rules/thresholds.yaml), so `for` is exact
-
-
-@pytest.fixture(scope="module")
-def report(served: History) -> Report:
-    api = PrometheusApi(served.url, timeout=60, max_body_bytes=256 << 20)
-    try:
-        return make_report(PrometheusSource(api), load_values(ROOT / "rules/thresholds.yaml"),
-                           load_settings(str(served.policy)), since=T0, until=END, step=timedelta(seconds=STEP),
-                           prometheus=served.url)
-    finally:
-        api.close()
 
 
 def _workload(report: Report, name: str) -> WorkloadReport:

@@ -8,7 +8,7 @@ import bisect
 import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from reactor.core.model import Bounds, Quota
@@ -65,7 +65,8 @@ def _index(series: Sequence[Series]) -> dict[Container, _Lookup]:
     return {(s.labels.get("pod", ""), s.labels.get("container", "")): _Lookup(s.samples) for s in series}
 
 
-def build_namespace(data: NamespaceData, window: Window, options: Options) -> tuple[list[WorkloadReport], list[Trade]]:
+def build_namespace(data: NamespaceData, window: Window,
+                    options: Options) -> tuple[list[WorkloadReport], list[Trade]]:
     util, fb = _index(data.series.get(ex.UTILIZATION, ())), _index(data.series.get(ex.FB_USED, ()))
     gpus, idle = _index(data.series.get(ex.GPUS, ())), _index(data.series.get(ex.IDLE_GPUS, ()))
     pods = sorted({pod for pod, _ in (*gpus, *util)})
@@ -100,7 +101,8 @@ def build_namespace(data: NamespaceData, window: Window, options: Options) -> tu
         inside = [i for i, t in enumerate(grid) if since <= t < until]
         fb_values = [v for c in members[key] for t in grid if (v := fb.get(c, _EMPTY).at(t)) is not None]
         gpu_hours = sum(timeline.gpus[i] for i in inside) * step / 3600
-        released, added = _changed_hours(decisions[key], timeline, inside, step)
+        released, added, held = _changed_hours(decisions[key], timeline, inside, step)
+        timeline = replace(timeline, with_changes=held)
         reports.append(WorkloadReport(
             key=key, grouping=grouping, pods=tuple(sorted({p for p, _ in members[key]})), gpu_hours=gpu_hours,
             gpus_max=int(max(timeline.gpus, default=0)),
@@ -219,21 +221,21 @@ def _union(spans: list[tuple[float, float]]) -> float:
 
 
 def _changed_hours(decisions: Sequence[Decision], timeline: Timeline, inside: Sequence[int],
-                   step: float) -> tuple[float, float]:
-    """GPU-hours the would-be changes give back and take: from each change to the end of the window, while the
-    workload still holds GPUs (a pod that ended holds none, so frees none); never more than it held."""
+                   step: float) -> tuple[float, float, tuple[float, ...]]:
+    """GPU-hours the would-be changes give back and take, and the GPUs held with them at each time: from each change
+    to the end of the window, while the workload still holds GPUs (a pod that ended holds none, so frees none);
+    never more than it held."""
     changes = sorted((d.at.timestamp(), d.gpu_delta) for d in decisions if d.action is not None and d.gpu_delta)
     released = added = 0.0
-    for i in inside:
-        t, held = timeline.times[i], timeline.gpus[i]
+    with_changes = []
+    inside_set = set(inside)
+    for i, (t, held) in enumerate(zip(timeline.times, timeline.gpus, strict=True)):
         net = sum(delta for at, delta in changes if at <= t)
-        if held <= 0 or net == 0:
-            continue
-        if net < 0:
-            released += min(held, -net)
-        else:
-            added += net
-    return released * step / 3600, added * step / 3600
+        change = 0.0 if held <= 0 else max(-held, float(net))
+        with_changes.append(held + change)
+        if i in inside_set:
+            released, added = released + max(0.0, -change), added + max(0.0, change)
+    return released * step / 3600, added * step / 3600, tuple(with_changes)
 
 
 def _mig(data: NamespaceData, containers: Sequence[Container], timeline: Timeline, headroom: float) -> mig.Fit | None:

@@ -70,11 +70,13 @@ class Percentiles:
 
 @dataclass(frozen=True, slots=True)
 class Timeline:
-    """Per evaluation time (unix seconds): GPUs held, utilization (None: unknown)."""
+    """Per evaluation time (unix seconds): GPUs held, utilization (None: unknown), and the GPUs it would have held
+    with the would-be changes (`with_changes`, empty until the replay ran)."""
 
     times: tuple[float, ...]
     gpus: tuple[float, ...]
     utilization: tuple[float | None, ...]
+    with_changes: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,9 @@ def plot(w: WorkloadReport, plt: Any) -> str:
     ax.set_ylabel("utilization %")
     held = ax.twinx()
     held.step(times, w.timeline.gpus, where="post", color="tab:orange", linewidth=1, label="GPUs held")
+    if w.timeline.with_changes != w.timeline.gpus:
+        held.step(times, w.timeline.with_changes, where="post", color="tab:green", linewidth=1, linestyle="--",
+                  label="GPUs with the changes")
     held.set_ylabel("GPUs")
     held.set_ylim(0, max(1.0, max(w.timeline.gpus, default=1)) * 1.2)
     for d in w.decisions:
@@ -49,6 +52,8 @@ def plot(w: WorkloadReport, plt: Any) -> str:
             ax.annotate(f"{d.strategy} {d.from_value}→{d.to_value}", (d.at, 100), fontsize=7, color="tab:red",
                         rotation=90, va="top", ha="right")
     ax.set_title(str(w.key), fontsize=9)
+    lines = ax.get_legend_handles_labels()[0] + held.get_legend_handles_labels()[0]
+    ax.legend(lines, [line.get_label() for line in lines], fontsize=7, loc="lower right")
     fig.autofmt_xdate()
     fig.tight_layout()
     out = io.StringIO()
@@ -69,7 +74,8 @@ def render(report: Report) -> str:
     released = sum(w.gpu_hours_released for w in report.workloads)
     total = sum(w.gpu_hours for w in report.workloads)
     sections = "".join(f"<section><h3>{esc(str(w.key))}</h3>{plot(w, plt)}</section>" for w in ordered(report))
-    trades = "".join(f"<li>{esc(str(t.receiver))} refused for quota {esc(t.quota)} while {esc(str(t.donor))} idled: "
+    trades = "".join(f"<li>{esc(str(t.receiver))} refused for quota {esc(t.quota)} while {esc(str(t.donor))} "
+                     "had a donor alert firing: "
                      f"{t.hours:.1f} h from {t.start:%Y-%m-%d %H:%M}</li>" for t in report.trades)
     notes = "".join(f"<li class=note>{esc(n)}</li>" for n in report.notes)
     return (

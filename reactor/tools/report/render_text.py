@@ -42,8 +42,8 @@ def render(report: Report) -> str:
             if d.action is not None:
                 lines.append(f"  {d.at:%Y-%m-%d %H:%M} {w.key}: {d.alert} → {d.strategy} {d.from_value} → {d.to_value}")
     for t in report.trades:
-        lines.append(f"  rebalance: {t.receiver} was refused for quota {t.quota or '?'} while {t.donor} was idle, "
-                     f"{t.hours:.1f} h from {t.start:%Y-%m-%d %H:%M}")
+        lines.append(f"  rebalance: {t.receiver} was refused for quota {t.quota or '?'} while {t.donor} had a donor "
+                     f"alert firing, {t.hours:.1f} h from {t.start:%Y-%m-%d %H:%M}")
     if any(w.grouping.value == "pod-name" for w in report.workloads):
         lines.append("  * grouped by pod name (no kube-state-metrics owner series): a guess")
     lines += [f"note: {n}" for n in report.notes]
