@@ -7,7 +7,9 @@ as dcgm-exporter's (one series per GPU with `gpu`, `UUID`, `modelName`, `Hostnam
 `dcgm-exporter`, as NVIDIA's chart's ServiceMonitor scrapes it with honorLabels false) and kube-state-metrics'
 (`kube_pod_owner`, `kube_replicaset_owner` as kube-state-metrics v2 `internal/store/pod.go`
 createPodOwnerFamilyGenerator and `replicaset.go` build them; `kube_resourcequota` and `kube_limitrange` as
-`resourcequota.go` and `limitrange.go` do), in OpenMetrics text for `promtool tsdb create-blocks-from openmetrics`.
+`resourcequota.go` and `limitrange.go` do) and the kubelet's cAdvisor CFS counters (`container_cpu_cfs_periods_total`,
+`container_cpu_cfs_throttled_periods_total`, labelled namespace/pod/container), in OpenMetrics text for
+`promtool tsdb create-blocks-from openmetrics`.
 """
 
 from __future__ import annotations
@@ -165,7 +167,8 @@ def _scraped(pod: Pod, t: float) -> bool:
 def openmetrics(pods: list[Pod]) -> str:
     families = {n: Family(n) for n in ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED",
                                        "DCGM_FI_DEV_FB_FREE", "kube_pod_owner", "kube_replicaset_owner",
-                                       "kube_pod_info", "kube_resourcequota", "kube_limitrange")}
+                                       "kube_pod_info", "kube_resourcequota", "kube_limitrange",
+                                       "container_cpu_cfs_periods_total", "container_cpu_cfs_throttled_periods_total")}
     gpu_index = 0
     for pod in pods:
         for g in range(pod.shape.gpus):
@@ -189,6 +192,12 @@ def openmetrics(pods: list[Pod]) -> str:
                     families["DCGM_FI_DEV_FB_USED"].add(free, t, 0.0)
         if pod.shape.namespace != NAMESPACE:
             continue  # no kube-state-metrics there
+        if pod.shape.name != "migable":  # cAdvisor as the kubelet exports it: 100 ms CFS periods, none throttled
+            kubelet = {"job": "kubelet", "metrics_path": "/metrics/cadvisor", "instance": pod.node,
+                       "namespace": pod.shape.namespace, "pod": pod.name, "container": "main"}
+            for t in times(pod.start, pod.end):
+                families["container_cpu_cfs_periods_total"].add(kubelet, t, 10 * (t - pod.start.timestamp()))
+                families["container_cpu_cfs_throttled_periods_total"].add(kubelet, t, 0)
         ksm = {"job": "kube-state-metrics", "instance": "10.0.0.8:8080", "namespace": NAMESPACE}
         for t in times(pod.start, pod.end):
             families["kube_pod_owner"].add({**ksm, "pod": pod.name, "uid": f"uid-{pod.name}", "owner_kind": "ReplicaSet",
@@ -213,7 +222,8 @@ def openmetrics(pods: list[Pod]) -> str:
 def _text(families: Iterator[Family] | object) -> str:
     lines = []
     for family in families:  # type: ignore[attr-defined]
-        lines.append(f"# TYPE {family.name} gauge")
+        kind = "counter" if family.name.endswith("_total") else "gauge"
+        lines.append(f"# TYPE {family.name.removesuffix('_total') if kind == 'counter' else family.name} {kind}")
         for labels, samples in sorted(family.samples.items()):
             inner = ",".join(f'{k}="{v}"' for k, v in labels)
             for t, v in sorted(samples):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reactor.tools.report.command import _step
+from reactor.tools.report.command import choose_step
 from reactor.tools.report.expressions import Expressions
 from reactor.tools.report.firing import Firing, episodes
 from reactor.tools.report.mig import smallest_fit
@@ -89,7 +89,7 @@ def test_every_recorded_series_is_inlined_and_narrowed() -> None:
                                             (timedelta(hours=4), timedelta(minutes=1)),
                                             (timedelta(days=30), timedelta(minutes=22))])
 def test_the_step_follows_the_window(span: timedelta, step: timedelta) -> None:
-    assert _step(None, build_values({}), span) == step
+    assert choose_step(None, build_values({}), span) == step
 
 
 @pytest.mark.parametrize(("pod", "kind", "name"), [

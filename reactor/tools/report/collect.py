@@ -48,7 +48,7 @@ class NamespaceData:
 
     namespace: str
     alerts: list[tuple[AlertRule, Sequence[Series]]] = field(default_factory=list)
-    series: dict[str, Sequence[Series]] = field(default_factory=dict)  # ex.UTILIZATION, FB_USED, GPUS, IDLE_GPUS
+    series: dict[str, Sequence[Series]] = field(default_factory=dict)  # ex.UTILIZATION, FB_USED, GPUS, … THROTTLING
     fb_mib: Sequence[Series] = ()
     owners: dict[str, Sequence[Series]] = field(default_factory=dict)  # "pod", "replicaset", "job", "priority"
     quota: Sequence[Series] = ()
@@ -73,7 +73,7 @@ def _queries(expressions: Expressions, ns: str, window: Window, gpu_resource: st
     lookback = f"{_seconds(window.end - window.start + window.step)}s"
     found = [_Query(ns, f"alert:{i}", rule.expr) for i, rule in enumerate(expressions.alerts(ns))]
     found += [_Query(ns, name, expressions.series(name, ns))
-              for name in (ex.UTILIZATION, ex.FB_USED, ex.GPUS, ex.IDLE_GPUS)]
+              for name in (ex.UTILIZATION, ex.FB_USED, ex.GPUS, ex.IDLE_GPUS, ex.THROTTLING)]
     found += [_Query(ns, "fb_mib", expressions.raw(FB_MIB, ns)),
               _Query(ns, "quota", QUOTA.format(ns=ns, gpu=gpu_resource)),
               _Query(ns, "limit_range", LIMIT_RANGE.format(ns=ns, gpu=gpu_resource))]

@@ -33,7 +33,7 @@ def run_command(args: argparse.Namespace, *, now: datetime | None = None,
     until = _until(args.until, now or datetime.now(UTC))
     since = until - _duration("--since", args.since)
     values = _values(args.values)
-    step = _step(args.step, values, until - since)
+    step = choose_step(args.step, values, until - since)
     owned = None
     if source is None:
         owned = _api(args, settings)
@@ -67,14 +67,19 @@ def make_report(source: RangeSource, values: Values, settings: Settings, *, sinc
     if not namespaces:
         found = source.query(namespaces_expr(expressions, until - since), until)
         namespaces = sorted({s.labels["namespace"] for s in found if s.labels.get("namespace")})
-    data = collect(source, expressions, namespaces, window, gpu_resource=settings.policy.gpu_resource,
-                   concurrency=concurrency, progress=progress)
-    options = Options(settings.policy, window.start, window.end, repeat.total_seconds())
+    options = Options(settings.policy, window.start, window.end, repeat.total_seconds(),
+                      stale_after=values.stale_after.total_seconds())
     workloads, trades = [], []
-    for namespace in data:
-        w, t = build_namespace(namespace, window, options)
+    # One namespace at a time: only its answers are held in memory while its workloads are built.
+    for done, namespace in enumerate(namespaces, start=1):
+        (data,) = collect(source, expressions, [namespace], window, gpu_resource=settings.policy.gpu_resource,
+                          concurrency=concurrency)
+        w, t = build_namespace(data, window, options)
         workloads += w
         trades += t
+        del data
+        if progress is not None:
+            progress(done, len(namespaces))
     return Report(window.start, window.end, seconds, prometheus, tuple(workloads), tuple(trades),
                   tuple(_notes(settings, values, step, {w.grouping for w in workloads})))
 
@@ -119,7 +124,9 @@ def _until(raw: str | None, now: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def _step(raw: str | None, values: Values, span: timedelta) -> timedelta:
+def choose_step(raw: str | None, values: Values, span: timedelta) -> timedelta:
+    """`--step`, else the rules' evaluation interval, or the smallest multiple of it that keeps about POINTS
+    evaluations over `span` (5 minutes for a week): a multiple, so each step is an evaluation the rules make."""
     if raw is not None:
         return _duration("--step", raw)
     interval = values.evaluation_interval.total_seconds()
@@ -164,7 +171,7 @@ def _api(args: argparse.Namespace, settings: Settings) -> Any:
 
 
 def _progress(span: timedelta) -> Callable[[int, int], None] | None:
-    """Queries done, on stderr, for a long window or a terminal: a week's report takes a while."""
+    """Namespaces done, on stderr, for a long window or a terminal: a week's report takes a while."""
     if span < timedelta(days=1) and not sys.stderr.isatty():
         return None
     shown = [-1]
@@ -173,7 +180,7 @@ def _progress(span: timedelta) -> Callable[[int, int], None] | None:
         tenth = done * 10 // total
         if tenth != shown[0]:
             shown[0] = tenth
-            print(f"reactor report: {done}/{total} queries", file=sys.stderr, flush=True)
+            print(f"reactor report: {done}/{total} namespaces", file=sys.stderr, flush=True)
 
     return show
 

@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 from reactor.config.fields import parse_duration
-from reactor.tools.rules import promql
+from reactor.tools.rules import cpu, promql
 from reactor.tools.rules.groups import alerting_rules, recording_rules
 from reactor.tools.rules.values import Values
 
@@ -26,6 +26,7 @@ UTILIZATION = promql.UTILIZATION
 FB_USED = promql.FB_USED
 GPUS = promql.GPUS
 IDLE_GPUS = promql.IDLE_GPUS
+THROTTLING = cpu.THROTTLING
 _RECORDED = re.compile(r"(gpu_reactor:[a-zA-Z0-9_:]+)(\{[^}]*\})?(\[[0-9a-z]+\])?")
 _MATCHER = re.compile(r'\s*namespace\s*(=|!~|=~|!=)\s*"([^"]*)"\s*')
 
@@ -39,6 +40,7 @@ class AlertRule:
     for_: timedelta
     keep_firing_for: timedelta
     labels: Mapping[str, str]
+    cpu_annotated: bool = False  # its alerts carry `cpu_throttling` (the shrink alerts: a CPU-starved one keeps GPUs)
 
 
 class Expressions:
@@ -56,11 +58,12 @@ class Expressions:
         self._alerts = [self._alert(rule) for rule in alerting_rules(values)]
 
     def alerts(self, namespace: str) -> list[AlertRule]:
-        return [AlertRule(a.name, self._narrow(a.expr, namespace), a.for_, a.keep_firing_for, a.labels)
-                for a in self._alerts]
+        return [AlertRule(a.name, self._narrow(a.expr, namespace), a.for_, a.keep_firing_for, a.labels,
+                          a.cpu_annotated) for a in self._alerts]
 
     def series(self, name: str, namespace: str) -> str:
-        """A recorded per-container series (`UTILIZATION`, `FB_USED`, `GPUS`, `IDLE_GPUS`), self-contained."""
+        """A recorded per-container series (`UTILIZATION`, `FB_USED`, `GPUS`, `IDLE_GPUS`, `THROTTLING`),
+        self-contained."""
         return self._narrow(f"({self._recorded[name]})", namespace)
 
     def raw(self, build: str, namespace: str | None) -> str:
@@ -82,7 +85,7 @@ class Expressions:
         keep = rule.get("keep_firing_for")
         keep_for = parse_duration("keep_firing_for", keep) if keep else timedelta(0)
         return AlertRule(rule["alert"], self._inline(rule["expr"]), parse_duration("for", rule["for"]), keep_for,
-                         dict(rule.get("labels", {})))
+                         dict(rule.get("labels", {})), cpu.ANNOTATION in rule.get("annotations", {}))
 
     def _inline(self, expr: str) -> str:
         def replace(m: re.Match[str]) -> str:
@@ -99,8 +102,10 @@ class Expressions:
         return _RECORDED.sub(replace, expr)
 
     def _narrow(self, expr: str, namespace: str) -> str:
-        """Only `namespace`'s raw series: the exporter's matchers gain the workload's namespace. A GPU's
-        freshness (`gpu_reported`) stays cluster-wide: a free GPU's series name no namespace."""
+        """Only `namespace`'s raw series: the exporter's and cAdvisor's matchers gain the workload's namespace. A
+        GPU's freshness (`gpu_reported`) stays cluster-wide: a free GPU's series name no namespace."""
+        ns_label = "exported_namespace" if self.values.cadvisor_labels == "exported" else "namespace"
+        expr = expr.replace('container!="POD", pod!=""', f'container!="POD", pod!="", {ns_label}="{namespace}"')
         if self.values.scrape_labels == "exported":
             return expr.replace('exported_pod!=""', f'exported_pod!="", exported_namespace="{namespace}"')
         return expr.replace('pod!="", container!=""', f'pod!="", container!="", namespace="{namespace}"')

@@ -6,7 +6,7 @@ Pure data. `render_*` turn a `Report` into text, JSON (schema.json) or HTML; not
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -70,13 +70,14 @@ class Percentiles:
 
 @dataclass(frozen=True, slots=True)
 class Timeline:
-    """Per evaluation time (unix seconds): GPUs held, utilization (None: unknown), and the GPUs it would have held
-    with the would-be changes (`with_changes`, empty until the replay ran)."""
+    """Per evaluation time (unix seconds): GPUs held, utilization (NaN: unknown), and the GPUs it would have held
+    with the would-be changes (`with_changes`, empty until the replay ran). Arrays of doubles: a week of a thousand
+    workloads is millions of points, which Python floats would hold at four times the memory."""
 
-    times: tuple[float, ...]
-    gpus: tuple[float, ...]
-    utilization: tuple[float | None, ...]
-    with_changes: tuple[float, ...] = ()
+    times: Sequence[float]
+    gpus: Sequence[float]
+    utilization: Sequence[float]
+    with_changes: Sequence[float] = ()
 
 
 @dataclass(frozen=True, slots=True)

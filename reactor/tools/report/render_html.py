@@ -35,13 +35,13 @@ def plot(w: WorkloadReport, plt: Any) -> str:
     """Utilization (left axis) and GPUs held (right axis) over time; the would-be actions as vertical lines."""
     times = [datetime.fromtimestamp(t, UTC) for t in w.timeline.times]
     fig, ax = plt.subplots(figsize=(9, 2.6))
-    ax.plot(times, [u * 100 if u is not None else float("nan") for u in w.timeline.utilization],
+    ax.plot(times, [u * 100 for u in w.timeline.utilization],
             color="tab:blue", linewidth=1, label="utilization %")
     ax.set_ylim(0, 105)
     ax.set_ylabel("utilization %")
     held = ax.twinx()
     held.step(times, w.timeline.gpus, where="post", color="tab:orange", linewidth=1, label="GPUs held")
-    if w.timeline.with_changes != w.timeline.gpus:
+    if list(w.timeline.with_changes) != list(w.timeline.gpus):
         held.step(times, w.timeline.with_changes, where="post", color="tab:green", linewidth=1, linestyle="--",
                   label="GPUs with the changes")
     held.set_ylabel("GPUs")

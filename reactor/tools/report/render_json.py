@@ -81,4 +81,5 @@ def to_document(report: Report) -> dict[str, Any]:
 
 
 def render(report: Report) -> str:
-    return json.dumps(to_document(report), indent=2) + "\n"
+    """Compact (a week of a thousand workloads is tens of MB; `jq .` indents it)."""
+    return json.dumps(to_document(report), separators=(",", ":")) + "\n"

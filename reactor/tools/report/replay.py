@@ -46,6 +46,7 @@ class Fired:
     rule_labels: Mapping[str, str]
     gpus: int | None
     idle_gpus: int | None
+    cpu_throttling: str | None = None  # the `cpu_throttling` annotation ("0.120", "unknown"), where the rule has it
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +90,8 @@ def alert_body(fired: Fired, *, resolved_at: datetime | None) -> dict[str, objec
         annotations["gpus"] = str(fired.gpus)
     if fired.idle_gpus is not None:
         annotations["idle_gpus"] = str(fired.idle_gpus)
+    if fired.cpu_throttling is not None:
+        annotations["cpu_throttling"] = fired.cpu_throttling
     return {"status": "resolved" if resolved_at is not None else "firing", "labels": labels,
             "annotations": annotations, "startsAt": _iso(e.fired_at),
             "endsAt": _iso(resolved_at) if resolved_at is not None else _ZERO_TIME,
