@@ -98,8 +98,10 @@ def test_actions_and_gpu_hours_released(report: Report) -> None:
 
 def test_trades_workloads_and_mig(served: History, report: Report) -> None:
     # The saturated workload was refused for its full quota while three workloads had GPUUnderutilized firing.
-    assert sorted((t.receiver.name, t.donor.name, t.start - T0, t.hours) for t in report.trades) == [
-        ("saturated", donor, timedelta(minutes=30), 3.5) for donor in ("idle", "migable", "under")]
+    # It needed 2 GPUs (one more replica of 2) and the quota had 1: 1 GPU short, in quota gpu-quota.
+    assert sorted((t.receiver.name, t.donor.name, t.start - T0, t.hours, t.quota, t.gpus_short)
+                  for t in report.trades) == [
+        ("saturated", donor, timedelta(minutes=30), 3.5, "gpu-quota", 1) for donor in ("idle", "migable", "under")]
     assert {w.key.name: w.key.kind for w in report.workloads} == {
         n: "Deployment" for n in ("idle", "under", "saturated", "bursty", "migable", "mover", "gap", "trainer")}
     movers = sorted(p.name for p in served.pods if p.shape.name == "mover")

@@ -31,6 +31,8 @@ def test_the_page_renders_its_plots_offline_without_console_errors(report: Repor
     page.write_text(text, encoding="utf-8")
     assert "<script" not in text and not re.search(r"""(src|href)=["']?(https?:)?//""", text)
     assert text.count("<svg") == len(report.workloads)
+    capped = render_html.render(report, plots=2)
+    assert capped.count("<svg") == 2 and "Plots of the first 2 workloads of the table, of 8" in capped
     shot = tmp_path / "report.png"
     assert browser.load(page, shot).errors == []
     # The utilization lines (matplotlib's tab:blue) and the would-be actions (tab:red) were drawn.

@@ -27,6 +27,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                                       "(default: every namespace with GPU series)")
     p.add_argument("--output", choices=OUTPUTS, default="text", help="text (default), json (schema.json) or html")
     p.add_argument("--out", metavar="FILE", help="write here instead of stdout")
+    p.add_argument("--plots", type=int, default=100, metavar="N",
+                   help="--output html: plot the first N workloads of the table (default 100)")
     p.add_argument("--concurrency", type=int, default=4, metavar="N", help="queries at once (default 4)")
     p.add_argument("--repeat-interval", default="4h", metavar="DURATION",
                    help="Alertmanager's repeat_interval: a firing alert is notified again this often (default 4h)")

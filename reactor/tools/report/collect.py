@@ -57,8 +57,10 @@ class NamespaceData:
 
 def namespaces_expr(expressions: Expressions, lookback: timedelta) -> str:
     """The namespaces whose workloads dcgm-exporter reported within `lookback` (one instant query)."""
-    raw = expressions.raw(FB_MIB + " or DCGM_FI_DEV_GPU_UTIL{m}", None)
-    return f"group by (namespace) (max_over_time(({raw})[{_seconds(lookback)}s:{_seconds(expressions.interval)}s]))"
+    window = f"[{_seconds(lookback)}s]"
+    both = f"last_over_time({FB_MIB}{window}) or last_over_time(DCGM_FI_DEV_GPU_UTIL{{m}}{window})"
+    raw = expressions.raw(both, None)
+    return f"group by (namespace) ({raw})"
 
 
 @dataclass(frozen=True, slots=True)

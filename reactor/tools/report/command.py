@@ -49,7 +49,10 @@ def run_command(args: argparse.Namespace, *, now: datetime | None = None,
     finally:
         if owned is not None:
             owned.close()
-    text = {"text": render_text.render, "json": render_json.render, "html": render_html.render}[args.output](report)
+    if args.output == "html":
+        text = render_html.render(report, plots=args.plots)
+    else:
+        text = render_json.render(report) if args.output == "json" else render_text.render(report)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
     else:
@@ -154,9 +157,10 @@ def _settings(path: str | None) -> Settings:
 def _api(args: argparse.Namespace, settings: Settings) -> Any:
     from reactor.sources.prometheus import PrometheusApi
 
-    # The confirm step's settings, where this version has them; the flags win.
+    # The confirm step's settings (`confirm.prometheusUrl` → ConfirmSource.url, tokenFile, caFile, timeout) where
+    # this version has them; the flags win.
     confirm = getattr(settings, "confirm", None)
-    url = args.prometheus_url or getattr(confirm, "prometheus_url", None)
+    url = args.prometheus_url or getattr(confirm, "url", None)
     if not url:
         raise UsageError("--prometheus-url", "required (or confirm.prometheusUrl in --config)")
     # A range query over a week is slower than the confirm step's instant query: its timeout is a floor here.

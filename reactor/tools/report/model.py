@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from reactor.core.model import Shortfall
 from reactor.tools.report.mig import Fit
 
 
@@ -59,6 +60,7 @@ class Decision:
     detail: str
     # The notification's alerts in Alertmanager's webhook shape: `reactor plan` can be asked about the same ones.
     alerts: tuple[Mapping[str, object], ...] = ()
+    shortfall: Shortfall | None = None  # a growth refused for a GPU quota: which quota, how many GPUs short
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,7 +63,9 @@ def plot(w: WorkloadReport, plt: Any) -> str:
     return text[text.index("<svg"):]
 
 
-def render(report: Report) -> str:
+def render(report: Report, *, plots: int = 100) -> str:
+    """The page; plots for the first `plots` workloads of the table (most GPU-hours recoverable first): a thousand
+    SVG plots would make a page of hundreds of MB, and the table already lists every workload."""
     plt = _pyplot()
     esc = html.escape
     rows = "".join(
@@ -73,7 +75,11 @@ def render(report: Report) -> str:
         f"<td>{esc(w.mig.profile) if w.mig else '-'}</td></tr>" for w in ordered(report))
     released = sum(w.gpu_hours_released for w in report.workloads)
     total = sum(w.gpu_hours for w in report.workloads)
-    sections = "".join(f"<section><h3>{esc(str(w.key))}</h3>{plot(w, plt)}</section>" for w in ordered(report))
+    shown = ordered(report)[:max(0, plots)]
+    sections = "".join(f"<section><h3>{esc(str(w.key))}</h3>{plot(w, plt)}</section>" for w in shown)
+    if len(shown) < len(report.workloads):
+        sections = (f"<p class=note>Plots of the first {len(shown)} workloads of the table, of "
+                    f"{len(report.workloads)} (--plots).</p>{sections}")
     trades = "".join(f"<li>{esc(str(t.receiver))} refused for quota {esc(t.quota)} while {esc(str(t.donor))} "
                      "had a donor alert firing: "
                      f"{t.hours:.1f} h from {t.start:%Y-%m-%d %H:%M}</li>" for t in report.trades)

@@ -59,7 +59,7 @@ def _workload(w: WorkloadReport) -> dict[str, Any]:
 
 def _trade(t: Trade) -> dict[str, Any]:
     return {"namespace": t.namespace, "quota": t.quota, "receiver": str(t.receiver), "donor": str(t.donor),
-            "start": _time(t.start), "end": _time(t.end), "hours": _round(t.hours)}
+            "start": _time(t.start), "end": _time(t.end), "hours": _round(t.hours), "gpusShort": t.gpus_short}
 
 
 def to_document(report: Report) -> dict[str, Any]:

@@ -204,7 +204,8 @@ def _decision(now: datetime, alert: str, status: str, result: Action | Skip,
     if isinstance(result, Action):
         return Decision(now, alert, status, result.action, result.strategy, result.from_value, result.to_value,
                         result.gpu_delta, None, "", tuple(bodies))
-    return Decision(now, alert, status, None, None, None, None, 0, result.reason.value, result.detail, tuple(bodies))
+    return Decision(now, alert, status, None, None, None, None, 0, result.reason.value, result.detail, tuple(bodies),
+                    result.shortfall)
 
 
 __all__ = ["Fired", "Shape", "Subject", "alert_body", "envelope", "fingerprint", "replay"]

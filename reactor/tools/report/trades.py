@@ -17,7 +17,7 @@ def trades(subjects: Sequence[Subject], decisions: Mapping[WorkloadKey, Sequence
     found = []
     for receiver in subjects:
         for d in decisions[receiver.key]:
-            if d.reason != "quota-exceeded" or d.alert not in policy.rebalance_receiver_alerts:
+            if d.shortfall is None or d.alert not in policy.rebalance_receiver_alerts:
                 continue
             start = d.at.timestamp()
             end = min((e.resolved_at.timestamp() for e in (f.episode for f in receiver.fired)
@@ -33,17 +33,13 @@ def trades(subjects: Sequence[Subject], decisions: Mapping[WorkloadKey, Sequence
                     lo = max(start, e.fired_at.timestamp())
                     hi = min(end, e.resolved_at.timestamp() if e.resolved_at is not None else until)
                     if hi > lo:
-                        found.append(Trade(receiver.key.namespace, _quota_of(d.detail), receiver.key, donor.key,
-                                           _time(lo), _time(hi), (hi - lo) / 3600, 0))
+                        found.append(Trade(receiver.key.namespace, d.shortfall.quota, receiver.key, donor.key,
+                                           _time(lo), _time(hi), (hi - lo) / 3600, d.shortfall.gpus))
     return _merged(found)
 
 
 def _time(t: float) -> datetime:
     return datetime.fromtimestamp(t, UTC)
-
-
-def _quota_of(detail: str) -> str:
-    return detail.split("quota ", 1)[1].split()[0].strip("'\":,;") if "quota " in detail else ""
 
 
 def _merged(trades: list[Trade]) -> list[Trade]:
