@@ -11,11 +11,16 @@ import jsonschema
 import pytest
 
 from reactor.app.cli import main
+from reactor.config.settings import load_settings
+from reactor.sources.prometheus import PrometheusApi
 from reactor.tools.report import render_json
 from reactor.tools.report.model import Grouping, Report, WorkloadReport
+from reactor.tools.report.command import make_report
 from reactor.tools.report.replay import envelope
+from reactor.tools.report.source import PrometheusSource
+from reactor.tools.rules import load_values
 from tests.report import history
-from tests.report.conftest import History
+from tests.report.conftest import ROOT, History
 from tests.report.history import END, GAP, T0
 
 LOOKBACK = 300  # Prometheus's default lookback delta: a series is read until 5 minutes after its last sample
@@ -151,3 +156,22 @@ def test_each_first_decision_is_what_reactor_plan_decides(served: History, repor
     (outcome,) = json.loads(capsys.readouterr().out)["outcomes"]
     planned = (outcome.get("action"), outcome.get("from"), outcome.get("to"), outcome.get("reason"))
     assert planned == (decision.action, decision.from_value, decision.to_value, decision.reason), outcome
+
+
+def test_a_window_that_starts_mid_alert_sees_what_was_firing(served: History) -> None:
+    """Enabled at 02:00, the reactor would hear at once of what fires then (a new route's group notifies what is
+    active): the grid starts `for` early, so the alerts are firing at 02:00, not pending from it."""
+    since = T0 + timedelta(hours=2)
+    api = PrometheusApi(served.url, timeout=60, max_body_bytes=256 << 20)
+    try:
+        late = make_report(PrometheusSource(api), load_values(ROOT / "rules/thresholds.yaml"),
+                           load_settings(str(served.policy)), since=since, until=END, step=timedelta(minutes=1))
+    finally:
+        api.close()
+    idle = _workload(late, "idle")
+    assert idle.hours["underutilized"] == 2.0 and idle.hours["idle"] == 2.0
+    (first, *_) = idle.decisions
+    assert (first.at, first.alert, first.strategy, first.from_value, first.to_value) == (
+        since, "GPUUnderutilized", "resize-gpu-down", 2, 1)
+    assert idle.gpu_hours == 4.0 and idle.gpu_hours_released == 2.0
+    assert len(idle.timeline.times) == 121 and idle.timeline.times[0] == since.timestamp()  # 02:00 to 04:00

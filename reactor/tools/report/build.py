@@ -9,7 +9,7 @@ import math
 from array import array
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from reactor.core.model import Bounds, Quota
@@ -97,19 +97,20 @@ def build_namespace(data: NamespaceData, window: Window,
     most_gpus = {c: max(lookup.values, default=0.0) for c, lookup in gpus.items()}
     fb_by = data_fb(data)
     reports = []
+    inside = [i for i, t in enumerate(grid) if since <= t < until]
+    first = inside[0] if inside else len(grid)  # the report starts at `since`: the lead-in only warms the rules up
     for subject in subjects:
         key = subject.key
-        timeline = _timeline(members[key], gpus, util, grid)
-        inside = [i for i, t in enumerate(grid) if since <= t < until]
-        fb_values = [v for c in members[key] for t in grid if (v := fb.get(c, _EMPTY).at(t)) is not None]
-        gpu_hours = sum(timeline.gpus[i] for i in inside) * step / 3600
-        released, added, held = accounting.changed_hours(decisions[key], timeline, inside, step)
-        timeline = replace(timeline, with_changes=held)
+        whole = _timeline(members[key], gpus, util, grid)
+        fb_values = [v for c in members[key] for i in inside if (v := fb.get(c, _EMPTY).at(grid[i])) is not None]
+        gpu_hours = sum(whole.gpus[i] for i in inside) * step / 3600
+        busy = accounting.percentiles([u for i in inside if (u := whole.utilization[i]) == u])  # NaN: unknown
+        released, added, held = accounting.changed_hours(decisions[key], whole, inside, step)
+        timeline = Timeline(whole.times[first:], whole.gpus[first:], whole.utilization[first:], held[first:])
         reports.append(WorkloadReport(
             key=key, grouping=grouping, pods=tuple(sorted({p for p, _ in members[key]})), gpu_hours=gpu_hours,
-            gpus_max=int(max(timeline.gpus, default=0)),
-            utilization=accounting.percentiles([u for i in inside if (u := timeline.utilization[i]) == u]),
-            memory=accounting.percentiles(fb_values), hours=accounting.hours(subject.fired, since, until),
+            gpus_max=int(max(timeline.gpus, default=0)), utilization=busy, memory=accounting.percentiles(fb_values),
+            hours=accounting.hours(subject.fired, since, until),
             episodes=tuple(f.episode for f in subject.fired), decisions=tuple(decisions[key]),
             gpu_hours_released=released, gpu_hours_added=added,
             mig=_mig(fb_by, members[key], timeline, options.mig_headroom, most_gpus), timeline=timeline))

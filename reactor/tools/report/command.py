@@ -66,11 +66,13 @@ def make_report(source: RangeSource, values: Values, settings: Settings, *, sinc
                 progress: Callable[[int, int], None] | None = None) -> Report:
     expressions = Expressions(values)
     seconds = step.total_seconds()
-    window = Window(_aligned(since, seconds), _aligned(until, seconds), step)
+    # The grid starts `for` early: an alert already pending or firing at `since` is then seen as it was.
+    lead = max((rule.for_ for rule in expressions.alerts("")), default=timedelta(0))
+    window = Window(_aligned(since - lead, seconds), _aligned(until, seconds), step)
     if not namespaces:
         found = source.query(namespaces_expr(expressions, until - since), until)
         namespaces = sorted({s.labels["namespace"] for s in found if s.labels.get("namespace")})
-    options = Options(settings.policy, window.start, window.end, repeat.total_seconds(),
+    options = Options(settings.policy, _aligned(since, seconds), window.end, repeat.total_seconds(),
                       stale_after=values.stale_after.total_seconds())
     workloads, trades = [], []
     # One namespace at a time: only its answers are held in memory while its workloads are built.
@@ -83,7 +85,7 @@ def make_report(source: RangeSource, values: Values, settings: Settings, *, sinc
         del data
         if progress is not None:
             progress(done, len(namespaces))
-    return Report(window.start, window.end, seconds, prometheus, tuple(workloads), tuple(trades),
+    return Report(options.since, window.end, seconds, prometheus, tuple(workloads), tuple(trades),
                   tuple(_notes(settings, values, step, {w.grouping for w in workloads})))
 
 

@@ -103,14 +103,16 @@ def _iso(moment: datetime) -> str:
 
 
 def notification_times(fired: Sequence[Fired], *, since: float, until: float, repeat: float) -> set[float]:
+    """When the reactor would have heard, had it been enabled at `since`: an alert already firing then at `since`
+    (a new route's group notifies what is active), one that starts later when it fires; again every `repeat`
+    while it fires, and when it resolves."""
     times: set[float] = set()
     for f in fired:
         start = f.episode.fired_at.timestamp()
         end = f.episode.resolved_at.timestamp() if f.episode.resolved_at is not None else until
-        t = start
+        t = max(start, since)
         while t < end and t <= until:
-            if t >= since:
-                times.add(t)
+            times.add(t)
             t += repeat
         if f.episode.resolved_at is not None and since <= end <= until:
             times.add(end)
