@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reactor.tools.report.command import choose_step
+from reactor.tools.report.command import _progress, choose_step
 from reactor.tools.report.expressions import Expressions
 from reactor.tools.report.firing import Firing, episodes
 from reactor.tools.report.mig import smallest_fit
@@ -100,3 +100,14 @@ def test_the_step_follows_the_window(span: timedelta, step: timedelta) -> None:
 def test_grouping_by_name_guesses_the_controller(pod: str, kind: str, name: str) -> None:
     key = by_name("ns", pod)
     assert (key.kind, key.name) == (kind, name)
+
+
+def test_progress_for_a_long_window_goes_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _progress(timedelta(hours=4)) is None  # a short window, not on a terminal: quiet
+    show = _progress(timedelta(days=7))
+    assert show is not None
+    for done in range(1, 21):
+        show(done, 20)
+    out, err = capsys.readouterr()
+    # One line per tenth of the namespaces (the first as soon as one is done).
+    assert out == "" and err.splitlines() == [f"reactor report: {n}/20 namespaces" for n in (1, *range(2, 21, 2))]
