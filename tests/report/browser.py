@@ -74,9 +74,10 @@ def chromium() -> Iterator[_Pipe]:
 
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--remote-debugging-pipe",
              "--host-resolver-rules=MAP * ~NOTFOUND", "--window-size=1280,2400", "about:blank"]
-    # The child reads commands on fd 3 and writes answers on fd 4: bash wires them (dash takes one-digit fds only).
-    process = subprocess.Popen(["/bin/bash", "-c", f'exec "$0" "$@" 3<&{to_child_r} 4>&{from_child_w}', binary, *flags],
-                               pass_fds=(to_child_r, from_child_w), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # The child reads commands on fd 3, writes answers on fd 4: bash wires them (dash takes one-digit fds only).
+    wired = f'exec "$0" "$@" 3<&{to_child_r} 4>&{from_child_w}'
+    process = subprocess.Popen(["/bin/bash", "-c", wired, binary, *flags], pass_fds=(to_child_r, from_child_w),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     os.close(to_child_r)
     os.close(from_child_w)
     try:

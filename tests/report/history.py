@@ -72,7 +72,8 @@ metadata: {{name: {node}, labels: {{kubernetes.io/hostname: {node}}}}}
 status:
   capacity: {{cpu: "64", memory: 512Gi, pods: "110", nvidia.com/gpu: "8"}}
   allocatable: {{cpu: "64", memory: 512Gi, pods: "110", nvidia.com/gpu: "8"}}
-  conditions: [{{type: Ready, status: "True", reason: KubeletReady, message: ready}}]""" for node in ("node-a", "node-b")]
+  conditions: [{{type: Ready, status: "True", reason: KubeletReady, message: ready}}]"""
+            for node in ("node-a", "node-b")]
     docs += [f"""apiVersion: v1
 kind: Namespace
 metadata: {{name: {NAMESPACE}}}""", f"""apiVersion: v1
@@ -200,8 +201,9 @@ def openmetrics(pods: list[Pod]) -> str:
                 families["container_cpu_cfs_throttled_periods_total"].add(kubelet, t, 0)
         ksm = {"job": "kube-state-metrics", "instance": "10.0.0.8:8080", "namespace": NAMESPACE}
         for t in times(pod.start, pod.end):
-            families["kube_pod_owner"].add({**ksm, "pod": pod.name, "uid": f"uid-{pod.name}", "owner_kind": "ReplicaSet",
-                                            "owner_name": pod.replicaset, "owner_is_controller": "true"}, t, 1)
+            families["kube_pod_owner"].add({**ksm, "pod": pod.name, "uid": f"uid-{pod.name}",
+                                            "owner_kind": "ReplicaSet", "owner_name": pod.replicaset,
+                                            "owner_is_controller": "true"}, t, 1)
             families["kube_replicaset_owner"].add({**ksm, "replicaset": pod.replicaset, "owner_kind": "Deployment",
                                                    "owner_name": pod.shape.name, "owner_is_controller": "true"}, t, 1)
             families["kube_pod_info"].add({**ksm, "pod": pod.name, "uid": f"uid-{pod.name}", "node": pod.node,

@@ -14,8 +14,8 @@ from reactor.app.cli import main
 from reactor.config.settings import load_settings
 from reactor.sources.prometheus import PrometheusApi
 from reactor.tools.report import render_json
-from reactor.tools.report.model import Grouping, Report, WorkloadReport
 from reactor.tools.report.command import make_report
+from reactor.tools.report.model import Grouping, Report, WorkloadReport
 from reactor.tools.report.replay import envelope
 from reactor.tools.report.source import PrometheusSource
 from reactor.tools.rules import load_values

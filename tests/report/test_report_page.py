@@ -16,6 +16,7 @@ from reactor.tools.report.model import Report
 from tests.report import browser, history
 from tests.report.conftest import History
 
+
 def _inked(shot: Path, colour: tuple[float, float, float]) -> int:
     """Pixels of about `colour` (RGB 0-1) in the screenshot."""
     import matplotlib.image

@@ -5,9 +5,9 @@ Each workload is modelled from its history (containers, GPUs per pod, replicas, 
 the would-be changes laid over it: once an action sets a container to 1 GPU, the model holds 1 GPU whatever the
 history says, and the state the act step would have written with it (last action, cooldown, original, from
 state/annotations.py `state_annotations`) is what the next decision reads — so cooldown, hysteresis,
-already-applied and revert behave as they would have. A notification is sent when an alert starts firing, again
-every `repeat` while it fires (Alertmanager's repeat_interval), and when it resolves; it carries the alerts of
-that workload that fire then, parsed by the webhook's own parser.
+already-applied and revert behave as they would have. Notifications come as `notification_times` says (as if the
+reactor were enabled at the window's start); each carries the alerts of that workload that fire then, parsed by the
+webhook's own parser.
 """
 
 from __future__ import annotations
