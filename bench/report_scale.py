@@ -137,9 +137,9 @@ def run(workloads: int, days: int) -> dict[str, object]:
     values = load_values(ROOT / "rules/thresholds.yaml")
     namespaces = [f"team-{i}" for i in range(NAMESPACES)]
     settings = build_settings({"namespaces": {"allow": namespaces}}, {})
-    source = ScaleSource(Expressions(values), namespaces, workloads // NAMESPACES)
     since = UNTIL - timedelta(days=days)
     step = choose_step(None, values, UNTIL - since)
+    source = ScaleSource(Expressions(values, resolution=step), namespaces, workloads // NAMESPACES)
     started = time.perf_counter()
     report = make_report(source, values, settings, since=since, until=UNTIL, step=step, namespaces=namespaces)
     built = time.perf_counter()

@@ -78,11 +78,21 @@ def test_every_recorded_series_is_inlined_and_narrowed() -> None:
     for a in alerts:
         assert "gpu_reactor:" not in a.expr, a.name
         assert 'exported_pod!=""' not in a.expr.replace('exported_pod!="", exported_namespace="ml"', ""), a.name
-    # The namespace override of rules/thresholds.yaml (idle in ml-research): its own rule, and the default one
-    # excludes it, as the rendered rules do.
-    idle = [a for a in alerts if a.name == "GPUIdle"]
-    assert sorted(a.for_ for a in idle) == [timedelta(hours=1), timedelta(hours=2)]
-    assert any('unless on (namespace) (label_replace(vector(1), "namespace", "ml-research"' in a.expr for a in idle)
+    # The namespace override of rules/thresholds.yaml (idle in ml-research): its own rule judges ml-research, the
+    # default one (which excludes it, as the rendered rules do) every other namespace; no query for the other.
+    (idle,) = [a for a in alerts if a.name == "GPUIdle"]
+    assert idle.for_ == timedelta(hours=1)
+    assert 'unless on (namespace) (label_replace(vector(1), "namespace", "ml-research"' in idle.expr
+    (research,) = [a for a in expressions.alerts("ml-research") if a.name == "GPUIdle"]
+    assert research.for_ == timedelta(hours=2) and research.labels["thresholds"] == "namespaces.ml-research"
+    assert expressions.longest_for == timedelta(hours=2)
+
+
+def test_a_coarser_step_samples_the_windows_at_that_step() -> None:
+    values = load_values(ROOT / "rules/thresholds.yaml")
+    fine = Expressions(values).alerts("ml")[0].expr
+    coarse = Expressions(values, resolution=timedelta(minutes=5)).alerts("ml")[0].expr
+    assert "[30m:1m]" in fine and "[30m:5m]" in coarse and "[30m:1m]" not in coarse
 
 
 @pytest.mark.parametrize(("span", "step"), [(timedelta(days=7), timedelta(minutes=5)),

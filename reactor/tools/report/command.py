@@ -64,11 +64,10 @@ def make_report(source: RangeSource, values: Values, settings: Settings, *, sinc
                 step: timedelta, namespaces: Sequence[str] | None = None, concurrency: int = 4,
                 repeat: timedelta = timedelta(hours=4), prometheus: str = "prometheus",
                 progress: Callable[[int, int], None] | None = None) -> Report:
-    expressions = Expressions(values)
+    expressions = Expressions(values, resolution=step)
     seconds = step.total_seconds()
     # The grid starts `for` early: an alert already pending or firing at `since` is then seen as it was.
-    lead = max((rule.for_ for rule in expressions.alerts("")), default=timedelta(0))
-    window = Window(_aligned(since - lead, seconds), _aligned(until, seconds), step)
+    window = Window(_aligned(since - expressions.longest_for, seconds), _aligned(until, seconds), step)
     if not namespaces:
         found = source.query(namespaces_expr(expressions, until - since), until)
         namespaces = sorted({s.labels["namespace"] for s in found if s.labels.get("namespace")})

@@ -28,6 +28,7 @@ GPUS = promql.GPUS
 IDLE_GPUS = promql.IDLE_GPUS
 THROTTLING = cpu.THROTTLING
 _RECORDED = re.compile(r"(gpu_reactor:[a-zA-Z0-9_:]+)(\{[^}]*\})?(\[[0-9a-z]+\])?")
+VARIANT = "thresholds"  # the label of a namespace override's rule: `namespaces.<ns>` (groups.py `Variant`)
 _MATCHER = re.compile(r'\s*namespace\s*(=|!~|=~|!=)\s*"([^"]*)"\s*')
 
 
@@ -44,11 +45,16 @@ class AlertRule:
 
 
 class Expressions:
-    """The rules of one values file, inlined; `for_namespace` narrows them to one namespace's raw series."""
+    """The rules of one values file, inlined; `alerts(ns)` and `series(name, ns)` narrow them to one namespace.
 
-    def __init__(self, values: Values) -> None:
+    `resolution` is the subqueries' step: the rules' evaluation interval (what the rule group records), or the
+    report's coarser step, a multiple of it — a week at 5 minutes then costs Prometheus a fifth of the inner
+    evaluations, and the windows are sampled at the step the report already reads them at.
+    """
+
+    def __init__(self, values: Values, resolution: timedelta | None = None) -> None:
         self.values = values
-        self.interval = values.evaluation_interval
+        self.interval = max(values.evaluation_interval, resolution or values.evaluation_interval)
         self._recorded: dict[str, str] = {}
         for rule in recording_rules(values):
             # Several rules recording one name (per-namespace variants) record the union of their results.
@@ -58,8 +64,20 @@ class Expressions:
         self._alerts = [self._alert(rule) for rule in alerting_rules(values)]
 
     def alerts(self, namespace: str) -> list[AlertRule]:
+        """The rules that judge `namespace`: a namespace override's variant only there, the default one elsewhere
+        (groups.py `variants`: every container is judged by exactly one threshold), so no query is spent on a
+        variant whose namespace matcher leaves nothing."""
+        overridden = {(a.name, a.labels[VARIANT].removeprefix("namespaces.")) for a in self._alerts
+                      if VARIANT in a.labels}
         return [AlertRule(a.name, self._narrow(a.expr, namespace), a.for_, a.keep_firing_for, a.labels,
-                          a.cpu_annotated) for a in self._alerts]
+                          a.cpu_annotated) for a in self._alerts
+                if (a.labels.get(VARIANT) == f"namespaces.{namespace}")
+                or (VARIANT not in a.labels and (a.name, namespace) not in overridden)]
+
+    @property
+    def longest_for(self) -> timedelta:
+        """The longest `for` of any rule: how far before a window the rules need to have run to be in step."""
+        return max((a.for_ for a in self._alerts), default=timedelta(0))
 
     def series(self, name: str, namespace: str) -> str:
         """A recorded per-container series (`UTILIZATION`, `FB_USED`, `GPUS`, `IDLE_GPUS`, `THROTTLING`),
