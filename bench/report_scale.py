@@ -9,7 +9,12 @@ Deployments, one pod each, 1-4 GPUs; a fifth idle at night (12 hours on, 12 off:
 a fifth underutilized, a tenth saturated, the rest busy. Its time is not in the figures: a real Prometheus
 evaluating the same queries adds its own (the tests run them against Prometheus 2.42 on a small history).
 
-Nothing is asserted: a bench measures. `python -m bench.report_scale [--workloads N] [--days D]`.
+`--real N` measures the same against a real Prometheus instead: N workloads' history (dcgm-exporter and cAdvisor
+series at a 1-minute resolution, the same profiles) written with `promtool tsdb create-blocks-from openmetrics`,
+served by `prometheus` on a loopback port; then the figures include Prometheus evaluating every query. Writing the
+blocks takes minutes per hundred workload-weeks, so keep N small on a shared machine.
+
+Nothing is asserted: a bench measures. `python -m bench.report_scale [--workloads N] [--days D] [--real N]`.
 """
 
 from __future__ import annotations
@@ -157,12 +162,101 @@ def run(workloads: int, days: int) -> dict[str, object]:
     }
 
 
+_EXPORTER = ('job="dcgm-exporter",namespace="gpu-operator",pod="nvidia-dcgm-exporter-abcde",'
+             'container="nvidia-dcgm-exporter",instance="10.0.0.9:9400"')
+
+
+def _suffix(i: int) -> str:
+    """A pod name's random suffix as the ReplicaSet controller draws it (k8s.io/apimachinery rand.String's
+    alphabet, no vowels nor 0, 1, 3), here counted: the report then groups the pods by name."""
+    alphabet = "bcdfghjklmnpqrstvwxz2456789"
+    return "".join(alphabet[(i // len(alphabet) ** k) % len(alphabet)] for k in range(5))
+
+
+def _history(path: Path, workloads: int, days: int) -> None:
+    """OpenMetrics text of `workloads` Deployments' pods (one GPU each, `_profile`'s shapes) in namespace `team`."""
+    start, end = UNTIL.timestamp() - days * DAY, UNTIL.timestamp()
+    pods = [(f"w{i:03d}-6c5d8f7b9-{_suffix(i)}", _profile(i)) for i in range(workloads)]
+    with path.open("w", encoding="utf-8") as out:
+        for name in ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"):
+            out.write(f"# TYPE {name} gauge\n")
+            for i, (pod, profile) in enumerate(pods):
+                labels = (f'{_EXPORTER},gpu="0",UUID="GPU-{i}",modelName="NVIDIA H100 80GB HBM3",Hostname="n{i % 8}",'
+                          f'exported_namespace="team",exported_pod="{pod}",exported_container="main"')
+                for t in range(int(start), int(end) + 1, 60):
+                    v = _utilization(profile, t) if name.endswith("ACTIVE") else (
+                        12000 if name.endswith("USED") else 69000)
+                    out.write(f"{name}{{{labels}}} {v:g} {t}\n")
+        for name in ("container_cpu_cfs_periods", "container_cpu_cfs_throttled_periods"):
+            out.write(f"# TYPE {name} counter\n")
+            for pod, _ in pods:
+                labels = f'job="kubelet",namespace="team",pod="{pod}",container="main"'
+                for t in range(int(start), int(end) + 1, 60):
+                    out.write(f"{name}_total{{{labels}}} {0 if 'throttled' in name else 10 * (t - start):g} {t}\n")
+        out.write("# EOF\n")
+
+
+def run_real(workloads: int, days: int) -> dict[str, object]:
+    """The report of a real Prometheus 2.42 serving a generated history (see the module's docstring)."""
+    import subprocess
+    import tempfile
+    import urllib.request
+
+    from reactor.sources.prometheus import PrometheusApi
+    from reactor.tools.launcher import free_port
+    from reactor.tools.report.source import PrometheusSource
+
+    values = load_values(ROOT / "rules/thresholds.yaml")
+    settings = build_settings({"namespaces": {"allow": ["team"]}}, {})
+    with tempfile.TemporaryDirectory(prefix="report-scale-") as work:
+        started = time.perf_counter()
+        history = Path(work) / "history.om"
+        _history(history, workloads, days)
+        subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(history), f"{work}/tsdb"],
+                       check=True, capture_output=True)
+        history.unlink()
+        written = time.perf_counter()
+        (Path(work) / "prometheus.yml").write_text("{}\n", encoding="utf-8")
+        port = free_port()
+        prometheus = subprocess.Popen(["prometheus", f"--config.file={work}/prometheus.yml",
+                                       f"--storage.tsdb.path={work}/tsdb", "--storage.tsdb.retention.time=100y",
+                                       f"--web.listen-address=127.0.0.1:{port}"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(300):
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=1):
+                        break
+                except OSError:
+                    time.sleep(0.2)
+            api = PrometheusApi(f"http://127.0.0.1:{port}", timeout=900, max_body_bytes=1 << 30)
+            since = UNTIL - timedelta(days=days)
+            step = choose_step(None, values, UNTIL - since)
+            ready = time.perf_counter()
+            report = make_report(PrometheusSource(api), values, settings, since=since, until=UNTIL, step=step,
+                                 namespaces=["team"])
+            done = time.perf_counter()
+            api.close()
+        finally:
+            prometheus.terminate()
+            prometheus.wait(timeout=30)
+    return {
+        "workloads": len(report.workloads), "days": days, "step_seconds": step.total_seconds(),
+        "actions": sum(1 for w in report.workloads for d in w.decisions if d.action is not None),
+        "history_seconds": round(written - started, 1), "report_seconds": round(done - ready, 1),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "load_average": os.getloadavg()[0],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", type=int, default=1000)
     parser.add_argument("--days", type=int, default=7)
+    parser.add_argument("--real", type=int, metavar="N", help="N workloads against a real Prometheus instead")
     args = parser.parse_args()
-    print(json.dumps(run(args.workloads, args.days), indent=2))
+    figures = run(args.workloads, args.days) if args.real is None else run_real(args.real, args.days)
+    print(json.dumps(figures, indent=2))
 
 
 if __name__ == "__main__":
