@@ -48,8 +48,8 @@ def reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
 TIER_OF_FOLDER = {
     "policy": "unit", "samples": "unit",
     "adapters": "component", "sim": "component", "trust": "component", "helm": "component", "doctor": "component",
-    "deploy": "process", "docs": "process", "e2e": "process", "reliability": "process", "bench": "process", "rules": "process",
-    "promstack": "promstack",
+    "deploy": "process", "docs": "process", "e2e": "process", "reliability": "process", "bench": "process",
+    "rules": "process", "promstack": "promstack", "report": "promstack",
 }
 TIER_OF_FILE = {
     "test_alerts.py": "unit", "test_statemac.py": "unit", "test_bounds.py": "unit", "test_bearer.py": "unit",

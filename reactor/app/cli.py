@@ -61,7 +61,7 @@ def build_parser(command: str | None = None) -> Parser:
     # Not `required`: argparse would check that before it names an unknown flag (`reactor --bogus` said "the
     # following arguments are required: COMMAND"); `parse` says which is wrong, in that order.
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for add in (_add_serve, _add_check_config, _add_demo, _add_sim, _add_plan, _add_rules):
+    for add in (_add_serve, _add_check_config, _add_demo, _add_sim, _add_plan, _add_report, _add_rules):
         add(sub)
     if command in (None, "doctor"):
         _add_doctor(sub)
@@ -135,6 +135,16 @@ def _add_plan(sub: Any) -> None:
     src.add_argument("--kubeconfig", metavar="FILE", help="read a real cluster through this kubeconfig (read only)")
     src.add_argument("--seed", action="append", metavar="PATH",
                      help="manifests for an embedded cluster to plan against; may repeat (default: the demo cluster)")
+
+
+def _add_report(sub: Any) -> None:
+    from reactor.tools.report.arguments import add_arguments
+
+    p = _command(sub, "report", _report, "what the rules and policy would have done over Prometheus history",
+                 description="Read only: evaluate the rules' expressions over a window of Prometheus history, "
+                             "replay the policy on each would-be alert, and print per workload the GPU-hours held, "
+                             "released and added, the hours idle or saturated, and a MIG slice that would fit.")
+    add_arguments(p)
 
 
 def _add_rules(sub: Any) -> None:
@@ -234,6 +244,12 @@ def _plan(args: argparse.Namespace) -> int:
     alerts = args.alerts if args.example is None else example_path(args.example)
     return run_plan(alerts=alerts, config=args.config, kubeconfig=args.kubeconfig, seeds=args.seed,
                     build=plan_engine, output=args.output)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from reactor.tools.report.command import run_command
+
+    return run_command(args)
 
 
 def _check_tls_files(settings: Settings) -> None:

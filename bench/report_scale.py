@@ -1,0 +1,263 @@
+"""`reactor report` at scale: 1,000 workloads over 7 days at a 5-minute step (the step the report chooses for a
+week), measured in one process: the wall time and the peak memory (RSS) of everything after Prometheus answers —
+the per-namespace collection, the replay of every alert's `for` and `keep_firing_for`, the policy's `decide` at
+every notification, the accounting, and the text and JSON outputs.
+
+Prometheus itself is replaced by `ScaleSource`, which answers each of the report's queries (recognised by its exact
+text, rendered from rules/thresholds.yaml) with the matrix a cluster of that shape gives: 10 namespaces of 100
+Deployments, one pod each, 1-4 GPUs; a fifth idle at night (12 hours on, 12 off: alerts fire and resolve daily),
+a fifth underutilized, a tenth saturated, the rest busy. Its time is not in the figures: a real Prometheus
+evaluating the same queries adds its own (the tests run them against Prometheus 2.42 on a small history).
+
+`--real N` measures the same against a real Prometheus instead: N workloads' history (dcgm-exporter and cAdvisor
+series at a 1-minute resolution, the same profiles) written with `promtool tsdb create-blocks-from openmetrics`,
+served by `prometheus` on a loopback port; then the figures include Prometheus evaluating every query. Writing the
+blocks takes minutes per hundred workload-weeks, so keep N small on a shared machine.
+
+Nothing is asserted: a bench measures. `python -m bench.report_scale [--workloads N] [--days D] [--real N]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from reactor.config.settings import build_settings
+from reactor.tools.report import render_json, render_text
+from reactor.tools.report.collect import FB_MIB, JOB_OWNER, LIMIT_RANGE, POD_OWNER, POD_PRIORITY, QUOTA, RS_OWNER
+from reactor.tools.report.command import choose_step, make_report
+from reactor.tools.report.expressions import FB_USED, GPUS, IDLE_GPUS, THROTTLING, UTILIZATION, Expressions
+from reactor.tools.report.source import Series
+from reactor.tools.rules import load_values
+
+ROOT = Path(__file__).parents[1]
+UNTIL = datetime(2026, 11, 9, tzinfo=UTC)
+NAMESPACES = 10
+DAY = 86400.0
+
+
+def _profile(i: int) -> str:
+    return ("night-idle", "night-idle", "under", "under", "saturated", "busy", "busy", "busy", "busy", "busy")[i % 10]
+
+
+def _utilization(profile: str, t: float) -> float:
+    if profile == "night-idle":
+        return 0.0 if (t % DAY) < DAY / 2 else 0.7
+    return {"under": 0.2, "saturated": 0.99, "busy": 0.7}[profile]
+
+
+# Alert name -> (the profiles whose condition holds, and when it holds)
+_CONDITIONS: dict[str, Callable[[str, float], bool]] = {
+    "GPUIdle": lambda p, t: p == "night-idle" and (t % DAY) < DAY / 2,
+    "GPUUnderutilized": lambda p, t: p == "under" or (p == "night-idle" and (t % DAY) < DAY / 2),
+    "GPUSaturated": lambda p, t: p == "saturated",
+}
+
+
+def _series_value(name: str, profile: str, gpus: int, t: float) -> float:
+    if name == UTILIZATION:
+        return _utilization(profile, t)
+    return {FB_USED: 0.3, GPUS: float(gpus), IDLE_GPUS: 0.0, THROTTLING: 0.0}[name]
+
+
+class ScaleSource:
+    """Answers the report's queries for a synthetic cluster (see the module's docstring)."""
+
+    url = "synthetic"
+
+    def __init__(self, expressions: Expressions, namespaces: Sequence[str], per_namespace: int) -> None:
+        self.per_namespace = per_namespace
+        self.queries = 0
+        self.kinds: dict[str, tuple[str, str, str]] = {}
+        for ns in namespaces:
+            for rule in expressions.alerts(ns):
+                self.kinds[rule.expr] = ("alert", ns, rule.name)
+            for name in (UTILIZATION, FB_USED, GPUS, IDLE_GPUS, THROTTLING):
+                self.kinds[expressions.series(name, ns)] = ("series", ns, name)
+            self.kinds[expressions.raw(FB_MIB, ns)] = ("fb", ns, "")
+            self.kinds[QUOTA.format(ns=ns, gpu="nvidia.com/gpu")] = ("quota", ns, "")
+            self.kinds[LIMIT_RANGE.format(ns=ns, gpu="nvidia.com/gpu")] = ("limit", ns, "")
+        self.owner_templates = {"pod": POD_OWNER, "replicaset": RS_OWNER, "job": JOB_OWNER, "priority": POD_PRIORITY}
+
+    def _pods(self, ns: str) -> list[tuple[str, str, int, str]]:
+        del ns  # every namespace has the same shape
+        return [(f"w{i:03d}", f"w{i:03d}-6c5d8f7b9-x{i:04d}", 1 + i % 4, _profile(i))
+                for i in range(self.per_namespace)]
+
+    def query_range(self, expr: str, start: datetime, end: datetime, step: timedelta) -> list[Series]:
+        self.queries += 1
+        kind, ns, name = self.kinds.get(expr, ("", "", ""))
+        grid = [start.timestamp() + k * step.total_seconds()
+                for k in range(int((end - start) / step) + 1)]
+        found = []
+        if kind == "quota":
+            used = sum(g for _, _, g, _ in self._pods(ns))
+            return [Series({"resourcequota": "gpu", "type": t, "namespace": ns}, tuple((x, float(v)) for x in grid))
+                    for t, v in (("hard", used + used // 10), ("used", used))]
+        if kind == "limit":
+            return [Series({"constraint": c, "namespace": ns}, tuple((x, float(v)) for x in grid))
+                    for c, v in (("min", 1), ("max", 8))]
+        for _, pod, gpus, profile in self._pods(ns):
+            labels = {"namespace": ns, "pod": pod, "container": "main"}
+            if kind == "alert":
+                holds = _CONDITIONS.get(name)
+                samples = tuple((x, _utilization(profile, x)) for x in grid if holds and holds(profile, x))
+            elif kind == "series":
+                samples = tuple((x, _series_value(name, profile, gpus, x)) for x in grid)
+            elif kind == "fb":
+                labels = {**labels, "modelName": "NVIDIA H100 80GB HBM3"}
+                samples = tuple((x, 12000.0) for x in grid)
+            else:
+                continue
+            if samples:
+                found.append(Series(labels, samples))
+        return found
+
+    def query(self, expr: str, at: datetime | None = None) -> list[Series]:
+        self.queries += 1
+        for key, template in self.owner_templates.items():
+            for ns in {k[1] for k in self.kinds.values()}:
+                if expr.startswith(template.split("{{")[0]) and f'namespace="{ns}"' in expr:
+                    return self._owners(key, ns)
+        return []
+
+    def _owners(self, key: str, ns: str) -> list[Series]:
+        at = ((UNTIL.timestamp(), 1.0),)
+        if key == "pod":
+            return [Series({"namespace": ns, "pod": pod, "owner_kind": "ReplicaSet",
+                            "owner_name": pod.rsplit("-", 1)[0]}, at) for _, pod, _, _ in self._pods(ns)]
+        if key == "replicaset":
+            return [Series({"namespace": ns, "replicaset": pod.rsplit("-", 1)[0], "owner_kind": "Deployment",
+                            "owner_name": w}, at) for w, pod, _, _ in self._pods(ns)]
+        return []
+
+
+def run(workloads: int, days: int) -> dict[str, object]:
+    values = load_values(ROOT / "rules/thresholds.yaml")
+    namespaces = [f"team-{i}" for i in range(NAMESPACES)]
+    settings = build_settings({"namespaces": {"allow": namespaces}}, {})
+    since = UNTIL - timedelta(days=days)
+    step = choose_step(None, values, UNTIL - since)
+    source = ScaleSource(Expressions(values, resolution=step), namespaces, workloads // NAMESPACES)
+    started = time.perf_counter()
+    report = make_report(source, values, settings, since=since, until=UNTIL, step=step, namespaces=namespaces)
+    built = time.perf_counter()
+    text, document = render_text.render(report), render_json.render(report)
+    done = time.perf_counter()
+    decisions = sum(len(w.decisions) for w in report.workloads)
+    return {
+        "workloads": len(report.workloads), "days": days, "step_seconds": step.total_seconds(),
+        "queries": source.queries, "decisions": decisions,
+        "actions": sum(1 for w in report.workloads for d in w.decisions if d.action is not None),
+        "report_seconds": round(built - started, 2), "render_seconds": round(done - built, 2),
+        "total_seconds": round(done - started, 2),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "text_bytes": len(text), "json_bytes": len(document), "load_average": os.getloadavg()[0],
+    }
+
+
+_EXPORTER = ('job="dcgm-exporter",namespace="gpu-operator",pod="nvidia-dcgm-exporter-abcde",'
+             'container="nvidia-dcgm-exporter",instance="10.0.0.9:9400"')
+
+
+def _suffix(i: int) -> str:
+    """A pod name's random suffix as the ReplicaSet controller draws it (k8s.io/apimachinery rand.String's
+    alphabet, no vowels nor 0, 1, 3), here counted: the report then groups the pods by name."""
+    alphabet = "bcdfghjklmnpqrstvwxz2456789"
+    return "".join(alphabet[(i // len(alphabet) ** k) % len(alphabet)] for k in range(5))
+
+
+def _history(path: Path, workloads: int, days: int) -> None:
+    """OpenMetrics text of `workloads` Deployments' pods (one GPU each, `_profile`'s shapes) in namespace `team`."""
+    start, end = UNTIL.timestamp() - days * DAY, UNTIL.timestamp()
+    pods = [(f"w{i:03d}-6c5d8f7b9-{_suffix(i)}", _profile(i)) for i in range(workloads)]
+    with path.open("w", encoding="utf-8") as out:
+        for name in ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"):
+            out.write(f"# TYPE {name} gauge\n")
+            for i, (pod, profile) in enumerate(pods):
+                labels = (f'{_EXPORTER},gpu="0",UUID="GPU-{i}",modelName="NVIDIA H100 80GB HBM3",Hostname="n{i % 8}",'
+                          f'exported_namespace="team",exported_pod="{pod}",exported_container="main"')
+                for t in range(int(start), int(end) + 1, 60):
+                    v = _utilization(profile, t) if name.endswith("ACTIVE") else (
+                        12000 if name.endswith("USED") else 69000)
+                    out.write(f"{name}{{{labels}}} {v:g} {t}\n")
+        for name in ("container_cpu_cfs_periods", "container_cpu_cfs_throttled_periods"):
+            out.write(f"# TYPE {name} counter\n")
+            for pod, _ in pods:
+                labels = f'job="kubelet",namespace="team",pod="{pod}",container="main"'
+                for t in range(int(start), int(end) + 1, 60):
+                    out.write(f"{name}_total{{{labels}}} {0 if 'throttled' in name else 10 * (t - start):g} {t}\n")
+        out.write("# EOF\n")
+
+
+def run_real(workloads: int, days: int) -> dict[str, object]:
+    """The report of a real Prometheus 2.42 serving a generated history (see the module's docstring)."""
+    import subprocess
+    import tempfile
+    import urllib.request
+
+    from reactor.sources.prometheus import PrometheusApi
+    from reactor.tools.launcher import free_port
+    from reactor.tools.report.source import PrometheusSource
+
+    values = load_values(ROOT / "rules/thresholds.yaml")
+    settings = build_settings({"namespaces": {"allow": ["team"]}}, {})
+    with tempfile.TemporaryDirectory(prefix="report-scale-") as work:
+        started = time.perf_counter()
+        history = Path(work) / "history.om"
+        _history(history, workloads, days)
+        subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(history), f"{work}/tsdb"],
+                       check=True, capture_output=True)
+        history.unlink()
+        written = time.perf_counter()
+        (Path(work) / "prometheus.yml").write_text("{}\n", encoding="utf-8")
+        port = free_port()
+        prometheus = subprocess.Popen(["prometheus", f"--config.file={work}/prometheus.yml",
+                                       f"--storage.tsdb.path={work}/tsdb", "--storage.tsdb.retention.time=100y",
+                                       f"--web.listen-address=127.0.0.1:{port}"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(300):
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=1):
+                        break
+                except OSError:
+                    time.sleep(0.2)
+            api = PrometheusApi(f"http://127.0.0.1:{port}", timeout=900, max_body_bytes=1 << 30)
+            since = UNTIL - timedelta(days=days)
+            step = choose_step(None, values, UNTIL - since)
+            ready = time.perf_counter()
+            report = make_report(PrometheusSource(api), values, settings, since=since, until=UNTIL, step=step,
+                                 namespaces=["team"])
+            done = time.perf_counter()
+            api.close()
+        finally:
+            prometheus.terminate()
+            prometheus.wait(timeout=30)
+    return {
+        "workloads": len(report.workloads), "days": days, "step_seconds": step.total_seconds(),
+        "actions": sum(1 for w in report.workloads for d in w.decisions if d.action is not None),
+        "history_seconds": round(written - started, 1), "report_seconds": round(done - ready, 1),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "load_average": os.getloadavg()[0],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workloads", type=int, default=1000)
+    parser.add_argument("--days", type=int, default=7)
+    parser.add_argument("--real", type=int, metavar="N", help="N workloads against a real Prometheus instead")
+    args = parser.parse_args()
+    figures = run(args.workloads, args.days) if args.real is None else run_real(args.real, args.days)
+    print(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    main()

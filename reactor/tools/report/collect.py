@@ -1,0 +1,132 @@
+"""Ask Prometheus, one namespace at a time, for everything a report reads; nothing else talks to it.
+
+Cost is bounded: every query is narrowed to one namespace, a long window is split so no answer exceeds
+Prometheus's 11,000 points per series, at most `concurrency` queries run at once, and each has the client's
+timeout. Progress goes to the `progress` callback (stderr in the CLI).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from reactor.tools.report import expressions as ex
+from reactor.tools.report.expressions import AlertRule, Expressions
+from reactor.tools.report.source import RangeSource, Series
+
+MAX_POINTS = 10_000  # Prometheus refuses more than 11,000 points per series in one range query
+FB_MIB = "DCGM_FI_DEV_FB_USED{m}"
+QUOTA = 'kube_resourcequota{{namespace="{ns}", resource="requests.{gpu}"}}'
+LIMIT_RANGE = 'kube_limitrange{{namespace="{ns}", resource="{gpu}", type="Container"}}'
+POD_OWNER = 'max by (namespace, pod, owner_kind, owner_name) (last_over_time(kube_pod_owner{{namespace="{ns}"}}[{w}]))'
+RS_OWNER = ('max by (namespace, replicaset, owner_kind, owner_name) '
+            '(last_over_time(kube_replicaset_owner{{namespace="{ns}"}}[{w}]))')
+JOB_OWNER = ('max by (namespace, job_name, owner_kind, owner_name) '
+             '(last_over_time(kube_job_owner{{namespace="{ns}"}}[{w}]))')
+POD_PRIORITY = 'max by (namespace, pod, priority_class) (last_over_time(kube_pod_info{{namespace="{ns}"}}[{w}]))'
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """The evaluation grid: `start` and `end` aligned to `step` (Prometheus answers at start + k·step)."""
+
+    start: datetime
+    end: datetime
+    step: timedelta
+
+    @property
+    def grid(self) -> list[float]:
+        first, last, step = self.start.timestamp(), self.end.timestamp(), self.step.total_seconds()
+        return [first + k * step for k in range(int((last - first) // step) + 1)]
+
+
+@dataclass(slots=True)
+class NamespaceData:
+    """What Prometheus said about one namespace over the window."""
+
+    namespace: str
+    alerts: list[tuple[AlertRule, Sequence[Series]]] = field(default_factory=list)
+    series: dict[str, Sequence[Series]] = field(default_factory=dict)  # ex.UTILIZATION, FB_USED, GPUS, … THROTTLING
+    fb_mib: Sequence[Series] = ()
+    owners: dict[str, Sequence[Series]] = field(default_factory=dict)  # "pod", "replicaset", "job", "priority"
+    quota: Sequence[Series] = ()
+    limit_range: Sequence[Series] = ()
+
+
+def namespaces_expr(expressions: Expressions, lookback: timedelta) -> str:
+    """The namespaces whose workloads dcgm-exporter reported within `lookback` (one instant query)."""
+    window = f"[{_seconds(lookback)}s]"
+    both = f"last_over_time({FB_MIB}{window}) or last_over_time(DCGM_FI_DEV_GPU_UTIL{{m}}{window})"
+    raw = expressions.raw(both, None)
+    return f"group by (namespace) ({raw})"
+
+
+@dataclass(frozen=True, slots=True)
+class _Query:
+    namespace: str
+    slot: str  # "alert:<i>", a series name, "fb_mib", "quota", "limit_range" or "owner:<key>"
+    expr: str
+    instant: bool = False
+
+
+def _queries(expressions: Expressions, ns: str, window: Window, gpu_resource: str) -> list[_Query]:
+    lookback = f"{_seconds(window.end - window.start + window.step)}s"
+    found = [_Query(ns, f"alert:{i}", rule.expr) for i, rule in enumerate(expressions.alerts(ns))]
+    found += [_Query(ns, name, expressions.series(name, ns))
+              for name in (ex.UTILIZATION, ex.FB_USED, ex.GPUS, ex.IDLE_GPUS, ex.THROTTLING)]
+    found += [_Query(ns, "fb_mib", expressions.raw(FB_MIB, ns)),
+              _Query(ns, "quota", QUOTA.format(ns=ns, gpu=gpu_resource)),
+              _Query(ns, "limit_range", LIMIT_RANGE.format(ns=ns, gpu=gpu_resource))]
+    owners = (("pod", POD_OWNER), ("replicaset", RS_OWNER), ("job", JOB_OWNER), ("priority", POD_PRIORITY))
+    return found + [_Query(ns, f"owner:{key}", t.format(ns=ns, w=lookback), instant=True) for key, t in owners]
+
+
+def collect(source: RangeSource, expressions: Expressions, namespaces: Sequence[str], window: Window, *,
+            gpu_resource: str, concurrency: int = 4,
+            progress: Callable[[int, int], None] | None = None) -> list[NamespaceData]:
+    """Every query of every namespace, at most `concurrency` at once; `SourceUnavailable` from any fails all."""
+    found = {ns: NamespaceData(ns, alerts=[(rule, ()) for rule in expressions.alerts(ns)]) for ns in namespaces}
+    queries = [q for ns in namespaces for q in _queries(expressions, ns, window, gpu_resource)]
+
+    def run(q: _Query) -> Sequence[Series]:
+        return source.query(q.expr, window.end) if q.instant else _range(source, q.expr, window)
+
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        for done, (q, answer) in enumerate(zip(queries, pool.map(run, queries), strict=True), start=1):
+            _store(found[q.namespace], q.slot, answer)
+            if progress is not None:
+                progress(done, len(queries))
+    return [found[ns] for ns in namespaces]
+
+
+def _store(data: NamespaceData, slot: str, answer: Sequence[Series]) -> None:
+    kind, _, rest = slot.partition(":")
+    if kind == "alert":
+        data.alerts[int(rest)] = (data.alerts[int(rest)][0], answer)
+    elif kind == "owner":
+        data.owners[rest] = answer
+    elif slot in ("fb_mib", "quota", "limit_range"):
+        setattr(data, slot, answer)
+    else:
+        data.series[slot] = answer
+
+
+def _range(source: RangeSource, expr: str, window: Window) -> list[Series]:
+    """One range query, split into pieces of at most MAX_POINTS steps, the pieces' samples joined per series."""
+    joined: dict[tuple[tuple[str, str], ...], list[tuple[float, float]]] = {}
+    labels: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}
+    start = window.start
+    while start <= window.end:
+        end = min(window.end, start + window.step * (MAX_POINTS - 1))
+        for series in source.query_range(expr, start, end, window.step):
+            key = tuple(sorted(series.labels.items()))
+            labels.setdefault(key, series.labels)
+            joined.setdefault(key, []).extend(series.samples)
+        start = end + window.step
+    return [Series(labels[k], tuple(v)) for k, v in joined.items()]
+
+
+def _seconds(value: timedelta) -> int:
+    return int(value.total_seconds())

@@ -1,0 +1,126 @@
+"""The report's values: what one workload did over the window and what the reactor would have done about it.
+
+Pure data. `render_*` turn a `Report` into text, JSON (schema.json) or HTML; nothing here formats.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from reactor.core.model import Shortfall
+from reactor.tools.report.mig import Fit
+
+
+class Grouping(enum.StrEnum):
+    """How pods were grouped into workloads."""
+
+    OWNER_SERIES = "kube-state-metrics"  # kube_pod_owner / kube_replicaset_owner / kube_job_owner
+    POD_NAME = "pod-name"  # the controllers' naming conventions, where no owner series exist
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class WorkloadKey:
+    namespace: str
+    kind: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.kind}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Episode:
+    """One would-be alert: pending from `active_at`, firing `fired_at` → `resolved_at` (None: at the end)."""
+
+    alert: str
+    pod: str
+    container: str
+    active_at: datetime
+    fired_at: datetime
+    resolved_at: datetime | None
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What `decide` answered to one notification: an action ("resize-gpu" …) or a skip reason."""
+
+    at: datetime
+    alert: str
+    status: str
+    action: str | None
+    strategy: str | None
+    from_value: int | str | None
+    to_value: int | str | None
+    gpu_delta: int
+    reason: str | None
+    detail: str
+    # The notification's alerts in Alertmanager's webhook shape: `reactor plan` can be asked about the same ones.
+    alerts: tuple[Mapping[str, object], ...] = ()
+    shortfall: Shortfall | None = None  # a growth refused for a GPU quota: which quota, how many GPUs short
+
+
+@dataclass(frozen=True, slots=True)
+class Percentiles:
+    p50: float | None
+    p95: float | None
+    max: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Timeline:
+    """Per evaluation time (unix seconds): GPUs held, utilization (NaN: unknown), and the GPUs it would have held
+    with the would-be changes (`with_changes`, empty until the replay ran). Arrays of doubles: a week of a thousand
+    workloads is millions of points, which Python floats would hold at four times the memory."""
+
+    times: Sequence[float]
+    gpus: Sequence[float]
+    utilization: Sequence[float]
+    with_changes: Sequence[float] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadReport:
+    key: WorkloadKey
+    grouping: Grouping
+    pods: tuple[str, ...]
+    gpu_hours: float
+    gpus_max: int
+    utilization: Percentiles
+    memory: Percentiles  # framebuffer used / total, of the fullest GPU
+    hours: dict[str, float]  # "idle" | "underutilized" | "saturated" | "memory-saturated" | "metrics-missing"
+    episodes: tuple[Episode, ...]
+    decisions: tuple[Decision, ...]
+    gpu_hours_released: float
+    gpu_hours_added: float
+    mig: Fit | None
+    timeline: Timeline
+
+
+@dataclass(frozen=True, slots=True)
+class Trade:
+    """A rebalancing opportunity: `receiver`'s growth refused for a full quota while `donor`, in the same
+    namespace, had a donor alert firing, for `hours`."""
+
+    namespace: str
+    quota: str
+    receiver: WorkloadKey
+    donor: WorkloadKey
+    start: datetime
+    end: datetime
+    hours: float
+    gpus_short: int
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    since: datetime
+    until: datetime
+    step_seconds: float
+    prometheus: str
+    workloads: tuple[WorkloadReport, ...]
+    trades: tuple[Trade, ...]
+    notes: tuple[str, ...]

@@ -1,0 +1,65 @@
+"""Which workload each pod belongs to: kube-state-metrics' owner series where Prometheus has them, else the
+controllers' naming conventions. Pure: reads what collect.py fetched.
+
+The owner series are kube-state-metrics' (Prometheus sets their target labels; a tenant cannot forge them the
+way it can name its pod): Pod → ReplicaSet → Deployment, Pod → StatefulSet, Pod → Job → CronJob.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from reactor.tools.report.model import Grouping, WorkloadKey
+from reactor.tools.report.source import Series
+
+# Deployment pods: <deployment>-<pod-template-hash>-<5 chars>; StatefulSet pods: <name>-<ordinal>.
+_DEPLOYMENT_POD = re.compile(r"^(?P<name>.+)-[bcdfghjklmnpqrstvwxz2456789]{5,10}-[bcdfghjklmnpqrstvwxz2456789]{5}$")
+_STATEFUL_POD = re.compile(r"^(?P<name>.+)-\d+$")
+
+
+def _by(series: Sequence[Series], key: str) -> dict[str, tuple[str, str]]:
+    found = {}
+    for s in series:
+        name = s.labels.get(key)
+        if name:
+            found[name] = (s.labels.get("owner_kind", ""), s.labels.get("owner_name", ""))
+    return found
+
+
+def resolve(namespace: str, pods: Sequence[str],
+            owners: Mapping[str, Sequence[Series]]) -> tuple[dict[str, WorkloadKey], Grouping]:
+    """Each pod's workload, and how it was found (one way per namespace: mixing would split a workload)."""
+    pod_owner = _by(owners.get("pod", ()), "pod")
+    if not any(p in pod_owner for p in pods):
+        return {p: by_name(namespace, p) for p in pods}, Grouping.POD_NAME
+    replicasets = _by(owners.get("replicaset", ()), "replicaset")
+    jobs = _by(owners.get("job", ()), "job_name")
+    found = {}
+    for pod in pods:
+        kind, name = pod_owner.get(pod, ("", ""))
+        if kind == "ReplicaSet" and replicasets.get(name, ("", ""))[0] not in ("", "<none>"):
+            kind, name = replicasets[name]
+        elif kind == "Job" and jobs.get(name, ("", ""))[0] not in ("", "<none>"):
+            kind, name = jobs[name]
+        if kind in ("", "<none>"):
+            kind, name = "Pod", pod
+        found[pod] = WorkloadKey(namespace, kind, name)
+    return found, Grouping.OWNER_SERIES
+
+
+def by_name(namespace: str, pod: str) -> WorkloadKey:
+    """A guess from the pod's name, for clusters without kube-state-metrics; the report says it guessed."""
+    m = _DEPLOYMENT_POD.match(pod)
+    if m:
+        return WorkloadKey(namespace, "Deployment", m["name"])
+    m = _STATEFUL_POD.match(pod)
+    if m:
+        return WorkloadKey(namespace, "StatefulSet", m["name"])
+    return WorkloadKey(namespace, "Pod", pod)
+
+
+def priority_classes(owners: Mapping[str, Sequence[Series]]) -> dict[str, str]:
+    """Each pod's PriorityClass, from kube_pod_info (empty where it has none)."""
+    found = owners.get("priority", ())
+    return {s.labels["pod"]: s.labels.get("priority_class", "") for s in found if "pod" in s.labels}
