@@ -15,6 +15,8 @@ from prometheus_client import CollectorRegistry
 from reactor.act.ledger import LeaseLedger, Ledger, MemoryLedger
 from reactor.app import preflight
 from reactor.app.arenas import release_free_memory
+from reactor.app.background import Background
+from reactor.app.probe_server import ProbeServer
 from reactor.cluster.informer import Informers
 from reactor.cluster.kube import KubeGateway
 from reactor.config.settings import Settings
@@ -41,11 +43,15 @@ class Service:
     metrics: Metrics
     kube: KubeGateway
     verifier: Verifier | None = None  # None in dry run: nothing is written, nothing to verify
-    informers: Informers | None = None  # started in the serving process (see runner.run), stopped at its exit
+    informers: Informers | None = None
+    # What runs beside the answers, in start order (reactor/app/background.py): the runner starts it in the
+    # serving process and stops it in reverse at its exit.
+    background: tuple[Background, ...] = ()
 
 
 def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Metrics | None = None,
-             registry: CollectorRegistry | None = None, clock: Callable[[], datetime] = utcnow) -> Service:
+             registry: CollectorRegistry | None = None, clock: Callable[[], datetime] = utcnow,
+             probe_listener: socket.socket | None = None) -> Service:
     token = preflight.token_file(settings)
     keys = load_state_keys(settings.server.state_key_file, settings.server.state_previous_key_file,
                            required=not settings.policy.dry_run)
@@ -69,7 +75,21 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
     for warning in settings_warnings(settings):
         log.warning("the policy acts nowhere", extra={"detail": warning})
     return Service(app=app, probes=probes, engine=engine, metrics=metrics, kube=kube, verifier=verifier,
-                   informers=informers)
+                   informers=informers, background=background(engine, probes, verifier, informers, probe_listener))
+
+
+def background(engine: Engine, probes: Probes, verifier: Verifier | None, informers: Informers | None,
+               probe_listener: socket.socket | None) -> tuple[Background, ...]:
+    """The parts that run in this configuration, in start order: the probes first (the kubelet's /healthz answers
+    while the cache lists; /readyz says it is not ready), the Events' sender before anything that posts one (and
+    so stopped after them), the cache before the verifier that reads it; the rebalancer only when it acts."""
+    policy = engine.policy
+    parts: list[Background | None] = [
+        ProbeServer(probe_listener, probes) if probe_listener is not None else None,
+        engine.events, informers, verifier,
+        engine.rebalancer if policy.rebalance_enabled and not policy.dry_run else None,
+    ]
+    return tuple(part for part in parts if part is not None)
 
 
 def watch_cache_gauges(metrics: Metrics, informers: Informers) -> None:

@@ -76,8 +76,24 @@ class ProbeServer:
         self._thread.join(5)
         self._pool.shutdown(wait=False, cancel_futures=True)
 
+    def run_once(self, timeout: float = 5.0) -> object:
+        """Answer one connection on the listener, on the caller's thread (no serving thread running): True when
+        one came within `timeout`."""
+        return asyncio.run(self._serve_one(timeout))
+
     def _run(self) -> None:
         asyncio.run(self._serve_forever())
+
+    async def _serve_one(self, timeout: float) -> bool:
+        loop = asyncio.get_running_loop()
+        self._sock.setblocking(False)
+        try:
+            conn, _ = await asyncio.wait_for(loop.sock_accept(self._sock), timeout)
+        except TimeoutError:
+            return False
+        reader, writer = await asyncio.open_connection(sock=conn, limit=HEAD_LIMIT)
+        await self._client(reader, writer)
+        return True
 
     async def _serve_forever(self) -> None:
         self._loop, self._stopping = asyncio.get_running_loop(), asyncio.Event()

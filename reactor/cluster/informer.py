@@ -61,7 +61,7 @@ class Informer:
         while not stop.is_set():
             try:
                 if self.version is None:
-                    self._relist()
+                    self.relist()
                 delivered, lasted = self._watch(stop)
                 # A stream that ends at once is an error (waited on, growing); one that brought events, one wait.
                 failures = 0 if lasted else (1 if delivered else failures + 1)
@@ -87,7 +87,7 @@ class Informer:
             self._store.unsync(self.kind, self.scope)
             self.version = None
 
-    def _relist(self) -> None:
+    def relist(self) -> None:
         # One list at a time (the lock `Informers` shares): a page being parsed is many times its cached size, so
         # lists side by side would add their peaks, and the worker's memory keeps its highest peak.
         with self._listing:
@@ -156,6 +156,12 @@ class Informers:
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
+
+    def run_once(self) -> object:
+        """Each informer lists once on the caller's thread (its loop's first pass): the store filled, no thread."""
+        for informer in self.informers:
+            informer.relist()
+        return len(self.informers)
 
     def unsynced(self) -> list[str]:
         return [f"{i.kind} in {i.scope or 'all namespaces'}" + (f" ({i.error})" if i.error else "")

@@ -149,3 +149,7 @@ class Rebalancer:
 
     def stop(self, timeout: float = 5.0) -> None:
         self._loop.stop(timeout)
+
+    def run_once(self) -> object:
+        """One pass of the thread (reactor/app/background.py)."""
+        return self.tick()

@@ -449,6 +449,10 @@ class Verifier:
     def stop(self, timeout: float = 5.0) -> None:
         self._loop.stop(timeout)
 
+    def run_once(self) -> object:
+        """One pass of the thread (reactor/app/background.py)."""
+        return self.check_all()
+
 
 def _pending(obj: dict[str, Any]) -> bool:
     """The object's annotations say a verification is pending (unauthenticated: a candidate to read, no more)."""
