@@ -6,9 +6,9 @@ daemon thread of the gunicorn worker serves them: a slow client costs a socket, 
 dropped when its request head is not complete within `HEAD_SECONDS`. A full listener makes room for a new
 connection by closing its oldest idle one (no complete head yet), and one source address holds at most
 `PER_SOURCE` (see connections.py): a flood of idle sockets is evicted, a probe that sends its request at once
-is let in. The answers come from `reactor.observe.probes.Probes`, computed on a
-small thread pool so a slow API server (readiness) never blocks the loop. This module must not
-serve the webhook, and never reads a request body.
+is let in — and is not evicted by a burst from its own address while its request waits to be read. The answers
+come from `reactor.observe.probes.Probes`, computed on a small thread pool so a slow API server (readiness) never
+blocks the loop. This module must not serve the webhook, and never reads a request body.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import contextlib
 import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from http import HTTPStatus
 
 from reactor.app.connections import Connections, Slot
@@ -103,7 +104,7 @@ class ProbeServer:
             await self._stopping.wait()
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        slot = self.connections.admit(_source(writer), writer.transport.abort)
+        slot = self.connections.admit(_source(writer), writer.transport.abort, partial(_sent_head, writer))
         if slot is None:
             writer.transport.abort()
             return
@@ -138,6 +139,24 @@ def _source(writer: asyncio.StreamWriter) -> str:
     """The peer's address (without its port): what a per-source cap counts."""
     peer = writer.get_extra_info("peername")
     return str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+
+
+def _sent_head(writer: asyncio.StreamWriter) -> bool:
+    """Does the connection's whole request head wait in the kernel, not yet read by the loop?"""
+    transport_socket = writer.get_extra_info("socket")
+    return transport_socket is not None and whole_head_waiting(transport_socket.fileno())
+
+
+def whole_head_waiting(fd: int) -> bool:
+    """Peek (without reading) at what socket `fd` holds: a whole request head? Nothing, a partial head, or an error:
+    False."""
+    peek = socket.socket(fileno=fd)
+    try:
+        return b"\r\n\r\n" in peek.recv(HEAD_LIMIT, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except OSError:
+        return False
+    finally:
+        peek.detach()  # the fd stays the transport's
 
 
 def _encode(answer: ProbeAnswer, *, head_only: bool) -> bytes:

@@ -30,6 +30,7 @@ from gunicorn.workers import gthread
 
 from reactor.app.connections import Connections, Slot
 from reactor.app.framing import framing
+from reactor.app.probe_server import whole_head_waiting
 
 if TYPE_CHECKING:  # the class is the worker's: gunicorn's master imports this module, not werkzeug's
     from reactor.app.reads import DeadlineReader
@@ -140,7 +141,7 @@ class ReadTimeoutWorker(gthread.ThreadWorker):
 
     def _read_request(self, conn: _Connection) -> None:
         source = str(conn.client[0]) if isinstance(conn.client, tuple) and conn.client else "?"
-        slot = self.door.admit(source, partial(self._drop, conn))
+        slot = self.door.admit(source, partial(self._drop, conn), partial(whole_head_waiting, conn.sock.fileno()))
         if slot is None:
             self._close(conn)
             return
