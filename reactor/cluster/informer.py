@@ -13,10 +13,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Protocol
+from contextlib import AbstractContextManager
+from functools import partial
+from typing import Any, Protocol
 
 from reactor.cluster.cache import ALL, Obj, Store
 from reactor.cluster.kube import Expired
+from reactor.cluster.trim import Encoded, decode_page
 from reactor.core.errors import PermanentError, TemporaryError
 
 log = logging.getLogger(__name__)
@@ -29,12 +32,18 @@ WATCH_SECONDS = 300
 MAX_BACKOFF = 30.0
 # A watch that ends sooner than this without a reason is treated as an error (waited on), not resumed at once.
 SHORT_WATCH = 1.0
+# Lists at once. One at a time left both sides idle in turn: the API server encodes a page while the reactor waits,
+# then the reactor decodes it while the server waits (measured at 100,000 objects: 29 s waiting on the server, 31 s
+# decoding, one after the other). Four keep both busy; each holds one page (500 objects) parsed at a time, so the
+# peak is four pages, given back after each list (`after_list`). Their requests are paced by `kube.qps` like any.
+LISTS = 4
 
 
 class Source(Protocol):
     """What an informer reads from: the gateway (reactor/cluster/kube/) or a fake event source in tests."""
 
-    def list_page(self, kind: str, namespace: str) -> tuple[Iterable[Obj], str]: ...
+    def list_page(self, kind: str, namespace: str, *,
+                  decode: Callable[[bytes], Obj] | None = None) -> tuple[Iterable[Obj | Encoded], str]: ...
 
     def watch_events(self, kind: str, namespace: str, version: str, seconds: int) -> Iterable[Obj]: ...
 
@@ -45,7 +54,7 @@ class Informer:
     """Keeps one (kind, scope) of the store current; `run` returns when `stop` is set."""
 
     def __init__(self, source: Source, store: Store, kind: str, scope: str, *, watch_seconds: int = WATCH_SECONDS,
-                 clock: Callable[[], float] = time.monotonic, listing: threading.Lock | None = None,
+                 clock: Callable[[], float] = time.monotonic, listing: AbstractContextManager[Any] | None = None,
                  after_list: Callable[[], object] | None = None) -> None:
         self.kind, self.scope = kind, scope
         self._listing = listing or threading.Lock()
@@ -88,10 +97,10 @@ class Informer:
             self.version = None
 
     def relist(self) -> None:
-        # One list at a time (the lock `Informers` shares): a page being parsed is many times its cached size, so
-        # lists side by side would add their peaks, and the worker's memory keeps its highest peak.
+        # At most `LISTS` lists at once (the semaphore `Informers` shares): a page being parsed is many times its
+        # cached size, so every list side by side adds its page to the peak.
         with self._listing:
-            items, version = self._source.list_page(self.kind, self.scope)
+            items, version = self._source.list_page(self.kind, self.scope, decode=partial(decode_page, self.kind))
             self._store.replace(self.kind, self.scope, items)
             del items
             if self._after_list is not None:
@@ -133,9 +142,10 @@ class Informers:
     """Every informer of the reactor on its own daemon thread; ready once each has listed once."""
 
     def __init__(self, source: Source, allow: Iterable[str], deny: Iterable[str] = (), *,
-                 watch_seconds: int = WATCH_SECONDS, after_list: Callable[[], object] | None = None) -> None:
+                 watch_seconds: int = WATCH_SECONDS, after_list: Callable[[], object] | None = None,
+                 lists: int = LISTS) -> None:
         self.store = Store(CACHED)
-        listing = threading.Lock()
+        listing = threading.BoundedSemaphore(lists)
         self.informers = [Informer(source, self.store, kind, scope, watch_seconds=watch_seconds, listing=listing,
                                    after_list=after_list) for kind, scope in scopes(allow, deny)]
         self._source = source
