@@ -36,7 +36,7 @@ from typing import Any
 from bench import procs
 from bench.loadgen import write_bodies
 
-SLOW, NORMAL, FLOOD, STALL = 64, 5, 400, 15.0
+SLOW, NORMAL, FLOOD, STALL = 64, 5, 700, 15.0  # FLOOD: past the worker's 512 and waitress's connection_limit
 READ_TIMEOUT = 10
 CANDIDATES = ("worker", "waitress", "gthread")
 
