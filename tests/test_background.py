@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from reactor.app.background import Background, start_all, stop_all
-from reactor.app.probe_server import ProbeServer, bind_listener
+from reactor.app.listeners import bind_listener
+from reactor.app.probe_server import ProbeServer
 from reactor.observe.verifier import Verifier
 from reactor_sim.cluster import SimCluster
 from tests.support import HERE, Reactor, build_reactor, make_settings

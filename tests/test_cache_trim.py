@@ -140,6 +140,19 @@ def test_a_page_trimmed_as_it_is_decoded_keeps_exactly_what_trimmed_keeps() -> N
             (o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects]
 
 
+def test_a_page_written_with_spaces_is_kept_compact() -> None:
+    """Python's json writes `", "` and `": "` (the embedded API server); Go's encoding/json writes neither: the cache
+    holds the same bytes either way."""
+    import json
+
+    from reactor.cluster.trim import decode_page
+
+    spaced = json.dumps({"metadata": {"resourceVersion": "1"}, "items": [replica_set()]}).encode()
+    assert b", " in spaced
+    [item] = decode_page("ReplicaSet", spaced)["items"]
+    assert item.text == json.dumps(trimmed("ReplicaSet", replica_set()), separators=(",", ":")).encode()
+
+
 def test_a_page_msgspec_cannot_read_so_is_decoded_the_ordinary_way() -> None:
     import json
 

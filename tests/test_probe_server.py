@@ -13,7 +13,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from reactor.app import probe_server
-from reactor.app.probe_server import ProbeServer, bind_listener
+from reactor.app.listeners import bind_listener
+from reactor.app.probe_server import ProbeServer
 from reactor.config.settings import build_settings
 from reactor.core.errors import ConfigError, TemporaryError
 from reactor.core.metrics import Metrics

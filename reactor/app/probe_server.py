@@ -22,30 +22,13 @@ from functools import partial
 from http import HTTPStatus
 
 from reactor.app.connections import Connections, Slot
-from reactor.core.errors import ConfigError
+from reactor.app.listeners import HEAD_LIMIT, whole_head_waiting
 from reactor.observe.probes import ProbeAnswer, Probes
 
 HEAD_SECONDS = 2.0      # a probe's whole request head; kubelet and Prometheus send theirs at once
 WRITE_SECONDS = 5.0     # the whole answer; a client that does not read it is dropped
-HEAD_LIMIT = 8192
 MAX_CONNECTIONS = 256
 PER_SOURCE = 64         # one address (a pod's IP) holds at most a quarter; the kubelet's own is its node's IP
-
-
-def bind_listener(address: str, *, key: str = "server.probeListen") -> socket.socket:
-    """A listening TCP socket on `HOST:PORT` (`[::]:8081` for IPv6); a ConfigError naming `key` when it cannot bind."""
-    host, _, port = address.rpartition(":")
-    host = host.strip("[]") or "0.0.0.0"
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, int(port)))
-        sock.listen(128)
-    except OSError as e:
-        sock.close()
-        raise ConfigError(key, f"cannot listen on {address}: {e.strerror or e}") from e
-    return sock
 
 
 class ProbeServer:
@@ -145,18 +128,6 @@ def _sent_head(writer: asyncio.StreamWriter) -> bool:
     """Does the connection's whole request head wait in the kernel, not yet read by the loop?"""
     transport_socket = writer.get_extra_info("socket")
     return transport_socket is not None and whole_head_waiting(transport_socket.fileno())
-
-
-def whole_head_waiting(fd: int) -> bool:
-    """Peek (without reading) at what socket `fd` holds: a whole request head? Nothing, a partial head, or an error:
-    False."""
-    peek = socket.socket(fileno=fd)
-    try:
-        return b"\r\n\r\n" in peek.recv(HEAD_LIMIT, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-    except OSError:
-        return False
-    finally:
-        peek.detach()  # the fd stays the transport's
 
 
 def _encode(answer: ProbeAnswer, *, head_only: bool) -> bytes:

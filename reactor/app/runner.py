@@ -22,7 +22,7 @@ from gunicorn.app.base import BaseApplication
 
 from reactor.app.arenas import limit_malloc_arenas
 from reactor.app.background import Background, start_all, stop_all
-from reactor.app.probe_server import bind_listener
+from reactor.app.listeners import bind_listener
 from reactor.app.worker import worker_class
 from reactor.config.settings import Settings
 

@@ -30,7 +30,7 @@ from gunicorn.workers import gthread
 
 from reactor.app.connections import Connections, Slot
 from reactor.app.framing import framing
-from reactor.app.probe_server import whole_head_waiting
+from reactor.app.listeners import whole_head_waiting
 
 if TYPE_CHECKING:  # the class is the worker's: gunicorn's master imports this module, not werkzeug's
     from reactor.app.reads import DeadlineReader

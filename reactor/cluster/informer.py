@@ -34,9 +34,10 @@ MAX_BACKOFF = 30.0
 SHORT_WATCH = 1.0
 # Lists at once. One at a time left both sides idle in turn: the API server encodes a page while the reactor waits,
 # then the reactor decodes it while the server waits (measured at 100,000 objects: 29 s waiting on the server, 31 s
-# decoding, one after the other). Four keep both busy; each holds one page (500 objects) parsed at a time, so the
-# peak is four pages, given back after each list (`after_list`). Their requests are paced by `kube.qps` like any.
-LISTS = 4
+# decoding, one after the other). Two keep both busy (a page is now decoded in a few ms, reactor/cluster/trim.py
+# `decode_page`, so the server's encoding is the longer side); each holds one page (500 objects) at a time, given
+# back after each list (`after_list`). Their requests are paced by `kube.qps` like any other.
+LISTS = 2
 
 
 class Source(Protocol):
