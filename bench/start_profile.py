@@ -33,7 +33,8 @@ from reactor.core.metrics import Metrics
 url, namespaces, profile = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3] == "1"
 settings = build_settings({"kube": {"qps": 5000, "burst": 5000}}, {})
 kube = KubeGateway.for_url(url, settings.kube, Metrics())
-informers = Informers(kube, namespaces)
+from reactor.app.arenas import release_free_memory
+informers = Informers(kube, namespaces, after_list=release_free_memory)  # as reactor/app/assembly.py builds them
 profiler = cProfile.Profile() if profile else None
 started = time.monotonic()
 if profiler:  # every list on this thread, one after the other: cProfile sees this thread only
