@@ -12,6 +12,7 @@ would refuse is checked in the master first (reactor/app/preflight.py), so a bad
 
 from __future__ import annotations
 
+import gc
 import logging
 import socket
 from collections.abc import Callable
@@ -112,4 +113,5 @@ def run(settings: Settings, build: Callable[[socket.socket], Service]) -> None:
     options["worker_exit"] = lambda server, worker: stop_all(parts())  # what is still queued is sent as it exits
     limit_malloc_arenas()  # before the fork: the worker's threads inherit the cap
     application = _Gunicorn(lambda: build(sock), options)
+    gc.freeze()  # the master's objects out of the collector's reach: the worker's collections leave their pages shared
     application.run()
