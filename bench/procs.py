@@ -71,6 +71,20 @@ def pod_rss_mb(pid: int) -> float:
     return round(sum(rss_mb(p) for p in tree(pid) if Path(f"/proc/{p}").exists()), 1)
 
 
+def pss_mb(pid: int) -> float:
+    """Proportional set size of one process, in MB: its private pages, and its share of the pages it shares."""
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) * 1024 / 1e6
+    return 0.0
+
+
+def pod_pss_mb(pid: int) -> float:
+    """PSS of the process and every descendant, in MB: the pod's memory as its cgroup counts it (a page the
+    gunicorn master and its worker share since the fork is counted once, not once per process)."""
+    return round(sum(pss_mb(p) for p in tree(pid) if Path(f"/proc/{p}").exists()), 1)
+
+
 def worker_of(master: int, timeout: float = 10.0) -> int:
     """The gunicorn worker (the master's only child process)."""
     deadline = time.monotonic() + timeout

@@ -8,7 +8,10 @@ from collections.abc import Sequence
 from typing import Any
 
 TARGET_RATIO = 0.7
-TARGET_US_PER_ALERT = 25.0
+TARGET_MARGINAL_FACTOR = 1.5  # the reactor's CPU per extra alert, against the echo's in the same run
+TARGET_POD_MB = 100.0  # the whole pod (every process; PSS: the pages they share counted once, as the cgroup counts)
+TARGET_READY_S = 30.0  # /readyz with 100,000 cached objects
+TARGET_SLOW_CLIENT_MS = 1000.0  # a normal notification's answer while 64 clients trickle theirs
 TARGET_NAIVE_FACTOR = 20.0
 TARGET_IDLE_MB = 100.0
 TARGET_GROWTH_MB = 50.0
@@ -39,6 +42,7 @@ def render(r: dict[str, Any]) -> str:
     meta = r.get("meta", {})
     out = [f"GPU Reactor bench — {meta.get('date', '')}, commit {meta.get('commit', '?')}, {meta.get('cpus')} CPUs, "
            f"Python {meta.get('python')}; took {meta.get('seconds', '?')} s (cluster set-up {r.get('setup_s', '?')} s)", ""]
+    out += targets_lines(r)
     out += _webhook(r["webhook"], meta.get("threads", 4))
     out += _storm(r["storm"], r["naive"])
     if "cache" in r:
@@ -52,6 +56,40 @@ def render(r: dict[str, Any]) -> str:
     if "cache_scale" in r:
         out += cache_scale_lines(r["cache_scale"])
     return "\n".join(out)
+
+
+def targets_lines(r: dict[str, Any]) -> list[str]:
+    """Each figure the front door, the per-request cost, the pod's memory and the start are judged by, with its
+    target, all from this one run."""
+    rows: list[Sequence[Any]] = []
+    w = r.get("webhook")
+    if w:
+        ratio = w["1"]["reactor"]["rps"] / w["1"]["echo"]["rps"]
+        rows.append(("1-alert req/s, reactor / echo (same server)", f"{ratio:.2f}", f"≥ {TARGET_RATIO}",
+                     _ok(ratio >= TARGET_RATIO)))
+        reactor, echo = marginal_us(w, "reactor"), marginal_us(w, "echo")
+        factor = reactor / max(echo, 0.1)
+        rows.append(("marginal CPU per alert, reactor / echo", f"{reactor:.1f} / {echo:.1f} µs = {factor:.2f}×",
+                     f"≤ {TARGET_MARGINAL_FACTOR}×", _ok(factor <= TARGET_MARGINAL_FACTOR)))
+    m = r.get("memory", {})
+    for key, label in (("idle_pod_pss_mb", "whole pod idle (PSS, every process)"),
+                       ("after_storm_pod_pss_mb", "whole pod after the storm (PSS)")):
+        if key in m:
+            judged = key.startswith("idle")
+            rows.append((label, f"{m[key]:.1f} MB", f"≤ {TARGET_POD_MB:.0f} MB" if judged else "reported",
+                         _ok(m[key] <= TARGET_POD_MB) if judged else ""))
+    ready = r.get("cache_scale", {}).get("100k", {}).get("cached", {}).get("ready_s")
+    if ready is not None:
+        rows.append(("/readyz at 100,000 cached objects", f"{ready:.1f} s", f"≤ {TARGET_READY_S:.0f} s",
+                     _ok(ready <= TARGET_READY_S)))
+    slow = r.get("slow_clients")
+    if slow:
+        rows.append((f"a notification's answer while {slow['clients']} clients trickle",
+                     f"p50 {slow['ms_p50']:.0f} ms, max {slow['ms_max']:.0f} ms", f"≤ {TARGET_SLOW_CLIENT_MS:.0f} ms",
+                     _ok(slow["ms_max"] <= TARGET_SLOW_CLIENT_MS and slow["codes"] == ["200"])))
+    if not rows:
+        return []
+    return ["0. Targets — from this run", *_table(("figure", "measured", "target", ""), rows), ""]
 
 
 def _webhook(w: dict[str, Any], threads: int) -> list[str]:
@@ -71,19 +109,20 @@ def _webhook(w: dict[str, Any], threads: int) -> list[str]:
     cpu_ratio = w["1"]["echo"]["cpu_us_per_request"] / max(w["1"]["reactor"]["cpu_us_per_request"], 0.1)
     reactor_marginal, echo_marginal = marginal_us(w, "reactor"), marginal_us(w, "echo")
     scaled = reactor_marginal * REFERENCE_ECHO_US / max(echo_marginal, 0.1)
-    ratio_ok, marginal_ok = ratio >= TARGET_RATIO, reactor_marginal <= TARGET_US_PER_ALERT
+    factor = reactor_marginal / max(echo_marginal, 0.1)
+    ratio_ok, marginal_ok = ratio >= TARGET_RATIO, factor <= TARGET_MARGINAL_FACTOR
     out += ["", f"   1-alert req/s reactor/echo: {ratio:.2f} (target ≥ {TARGET_RATIO}: {_ok(ratio_ok)}"
                 + ("" if ratio_ok else ": the reactor's fixed work per notification — token, validation, "
                    "the decision, its log line and metrics — against an echo that only parses and answers")
                 + f"); echo CPU per request / reactor's: {cpu_ratio:.2f}",
-            f"   marginal CPU per alert (1,000 vs 1): reactor {reactor_marginal:.1f} µs, echo {echo_marginal:.1f} µs "
-            f"(target ≤ {TARGET_US_PER_ALERT:.0f} µs: {_ok(marginal_ok)}"
+            f"   marginal CPU per alert (1,000 vs 1): reactor {reactor_marginal:.1f} µs, echo {echo_marginal:.1f} µs, "
+            f"{factor:.2f}× (target ≤ {TARGET_MARGINAL_FACTOR}× the echo's: {_ok(marginal_ok)}"
             + ("" if marginal_ok else ": each alert is validated field by field, screened, folded into its "
                "workload's signal and answered with its own outcome; the echo only parses and re-encodes it")
             + ")",
             f"   on this machine the echo costs {echo_marginal:.1f} µs per alert against the ~{REFERENCE_ECHO_US:.0f} µs "
             f"the target was set with: scaled the same way, the reactor's {reactor_marginal:.1f} µs is "
-            f"{scaled:.1f} µs ({'within' if scaled <= TARGET_US_PER_ALERT else 'over'} the target on that scale)",
+            f"{scaled:.1f} µs",
             "   CPU: utime+stime of the server's processes (gunicorn master + worker); the embedded cluster runs "
             "in another process and is not counted.", ""]
     return out
@@ -167,9 +206,14 @@ def _memory(m: dict[str, Any]) -> list[str]:
             f"{TARGET_GROWTH_MB:.0f} MB: {_ok(growth <= TARGET_GROWTH_MB)} (of which the storm's one 10,000-alert "
             f"request {m['after_storm_mb'] - m['idle_mb']:.1f} MB; the last {alerts // 2:,} alerts "
             f"{m['after_alerts_mb'] - half:+.1f} MB)",
-            *([f"   the whole pod (gunicorn master + worker): idle {m['idle_pod_mb']:.1f} MB, after the storm "
-               f"{m['after_storm_pod_mb']:.1f} MB, after {alerts:,} alerts {m['after_alerts_pod_mb']:.1f} MB"]
-              if "idle_pod_mb" in m and "after_alerts_pod_mb" in m else [])]
+            *([f"   the whole pod (gunicorn master + worker), RSS summed: idle {m['idle_pod_mb']:.1f} MB, after the "
+               f"storm {m['after_storm_pod_mb']:.1f} MB, after {alerts:,} alerts {m['after_alerts_pod_mb']:.1f} MB"]
+              if "idle_pod_mb" in m and "after_alerts_pod_mb" in m else []),
+            *([f"   the whole pod, PSS (the pages master and worker share counted once, as the container's cgroup "
+               f"counts them): idle {m['idle_pod_pss_mb']:.1f} MB, after the storm {m['after_storm_pod_pss_mb']:.1f} MB"
+               + (f", after {alerts:,} alerts {m['after_alerts_pod_pss_mb']:.1f} MB"
+                  if "after_alerts_pod_pss_mb" in m else "")]
+              if "idle_pod_pss_mb" in m and "after_storm_pod_pss_mb" in m else [])]
 
 
 def cache_scale_lines(c: dict[str, Any]) -> list[str]:

@@ -4,8 +4,9 @@
    Flask echo under the same gunicorn settings, and the load generator against a raw socket server;
 2. the alert storm on the embedded cluster, and the same storm handled the naive way;
 3. latency to effect, and from the write to the verified rollout; 4. the reactor's memory (the worker's and the
-whole pod's: master + worker); 5. the embedded cluster's settle time at 10,000 pods; 6. the watch cache at
-100,000 and 4,000 cached objects (bench/cache_scale.py; `--no-cache-scale` leaves it out).
+whole pod's: master + worker, RSS and PSS); a normal notification's answer while 64 clients trickle theirs;
+5. the embedded cluster's settle time at 10,000 pods; 6. the watch cache at 100,000 and 4,000 cached objects
+(bench/cache_scale.py; `--no-cache-scale` leaves it out).
 Nothing is asserted on time: the machine is shared and noisy; the numbers are reported.
 """
 
@@ -28,7 +29,7 @@ from typing import Any
 if __package__ in (None, ""):  # `python bench/run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import cache_scale, procs, sim_scale  # noqa: E402
+from bench import cache_scale, front_door, procs, sim_scale  # noqa: E402
 from bench.cache_memory import cache_memory  # noqa: E402
 from bench.latency import run_latency  # noqa: E402
 from bench.loadgen import write_bodies  # noqa: E402
@@ -101,7 +102,9 @@ class Bench:
                                  "startup_watches": startup.by_verb.get("watch", 0)}
         policy = self.tmp / "policy.yaml"
         worker = procs.worker_of(reactor.pid)
-        memory: dict[str, float] = {"idle_mb": procs.rss_mb(worker), "idle_pod_mb": procs.pod_rss_mb(reactor.pid)}
+        memory: dict[str, float] = {"idle_mb": procs.rss_mb(worker), "idle_pod_mb": procs.pod_rss_mb(reactor.pid),
+                                    "idle_pod_pss_mb": procs.pod_pss_mb(reactor.pid)}
+        self.results["slow_clients"] = front_door.slow_clients(reactor.port, self._notification(fleet))
 
         storm_at = now() - timedelta(minutes=30)
         alerts = len(fleet.all()) * (GPUS_PER_POD + IDLE_GPUS)
@@ -109,6 +112,7 @@ class Bench:
                                           alerts, STORM_WORKLOADS)
         memory["after_storm_mb"] = procs.rss_mb(worker)
         memory["after_storm_pod_mb"] = procs.pod_rss_mb(reactor.pid)
+        memory["after_storm_pod_pss_mb"] = procs.pod_pss_mb(reactor.pid)
         self.results["naive"] = run_naive_storm(self.sim, list(TEAMS))
 
         self.results["webhook"] = self._webhook(reactor, policy, fleet, storm_at)
@@ -118,6 +122,12 @@ class Bench:
         self.results["sim_settle"] = sim_scale.measure()
         if self.cache_scale:
             self.results["cache_scale"] = cache_scale.measure(self.tmp)
+
+    def _notification(self, fleet: Fleet) -> bytes:
+        """One authorized 1-alert notification on a workload of the fleet, as raw HTTP (the slow-client check)."""
+        payload = webhook_bodies(fleet, 1, 1, now() - timedelta(minutes=20))[0]
+        return (f"POST /alerts HTTP/1.1\r\nHost: reactor\r\nAuthorization: Bearer {self.token}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n").encode() + payload
 
     def _webhook(self, reactor: procs.Child, policy: Path, fleet: Fleet, storm_at: datetime) -> dict[str, Any]:
         """Generator ceiling, echo and reactor, size by size, with the same bodies: new firings on
@@ -178,6 +188,7 @@ class Bench:
                                 headers=[f"Authorization: Bearer {self.token}"], timeout=330)
             out[name] = procs.rss_mb(worker)
             out[name.replace("_mb", "_pod_mb")] = procs.pod_rss_mb(reactor.pid)
+            out[name.replace("_mb", "_pod_pss_mb")] = procs.pod_pss_mb(reactor.pid)
             out["after_alerts"] += result["requests"] * 100
             for code, n in result["codes"].items():
                 out["alerts_run_codes"][code] = out["alerts_run_codes"].get(code, 0) + n

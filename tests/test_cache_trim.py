@@ -92,3 +92,82 @@ def test_each_read_is_the_readers_own_copy() -> None:
     first["metadata"]["labels"]["app"] = "changed"
     again = store.lookup("ReplicaSet", "team-a", "web-7d9f")
     assert isinstance(again, dict) and again["metadata"]["labels"]["app"] == "web"
+
+
+def _page(items: list[Any], **meta: str) -> bytes:
+    """A list answer as the API server writes it (encoding/json of a List: compact, no HTML escaping)."""
+    import json
+
+    return json.dumps({"kind": "List", "apiVersion": "v1", "metadata": meta, "items": items},
+                      separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _pages_by_kind() -> dict[str, list[dict[str, Any]]]:
+    import yaml
+
+    from tests.support import HERE
+
+    docs = [d for d in yaml.safe_load_all((HERE / "fixtures" / "cluster.yaml").read_text()) if d]
+    by: dict[str, list[dict[str, Any]]] = {kind: [] for kind in CACHED}
+    for doc in docs:
+        if doc.get("kind") in by:
+            by[doc["kind"]].append(doc)
+    by["ReplicaSet"] += [replica_set(), replica_set("no-annotations"), replica_set("é-unicode")]
+    del by["ReplicaSet"][-2]["metadata"]["annotations"]
+    by["Job"].append({**replica_set("job"), "kind": "Job", "status": {"succeeded": 1}})
+    by["Deployment"].append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {
+        "name": "applied", "namespace": "t", "managedFields": MANAGED,
+        "annotations": {LAST_APPLIED: '{"kind":"Deployment"}', "keep": "me"}}, "spec": {"replicas": 1},
+        "status": {"replicas": 1}, "extra": {"kept": True}})
+    by["PriorityClass"].append({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "value": 10,
+                                "metadata": {"name": "cluster-wide"}})
+    return by
+
+
+def test_a_page_trimmed_as_it_is_decoded_keeps_exactly_what_trimmed_keeps() -> None:
+    """decode_page (msgspec, spans of the page's bytes) and trimmed (dicts) must keep the same objects: the store
+    holds one, the reactor's readers were written against the other."""
+    import json
+
+    from reactor.cluster.trim import Encoded, decode_page
+
+    for kind, objects in _pages_by_kind().items():
+        page = decode_page(kind, _page(objects, resourceVersion="42", **{"continue": "next"}))
+        assert page["metadata"] == {"resourceVersion": "42", "continue": "next"}
+        assert all(isinstance(e, Encoded) for e in page["items"])
+        assert [json.loads(e.text) for e in page["items"]] == [trimmed(kind, o) for o in objects], kind
+        assert [(e.namespace, e.name) for e in page["items"]] == [
+            (o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects]
+
+
+def test_a_page_written_with_spaces_is_kept_compact() -> None:
+    """Python's json writes `", "` and `": "` (the embedded API server); Go's encoding/json writes neither: the cache
+    holds the same bytes either way."""
+    import json
+
+    from reactor.cluster.trim import decode_page
+
+    spaced = json.dumps({"metadata": {"resourceVersion": "1"}, "items": [replica_set()]}).encode()
+    assert b", " in spaced
+    [item] = decode_page("ReplicaSet", spaced)["items"]
+    assert item.text == json.dumps(trimmed("ReplicaSet", replica_set()), separators=(",", ":")).encode()
+
+
+def test_a_page_msgspec_cannot_read_so_is_decoded_the_ordinary_way() -> None:
+    import json
+
+    from reactor.cluster.trim import decode_page
+
+    odd = {"metadata": {"name": 7, "namespace": "ns"}, "spec": {}}  # a name that is not a string
+    page = decode_page("Deployment", _page([odd], resourceVersion="1"))
+    assert [(e.namespace, e.name, json.loads(e.text)) for e in page["items"]] == [("ns", "7", odd)]
+    assert decode_page("Deployment", b'{"metadata":{"resourceVersion":"3"},"items":null}') == {
+        "metadata": {"resourceVersion": "3", "continue": ""}, "items": []}
+
+
+def test_the_store_keeps_an_encoded_page_as_it_comes() -> None:
+    from reactor.cluster.trim import decode_page
+
+    store = Store(CACHED)
+    store.replace("ReplicaSet", "team-a", decode_page("ReplicaSet", _page([replica_set()]))["items"])
+    assert store.lookup("ReplicaSet", "team-a", "web-7d9f") == trimmed("ReplicaSet", replica_set())

@@ -46,3 +46,17 @@ def test_release_is_idempotent() -> None:
     table.release(slot)
     table.release(slot)
     assert table.open == 0 and table.admit("x", lambda: None) is not None
+
+
+def test_a_connection_whose_whole_head_waits_is_never_evicted() -> None:
+    """A probe from the node's IP sent its request; a burst of idle connections from that IP came before the loop
+    read it: the burst's own oldest go, the probe stays, and past that the burst is refused."""
+    closed: list[str] = []
+    table = Connections(total=10, per_source=2)
+    assert table.admit("node", lambda: closed.append("probe"), lambda: True) is not None
+    assert _admit(table, "node", closed, "idle1") is not None
+    assert _admit(table, "node", closed, "idle2") is not None
+    assert closed == ["idle1"]
+    table._idle.pop(next(s for s in table._idle if s.source == "node" and not s.sent_head()))  # idle2 busy now
+    assert _admit(table, "node", closed, "idle3") is None and table.refused == 1
+    assert closed == ["idle1"]

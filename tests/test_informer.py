@@ -65,7 +65,7 @@ class FakeSource:
             self.oldest = self.version
             self.events.clear()
 
-    def list_page(self, kind: str, namespace: str) -> tuple[list[Obj], str]:
+    def list_page(self, kind: str, namespace: str, *, decode: object = None) -> tuple[list[Obj], str]:
         with self._cond:
             self.lists += 1
             if self.list_failures:

@@ -13,7 +13,9 @@ import pytest
 from tests.support import HERE
 
 WORKER_ONLY = ("kubernetes", "flask", "werkzeug", "urllib3", "reactor.engine", "reactor.app.assembly",
-               "reactor.cluster.kube", "reactor.cluster.informer", "reactor.intake.web", "reactor.observe.verifier")
+               "reactor.cluster.kube", "reactor.cluster.informer", "reactor.intake.web", "reactor.observe.verifier",
+               # the probe server and what it brings (the master binds its socket only: reactor/app/listeners.py)
+               "reactor.app.probe_server", "asyncio", "prometheus_client", "msgspec")
 
 
 def test_what_the_master_runs_imports_no_module_only_the_worker_needs() -> None:

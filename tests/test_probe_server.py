@@ -13,7 +13,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from reactor.app import probe_server
-from reactor.app.probe_server import ProbeServer, bind_listener
+from reactor.app.listeners import bind_listener
+from reactor.app.probe_server import ProbeServer
 from reactor.config.settings import build_settings
 from reactor.core.errors import ConfigError, TemporaryError
 from reactor.core.metrics import Metrics
@@ -182,6 +183,27 @@ def test_one_source_holds_at_most_its_share(probes_up: ProbeServer) -> None:
         assert get(probes_up.port, "/healthz")[0] == 200
     finally:
         for s in flood + other:
+            s.close()
+
+
+def test_a_probe_is_not_evicted_by_a_burst_from_its_own_address(probes_up: ProbeServer) -> None:
+    """Issue 35: the kubelet probes from its node's IP, and anything on the node's network shares it. The probe
+    connects and sends its request; before the loop reads it, a burst of idle connections from the same address
+    arrives (the loop is held here to line that up) and is accepted in one batch. The probe, the oldest idle
+    connection of its address, was evicted first; its whole head waits in the kernel, so now it is answered."""
+    assert probes_up._loop is not None
+    held = threading.Event()
+    probes_up._loop.call_soon_threadsafe(lambda: held.set() or time.sleep(1.0))
+    assert held.wait(5)
+    probe = _from("127.0.0.7", probes_up.port)
+    probe.sendall(b"GET /healthz HTTP/1.1\r\nHost: probe\r\n\r\n")
+    flood = [_from("127.0.0.7", probes_up.port) for _ in range(probe_server.PER_SOURCE + 20)]
+    try:
+        answer = b"".join(iter(lambda: probe.recv(65536), b""))
+        assert answer.startswith(b"HTTP/1.1 200 "), answer
+        assert probes_up.connections.evicted >= 20
+    finally:
+        for s in [probe, *flood]:
             s.close()
 
 

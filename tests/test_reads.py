@@ -85,7 +85,8 @@ class Failing:
 @pytest.mark.parametrize("error,expected,message", [
     (RequestDeadline(), RequestTimeout, "not received within its deadline"),
     (InvalidChunkSize(b"zz"), BadRequest, "malformed request body: Invalid chunk size"),
-], ids=["deadline-408", "bad-chunk-400"])
+    (NoMoreData(), BadRequest, "ended before its end"),
+], ids=["deadline-408", "bad-chunk-400", "cut-by-eof-400"])
 def test_body_read_errors_become_http_errors(error: Exception, expected: type[Exception], message: str) -> None:
     stream = _GuardedInput(Failing(error))
     for read in (stream.read, stream.readline):

@@ -190,6 +190,29 @@ class EventPoster:
             self._queue.put_nowait(_STOP)
         self._thread.join(max(0.1, timeout / 5))
 
+    # --- as a background part (reactor/app/background.py) ------------------------------------------------------
+
+    def start(self) -> None:
+        """The sending thread now (otherwise it starts with the first Event)."""
+        self._ensure_thread()
+
+    def stop(self) -> None:
+        self.close()
+
+    def run_once(self) -> object:
+        """Send what is queued now, on the caller's thread (no sending thread running): how many were sent."""
+        sent = 0
+        while True:
+            try:
+                body = self._queue.get_nowait()
+            except queue.Empty:
+                return sent
+            try:
+                if body is not _STOP:
+                    sent += bool(self.send(body))
+            finally:
+                self._queue.task_done()
+
     def _ensure_thread(self) -> None:
         if self._thread is not None:
             return

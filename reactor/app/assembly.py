@@ -20,6 +20,8 @@ from reactor.act.posting import EventPoster
 from reactor.act.recording import Recorder
 from reactor.app import preflight
 from reactor.app.arenas import release_free_memory
+from reactor.app.background import Background
+from reactor.app.probe_server import ProbeServer
 from reactor.cluster.cache import Store
 from reactor.cluster.informer import Informers
 from reactor.cluster.kube import KubeGateway
@@ -63,6 +65,9 @@ class Service:
     verifier: Verifier | None = None  # None in dry run: nothing is written, nothing to verify
     informers: Informers | None = None  # started in the serving process (see runner.run), stopped at its exit
     rebalancer: Rebalancer | None = None  # the pass over waiting rebalances; None unless rebalancing writes
+    # What runs beside the answers, in start order (reactor/app/background.py): the runner starts it in the
+    # serving process and stops it in reverse at its exit.
+    background: tuple[Background, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +82,8 @@ class ActParts:
 
 
 def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Metrics | None = None,
-             registry: CollectorRegistry | None = None, clock: Callable[[], datetime] = utcnow) -> Service:
+             registry: CollectorRegistry | None = None, clock: Callable[[], datetime] = utcnow,
+             probe_listener: socket.socket | None = None) -> Service:
     token = preflight.token_file(settings)
     keys = load_state_keys(settings.server.state_key_file, settings.server.state_previous_key_file,
                            required=not settings.policy.dry_run)
@@ -101,9 +107,22 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
     probes = Probes(metrics, Readiness(_readiness_probe(kube, informers)))
     for warning in settings_warnings(settings):
         log.warning("the policy acts nowhere", extra={"detail": warning})
+    rebalancer = rebalancer if not settings.policy.dry_run else None
     return Service(app=app, probes=probes, engine=engine, metrics=metrics, kube=kube, events=parts.events,
-                   verifier=verifier, informers=informers,
-                   rebalancer=rebalancer if not settings.policy.dry_run else None)
+                   verifier=verifier, informers=informers, rebalancer=rebalancer,
+                   background=background(parts.events, probes, verifier, informers, rebalancer, probe_listener))
+
+
+def background(events: EventPoster, probes: Probes, verifier: Verifier | None, informers: Informers | None,
+               rebalancer: Rebalancer | None, probe_listener: socket.socket | None) -> tuple[Background, ...]:
+    """The parts that run in this configuration, in start order: the probes first (the kubelet's /healthz answers
+    while the cache lists; /readyz says it is not ready), the Events' sender before anything that posts one (and
+    so stopped after them), the cache before the verifier that reads it; the rebalancer only when it acts."""
+    parts: list[Background | None] = [
+        ProbeServer(probe_listener, probes) if probe_listener is not None else None,
+        events, informers, verifier, rebalancer,
+    ]
+    return tuple(part for part in parts if part is not None)
 
 
 def build_verifier(settings: Settings, *, kube: KubeGateway, metrics: Metrics, parts: ActParts,

@@ -293,15 +293,15 @@ def _serve(args: argparse.Namespace) -> int:
     preflight.check(settings)  # what the worker would refuse, said here; the worker assembles the service
     log.info("serving", extra={"listen": settings.server.listen, "probeListen": settings.server.probe_listen,
                                "dryRun": settings.policy.dry_run})
-    run(settings, lambda: _assemble(settings))
+    run(settings, lambda probe_listener: _assemble(settings, probe_listener))
     return 0
 
 
-def _assemble(settings: Settings) -> Any:
+def _assemble(settings: Settings, probe_listener: socket.socket) -> Any:
     """The service, built in gunicorn's worker (reactor/app/runner.py)."""
     from reactor.app.assembly import assemble, check_capabilities, check_ladder
 
-    service = assemble(settings)
+    service = assemble(settings, probe_listener=probe_listener)
     check_capabilities(service)
     missing = check_ladder(service)
     if missing:

@@ -6,9 +6,9 @@ daemon thread of the gunicorn worker serves them: a slow client costs a socket, 
 dropped when its request head is not complete within `HEAD_SECONDS`. A full listener makes room for a new
 connection by closing its oldest idle one (no complete head yet), and one source address holds at most
 `PER_SOURCE` (see connections.py): a flood of idle sockets is evicted, a probe that sends its request at once
-is let in. The answers come from `reactor.observe.probes.Probes`, computed on a
-small thread pool so a slow API server (readiness) never blocks the loop. This module must not
-serve the webhook, and never reads a request body.
+is let in — and is not evicted by a burst from its own address while its request waits to be read. The answers
+come from `reactor.observe.probes.Probes`, computed on a small thread pool so a slow API server (readiness) never
+blocks the loop. This module must not serve the webhook, and never reads a request body.
 """
 
 from __future__ import annotations
@@ -18,33 +18,17 @@ import contextlib
 import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from http import HTTPStatus
 
 from reactor.app.connections import Connections, Slot
-from reactor.core.errors import ConfigError
+from reactor.app.listeners import HEAD_LIMIT, whole_head_waiting
 from reactor.observe.probes import ProbeAnswer, Probes
 
 HEAD_SECONDS = 2.0      # a probe's whole request head; kubelet and Prometheus send theirs at once
 WRITE_SECONDS = 5.0     # the whole answer; a client that does not read it is dropped
-HEAD_LIMIT = 8192
 MAX_CONNECTIONS = 256
 PER_SOURCE = 64         # one address (a pod's IP) holds at most a quarter; the kubelet's own is its node's IP
-
-
-def bind_listener(address: str, *, key: str = "server.probeListen") -> socket.socket:
-    """A listening TCP socket on `HOST:PORT` (`[::]:8081` for IPv6); a ConfigError naming `key` when it cannot bind."""
-    host, _, port = address.rpartition(":")
-    host = host.strip("[]") or "0.0.0.0"
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, int(port)))
-        sock.listen(128)
-    except OSError as e:
-        sock.close()
-        raise ConfigError(key, f"cannot listen on {address}: {e.strerror or e}") from e
-    return sock
 
 
 class ProbeServer:
@@ -76,8 +60,24 @@ class ProbeServer:
         self._thread.join(5)
         self._pool.shutdown(wait=False, cancel_futures=True)
 
+    def run_once(self, timeout: float = 5.0) -> object:
+        """Answer one connection on the listener, on the caller's thread (no serving thread running): True when
+        one came within `timeout`."""
+        return asyncio.run(self._serve_one(timeout))
+
     def _run(self) -> None:
         asyncio.run(self._serve_forever())
+
+    async def _serve_one(self, timeout: float) -> bool:
+        loop = asyncio.get_running_loop()
+        self._sock.setblocking(False)
+        try:
+            conn, _ = await asyncio.wait_for(loop.sock_accept(self._sock), timeout)
+        except TimeoutError:
+            return False
+        reader, writer = await asyncio.open_connection(sock=conn, limit=HEAD_LIMIT)
+        await self._client(reader, writer)
+        return True
 
     async def _serve_forever(self) -> None:
         self._loop, self._stopping = asyncio.get_running_loop(), asyncio.Event()
@@ -87,7 +87,7 @@ class ProbeServer:
             await self._stopping.wait()
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        slot = self.connections.admit(_source(writer), writer.transport.abort)
+        slot = self.connections.admit(_source(writer), writer.transport.abort, partial(_sent_head, writer))
         if slot is None:
             writer.transport.abort()
             return
@@ -122,6 +122,12 @@ def _source(writer: asyncio.StreamWriter) -> str:
     """The peer's address (without its port): what a per-source cap counts."""
     peer = writer.get_extra_info("peername")
     return str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+
+
+def _sent_head(writer: asyncio.StreamWriter) -> bool:
+    """Does the connection's whole request head wait in the kernel, not yet read by the loop?"""
+    transport_socket = writer.get_extra_info("socket")
+    return transport_socket is not None and whole_head_waiting(transport_socket.fileno())
 
 
 def _encode(answer: ProbeAnswer, *, head_only: bool) -> bytes:

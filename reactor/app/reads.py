@@ -7,7 +7,7 @@ timer, and a few dozen such clients hold every thread. `DeadlineReader` sits bet
 and the socket: each read waits at most the idle timeout and never past the request's deadline, which
 starts with the request's first read (head and body together). `guard_input` turns what goes wrong
 while the application reads the body into werkzeug's HTTP errors: a deadline is a 408, a malformed
-chunked encoding a 400 — never a 500. This module must not decide anything about the payload.
+chunked encoding or a body cut short by EOF a 400 — never a 500. This module must not decide anything about the payload.
 """
 
 from __future__ import annotations
@@ -87,6 +87,8 @@ def _guarded(read: Callable[[Any], Any], arg: Any) -> Any:
         return read(arg)
     except RequestDeadline as e:
         raise RequestTimeout(f"{e}; send the whole request at once") from e
+    except NoMoreData as e:  # the client closed its side in the middle of the body (a chunked one: no length)
+        raise BadRequest("the request body ended before its end (the connection was closed)") from e
     except ParseException as e:
         raise BadRequest(f"malformed request body: {e}") from e
 

@@ -12,7 +12,9 @@ would refuse is checked in the master first (reactor/app/preflight.py), so a bad
 
 from __future__ import annotations
 
+import gc
 import logging
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -20,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 from gunicorn.app.base import BaseApplication
 
 from reactor.app.arenas import limit_malloc_arenas
-from reactor.app.probe_server import ProbeServer, bind_listener
+from reactor.app.background import Background, start_all, stop_all
+from reactor.app.listeners import bind_listener
 from reactor.app.worker import worker_class
 from reactor.config.settings import Settings
 
@@ -89,44 +92,26 @@ def serve_app(app: Any, settings: Settings) -> None:
     _Gunicorn(lambda: _Bare(app), gunicorn_options(settings)).run()
 
 
-def run(settings: Settings, build: Callable[[], Service]) -> None:
+def run(settings: Settings, build: Callable[[socket.socket], Service]) -> None:
     """Serve until SIGTERM/SIGINT (gunicorn handles both gracefully); the probes on their own listener.
 
-    `build` assembles the service in the worker (reactor/app/assembly.py `assemble`). The probe socket is bound
-    here, in gunicorn's arbiter, so a port in use fails the start and a restarted worker serves the same socket;
-    the worker serves it from a thread of its own, and starts the informers and the verifier (threads do not
-    survive gunicorn's fork); the Events' sending thread starts in it with the first Event.
+    `build` assembles the service in the worker (reactor/app/assembly.py `assemble`), given the probe listener.
+    The probe socket is bound here, in gunicorn's arbiter, so a port in use fails the start and a restarted worker
+    serves the same socket. The worker starts `Service.background` (the probe server, the Events' sender, the
+    informers, the verifier, the rebalancer when it acts) in order, and stops it in reverse as it exits: threads do
+    not survive gunicorn's fork, so none of them may start before it.
     """
     options = gunicorn_options(settings)
     sock = bind_listener(settings.server.probe_listen)
     application: _Gunicorn | None = None
 
-    def worker_init(worker: Any) -> None:
+    def parts() -> tuple[Background, ...]:
         service = application.service if application is not None else None
-        if service is None or isinstance(service, _Bare):
-            return
-        ProbeServer(sock, service.probes).start()
-        if service.informers is not None:
-            service.informers.start()
-        if service.verifier is not None:
-            service.verifier.start()
-        if service.rebalancer is not None:
-            service.rebalancer.start()  # the rebalances that wait for the quota (observe/rebalancer.py)
+        return () if service is None or isinstance(service, _Bare) else service.background
 
-    def worker_exit(server: Any, worker: Any) -> None:
-        service = application.service if application is not None else None
-        if service is None or isinstance(service, _Bare):
-            return
-        if service.verifier is not None:
-            service.verifier.stop()
-        if service.rebalancer is not None:
-            service.rebalancer.stop()
-        if service.informers is not None:
-            service.informers.stop()
-        service.events.close()  # what is still queued is sent as the worker exits
-
-    options["post_worker_init"] = worker_init
-    options["worker_exit"] = worker_exit
+    options["post_worker_init"] = lambda worker: start_all(parts())
+    options["worker_exit"] = lambda server, worker: stop_all(parts())  # what is still queued is sent as it exits
     limit_malloc_arenas()  # before the fork: the worker's threads inherit the cap
-    application = _Gunicorn(build, options)
+    application = _Gunicorn(lambda: build(sock), options)
+    gc.freeze()  # the master's objects out of the collector's reach: the worker's collections leave their pages shared
     application.run()

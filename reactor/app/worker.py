@@ -7,6 +7,7 @@ Alertmanager's 10 s timeout. Here the worker's own event loop (gthread's poller,
 head and body without blocking (framing.py says when it is whole), and only then submits it to the thread pool
 with the bytes already read. A slow client costs a buffer, not a thread; one that is not done within
 `server.readTimeout` is closed unanswered (head incomplete) or answered 408 by the application (body incomplete);
+one whose body is cut short by EOF is answered 400;
 a full worker evicts its oldest unfinished connection, and one source address holds at most `PER_SOURCE` of
 them (connections.py). Requests on kept-alive connections go through the same loop.
 
@@ -29,6 +30,7 @@ from gunicorn.workers import gthread
 
 from reactor.app.connections import Connections, Slot
 from reactor.app.framing import framing
+from reactor.app.listeners import whole_head_waiting
 
 if TYPE_CHECKING:  # the class is the worker's: gunicorn's master imports this module, not werkzeug's
     from reactor.app.reads import DeadlineReader
@@ -139,7 +141,7 @@ class ReadTimeoutWorker(gthread.ThreadWorker):
 
     def _read_request(self, conn: _Connection) -> None:
         source = str(conn.client[0]) if isinstance(conn.client, tuple) and conn.client else "?"
-        slot = self.door.admit(source, partial(self._drop, conn))
+        slot = self.door.admit(source, partial(self._drop, conn), partial(whole_head_waiting, conn.sock.fileno()))
         if slot is None:
             self._close(conn)
             return
@@ -157,7 +159,7 @@ class ReadTimeoutWorker(gthread.ThreadWorker):
         except OSError:
             chunk = b""
         if not chunk:
-            self._drop(conn)
+            self._ended(conn)
             return
         conn.received += chunk
         found = framing(conn.received, head_limit=self._head_limit(), body_limit=self.body_limit)
@@ -169,6 +171,15 @@ class ReadTimeoutWorker(gthread.ThreadWorker):
                 conn.sock.send(CONTINUE)
             except OSError:
                 self._drop(conn)
+
+    def _ended(self, conn: _Connection) -> None:
+        """The client closed its side (EOF) before its request was whole. With the head read, the body was cut
+        short: the request goes to a thread as it is, the parser meets the EOF, and the application answers 400
+        (reads.py) on the half-open connection. Without a whole head there is nothing to answer."""
+        if framing(conn.received, head_limit=self._head_limit(), body_limit=self.body_limit).head_done:
+            self._dispatch(conn)
+        else:
+            self._drop(conn)
 
     def _head_limit(self) -> int:
         return int(self.cfg.limit_request_line) + int(self.cfg.limit_request_fields) * \

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from reactor.cluster.trim import trimmed
+from reactor.cluster.trim import Encoded, trimmed
 
 Obj = dict[str, Any]
 ALL = ""  # the scope of a cluster-wide list/watch (and of cluster-scoped kinds)
@@ -92,13 +92,17 @@ class Store:
 
     # --- writes (informers only) ---------------------------------------------------------
 
-    def replace(self, kind: str, scope: str, items: Iterable[Obj]) -> None:
+    def replace(self, kind: str, scope: str, items: Iterable[Obj | Encoded]) -> None:
         """A (re)list: the scope's objects become exactly `items`, and the scope counts as synced.
 
         `items` may be read page by page as it is consumed (the gateway's list): each object is trimmed and
-        encoded as it arrives, so only one page is ever held whole."""
+        encoded as it arrives, so only one page is ever held whole; one the page's decoding trimmed and encoded
+        already (`Encoded`, reactor/cluster/trim.py `decode_page`) is kept as it comes."""
         fresh: dict[str, dict[str, bytes]] = {}
         for obj in items:
+            if isinstance(obj, Encoded):
+                fresh.setdefault(obj.namespace or ALL, {})[obj.name] = obj.text
+                continue
             namespace, name = _key(obj)
             fresh.setdefault(namespace, {})[name] = _encoded(kind, obj)
         with self._lock:

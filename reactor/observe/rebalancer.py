@@ -142,9 +142,6 @@ class Rebalancer:
     def waiting(self) -> list[Waiting]:
         return self.waitlist.waiting()
 
-    def run_once(self) -> int:
-        return self.tick()
-
     def tick(self, now: datetime | None = None) -> int:
         """One pass: each waiting step is tried once; the number still waiting after it."""
         now = now or self.clock()
@@ -192,3 +189,7 @@ class Rebalancer:
 
     def stop(self, timeout: float = 5.0) -> None:
         self._loop.stop(timeout)
+
+    def run_once(self) -> object:
+        """One pass of the thread (reactor/app/background.py)."""
+        return self.tick()

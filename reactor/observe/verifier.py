@@ -285,6 +285,6 @@ class Verifier:
         self._loop.stop(timeout)
 
     def run_once(self) -> object:
-        """One pass of the thread."""
+        """One pass of the thread (reactor/app/background.py)."""
         return self.check_all()
 

@@ -68,10 +68,35 @@ def test_report_renders_every_section_and_judges_the_targets() -> None:
     assert marginal_us(webhook, "reactor") == 20.0
     text = render(json.loads(json.dumps(results)))
     assert "reactor / echo" in text and "0.80" in text
-    assert "target ≥ 0.7: met" in text and "target ≤ 25 µs: met" in text
+    assert "target ≥ 0.7: met" in text and "target ≤ 1.5× the echo's: MISSED" in text  # 20 µs vs 10 µs
     assert "15.9×" in text  # naive 2005 / reactor 126
     assert "Write → verified" in text and "320.0" in text
     assert "storm requests 126 ≤ writes + initial lists 222: met" in text
     assert "≥ 20× fewer requests than the naive script: 15.9× (MISSED: one patch and one Event" in text
     assert "Besides those: list pods 5" in text
     assert "growth ≤ 50 MB: met" in text
+
+
+def test_the_targets_section_judges_each_figure_of_the_run() -> None:
+    from bench.report import targets_lines
+
+    webhook = {size: {"echo": _load(rps=1000, cpu=300 + 10 * int(size)),
+                      "reactor": _load(rps=750, cpu=500 + 14 * int(size))} for size in ("1", "1000")}
+    run = {"webhook": webhook,
+           "memory": {"idle_pod_pss_mb": 98.0, "after_storm_pod_pss_mb": 150.0},
+           "cache_scale": {"100k": {"cached": {"ready_s": 31.5}}},
+           "slow_clients": {"clients": 64, "ms_p50": 4.0, "ms_max": 12.0, "codes": ["200"]}}
+    text = "\n".join(targets_lines(run))
+    assert "14.0 / 10.0 µs = 1.40×" in text and "≤ 1.5×" in text
+    assert "98.0 MB" in text and "150.0 MB" in text and "reported" in text
+    assert "31.5 s" in text and "≤ 30 s" in text
+    assert "a notification's answer while 64 clients trickle" in text
+    lines = {line.split("  ")[0]: line for line in text.splitlines()}
+    assert "0.75" in lines["1-alert req/s, reactor / echo (same server)"]
+    assert lines["1-alert req/s, reactor / echo (same server)"].endswith("met")
+    assert lines["marginal CPU per alert, reactor / echo"].endswith("met")
+    assert lines["/readyz at 100,000 cached objects"].endswith("MISSED")
+    assert lines["whole pod idle (PSS, every process)"].endswith("met")
+    assert lines["a notification's answer while 64 clients trickle"].endswith("met")
+    run["slow_clients"]["codes"] = ["200", "503"]  # a 503 in the answers is not a quick answer
+    assert "\n".join(targets_lines(run)).splitlines()[-2].endswith("MISSED")

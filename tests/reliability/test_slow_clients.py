@@ -96,6 +96,23 @@ def test_malformed_chunked_encoding_is_a_400_not_a_500(server: tuple[SimCluster,
     FIGURES.add("slow-clients", deliveries=1, fuzz_cases=1)
 
 
+@pytest.mark.parametrize("cut", [
+    b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s" % (len(BODY), BODY[:40]),    # in the middle of a chunk
+    b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n" % (len(BODY), BODY),   # before the last chunk
+    b"Content-Length: %d\r\n\r\n%s" % (len(BODY), BODY[:40]),                  # a length the body never reaches
+], ids=["mid-chunk", "no-last-chunk", "short-length"])
+def test_a_body_cut_off_by_eof_is_a_400_not_a_closed_connection(server: tuple[SimCluster, Child], cut: bytes) -> None:
+    """The client closes its side (EOF) before its body is whole: it still reads a 400 that says so."""
+    sim, child = server
+    before = writes(sim)
+    with socket.create_connection(("127.0.0.1", child.port), timeout=10) as s:
+        s.sendall(HEAD + cut)
+        s.shutdown(socket.SHUT_WR)
+        answer = b"".join(iter(lambda: s.recv(65536), b""))
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+    assert writes(sim) == before
+
+
 def test_a_chunked_body_over_the_limit_is_a_413_not_a_body_cut_short(server: tuple[SimCluster, Child]) -> None:
     sim, child = server
     sim.reset_counters()

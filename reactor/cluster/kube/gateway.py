@@ -107,26 +107,30 @@ class KubeGateway:
         api = self._apis[k8s.SchedulingV1Api]
         return self._call("list", "priorityclasses", lambda **kw: api.list_priority_class(**kw)).get("items") or []
 
-    def list_page(self, kind: str, namespace: str) -> tuple[Iterator[dict[str, Any]], str]:
+    def list_page(self, kind: str, namespace: str, *,
+                  decode: Callable[[bytes], Any] | None = None) -> tuple[Iterator[Any], str]:
         """Every object of a kind in a namespace ("" = all namespaces) and the list's resourceVersion.
 
         Read in pages of `LIST_PAGE` (`limit` and `continue`, as client-go's pager does), the pages after the first
         as the objects are consumed: at 100,000 objects one response would be hundreds of MB of JSON and parsed
         dicts at once, and the worker's memory would keep that peak. A continue token that expired (410) raises
-        `Expired` from the iteration: the caller lists again.
+        `Expired` from the iteration: the caller lists again. `decode`: how each page's bytes are decoded (the watch
+        cache trims its objects as it decodes them, reactor/cluster/trim.py `decode_page`); JSON by default.
         """
         lister = self._lister(kind, namespace)
-        answer = self._call("list", routes.resource(kind), lambda **kw: lister(limit=LIST_PAGE, **kw))
-        return self._rest_of(kind, lister, answer), str((answer.get("metadata") or {}).get("resourceVersion") or "")
+        answer = self._call("list", routes.resource(kind), lambda **kw: lister(limit=LIST_PAGE, **kw), decode=decode)
+        return (self._rest_of(kind, lister, answer, decode),
+                str((answer.get("metadata") or {}).get("resourceVersion") or ""))
 
-    def _rest_of(self, kind: str, lister: Callable[..., Any], answer: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    def _rest_of(self, kind: str, lister: Callable[..., Any], answer: dict[str, Any],
+                 decode: Callable[[bytes], Any] | None) -> Iterator[Any]:
         while True:
             yield from answer.pop("items", None) or []
             token = (answer.get("metadata") or {}).get("continue")
             if not token:
                 return
             answer = self._call("list", routes.resource(kind),
-                                lambda token=token, **kw: lister(limit=LIST_PAGE, _continue=token, **kw))
+                                lambda token=token, **kw: lister(limit=LIST_PAGE, _continue=token, **kw), decode=decode)
 
     def watch_events(self, kind: str, namespace: str, version: str, seconds: int) -> Iterator[dict[str, Any]]:
         """The watch events after `version` (BOOKMARKs asked for), until the server ends the stream.
@@ -366,7 +370,8 @@ class KubeGateway:
 
     # --- the one place requests are sent ---------------------------------------------------
 
-    def _call(self, verb: str, resource: str, send: Callable[..., Any], *, retries: int | None = None) -> Any:
+    def _call(self, verb: str, resource: str, send: Callable[..., Any], *, retries: int | None = None,
+              decode: Callable[[bytes], Any] | None = None) -> Any:
         attempts = (self._retries if retries is None else retries) + 1
         for attempt in range(attempts):
             self._limiter.acquire()
@@ -374,7 +379,7 @@ class KubeGateway:
                 response = send(_preload_content=False, _request_timeout=self._timeout)
                 # The status the server sent (201 for a create), not an assumed 200.
                 self._count(verb, resource, str(getattr(response, "status", 200)))
-                return json.loads(response.data or b"{}")
+                return (decode or json.loads)(response.data or b"{}")
             except ApiException as e:
                 self._count(verb, resource, str(e.status))
                 cause: BaseException = e

@@ -1,0 +1,126 @@
+"""Where a notification's CPU goes: the webhook's 1-alert and 1,000-alert paths profiled as the serving process runs
+them — the reactor assembled from the bench policy, its watch cache synced, the WSGI application called with the
+environ gunicorn builds (reads.py's guarded input included), after the bench's storm put every workload in cooldown.
+
+`python -m bench.request_profile [--size 1000] [--runs 20]`: prints the CPU µs per request of each path and the
+functions that took it (cProfile, sorted by own time). The embedded cluster runs in this process but is idle on
+the cooldown path (the cache answers every read).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import pstats
+import secrets
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.scenario import Fleet, build_cluster, now, policy_yaml, start_sim, storm_body, webhook_bodies
+from reactor.app.assembly import assemble
+from reactor.app.reads import guard_input
+from reactor.cluster.kube import KubeGateway
+from reactor.config.settings import build_settings
+from reactor.core.metrics import Metrics
+from reactor.core.outcome import answer_json
+from reactor.intake.alerts import parse_notification
+from reactor.tools.launcher import state_key_file
+
+
+def environ(body: bytes, token: str) -> dict[str, Any]:
+    return {"REQUEST_METHOD": "POST", "PATH_INFO": "/alerts", "SCRIPT_NAME": "", "QUERY_STRING": "",
+            "SERVER_NAME": "reactor", "SERVER_PORT": "8080", "SERVER_PROTOCOL": "HTTP/1.1",
+            "CONTENT_TYPE": "application/json", "CONTENT_LENGTH": str(len(body)),
+            "HTTP_AUTHORIZATION": f"Bearer {token}", "wsgi.input": io.BytesIO(body), "wsgi.url_scheme": "http",
+            "wsgi.errors": sys.stderr, "wsgi.multithread": True, "wsgi.multiprocess": False,
+            "wsgi.run_once": False, "wsgi.version": (1, 0)}
+
+
+def call(app: Any, body: bytes, token: str) -> str:
+    status: list[str] = []
+    answer = app(environ(body, token), lambda s, h, *a: status.append(s))
+    b"".join(answer)
+    return status[0]
+
+
+def stages(app: Any, service: Any, bodies: list[bytes], others: list[bytes], token: str) -> dict[str, float]:
+    """The handling thread's CPU per request (the embedded cluster's threads are not counted): the whole WSGI call
+    on `bodies`, and on `others` (new firings as well) the intake's parse, the engine's handling and the answer."""
+    n = max(1, len(bodies))
+    started = time.thread_time()
+    for b in bodies:
+        call(app, b, token)
+    whole = (time.thread_time() - started) / n * 1e6
+    parse = handle = encode = 0.0
+    for b in others:
+        t0 = time.thread_time()
+        notification = parse_notification(json.loads(b))
+        t1 = time.thread_time()
+        outcomes = service.engine.handle(notification)
+        t2 = time.thread_time()
+        answer_json({}, outcomes)
+        t3 = time.thread_time()
+        parse, handle, encode = parse + t1 - t0, handle + t2 - t1, encode + t3 - t2
+    m = max(1, len(others))
+    return {"whole call": whole, "parse": parse / m * 1e6, "engine.handle": handle / m * 1e6,
+            "answer": encode / m * 1e6}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.request_profile")
+    p.add_argument("--runs", type=int, default=20)
+    p.add_argument("--top", type=int, default=25)
+    args = p.parse_args()
+    sim = start_sim()
+    try:
+        build_cluster(sim)
+        fleet = Fleet.read(sim)
+        with tempfile.TemporaryDirectory() as folder:
+            tmp, token = Path(folder), secrets.token_hex(16)
+            (tmp / "token").write_text(token)
+            doc = yaml.safe_load(policy_yaml())
+            doc["server"] = {**doc.get("server", {}), "tokenFile": str(tmp / "token")}
+            doc["state"] = {**doc.get("state", {}), "keyFile": str(state_key_file(tmp))}
+            settings = build_settings(doc, {})
+            metrics = Metrics()
+            service = assemble(settings, kube=KubeGateway.for_url(sim.url, settings.kube, metrics), metrics=metrics)
+            if service.informers is not None:
+                service.informers.run_once()
+            app = guard_input(service.app)
+            storm_at = now() - timedelta(minutes=30)
+            print("storm:", call(app, storm_body(fleet, storm_at), token), file=sys.stderr)
+            service.engine.events.run_once()
+            for size in (1, 1000):
+                bodies = webhook_bodies(fleet, size, args.runs, storm_at + timedelta(minutes=1 + size))
+                call(app, bodies[0], token)  # warm
+                others = webhook_bodies(fleet, size, args.runs, storm_at + timedelta(minutes=2 + size))
+                found = stages(app, service, bodies[1:], others, token)
+                print(f"== {size} alert(s), CPU µs per request on the handling thread (no profiler): "
+                      + ", ".join(f"{k} {v:.0f}" for k, v in found.items()))
+                bodies = webhook_bodies(fleet, size, args.runs, storm_at + timedelta(minutes=3 + size))
+                call(app, bodies[0], token)
+                profiler = cProfile.Profile()
+                started = time.process_time()
+                profiler.enable()
+                statuses = {call(app, b, token) for b in bodies[1:]}
+                profiler.disable()
+                cpu = (time.process_time() - started) / max(1, len(bodies) - 1)
+                print(f"== {size} alert(s): {cpu * 1e6:.0f} µs CPU per request (profiled), {statuses}")
+                out = io.StringIO()
+                pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(args.top)
+                print(out.getvalue())
+    finally:
+        sim.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
