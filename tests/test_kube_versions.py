@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from reactor.app.assembly import plan_engine
 from reactor.cluster.kube import Capabilities
 from reactor.tools.plan import run_plan
 from reactor_sim import SimCluster
@@ -118,7 +119,7 @@ def test_plan_says_what_the_webhook_would(old: SimCluster, tmp_path: Path, capsy
     policy.write_text(f"namespaces: {{allow: [{NAMESPACE}]}}\n")
     kubeconfig = old.write_kubeconfig(tmp_path / "kubeconfig")
     assert run_plan(alerts=str(notification), config=str(policy), kubeconfig=kubeconfig, seeds=None,
-                    output="json") == 0
+                    build=plan_engine, output="json") == 0
     outcomes = json.loads(capsys.readouterr().out)["outcomes"]
     assert {(o["result"], o["reason"]) for o in outcomes} == {("skipped", "in-place-unavailable")}
 
