@@ -84,6 +84,8 @@ class Informer:
                 failures = failures + 1 if self.version == self._listed else 0
                 self.version = None
             except (TemporaryError, PermanentError) as e:
+                if stop.is_set():
+                    return  # stopping closed the stream (`end_watches`): an end asked for, not a failure to report
                 failures += 1
                 self._failed(e)
             if failures:
