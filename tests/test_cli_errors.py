@@ -237,3 +237,29 @@ def test_every_command_and_argument_has_help(command: str, parser: argparse.Argu
 def test_the_rules_help_lists_render(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["rules", "--help"]) == 0
     assert "render" in capsys.readouterr().out
+
+
+def test_an_unreachable_api_server_is_one_line_and_exit_1(tmp_path: Path, clean_env: None,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A kubeconfig naming a server that takes no connection (a cluster that is down, a wrong address): said in one
+    line before any worker starts, exit 1 ("the cluster did not answer"), where gunicorn's worker used to print an
+    80-line traceback and exit 3."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]  # bound, never listening: the connection is refused
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+            f"clusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:{port}'}}}}]\n"
+            "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n")
+        (tmp_path / "token").write_text("t0ken\n")
+        (tmp_path / "state-key").write_text("k" * 64 + "\n")
+        config = tmp_path / "policy.yaml"
+        config.write_text(f"server: {{tokenFile: {tmp_path / 'token'}, listen: '127.0.0.1:0', "
+                          f"probeListen: '127.0.0.1:0'}}\nstate: {{keyFile: {tmp_path / 'state-key'}}}\n"
+                          f"kube: {{kubeconfig: {kubeconfig}}}\n")
+        status = run(["serve", "--config", str(config)])
+    err = capsys.readouterr().err
+    assert status == 1, err
+    assert f"cannot reach the Kubernetes API server at https://127.0.0.1:{port}: Connection refused" in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err

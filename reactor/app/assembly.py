@@ -28,7 +28,7 @@ from reactor.cluster.kube import KubeGateway
 from reactor.cluster.view import ClusterView
 from reactor.config.settings import Settings
 from reactor.config.settings import warnings as settings_warnings
-from reactor.core.errors import PermanentError, ReactorError
+from reactor.core.errors import ReactorError
 from reactor.core.firing import FiringAlerts
 from reactor.core.metrics import Metrics
 from reactor.core.model import PATCHABLE_KINDS, WorkloadRef
@@ -260,7 +260,7 @@ def check_ladder(service: Service) -> list[str]:
     """PriorityClasses of the ladder that do not exist in the cluster (checked at start, and again before acting)."""
     try:
         names = {(pc.get("metadata") or {}).get("name") for pc in service.kube.list_priority_classes()}
-    except PermanentError as e:
+    except ReactorError as e:  # refused, or the server went away since the preflight: not ready, not dead
         log.warning("cannot list PriorityClasses", extra={"error": str(e)})
         return []
     return [c for c in service.engine.policy.priority_ladder if c not in names]
