@@ -224,13 +224,29 @@ def _check_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _embedded_cluster(command: str) -> None:
+    """The commands that run the embedded cluster need `reactor_sim`, a development tool the container image leaves
+    out (the image is the service: no stand-in API server in a production pod). Said at once, with where to run
+    them, rather than as an import error."""
+    try:
+        import reactor_sim  # noqa: F401 - only asked whether it is installed
+    except ModuleNotFoundError as e:
+        if e.name != "reactor_sim":
+            raise
+        raise ReactorError(f"needs the embedded cluster (the reactor_sim package), which this installation leaves "
+                           f"out — the container image is the service alone; run `reactor {command}` from a checkout "
+                           "(`make demo` sets it up), or point `reactor plan` at a cluster with --kubeconfig") from None
+
+
 def _demo(args: argparse.Namespace) -> int:
+    _embedded_cluster("demo")
     from reactor.tools.demo import run_demo
 
     return run_demo(once=args.once, port=args.port)
 
 
 def _sim(args: argparse.Namespace) -> int:
+    _embedded_cluster("sim")
     from reactor.tools.sim_command import run_sim
 
     return run_sim(seeds=args.seed, port=args.port, kubeconfig=args.kubeconfig, rbac=args.rbac,
@@ -238,6 +254,8 @@ def _sim(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
+    if args.kubeconfig is None:
+        _embedded_cluster("plan")
     from reactor.app.assembly import plan_engine
     from reactor.tools.plan import example_path, run_plan
 

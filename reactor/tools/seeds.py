@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reactor.core.errors import UsageError
-from reactor_sim import ApiError, SimCluster, manifests
+
+if TYPE_CHECKING:  # imported where used: `reactor plan --kubeconfig` runs where the embedded cluster is not installed
+    from reactor_sim import SimCluster
 
 DEMO_DATA = "reactor.tools.demo_data"
 DEMO_CLUSTER = "the demo cluster (reactor/tools/demo_data/cluster.yaml)"
@@ -24,12 +26,16 @@ def demo_file(name: str) -> Path:
 
 def read_seeds(paths: list[str], flag: str = "--seed") -> list[tuple[str, list[dict[str, Any]]]]:
     """(path, objects) per seed, in order; `[]` reads the demo cluster."""
+    from reactor_sim import manifests
+
     if not paths:
         return [(DEMO_CLUSTER, manifests.read(demo_file("cluster.yaml")))]
     return [(path, _read(Path(path), flag)) for path in paths]
 
 
 def _read(path: Path, flag: str) -> list[dict[str, Any]]:
+    from reactor_sim import manifests
+
     if not path.exists():
         raise UsageError(f"{flag} {path}", "no such file or folder; give a manifest file, a folder or a kustomization")
     try:
@@ -47,6 +53,8 @@ def missing_namespaces(sim: SimCluster, docs: list[dict[str, Any]]) -> list[str]
 
 def apply_seeds(sim: SimCluster, seeds: list[tuple[str, list[dict[str, Any]]]]) -> list[dict[str, Any]]:
     """Apply every seed's objects in one go (namespaces a seed only uses are created first); settle the cluster."""
+    from reactor_sim import ApiError
+
     docs = [d for _, found in seeds for d in found]
     docs += [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in missing_namespaces(sim, docs)]
     try:
