@@ -77,6 +77,17 @@ class AlertSourceUnavailable(ReactorError):
         self.reason = reason
 
 
+class PrometheusUnavailable(TemporaryError):
+    """Prometheus (the measurement the reactor confirms alerts against) did not answer usefully: unreachable, too
+    slow, refused the credentials, or sent what is not its API. A temporary error: nothing is written on an
+    unknown, and the webhook answers 503 so that Alertmanager delivers the notification again. `reason` is one
+    line for the operator, naming the URL without its credentials."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class Failure(enum.Enum):
     """What a failure met while handling a notification calls for; `classify` is the one place that decides it."""
 

@@ -1,0 +1,538 @@
+"""What Prometheus measures and what its rules fire, asked of its HTTP API v1: the reactor's measurement.
+
+An alert delivered by Alertmanager is a claim (anyone who reaches Alertmanager's API can post one); Prometheus's
+own rule state and its query engine are what the rules actually produced. This client reads them:
+
+- `query` (GET /api/v1/query) and `query_range` (GET /api/v1/query_range): instant vectors and matrices;
+- `rules` (GET /api/v1/rules?type=alert): each rule group's evaluation interval, each alerting rule's `for`
+  and its active alerts (labels, state, activeAt, the expression's value) — what rule evaluation produced,
+  never a scraped series that merely carries the name;
+- `alerts` (GET /api/v1/alerts): the active alerts alone; `buildinfo` (GET /api/v1/status/buildinfo).
+
+Shapes as upstream writes them (prometheus/prometheus v2.42.0, web/api/v1/api.go: `queryData`, `AlertDiscovery`,
+`RuleDiscovery`, `RuleGroup`, `AlertingRule`, `Alert`; an alert's `value` is strconv.FormatFloat(v, 'e', -1, 64),
+a sample's value the same number as a string beside its unix time in seconds).
+
+Discipline (as sources/alertmanager.py): one deadline bounds each call from connect to last byte (a watchdog
+shuts the socket, so a server trickling bytes cannot hold a caller past it); the body is capped; redirects are
+not followed; a bearer token file is re-read when it changes; an https URL is verified against `ca_file`; the
+URL is never printed with its credentials. Unlike that source, connections are kept alive and reused: the
+confirm step asks on every notification. Every failure raises `PrometheusUnavailable(reason)`.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import http.client
+import json
+import math
+import os
+import socket
+import ssl
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+from reactor.core.errors import InvalidPayload, PrometheusUnavailable, ReactorError
+from reactor.intake.alerts import parse_time
+from reactor.intake.bearer import TokenFile, sendable
+
+QUERY_PATH = "/api/v1/query"
+QUERY_RANGE_PATH = "/api/v1/query_range"
+RULES_PATH = "/api/v1/rules"
+ALERTS_PATH = "/api/v1/alerts"
+BUILDINFO_PATH = "/api/v1/status/buildinfo"
+MAX_BODY_BYTES = 16 * 1024 * 1024  # an active alert is ~1 KiB in /api/v1/rules: thousands fit
+MAX_IDLE_CONNECTIONS = 4  # kept alive between calls; more concurrent callers open their own and close them
+_CHUNK = 64 * 1024
+_T = TypeVar("_T")
+# The failures of a kept-alive connection that the server closed while it sat idle: met before any answer,
+# so the request was not processed and is sent once more on a new connection.
+_STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
+
+
+class _Failed(Exception):
+    """One request's failure: `result` is its metrics label, `why` the reason's tail."""
+
+    def __init__(self, result: str, why: str) -> None:
+        super().__init__(why)
+        self.result, self.why = result, why
+
+
+# --- values --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One series of an instant vector: its labels and its value at `at` (NaN and ±Inf kept as floats)."""
+
+    labels: Mapping[str, str]
+    value: float
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One series of a range query: its labels and its points, oldest first."""
+
+    labels: Mapping[str, str]
+    points: tuple[tuple[datetime, float], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveAlert:
+    """An alert a rule holds active: `state` "pending" or "firing"; `value` the rule expression's value for it at
+    the rule's latest evaluation (NaN when the expression's value is NaN)."""
+
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    state: str
+    active_at: datetime | None
+    value: float
+
+    @property
+    def name(self) -> str:
+        return self.labels.get("alertname", "")
+
+
+@dataclass(frozen=True, slots=True)
+class AlertingRule:
+    """An alerting rule as Prometheus runs it: `duration` is its `for`, `alerts` its active alerts."""
+
+    name: str
+    query: str
+    duration: timedelta
+    state: str  # inactive | pending | firing
+    health: str  # ok | err | unknown
+    labels: Mapping[str, str]
+    alerts: tuple[ActiveAlert, ...]
+    keep_firing_for: timedelta = timedelta(0)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleGroup:
+    """A rule group: its evaluation `interval` and its alerting rules (recording rules are not asked for)."""
+
+    name: str
+    file: str
+    interval: timedelta
+    rules: tuple[AlertingRule, ...]
+    last_evaluation: datetime | None = None
+
+
+# --- the client ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """The configured URL, split once: where to connect, the path prefix, the URL as it may be printed."""
+
+    https: bool
+    host: str
+    port: int
+    prefix: str  # a route prefix (--web.route-prefix, or a proxy's path), without the trailing slash
+    shown: str  # scheme://host[:port]/prefix: never the userinfo
+    basic: str | None = field(repr=False)  # `Basic ...` from user:password@ in the URL: never printed
+
+    @classmethod
+    def of(cls, url: str, key: str) -> _Target:
+        parts = urllib.parse.urlsplit(url)
+        try:
+            given_port = parts.port
+        except ValueError:
+            given_port = -1
+        if parts.scheme not in ("http", "https") or not parts.hostname or given_port == -1:
+            raise ReactorError(f"{key}: expected an http(s) URL with a host (and a valid port), "
+                               f"got {_printable(url)!r}")
+        https = parts.scheme == "https"
+        host = parts.hostname
+        netloc = (f"[{host}]" if ":" in host else host) + (f":{given_port}" if given_port else "")
+        prefix = parts.path.rstrip("/")
+        basic = None
+        if parts.username is not None:
+            pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+            basic = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
+        return cls(https, host, given_port or (443 if https else 80), prefix, f"{parts.scheme}://{netloc}{prefix}",
+                   basic)
+
+
+class PrometheusApi:
+    """A client of one Prometheus's HTTP API v1. Thread-safe; idle connections are kept and reused.
+
+    `timeout` bounds each call. `observe(result, seconds)`, when given, is told each request's result ("ok",
+    "timeout", "unreachable", "refused", "invalid") and duration: the caller's metrics, declared where it counts.
+    `key` names the setting in a URL error (`confirm.prometheusUrl`).
+    """
+
+    def __init__(self, url: str, *, token_file: str | None = None, ca_file: str | None = None,
+                 timeout: timedelta | float = 5.0, max_body_bytes: int = MAX_BODY_BYTES,
+                 observe: Callable[[str, float], None] | None = None, key: str = "prometheusUrl",
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._target = _Target.of(url, key)
+        self._token_file = token_file
+        self._ca_file = ca_file
+        self._timeout = timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
+        if not self._timeout > 0:
+            raise ValueError(f"timeout must be positive, got {timeout!r}")
+        self._max_body = max_body_bytes
+        self._observe = observe
+        self._clock = clock
+        self._token: TokenFile | None = None
+        self._tls: tuple[tuple[int, ...] | None, ssl.SSLContext] | None = None
+        self._idle: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        """The configured URL without credentials: what every reason names."""
+        return self._target.shown
+
+    @property
+    def timeout(self) -> float:
+        return self._timeout
+
+    def close(self) -> None:
+        """Close the idle connections (a call in flight closes its own when done)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    # --- the API ---
+
+    def query(self, expr: str, at: datetime | None = None) -> tuple[Sample, ...]:
+        """An instant query's vector (`at`: the evaluation time, else the server's now)."""
+        params = [("query", expr)] + ([("time", _unix(at))] if at is not None else [])
+        return self._call(QUERY_PATH, params, _vector)
+
+    def query_range(self, expr: str, start: datetime, end: datetime, step: timedelta) -> tuple[Series, ...]:
+        """A range query's matrix, from `start` to `end` every `step`."""
+        if step.total_seconds() <= 0:
+            raise ValueError(f"step must be positive, got {step}")
+        params = [("query", expr), ("start", _unix(start)), ("end", _unix(end)),
+                  ("step", f"{step.total_seconds():g}")]
+        return self._call(QUERY_RANGE_PATH, params, _matrix)
+
+    def rules(self, names: Collection[str] = ()) -> tuple[RuleGroup, ...]:
+        """The alerting rules' groups, with each rule's active alerts. `names`: the alert names wanted, sent as
+        `rule_name[]` (a server that knows the filter, 2.46+, answers less; 2.42 ignores it) and applied here too,
+        so the answer is the same either way."""
+        params = [("type", "alert")] + [("rule_name[]", n) for n in sorted(set(names))]
+        groups = self._call(RULES_PATH, params, _rule_groups)
+        if not names:
+            return groups
+        wanted = frozenset(names)
+        return tuple(RuleGroup(g.name, g.file, g.interval, tuple(r for r in g.rules if r.name in wanted),
+                               g.last_evaluation) for g in groups)
+
+    def alerts(self) -> tuple[ActiveAlert, ...]:
+        """Every active alert of every rule (GET /api/v1/alerts)."""
+        return self._call(ALERTS_PATH, [], _alert_list)
+
+    def buildinfo(self) -> Mapping[str, str]:
+        """GET /api/v1/status/buildinfo: `version`, `revision`, ... (the doctor's check of who answers)."""
+        return self._call(BUILDINFO_PATH, [], _buildinfo)
+
+    # --- one request ---
+
+    def _call(self, path: str, params: list[tuple[str, str]], read: Callable[[Any], _T]) -> _T:
+        started = self._clock()
+        result = "ok"
+        try:
+            body = self._get(path + ("?" + urllib.parse.urlencode(params) if params else ""), started + self._timeout)
+            try:
+                doc = json.loads(body)
+            except ValueError as e:
+                raise _Failed("invalid", f"not JSON ({_one_line(e)})") from None
+            if not isinstance(doc, dict) or doc.get("status") != "success" or "data" not in doc:
+                raise _Failed("invalid", "not an API v1 answer (status \"success\" and data)")
+            try:
+                return read(doc["data"])
+            except (InvalidPayload, KeyError, TypeError, ValueError, AttributeError) as e:
+                raise _Failed("invalid", f"unexpected answer: {_one_line(e)}") from None
+        except _Failed as e:
+            result = e.result
+            raise PrometheusUnavailable(f"Prometheus {self.url}{path}: {e.why}") from None
+        finally:
+            if self._observe is not None:
+                self._observe(result, max(0.0, self._clock() - started))
+
+    def _get(self, path_query: str, deadline: float) -> bytes:
+        headers = {"Accept": "application/json", "User-Agent": "gpu-reactor", "Connection": "keep-alive"}
+        auth = self._authorization()
+        if auth is not None:
+            headers["Authorization"] = auth
+        try:
+            return self._exchange(self._connection(deadline), self._target.prefix + path_query, headers, deadline)
+        except _Stale:
+            # The server closed the idle connection before this request reached it: nothing was processed.
+            return self._exchange(self._connection(deadline, fresh=True), self._target.prefix + path_query, headers,
+                                  deadline)
+
+    def _connection(self, deadline: float, *, fresh: bool = False) -> http.client.HTTPConnection:
+        left = deadline - self._clock()
+        if left <= 0:
+            raise _Failed("timeout", f"no time left of the {self._timeout:g}s timeout")
+        if not fresh:
+            with self._lock:
+                if self._idle:
+                    return self._idle.pop()
+        t = self._target
+        conn: http.client.HTTPConnection
+        if t.https:
+            conn = http.client.HTTPSConnection(t.host, t.port, timeout=left, context=self._tls_context())
+        else:
+            conn = http.client.HTTPConnection(t.host, t.port, timeout=left)
+        return conn
+
+    def _exchange(self, conn: http.client.HTTPConnection, target: str, headers: dict[str, str],
+                  deadline: float) -> bytes:
+        """One request on `conn`; kept for reuse when the answer was read whole and the server keeps it open."""
+        reused = conn.sock is not None
+        expired = threading.Event()
+        watchdog: threading.Timer | None = None
+        response: http.client.HTTPResponse | None = None
+        keep = False
+        try:
+            left = deadline - self._clock()
+            if left <= 0:
+                raise _Failed("timeout", f"no time left of the {self._timeout:g}s timeout")
+            if conn.sock is None:
+                conn.timeout = left
+                conn.connect()  # the socket's timeout (what is left) bounds the connect and the TLS handshake
+            else:
+                conn.sock.settimeout(left)
+            watchdog = threading.Timer(max(0.0, deadline - self._clock()), _abort, (conn.sock, expired))
+            watchdog.daemon = True
+            watchdog.start()
+            try:
+                conn.request("GET", target, headers=headers)
+                response = conn.getresponse()
+            except _STALE as e:
+                if reused and not expired.is_set():
+                    raise _Stale() from e
+                raise
+            if not 200 <= response.status < 300:
+                raise _Failed("refused", f"HTTP {response.status} {response.reason}{_error_detail(response)}")
+            body = self._body(response)
+            if expired.is_set():  # the watchdog ended the stream: what came is a part, not the answer
+                raise _Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout")
+            keep = not response.will_close
+            return body
+        except (_Failed, _Stale):
+            if expired.is_set():
+                raise _Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout") from None
+            raise
+        except TimeoutError:
+            raise _Failed("timeout", f"no answer within the {self._timeout:g}s timeout") from None
+        except ssl.SSLError as e:
+            raise _Failed("unreachable", f"TLS: {_one_line(e)}") from None
+        except (OSError, http.client.HTTPException, ValueError) as e:
+            if expired.is_set() or self._clock() >= deadline:
+                raise _Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout") from None
+            raise _Failed("unreachable", _one_line(getattr(e, "reason", None) or e or type(e).__name__)) from None
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
+            if response is not None:
+                response.close()
+            if keep and not expired.is_set():
+                self._keep(conn)
+            else:
+                conn.close()
+
+    def _keep(self, conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            if len(self._idle) < MAX_IDLE_CONNECTIONS:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def _body(self, response: http.client.HTTPResponse) -> bytes:
+        declared = response.getheader("Content-Length")
+        if declared is not None and declared.isdigit() and int(declared) > self._max_body:
+            raise _Failed("invalid", f"an answer of {int(declared)} bytes, over the {self._max_body}-byte limit")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            chunk = response.read(_CHUNK)
+            if not chunk:
+                if declared is not None and declared.isdigit() and size != int(declared):
+                    raise _Failed("unreachable", f"the answer ended after {size} of {declared} bytes")
+                return b"".join(chunks)
+            size += len(chunk)
+            if size > self._max_body:
+                raise _Failed("invalid", f"an answer over the {self._max_body}-byte limit")
+            chunks.append(chunk)
+
+    def _authorization(self) -> str | None:
+        """`Bearer <token>` from the token file, re-read when it changes (intake/bearer.py `TokenFile`)."""
+        path = self._token_file
+        if path is None:
+            return self._target.basic
+        try:
+            with self._lock:
+                if self._token is None:
+                    self._token = TokenFile(path)
+                token = self._token.current()
+        except (OSError, ReactorError) as e:
+            raise _Failed("unreachable", f"token file {path}: {_one_line(getattr(e, 'strerror', None) or e)}") \
+                from None
+        if not sendable(token):
+            raise _Failed("unreachable", f"token file {path}: holds characters an HTTP header cannot carry")
+        return "Bearer " + token.decode("ascii")
+
+    def _tls_context(self) -> ssl.SSLContext:
+        """Verified against `ca_file` (else the system's roots); rebuilt when the file changes (a rotated CA)."""
+        path = self._ca_file
+        try:
+            stamp = None
+            if path is not None:
+                st = os.stat(path)
+                stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            with self._lock:
+                if self._tls is None or self._tls[0] != stamp:
+                    self._tls = (stamp, ssl.create_default_context(cafile=path))
+                    stale, self._idle = self._idle, []  # connections verified against the old CA
+                    for conn in stale:
+                        conn.close()
+                return self._tls[1]
+        except (OSError, ssl.SSLError) as e:
+            raise _Failed("unreachable", f"CA file {path}: {_one_line(getattr(e, 'strerror', None) or e)}") \
+                from None
+
+
+class _Stale(Exception):
+    """A kept-alive connection the server had closed: send again on a new one."""
+
+
+# --- reading answers -----------------------------------------------------------------------------------------
+
+
+def _vector(data: Any) -> tuple[Sample, ...]:
+    if data.get("resultType") != "vector" or not isinstance(data.get("result"), list):
+        raise ValueError(f"expected an instant vector, got resultType {str(data.get('resultType'))[:40]!r}")
+    return tuple(Sample(_labels(s["metric"]), *_point(s["value"])[::-1]) for s in data["result"])
+
+
+def _matrix(data: Any) -> tuple[Series, ...]:
+    if data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
+        raise ValueError(f"expected a matrix, got resultType {str(data.get('resultType'))[:40]!r}")
+    return tuple(Series(_labels(s["metric"]), tuple(_point(p) for p in s["values"])) for s in data["result"])
+
+
+def _rule_groups(data: Any) -> tuple[RuleGroup, ...]:
+    groups = []
+    for g in data["groups"]:
+        rules = tuple(_alerting_rule(r) for r in g["rules"] if r.get("type") == "alerting")
+        groups.append(RuleGroup(name=_str(g["name"]), file=_str(g.get("file", "")),
+                                interval=_seconds(g["interval"]), rules=rules,
+                                last_evaluation=_time_or_none(g.get("lastEvaluation"))))
+    return tuple(groups)
+
+
+def _alerting_rule(r: Mapping[str, Any]) -> AlertingRule:
+    return AlertingRule(name=_str(r["name"]), query=_str(r["query"]), duration=_seconds(r.get("duration", 0)),
+                        state=_str(r["state"]), health=_str(r.get("health", "unknown")),
+                        labels=_labels(r.get("labels") or {}), alerts=tuple(_active(a) for a in r.get("alerts") or ()),
+                        keep_firing_for=_seconds(r.get("keepFiringFor", 0)))
+
+
+def _alert_list(data: Any) -> tuple[ActiveAlert, ...]:
+    return tuple(_active(a) for a in data["alerts"])
+
+
+def _active(a: Mapping[str, Any]) -> ActiveAlert:
+    state = _str(a["state"])
+    if state not in ("pending", "firing", "inactive"):
+        raise ValueError(f"alert state {state[:20]!r}")
+    return ActiveAlert(labels=_labels(a["labels"]), annotations=_labels(a.get("annotations") or {}), state=state,
+                       active_at=_time_or_none(a.get("activeAt")), value=_float(a.get("value", "NaN")))
+
+
+def _buildinfo(data: Any) -> Mapping[str, str]:
+    if not isinstance(data, dict) or not isinstance(data.get("version"), str):
+        raise ValueError("not a buildinfo object (version)")
+    return MappingProxyType({k: v for k, v in data.items() if isinstance(v, str)})
+
+
+def _point(raw: Any) -> tuple[datetime, float]:
+    stamp, value = raw
+    return datetime.fromtimestamp(float(stamp), UTC), _float(value)
+
+
+def _float(raw: Any) -> float:
+    """Prometheus prints values as strings ("0.25", "1e+00", "NaN", "+Inf"); Python's float reads them all."""
+    if not isinstance(raw, (str, int, float)) or isinstance(raw, bool):
+        raise TypeError(f"expected a number, got {type(raw).__name__}")
+    return float(raw)
+
+
+def _seconds(raw: Any) -> timedelta:
+    value = _float(raw)
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"expected a duration in seconds, got {raw!r}")
+    return timedelta(seconds=value)
+
+
+def _time_or_none(raw: Any) -> datetime | None:
+    if raw is None or raw == "" or raw == "0001-01-01T00:00:00Z":  # Go's zero time: never evaluated
+        return None
+    return parse_time("time", raw)
+
+
+def _labels(raw: Any) -> Mapping[str, str]:
+    if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
+        raise TypeError("expected labels: an object of strings")
+    return MappingProxyType(dict(raw))
+
+
+def _str(raw: Any) -> str:
+    if not isinstance(raw, str):
+        raise TypeError(f"expected a string, got {type(raw).__name__}")
+    return raw
+
+
+def _unix(moment: datetime) -> str:
+    if moment.tzinfo is None:
+        raise ValueError("expected an aware datetime (UTC)")
+    return f"{moment.timestamp():.3f}"
+
+
+def _error_detail(response: http.client.HTTPResponse) -> str:
+    """The `error` of an API v1 error answer ({"status":"error","errorType":...,"error":...}), else its start."""
+    raw = response.read(2048).decode("utf-8", "replace")
+    with contextlib.suppress(ValueError, AttributeError):
+        doc = json.loads(raw)
+        raw = f"{doc.get('errorType', '')}: {doc.get('error', '')}"
+    return f": {_one_line(raw)}" if raw.strip(" :") else ""
+
+
+def _abort(sock: socket.socket | None, expired: threading.Event) -> None:
+    """The deadline passed: end the connection under the reader (its blocked read fails at once)."""
+    expired.set()
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+def _printable(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    host, slash, path = rest.partition("/")
+    return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}"
+
+
+def _one_line(text: object, limit: int = 200) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[:limit] + "…"
+
+
+def promql_string(value: str) -> str:
+    """`value` as a PromQL double-quoted string literal (Go's string escapes: backslash, quote, newline)."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
