@@ -28,6 +28,7 @@ from reactor.observe.lease import VerifierLease
 from reactor.observe.probes import Probes, Readiness
 from reactor.observe.verifier import Verifier
 from reactor.sources.alertmanager import firing_source
+from reactor.sources.confirm import confirmer
 from reactor.state.seal import load_state_keys
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
         watch_cache_gauges(metrics, informers)
     engine = Engine(settings=settings, kube=kube, metrics=metrics, clock=clock, state_keys=keys,
                     cache=informers.store if informers else None, ledger=state_ledger(settings, kube),
-                    firing=firing_source(settings, metrics))
+                    firing=firing_source(settings, metrics), confirm=confirmer(settings, metrics.registry))
     verifier = None
     if keys is not None and not settings.policy.dry_run:
         verifier = Verifier(settings=settings, kube=kube, actor=engine.actor, view=engine.view,
@@ -67,7 +68,7 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
     app = create_app(settings, engine=engine, metrics=metrics, token=token)
     probes = Probes(metrics, Readiness(_readiness_probe(kube, informers)))
     for warning in settings_warnings(settings):
-        log.warning("the policy acts nowhere", extra={"detail": warning})
+        log.warning("the policy acts nowhere or unconfirmed", extra={"detail": warning})
     return Service(app=app, probes=probes, engine=engine, metrics=metrics, kube=kube, verifier=verifier,
                    informers=informers)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from reactor.config.settings import Settings
+from reactor.config.settings import Settings, require_confirm_url
 from reactor.core.errors import ConfigError
 from reactor.intake.bearer import TokenFile
 from reactor.state.seal import load_state_keys
@@ -28,6 +28,7 @@ SERVICE_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 def check(settings: Settings) -> None:
     """Raise the ConfigError `assemble` would raise for the token file, the state keys or the cluster config."""
     token_file(settings)
+    require_confirm_url(settings)
     load_state_keys(settings.server.state_key_file, settings.server.state_previous_key_file,
                     required=not settings.policy.dry_run, announce=False)
     cluster_config(settings)

@@ -32,6 +32,7 @@ from reactor.cluster.kube import KubeGateway
 from reactor.cluster.view import ClusterView
 from reactor.cluster.workloads import hpa_targets
 from reactor.config.settings import Settings
+from reactor.core.confirm import Confirmer
 from reactor.core.errors import Failure, RetryLater, classify
 from reactor.core.firing import FiringAlerts
 from reactor.core.metrics import Metrics
@@ -80,6 +81,7 @@ class Engine(Rebalancing):
         budget: Budget | None = None, clock: Callable[[], datetime] = utcnow, state_keys: StateKeys | None = None,
         monotonic: Callable[[], float] = time.monotonic, cache: Store | None = None,
         events: EventPoster | None = None, ledger: Ledger | None = None, firing: FiringAlerts | None = None,
+        confirm: Confirmer | None = None,
     ) -> None:
         self.monotonic = monotonic
         self.cache = cache  # the watch-fed store (reactor/cluster/cache.py) the notification's Reader reads first
@@ -121,6 +123,8 @@ class Engine(Rebalancing):
         # Rebalancing (policy/rebalance.py): the source of idle donors (None: no rebalance can run, and the refusal
         # says so), and the steps that wait for the API server's quota (observe/rebalancer.py; the runner starts it).
         self.firing = firing
+        # Prometheus's word on each alert before any write (core/confirm.py); None only with `confirm.enabled: false`.
+        self.confirm = confirm
         self._grow_refusals: dict[tuple[str, WorkloadRef, WorkloadRef], str] = {}  # a waiting growth's last refusal
         self.rebalancer = Rebalancer(interval=self.policy.verify_interval, clock=clock, grow=self._grow_step,
                                      give_back=self._give_back_step, restore=self._restore_step,
@@ -149,6 +153,7 @@ class Engine(Rebalancing):
             self.metrics.child(self.metrics.alerts_received, name, status).inc(count)
         if notification.truncated_alerts:
             self._truncated(notification)
+        alerts, pending = self._confirm(alerts, pending, outcomes, now)
         reader = self._reader()
         failures: list[str] = []  # what a retry can fix (Failure.RETRY), one line per pod or workload
         groups, unresolved = self._resolve(reader, alerts, pending, failures)
@@ -163,6 +168,34 @@ class Engine(Rebalancing):
         if failures:
             raise RetryLater(failures, answered)
         return answered
+
+    # --- confirm: Prometheus's word before any write (a delimited step: core/confirm.py) ---
+
+    def _confirm(self, alerts: tuple[Alert, ...], pending: list[int], outcomes: dict[int, Outcome],
+                 now: datetime) -> tuple[tuple[Alert, ...], list[int]]:
+        """The alerts that passed screening, asked of Prometheus in one request: a firing alert its rules do not fire
+        now is `unconfirmed`, a resolve they still fire is `still-firing` (nothing reverted); a confirmed firing alert
+        is sized by Prometheus's measurement (`Confirmation.measured`), its annotations kept for the answer and logs.
+        `PrometheusUnavailable` is raised: nothing is written, the webhook answers 503 and Alertmanager retries."""
+        if self.confirm is None or not pending:
+            return alerts, pending
+        verdicts = self.confirm.confirm([alerts[i] for i in pending], now)
+        measured = list(alerts)
+        kept: list[int] = []
+        for i, verdict in zip(pending, verdicts, strict=True):
+            alert = alerts[i]
+            if alert.firing != verdict.firing:
+                reason = SkipReason.UNCONFIRMED if alert.firing else SkipReason.STILL_FIRING
+                if alert.firing:
+                    log.warning("alert not confirmed by Prometheus: not acted on",
+                                extra={"alert": alert.name, "namespace": alert.namespace, "pod": alert.pod,
+                                       "claimed_value": alert.annotations.get("value"), "detail": verdict.reason})
+                outcomes[i] = self.recorder.alert_skip(alert, None, Skip(reason, verdict.reason))
+                continue
+            if alert.firing:
+                measured[i] = verdict.measured(alert)
+            kept.append(i)
+        return tuple(measured), kept
 
     def _reader(self) -> Reader:
         """The reads of one notification (or of one rebalancer step): shared, bounded by its deadline."""

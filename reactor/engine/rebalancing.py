@@ -26,7 +26,8 @@ from reactor.cluster.kube import KubeGateway
 from reactor.cluster.view import ClusterView
 from reactor.config.fields import format_duration
 from reactor.config.settings import Settings
-from reactor.core.errors import AlertSourceUnavailable
+from reactor.core.confirm import Confirmer
+from reactor.core.errors import AlertSourceUnavailable, PrometheusUnavailable
 from reactor.core.firing import FiringAlerts
 from reactor.core.metrics import Metrics
 from reactor.core.model import (
@@ -73,6 +74,7 @@ class Rebalancing:
         recorder: Recorder
         cache: Store | None
         firing: FiringAlerts | None
+        confirm: Confirmer | None
         rebalancer: Rebalancer
         clock: Callable[[], datetime]
         monotonic: Callable[[], float]
@@ -120,7 +122,10 @@ class Rebalancing:
             return self._unbalanced(skip, "no rebalance: too many rebalances wait already", "no-donor")
         try:
             alerts = self.firing.firing(namespace, self.policy.rebalance_donor_alerts)
-        except AlertSourceUnavailable as e:
+            if self.confirm is not None:  # a donor is idle only if Prometheus fires its idle alert: sized by its value
+                alerts = [v.measured(a) for a, v in zip(alerts, self.confirm.confirm(alerts, now), strict=True)
+                          if v.firing]
+        except (AlertSourceUnavailable, PrometheusUnavailable) as e:
             return self._unbalanced(skip, f"no rebalance: the alert source is unavailable: {e.reason}",
                                     "source-unavailable")
         verdicts, donors = self._candidates(reader, alerts, receiver, shortfall, ns, now)
