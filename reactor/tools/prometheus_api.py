@@ -24,6 +24,7 @@ import collections
 import contextlib
 import json
 import math
+import socket
 import threading
 import urllib.parse
 from collections.abc import Iterable, Mapping
@@ -104,8 +105,20 @@ class PrometheusStandIn:
         self._lock = threading.Lock()
         stand_in = self
 
+        self._open: set[Any] = set()  # kept-alive connections: closed by `stop`, as a stopped Prometheus's are
+
         class _Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive, as Prometheus's Go server
+
+            def setup(self) -> None:
+                super().setup()
+                with stand_in._lock:
+                    stand_in._open.add(self.connection)
+
+            def finish(self) -> None:
+                with stand_in._lock:
+                    stand_in._open.discard(self.connection)
+                super().finish()
 
             def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
@@ -132,6 +145,11 @@ class PrometheusStandIn:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+        with self._lock:
+            open_, self._open = list(self._open), set()
+        for conn in open_:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
 
     @property
     def url(self) -> str:
@@ -157,6 +175,12 @@ class PrometheusStandIn:
     def resolve(self, labels: Mapping[str, str]) -> None:
         with self._lock:
             self._held.pop(_key(labels), None)
+
+    def forget(self, names: Iterable[str]) -> None:
+        """The rules named stop firing every alert they held."""
+        names = set(names)
+        with self._lock:
+            self._held = {k: h for k, h in self._held.items() if h.labels.get("alertname") not in names}
 
     def clear(self) -> None:
         with self._lock:
