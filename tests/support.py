@@ -98,9 +98,10 @@ class FeedingClient(FlaskClient):
         return super().post(*args, **kw)
 
 
-def with_prometheus(settings: Settings) -> tuple[Settings, PrometheusStandIn | None]:
-    """`settings` pointed at a new Prometheus stand-in for the confirm step, unless confirm is off or a URL is set."""
-    if not settings.confirm.enabled or settings.confirm.url is not None:
+def with_prometheus(settings: Settings, *, instead: bool = False) -> tuple[Settings, PrometheusStandIn | None]:
+    """`settings` pointed at a new Prometheus stand-in for the confirm step, unless confirm is off or a URL is set
+    (`instead`: also in place of the URL set, e.g. the deployed policy's in-cluster Service)."""
+    if not settings.confirm.enabled or (settings.confirm.url is not None and not instead):
         return settings, None
     stand_in = PrometheusStandIn().start()
     return replace(settings, confirm=replace(settings.confirm, url=stand_in.url)), stand_in
