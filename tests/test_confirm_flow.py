@@ -8,6 +8,7 @@ Prometheus's rule state fires is acted on, sized by Prometheus's value.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 from reactor.config.settings import build_settings, warnings
 from reactor_sim import SimCluster
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
+from tests.test_rebalance_flow import Source, _full, _idle, _outcome, _reactor, cluster  # noqa: F401 (a fixture)
 
 APP, CONTAINER = "llm-inference", "server"  # tests/fixtures/cluster.yaml: 4 GPUs per pod
 
@@ -132,3 +134,22 @@ def test_confirm_off_is_said_to_be_trusting_whoever_reaches_alertmanager() -> No
     (said,) = [w for w in warnings(build_settings({"namespaces": {"allow": ["a"]}, "confirm": {"enabled": False}}, {}))
                if "confirm" in w]
     assert "trusts whoever can reach Alertmanager" in said
+
+
+def test_a_forged_idle_donor_never_gives(cluster: SimCluster, token_file: Path) -> None:
+    """Alertmanager shows training idle (anyone could have posted that alert there), Prometheus's rules do not fire
+    it: no donor. Once Prometheus fires it too, training gives, sized by Prometheus's value."""
+    _full(cluster)
+    before = cluster.get("deployments", NAMESPACE, "training")["metadata"]["resourceVersion"]
+    source = Source(_idle(cluster, "training"))
+    r = _reactor(cluster, token_file, source)
+    source.rules = None  # Alertmanager holds the idle alerts; Prometheus's rule state does not
+    outcome = _outcome(r, "inference")
+    assert (outcome["result"], outcome["reason"]) == ("skipped", "quota-exceeded")
+    assert "no donor" in outcome["detail"], outcome
+    assert cluster.get("deployments", NAMESPACE, "training")["metadata"]["resourceVersion"] == before
+    assert r.prometheus is not None
+    for alert in source.alerts:  # now the rules fire them
+        r.prometheus.hold(alert.labels, alert.annotations, 0.05)
+    outcome = _outcome(r, "inference", starts_at=datetime.now(UTC) + timedelta(seconds=1))
+    assert "rebalance: Deployment/training gave" in outcome["detail"], outcome["detail"]
