@@ -17,7 +17,7 @@ import pytest
 from reactor.config.settings import build_settings, warnings
 from reactor_sim import SimCluster
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
-from tests.test_rebalance_flow import Source, _full, _idle, _outcome, _reactor, cluster  # noqa: F401 (a fixture)
+from tests.test_rebalance_flow import Source, _full, _idle, _outcome, _reactor, cluster  # noqa: F401, F811 (a fixture)
 
 APP, CONTAINER = "llm-inference", "server"  # tests/fixtures/cluster.yaml: 4 GPUs per pod
 
@@ -136,7 +136,7 @@ def test_confirm_off_is_said_to_be_trusting_whoever_reaches_alertmanager() -> No
     assert "trusts whoever can reach Alertmanager" in said
 
 
-def test_a_forged_idle_donor_never_gives(cluster: SimCluster, token_file: Path) -> None:
+def test_a_forged_idle_donor_never_gives(cluster: SimCluster, token_file: Path) -> None:  # noqa: F811
     """Alertmanager shows training idle (anyone could have posted that alert there), Prometheus's rules do not fire
     it: no donor. Once Prometheus fires it too, training gives, sized by Prometheus's value."""
     _full(cluster)

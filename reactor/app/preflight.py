@@ -28,10 +28,10 @@ SERVICE_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 def check(settings: Settings) -> None:
     """Raise the ConfigError `assemble` would raise for the token file, the state keys or the cluster config."""
     token_file(settings)
-    require_confirm_url(settings)
     load_state_keys(settings.server.state_key_file, settings.server.state_previous_key_file,
                     required=not settings.policy.dry_run, announce=False)
     cluster_config(settings)
+    require_confirm_url(settings)
 
 
 def token_file(settings: Settings) -> TokenFile:
