@@ -21,7 +21,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from bench.loadgen import quantile
-from bench.scenario import CONTAINER, GPU, LATENCY_WORKLOADS, POLICY, latency_workload
+from bench.scenario import CONTAINER, GPU, LATENCY_WORKLOADS, POLICY, confirm, latency_workload, prometheus
 from reactor.app.assembly import assemble
 from reactor.app.logs import JsonFormatter
 from reactor.cluster.kube import KubeGateway
@@ -53,7 +53,7 @@ def run_latency(sim: SimCluster, tmp: Path, token: str, runs: int = LATENCY_WORK
     (tmp / "latency-token").write_text(token)
     doc = dict(POLICY, server={**POLICY["server"], "tokenFile": str(tmp / "latency-token")},
                state={"keyFile": str(state_key_file(tmp))})
-    settings = build_settings(doc, {})
+    settings = build_settings({**doc, "confirm": confirm()}, {})
     metrics = Metrics(CollectorRegistry())
     kube = TimedGateway.for_url(sim.url, settings.kube, metrics)
     kube.calls = []
@@ -77,6 +77,7 @@ def run_latency(sim: SimCluster, tmp: Path, token: str, runs: int = LATENCY_WORK
             ns, name = latency_workload(i)
             pod = sim.list("pods", ns, label_selector=f"app={name}")[0]["metadata"]["name"]
             body = notification([AlertSpec("GPUUnderutilized", ns, pod, CONTAINER, 0.1, 2)])
+            prometheus().observe(body)  # a genuine alert: the rules fire it
             kube.calls.clear()
             started = time.perf_counter()
             response = client.post("/alerts", json=body, headers=headers)

@@ -12,6 +12,7 @@ scan; the bench measures the reactor, not placement.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterable
@@ -22,6 +23,7 @@ from typing import Any
 import yaml
 
 from reactor.tools.payloads import AlertSpec, notification, rfc3339
+from reactor.tools.prometheus_api import PrometheusStandIn
 from reactor_sim import SimCluster
 
 GPU = "nvidia.com/gpu"
@@ -53,8 +55,22 @@ POLICY: dict[str, Any] = {
 }
 
 
+@functools.cache
+def prometheus() -> PrometheusStandIn:
+    """The stand-in for Prometheus's API the bench's reactors confirm alerts against (docs/confirm.md): the bench's
+    notifications stand for genuine ones, so the rules fire what `body` builds. One per process, started on first
+    use; its answer lists every alert the bench made fire, as a real Prometheus's lists every active alert."""
+    return PrometheusStandIn().start()
+
+
+def confirm() -> dict[str, Any]:
+    """The policy's `confirm` section: the stand-in's URL."""
+    return {"prometheusUrl": prometheus().url}
+
+
 def policy_yaml(**overrides: Any) -> str:
     doc = json.loads(json.dumps(POLICY))
+    doc["confirm"] = confirm()
     doc.update(overrides)
     return str(yaml.safe_dump(doc, sort_keys=False))
 
@@ -149,8 +165,11 @@ def pod_alerts(namespace: str, pod: str, starts_at: datetime) -> list[AlertSpec]
 
 
 def body(specs: list[AlertSpec]) -> bytes:
-    """Compact JSON of a notification grouped as a route with `group_by: [namespace]` would."""
-    return json.dumps(notification(specs, group_by=("namespace",)), separators=(",", ":")).encode()
+    """Compact JSON of a notification grouped as a route with `group_by: [namespace]` would; the rules fire its
+    alerts (the Prometheus stand-in is told)."""
+    doc = notification(specs, group_by=("namespace",))
+    prometheus().observe(doc)
+    return json.dumps(doc, separators=(",", ":")).encode()
 
 
 def storm_body(fleet: Fleet, starts_at: datetime) -> bytes:

@@ -23,7 +23,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from bench.loadgen import quantile
-from bench.scenario import CONTAINER, LATENCY_NAMESPACES, POLICY, deployment
+from bench.scenario import CONTAINER, LATENCY_NAMESPACES, POLICY, confirm, deployment, prometheus
 from reactor.app.assembly import assemble
 from reactor.cluster.kube import KubeGateway
 from reactor.cluster.rollout import progress
@@ -55,7 +55,7 @@ def run_verify_latency(sim: SimCluster, tmp: Path, token: str, runs: int = 20) -
     (tmp / "verify-token").write_text(token)
     doc = dict(POLICY, server={**POLICY["server"], "tokenFile": str(tmp / "verify-token")},
                state={"keyFile": str(state_key_file(tmp))}, verify={"leaseName": LEASE})
-    settings = build_settings(doc, {})
+    settings = build_settings({**doc, "confirm": confirm()}, {})
     metrics = Metrics(CollectorRegistry())
     kube = KubeGateway.for_url(sim.url, settings.kube, metrics)
     service = assemble(settings, kube=kube, metrics=metrics)
@@ -84,6 +84,7 @@ def run_verify_latency(sim: SimCluster, tmp: Path, token: str, runs: int = 20) -
             ns, name = verify_workload(i)
             pod = sim.list("pods", ns, label_selector=f"app={name}")[0]["metadata"]["name"]
             body = notification([AlertSpec("GPUUnderutilized", ns, pod, CONTAINER, 0.1, 2)])
+            prometheus().observe(body)  # a genuine alert: the rules fire it
             response = client.post("/alerts", json=body, headers={"Authorization": f"Bearer {token}"})
             written = time.perf_counter()
             outcome = response.get_json()["outcomes"][0]

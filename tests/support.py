@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -20,12 +21,14 @@ from reactor.engine import utcnow
 from reactor.observe.probes import ProbeAnswer
 from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec, notification
+from reactor.tools.prometheus_api import PrometheusStandIn
 from reactor_sim import SimCluster
 
 HERE = Path(__file__).parent
 SAMPLES = HERE / "samples"
 TOKEN = "test-token-0123456789abcdef"
 NAMESPACE = "ml-workloads"
+STAND_IN = "gpu-reactor-tests.prometheus-stand-in"  # the app's extension: the stand-in its test clients feed
 
 
 def sample(name: str) -> dict[str, Any]:
@@ -51,6 +54,7 @@ class Reactor:
     client: FlaskClient
     sim: SimCluster
     registry: CollectorRegistry
+    prometheus: PrometheusStandIn | None = None  # what the confirm step asks (None: confirm off, or a real one)
 
     def post(self, body: Any, *, token: str | None = TOKEN, **kw: Any) -> Any:
         """The webhook's answer, once the Events it queued were sent (they go out on a background thread)."""
@@ -80,10 +84,62 @@ class Reactor:
         return notification(specs)
 
 
-def build_reactor(sim: SimCluster, settings: Settings, *, clock: Callable[[], datetime] = utcnow) -> Reactor:
+class FeedingClient(FlaskClient):
+    """The Flask test client that first tells the Prometheus stand-in that the rules fire what a test posts: the
+    tests' notifications stand for genuine ones, so the confirm step (sources/confirm.py, over real HTTP) confirms
+    them, with the value their annotations say. The stand-in is the app's (`feeding_client`); without one, posts go
+    untold (a forged alert)."""
+
+    def post(self, *args: Any, **kw: Any) -> Any:
+        body = kw.get("json")
+        stand_in = self.application.extensions.get(STAND_IN)
+        if stand_in is not None and isinstance(body, dict) and (args[:1] or (kw.get("path"),))[0] == "/alerts":
+            stand_in.observe(body)
+        return super().post(*args, **kw)
+
+
+def with_prometheus(settings: Settings, *, instead: bool = False) -> tuple[Settings, PrometheusStandIn | None]:
+    """`settings` pointed at a new Prometheus stand-in for the confirm step, unless confirm is off or a URL is set
+    (`instead`: also in place of the URL set, e.g. the deployed policy's in-cluster Service)."""
+    if not settings.confirm.enabled or (settings.confirm.url is not None and not instead):
+        return settings, None
+    stand_in = PrometheusStandIn().start()
+    return replace(settings, confirm=replace(settings.confirm, url=stand_in.url)), stand_in
+
+
+def feeding_client(service: Service, stand_in: PrometheusStandIn | None, *, feed: bool = True) -> FlaskClient:
+    """The service's test client (and every other of its app), feeding `stand_in` (see `FeedingClient`) when `feed`."""
+    service.app.test_client_class = FeedingClient
+    service.app.extensions[STAND_IN] = stand_in if feed else None
+    return service.app.test_client()
+
+
+def release(reactor: Reactor) -> None:
+    """Stop the stand-in and close the confirm step's kept connections when `reactor` is collected (an unclosed
+    socket collected in another test would fail that test)."""
+    confirm = reactor.service.engine.confirm
+    api = getattr(confirm, "api", None)
+    stand_in = reactor.prometheus
+    weakref.finalize(reactor, _release, stand_in, api)
+
+
+def _release(stand_in: PrometheusStandIn | None, api: Any) -> None:
+    if api is not None:
+        api.close()
+    if stand_in is not None:
+        stand_in.stop()
+
+
+def build_reactor(sim: SimCluster, settings: Settings, *, clock: Callable[[], datetime] = utcnow,
+                  feed: bool = True) -> Reactor:
+    """The service assembled against `sim`; the confirm step asks a Prometheus stand-in that the test client feeds
+    with what the test posts (`feed=False`: the test says itself what Prometheus fires, through `prometheus`)."""
+    settings, stand_in = with_prometheus(settings)
     registry = CollectorRegistry()
     metrics = Metrics(registry)
     kube = KubeGateway.for_url(sim.url, settings.kube, metrics)
     service = assemble(settings, kube=kube, metrics=metrics, clock=clock)
     service.app.testing = True
-    return Reactor(service, service.app.test_client(), sim, registry)
+    reactor = Reactor(service, feeding_client(service, stand_in, feed=feed), sim, registry, stand_in)
+    release(reactor)
+    return reactor

@@ -19,7 +19,7 @@ from reactor.core.metrics import Metrics
 from reactor.core.model import Action, ComputeResources, Signal, Status, WorkloadRef
 from reactor.tools.sim_command import kube_version_of
 from reactor_sim import SimCluster
-from tests.support import make_settings
+from tests.support import make_settings, with_prometheus
 
 CORE = {"resources": [{"name": "pods"}, {"name": "pods/status"}, {"name": "pods/resize"}]}
 
@@ -62,7 +62,7 @@ def test_the_gateway_asks_again_after_a_reconnect() -> None:
 def test_serve_asks_at_start_and_says_why_in_place_will_be_refused(tmp_path: Any) -> None:
     (tmp_path / "token").write_text("t" * 32)
     with SimCluster(kube_version="1.28").start() as sim:
-        settings = make_settings(tmp_path / "token")
+        settings, _ = with_prometheus(make_settings(tmp_path / "token"))  # what the confirm step would ask
         kube = KubeGateway.for_url(sim.url, settings.kube, Metrics(CollectorRegistry()))
         service = assemble(settings, kube=kube, metrics=Metrics(CollectorRegistry()))
         assert "(v1.28.0) serves no pods/resize" in (check_capabilities(service) or "")

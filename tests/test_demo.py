@@ -15,6 +15,7 @@ import pytest
 
 from reactor.tools.alertmanager_api import AlertmanagerStandIn
 from reactor.tools.demo import SHARED, Demo, _steps, play, quota_usage, seed_shared_quota, start_reactor
+from reactor.tools.prometheus_api import PrometheusStandIn
 from reactor.tools.seeds import demo_file
 from reactor_sim import SimCluster
 
@@ -97,10 +98,10 @@ def test_the_rebalance_step_moves_gpus_from_the_idle_donor_to_the_saturated_rece
     try:
         sim.load_manifests(demo_file("cluster.yaml").read_text())
         seed_shared_quota(sim)  # as the demo seeds it, before its reactor starts
-        with AlertmanagerStandIn() as alertmanager:
-            child = start_reactor(sim, tmp_path, "demo-token", 0, alertmanager.url)
+        with AlertmanagerStandIn() as alertmanager, PrometheusStandIn() as prometheus:
+            child = start_reactor(sim, tmp_path, "demo-token", 0, alertmanager.url, prometheus.url)
             try:
-                rows = play(Demo(sim, child.url, "demo-token", alertmanager), step)
+                rows = play(Demo(sim, child.url, "demo-token", alertmanager, prometheus), step)
             finally:
                 child.stop()
         training = sim.get("deployments", SHARED, "training")

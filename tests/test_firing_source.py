@@ -234,19 +234,29 @@ def test_too_many_alerts_are_refused(stub: Stub) -> None:
     assert "11 alerts, more than the 10" in reason
 
 
-@pytest.mark.parametrize("body,problem", [
-    ({"alerts": []}, "expected a JSON list"),
-    ([42], "alerts[0]: expected a gettableAlert"),
-    ([{**gettable(), "status": "firing"}], "alerts[0]: expected a gettableAlert"),
-    ([{**gettable(), "labels": {"namespace": "team-a"}}], "alerts[0].labels.alertname"),
-    ([{**gettable(), "annotations": {"value": "lots"}}], "alerts[0].annotations.value"),
-    ([{**gettable(), "startsAt": "yesterday"}], "alerts[0].startsAt"),
-])
-def test_the_wrong_shape_is_invalid_naming_the_field(stub: Stub, body: Any, problem: str) -> None:
-    stub.json(body)
+def test_an_answer_that_is_not_a_list_is_invalid(stub: Stub) -> None:
+    stub.json({"alerts": []})
     metrics = Metrics()
-    assert problem in _unavailable(_source(f"http://127.0.0.1:{stub.port}", metrics=metrics))
+    assert "expected a JSON list" in _unavailable(_source(f"http://127.0.0.1:{stub.port}", metrics=metrics))
     assert _count(metrics, "invalid") == 1
+
+
+@pytest.mark.parametrize("entry", [
+    42,
+    {**gettable(pod="bad"), "status": "firing"},
+    {**gettable(pod="bad"), "labels": {"namespace": "team-a"}},
+    {**gettable(pod="bad"), "annotations": {"value": "lots"}},
+    {**gettable(pod="bad"), "startsAt": "yesterday"},
+], ids=["number", "status-not-object", "no-alertname", "value", "starts-at"])
+def test_an_entry_that_does_not_parse_is_left_out_and_counted(stub: Stub, entry: Any) -> None:
+    """Anyone can POST an alert into Alertmanager: one that does not parse must not make the source unavailable for
+    the whole namespace (no donor anywhere in it); it is left out, counted, and the others are read."""
+    stub.json([entry, gettable(pod="p-1")])
+    metrics = Metrics()
+    (alert,) = _source(f"http://127.0.0.1:{stub.port}", metrics=metrics).firing("team-a", ["GPUIdle"])
+    assert alert.pod == "p-1"
+    assert _count(metrics, "ok") == 2
+    assert metrics.registry.get_sample_value("reactor_alert_source_entries_skipped_total", {}) == 2  # once per ask
 
 
 # --- credentials ---

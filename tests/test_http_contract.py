@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,13 +107,67 @@ def test_400_names_what_is_wrong(reactor: Reactor, raw: bytes, message: str) -> 
     assert message in r.get_json()["error"]
 
 
-def test_400_for_a_broken_alert_names_the_field(reactor: Reactor) -> None:
-    body = sample("underutilized-firing")
-    del body["alerts"][0]["startsAt"]
-    r = reactor.post(body)
-    assert r.status_code == 400
-    assert r.get_json()["field"] == "alerts[0].startsAt"
-    assert r.get_json()["error"] == "invalid Alertmanager payload: alerts[0].startsAt: expected an RFC 3339 timestamp string, got null"
+def _with_a_broken_alert(reactor: Reactor, mutate: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """A genuine alert on llm-inference, and before it a broken one for another team's pod."""
+    body = reactor.alerts("GPUUnderutilized", "llm-inference", "server", value=0.03, gpus=4)
+    body["alerts"] = body["alerts"][:1]
+    broken = copy.deepcopy(body["alerts"][0])
+    broken["labels"]["pod"] = "victim-5b6c7d8e9f-abcde"
+    mutate(broken)
+    body["alerts"].insert(0, broken)
+    return body
+
+
+def _set(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def mutate(alert: dict[str, Any]) -> None:
+        *parents, last = key.split(".")
+        node = alert
+        for p in parents:
+            node = node[p]
+        if value is KeyError:
+            del node[last]
+        else:
+            node[last] = value
+    return mutate
+
+
+BROKEN_ALERTS = [
+    ("starts-at-missing", _set("startsAt", KeyError), "alerts[0].startsAt",
+     "expected an RFC 3339 timestamp string, got null"),
+    ("value-negative", _set("annotations.value", "-1"), "alerts[0].annotations.value",
+     "expected a finite number >= 0, got '-1'"),
+    ("value-text", _set("annotations.value", "abc"), "alerts[0].annotations.value", "expected a number, got 'abc'"),
+    ("value-infinite", _set("annotations.value", "Inf"), "alerts[0].annotations.value",
+     "expected a finite number >= 0, got 'Inf'"),
+    ("gpus-fraction", _set("annotations.gpus", "1.5"), "alerts[0].annotations.gpus", "expected a whole number"),
+    ("fingerprint", _set("fingerprint", "../x"), "alerts[0].fingerprint", "expected lowercase hex"),
+    ("labels-list", _set("labels", []), "alerts[0].labels", "expected an object of strings, got a list"),
+    ("no-alertname", _set("labels.alertname", KeyError), "alerts[0].labels.alertname", "missing"),
+    ("status", _set("status", "maybe"), "alerts[0].status", "expected one of firing, resolved"),
+]
+
+
+@pytest.mark.parametrize(("mutate", "field", "problem"), [b[1:] for b in BROKEN_ALERTS],
+                         ids=[b[0] for b in BROKEN_ALERTS])
+def test_a_broken_alert_is_its_own_outcome_and_the_genuine_one_beside_it_is_applied(
+        reactor: Reactor, mutate: Callable[[dict[str, Any]], None], field: str, problem: str) -> None:
+    """A 4xx is never retried by Alertmanager: one malformed alert answered 400 would lose every other alert of the
+    group, another team's included. It is answered 200, named, and the rest is decided as if it were not there."""
+    r = reactor.post(_with_a_broken_alert(reactor, mutate))
+    assert r.status_code == 200, r.get_json()
+    broken, genuine = r.get_json()["outcomes"]
+    assert broken["result"] == "skipped" and broken["reason"] == "invalid-alert"
+    assert broken["detail"].startswith(f"invalid alert: {field}: ") and problem in broken["detail"]
+    assert genuine["result"] == "applied" and genuine["workload"] == "Deployment/ml-workloads/llm-inference"
+    assert reactor.metric("reactor_alerts_skipped_total", reason="invalid-alert") == 1
+
+
+def test_400_only_for_a_broken_envelope(reactor: Reactor) -> None:
+    for key, value, field in (("version", "3", "version"), ("alerts", {}, "alerts"), ("status", "x", "status")):
+        body = sample("underutilized-firing")
+        body[key] = value
+        r = reactor.post(body)
+        assert r.status_code == 400 and r.get_json()["field"] == field, r.get_json()
 
 
 def test_503_when_the_api_server_fails(reactor: Reactor) -> None:

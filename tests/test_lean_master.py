@@ -40,7 +40,8 @@ def test_the_master_checks_the_state_keys_without_announcing_them(tmp_path: Path
     (tmp_path / "kubeconfig").write_text("current-context: c\ncontexts: [{name: c, context: {cluster: x}}]\n")
     settings = build_settings({"server": {"tokenFile": str(tmp_path / "token")},
                                "state": {"keyFile": str(tmp_path / "key")},
-                               "kube": {"kubeconfig": str(tmp_path / "kubeconfig")}}, environ={})
+                               "kube": {"kubeconfig": str(tmp_path / "kubeconfig")},
+                               "confirm": {"prometheusUrl": "http://127.0.0.1:9090"}}, environ={})
     with caplog.at_level(logging.INFO, logger="reactor.state.seal"):
         preflight.check(settings)
         assert [r.getMessage() for r in caplog.records] == []

@@ -5,6 +5,7 @@ in-process implementation of `core.firing.FiringAlerts` holding the alerts Alert
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 from collections.abc import Collection, Iterator, Sequence
 from datetime import timedelta
@@ -18,6 +19,7 @@ from reactor.core.model import Alert
 from reactor.engine import utcnow
 from reactor.intake.alerts import parse_notification
 from reactor.tools.payloads import AlertSpec, notification
+from reactor.tools.prometheus_api import PrometheusStandIn
 from reactor_sim import SimCluster
 from tests.sim.builders import gpu_node
 from tests.support import NAMESPACE, TOKEN, Reactor, build_reactor, make_settings
@@ -32,12 +34,16 @@ class Source:
 
     def __init__(self, alerts: Sequence[Alert] = (), down: str = "") -> None:
         self.alerts, self.down, self.asked = list(alerts), down, 0
+        self.rules: PrometheusStandIn | None = None  # genuine idle alerts: Prometheus's rules fire them too
 
     def firing(self, namespace: str, alertnames: Collection[str]) -> Sequence[Alert]:
         self.asked += 1
         if self.down:
             raise AlertSourceUnavailable(self.down)
-        return [a for a in self.alerts if a.namespace == namespace and a.name in alertnames and a.firing]
+        found = [a for a in self.alerts if a.namespace == namespace and a.name in alertnames and a.firing]
+        for a in found if self.rules is not None else ():
+            self.rules.hold(a.labels, a.annotations, math.nan if a.value is None else a.value)  # type: ignore[union-attr]
+        return found
 
 
 def _deployment(name: str, replicas: int, gpus: int, priority: str, *, donor: bool = False) -> dict[str, Any]:
@@ -70,6 +76,8 @@ def _reactor(sim: SimCluster, token_file: Path, source: Source | None, **policy:
     r = build_reactor(sim, make_settings(token_file, **doc))
     assert r.service.engine.rebalancing is not None
     r.service.engine.rebalancing.source = source
+    if source is not None:
+        source.rules = r.prometheus
     return r
 
 

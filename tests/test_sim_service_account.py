@@ -20,7 +20,7 @@ from reactor.core.metrics import Metrics
 from reactor.tools.launcher import state_key_file
 from reactor.tools.sim_command import print_account_help, seed, write_reactor_kubeconfig
 from reactor_sim import SimCluster
-from tests.support import HERE, NAMESPACE, TOKEN, Reactor
+from tests.support import HERE, NAMESPACE, TOKEN, Reactor, feeding_client, release, with_prometheus
 
 ROOT = HERE.parent
 SA_USER = "system:serviceaccount:gpu-reactor:gpu-reactor"
@@ -67,9 +67,11 @@ def test_reactor_serve_assembled_with_that_kubeconfig_acts(rbac_sim: SimCluster,
     settings = build_settings({"namespaces": {"allow": [NAMESPACE]}, "server": {"tokenFile": str(token_file)},
                                "state": {"keyFile": str(state_key_file(tmp_path))},
                                "kube": {"kubeconfig": path, "timeout": "5s"}, "logging": {"format": "text"}}, {})
+    settings, stand_in = with_prometheus(settings)
     registry = CollectorRegistry()
     service = assemble(settings, metrics=Metrics(registry))
-    reactor = Reactor(service, service.app.test_client(), rbac_sim, registry)
+    reactor = Reactor(service, feeding_client(service, stand_in), rbac_sim, registry, stand_in)
+    release(reactor)
     try:
         outcomes = reactor.post(reactor.alerts("GPUUnderutilized", "llm-inference", "server")).get_json()["outcomes"]
     finally:

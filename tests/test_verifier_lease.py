@@ -127,9 +127,10 @@ def test_hostile_entries_on_the_list_are_dropped() -> None:
 
 def test_the_verifier_thread_runs_passes_and_stops(kube: KubeGateway, token_file: object) -> None:
     from reactor.app.assembly import assemble
-    from tests.support import make_settings
+    from tests.support import make_settings, with_prometheus
 
-    settings = make_settings(token_file, verify={"interval": "1s", "leaseName": None})  # type: ignore[arg-type]
+    settings, _ = with_prometheus(make_settings(token_file,  # type: ignore[arg-type]
+                                                verify={"interval": "1s", "leaseName": None}))
     service = assemble(settings, kube=kube, metrics=Metrics(CollectorRegistry()))
     verifier = service.verifier
     assert verifier is not None and verifier.lease is None

@@ -28,6 +28,7 @@ from reactor.cluster.kube import KubeGateway
 from reactor.cluster.view import ClusterView
 from reactor.config.settings import Settings
 from reactor.config.settings import warnings as settings_warnings
+from reactor.core.confirm import Confirmer
 from reactor.core.errors import ReactorError
 from reactor.core.firing import FiringAlerts
 from reactor.core.metrics import Metrics
@@ -48,6 +49,7 @@ from reactor.observe.verifier import Verifier
 from reactor.observe.worklist import Worklist
 from reactor.resolve.owners import Owners
 from reactor.sources.alertmanager import firing_source
+from reactor.sources.confirm import confirmer
 from reactor.state.seal import StateKeys, load_state_keys
 from reactor.state.writes import StateWrites
 
@@ -102,11 +104,12 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
                                   lease=verifier_lease(settings, kube))
     engine, rebalancer = build_engine(settings, kube=kube, metrics=metrics, parts=parts, clock=clock, state_keys=keys,
                                       cache=cache, firing=firing_source(settings, metrics),
+                                      confirm=confirmer(settings, metrics.registry),
                                       on_applied=verifier.track if verifier is not None else None)
     app = create_app(settings, engine=engine, metrics=metrics, token=token)
     probes = Probes(metrics, Readiness(_readiness_probe(kube, informers)))
     for warning in settings_warnings(settings):
-        log.warning("the policy acts nowhere", extra={"detail": warning})
+        log.warning("the policy acts nowhere or unconfirmed", extra={"detail": warning})
     rebalancer = rebalancer if not settings.policy.dry_run else None
     return Service(app=app, probes=probes, engine=engine, metrics=metrics, kube=kube, events=parts.events,
                    verifier=verifier, informers=informers, rebalancer=rebalancer,
@@ -170,7 +173,7 @@ def act_parts(settings: Settings, *, kube: KubeGateway, metrics: Metrics, clock:
 
 def build_engine(settings: Settings, *, kube: KubeGateway, metrics: Metrics, parts: ActParts | None = None,
                  clock: Callable[[], datetime] = utcnow, state_keys: StateKeys | None = None,
-                 cache: Store | None = None, firing: FiringAlerts | None = None,
+                 cache: Store | None = None, firing: FiringAlerts | None = None, confirm: Confirmer | None = None,
                  on_applied: Callable[[list[WorkloadRef]], None] | None = None,
                  monotonic: Callable[[], float] = time.monotonic) -> tuple[NotificationHandler, Rebalancer | None]:
     """The notification handler and its parts (and the rebalancer's pass when rebalancing is on): what `reactor
@@ -188,11 +191,11 @@ def build_engine(settings: Settings, *, kube: KubeGateway, metrics: Metrics, par
                               locks=locks, waitlist=waitlist, cache=cache)
         rebalancing = Rebalancing(policy=policy, metrics=metrics, decider=decider, events=parts.events,
                                   readers=readers, owners=owners, locks=locks, source=firing, waitlist=waitlist,
-                                  givebacks=givebacks, clock=clock, on_applied=on_applied)
+                                  givebacks=givebacks, clock=clock, confirm=confirm, on_applied=on_applied)
         rebalancer = Rebalancer(waitlist=waitlist, steps=rebalancing, interval=policy.verify_interval, clock=clock)
     handler = NotificationHandler(settings=settings, metrics=metrics, recorder=parts.recorder, readers=readers,
                                   owners=owners, firings=firings, locks=locks, decider=decider,
-                                  rebalancing=rebalancing, clock=clock, on_applied=on_applied)
+                                  rebalancing=rebalancing, clock=clock, confirm=confirm, on_applied=on_applied)
     return handler, rebalancer
 
 

@@ -90,7 +90,7 @@ def _add_check_config(sub: Any) -> None:
     p = _command(sub, "check-config", _check_config, "validate a policy file: every problem at once, exit 2 if any",
                  description="Validate a policy file and the REACTOR_* variables; print every problem with the "
                              "file key or variable it comes from (exit 2), or ok plus warnings for a policy that "
-                             "acts nowhere (exit 0).")
+                             "acts nowhere, or acts on alerts unconfirmed by Prometheus (exit 0).")
     p.add_argument("file", metavar="FILE", help="the policy file (YAML) to validate")
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from reactor.config.settings import Settings
+from reactor.config.settings import Settings, require_confirm_url
 from reactor.core.errors import ConfigError, TemporaryError
 from reactor.intake.bearer import TokenFile
 from reactor.state.seal import load_state_keys
@@ -36,6 +36,7 @@ def check(settings: Settings) -> None:
     load_state_keys(settings.server.state_key_file, settings.server.state_previous_key_file,
                     required=not settings.policy.dry_run, announce=False)
     cluster_config(settings)
+    require_confirm_url(settings)
     api_server_reachable(settings)
 
 

@@ -102,11 +102,25 @@ class AlertSource:
 
 
 @dataclass(frozen=True, slots=True)
+class ConfirmSource:
+    """The Prometheus every alert is confirmed against before any write (reactor/sources/confirm.py): the one the
+    rules run in (Prometheus's API v1, `GET /api/v1/rules`). `enabled: false` acts on alerts unconfirmed: the
+    reactor then trusts whoever can reach Alertmanager's API (check-config and doctor warn)."""
+
+    enabled: bool = True
+    url: str | None = None  # e.g. http://kube-prometheus-stack-prometheus.monitoring:9090
+    token_file: str | None = None  # a bearer token, sent as `Authorization: Bearer`, when Prometheus sits behind one
+    ca_file: str | None = None  # the CA bundle an https URL is verified against (default: the system's)
+    timeout: timedelta = timedelta(seconds=3)  # inside server.notificationDeadline, inside Alertmanager's timeout
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     policy: Policy = field(default_factory=Policy)
     server: Server = field(default_factory=Server)
     kube: Kube = field(default_factory=Kube)
     alertmanager: AlertSource = field(default_factory=AlertSource)
+    confirm: ConfirmSource = field(default_factory=ConfirmSource)
     log_format: str = "json"
     log_level: str = "INFO"
     adapters_builtin: tuple[str, ...] = BUILTIN_NAMES  # operators' resources the reactor changes (adapters/)
@@ -298,10 +312,15 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "rebalance.alertmanagerCaFile": ("alertmanager", "ca_file", opt_str),
     "rebalance.alertmanagerTimeout": ("alertmanager", "timeout", duration_in(timedelta(milliseconds=100),
                                                                             timedelta(minutes=1))),
+    "confirm.enabled": ("confirm", "enabled", boolean),
+    "confirm.prometheusUrl": ("confirm", "url", _url),
+    "confirm.tokenFile": ("confirm", "token_file", opt_str),
+    "confirm.caFile": ("confirm", "ca_file", opt_str),
+    "confirm.timeout": ("confirm", "timeout", duration_in(timedelta(milliseconds=100), timedelta(minutes=1))),
 }
 _SECTIONS = {"namespaces", "gpus", "replicas", "budget", "server", "kube", "logging", "state", "cpu", "memory",
              "adapters", "verify", "finops",
-             "rebalance"}
+             "rebalance", "confirm"}
 
 
 def env_name(path: str) -> str:
@@ -320,7 +339,8 @@ def build_settings(doc: Mapping[str, Any], environ: Mapping[str, str] | None = N
     problems = Problems()
     raw = file_values(doc, schema=_SCHEMA, sections=_SECTIONS, file=file, problems=problems)
     raw.update(env_values(environ or {}, {env_name(k): k for k in _SCHEMA}, problems))
-    values: dict[str, dict[str, Any]] = {"policy": {}, "server": {}, "kube": {}, "alertmanager": {}, "top": {}}
+    values: dict[str, dict[str, Any]] = {"policy": {}, "server": {}, "kube": {}, "alertmanager": {}, "confirm": {},
+                                          "top": {}}
     invalid: set[str] = set()
     for path, (value, origin) in raw.items():
         section, name, parse = _SCHEMA[path]
@@ -334,7 +354,7 @@ def build_settings(doc: Mapping[str, Any], environ: Mapping[str, str] | None = N
     # already named, and comparing with a default would only confuse).
     settings = Settings(policy=Policy(**values["policy"]), server=Server(**values["server"]),
                         kube=Kube(**values["kube"]), alertmanager=AlertSource(**values["alertmanager"]),
-                        **values["top"])
+                        confirm=ConfirmSource(**values["confirm"]), **values["top"])
     for keys, problem in _inconsistencies(settings):
         if not invalid.intersection(keys):
             problems.add(raw[keys[0]][1].name(keys[0]) if keys[0] in raw else keys[0], problem)
@@ -362,6 +382,10 @@ def _inconsistencies(settings: Settings) -> list[tuple[tuple[str, ...], str]]:
     if p.rebalance_enabled and settings.alertmanager.url is None:
         found.append((("rebalance.enabled", "rebalance.alertmanagerUrl"),
                       "needs rebalance.alertmanagerUrl: donors are only those Alertmanager shows idle now"))
+    if settings.confirm.enabled and settings.confirm.timeout >= s.notification_deadline:
+        found.append((("confirm.timeout", "server.notificationDeadline"),
+                      f"must be below server.notificationDeadline ({format_duration(s.notification_deadline)}): "
+                      "the confirm request is part of a notification's work"))
     if p.rebalance_enabled and not p.rebalance_receiver_alerts:
         found.append((("rebalance.receiverAlerts",), "is empty: no alert would ever look for a donor"))
     if p.rebalance_enabled and not p.rebalance_donor_alerts:
@@ -373,7 +397,8 @@ def _inconsistencies(settings: Settings) -> list[tuple[tuple[str, ...], str]]:
 
 
 def warnings(settings: Settings) -> list[str]:
-    """Valid settings that still make the reactor act nowhere: said at start and by `check-config`."""
+    """Valid settings that still make the reactor act nowhere, or act on whatever an alert claims: said at start
+    and by `check-config`."""
     p = settings.policy
     found = []
     if not p.allow:
@@ -382,7 +407,18 @@ def warnings(settings: Settings) -> list[str]:
         found.append("every namespace in namespaces.allow is also denied (namespaces.deny): the reactor acts nowhere")
     if p.budget_global.actions == 0:
         found.append("budget.global.actions is 0: no action is ever taken")
+    if not settings.confirm.enabled:
+        found.append("confirm.enabled is false: alerts are acted on unconfirmed, so the reactor trusts whoever can "
+                     "reach Alertmanager's API (anyone who can post an alert there can resize any allowed workload)")
     return found
+
+
+def require_confirm_url(settings: Settings) -> None:
+    """`reactor serve` refuses to start without a Prometheus to confirm against, unless confirm is off."""
+    if settings.confirm.enabled and settings.confirm.url is None:
+        raise ConfigError("confirm.prometheusUrl", "required: every alert is confirmed against the Prometheus the "
+                          "rules run in before any write (or set confirm.enabled: false, trusting whoever can reach "
+                          "Alertmanager)")
 
 
 def _port(address: str) -> int:

@@ -20,6 +20,7 @@ from datetime import datetime
 from reactor.act.actor import KeptChanging
 from reactor.act.recording import Recorder
 from reactor.config.settings import Settings
+from reactor.core.confirm import Confirmer
 from reactor.core.errors import Failure, RetryLater, classify
 from reactor.core.metrics import Metrics
 from reactor.core.model import (
@@ -53,12 +54,14 @@ class NotificationHandler:
 
     def __init__(self, *, settings: Settings, metrics: Metrics, recorder: Recorder, readers: Readers,
                  owners: Owners, firings: Firings, locks: WorkloadLocks, decider: WorkloadDecider,
-                 rebalancing: Rebalancing | None, clock: Callable[[], datetime],
+                 rebalancing: Rebalancing | None, clock: Callable[[], datetime], confirm: Confirmer | None = None,
                  on_applied: Callable[[list[WorkloadRef]], None] | None = None) -> None:
         self.settings, self.policy, self.adapters = settings, settings.policy, settings.adapters
         self.metrics, self.recorder, self.readers, self.owners = metrics, recorder, readers, owners
         self.firings, self.locks, self.decider, self.rebalancing = firings, locks, decider, rebalancing
         self.clock = clock
+        # Prometheus's word on each alert before any write (core/confirm.py); None only with `confirm.enabled: false`.
+        self.confirm = confirm
         # The verifier's `track`, when one runs: called once per notification with every change it applied.
         self.on_applied = on_applied
 
@@ -82,6 +85,7 @@ class NotificationHandler:
             self.metrics.child(self.metrics.alerts_received, name, status).inc(count)
         if notification.truncated_alerts:
             self._truncated(notification)
+        alerts, pending = self._confirm(alerts, pending, outcomes, now)
         reader = self.readers.new()
         failures: list[str] = []  # what a retry can fix (Failure.RETRY), one line per pod or workload
         groups, unresolved = self._resolve(reader, alerts, pending, failures)
@@ -96,6 +100,32 @@ class NotificationHandler:
         if failures:
             raise RetryLater(failures, answered)
         return answered
+
+    def _confirm(self, alerts: tuple[Alert, ...], pending: list[int], outcomes: dict[int, Outcome],
+                 now: datetime) -> tuple[tuple[Alert, ...], list[int]]:
+        """The alerts that passed screening, asked of Prometheus in one request: a firing alert its rules do not fire
+        now is `unconfirmed`, a resolve they still fire is `still-firing` (nothing reverted); a confirmed firing alert
+        is sized by Prometheus's measurement (`Confirmation.measured`), its annotations kept for the answer and logs.
+        `PrometheusUnavailable` is raised: nothing is written, the webhook answers 503 and Alertmanager retries."""
+        if self.confirm is None or not pending:
+            return alerts, pending
+        verdicts = self.confirm.confirm([alerts[i] for i in pending], now)
+        measured = list(alerts)
+        kept: list[int] = []
+        for i, verdict in zip(pending, verdicts, strict=True):
+            alert = alerts[i]
+            if alert.firing != verdict.firing:
+                reason = SkipReason.UNCONFIRMED if alert.firing else SkipReason.STILL_FIRING
+                if alert.firing:
+                    log.warning("alert not confirmed by Prometheus: not acted on",
+                                extra={"alert": alert.name, "namespace": alert.namespace, "pod": alert.pod,
+                                       "claimed_value": alert.annotations.get("value"), "detail": verdict.reason})
+                outcomes[i] = self.recorder.alert_skip(alert, None, Skip(reason, verdict.reason))
+                continue
+            if alert.firing:
+                measured[i] = verdict.measured(alert)
+            kept.append(i)
+        return tuple(measured), kept
 
     def _truncated(self, notification: Notification) -> None:
         """Alertmanager left alerts out (the receiver's max_alerts): they reach nobody, so someone is told."""

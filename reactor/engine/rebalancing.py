@@ -24,7 +24,8 @@ from typing import Any
 from reactor.act.actor import Acted
 from reactor.act.posting import EventPoster, workload_event
 from reactor.config.fields import format_duration
-from reactor.core.errors import AlertSourceUnavailable
+from reactor.core.confirm import Confirmer
+from reactor.core.errors import AlertSourceUnavailable, PrometheusUnavailable
 from reactor.core.firing import FiringAlerts
 from reactor.core.metrics import Metrics
 from reactor.core.model import (
@@ -76,10 +77,12 @@ class Rebalancing:
     def __init__(self, *, policy: Policy, metrics: Metrics, decider: WorkloadDecider, events: EventPoster,
                  readers: Readers, owners: Owners, locks: WorkloadLocks, source: FiringAlerts | None,
                  waitlist: Waitlist, givebacks: GiveBacks, clock: Callable[[], datetime],
+                 confirm: Confirmer | None = None,
                  on_applied: Callable[[list[WorkloadRef]], None] | None = None) -> None:
         self.policy, self.metrics, self.decider, self.events = policy, metrics, decider, events
         self.readers, self.owners, self.locks, self.clock = readers, owners, locks, clock
         self.source = source  # None: no rebalance can run, and the refusal says so
+        self.confirm = confirm  # Prometheus's word on each donor's idle alert (None: `confirm.enabled: false`)
         self.waitlist, self.givebacks = waitlist, givebacks
         self.adapters = decider.view.adapters
         self.on_applied = on_applied  # the verifier's `track`, as the notification path's
@@ -152,7 +155,10 @@ class Rebalancing:
             return self._unbalanced(skip, "no rebalance: too many rebalances wait already", "no-donor")
         try:
             alerts = self.source.firing(owner.ref.namespace, self.policy.rebalance_donor_alerts)
-        except AlertSourceUnavailable as e:
+            if self.confirm is not None:  # a donor is idle only if Prometheus fires its idle alert: sized by its value
+                alerts = [v.measured(a) for a, v in zip(alerts, self.confirm.confirm(alerts, move.now), strict=True)
+                          if v.firing]
+        except (AlertSourceUnavailable, PrometheusUnavailable) as e:
             return self._unbalanced(skip, f"no rebalance: the alert source is unavailable: {e.reason}",
                                     "source-unavailable")
         verdicts, donors = self._candidates(reader, alerts, move)

@@ -1,8 +1,9 @@
 """Strict parsing of Alertmanager v4 webhook payloads into immutable `Alert` values.
 
-Anything that is not a valid v4 payload raises `InvalidPayload` naming the field, so the
-webhook answers 400 (Alertmanager does not retry a 4xx). Unknown extra fields are ignored:
-newer Alertmanager releases add some. This module does no I/O and knows no Kubernetes.
+An envelope that is not a valid v4 payload raises `InvalidPayload` naming the field, so the webhook answers 400
+(Alertmanager does not retry a 4xx). An invalid alert inside a valid envelope is set aside with its error
+(`parse_envelope`): the others are still decided. Unknown extra fields are ignored: newer Alertmanager releases
+add some. This module does no I/O and knows no Kubernetes.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import functools
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
@@ -60,8 +62,62 @@ def _utc(raw: str) -> datetime:
         raise ValueError(f"not a valid date and time: {_clip(raw)!r}") from e
 
 
+@dataclass(frozen=True, slots=True)
+class InvalidAlert:
+    """An alert of a valid envelope that is not a valid alert: its own outcome (`invalid-alert`, naming the field),
+    while the rest of the notification is decided as if it were not there. What could be read of it (name,
+    fingerprint, namespace, pod: strings only, clipped) names it in the answer."""
+
+    index: int
+    error: InvalidPayload
+    name: str = ""
+    fingerprint: str = ""
+    starts_at: str = ""
+    status: str = ""
+    namespace: str | None = None
+    pod: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """A valid v4 envelope: the notification of its valid alerts, where each stood in the body (`positions`), and
+    the invalid ones. A 4xx is for the envelope only: Alertmanager never retries one, so a single malformed alert
+    answered 400 would cost every other alert of the group (another team's too)."""
+
+    notification: Notification
+    positions: tuple[int, ...]
+    invalid: tuple[InvalidAlert, ...]
+
+    @property
+    def total(self) -> int:
+        return len(self.positions) + len(self.invalid)
+
+
+def parse_envelope(body: Any) -> Envelope:
+    """Validate a decoded JSON body's envelope (`InvalidPayload` → 400: not an object, not version "4", `alerts`
+    not a list, a top-level field of the wrong type) and each alert on its own."""
+    fields, raw_alerts = _envelope(body)
+    alerts: list[Alert] = []
+    positions: list[int] = []
+    invalid: list[InvalidAlert] = []
+    for i, raw in enumerate(raw_alerts):
+        try:
+            alerts.append(parse_alert(raw, f"alerts[{i}]"))
+            positions.append(i)
+        except InvalidPayload as e:
+            invalid.append(_invalid(i, raw, e))
+    return Envelope(Notification(alerts=tuple(alerts), **fields), tuple(positions), tuple(invalid))
+
+
 def parse_notification(body: Any) -> Notification:
-    """Validate a decoded JSON body and return the `Notification` it describes."""
+    """Validate a decoded JSON body and return the `Notification` it describes; strict: any invalid alert raises
+    (`reactor plan` reads a file a person wrote; the webhook uses `parse_envelope`)."""
+    fields, raw_alerts = _envelope(body)
+    return Notification(alerts=tuple(parse_alert(raw, f"alerts[{i}]") for i, raw in enumerate(raw_alerts)),
+                        **fields)
+
+
+def _envelope(body: Any) -> tuple[dict[str, Any], list[Any]]:
     if not isinstance(body, dict):
         raise InvalidPayload("(body)", f"expected a JSON object, got {_kind(body)}")
     if body.get("version") != "4":
@@ -76,15 +132,34 @@ def parse_notification(body: Any) -> Notification:
     for key in ("groupLabels", "commonLabels", "commonAnnotations"):
         if key in body:
             _string_map(body[key], key)
-    return Notification(
-        version="4",
-        group_key=_string(body, "groupKey", "(body)"),
-        status=status,
-        receiver=_string(body, "receiver", "(body)"),
-        truncated_alerts=truncated,
-        alerts=tuple(parse_alert(raw, f"alerts[{i}]") for i, raw in enumerate(raw_alerts)),
-        external_url=_string(body, "externalURL", "(body)", required=False),
-    )
+    fields = dict(version="4", group_key=_string(body, "groupKey", "(body)"), status=status,
+                  receiver=_string(body, "receiver", "(body)"), truncated_alerts=truncated,
+                  external_url=_string(body, "externalURL", "(body)", required=False))
+    return fields, raw_alerts
+
+
+def _invalid(index: int, raw: Any, error: InvalidPayload) -> InvalidAlert:
+    """What can be read of an invalid alert to name it: only strings, clipped (it may be anything)."""
+    if not isinstance(raw, dict):
+        return InvalidAlert(index, error)
+    labels = raw.get("labels") if isinstance(raw.get("labels"), dict) else {}
+
+    def text(mapping: Any, key: str) -> str:
+        value = mapping.get(key) if isinstance(mapping, dict) else None
+        return _clip(value, 253) if isinstance(value, str) else ""
+
+    return InvalidAlert(index, error, name=text(labels, "alertname"), fingerprint=text(raw, "fingerprint"),
+                        starts_at=text(raw, "startsAt"), status=text(raw, "status"),
+                        namespace=text(labels, "exported_namespace") or text(labels, "namespace") or None,
+                        pod=text(labels, "exported_pod") or text(labels, "pod") or None)
+
+
+def measures(annotations: Mapping[str, str], where: str) -> dict[str, Any]:
+    """The numbers an alert's annotations carry (`gpus`, `idle_gpus`, `cpu_throttling`/`cpu_unknown`), read as
+    the webhook reads them; `InvalidPayload` names a bad one. The confirm step (sources/confirm.py) reads them from
+    the annotations Prometheus rendered for its own alert."""
+    return {"gpus": _count(annotations, "gpus", where), "idle_gpus": _count(annotations, "idle_gpus", where),
+            "cpu_throttling": None, "cpu_unknown": False, **_throttling(annotations, where)}
 
 
 def parse_alert(raw: Any, where: str) -> Alert:

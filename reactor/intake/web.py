@@ -4,9 +4,11 @@
 reactor/app/probe_server.py), never here: a probe that shares the webhook's threads can be
 starved by slow clients or a storm, and the kubelet would restart a busy reactor.
 
-Intake checks run in this order — token (401), size (413), content type (415), payload (400) —
-so an unauthenticated caller learns nothing about what a valid body looks like. A bad payload
-is a 4xx (Alertmanager does not retry it); a transient failure is a 503 (it does).
+Intake checks run in this order — token (401), size (413), content type (415), envelope (400) —
+so an unauthenticated caller learns nothing about what a valid body looks like. A bad envelope
+is a 4xx (Alertmanager does not retry it); a transient failure is a 503 (it does). A malformed
+alert inside a valid envelope is that alert's outcome (`invalid-alert`, naming the field): the
+engine decides the others as if it were not there, and the answer keeps the notification's order.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from flask import Flask, Response, jsonify, request
@@ -24,9 +26,9 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from reactor.config.settings import Settings
 from reactor.core.errors import Failure, InvalidPayload, ReactorError, RetryLater, classify
 from reactor.core.metrics import Metrics
-from reactor.core.model import Notification
+from reactor.core.model import Notification, Result, SkipReason
 from reactor.core.outcome import Outcome, answer_json
-from reactor.intake.alerts import parse_notification
+from reactor.intake.alerts import Envelope, InvalidAlert, parse_envelope
 from reactor.intake.bearer import TokenFile
 
 log = logging.getLogger(__name__)
@@ -87,21 +89,24 @@ def create_app(settings: Settings, *, engine: Handler, metrics: Metrics, token: 
         if request.mimetype != "application/json":
             return answer(415, {"error": f"expected Content-Type application/json, got {request.mimetype or 'none'!r}"})
         try:
-            notification = parse_notification(_json_body(settings.server.max_body_bytes))
+            envelope = parse_envelope(_json_body(settings.server.max_body_bytes))
         except InvalidPayload as e:
             return answer(400, {"error": f"invalid Alertmanager payload: {e}", "field": e.field})
         if not _admit(inflight, waiting):
             return answer(503, {"error": "overloaded: too many notifications in flight; retry"})
+        invalid = [_invalid_outcome(bad, metrics) for bad in envelope.invalid]
         try:
-            outcomes = engine.handle(notification)
+            outcomes = _merged(envelope, engine.handle(envelope.notification), invalid)
         except Exception as e:
             if classify(e) is not Failure.RETRY:
                 raise  # a bug outside the engine's per-workload boundary: a 500, logged with its traceback
             log.warning("notification failed, Alertmanager will retry", extra={"error": str(e)})
+            if isinstance(e, RetryLater):
+                e = RetryLater(e.failures, _merged(envelope, e.outcomes, invalid))
             return answer(503, _retry_body(e))
         finally:
             inflight.release()
-        del notification  # the alerts' labels and annotations: not needed for the answer, freed before it is built
+        del envelope  # the alerts' labels and annotations: not needed for the answer, freed before it is built
         counts: dict[str, int] = {}
         for o in outcomes:
             counts[o.result] = counts.get(o.result, 0) + 1
@@ -119,6 +124,29 @@ def create_app(settings: Settings, *, engine: Handler, metrics: Metrics, token: 
         return response
 
     return app
+
+
+def _invalid_outcome(bad: InvalidAlert, metrics: Metrics) -> Outcome:
+    """A malformed alert's own outcome, naming the field; counted and logged like any skip."""
+    metrics.child(metrics.alerts_skipped, SkipReason.INVALID_ALERT.value).inc()
+    log.info("decision", extra={"alert": bad.name, "fingerprint": bad.fingerprint, "namespace": bad.namespace,
+                                "pod": bad.pod, "workload": None, "result": Result.SKIPPED,
+                                "reason": SkipReason.INVALID_ALERT.value, "detail": str(bad.error),
+                                "field": bad.error.field})
+    return Outcome(bad.name, bad.fingerprint, bad.starts_at, bad.status, bad.namespace, bad.pod, None, Result.SKIPPED,
+                   reason=SkipReason.INVALID_ALERT.value, detail=f"invalid alert: {bad.error}")
+
+
+def _merged(envelope: Envelope, decided: Sequence[Outcome], invalid: Sequence[Outcome]) -> list[Outcome]:
+    """The engine's outcomes (of the valid alerts) and the invalid alerts' own, in the notification's order."""
+    if not invalid:
+        return list(decided)
+    merged: list[Outcome | None] = [None] * envelope.total
+    for position, outcome in zip(envelope.positions, decided, strict=True):
+        merged[position] = outcome
+    for bad, outcome in zip(envelope.invalid, invalid, strict=True):
+        merged[bad.index] = outcome
+    return [o for o in merged if o is not None]
 
 
 def _retry_body(error: Exception) -> dict[str, Any]:

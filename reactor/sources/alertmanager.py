@@ -17,7 +17,9 @@ namespace; one cluster-wide answer per alert name would scale with the cluster a
 The server's filtering is an optimisation only: every answer is filtered again here, by state, name and namespace.
 
 Every failure (refused connection, timeout, non-2xx, not JSON, not API v2's shape, over the caps) raises
-`AlertSourceUnavailable` with one line naming the URL (without credentials); the caller then moves nothing.
+`AlertSourceUnavailable` with one line naming the URL (without credentials); the caller then moves nothing. One
+entry of an answer that does not parse as an alert is left out and counted (`reactor_alert_source_entries_skipped`):
+anyone can POST an alert into Alertmanager, and one bad one must not hide a namespace's others.
 """
 
 from __future__ import annotations
@@ -26,15 +28,19 @@ import base64
 import contextlib
 import http.client
 import json
+import logging
 import os
 import socket
 import ssl
 import threading
 import time
 import urllib.parse
+import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from prometheus_client import CollectorRegistry, Counter
 
 from reactor.config.fields import without_credentials
 from reactor.config.settings import AlertSource, Settings
@@ -46,6 +52,7 @@ from reactor.intake.bearer import TokenFile, sendable
 if TYPE_CHECKING:
     from reactor.core.metrics import Metrics
 
+log = logging.getLogger(__name__)
 ALERTS_PATH = "/api/v2/alerts"
 STATUS_PATH = "/api/v2/status"
 MAX_BODY_BYTES = 8 * 1024 * 1024  # a gettableAlert is ~1 KiB: thousands of alerts for one namespace is not idle data
@@ -147,6 +154,7 @@ class AlertmanagerAlerts:
         self._token: TokenFile | None = None
         self._tls: tuple[tuple[int, ...] | None, ssl.SSLContext] | None = None
         self._lock = threading.Lock()
+        self._skipped = skipped_entries(metrics.registry) if metrics is not None else None
 
     @property
     def url(self) -> str:
@@ -188,7 +196,8 @@ class AlertmanagerAlerts:
         for i, raw in enumerate(body):
             state = raw.get("status") if isinstance(raw, dict) else None
             if not isinstance(state, dict) or not isinstance(state.get("state"), str):
-                raise _Failed("invalid", f"alerts[{i}]: expected a gettableAlert with status.state")
+                self._left_out(f"alerts[{i}]: expected a gettableAlert with status.state")
+                continue
             if state["state"] != "active":
                 continue
             # The webhook's shape for the same alert: its parser, unchanged, names the workload and reads
@@ -198,8 +207,15 @@ class AlertmanagerAlerts:
             try:
                 alerts.append(parse_alert({**fields, "status": Status.FIRING.value}, f"alerts[{i}]"))
             except InvalidPayload as e:
-                raise _Failed("invalid", str(e)) from None
+                # One malformed entry (anyone can POST an alert into Alertmanager) must not make the source
+                # unavailable for the whole namespace: it is left out, counted and logged; the others are read.
+                self._left_out(str(e))
         return alerts
+
+    def _left_out(self, why: str) -> None:
+        if self._skipped is not None:
+            self._skipped.inc()
+        log.warning("an alert Alertmanager holds was left out: it does not parse", extra={"detail": why[:300]})
 
     # --- HTTP ---
 
@@ -347,6 +363,22 @@ def _abort(sock: socket.socket | None, expired: threading.Event) -> None:
 def _one_line(text: object, limit: int = 200) -> str:
     line = " ".join(str(text).split())
     return line if len(line) <= limit else line[:limit] + "…"
+
+
+_SKIPPED: weakref.WeakKeyDictionary[CollectorRegistry, Counter] = weakref.WeakKeyDictionary()
+_SKIPPED_LOCK = threading.Lock()
+
+
+def skipped_entries(registry: CollectorRegistry) -> Counter:
+    """`reactor_alert_source_entries_skipped_total`: entries of Alertmanager's answer left out because they do not
+    parse (one per registry, zero from the start)."""
+    with _SKIPPED_LOCK:
+        found = _SKIPPED.get(registry)
+        if found is None:
+            found = _SKIPPED[registry] = Counter(
+                "reactor_alert_source_entries_skipped", "Alerts in Alertmanager's API v2 answer left out because they "
+                "do not parse as an alert (the others of the answer are read).", registry=registry)
+        return found
 
 
 def firing_source(settings: Settings, metrics: Metrics | None = None) -> AlertmanagerAlerts | None:

@@ -10,6 +10,10 @@ notifications already do for its webhook: it answers `GET /api/v2/alerts` with t
 in the gettableAlert shape Alertmanager 0.25 returns. The reactor child is pointed at it through the environment
 (`rebalance.enabled`, `rebalance.alertmanagerUrl`), with a short `verify.interval` so that the receiver's growth,
 retried by the reactor's rebalancer on that interval, does not keep the demo waiting.
+
+The reactor confirms every alert against Prometheus's rule state before it writes (docs/confirm.md). A second
+small server (tools/prometheus_api.py) stands in for Prometheus's API: the demo tells it that the rules fire what
+it sends (its notifications stand for genuine ones), and the child is pointed at it (`confirm.prometheusUrl`).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from reactor.tools.alertmanager_api import AlertmanagerStandIn
 from reactor.tools.launcher import Child, LaunchError, start_serve
 from reactor.tools.local_run import curl_command
 from reactor.tools.payloads import AlertSpec, notification, rfc3339
+from reactor.tools.prometheus_api import PrometheusStandIn
 from reactor.tools.seeds import demo_file
 from reactor.tools.signals import Signalled, raising_on_stop_signals
 from reactor_sim import SimCluster
@@ -60,10 +65,12 @@ class Step:
 
 
 class Demo:
-    """The cluster, the reactor child process, the Alertmanager stand-in, and what the table needs."""
+    """The cluster, the reactor child process, the Alertmanager and Prometheus stand-ins, and what the table needs."""
 
-    def __init__(self, sim: SimCluster, url: str, token: str, alertmanager: AlertmanagerStandIn | None = None) -> None:
+    def __init__(self, sim: SimCluster, url: str, token: str, alertmanager: AlertmanagerStandIn | None = None,
+                 prometheus: PrometheusStandIn | None = None) -> None:
         self.sim, self.url, self.token, self.alertmanager = sim, url, token, alertmanager
+        self.prometheus = prometheus
         self.started = datetime.now(UTC)
         self.sent: dict[str, dict[str, Any]] = {}
 
@@ -76,7 +83,17 @@ class Demo:
         return [AlertSpec(name, namespace, pod, container, value, gpus, starts_at=self.started, **kw)
                 for pod in self.pods(app, namespace)]
 
+    def idle(self, specs: list[AlertSpec]) -> None:
+        """The idle alerts the rules fire now, in both stand-ins (Alertmanager holds what Prometheus sends it)."""
+        if self.alertmanager is not None:
+            self.alertmanager.fire(specs)
+        if self.prometheus is not None:
+            self.prometheus.forget({s.name for s in specs})
+            self.prometheus.fire(specs)
+
     def post(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if self.prometheus is not None:  # the demo's notifications are genuine: the rules fire what they carry
+            self.prometheus.observe(body)
         request = urllib.request.Request(
             f"{self.url}/alerts", data=json.dumps(body).encode(), method="POST",
             headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.token}"},
@@ -157,8 +174,7 @@ def _saturate_the_shared_quota(demo: Demo) -> dict[str, Any]:
     has not come round); the notification is inference's saturation. The shared quota was seeded with the cluster
     (`_run`): seeded here, the reactor's watch cache could still miss the quota's `used` when the alert came, and
     decide on a quota that looked empty."""
-    if demo.alertmanager is not None:
-        demo.alertmanager.fire(_idle_training(demo))
+    demo.idle(_idle_training(demo))
     demo.sent["shared-before"] = {"quota": quota_usage(demo.sim, SHARED), "training": _replicas(demo.sim, "training"),
                                   "inference": _replicas(demo.sim, "inference")}
     return notification(demo.specs("GPUSaturated", "inference", "server", 0.97, 2, namespace=SHARED))
@@ -175,8 +191,7 @@ def _rebalanced(demo: Demo, answer: dict[str, Any]) -> list[Row]:
     outcomes = [o for o in answer.get("outcomes", []) if o.get("workload") == receiver]
     refused = _summary(outcomes[0]) if outcomes else f"no outcome: {answer.get('error') or answer}"
     rows: list[Row] = [("GPUSaturated (firing)", receiver, f"{refused} (quota {used}/{hard})")]
-    if demo.alertmanager is not None:  # Prometheus no longer sees a deleted pod's series: its alert resolves
-        demo.alertmanager.fire(_idle_training(demo))
+    demo.idle(_idle_training(demo))  # Prometheus no longer sees a deleted pod's series: its alert resolves
     gave = _rebalance_record(sim, "training")
     replicas = _replicas(sim, "training")
     used, hard = quota_usage(sim, SHARED)
@@ -280,23 +295,24 @@ def _run(*, once: bool, port: int, tmp: Path) -> None:
         sim.load_manifests(demo_file("cluster.yaml").read_text())
         seed_shared_quota(sim)  # the last step's namespace (step 12), seeded before the reactor starts
         token = secrets.token_hex(16)
-        with AlertmanagerStandIn() as alertmanager:
-            _serve(sim, alertmanager, once=once, port=port, tmp=tmp, token=token)
+        with AlertmanagerStandIn() as alertmanager, PrometheusStandIn() as prometheus:
+            _serve(sim, alertmanager, prometheus, once=once, port=port, tmp=tmp, token=token)
     finally:
         sim.stop()
 
 
-def _serve(sim: SimCluster, alertmanager: AlertmanagerStandIn, *, once: bool, port: int, tmp: Path,
-           token: str) -> None:
-    child = start_reactor(sim, tmp, token, port, alertmanager.url)
+def _serve(sim: SimCluster, alertmanager: AlertmanagerStandIn, prometheus: PrometheusStandIn, *, once: bool,
+           port: int, tmp: Path, token: str) -> None:
+    child = start_reactor(sim, tmp, token, port, alertmanager.url, prometheus.url)
     try:
-        _show(Demo(sim, child.url, token, alertmanager), sim)
+        _show(Demo(sim, child.url, token, alertmanager, prometheus), sim)
         if once:
             _print_counters(child.probe_url)
             return
         curl = curl_command(tmp / "token", child.url.removeprefix("http://"), demo_file("alerts-idle.json"))
         print(f"\nServing on {child.url} (reactor serve, pid {child.pid}; probes and metrics on {child.probe_url}; "
-              f"embedded cluster at {sim.url}; Alertmanager stand-in at {alertmanager.url}).\n"
+              f"embedded cluster at {sim.url}; Alertmanager stand-in at {alertmanager.url}; Prometheus stand-in at "
+              f"{prometheus.url}, firing what the demo sent).\n"
               f"Webhook token: {tmp / 'token'} (removed when the demo stops); "
               f"try:\n  {curl}\nCtrl-C to stop.", flush=True)
         sim.run_controllers()
@@ -305,13 +321,15 @@ def _serve(sim: SimCluster, alertmanager: AlertmanagerStandIn, *, once: bool, po
         child.stop()
 
 
-def start_reactor(sim: SimCluster, tmp: Path, token: str, port: int, alertmanager_url: str) -> Child:
+def start_reactor(sim: SimCluster, tmp: Path, token: str, port: int, alertmanager_url: str,
+                  prometheus_url: str) -> Child:
     """`reactor serve` with the demo's policy, rebalancing on and asking the Alertmanager stand-in at
-    `alertmanager_url` (settings from the environment: the URL is known only now)."""
+    `alertmanager_url`, confirming against the Prometheus stand-in at `prometheus_url` (settings from the
+    environment: the URLs are known only now)."""
     (tmp / "token").write_text(token)
     kubeconfig = sim.write_kubeconfig(str(tmp / "kubeconfig"))
     env = {"REACTOR_REBALANCE__ENABLED": "true", "REACTOR_REBALANCE__ALERTMANAGER_URL": alertmanager_url,
-           "REACTOR_VERIFY__INTERVAL": VERIFY_INTERVAL}
+           "REACTOR_VERIFY__INTERVAL": VERIFY_INTERVAL, "REACTOR_CONFIRM__PROMETHEUS_URL": prometheus_url}
     try:
         return start_serve(str(demo_file("policy.yaml")), token_file=tmp / "token", kubeconfig=kubeconfig, port=port,
                            env=env)

@@ -48,9 +48,11 @@ def reactor_program() -> list[str]:
     return [str(script)] if script.is_file() else [sys.executable, "-m", "reactor"]
 
 
-def serve_command(kubeconfig: Path, secret_files: tuple[Path, Path], listen: str, allow: list[str]) -> str:
+def serve_command(kubeconfig: Path, secret_files: tuple[Path, Path], listen: str, allow: list[str],
+                  prometheus_url: str) -> str:
     """`REACTOR_…=… reactor serve`: every setting in the environment, so no policy file is needed; both
-    listeners on loopback (the probes' default, 0.0.0.0:8081, would be reachable from outside and collide)."""
+    listeners on loopback (the probes' default, 0.0.0.0:8081, would be reachable from outside and collide); alerts
+    confirmed against `prometheus_url` (the Prometheus stand-in `reactor sim` serves)."""
     token, state_key = secret_files
     env = {
         "kube.kubeconfig": str(kubeconfig.resolve()),
@@ -59,10 +61,16 @@ def serve_command(kubeconfig: Path, secret_files: tuple[Path, Path], listen: str
         "server.listen": listen,
         "server.probeListen": f"127.0.0.1:{free_port()}",
         "namespaces.allow": ",".join(allow),
+        "confirm.prometheusUrl": prometheus_url,
         "logging.format": "text",
     }
     words = [f"{env_name(key)}={shlex.quote(value)}" for key, value in env.items()]
     return " ".join([*words, *map(shlex.quote, reactor_program()), "serve"])
+
+
+def demo_alerts() -> Path:
+    """The notification the printed `curl` sends; the Prometheus stand-in of `reactor sim` fires its alerts."""
+    return demo_file("alerts-underutilized.json")
 
 
 def curl_command(token: Path, listen: str, body: Path) -> str:
@@ -71,15 +79,16 @@ def curl_command(token: Path, listen: str, body: Path) -> str:
             f"http://{listen}/alerts")
 
 
-def print_serve_recipe(kubeconfig: Path, secret_files: tuple[Path, Path], allow: list[str], *, demo: bool) -> None:
+def print_serve_recipe(kubeconfig: Path, secret_files: tuple[Path, Path], allow: list[str], *, demo: bool,
+                       prometheus_url: str) -> None:
     listen = f"127.0.0.1:{free_port()}"
     token, state_key = secret_files
     print(f"webhook token: {token}   state key: {state_key}")
     print("run the reactor against it (in another shell):")
-    print(f"  {serve_command(kubeconfig, secret_files, listen, allow)}")
+    print(f"  {serve_command(kubeconfig, secret_files, listen, allow, prometheus_url)}")
     if demo:
         print("then send it a notification:")
-        print(f"  {curl_command(token, listen, demo_file('alerts-underutilized.json'))}")
+        print(f"  {curl_command(token, listen, demo_alerts())}")
     else:
         print(f"then POST Alertmanager webhook bodies to http://{listen}/alerts with that bearer token")
     print("Ctrl-C stops the cluster.", flush=True)

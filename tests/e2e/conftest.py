@@ -25,6 +25,7 @@ from tests.e2e.pipeline import (
     POLICY,
     GenerationWatch,
     Pipeline,
+    with_confirm,
     with_rebalance,
 )
 from tests.e2e.reactor_process import start_reactor
@@ -93,7 +94,7 @@ def e2e_pipeline(e2e_binaries: dict[str, str], e2e_dir: Path, e2e_cluster: SimCl
                        routes_before=[DONOR_ON_DEMAND_ROUTE], **e2e_binaries) as stack:
             # Rebalancing on for the whole package: it acts only on a GPU quota refusal, which the scenarios of
             # ml-workloads (a 32-GPU quota) never meet; the rebalance case has its own namespace.
-            policy = with_rebalance(POLICY, stack.alertmanager_url)
+            policy = with_confirm(with_rebalance(POLICY, stack.alertmanager_url), stack.prometheus_url)
             reactor = start_reactor(e2e_dir / "reactor", sim=e2e_cluster, policy=policy, token_file=token_file)
             watch = GenerationWatch(e2e_cluster).start()
             try:

@@ -67,7 +67,13 @@ NORMAL = {
     "burst": ("deployments", "burst", 0.50),  # 1 pod x 1 GPU at 0.50
     "embedder": ("deployments", "embedder", 1.00),  # 2 pods x 1 GPU at 0.50
     "loader": ("deployments", "loader", 0.50),  # 1 pod x 1 GPU at 0.50 (the CPU half)
+    "sizer": ("deployments", "sizer", 2.48),  # 1 pod x 4 GPUs at 0.62 (the confirm scenarios)
 }
+
+
+def with_confirm(policy: dict[str, Any], prometheus_url: str) -> dict[str, Any]:
+    """`policy` confirming every alert against the stack's real Prometheus (docs/confirm.md)."""
+    return {**policy, "confirm": {"prometheusUrl": prometheus_url, "timeout": "2s"}}
 
 
 @dataclass(frozen=True)

@@ -27,23 +27,23 @@ def _egress(values: dict[str, Any]) -> list[dict[str, Any]]:
     return list(by_key(render(values))[("NetworkPolicy", NAMESPACE, "gpu-reactor")]["spec"]["egress"])
 
 
-def test_without_rebalancing_the_egress_is_dns_and_the_api_server_only() -> None:
-    assert len(_egress({})) == 2
+def test_without_rebalancing_the_egress_is_dns_the_api_server_and_prometheus_only() -> None:
+    assert len(_egress({})) == 3  # the third: Prometheus's API, for the confirm step (tests/helm/test_chart_confirm.py)
     assert ALERTMANAGER_EGRESS not in _egress({"policy": {"rebalance": {"enabled": False}}})
 
 
 def test_rebalancing_opens_alertmanagers_api_port_to_its_pods() -> None:
     egress = _egress(REBALANCE)
-    assert len(egress) == 3 and egress[2] == ALERTMANAGER_EGRESS
+    assert len(egress) == 4 and egress[3] == ALERTMANAGER_EGRESS
 
 
 def test_the_namespace_pod_names_and_ports_follow_the_values() -> None:
     values = {**REBALANCE, "networkPolicy": {"ingressNamespace": "observability", "alertmanagerPodNames": ["am"],
                                              "alertmanagerApiPorts": [9095, 9093]}}
-    (to,) = _egress(values)[2]["to"]
+    (to,) = _egress(values)[3]["to"]
     assert to["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "observability"}
     assert to["podSelector"]["matchExpressions"][0]["values"] == ["am"]
-    assert _egress(values)[2]["ports"] == [{"protocol": "TCP", "port": 9095}, {"protocol": "TCP", "port": 9093}]
+    assert _egress(values)[3]["ports"] == [{"protocol": "TCP", "port": 9095}, {"protocol": "TCP", "port": 9093}]
 
 
 def test_a_port_out_of_range_is_refused_by_the_values_schema() -> None:

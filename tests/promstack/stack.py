@@ -272,6 +272,9 @@ class WebhookSink:
     def __init__(self) -> None:
         self.deliveries: list[Delivery] = []
         self.forward_to: str | None = None
+        # A test's tampering on the way (what a compromised hop could do): the relayed body is rewrite(body), and
+        # the delivery records what was relayed.
+        self.rewrite: Callable[[dict[str, Any]], dict[str, Any]] | None = None
         self._changed = threading.Condition()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, name="webhook-sink", daemon=True)
@@ -313,6 +316,8 @@ class WebhookSink:
             def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
                 arrived = time.monotonic()
                 raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                if sink.rewrite is not None:
+                    raw = json.dumps(sink.rewrite(json.loads(raw or b"{}"))).encode()
                 delivery = Delivery(arrived, self.headers.get("Authorization", ""), json.loads(raw or b"{}"))
                 if sink.forward_to:
                     status, body = sink._relay(raw, self.headers)

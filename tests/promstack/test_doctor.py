@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,7 @@ NS = "ml-workloads"
 PROMETHEUS = ["dcgm-metrics", "label-spelling", "gpu-rules", "shared-gpus", "exporter-scrape", "dcgm-sources"]
 SIGNALS = ["busy-signal", "cpu-metrics"]  # tests/e2e/test_doctor_signals.py checks them with and without data
 ORDER = [*PROMETHEUS, "webhook-token", *SIGNALS, "alertmanager-route", "alert-inhibition", "reactor-webhook",
-         "kubernetes"]
+         "confirm", "confirm-rules", "kubernetes"]
 BROKEN_ALERTMANAGER = {
     "route": {"receiver": "default", "routes": [{"receiver": "slack", "matchers": ['severity="critical"']}]},
     "receivers": [{"name": "default"}, {"name": "slack"}],
@@ -106,9 +107,10 @@ def test_a_healthy_stack_passes_every_check(stack: PromStack, dcgm_exporter: Fak
     stack.wait_for_query('gpu_reactor:container_gpu_utilization:ratio{pod="doctor-6d5f7c9b8-x7k2p"}')
     sources = Sources(prometheus=stack.prometheus_url, alertmanager=stack.alertmanager_url,
                       reactor_url=webhook_sink.url)
-    checks = _by_name(diagnose(sources, settings, "no cluster in this test"))
+    confirming = replace(settings, confirm=replace(settings.confirm, url=stack.prometheus_url))
+    checks = _by_name(diagnose(sources, confirming, "no cluster in this test"))
     assert list(checks) == ORDER
-    for name in [*PROMETHEUS, "alertmanager-route", "alert-inhibition"]:
+    for name in [*PROMETHEUS, "alertmanager-route", "alert-inhibition", "confirm", "confirm-rules"]:
         assert checks[name].status is Status.OK, checks[name]
     # No --thresholds: the signal in use is unknown; no cAdvisor scraped: no GPU would ever be shrunk.
     assert checks["busy-signal"].status is Status.WARNING and "--thresholds" in checks["busy-signal"].fix
@@ -161,8 +163,9 @@ def test_the_info_inhibitor_is_reported_when_an_alert_is_info(broken: PromStack,
     assert "GPUMetricsMissing (severity info)" in check.detail and "GPUIdle" not in check.detail
 
 
-def test_the_command_exits_1_and_prints_one_line_per_check(broken: PromStack,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_command_exits_1_and_prints_one_line_per_check(broken: PromStack, capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REACTOR_CONFIRM__PROMETHEUS_URL", broken.prometheus_url)  # a port-forward to it
     code = main(["doctor", "--prometheus", broken.prometheus_url, "--alertmanager", broken.alertmanager_url,
                  "--config", str(REPO / "deploy/reactor/policy.yaml"), "--kubeconfig", "/nonexistent/kubeconfig"])
     lines = capsys.readouterr().out.splitlines()
@@ -175,6 +178,7 @@ def test_the_command_exits_1_and_prints_one_line_per_check(broken: PromStack,
     assert lines[signal].split()[1:3] == ["busy-signal", "ml-workloads"]
     assert lines[2].startswith("failing  gpu-rules") and " -> " in lines[2]
     assert lines[-1].startswith("failing  kubernetes")
+    assert lines[-2].startswith("failing  confirm-rules")  # the broken stack loads none of the reactor's rules
 
 
 def test_a_tenants_dcgm_target_is_named_and_the_exporters_scrape_checked(broken: PromStack, settings: Settings) -> None:
@@ -182,9 +186,9 @@ def test_a_tenants_dcgm_target_is_named_and_the_exporters_scrape_checked(broken:
     DCGM_FI_* series is named (the rules ignore it only while it cannot forge its target labels)."""
     sources_ = Sources(prometheus=broken.prometheus_url, thresholds=REPO / "rules/thresholds.yaml")
     checks = _by_name(diagnose(sources_, settings, "-"))
-    scrape = checks["exporter-scrape"]  # shipped thresholds: job only, no namespace: a warning that says so
-    assert scrape.status is Status.WARNING and "honorLabels: false" in scrape.detail, scrape
-    assert "exporter.namespace is not set" in scrape.detail
+    scrape = checks["exporter-scrape"]  # shipped thresholds: the job and the exporter's usual namespaces
+    assert scrape.status is Status.OK and "honorLabels: false" in scrape.detail, scrape
+    assert "gpu-operator" in scrape.detail
     found = checks["dcgm-sources"]
     assert found.status is Status.FAILING, found
     assert "job=team-b-metrics" in found.detail and "namespace=team-b" in found.detail

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from reactor.state.annotations import COOLDOWN_UNTIL, LAST_ACTION, ORIGINAL
 from reactor.tools.launcher import LaunchError, start_serve
 from reactor.tools.payloads import AlertSpec, notification
+from reactor.tools.prometheus_api import PrometheusStandIn
 from reactor_sim import SimCluster
 
 GPU = "nvidia.com/gpu"
@@ -57,6 +58,9 @@ class Child:
     policy: dict[str, Any] = field(default_factory=dict)
     name: str = "reactor"
     token: str = TOKEN
+    # What the confirm step asks: the scenarios post genuine alerts, so the stand-in is told the rules fire what is
+    # posted (post_raw). Kept across restarts of this child; none when the policy sets `confirm` itself.
+    prometheus: PrometheusStandIn | None = None
     tls: tuple[Path, Path] | None = None
     kube_url: str | None = None  # a proxy in front of the cluster, if any
     port: int = 0
@@ -90,6 +94,10 @@ class Child:
         # `kube.watchCache` is on by default; these scenarios inject faults on the reads a notification makes and
         # count them, so they read with it off unless a scenario asks for it (as tests/support.py does).
         doc["kube"] = {"watchCache": False, **(doc.get("kube") or {})}
+        if "confirm" not in doc:
+            if self.prometheus is None:
+                self.prometheus = PrometheusStandIn().start()
+            doc["confirm"] = {"prometheusUrl": self.prometheus.url}
         config = self.workdir / f"{self.name}.policy.json"
         config.write_text(json.dumps(doc))  # JSON is YAML
         tls = (str(self.tls[0]), str(self.tls[1])) if self.tls else None
@@ -120,6 +128,11 @@ class Child:
 
     def post_raw(self, data: bytes, headers: Mapping[str, str], timeout: float = 30) -> Answer:
         """POST /alerts; raises OSError / HTTPException when no answer comes (reset, timeout)."""
+        if self.prometheus is not None:
+            with contextlib.suppress(ValueError):
+                sent = json.loads(data)
+                if isinstance(sent, dict):
+                    self.prometheus.observe(sent)
         conn = self.connection(timeout)
         started = time.perf_counter()
         try:

@@ -1,8 +1,9 @@
 """Hostile and broken input, fuzzed with hypothesis through the webhook (Flask test client, real gateway
 over HTTP to the embedded cluster).
 
-Whatever arrives: never a 5xx, never a write to the cluster, and a clear 4xx that names the field —
-or a 200 whose outcomes are all skips, one per alert, for well-formed alerts that name nothing real.
+Whatever arrives: never a 5xx, never a write to the cluster, and a clear 4xx that names the field of a broken
+envelope — or a 200 whose outcomes are all skips, one per alert, in order: a malformed alert is its own
+`invalid-alert` naming its field, and the well-formed alerts beside it are decided (they name nothing real).
 The cluster holds real workloads in an allowed namespace and in denied ones; no fuzzed alert names
 a pod that exists, so any write at all is a failure.
 """
@@ -126,13 +127,31 @@ def post(target: tuple[Reactor, Counter], data: bytes, content_type: str | None 
 
 
 def check_skipped(response: Any, sent: Any) -> None:
-    """A 200 accounts for every alert sent, and acted on none of them."""
+    """A 200 accounts for every alert sent, in order, and acted on none of them."""
     if response.status_code != 200:
         return
     outcomes = response.get_json()["outcomes"]
     assert len(outcomes) == len(sent["alerts"])
-    assert [o["fingerprint"] for o in outcomes] == [a["fingerprint"] for a in sent["alerts"]]
+    assert [o["fingerprint"] for o in outcomes] == [_fingerprint(a) for a in sent["alerts"]]
     assert {o["result"] for o in outcomes} <= {"skipped"}, outcomes
+
+
+def _fingerprint(alert: Any) -> str:
+    """The fingerprint an outcome names: the alert's, or "" for a malformed alert without a string one."""
+    found = alert.get("fingerprint") if isinstance(alert, dict) else None
+    return found if isinstance(found, str) else ""
+
+
+def check_invalid_alone(response: Any, sent: Any, index: int, name: str) -> None:
+    """The alert at `index` is `invalid-alert` naming `name` (or a field inside it); the others are decided."""
+    assert response.status_code == 200, (name, response.get_json())
+    check_skipped(response, sent)
+    outcomes = response.get_json()["outcomes"]
+    bad = outcomes[index]
+    assert bad["reason"] == "invalid-alert", (name, bad)
+    named = bad["detail"].removeprefix("invalid alert: ").split(":", 1)[0]
+    assert named == name or named.startswith((name + ".", name + "[")), (name, bad)
+    assert all(o["reason"] != "invalid-alert" for i, o in enumerate(outcomes) if i != index), outcomes
 
 
 def encode(doc: Any) -> bytes:
@@ -234,9 +253,10 @@ def _at(doc: Any, path: tuple[str | int, ...]) -> Any:
 @pytest.mark.parametrize("path", list(every_path(base())), ids=field_name)
 def test_every_field_takes_every_json_type(target: tuple[Reactor, Counter], path: tuple[str | int, ...]) -> None:
     """Each field of a valid notification (top level, per alert, each label's and annotation's value) in turn gets
-    each JSON type — and, where it may be left out, nothing. A type the field does not take is a 400 naming that
-    field exactly; one it takes is a 200 (every alert skipped: no pod named exists) or a 400 naming the field or a
-    field inside it (a string that is not a timestamp, an object without `alertname`). Never a 5xx."""
+    each JSON type — and, where it may be left out, nothing. In the envelope, a type the field does not take is a 400
+    naming that field exactly; one it takes is a 200 (every alert skipped: no pod named exists) or a 400 naming the
+    field or a field inside it. In an alert, a type or value it does not take is that alert's own `invalid-alert`
+    naming the field (or one inside it), answered 200 with the other alert decided. Never a 5xx."""
     name = field_name(path)
     ok = accepted(path)
     tried: list[tuple[Any, int, str]] = []
@@ -252,7 +272,14 @@ def test_every_field_takes_every_json_type(target: tuple[Reactor, Counter], path
         response = post(target, encode(doc))
         named = (response.get_json() or {}).get("field", "")
         tried.append((value, response.status_code, named))
-        if value is not _ABSENT and json_type(value) not in ok:
+        if path[0] == "alerts" and len(path) >= 2:  # inside one alert: never a 400, that alert's own outcome
+            index = int(path[1])
+            outcome = response.get_json()["outcomes"][index] if response.status_code == 200 else {}
+            if (value is not _ABSENT and json_type(value) not in ok) or outcome.get("reason") == "invalid-alert":
+                check_invalid_alone(response, doc, index, name)
+            else:
+                check_skipped(response, doc)
+        elif value is not _ABSENT and json_type(value) not in ok:
             assert (response.status_code, named) == (400, name), (name, value, response.get_json())
         elif response.status_code == 400:
             assert named == name or named.startswith((name + ".", name + "[")), (name, value, response.get_json())
@@ -316,11 +343,21 @@ def test_bodies_over_the_limit_are_413(target: tuple[Reactor, Counter], over: in
     assert response.status_code == 413
 
 
-def test_a_notification_of_many_bad_alerts_is_one_clear_400(target: tuple[Reactor, Counter]) -> None:
+def test_one_bad_alert_among_many_is_its_own_outcome(target: tuple[Reactor, Counter]) -> None:
     doc = notification([AlertSpec("GPUIdle", NS, f"ghost-{i}", "main") for i in range(1000)])
     doc["alerts"][734]["startsAt"] = "yesterday"
     response = post(target, encode(doc))
-    assert response.status_code == 400 and response.get_json()["field"] == "alerts[734].startsAt"
+    check_invalid_alone(response, doc, 734, "alerts[734].startsAt")
+
+
+@pytest.mark.parametrize("value", ["-1", "abc", "Inf", "+Inf", "1e309", "-0.5"])
+def test_a_bad_value_costs_its_own_alert_only(target: tuple[Reactor, Counter], value: str) -> None:
+    """One tenant's `value: "-1"` used to make the whole notification a 400, which Alertmanager never retries: the
+    other team's alert in the same group was lost."""
+    doc = base()
+    doc["alerts"][0]["annotations"]["value"] = value
+    response = post(target, encode(doc))
+    check_invalid_alone(response, doc, 0, "alerts[0].annotations.value")
 
 
 def test_without_the_token_nothing_is_even_parsed(target: tuple[Reactor, Counter]) -> None:

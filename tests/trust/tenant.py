@@ -30,7 +30,7 @@ from reactor.tools.payloads import AlertSpec
 from reactor_sim import SimCluster
 from reactor_sim.status import ApiError
 from tests.deploy.deploy_helpers import DEPLOY
-from tests.support import HERE, NAMESPACE, Reactor
+from tests.support import HERE, NAMESPACE, Reactor, feeding_client, release, with_prometheus
 
 SA_USER = "system:serviceaccount:gpu-reactor:gpu-reactor"
 SA_TOKEN = "gpu-reactor-sa-token"
@@ -75,13 +75,15 @@ def deployed_reactor(sim: SimCluster, token_file: Path, *, clock: Callable[[], d
                state={**(doc.get("state") or {}), "keyFile": str(state_key_file(token_file.parent))},
                kube={"timeout": "2s", "qps": 1000, "burst": 1000, "conflictRetries": 3})
     doc.update(overrides)
-    settings = build_settings(doc, {})
+    settings, stand_in = with_prometheus(build_settings(doc, {}), instead=True)
     registry = CollectorRegistry()
     metrics = Metrics(registry)
     kube = KubeGateway.for_url(sim.url, settings.kube, metrics, token=SA_TOKEN)
     service = assemble(settings, kube=kube, metrics=metrics, **({"clock": clock} if clock is not None else {}))
     service.app.testing = True
-    return Reactor(service, service.app.test_client(), sim, registry)
+    reactor = Reactor(service, feeding_client(service, stand_in), sim, registry, stand_in)
+    release(reactor)
+    return reactor
 
 
 LEDGER = ("gpu-reactor", "gpu-reactor-state")  # the state ledger's Lease, as deploy/reactor/policy.yaml names it

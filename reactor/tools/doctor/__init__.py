@@ -7,6 +7,8 @@ asked to `--send-test-alert`: then one alert the reactor ignores goes through Al
 without a scheme, a file that does not exist) are usage errors: one line, exit status 2.
 With `rebalance.enabled` it also asks the Alertmanager the rebalancer asks (its configured URL, token and CA:
 `GET /api/v2/status`, then the rebalancer's own `GET /api/v2/alerts`) and whether the donor alerts are loaded rules.
+It always asks the Prometheus the reactor confirms alerts against (`confirm.prometheusUrl`, its token and CA:
+does it answer, are the rules the policy acts on loaded there), and warns when `confirm.enabled` is false.
 A source not given is reported as a warning ("not checked"), never silently skipped. Exit status 1 when
 any check fails.
 """
@@ -23,7 +25,17 @@ from typing import TYPE_CHECKING, Any, TextIO
 from reactor.config.settings import Settings, load_settings
 from reactor.core.errors import ConfigError, ReactorError
 from reactor.core.model import KNOWN_ALERTS
-from reactor.tools.doctor import alertmanager, cluster, delivery, prometheus, rebalance, signals, sources, token
+from reactor.tools.doctor import (
+    alertmanager,
+    cluster,
+    confirm,
+    delivery,
+    prometheus,
+    rebalance,
+    signals,
+    sources,
+    token,
+)
 from reactor.tools.doctor.http import Unreachable
 from reactor.tools.doctor.report import Check, exit_code, failing, line, warning
 
@@ -157,6 +169,7 @@ def diagnose(sources: Sources, settings: Settings, kube: KubeGateway | str) -> l
                            lambda: alertmanager_checks(am, settings, sources.reactor_url, severities))
     else:
         checks.append(warning("alertmanager", "not checked: route, inhibition, webhook", "pass --alertmanager URL"))
+    checks += _guarded(confirm.NAME, confirm.FIX, lambda: confirm.confirm_checks(settings))
     if settings.policy.rebalance_enabled:
         checks += rebalance_checks(sources.prometheus, settings)
     if sources.token_file is not None:

@@ -79,6 +79,16 @@ release's own namespace always denied (the reactor never acts on itself). */}}
 {{- if $source -}}
 {{- $_ := set $policy "rebalance" (merge $source (omit ($policy.rebalance | default dict) "alertmanagerTokenFile" "alertmanagerCaFile")) -}}
 {{- end -}}
+{{- $confirm := dict -}}
+{{- if .Values.confirmSource.tokenSecret -}}
+{{- $_ := set $confirm "tokenFile" "/etc/gpu-reactor/prometheus-token/token" -}}
+{{- end -}}
+{{- if .Values.confirmSource.caConfigMap -}}
+{{- $_ := set $confirm "caFile" "/etc/gpu-reactor/prometheus-ca/ca.crt" -}}
+{{- end -}}
+{{- if $confirm -}}
+{{- $_ := set $policy "confirm" (merge $confirm (omit ($policy.confirm | default dict) "tokenFile" "caFile")) -}}
+{{- end -}}
 {{- toYaml $policy -}}
 {{- end -}}
 
@@ -136,7 +146,8 @@ A key set to null is the reactor's default, which the reactor checks. */}}
 {{- end -}}
 
 {{/* Pods of the monitoring stack by their app.kubernetes.io/name, in one namespace: a NetworkPolicy peer
-(Alertmanager calling the webhook, Prometheus scraping, the rebalancer asking Alertmanager's API). */}}
+(Alertmanager calling the webhook, Prometheus scraping, the rebalancer asking Alertmanager's API, the confirm step
+asking Prometheus's). */}}
 {{- define "gpu-reactor.monitoringPeer" -}}
 - namespaceSelector:
     matchLabels:

@@ -1,0 +1,154 @@
+"""The confirm step's answer, asked of Prometheus's own rule state (`GET /api/v1/rules?type=alert`).
+
+For each alert the engine would act on, the question is whether the Prometheus the rules run in fires it now, for
+the same workload, and what its rule's expression measures. The rules endpoint answers both from rule evaluation
+itself — each alerting rule's active alerts with their labels, state, activeAt and value, each group's evaluation
+interval, each rule's `for` — so a scraped series that merely carries the name `ALERTS` (a target can expose any
+name) never counts. One request answers every alert of a notification, whatever its namespaces.
+
+Matching is on what both sides agree on: the alert name and the workload's identity — namespace, pod and container,
+each the `exported_*` spelling if present, else the plain one, as intake/alerts.py `parse_alert` reads the
+webhook's alert. Nothing else: Alertmanager's copy may carry external labels (`prometheus`, `cluster`,
+`prometheus_replica`) that Prometheus's rule state does not, or drop some.
+
+An HA pair behind one Service: the replica asked may evaluate a few seconds after the one whose alert was
+delivered. A firing alert therefore also counts as confirmed while it is pending there and would fire within one
+evaluation interval of its group (activeAt + for ≤ now + interval). A resolve is "still firing" only if Prometheus
+holds the alert `firing` (keep_firing_for included), never for a pending one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from reactor.config.settings import Settings, require_confirm_url
+from reactor.core.confirm import Confirmation
+from reactor.core.errors import InvalidPayload
+from reactor.core.model import Alert
+from reactor.intake.alerts import measures
+from reactor.sources.prometheus import ActiveAlert, AlertingRule, PrometheusApi, RuleGroup
+
+RESULTS = ("ok", "timeout", "unreachable", "refused", "invalid")
+# Below a second (a healthy local Prometheus) up to the longest confirm.timeout.
+BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+Identity = tuple[str, str | None, str | None, str | None]
+
+
+def identity(name: str, labels: Mapping[str, str]) -> Identity:
+    """(alertname, namespace, pod, container) as the webhook's parser names them: `exported_*` first."""
+    get = labels.get
+    return (name, get("exported_namespace") or get("namespace") or None, get("exported_pod") or get("pod") or None,
+            get("exported_container") or get("container") or None)
+
+
+class ConfirmMetrics:
+    """`reactor_confirm_requests_total{result}` and `reactor_confirm_duration_seconds`, every result zeroed at start
+    (a series that appears only after the first failure cannot be alerted on before it)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.requests = Counter(
+            "reactor_confirm_requests", "Requests to Prometheus's API by the confirm step, by result: ok; unreachable "
+            "(no connection, TLS, DNS, an unreadable token or CA file); timeout (confirm.timeout); refused (a non-2xx "
+            "answer); invalid (not JSON, not the API's shape, over the size cap).", ["result"], registry=registry)
+        self.duration = Histogram(
+            "reactor_confirm_duration_seconds", "Time of one request to Prometheus's API by the confirm step, in "
+            "seconds, whatever its result.", buckets=BUCKETS, registry=registry)
+        for result in RESULTS:
+            self.requests.labels(result=result)
+
+    def observe(self, result: str, seconds: float) -> None:
+        self.requests.labels(result=result).inc()
+        self.duration.observe(seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """One active alert as a rule holds it, with what decides whether it counts as firing now."""
+
+    alert: ActiveAlert
+    rule: AlertingRule
+    group: RuleGroup
+
+    def fires_by(self, now: datetime) -> bool:
+        """Firing, or pending and due to fire within the group's next evaluation."""
+        if self.alert.state == "firing":
+            return True
+        return (self.alert.state == "pending" and self.alert.active_at is not None
+                and self.alert.active_at + self.rule.duration <= now + self.group.interval)
+
+
+class PrometheusConfirmer:
+    """`Confirmer` over Prometheus's rule state. Thread-safe (the client is)."""
+
+    def __init__(self, api: PrometheusApi) -> None:
+        self.api = api
+
+    def confirm(self, alerts: Sequence[Alert], now: datetime) -> list[Confirmation]:
+        if not alerts:
+            return []
+        names = {a.name for a in alerts}
+        groups = self.api.rules(names)  # PrometheusUnavailable: raised to the caller, which writes nothing
+        held: dict[Identity, list[_Held]] = {}
+        loaded: set[str] = set()
+        for group in groups:
+            for rule in group.rules:
+                loaded.add(rule.name)
+                for active in rule.alerts:
+                    if active.name == rule.name:  # an alert's alertname is its rule's (rules/alerting.go)
+                        held.setdefault(identity(rule.name, active.labels), []).append(_Held(active, rule, group))
+        return [self._one(a, held.get(identity(a.name, a.labels), []), a.name in loaded, now) for a in alerts]
+
+    def _one(self, alert: Alert, held: list[_Held], loaded: bool, now: datetime) -> Confirmation:
+        who = f"{alert.name} for {alert.namespace}/{alert.pod}" + (f" container {alert.container}"
+                                                                    if alert.container else "")
+        where = f"Prometheus {self.api.url}"
+        if not loaded:
+            return Confirmation(False, f"{where} has no alerting rule {alert.name} loaded")
+        if alert.firing:
+            counted = [h for h in held if h.fires_by(now)]
+        else:
+            counted = [h for h in held if h.alert.state == "firing"]
+        if not counted:
+            pending = [h for h in held if h.alert.state == "pending" and h.alert.active_at is not None]
+            if pending and alert.firing:
+                due = min(h.alert.active_at + h.rule.duration for h in pending if h.alert.active_at is not None)
+                return Confirmation(False, f"{where} holds {who} pending, firing from {due.isoformat()}")
+            return Confirmation(False, f"{where} does not fire {who} now")
+        # Several rules of one name (two GPUIdle windows) may hold it: the highest value, as the policy folds.
+        best = max(counted, key=lambda h: -math.inf if math.isnan(h.alert.value) else h.alert.value)
+        value = None if math.isnan(best.alert.value) else best.alert.value
+        state = best.alert.state
+        reason = f"{where} {'fires' if state == 'firing' else 'holds pending, due within one interval,'} {who}"
+        if value is not None:
+            reason += f" (value {value:.3g}" + (f"; the alert said {alert.annotations.get('value')}"
+                                                if alert.annotations.get("value") else "") + ")"
+        return Confirmation(True, reason, value, **_measures(best.alert.annotations))
+
+
+def _measures(annotations: Mapping[str, str]) -> dict[str, Any]:
+    """gpus, idle_gpus and the CPU fields from Prometheus's own annotations; one that does not parse is unknown."""
+    try:
+        return measures(annotations, "prometheus")
+    except InvalidPayload:
+        return {}
+
+
+def confirmer(settings: Settings, registry: CollectorRegistry) -> PrometheusConfirmer | None:
+    """The confirm step's `Confirmer`; None when the policy says `confirm.enabled: false` (the reactor then trusts
+    whoever can reach Alertmanager: `check-config` and `doctor` say so). Raises `ConfigError` without a URL."""
+    source = settings.confirm
+    if not source.enabled:
+        return None
+    require_confirm_url(settings)
+    assert source.url is not None
+    metrics = ConfirmMetrics(registry)
+    return PrometheusConfirmer(PrometheusApi(source.url, token_file=source.token_file, ca_file=source.ca_file,
+                                             timeout=source.timeout, observe=metrics.observe,
+                                             key="confirm.prometheusUrl"))
