@@ -8,6 +8,7 @@ traceback. It holds no logic of its own: the commands live in `reactor.app` and 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import os
 import socket
@@ -229,13 +230,13 @@ def _embedded_cluster(command: str) -> None:
     out (the image is the service: no stand-in API server in a production pod). Said at once, with where to run
     them, rather than as an import error."""
     try:
-        import reactor_sim  # noqa: F401 - only asked whether it is installed
-    except ModuleNotFoundError as e:
-        if e.name != "reactor_sim":
-            raise
+        installed = importlib.util.find_spec("reactor_sim") is not None  # asked, never imported here
+    except ValueError:  # a module set to None in sys.modules: not importable
+        installed = False
+    if not installed:
         raise ReactorError(f"needs the embedded cluster (the reactor_sim package), which this installation leaves "
                            f"out — the container image is the service alone; run `reactor {command}` from a checkout "
-                           "(`make demo` sets it up), or point `reactor plan` at a cluster with --kubeconfig") from None
+                           "(`make demo` sets it up), or point `reactor plan` at a cluster with --kubeconfig")
 
 
 def _demo(args: argparse.Namespace) -> int:
