@@ -257,7 +257,7 @@ def test_an_unreachable_api_server_is_one_line_and_exit_1(tmp_path: Path, clean_
         config = tmp_path / "policy.yaml"
         config.write_text(f"server: {{tokenFile: {tmp_path / 'token'}, listen: '127.0.0.1:0', "
                           f"probeListen: '127.0.0.1:0'}}\nstate: {{keyFile: {tmp_path / 'state-key'}}}\n"
-                          f"kube: {{kubeconfig: {kubeconfig}}}\n")
+                          f"kube: {{kubeconfig: {kubeconfig}}}\nconfirm: {{prometheusUrl: 'http://127.0.0.1:9'}}\n")
         status = run(["serve", "--config", str(config)])
     err = capsys.readouterr().err
     assert status == 1, err
