@@ -32,7 +32,8 @@ from reactor.core.confirm import Confirmation
 from reactor.core.errors import InvalidPayload
 from reactor.core.model import Alert
 from reactor.intake.alerts import measures
-from reactor.sources.prometheus import ActiveAlert, AlertingRule, PrometheusApi, RuleGroup
+from reactor.sources.prometheus import PrometheusApi
+from reactor.sources.prometheus_answers import ActiveAlert, AlertingRule, RuleGroup
 
 RESULTS = ("ok", "timeout", "unreachable", "refused", "invalid")
 # Below a second (a healthy local Prometheus) up to the longest confirm.timeout.

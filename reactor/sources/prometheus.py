@@ -26,7 +26,6 @@ import base64
 import contextlib
 import http.client
 import json
-import math
 import os
 import socket
 import ssl
@@ -35,13 +34,23 @@ import time
 import urllib.parse
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from types import MappingProxyType
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from reactor.core.errors import InvalidPayload, PrometheusUnavailable, ReactorError
-from reactor.intake.alerts import parse_time
 from reactor.intake.bearer import TokenFile, sendable
+from reactor.sources.prometheus_answers import (
+    ActiveAlert,
+    RuleGroup,
+    Sample,
+    Series,
+    read_alerts,
+    read_buildinfo,
+    read_matrix,
+    read_rule_groups,
+    read_vector,
+    unix,
+)
 
 QUERY_PATH = "/api/v1/query"
 QUERY_RANGE_PATH = "/api/v1/query_range"
@@ -63,70 +72,6 @@ class _Failed(Exception):
     def __init__(self, result: str, why: str) -> None:
         super().__init__(why)
         self.result, self.why = result, why
-
-
-# --- values --------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Sample:
-    """One series of an instant vector: its labels and its value at `at` (NaN and ±Inf kept as floats)."""
-
-    labels: Mapping[str, str]
-    value: float
-    at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class Series:
-    """One series of a range query: its labels and its points, oldest first."""
-
-    labels: Mapping[str, str]
-    points: tuple[tuple[datetime, float], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class ActiveAlert:
-    """An alert a rule holds active: `state` "pending" or "firing"; `value` the rule expression's value for it at
-    the rule's latest evaluation (NaN when the expression's value is NaN)."""
-
-    labels: Mapping[str, str]
-    annotations: Mapping[str, str]
-    state: str
-    active_at: datetime | None
-    value: float
-
-    @property
-    def name(self) -> str:
-        return self.labels.get("alertname", "")
-
-
-@dataclass(frozen=True, slots=True)
-class AlertingRule:
-    """An alerting rule as Prometheus runs it: `duration` is its `for`, `alerts` its active alerts."""
-
-    name: str
-    query: str
-    duration: timedelta
-    state: str  # inactive | pending | firing
-    health: str  # ok | err | unknown
-    labels: Mapping[str, str]
-    alerts: tuple[ActiveAlert, ...]
-    keep_firing_for: timedelta = timedelta(0)
-
-
-@dataclass(frozen=True, slots=True)
-class RuleGroup:
-    """A rule group: its evaluation `interval` and its alerting rules (recording rules are not asked for)."""
-
-    name: str
-    file: str
-    interval: timedelta
-    rules: tuple[AlertingRule, ...]
-    last_evaluation: datetime | None = None
-
-
-# --- the client ----------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,23 +153,23 @@ class PrometheusApi:
 
     def query(self, expr: str, at: datetime | None = None) -> tuple[Sample, ...]:
         """An instant query's vector (`at`: the evaluation time, else the server's now)."""
-        params = [("query", expr)] + ([("time", _unix(at))] if at is not None else [])
-        return self._call(QUERY_PATH, params, _vector)
+        params = [("query", expr)] + ([("time", unix(at))] if at is not None else [])
+        return self._call(QUERY_PATH, params, read_vector)
 
     def query_range(self, expr: str, start: datetime, end: datetime, step: timedelta) -> tuple[Series, ...]:
         """A range query's matrix, from `start` to `end` every `step`."""
         if step.total_seconds() <= 0:
             raise ValueError(f"step must be positive, got {step}")
-        params = [("query", expr), ("start", _unix(start)), ("end", _unix(end)),
+        params = [("query", expr), ("start", unix(start)), ("end", unix(end)),
                   ("step", f"{step.total_seconds():g}")]
-        return self._call(QUERY_RANGE_PATH, params, _matrix)
+        return self._call(QUERY_RANGE_PATH, params, read_matrix)
 
     def rules(self, names: Collection[str] = ()) -> tuple[RuleGroup, ...]:
         """The alerting rules' groups, with each rule's active alerts. `names`: the alert names wanted, sent as
         `rule_name[]` (a server that knows the filter, 2.46+, answers less; 2.42 ignores it) and applied here too,
         so the answer is the same either way."""
         params = [("type", "alert")] + [("rule_name[]", n) for n in sorted(set(names))]
-        groups = self._call(RULES_PATH, params, _rule_groups)
+        groups = self._call(RULES_PATH, params, read_rule_groups)
         if not names:
             return groups
         wanted = frozenset(names)
@@ -233,11 +178,11 @@ class PrometheusApi:
 
     def alerts(self) -> tuple[ActiveAlert, ...]:
         """Every active alert of every rule (GET /api/v1/alerts)."""
-        return self._call(ALERTS_PATH, [], _alert_list)
+        return self._call(ALERTS_PATH, [], read_alerts)
 
     def buildinfo(self) -> Mapping[str, str]:
         """GET /api/v1/status/buildinfo: `version`, `revision`, ... (the doctor's check of who answers)."""
-        return self._call(BUILDINFO_PATH, [], _buildinfo)
+        return self._call(BUILDINFO_PATH, [], read_buildinfo)
 
     # --- one request ---
 
@@ -410,99 +355,6 @@ class PrometheusApi:
 
 class _Stale(Exception):
     """A kept-alive connection the server had closed: send again on a new one."""
-
-
-# --- reading answers -----------------------------------------------------------------------------------------
-
-
-def _vector(data: Any) -> tuple[Sample, ...]:
-    if data.get("resultType") != "vector" or not isinstance(data.get("result"), list):
-        raise ValueError(f"expected an instant vector, got resultType {str(data.get('resultType'))[:40]!r}")
-    return tuple(Sample(_labels(s["metric"]), *_point(s["value"])[::-1]) for s in data["result"])
-
-
-def _matrix(data: Any) -> tuple[Series, ...]:
-    if data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
-        raise ValueError(f"expected a matrix, got resultType {str(data.get('resultType'))[:40]!r}")
-    return tuple(Series(_labels(s["metric"]), tuple(_point(p) for p in s["values"])) for s in data["result"])
-
-
-def _rule_groups(data: Any) -> tuple[RuleGroup, ...]:
-    groups = []
-    for g in data["groups"]:
-        rules = tuple(_alerting_rule(r) for r in g["rules"] if r.get("type") == "alerting")
-        groups.append(RuleGroup(name=_str(g["name"]), file=_str(g.get("file", "")),
-                                interval=_seconds(g["interval"]), rules=rules,
-                                last_evaluation=_time_or_none(g.get("lastEvaluation"))))
-    return tuple(groups)
-
-
-def _alerting_rule(r: Mapping[str, Any]) -> AlertingRule:
-    return AlertingRule(name=_str(r["name"]), query=_str(r["query"]), duration=_seconds(r.get("duration", 0)),
-                        state=_str(r["state"]), health=_str(r.get("health", "unknown")),
-                        labels=_labels(r.get("labels") or {}), alerts=tuple(_active(a) for a in r.get("alerts") or ()),
-                        keep_firing_for=_seconds(r.get("keepFiringFor", 0)))
-
-
-def _alert_list(data: Any) -> tuple[ActiveAlert, ...]:
-    return tuple(_active(a) for a in data["alerts"])
-
-
-def _active(a: Mapping[str, Any]) -> ActiveAlert:
-    state = _str(a["state"])
-    if state not in ("pending", "firing", "inactive"):
-        raise ValueError(f"alert state {state[:20]!r}")
-    return ActiveAlert(labels=_labels(a["labels"]), annotations=_labels(a.get("annotations") or {}), state=state,
-                       active_at=_time_or_none(a.get("activeAt")), value=_float(a.get("value", "NaN")))
-
-
-def _buildinfo(data: Any) -> Mapping[str, str]:
-    if not isinstance(data, dict) or not isinstance(data.get("version"), str):
-        raise ValueError("not a buildinfo object (version)")
-    return MappingProxyType({k: v for k, v in data.items() if isinstance(v, str)})
-
-
-def _point(raw: Any) -> tuple[datetime, float]:
-    stamp, value = raw
-    return datetime.fromtimestamp(float(stamp), UTC), _float(value)
-
-
-def _float(raw: Any) -> float:
-    """Prometheus prints values as strings ("0.25", "1e+00", "NaN", "+Inf"); Python's float reads them all."""
-    if not isinstance(raw, (str, int, float)) or isinstance(raw, bool):
-        raise TypeError(f"expected a number, got {type(raw).__name__}")
-    return float(raw)
-
-
-def _seconds(raw: Any) -> timedelta:
-    value = _float(raw)
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"expected a duration in seconds, got {raw!r}")
-    return timedelta(seconds=value)
-
-
-def _time_or_none(raw: Any) -> datetime | None:
-    if raw is None or raw == "" or raw == "0001-01-01T00:00:00Z":  # Go's zero time: never evaluated
-        return None
-    return parse_time("time", raw)
-
-
-def _labels(raw: Any) -> Mapping[str, str]:
-    if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
-        raise TypeError("expected labels: an object of strings")
-    return MappingProxyType(dict(raw))
-
-
-def _str(raw: Any) -> str:
-    if not isinstance(raw, str):
-        raise TypeError(f"expected a string, got {type(raw).__name__}")
-    return raw
-
-
-def _unix(moment: datetime) -> str:
-    if moment.tzinfo is None:
-        raise ValueError("expected an aware datetime (UTC)")
-    return f"{moment.timestamp():.3f}"
 
 
 def _error_detail(response: http.client.HTTPResponse) -> str:
