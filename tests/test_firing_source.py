@@ -335,9 +335,9 @@ def test_the_url_s_credentials_are_never_printed_by_a_repr_or_a_config_error() -
     config error a bad URL gets."""
     from reactor.config.settings import build_settings
     from reactor.core.errors import ConfigError
-    from reactor.sources.alertmanager import _Target
+    from reactor.sources.http import Target
 
-    target = _Target.of("http://am-user:s3cret@am.monitoring:9093/prefix")
+    target = Target.of("http://am-user:s3cret@am.monitoring:9093/prefix", "rebalance.alertmanagerUrl")
     assert target.basic is not None and "s3cret" not in repr(target) and target.basic not in repr(target)
     with pytest.raises(ConfigError) as refused:
         build_settings({"rebalance": {"alertmanagerUrl": "http://am-user:s3cret@am:9093/x?query=1"}}, environ={})

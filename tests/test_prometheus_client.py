@@ -162,8 +162,8 @@ def test_the_server_closing_an_idle_connection_is_retried_once(stub: Stub) -> No
     closes = {"n": 0}
 
     def close_after(h: BaseHTTPRequestHandler) -> None:
+        closes["n"] += 1  # counted before the answer: the client may read it and return before this thread runs on
         _send(h, 200, _ok({"resultType": "vector", "result": []}))
-        closes["n"] += 1
         h.close_connection = True  # keep-alive promised by HTTP/1.1, then the server drops it while idle
 
     stub.handler = close_after

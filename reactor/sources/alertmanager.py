@@ -24,30 +24,24 @@ anyone can POST an alert into Alertmanager, and one bad one must not hide a name
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import http.client
 import json
 import logging
-import os
-import socket
 import ssl
 import threading
 import time
 import urllib.parse
 import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter
 
-from reactor.config.fields import without_credentials
 from reactor.config.settings import AlertSource, Settings
 from reactor.core.errors import AlertSourceUnavailable, InvalidPayload, ReactorError
 from reactor.core.model import Alert, Status
 from reactor.intake.alerts import parse_alert
-from reactor.intake.bearer import TokenFile, sendable
+from reactor.sources.http import Credentials, Failed, Target, Tls, abort, one_line, read_body
 
 if TYPE_CHECKING:
     from reactor.core.metrics import Metrics
@@ -58,18 +52,10 @@ STATUS_PATH = "/api/v2/status"
 MAX_BODY_BYTES = 8 * 1024 * 1024  # a gettableAlert is ~1 KiB: thousands of alerts for one namespace is not idle data
 MAX_ALERTS = 5_000
 NAMESPACE_LABELS = ("namespace", "exported_namespace")  # both spellings intake/alerts.py reads
-_CHUNK = 64 * 1024
 # Go's regexp.QuoteMeta (regexp/regexp.go, `special`): the characters RE2 reads as syntax.
 _RE2_SPECIAL = frozenset("\\.+*?()|[]{}^$")
 _T = TypeVar("_T")
 
-
-class _Failed(Exception):
-    """One request's failure: `result` is its metrics label, `why` the reason's tail."""
-
-    def __init__(self, result: str, why: str) -> None:
-        super().__init__(why)
-        self.result, self.why = result, why
 
 
 def quote_value(value: str) -> str:
@@ -97,41 +83,6 @@ def alerts_query(label: str, namespace: str, alertnames: Collection[str]) -> str
     return f"{ALERTS_PATH}?{urllib.parse.urlencode(params)}"
 
 
-@dataclass(frozen=True, slots=True)
-class _Target:
-    """The configured URL, split once: where to connect, the path prefix, the URL as it may be printed."""
-
-    https: bool
-    host: str
-    port: int
-    prefix: str  # a route prefix (--web.route-prefix), without the trailing slash
-    shown: str  # scheme://host[:port]/prefix: never the userinfo
-    basic: str | None = field(repr=False)  # `Basic ...` from user:password@ in the URL: never printed
-
-    @classmethod
-    def of(cls, url: str) -> _Target:
-        parts = urllib.parse.urlsplit(url)
-        try:
-            given_port = parts.port  # raises on a port that is not a number from 0 to 65535
-        except ValueError:
-            given_port = -1
-        if parts.scheme not in ("http", "https") or not parts.hostname or given_port == -1:
-            raise ReactorError(f"rebalance.alertmanagerUrl: expected an http(s) URL with a host (and a valid port), "
-                               f"got {without_credentials(url)!r}")
-        https = parts.scheme == "https"
-        port = given_port or (443 if https else 80)
-        host = parts.hostname
-        netloc = f"[{host}]" if ":" in host else host
-        netloc += f":{given_port}" if given_port else ""
-        prefix = parts.path.rstrip("/")
-        basic = None
-        if parts.username is not None:
-            pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
-            basic = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
-        return cls(https, host, port, prefix, f"{parts.scheme}://{netloc}{prefix}", basic)
-
-
-
 class AlertmanagerAlerts:
     """`FiringAlerts` over Alertmanager's API v2. Thread-safe: each call opens its own connection.
 
@@ -144,16 +95,15 @@ class AlertmanagerAlerts:
                  clock: Callable[[], float] = time.monotonic) -> None:
         if source.url is None:
             raise ReactorError("rebalance.alertmanagerUrl is not set")
-        self._target = _Target.of(source.url)
+        self._target = Target.of(source.url, "rebalance.alertmanagerUrl")
         self._source = source
         self._timeout = source.timeout.total_seconds()
         self._metrics = metrics
         self._max_body = max_body_bytes
         self._max_alerts = max_alerts
         self._clock = clock
-        self._token: TokenFile | None = None
-        self._tls: tuple[tuple[int, ...] | None, ssl.SSLContext] | None = None
-        self._lock = threading.Lock()
+        self._credentials = Credentials(source.token_file, self._target.basic)
+        self._tls = Tls(source.ca_file)
         self._skipped = skipped_entries(metrics.registry) if metrics is not None else None
 
     @property
@@ -188,9 +138,9 @@ class AlertmanagerAlerts:
         """gettableAlerts (api/v2/openapi.yaml) into `Alert`s with status FIRING; entries whose `status.state` is
         not "active" (suppressed, unprocessed) are left out even if the server sent them."""
         if not isinstance(body, list):
-            raise _Failed("invalid", "expected a JSON list of alerts (gettableAlerts)")
+            raise Failed("invalid", "expected a JSON list of alerts (gettableAlerts)")
         if len(body) > self._max_alerts:
-            raise _Failed("invalid", f"{len(body)} alerts, more than the {self._max_alerts} this source reads in "
+            raise Failed("invalid", f"{len(body)} alerts, more than the {self._max_alerts} this source reads in "
                           "one answer")
         alerts = []
         for i, raw in enumerate(body):
@@ -220,7 +170,7 @@ class AlertmanagerAlerts:
     # --- HTTP ---
 
     def _get_json(self, path: str, deadline: float, read: Callable[[Any], _T]) -> _T:
-        """One request; `read` turns the decoded JSON into the answer or raises `_Failed` (counted as invalid)."""
+        """One request; `read` turns the decoded JSON into the answer or raises `Failed` (counted as invalid)."""
         started = self._clock()
         result = "ok"
         try:
@@ -228,9 +178,9 @@ class AlertmanagerAlerts:
             try:
                 body = json.loads(raw)
             except ValueError as e:
-                raise _Failed("invalid", f"not JSON ({_one_line(e)})") from None
+                raise Failed("invalid", f"not JSON ({one_line(e)})") from None
             return read(body)
-        except _Failed as e:
+        except Failed as e:
             result = e.result
             raise self._unavailable(path, e.why) from None
         finally:
@@ -240,16 +190,16 @@ class AlertmanagerAlerts:
 
     def _get(self, path: str, deadline: float) -> bytes:
         headers = {"Accept": "application/json", "User-Agent": "gpu-reactor"}
-        auth = self._authorization()
+        auth = self._credentials.header()
         if auth is not None:
             headers["Authorization"] = auth
         left = deadline - self._clock()
         if left <= 0:
-            raise _Failed("timeout", f"no time left of the {self._timeout:g}s timeout")
+            raise Failed("timeout", f"no time left of the {self._timeout:g}s timeout")
         t = self._target
         conn: http.client.HTTPConnection
         if t.https:
-            conn = http.client.HTTPSConnection(t.host, t.port, timeout=left, context=self._tls_context())
+            conn = http.client.HTTPSConnection(t.host, t.port, timeout=left, context=self._tls.context()[0])
         else:
             conn = http.client.HTTPConnection(t.host, t.port, timeout=left)
         expired = threading.Event()
@@ -258,87 +208,37 @@ class AlertmanagerAlerts:
         try:
             conn.connect()  # the socket's timeout (what is left) bounds the connect and the TLS handshake
             # Held here: http.client drops conn.sock once an HTTP/1.0 answer's head is read (will_close).
-            watchdog = threading.Timer(max(0.0, deadline - self._clock()), _abort, (conn.sock, expired))
+            watchdog = threading.Timer(max(0.0, deadline - self._clock()), abort, (conn.sock, expired))
             watchdog.daemon = True
             watchdog.start()
             conn.request("GET", t.prefix + path, headers=headers)
             response = conn.getresponse()
             if not 200 <= response.status < 300:
                 detail = response.read(200).decode("utf-8", "replace")
-                raise _Failed("refused", f"HTTP {response.status} {response.reason}"
-                              + (f": {_one_line(detail)}" if detail.strip() else ""))
-            body = self._body(response)
+                raise Failed("refused", f"HTTP {response.status} {response.reason}"
+                              + (f": {one_line(detail)}" if detail.strip() else ""))
+            body = read_body(response, self._max_body)
             if expired.is_set():  # the watchdog ended the stream: what came is a part, not the answer
-                raise _Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout")
+                raise Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout")
             return body
-        except _Failed as e:
+        except Failed as e:
             if expired.is_set() and e.result != "invalid":  # cut short by the watchdog, not by the server
-                raise _Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout") from None
+                raise Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout") from None
             raise
         except TimeoutError:
-            raise _Failed("timeout", f"no answer within the {self._timeout:g}s timeout") from None
+            raise Failed("timeout", f"no answer within the {self._timeout:g}s timeout") from None
         except ssl.SSLError as e:
-            raise _Failed("unreachable", f"TLS: {_one_line(e)}") from None
+            raise Failed("unreachable", f"TLS: {one_line(e)}") from None
         except (OSError, http.client.HTTPException, ValueError) as e:
             if expired.is_set() or self._clock() >= deadline:
-                raise _Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout") from None
-            raise _Failed("unreachable", _one_line(getattr(e, "reason", None) or e or type(e).__name__)) from None
+                raise Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout") from None
+            raise Failed("unreachable", one_line(getattr(e, "reason", None) or e or type(e).__name__)) from None
         finally:
             if watchdog is not None:
                 watchdog.cancel()
             if response is not None:
                 response.close()
             conn.close()
-
-    def _body(self, response: http.client.HTTPResponse) -> bytes:
-        declared = response.getheader("Content-Length")
-        if declared is not None and declared.isdigit() and int(declared) > self._max_body:
-            raise _Failed("invalid", f"an answer of {int(declared)} bytes, over the {self._max_body}-byte limit")
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            chunk = response.read(_CHUNK)
-            if not chunk:
-                if declared is not None and declared.isdigit() and size != int(declared):
-                    raise _Failed("unreachable", f"the answer ended after {size} of {declared} bytes")
-                return b"".join(chunks)
-            size += len(chunk)
-            if size > self._max_body:
-                raise _Failed("invalid", f"an answer over the {self._max_body}-byte limit")
-            chunks.append(chunk)
-
-    def _authorization(self) -> str | None:
-        """`Bearer <token>` from the token file, re-read when it changes (intake/bearer.py `TokenFile`)."""
-        path = self._source.token_file
-        if path is None:
-            return self._target.basic
-        try:
-            with self._lock:
-                if self._token is None:
-                    self._token = TokenFile(path)
-                token = self._token.current()
-        except (OSError, ReactorError) as e:
-            raise _Failed("unreachable", f"token file {path}: {_one_line(getattr(e, 'strerror', None) or e)}") \
-                from None
-        if not sendable(token):
-            raise _Failed("unreachable", f"token file {path}: holds characters an HTTP header cannot carry")
-        return "Bearer " + token.decode("ascii")
-
-    def _tls_context(self) -> ssl.SSLContext:
-        """Verified against `ca_file` (else the system's roots); rebuilt when the file changes (a rotated CA)."""
-        path = self._source.ca_file
-        try:
-            stamp = None
-            if path is not None:
-                st = os.stat(path)
-                stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-            with self._lock:
-                if self._tls is None or self._tls[0] != stamp:
-                    self._tls = (stamp, ssl.create_default_context(cafile=path))
-                return self._tls[1]
-        except (OSError, ssl.SSLError) as e:
-            raise _Failed("unreachable", f"CA file {path}: {_one_line(getattr(e, 'strerror', None) or e)}") \
-                from None
 
     def _unavailable(self, path: str, why: str) -> AlertSourceUnavailable:
         return AlertSourceUnavailable(f"Alertmanager {self.url}{path.split('?', 1)[0]}: {why}")
@@ -347,22 +247,8 @@ class AlertmanagerAlerts:
 def _status(body: Any) -> Mapping[str, Any]:
     if not isinstance(body, dict) or not isinstance(body.get("versionInfo"), dict) \
             or not isinstance(body.get("cluster"), dict):
-        raise _Failed("invalid", "not an alertmanagerStatus object (versionInfo, cluster)")
+        raise Failed("invalid", "not an alertmanagerStatus object (versionInfo, cluster)")
     return body
-
-
-def _abort(sock: socket.socket | None, expired: threading.Event) -> None:
-    """The deadline passed: end the connection under the reader (its blocked read fails at once). The plain
-    socket's shutdown, also under TLS: the SSL object stays for the reader, which then meets end of stream."""
-    expired.set()
-    if sock is not None:
-        with contextlib.suppress(OSError):
-            socket.socket.shutdown(sock, socket.SHUT_RDWR)
-
-
-def _one_line(text: object, limit: int = 200) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[:limit] + "…"
 
 
 _SKIPPED: weakref.WeakKeyDictionary[CollectorRegistry, Counter] = weakref.WeakKeyDictionary()

@@ -22,23 +22,19 @@ confirm step asks on every notification. Every failure raises `PrometheusUnavail
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import http.client
 import json
-import os
-import socket
 import ssl
 import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from reactor.core.errors import InvalidPayload, PrometheusUnavailable, ReactorError
-from reactor.intake.bearer import TokenFile, sendable
+from reactor.core.errors import InvalidPayload, PrometheusUnavailable
+from reactor.sources.http import Credentials, Failed, Target, Tls, abort, one_line, read_body
 from reactor.sources.prometheus_answers import (
     ActiveAlert,
     RuleGroup,
@@ -59,52 +55,10 @@ ALERTS_PATH = "/api/v1/alerts"
 BUILDINFO_PATH = "/api/v1/status/buildinfo"
 MAX_BODY_BYTES = 16 * 1024 * 1024  # an active alert is ~1 KiB in /api/v1/rules: thousands fit
 MAX_IDLE_CONNECTIONS = 4  # kept alive between calls; more concurrent callers open their own and close them
-_CHUNK = 64 * 1024
 _T = TypeVar("_T")
 # The failures of a kept-alive connection that the server closed while it sat idle: met before any answer,
 # so the request was not processed and is sent once more on a new connection.
 _STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
-
-
-class _Failed(Exception):
-    """One request's failure: `result` is its metrics label, `why` the reason's tail."""
-
-    def __init__(self, result: str, why: str) -> None:
-        super().__init__(why)
-        self.result, self.why = result, why
-
-
-@dataclass(frozen=True, slots=True)
-class _Target:
-    """The configured URL, split once: where to connect, the path prefix, the URL as it may be printed."""
-
-    https: bool
-    host: str
-    port: int
-    prefix: str  # a route prefix (--web.route-prefix, or a proxy's path), without the trailing slash
-    shown: str  # scheme://host[:port]/prefix: never the userinfo
-    basic: str | None = field(repr=False)  # `Basic ...` from user:password@ in the URL: never printed
-
-    @classmethod
-    def of(cls, url: str, key: str) -> _Target:
-        parts = urllib.parse.urlsplit(url)
-        try:
-            given_port = parts.port
-        except ValueError:
-            given_port = -1
-        if parts.scheme not in ("http", "https") or not parts.hostname or given_port == -1:
-            raise ReactorError(f"{key}: expected an http(s) URL with a host (and a valid port), "
-                               f"got {_printable(url)!r}")
-        https = parts.scheme == "https"
-        host = parts.hostname
-        netloc = (f"[{host}]" if ":" in host else host) + (f":{given_port}" if given_port else "")
-        prefix = parts.path.rstrip("/")
-        basic = None
-        if parts.username is not None:
-            pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
-            basic = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
-        return cls(https, host, given_port or (443 if https else 80), prefix, f"{parts.scheme}://{netloc}{prefix}",
-                   basic)
 
 
 class PrometheusApi:
@@ -119,17 +73,15 @@ class PrometheusApi:
                  timeout: timedelta | float = 5.0, max_body_bytes: int = MAX_BODY_BYTES,
                  observe: Callable[[str, float], None] | None = None, key: str = "prometheusUrl",
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self._target = _Target.of(url, key)
-        self._token_file = token_file
-        self._ca_file = ca_file
+        self._target = Target.of(url, key)
         self._timeout = timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
         if not self._timeout > 0:
             raise ValueError(f"timeout must be positive, got {timeout!r}")
         self._max_body = max_body_bytes
         self._observe = observe
         self._clock = clock
-        self._token: TokenFile | None = None
-        self._tls: tuple[tuple[int, ...] | None, ssl.SSLContext] | None = None
+        self._credentials = Credentials(token_file, self._target.basic)
+        self._tls = Tls(ca_file)
         self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
 
@@ -194,14 +146,14 @@ class PrometheusApi:
             try:
                 doc = json.loads(body)
             except ValueError as e:
-                raise _Failed("invalid", f"not JSON ({_one_line(e)})") from None
+                raise Failed("invalid", f"not JSON ({one_line(e)})") from None
             if not isinstance(doc, dict) or doc.get("status") != "success" or "data" not in doc:
-                raise _Failed("invalid", "not an API v1 answer (status \"success\" and data)")
+                raise Failed("invalid", "not an API v1 answer (status \"success\" and data)")
             try:
                 return read(doc["data"])
             except (InvalidPayload, KeyError, TypeError, ValueError, AttributeError) as e:
-                raise _Failed("invalid", f"unexpected answer: {_one_line(e)}") from None
-        except _Failed as e:
+                raise Failed("invalid", f"unexpected answer: {one_line(e)}") from None
+        except Failed as e:
             result = e.result
             raise PrometheusUnavailable(f"Prometheus {self.url}{path}: {e.why}") from None
         finally:
@@ -210,7 +162,7 @@ class PrometheusApi:
 
     def _get(self, path_query: str, deadline: float) -> bytes:
         headers = {"Accept": "application/json", "User-Agent": "gpu-reactor", "Connection": "keep-alive"}
-        auth = self._authorization()
+        auth = self._credentials.header()
         if auth is not None:
             headers["Authorization"] = auth
         try:
@@ -223,18 +175,23 @@ class PrometheusApi:
     def _connection(self, deadline: float, *, fresh: bool = False) -> http.client.HTTPConnection:
         left = deadline - self._clock()
         if left <= 0:
-            raise _Failed("timeout", f"no time left of the {self._timeout:g}s timeout")
+            raise Failed("timeout", f"no time left of the {self._timeout:g}s timeout")
+        t = self._target
+        context = None
+        if t.https:
+            context, rebuilt = self._tls.context()
+            if rebuilt:  # a rotated CA: the kept connections were verified against the old one
+                with self._lock:
+                    stale, self._idle = self._idle, []
+                for old in stale:
+                    old.close()
         if not fresh:
             with self._lock:
                 if self._idle:
                     return self._idle.pop()
-        t = self._target
-        conn: http.client.HTTPConnection
-        if t.https:
-            conn = http.client.HTTPSConnection(t.host, t.port, timeout=left, context=self._tls_context())
-        else:
-            conn = http.client.HTTPConnection(t.host, t.port, timeout=left)
-        return conn
+        if context is not None:
+            return http.client.HTTPSConnection(t.host, t.port, timeout=left, context=context)
+        return http.client.HTTPConnection(t.host, t.port, timeout=left)
 
     def _exchange(self, conn: http.client.HTTPConnection, target: str, headers: dict[str, str],
                   deadline: float) -> bytes:
@@ -247,13 +204,13 @@ class PrometheusApi:
         try:
             left = deadline - self._clock()
             if left <= 0:
-                raise _Failed("timeout", f"no time left of the {self._timeout:g}s timeout")
+                raise Failed("timeout", f"no time left of the {self._timeout:g}s timeout")
             if conn.sock is None:
                 conn.timeout = left
                 conn.connect()  # the socket's timeout (what is left) bounds the connect and the TLS handshake
             else:
                 conn.sock.settimeout(left)
-            watchdog = threading.Timer(max(0.0, deadline - self._clock()), _abort, (conn.sock, expired))
+            watchdog = threading.Timer(max(0.0, deadline - self._clock()), abort, (conn.sock, expired))
             watchdog.daemon = True
             watchdog.start()
             try:
@@ -264,24 +221,24 @@ class PrometheusApi:
                     raise _Stale() from e
                 raise
             if not 200 <= response.status < 300:
-                raise _Failed("refused", f"HTTP {response.status} {response.reason}{_error_detail(response)}")
-            body = self._body(response)
+                raise Failed("refused", f"HTTP {response.status} {response.reason}{_error_detail(response)}")
+            body = read_body(response, self._max_body)
             if expired.is_set():  # the watchdog ended the stream: what came is a part, not the answer
-                raise _Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout")
+                raise Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout")
             keep = not response.will_close
             return body
-        except (_Failed, _Stale):
+        except (Failed, _Stale):
             if expired.is_set():
-                raise _Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout") from None
+                raise Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout") from None
             raise
         except TimeoutError:
-            raise _Failed("timeout", f"no answer within the {self._timeout:g}s timeout") from None
+            raise Failed("timeout", f"no answer within the {self._timeout:g}s timeout") from None
         except ssl.SSLError as e:
-            raise _Failed("unreachable", f"TLS: {_one_line(e)}") from None
+            raise Failed("unreachable", f"TLS: {one_line(e)}") from None
         except (OSError, http.client.HTTPException, ValueError) as e:
             if expired.is_set() or self._clock() >= deadline:
-                raise _Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout") from None
-            raise _Failed("unreachable", _one_line(getattr(e, "reason", None) or e or type(e).__name__)) from None
+                raise Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout") from None
+            raise Failed("unreachable", one_line(getattr(e, "reason", None) or e or type(e).__name__)) from None
         finally:
             if watchdog is not None:
                 watchdog.cancel()
@@ -299,59 +256,6 @@ class PrometheusApi:
                 return
         conn.close()
 
-    def _body(self, response: http.client.HTTPResponse) -> bytes:
-        declared = response.getheader("Content-Length")
-        if declared is not None and declared.isdigit() and int(declared) > self._max_body:
-            raise _Failed("invalid", f"an answer of {int(declared)} bytes, over the {self._max_body}-byte limit")
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            chunk = response.read(_CHUNK)
-            if not chunk:
-                if declared is not None and declared.isdigit() and size != int(declared):
-                    raise _Failed("unreachable", f"the answer ended after {size} of {declared} bytes")
-                return b"".join(chunks)
-            size += len(chunk)
-            if size > self._max_body:
-                raise _Failed("invalid", f"an answer over the {self._max_body}-byte limit")
-            chunks.append(chunk)
-
-    def _authorization(self) -> str | None:
-        """`Bearer <token>` from the token file, re-read when it changes (intake/bearer.py `TokenFile`)."""
-        path = self._token_file
-        if path is None:
-            return self._target.basic
-        try:
-            with self._lock:
-                if self._token is None:
-                    self._token = TokenFile(path)
-                token = self._token.current()
-        except (OSError, ReactorError) as e:
-            raise _Failed("unreachable", f"token file {path}: {_one_line(getattr(e, 'strerror', None) or e)}") \
-                from None
-        if not sendable(token):
-            raise _Failed("unreachable", f"token file {path}: holds characters an HTTP header cannot carry")
-        return "Bearer " + token.decode("ascii")
-
-    def _tls_context(self) -> ssl.SSLContext:
-        """Verified against `ca_file` (else the system's roots); rebuilt when the file changes (a rotated CA)."""
-        path = self._ca_file
-        try:
-            stamp = None
-            if path is not None:
-                st = os.stat(path)
-                stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-            with self._lock:
-                if self._tls is None or self._tls[0] != stamp:
-                    self._tls = (stamp, ssl.create_default_context(cafile=path))
-                    stale, self._idle = self._idle, []  # connections verified against the old CA
-                    for conn in stale:
-                        conn.close()
-                return self._tls[1]
-        except (OSError, ssl.SSLError) as e:
-            raise _Failed("unreachable", f"CA file {path}: {_one_line(getattr(e, 'strerror', None) or e)}") \
-                from None
-
 
 class _Stale(Exception):
     """A kept-alive connection the server had closed: send again on a new one."""
@@ -363,26 +267,7 @@ def _error_detail(response: http.client.HTTPResponse) -> str:
     with contextlib.suppress(ValueError, AttributeError):
         doc = json.loads(raw)
         raw = f"{doc.get('errorType', '')}: {doc.get('error', '')}"
-    return f": {_one_line(raw)}" if raw.strip(" :") else ""
-
-
-def _abort(sock: socket.socket | None, expired: threading.Event) -> None:
-    """The deadline passed: end the connection under the reader (its blocked read fails at once)."""
-    expired.set()
-    if sock is not None:
-        with contextlib.suppress(OSError):
-            socket.socket.shutdown(sock, socket.SHUT_RDWR)
-
-
-def _printable(url: str) -> str:
-    scheme, sep, rest = url.partition("://")
-    host, slash, path = rest.partition("/")
-    return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}"
-
-
-def _one_line(text: object, limit: int = 200) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[:limit] + "…"
+    return f": {one_line(raw)}" if raw.strip(" :") else ""
 
 
 def promql_string(value: str) -> str:
