@@ -142,6 +142,16 @@ class Adapter:
         maxSurge; 0 for a StatefulSet)."""
         return child_surge
 
+    def surge_beside(self, obj: Obj, part: Part, surge: int) -> tuple[tuple[Part, int], ...]:
+        """The resource's other templates whose pods a template change of `part` (with `surge` of its replicas
+        started beside the old ones) starts too, each with its replicas: by default none (one template rolls)."""
+        return ()
+
+    def effect(self, obj: Obj) -> str:
+        """What a template change does to the running pods where it is more than a rolling update ("" when it is
+        not): said in the plan and the Event of each such change."""
+        return ""
+
     def names_child(self, owner: Obj, child_kind: str, child: Obj) -> str | None:
         """The owner's side of a link (issue 24, item 8): why `owner` does not name or record `child` the way its
         operator does (`<isvc>-predictor`, a RayService's activeServiceStatus, a JobSet's
