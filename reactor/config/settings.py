@@ -45,6 +45,7 @@ from reactor.integrations.adapters.config import (
     parse_builtin,
     parse_custom,
     parse_incremental_gate,
+    parse_zero_downtime,
 )
 from reactor.policy.values import CPU_APPLY_TO, DEFAULT_ALERTS, REVERTIBLE, STRATEGIES, Policy, Window
 
@@ -112,12 +113,14 @@ class Settings:
     adapters_builtin: tuple[str, ...] = BUILTIN_NAMES  # operators' resources the reactor changes (adapters/)
     adapters_custom: tuple[Adapter, ...] = ()
     adapters_ray_incremental_gate: bool | None = None  # KubeRay's RayServiceIncrementalUpgrade gate, as declared
+    adapters_ray_zero_downtime: bool | None = None  # KubeRay's ENABLE_ZERO_DOWNTIME, as declared
 
     @property
     def adapters(self) -> Adapters:
         """The enabled adapters as a value, handed to the engine, the resolver, the act step and the verifier."""
         return Adapters(enabled(self.adapters_builtin, self.adapters_custom,
-                                ray_incremental_gate=self.adapters_ray_incremental_gate))
+                                ray_incremental_gate=self.adapters_ray_incremental_gate,
+                                ray_zero_downtime=self.adapters_ray_zero_downtime))
 
 
 @described({"enum": [m.value for m in Mode]})
@@ -285,6 +288,7 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "adapters.builtin": ("top", "adapters_builtin", parse_builtin),
     "adapters.custom": ("top", "adapters_custom", parse_custom),
     "adapters.rayServiceIncrementalUpgrade": ("top", "adapters_ray_incremental_gate", parse_incremental_gate),
+    "adapters.rayServiceZeroDowntime": ("top", "adapters_ray_zero_downtime", parse_zero_downtime),
     "kube.watchCache": ("kube", "watch_cache", boolean),
     "logging.format": ("top", "log_format", choice("json", "text")),
     "logging.level": ("top", "log_level", choice("DEBUG", "INFO", "WARNING", "ERROR")),

@@ -54,7 +54,7 @@ KSVC: Obj = {"apiVersion": "serving.knative.dev/v1", "kind": "Service", "metadat
 def _ray_service(replicas: int, hosts: int) -> Obj:
     return {"apiVersion": "ray.io/v1", "kind": "RayService",
             "metadata": {"name": "serve", "namespace": "ml", "uid": "u-rs", "generation": 1},
-            "spec": {"rayClusterConfig": {
+            "spec": {"upgradeStrategy": {"type": "NewCluster"}, "rayClusterConfig": {
                 "headGroupSpec": {"template": {"spec": {"containers": [_container(0)]}}},
                 "workerGroupSpecs": [{"groupName": "gpu", "replicas": replicas, "numOfHosts": hosts,
                                       "template": {"spec": {"containers": [_container(1)]}}}]}}}

@@ -8,15 +8,20 @@ from __future__ import annotations
 import dataclasses
 import io
 from contextlib import redirect_stdout
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from reactor.app.assembly import build_engine
+from reactor.config.settings import build_settings
+from reactor.core.errors import ConfigError
 from reactor.intake.alerts import parse_notification
 from reactor.integrations.adapters.ray import ALLOW_RECREATE
 from reactor.tools.payloads import AlertSpec, notification
 from reactor.tools.plan import print_plan
+from reactor_sim import SimCluster
+from tests.adapters.conftest import POLICY
 from tests.adapters.operators import (
     GPU,
     container,
@@ -28,7 +33,7 @@ from tests.adapters.operators import (
     reconcile_lws,
     reconcile_ray,
 )
-from tests.support import NAMESPACE, Reactor
+from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 pytestmark = needs_shared
 
@@ -113,7 +118,7 @@ def test_recreate_with_the_opt_in_applies_and_says_so_in_the_plan_and_the_event(
 
 # --- B (item 4): a RayService template change starts a whole new RayCluster --------------------------------------
 
-def _ray_service(reactor: Reactor) -> None:
+def _ray_service(reactor: Reactor, strategy: str | None = "NewCluster") -> None:
     """A RayService whose RayCluster has a 1-GPU head, `gpu-workers` (2 × 4 GPUs) and `big` (3 × 8 GPUs); its active
     RayCluster as rayservice_controller.go constructRayClusterForRayService builds it (ray_service_cluster)."""
     install_upstream(reactor.sim, "ray.io_rayclusters.yaml", "ray.io_rayservices.yaml")
@@ -123,7 +128,8 @@ def _ray_service(reactor: Reactor) -> None:
                 "template": {"spec": {"containers": [container("ray-worker", gpus)]}}}
     reactor.sim.apply({"apiVersion": "ray.io/v1", "kind": "RayService",
                        "metadata": {"name": "serve", "namespace": NAMESPACE},
-                       "spec": {"serveConfigV2": "applications: []\n", "upgradeStrategy": {"type": "NewCluster"},
+                       "spec": {"serveConfigV2": "applications: []\n",
+                                **({"upgradeStrategy": {"type": strategy}} if strategy else {}),
                                 "rayClusterConfig": {
                                     "rayVersion": "2.40.0",
                                     "headGroupSpec": {"rayStartParams": {}, "template": {
@@ -191,3 +197,33 @@ def test_an_lws_with_a_partition_refuses_a_template_change_by_name(reactor: Reac
 def test_an_lws_with_partition_zero_changes(reactor: Reactor) -> None:
     _lws(reactor, {"maxSurge": 0, "maxUnavailable": 1, "partition": 0})
     assert _post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", value=0.1, gpus=8)["result"] == "applied"
+
+
+# --- E (item 5): a RayService with upgradeStrategy unset follows KubeRay's ENABLE_ZERO_DOWNTIME -------------------
+
+def test_an_unset_upgrade_strategy_is_declared_in_the_policy_or_refused(sim: SimCluster, token_file: Path) -> None:
+    """kuberay v1.7.0 rayservice_controller.go isZeroDowntimeUpgradeEnabled: with upgradeStrategy.type unset KubeRay
+    prepares a new RayCluster unless its ENABLE_ZERO_DOWNTIME is "false" — the operator's environment, invisible
+    through the API. Undeclared: refused by name; declared false: refused, saying the change never lands; true:
+    applied (and charged the whole new RayCluster)."""
+    pod = "serve-a1b2c-gpu-workers-worker-00000"
+    for declared, expected in ((None, "adapters.rayServiceZeroDowntime"), (False, "ENABLE_ZERO_DOWNTIME false"),
+                               (True, "")):
+        reactor = build_reactor(sim, dataclasses.replace(make_settings(token_file, **POLICY),
+                                                         adapters_ray_zero_downtime=declared))
+        try:
+            if declared is None:
+                _ray_service(reactor, strategy=None)
+            before = custom(sim, "rayservices", "serve")["spec"]
+            text = _plan(reactor, "GPUUnderutilized", pod, "ray-worker", 0.1, 4)
+            outcome = _post(reactor, "GPUUnderutilized", pod, "ray-worker", value=0.1, gpus=4)
+            if expected:
+                assert outcome["reason"] == "operator-forbids" and expected in outcome["detail"], outcome
+                assert "operator-forbids" in text and "isZeroDowntimeUpgradeEnabled" in text, text
+                assert custom(sim, "rayservices", "serve")["spec"] == before
+            else:
+                assert "would apply: resize-gpu ray-worker: 4 → 1" in text and outcome["result"] == "applied", outcome
+        finally:
+            reactor.service.kube.close()
+    with pytest.raises(ConfigError, match="adapters.rayServiceZeroDowntime"):
+        build_settings({"adapters": {"rayServiceZeroDowntime": "false"}}, {})

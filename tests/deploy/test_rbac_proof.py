@@ -112,7 +112,7 @@ def _operators(sim: SimCluster) -> None:
     reconcile_lws(sim, "vllm")
     install(sim, "ray.io_rayservices.yaml")
     sim.apply({"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": meta("serve"),
-               "spec": {"rayClusterConfig": {
+               "spec": {"upgradeStrategy": {"type": "NewCluster"}, "rayClusterConfig": {
                    "headGroupSpec": {"template": {"spec": {"containers": [container("ray-head", 0)]}}},
                    "workerGroupSpecs": [{"groupName": "gpu-workers", "replicas": 1, "template": {
                        "spec": {"containers": [container("ray-worker", 4)]}}}]}}})

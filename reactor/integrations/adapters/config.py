@@ -71,13 +71,22 @@ def parse_incremental_gate(key: str, raw: Any) -> bool | None:
     raise ConfigError(key, f"expected true, false or null (KubeRay's RayServiceIncrementalUpgrade gate), got {raw!r}")
 
 
+def parse_zero_downtime(key: str, raw: Any) -> bool | None:
+    """What KubeRay's ENABLE_ZERO_DOWNTIME is in the cluster (true: unset or anything but "false"; false; null for not
+    declared): the operator's environment, which the reactor cannot read (ray.py `RayServiceAdapter.forbidden`)."""
+    if raw is None or isinstance(raw, bool):
+        return raw
+    raise ConfigError(key, f"expected true, false or null (KubeRay's ENABLE_ZERO_DOWNTIME), got {raw!r}")
+
+
 def enabled(builtin: tuple[str, ...], custom: tuple[Adapter, ...], *,
-            ray_incremental_gate: bool | None = None) -> tuple[Adapter, ...]:
-    """The enabled adapters; the RayService adapter told what the policy declares of KubeRay's gate."""
+            ray_incremental_gate: bool | None = None, ray_zero_downtime: bool | None = None) -> tuple[Adapter, ...]:
+    """The enabled adapters; the RayService adapter told what the policy declares of KubeRay's gate and of its
+    ENABLE_ZERO_DOWNTIME."""
     def configured(adapter: Adapter) -> Adapter:
-        if not isinstance(adapter, RayServiceAdapter) or ray_incremental_gate is None:
+        if not isinstance(adapter, RayServiceAdapter):
             return adapter
-        return dataclasses.replace(adapter, incremental_gate=ray_incremental_gate)
+        return dataclasses.replace(adapter, incremental_gate=ray_incremental_gate, zero_downtime=ray_zero_downtime)
     return tuple(configured(a) for a in BUILTIN if a.kind in builtin) + custom
 
 

@@ -110,6 +110,7 @@ class RayServiceAdapter(Adapter):
     `incremental_gate`: what the policy declares of KubeRay's RayServiceIncrementalUpgrade gate (None: undeclared)."""
 
     incremental_gate: bool | None = None
+    zero_downtime: bool | None = None  # KubeRay's ENABLE_ZERO_DOWNTIME as the policy declares it (None: undeclared)
 
     def parts(self, obj: Obj) -> tuple[Part, ...]:
         return _ray_parts(obj, RAY_SERVICE_CONFIG)
@@ -151,7 +152,9 @@ class RayServiceAdapter(Adapter):
         rayservice_controller.go isZeroDowntimeUpgradeEnabled returns false for any type but NewCluster, so KubeRay
         prepares no new RayCluster, as with None. The gate is a flag of the operator's process, invisible through the
         API: `incremental_gate` is what the policy declares (adapters.rayServiceIncrementalUpgrade); undeclared, a
-        template change on such a RayService is refused rather than guessed."""
+        template change on such a RayService is refused rather than guessed. The same for an unset upgradeStrategy.type:
+        KubeRay then follows its ENABLE_ZERO_DOWNTIME environment variable (`zero_downtime`,
+        adapters.rayServiceZeroDowntime)."""
         out = {"scale-replicas": "KubeRay does not carry a worker group's replicas from rayClusterConfig to the "
                                  "running RayCluster (its cluster hash leaves replicas out; the Ray autoscaler owns "
                                  "them)"}
@@ -164,6 +167,15 @@ class RayServiceAdapter(Adapter):
             why = (f"its upgradeStrategy.type is {INCREMENTAL} and the policy declares KubeRay's "
                    f"RayServiceIncrementalUpgrade gate off: KubeRay then prepares no new RayCluster, as with None "
                    f"(rayservice_controller.go isZeroDowntimeUpgradeEnabled), so a template change never reaches a pod")
+        elif strategy is None and self.zero_downtime is False:
+            why = ("its upgradeStrategy.type is unset and the policy declares KubeRay's ENABLE_ZERO_DOWNTIME false: "
+                   "KubeRay then prepares no new RayCluster (rayservice_controller.go isZeroDowntimeUpgradeEnabled), "
+                   "so a template change never reaches a pod")
+        elif strategy is None and self.zero_downtime is None:
+            why = ("its upgradeStrategy.type is unset: KubeRay then upgrades it only if its ENABLE_ZERO_DOWNTIME is "
+                   "not \"false\" (rayservice_controller.go isZeroDowntimeUpgradeEnabled), and otherwise no template "
+                   "change ever reaches a pod; the operator's environment is not visible through the API, so declare "
+                   "it in the policy (adapters.rayServiceZeroDowntime) or set upgradeStrategy.type NewCluster")
         elif strategy == INCREMENTAL and self.incremental_gate is None:
             why = (f"its upgradeStrategy.type is {INCREMENTAL}: KubeRay upgrades it only with its feature gate "
                    f"RayServiceIncrementalUpgrade on, and otherwise never reaches a pod (as with None); the gate is "
