@@ -31,6 +31,7 @@ LABEL_ROLLS_KINDS = frozenset({"Deployment", "LeaderWorkerSet"})
 RESIZES = ("resize-gpu", "resize-cpu", "resize-memory")
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+ELASTIC_JOB = "kueue.x-k8s.io/elastic-job"  # Kueue's workload-slicing opt-in (alpha; with its feature gate)
 
 
 def queue_of(obj: Mapping[str, Any]) -> str:
@@ -72,8 +73,27 @@ def as_managed(workload: Workload, obj: Mapping[str, Any],
         why = ("Kueue suspends a running RayCluster whose pod templates no longer match its Workload: every pod, "
                "head included, would stop until it is admitted again")
         forbidden.update({field: why for field in RESIZES})
+        forbidden["scale-replicas"] = _ray_scale_refusal(obj)
     facts = QueueFacts(queue, forbidden, label_rolls=mutable and kind in LABEL_ROLLS_KINDS)
     return replace(workload, kueue=facts, priority_class=label if isinstance(label, str) else None)
+
+
+def _ray_scale_refusal(obj: Mapping[str, Any]) -> str:
+    """Why a managed RayCluster's replicas are not the reactor's to change. A count change makes the admitted Workload
+    non-equivalent (v0.19.2 jobframework/reconciler.go EquivalentToWorkload compares the pod sets' counts): Kueue
+    evicts and suspends the job and KubeRay deletes every pod, head included, until it is admitted again. Only an
+    elastic job (the `kueue.x-k8s.io/elastic-job: "true"` annotation, pkg/workloadslicing EnabledAnnotationKey) is
+    resized in place, and only with Kueue's ElasticJobsViaWorkloadSlices feature gate on: a flag of Kueue's process
+    the reactor cannot read, so even then it is refused, saying so (the Ray autoscaler is what scales such a job)."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    if annotations.get(ELASTIC_JOB) == "true":
+        return (f"it is annotated {ELASTIC_JOB}: \"true\", but Kueue resizes it in place only with its "
+                f"ElasticJobsViaWorkloadSlices feature gate on, a flag of Kueue's process the reactor cannot read; "
+                f"with it off Kueue suspends the RayCluster and KubeRay deletes every pod, head included")
+    return ("a replica count unlike its admitted Workload's makes Kueue suspend the RayCluster (jobframework "
+            "reconciler.go EquivalentToWorkload compares pod-set counts): KubeRay deletes every pod, head included, "
+            f"until it is admitted again; only an elastic job ({ELASTIC_JOB}, Kueue's ElasticJobsViaWorkloadSlices) "
+            "is resized in place")
 
 
 def label_mutable_on(served_version: str) -> bool:

@@ -227,3 +227,45 @@ def test_an_unset_upgrade_strategy_is_declared_in_the_policy_or_refused(sim: Sim
             reactor.service.kube.close()
     with pytest.raises(ConfigError, match="adapters.rayServiceZeroDowntime"):
         build_settings({"adapters": {"rayServiceZeroDowntime": "false"}}, {})
+
+
+# --- F (item 2): scaling a Kueue-managed RayCluster suspends it --------------------------------------------------
+
+KUEUE = "kueue-v0.19.2"
+
+
+def _kueue_ray_cluster(reactor: Reactor, annotations: dict[str, str]) -> dict[str, Any]:
+    """A RayCluster submitted to LocalQueue team-a (Kueue v0.19.2's real CRDs: v1beta2 served), KubeRay's pods made
+    by reconcile_ray; the queue's objects as tests/adapters/test_kueue.py makes them."""
+    sim = reactor.sim
+    install_upstream(sim, "ray.io_rayclusters.yaml", *(f"{KUEUE}/kueue.x-k8s.io_{p}.yaml" for p in (
+        "workloadpriorityclasses", "clusterqueues", "localqueues", "workloads")))
+    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "gpu-cq"},
+               "spec": {"resourceGroups": [{"coveredResources": [GPU], "flavors": [
+                   {"name": "h100", "resources": [{"name": GPU, "nominalQuota": 64}]}]}]}})
+    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
+               "metadata": {"name": "team-a", "namespace": NAMESPACE}, "spec": {"clusterQueue": "gpu-cq"}})
+    group = {"groupName": "gpu-workers", "replicas": 2, "minReplicas": 0, "maxReplicas": 4, "rayStartParams": {},
+             "template": {"spec": {"containers": [container("ray-worker", 4)]}}}
+    sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+               "metadata": {"name": "ray", "namespace": NAMESPACE, "annotations": annotations,
+                            "labels": {"kueue.x-k8s.io/queue-name": "team-a"}},
+               "spec": {"rayVersion": "2.40.0",
+                        "headGroupSpec": {"rayStartParams": {},
+                                          "template": {"spec": {"containers": [container("ray-head", 0)]}}},
+                        "workerGroupSpecs": [group]}})
+    reconcile_ray(sim, "ray")
+    return custom(sim, "rayclusters", "ray")
+
+
+@pytest.mark.parametrize("annotations, expected", [
+    ({}, "EquivalentToWorkload"), ({"kueue.x-k8s.io/elastic-job": "true"}, "ElasticJobsViaWorkloadSlices feature gate"),
+], ids=["not-elastic", "elastic"])
+def test_a_kueue_managed_raycluster_is_not_scaled(reactor: Reactor, annotations: dict[str, str],
+                                                  expected: str) -> None:
+    cluster = _kueue_ray_cluster(reactor, annotations)
+    text = _plan(reactor, "GPUIdle", RAY_WORKER, "ray-worker", 0.0, 4)
+    assert "operator-forbids" in text and "head included" in text and expected in text, text
+    outcome = _post(reactor, "GPUIdle", RAY_WORKER, "ray-worker", value=0.0, gpus=4)
+    assert outcome["reason"] == "operator-forbids" and "suspend" in outcome["detail"], outcome
+    assert custom(reactor.sim, "rayclusters", "ray")["spec"] == cluster["spec"]
