@@ -45,6 +45,7 @@ from reactor.integrations.adapters.config import (
     parse_builtin,
     parse_custom,
     parse_incremental_gate,
+    parse_kueue_version,
     parse_zero_downtime,
 )
 from reactor.policy.values import CPU_APPLY_TO, DEFAULT_ALERTS, REVERTIBLE, STRATEGIES, Policy, Window
@@ -114,13 +115,15 @@ class Settings:
     adapters_custom: tuple[Adapter, ...] = ()
     adapters_ray_incremental_gate: bool | None = None  # KubeRay's RayServiceIncrementalUpgrade gate, as declared
     adapters_ray_zero_downtime: bool | None = None  # KubeRay's ENABLE_ZERO_DOWNTIME, as declared
+    adapters_kueue_version: tuple[int, int, int] | None = None  # the Kueue release installed, as declared
 
     @property
     def adapters(self) -> Adapters:
         """The enabled adapters as a value, handed to the engine, the resolver, the act step and the verifier."""
         return Adapters(enabled(self.adapters_builtin, self.adapters_custom,
                                 ray_incremental_gate=self.adapters_ray_incremental_gate,
-                                ray_zero_downtime=self.adapters_ray_zero_downtime))
+                                ray_zero_downtime=self.adapters_ray_zero_downtime),
+                        kueue_version=self.adapters_kueue_version)
 
 
 @described({"enum": [m.value for m in Mode]})
@@ -289,6 +292,7 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "adapters.custom": ("top", "adapters_custom", parse_custom),
     "adapters.rayServiceIncrementalUpgrade": ("top", "adapters_ray_incremental_gate", parse_incremental_gate),
     "adapters.rayServiceZeroDowntime": ("top", "adapters_ray_zero_downtime", parse_zero_downtime),
+    "adapters.kueueVersion": ("top", "adapters_kueue_version", parse_kueue_version),
     "kube.watchCache": ("kube", "watch_cache", boolean),
     "logging.format": ("top", "log_format", choice("json", "text")),
     "logging.level": ("top", "log_level", choice("DEBUG", "INFO", "WARNING", "ERROR")),

@@ -42,10 +42,12 @@ def queue_of(obj: Mapping[str, Any]) -> str:
 
 
 def as_managed(workload: Workload, obj: Mapping[str, Any],
-               label_mutable: Callable[[], bool] = lambda: True) -> Workload:
+               label_mutable: Callable[[], bool] = lambda: True, *,
+               release: tuple[int, int, int] | None = None) -> Workload:
     """The workload as Kueue sees it: its queue, its priority read from the Kueue label, and what Kueue's
     webhooks refuse or its controller undoes on it. `label_mutable`: whether the installed Kueue lets the
-    priority label change (v0.15+, see `label_mutable_on`); asked only for a workload Kueue manages."""
+    priority label change (v0.15+, see `label_mutable_on`); asked only for a workload Kueue manages.
+    `release`: the Kueue release the policy declares (adapters.kueueVersion), None where undeclared."""
     queue = queue_of(obj)
     if not queue:
         return workload
@@ -74,8 +76,37 @@ def as_managed(workload: Workload, obj: Mapping[str, Any],
                "head included, would stop until it is admitted again")
         forbidden.update({field: why for field in RESIZES})
         forbidden["scale-replicas"] = _ray_scale_refusal(obj)
-    facts = QueueFacts(queue, forbidden, label_rolls=mutable and kind in LABEL_ROLLS_KINDS)
+    rolls = mutable and kind in LABEL_ROLLS_KINDS
+    if mutable and kind == "StatefulSet" and "set-priority" not in forbidden:
+        rolls, why = _statefulset_label(release)
+        if why:
+            forbidden["set-priority"] = why
+    facts = QueueFacts(queue, forbidden, label_rolls=rolls)
     return replace(workload, kueue=facts, priority_class=label if isinstance(label, str) else None)
+
+
+STS_COPIES = (((0, 15, 0), (0, 15, 5)), ((0, 16, 0), (0, 16, 1)))  # releases whose StatefulSet webhook copies the label
+
+
+def _statefulset_label(release: tuple[int, int, int] | None) -> tuple[bool, str]:
+    """(whether a priority-label change rolls a managed StatefulSet's pods, why it is refused ("" when it is not)).
+    Kueue v0.15.0–0.15.5 and v0.16.0–0.16.1 copy the label into the pod template (jobs/statefulset
+    statefulset_webhook.go Default): a change restarts every pod, one at a time, so it is checked as a template change.
+    From v0.15.6 and v0.16.2 on it is no longer copied and the Workload's priority is not updated from it
+    (statefulset_reconciler.go reconcileWorkload): the change would reach nothing, yet look verified. Both serve the
+    same API versions, so the release is what the policy declares; undeclared, the change is refused."""
+    if release is None:
+        return False, ("Kueue v0.15.0–0.15.5 and v0.16.0–0.16.1 copy a StatefulSet's priority label into its pod "
+                       "template (statefulset_webhook.go Default: every pod restarts), later releases carry it neither "
+                       "to the running pods nor to the Workload's priority (statefulset_reconciler.go "
+                       "reconcileWorkload); the served API versions cannot tell them apart, so declare the release "
+                       "in the policy (adapters.kueueVersion)")
+    if any(low <= release <= high for low, high in STS_COPIES):
+        return True, ""
+    shown = "v" + ".".join(map(str, release))
+    return False, (f"Kueue {shown} (declared) carries a StatefulSet's priority label neither to its running pods nor "
+                   f"to its Workload's priority (statefulset_reconciler.go reconcileWorkload): the change would "
+                   f"change nothing")
 
 
 def _ray_scale_refusal(obj: Mapping[str, Any]) -> str:

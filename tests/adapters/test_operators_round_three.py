@@ -27,6 +27,7 @@ from tests.adapters.operators import (
     container,
     custom,
     install_upstream,
+    kueue_statefulset_webhook,
     needs_shared,
     ray_service_cluster,
     ray_service_status,
@@ -214,6 +215,7 @@ def test_an_unset_upgrade_strategy_is_declared_in_the_policy_or_refused(sim: Sim
         try:
             if declared is None:
                 _ray_service(reactor, strategy=None)
+                _headroom(reactor, 100)  # the whole new RayCluster fits: what decides is the declaration
             before = custom(sim, "rayservices", "serve")["spec"]
             text = _plan(reactor, "GPUUnderutilized", pod, "ray-worker", 0.1, 4)
             outcome = _post(reactor, "GPUUnderutilized", pod, "ray-worker", value=0.1, gpus=4)
@@ -269,3 +271,74 @@ def test_a_kueue_managed_raycluster_is_not_scaled(reactor: Reactor, annotations:
     outcome = _post(reactor, "GPUIdle", RAY_WORKER, "ray-worker", value=0.0, gpus=4)
     assert outcome["reason"] == "operator-forbids" and "suspend" in outcome["detail"], outcome
     assert custom(reactor.sim, "rayclusters", "ray")["spec"] == cluster["spec"]
+
+
+# --- G (item 1): a Kueue-managed StatefulSet's priority label, by the Kueue release declared ----------------------
+
+def _kueue_statefulset(sim: SimCluster, release: tuple[int, int, int]) -> None:
+    """A StatefulSet submitted to LocalQueue team-a at WorkloadPriorityClass wpc-low (Kueue's real v0.19.2 CRDs: the
+    API versions every release from v0.15 serves), its template as Kueue's webhook of `release` defaults it."""
+    install_upstream(sim, *(f"{KUEUE}/kueue.x-k8s.io_{p}.yaml" for p in (
+        "workloadpriorityclasses", "clusterqueues", "localqueues", "workloads")))
+    for name, value in (("wpc-low", 100), ("wpc-high", 1000)):
+        sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+                   "metadata": {"name": name}, "value": value})
+    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "gpu-cq"},
+               "spec": {"resourceGroups": [{"coveredResources": [GPU], "flavors": [
+                   {"name": "h100", "resources": [{"name": GPU, "nominalQuota": 64}]}]}]}})
+    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+               "metadata": {"name": "team-a", "namespace": NAMESPACE}, "spec": {"clusterQueue": "gpu-cq"}})
+    sim.apply({"apiVersion": "apps/v1", "kind": "StatefulSet",
+               "metadata": {"name": "queued", "namespace": NAMESPACE,
+                            "labels": {"app": "queued", "kueue.x-k8s.io/queue-name": "team-a",
+                                       "kueue.x-k8s.io/priority-class": "wpc-low"}},
+               "spec": {"replicas": 2, "serviceName": "", "selector": {"matchLabels": {"app": "queued"}},
+                        "template": {"metadata": {"labels": {"app": "queued"}},
+                                     "spec": {"containers": [container("server", 4)]}}}})
+    sim.settle()
+    kueue_statefulset_webhook(sim, "queued", release)
+
+
+@pytest.mark.parametrize("declared, release, expected", [
+    (None, (0, 16, 1), "adapters.kueueVersion"),
+    ("v0.16.1", (0, 16, 1), ""),
+    ("v0.15.5", (0, 15, 5), ""),
+    ("v0.16.2", (0, 16, 2), "the change would change nothing"),
+    ("v0.15.6", (0, 15, 6), "the change would change nothing"),
+], ids=["undeclared", "v0.16.1", "v0.15.5", "v0.16.2", "v0.15.6"])
+def test_a_kueue_statefulsets_priority_label_follows_the_declared_release(
+        sim: SimCluster, token_file: Path, declared: str | None, release: tuple[int, int, int], expected: str) -> None:
+    settings = make_settings(token_file, **{**POLICY, "priorityLadder": ["wpc-low", "wpc-high"]})
+    kueue_version = None if declared is None else build_settings(
+        {"adapters": {"kueueVersion": declared}}, {}).adapters_kueue_version
+    reactor = build_reactor(sim, dataclasses.replace(settings, adapters_kueue_version=kueue_version))
+    try:
+        _kueue_statefulset(sim, release)
+        pod = reactor.pods("queued")[0]
+        text = _plan(reactor, "GPUSaturated", pod, "server", 0.99, 4)
+        outcome = _post(reactor, "GPUSaturated", pod, "server", value=0.99, gpus=4)
+        sts = sim.get("statefulsets", NAMESPACE, "queued")
+        if expected:
+            assert outcome["reason"] == "operator-forbids" and expected in outcome["detail"], outcome
+            assert "operator-forbids" in text and "reconcileWorkload" in text, text
+            assert sts["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "wpc-low"
+            return
+        assert "would apply: set-priority wpc-low → wpc-high" in text, text
+        assert (outcome["result"], outcome["action"]) == ("applied", "set-priority"), outcome
+        assert sts["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "wpc-high"
+        # The release's webhook copies the label into the template: every pod restarts with it (checked for quota
+        # and surge as a template change).
+        generation = sts["metadata"]["generation"]
+        kueue_statefulset_webhook(sim, "queued", release)
+        sts = sim.get("statefulsets", NAMESPACE, "queued")
+        assert sts["spec"]["template"]["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "wpc-high"
+        assert sts["metadata"]["generation"] == generation + 1
+    finally:
+        reactor.service.kube.close()
+
+
+@pytest.mark.parametrize("raw", ["0.16", "v0.16.x", 16, True])
+def test_a_kueue_release_not_spelled_as_one_is_refused_at_start(raw: Any) -> None:
+    with pytest.raises(ConfigError, match="adapters.kueueVersion"):
+        build_settings({"adapters": {"kueueVersion": raw}}, {})
+    assert build_settings({"adapters": {"kueueVersion": "v0.15.6"}}, {}).adapters.kueue_version == (0, 15, 6)

@@ -184,6 +184,9 @@ class Adapters:
     with different settings in one process each see their own."""
 
     items: tuple[Adapter, ...] = ()
+    # The Kueue release the policy declares (adapters.kueueVersion), where what Kueue does differs between patch
+    # releases the served API versions cannot tell apart (kueue.py `as_managed`); None: undeclared.
+    kueue_version: tuple[int, int, int] | None = None
     _by_kind: Mapping[str, Adapter] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
