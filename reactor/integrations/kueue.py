@@ -20,6 +20,7 @@ from typing import Any
 
 from reactor.core.model import Bounds, QueueFacts, Quota, Workload
 from reactor.core.quantity import value
+from reactor.integrations.adapters.kserve import INFERENCE_SERVICE
 
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta1"
 V1BETA2 = "v1beta2"  # served from Kueue v0.15 on (v1beta1 deprecated there, still served in v0.19.2)
@@ -27,7 +28,9 @@ V1BETA2 = "v1beta2"  # served from Kueue v0.15 on (v1beta1 deprecated there, sti
 # leaderworkerset_webhook ValidateUpdate), and kinds whose pod template its webhook copies the priority label into
 # (deployment_webhook, leaderworkerset_webhook Default: podTemplateSpecDefault), so a label change rolls their pods.
 POD_GROUP_KINDS = frozenset({"StatefulSet", "LeaderWorkerSet"})
-LABEL_ROLLS_KINDS = frozenset({"Deployment", "LeaderWorkerSet"})
+# KServe copies an InferenceService's labels into every component's pod template (v0.20.0 components/predictor.go
+# buildObjectMeta; serverless: ksvc_reconciler.go createKnativeService), so a label change rolls its model servers too.
+LABEL_ROLLS_KINDS = frozenset({"Deployment", "LeaderWorkerSet", "InferenceService"})
 RESIZES = ("resize-gpu", "resize-cpu", "resize-memory")
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -77,6 +80,10 @@ def as_managed(workload: Workload, obj: Mapping[str, Any],
         forbidden.update({field: why for field in RESIZES})
         forbidden["scale-replicas"] = _ray_scale_refusal(obj)
     rolls = mutable and kind in LABEL_ROLLS_KINDS
+    if rolls and kind == "InferenceService" and "set-priority" not in forbidden:
+        why = _isvc_label_refusal(obj)
+        if why:
+            forbidden["set-priority"] = why
     if mutable and kind == "StatefulSet" and "set-priority" not in forbidden:
         rolls, why = _statefulset_label(release)
         if why:
@@ -107,6 +114,19 @@ def _statefulset_label(release: tuple[int, int, int] | None) -> tuple[bool, str]
     return False, (f"Kueue {shown} (declared) carries a StatefulSet's priority label neither to its running pods nor "
                    f"to its Workload's priority (statefulset_reconciler.go reconcileWorkload): the change would "
                    f"change nothing")
+
+
+def _isvc_label_refusal(obj: Mapping[str, Any]) -> str:
+    """Why the priority label may not change on an InferenceService ("" where it may): the label rolls every
+    component (KServe copies it into each one's pod template), so what KServe would do with a template change of any
+    component (its canaries, a multi-node predictor: kserve.py) stands for the label too."""
+    adapter = INFERENCE_SERVICE
+    for part in adapter.parts(obj):
+        why = adapter.refusals(obj, part, "").get("set-priority")
+        if why:
+            return (f"KServe copies the InferenceService's labels, {PRIORITY_LABEL} included, into the {part.name}'s "
+                    f"pod template (components/predictor.go buildObjectMeta), so the change rolls it, and {why}")
+    return ""
 
 
 def _ray_scale_refusal(obj: Mapping[str, Any]) -> str:

@@ -31,6 +31,7 @@ from tests.adapters.operators import (
     needs_shared,
     ray_service_cluster,
     ray_service_status,
+    reconcile_isvc,
     reconcile_lws,
     reconcile_ray,
 )
@@ -342,3 +343,85 @@ def test_a_kueue_release_not_spelled_as_one_is_refused_at_start(raw: Any) -> Non
     with pytest.raises(ConfigError, match="adapters.kueueVersion"):
         build_settings({"adapters": {"kueueVersion": raw}}, {})
     assert build_settings({"adapters": {"kueueVersion": "v0.15.6"}}, {}).adapters.kueue_version == (0, 15, 6)
+
+
+# --- H (item 3): Kueue's priority label on an InferenceService rolls its model servers -----------------------------
+
+def _kueue_objects(sim: SimCluster) -> None:
+    """Kueue v0.19.2's real CRDs, its WorkloadPriorityClasses wpc-low and wpc-high, LocalQueue team-a → gpu-cq."""
+    install_upstream(sim, *(f"{KUEUE}/kueue.x-k8s.io_{p}.yaml" for p in (
+        "workloadpriorityclasses", "clusterqueues", "localqueues", "workloads")))
+    for name, value in (("wpc-low", 100), ("wpc-high", 1000)):
+        sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+                   "metadata": {"name": name}, "value": value})
+    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "gpu-cq"},
+               "spec": {"resourceGroups": [{"coveredResources": [GPU], "flavors": [
+                   {"name": "h100", "resources": [{"name": GPU, "nominalQuota": 64}]}]}]}})
+    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+               "metadata": {"name": "team-a", "namespace": NAMESPACE}, "spec": {"clusterQueue": "gpu-cq"}})
+
+
+def _kueue_isvc(sim: SimCluster, **spec: Any) -> None:
+    """A raw-mode InferenceService submitted to team-a at wpc-low: 4 predictor replicas of 4 GPUs, its Deployments as
+    KServe's createRawDefaultDeployment builds them (reconcile_isvc: the ISVC's labels copied into the template by
+    components/predictor.go buildObjectMeta)."""
+    _kueue_objects(sim)
+    install_upstream(sim, "serving.kserve.io_inferenceservices.yaml")
+    sim.apply({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+               "metadata": {"name": "llama", "namespace": NAMESPACE,
+                            "labels": {"kueue.x-k8s.io/queue-name": "team-a",
+                                       "kueue.x-k8s.io/priority-class": "wpc-low"},
+                            "annotations": {"serving.kserve.io/deploymentMode": "Standard"}},
+               "spec": {"predictor": {"minReplicas": 4, "maxReplicas": 4,
+                                      "containers": [container("kserve-container", 4)]}, **spec}})
+    reconcile_isvc(sim, "llama")
+
+
+def _isvc_pods(sim: SimCluster, deployment: str = "llama-predictor") -> list[str]:
+    return sorted(p["metadata"]["name"] for p in sim.list("pods", NAMESPACE, label_selector="component=predictor")
+                  if p["metadata"]["name"].startswith(f"{deployment}-"))
+
+
+@pytest.fixture
+def kueue_reactor(sim: SimCluster, token_file: Path) -> Any:
+    reactor = build_reactor(sim, make_settings(token_file, **{**POLICY, "priorityLadder": ["wpc-low", "wpc-high"]}))
+    try:
+        yield reactor
+    finally:
+        reactor.service.kube.close()
+
+
+def test_a_kueue_label_on_an_isvc_is_checked_as_the_rollout_it_is(kueue_reactor: Reactor) -> None:
+    """The label reaches every predictor pod's template: 4 replicas, maxSurge 25% → one 4-GPU surge pod; with 3 GPUs
+    of headroom the change is refused for quota (it used to be written unchecked), with 4 it applies and rolls."""
+    reactor, sim = kueue_reactor, kueue_reactor.sim
+    _kueue_isvc(sim)
+    pod = _isvc_pods(sim)[0]
+    _headroom(reactor, 3)
+    outcome = _post(reactor, "GPUSaturated", pod, "kserve-container", value=0.99, gpus=4)
+    assert outcome["reason"] == "quota-exceeded" and "needs 4 GPUs" in outcome["detail"], outcome
+    _headroom(reactor, 4)
+    assert "would apply: set-priority wpc-low → wpc-high" in _plan(reactor, "GPUSaturated", pod, "kserve-container",
+                                                                   0.99, 4)
+    outcome = _post(reactor, "GPUSaturated", pod, "kserve-container", value=0.99, gpus=4)
+    assert (outcome["result"], outcome["action"]) == ("applied", "set-priority"), outcome
+    generation = sim.get("deployments", NAMESPACE, "llama-predictor")["metadata"]["generation"]
+    reconcile_isvc(sim, "llama")  # KServe copies the new label into the template: the Deployment rolls
+    dep = sim.get("deployments", NAMESPACE, "llama-predictor")
+    assert dep["spec"]["template"]["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "wpc-high"
+    assert dep["metadata"]["generation"] == generation + 1
+
+
+def test_a_kueue_label_on_an_isvc_with_canaries_is_refused_as_a_template_change(kueue_reactor: Reactor) -> None:
+    """spec.canary (kserve v0.20.0 canary_controller_test.go's shape): the label would roll the stable and the canary
+    Deployments alike, which the reactor does not model — refused as a template change is, by name."""
+    reactor, sim = kueue_reactor, kueue_reactor.sim
+    _kueue_isvc(sim, canary=[{"predictor": {"name": "v2", "containers": [container("kserve-container", 4)]},
+                              "trafficPercent": 25}])
+    pod = _isvc_pods(sim)[0]
+    text = _plan(reactor, "GPUSaturated", pod, "kserve-container", 0.99, 4)
+    assert "operator-forbids" in text and "buildObjectMeta" in text and "spec.canary: v2" in text, text
+    outcome = _post(reactor, "GPUSaturated", pod, "kserve-container", value=0.99, gpus=4)
+    assert outcome["reason"] == "operator-forbids" and "spec.canary: v2" in outcome["detail"], outcome
+    labels = custom(sim, "inferenceservices", "llama")["metadata"]["labels"]
+    assert labels["kueue.x-k8s.io/priority-class"] == "wpc-low"
