@@ -14,9 +14,12 @@ from typing import Any
 import pytest
 
 from reactor.app.assembly import build_engine
+from reactor.cluster.view import ClusterView
 from reactor.config.settings import build_settings
 from reactor.core.errors import ConfigError
 from reactor.intake.alerts import parse_notification
+from reactor.integrations.adapters import Adapters
+from reactor.integrations.adapters.kserve import INFERENCE_SERVICE
 from reactor.integrations.adapters.ray import ALLOW_RECREATE
 from reactor.tools.payloads import AlertSpec, notification
 from reactor.tools.plan import print_plan
@@ -425,3 +428,73 @@ def test_a_kueue_label_on_an_isvc_with_canaries_is_refused_as_a_template_change(
     assert outcome["reason"] == "operator-forbids" and "spec.canary: v2" in outcome["detail"], outcome
     labels = custom(sim, "inferenceservices", "llama")["metadata"]["labels"]
     assert labels["kueue.x-k8s.io/priority-class"] == "wpc-low"
+
+
+# --- I (items 7, 8): an InferenceService's replicas are what runs; the verifier follows the changed component -------
+
+def _isvc(sim: SimCluster, annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    """A raw-mode InferenceService, predictor minReplicas 1 (maxReplicas 4) of 4 GPUs, its Deployments as
+    createRawDefaultDeployment builds them (reconcile_isvc)."""
+    install_upstream(sim, "serving.kserve.io_inferenceservices.yaml")
+    sim.apply({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+               "metadata": {"name": "llama", "namespace": NAMESPACE,
+                            "annotations": {"serving.kserve.io/deploymentMode": "Standard", **(annotations or {})}},
+               "spec": {"predictor": {"minReplicas": 1, "maxReplicas": 4,
+                                      "containers": [container("kserve-container", 4)]}, **spec}})
+    reconcile_isvc(sim, "llama")
+    return custom(sim, "inferenceservices", "llama")
+
+
+def _autoscaled(sim: SimCluster, deployment: str, replicas: int) -> None:
+    """KServe's HPA (hpa_reconciler.go createHPA: min/maxReplicas of the component) scales the Deployment: the
+    HorizontalPodAutoscaler controller writes its replicas (the scale subresource); KServe's
+    deployment_reconciler.go checkDeploymentExist then leaves them alone."""
+    dep = sim.get("deployments", NAMESPACE, deployment)
+    dep["spec"]["replicas"] = replicas
+    sim.apply(dep)
+    sim.settle()
+
+
+def test_an_autoscaled_isvc_is_counted_as_it_runs_and_not_scaled(reactor: Reactor) -> None:
+    """The HPA runs 4 predictor replicas over minReplicas 1: a 4 → 5 GPU raise rolls all 4 (4 GPUs more once
+    rolled out) with one 5-GPU surge pod (25% of 4): 9 GPUs; counting minReplicas it asked 6."""
+    sim = reactor.sim
+    _isvc(sim)
+    _autoscaled(sim, "llama-predictor", 4)
+    pod = _isvc_pods(sim)[0]
+    _headroom(reactor, 8)
+    outcome = _post(reactor, "GPUMemorySaturated", pod, "kserve-container", value=0.97, gpus=4)
+    assert outcome["reason"] == "quota-exceeded" and "needs 9 GPUs" in outcome["detail"], outcome
+    text = _plan(reactor, "GPUIdle", pod, "kserve-container", 0.0, 4)
+    assert "operator-forbids" in text and "autoscaler runs 4 replicas" in text, text
+    outcome = _post(reactor, "GPUIdle", pod, "kserve-container", value=0.0, gpus=4)
+    assert outcome["reason"] == "operator-forbids" and "above its minReplicas 1" in outcome["detail"], outcome
+    assert custom(sim, "inferenceservices", "llama")["spec"]["predictor"]["minReplicas"] == 1
+    _headroom(reactor, 9)
+    assert _post(reactor, "GPUMemorySaturated", pod, "kserve-container", value=0.97, gpus=4)["result"] == "applied"
+
+
+def test_an_isvc_with_an_external_autoscaler_is_not_scaled(reactor: Reactor) -> None:
+    sim = reactor.sim
+    _isvc(sim, {"serving.kserve.io/autoscalerClass": "external"})
+    pod = _isvc_pods(sim)[0]
+    text = _plan(reactor, "GPUMemorySaturated", pod, "kserve-container", 0.97, 4)
+    assert "would apply: resize-gpu" in text, text  # a template change still reaches the pods
+    sim.apply({**custom(sim, "inferenceservices", "llama"), "spec": {
+        "predictor": {"minReplicas": 2, "maxReplicas": 4, "containers": [container("kserve-container", 4)]}}})
+    reconcile_isvc(sim, "llama")
+    outcome = _post(reactor, "GPUIdle", _isvc_pods(sim)[0], "kserve-container", value=0.0, gpus=4)
+    assert outcome["reason"] == "operator-forbids" and "autoscalerClass is external" in outcome["detail"], outcome
+    assert custom(sim, "inferenceservices", "llama")["spec"]["predictor"]["minReplicas"] == 2
+
+
+def test_the_verifier_follows_the_changed_components_deployment(reactor: Reactor) -> None:
+    """A predictor and an explainer, each its Deployment (llama-explainer listed first): the predictor's change is
+    judged by llama-predictor's rollout, never the explainer's."""
+    sim = reactor.sim
+    isvc = _isvc(sim, explainer={"minReplicas": 1, "containers": [container("explainer", 0)]})
+    view = ClusterView(adapters=Adapters((INFERENCE_SERVICE,)), gpu_resource=GPU, state_keys=None)
+    listed = [d["metadata"]["name"] for d in sim.list("deployments", NAMESPACE)]
+    assert listed.index("llama-explainer") < listed.index("llama-predictor"), listed
+    child = view.child(isvc, "InferenceService", lambda kind, ns: sim.list("deployments", ns))
+    assert child is not None and child["metadata"]["name"] == "llama-predictor"

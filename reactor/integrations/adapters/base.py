@@ -147,6 +147,11 @@ class Adapter:
         started beside the old ones) starts too, each with its replicas: by default none (one template rolls)."""
         return ()
 
+    def running(self, obj: Obj, part: Part, child: Obj | None) -> tuple[int | None, str]:
+        """(replicas of `part` the operator runs where more than the resource says, why a scale is then refused):
+        by default (None, ""): the resource's count is what runs."""
+        return None, ""
+
     def effect(self, obj: Obj) -> str:
         """What a template change does to the running pods where it is more than a rolling update ("" when it is
         not): said in the plan and the Event of each such change."""
