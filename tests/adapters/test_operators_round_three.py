@@ -498,3 +498,31 @@ def test_the_verifier_follows_the_changed_components_deployment(reactor: Reactor
     assert listed.index("llama-explainer") < listed.index("llama-predictor"), listed
     child = view.child(isvc, "InferenceService", lambda kind, ns: sim.list("deployments", ns))
     assert child is not None and child["metadata"]["name"] == "llama-predictor"
+
+
+def test_a_kueue_label_change_on_an_lws_is_charged_whole_surge_groups(kueue_reactor: Reactor) -> None:
+    """Kueue's leaderworkerset_webhook.go Default copies the priority label into both templates, so the label rolls
+    every group; with maxSurge 1 one whole surge group starts: 3 workers of 8 GPUs and a 4-GPU leader, 28 GPUs (the
+    reactor used to charge the workers' 24)."""
+    reactor, sim = kueue_reactor, kueue_reactor.sim
+    _kueue_objects(sim)
+    install_upstream(sim, "leaderworkerset.x-k8s.io_leaderworkersets.yaml")
+    sim.apply({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+               "metadata": {"name": "vllm", "namespace": NAMESPACE,
+                            "labels": {"kueue.x-k8s.io/queue-name": "team-a",
+                                       "kueue.x-k8s.io/priority-class": "wpc-low"}},
+               "spec": {"replicas": 2, "rolloutStrategy": {"type": "RollingUpdate", "rollingUpdateConfiguration": {
+                   "maxSurge": 1, "maxUnavailable": 1}},
+                        "leaderWorkerTemplate": {
+                            "size": 4,
+                            "leaderTemplate": {"spec": {"containers": [container("vllm-leader", 4)]}},
+                            "workerTemplate": {"spec": {"containers": [container("vllm-worker", 8)]}}}}})
+    reconcile_lws(sim, "vllm")
+    _headroom(reactor, 27)
+    outcome = _post(reactor, "GPUSaturated", "vllm-0-1", "vllm-worker", value=0.99, gpus=8)
+    assert outcome["reason"] == "quota-exceeded" and "needs 28 GPUs" in outcome["detail"], outcome
+    _headroom(reactor, 28)
+    assert "would apply: set-priority wpc-low → wpc-high" in _plan(reactor, "GPUSaturated", "vllm-0-1", "vllm-worker",
+                                                                   0.99, 8)
+    outcome = _post(reactor, "GPUSaturated", "vllm-0-1", "vllm-worker", value=0.99, gpus=8)
+    assert (outcome["result"], outcome["action"]) == ("applied", "set-priority"), outcome
