@@ -41,6 +41,7 @@ from reactor.integrations.adapters import Adapter, Adapters
 from reactor.integrations.adapters.config import (
     ADAPTER_KEYS,
     BUILTIN_NAMES,
+    KUEUE_RELEASE,
     enabled,
     parse_builtin,
     parse_custom,
@@ -198,6 +199,8 @@ def _window(key: str, raw: Any) -> Window:
 described({"type": "array", "items": {"enum": list(BUILTIN_NAMES)}})(parse_builtin)
 described({"type": "array", "items": {"type": "object", "propertyNames": {"enum": sorted(ADAPTER_KEYS)}}})(parse_custom)
 described({"type": ["boolean", "null"]})(parse_incremental_gate)
+described({"type": ["boolean", "null"]})(parse_zero_downtime)
+described({"type": ["string", "null"], "pattern": KUEUE_RELEASE.pattern})(parse_kueue_version)
 
 _LABEL_KEY = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 _LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"

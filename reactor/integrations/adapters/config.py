@@ -79,13 +79,13 @@ def parse_zero_downtime(key: str, raw: Any) -> bool | None:
     raise ConfigError(key, f"expected true, false or null (KubeRay's ENABLE_ZERO_DOWNTIME), got {raw!r}")
 
 
-_RELEASE = re.compile(r"^v?(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})$")
+KUEUE_RELEASE = re.compile(r"^v?(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})$")
 
 
 def parse_kueue_version(key: str, raw: Any) -> tuple[int, int, int] | None:
     """The Kueue release installed ("v0.16.2"; null for not declared): what Kueue's StatefulSet integration does with
     a priority label changed differs between patch releases that serve the same API versions (kueue.py)."""
-    match = _RELEASE.match(raw) if isinstance(raw, str) else None
+    match = KUEUE_RELEASE.match(raw) if isinstance(raw, str) else None
     if raw is None:
         return None
     if match is None:
