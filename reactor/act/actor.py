@@ -274,4 +274,6 @@ def event_message(action: Action, signal: Signal) -> str:
     cause += f", value {signal.value})" if signal.value is not None else ")"
     if signal.pods:
         cause += f" for pods {', '.join(signal.pods[:5])}"
-    return f"gpu-reactor {action.action} ({action.strategy}): {target}{action.from_value} -> {action.to_value} {cause}"
+    effect = f"; {action.effect}" if action.effect else ""
+    return (f"gpu-reactor {action.action} ({action.strategy}): {target}{action.from_value} -> {action.to_value} "
+            f"{cause}{effect}")

@@ -31,14 +31,23 @@ def adapted_workload(adapter: Adapter, obj: Obj, part_name: str, gpu_resource: s
     pod_spec = read(obj, part.spec_path) or {}
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith(ANNOTATION_PREFIX)}
     replicas = part.replicas_in(obj)
+    # More running than the resource says (KServe's HPA or KEDA above minReplicas): quota counts what runs, and the
+    # resource's count is not the reactor's to scale.
+    running, scale_why = adapter.running(obj, part, child)
+    replicas = running if running is not None and (replicas is None or running > replicas) else replicas
     generation = int(meta.get("generation", 0))
     child_surge = max_surge(child.get("spec") or {}, replicas) if child and child.get("kind") == "Deployment" else 0
     surge = adapter.surge(obj, part.default_replicas if replicas is None else replicas, child=child,
                           child_surge=child_surge)
+    beside = sum(count * other.pods * sum(c.gpus for c in _containers(obj, other, read(obj, other.spec_path) or {},
+                                                                      gpu_resource))
+                 for other, count in adapter.surge_beside(obj, part, surge))
     facts = OperatorFacts(part=part.name, rollout=adapter.rollout(obj, child),
-                          refusals=adapter.refusals(obj, part, gpu_resource), pods_per_replica=part.pods,
+                          refusals={**adapter.refusals(obj, part, gpu_resource),
+                                    **({"scale-replicas": scale_why} if scale_why else {})},
+                          pods_per_replica=part.pods,
                           replica_gpus=_replica_gpus(adapter, obj, part, gpu_resource),
-                          recommend_only=adapter.recommend_only())
+                          recommend_only=adapter.recommend_only(), surge_gpus=beside, effect=adapter.effect(obj))
     return Workload(
         ref=WorkloadRef(adapter.kind, str(meta.get("namespace", "")), str(meta.get("name", ""))),
         resource_version=str(meta.get("resourceVersion", "")),

@@ -111,18 +111,26 @@ class OperatorKind:
         return names[0] if names else ""
 
     def child(self, obj: Obj, lister: Lister) -> dict[str, Any] | None:
-        """The Deployment or StatefulSet the operator runs its resource as (controller reference to its uid), or
-        None: another kind of child, or none yet."""
+        """The Deployment or StatefulSet the operator runs its resource's changed part as (controller reference to
+        its uid), or None: another kind of child, or none yet. Where the operator labels its children with their
+        part (KServe's `component` on each component's Deployment and Knative Service), the child of the part the
+        pending change is on (`part_of`), never merely the first: an explainer's rollout says nothing of a
+        predictor change."""
         meta = obj.get("metadata") or {}
         uid, namespace = meta.get("uid"), str(meta.get("namespace") or "")
         if not uid:
             return None
+        label, part = self.adapter.part_label, self.part_of(obj)
         for child_kind in _CHILD_KINDS:
             if child_kind not in self.adapter.children:
                 continue
             for candidate in lister(child_kind, namespace):
-                refs = (candidate.get("metadata") or {}).get("ownerReferences") or []
-                if any(isinstance(r, Mapping) and r.get("controller") and r.get("uid") == uid for r in refs):
+                candidate_meta = candidate.get("metadata") or {}
+                refs = candidate_meta.get("ownerReferences") or []
+                if not any(isinstance(r, Mapping) and r.get("controller") and r.get("uid") == uid for r in refs):
+                    continue
+                labelled = (candidate_meta.get("labels") or {}).get(label) if label else None
+                if labelled is None or labelled == part:  # another part's child: its rollout is not this change's
                     return candidate
         return None
 

@@ -56,7 +56,8 @@ class ClusterView:
         workload Kueue manages; kueue.label_mutable_on). PermanentError when an operator's resource has no
         template `part` (any more)."""
         base = self.kind(kind).workload(obj, part=part, child=child, via=via)
-        return authenticate(kueue.as_managed(base, obj, kueue_label_mutable), self.state_keys)
+        return authenticate(kueue.as_managed(base, obj, kueue_label_mutable, release=self.adapters.kueue_version),
+                            self.state_keys)
 
     def queue_bounds(self, bounds: Bounds, workload: Workload, reader: QueueReader) -> Bounds:
         """The namespace's bounds, and for a Kueue-managed workload its ClusterQueue's GPU quota as one more."""

@@ -41,10 +41,13 @@ from reactor.integrations.adapters import Adapter, Adapters
 from reactor.integrations.adapters.config import (
     ADAPTER_KEYS,
     BUILTIN_NAMES,
+    KUEUE_RELEASE,
     enabled,
     parse_builtin,
     parse_custom,
     parse_incremental_gate,
+    parse_kueue_version,
+    parse_zero_downtime,
 )
 from reactor.policy.values import CPU_APPLY_TO, DEFAULT_ALERTS, REVERTIBLE, STRATEGIES, Policy, Window
 
@@ -126,12 +129,16 @@ class Settings:
     adapters_builtin: tuple[str, ...] = BUILTIN_NAMES  # operators' resources the reactor changes (adapters/)
     adapters_custom: tuple[Adapter, ...] = ()
     adapters_ray_incremental_gate: bool | None = None  # KubeRay's RayServiceIncrementalUpgrade gate, as declared
+    adapters_ray_zero_downtime: bool | None = None  # KubeRay's ENABLE_ZERO_DOWNTIME, as declared
+    adapters_kueue_version: tuple[int, int, int] | None = None  # the Kueue release installed, as declared
 
     @property
     def adapters(self) -> Adapters:
         """The enabled adapters as a value, handed to the engine, the resolver, the act step and the verifier."""
         return Adapters(enabled(self.adapters_builtin, self.adapters_custom,
-                                ray_incremental_gate=self.adapters_ray_incremental_gate))
+                                ray_incremental_gate=self.adapters_ray_incremental_gate,
+                                ray_zero_downtime=self.adapters_ray_zero_downtime),
+                        kueue_version=self.adapters_kueue_version)
 
 
 @described({"enum": [m.value for m in Mode]})
@@ -206,6 +213,8 @@ def _window(key: str, raw: Any) -> Window:
 described({"type": "array", "items": {"enum": list(BUILTIN_NAMES)}})(parse_builtin)
 described({"type": "array", "items": {"type": "object", "propertyNames": {"enum": sorted(ADAPTER_KEYS)}}})(parse_custom)
 described({"type": ["boolean", "null"]})(parse_incremental_gate)
+described({"type": ["boolean", "null"]})(parse_zero_downtime)
+described({"type": ["string", "null"], "pattern": KUEUE_RELEASE.pattern})(parse_kueue_version)
 
 _LABEL_KEY = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 _LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
@@ -299,6 +308,8 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "adapters.builtin": ("top", "adapters_builtin", parse_builtin),
     "adapters.custom": ("top", "adapters_custom", parse_custom),
     "adapters.rayServiceIncrementalUpgrade": ("top", "adapters_ray_incremental_gate", parse_incremental_gate),
+    "adapters.rayServiceZeroDowntime": ("top", "adapters_ray_zero_downtime", parse_zero_downtime),
+    "adapters.kueueVersion": ("top", "adapters_kueue_version", parse_kueue_version),
     "kube.watchCache": ("kube", "watch_cache", boolean),
     "logging.format": ("top", "log_format", choice("json", "text")),
     "logging.level": ("top", "log_level", choice("DEBUG", "INFO", "WARNING", "ERROR")),

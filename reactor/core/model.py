@@ -193,6 +193,12 @@ class OperatorFacts:
     # Why the reactor may only recommend on this workload ("" when it may act): a link to it that its owner's
     # side cannot confirm (a custom adapter declaring no naming rule).
     recommend_only: str = ""
+    # GPUs of the pods of the resource's other templates that a template change starts too, besides the changed
+    # template's surge (a RayService's whole new RayCluster; a LeaderWorkerSet surge group's leader or workers).
+    surge_gpus: int = 0
+    # What a template change does to the running pods where it is more than a rolling update (KubeRay's Recreate
+    # deletes every pod, head included): said in the plan and the Event (`Action.effect`).
+    effect: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -400,6 +406,8 @@ class Action:
     compute_quota_charges: tuple[tuple[tuple[str, str], int], ...] = ()
     # What the engine adds to the decision's answer and log line, e.g. the rebalance that paid for a growth.
     note: str = ""
+    # What the change does to the running pods beyond a rolling update (`OperatorFacts.effect`): in the Event too.
+    effect: str = ""
 
 
 @dataclass(frozen=True, slots=True)

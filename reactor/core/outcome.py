@@ -65,8 +65,8 @@ def decision_fields(ref: WorkloadRef | None, decision: Action | Skip, result: Re
     if isinstance(decision, Action):
         fields.update(action=decision.action, container=decision.container, from_value=decision.from_value,
                       to_value=decision.to_value)
-        if decision.note:
-            fields["detail"] = decision.note
+        if decision.note or decision.effect:
+            fields["detail"] = "; ".join(t for t in (decision.effect, decision.note) if t)
     else:
         fields.update(reason=decision.reason.value, detail=decision.detail)
     return fields

@@ -20,6 +20,7 @@ from typing import Any
 
 from reactor.core.model import Bounds, QueueFacts, Quota, Workload
 from reactor.core.quantity import value
+from reactor.integrations.adapters.kserve import INFERENCE_SERVICE
 
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta1"
 V1BETA2 = "v1beta2"  # served from Kueue v0.15 on (v1beta1 deprecated there, still served in v0.19.2)
@@ -27,10 +28,13 @@ V1BETA2 = "v1beta2"  # served from Kueue v0.15 on (v1beta1 deprecated there, sti
 # leaderworkerset_webhook ValidateUpdate), and kinds whose pod template its webhook copies the priority label into
 # (deployment_webhook, leaderworkerset_webhook Default: podTemplateSpecDefault), so a label change rolls their pods.
 POD_GROUP_KINDS = frozenset({"StatefulSet", "LeaderWorkerSet"})
-LABEL_ROLLS_KINDS = frozenset({"Deployment", "LeaderWorkerSet"})
+# KServe copies an InferenceService's labels into every component's pod template (v0.20.0 components/predictor.go
+# buildObjectMeta; serverless: ksvc_reconciler.go createKnativeService), so a label change rolls its model servers too.
+LABEL_ROLLS_KINDS = frozenset({"Deployment", "LeaderWorkerSet", "InferenceService"})
 RESIZES = ("resize-gpu", "resize-cpu", "resize-memory")
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+ELASTIC_JOB = "kueue.x-k8s.io/elastic-job"  # Kueue's workload-slicing opt-in (alpha; with its feature gate)
 
 
 def queue_of(obj: Mapping[str, Any]) -> str:
@@ -41,10 +45,12 @@ def queue_of(obj: Mapping[str, Any]) -> str:
 
 
 def as_managed(workload: Workload, obj: Mapping[str, Any],
-               label_mutable: Callable[[], bool] = lambda: True) -> Workload:
+               label_mutable: Callable[[], bool] = lambda: True, *,
+               release: tuple[int, int, int] | None = None) -> Workload:
     """The workload as Kueue sees it: its queue, its priority read from the Kueue label, and what Kueue's
     webhooks refuse or its controller undoes on it. `label_mutable`: whether the installed Kueue lets the
-    priority label change (v0.15+, see `label_mutable_on`); asked only for a workload Kueue manages."""
+    priority label change (v0.15+, see `label_mutable_on`); asked only for a workload Kueue manages.
+    `release`: the Kueue release the policy declares (adapters.kueueVersion), None where undeclared."""
     queue = queue_of(obj)
     if not queue:
         return workload
@@ -72,8 +78,73 @@ def as_managed(workload: Workload, obj: Mapping[str, Any],
         why = ("Kueue suspends a running RayCluster whose pod templates no longer match its Workload: every pod, "
                "head included, would stop until it is admitted again")
         forbidden.update({field: why for field in RESIZES})
-    facts = QueueFacts(queue, forbidden, label_rolls=mutable and kind in LABEL_ROLLS_KINDS)
+        forbidden["scale-replicas"] = _ray_scale_refusal(obj)
+    rolls = mutable and kind in LABEL_ROLLS_KINDS
+    if rolls and kind == "InferenceService" and "set-priority" not in forbidden:
+        why = _isvc_label_refusal(obj)
+        if why:
+            forbidden["set-priority"] = why
+    if mutable and kind == "StatefulSet" and "set-priority" not in forbidden:
+        rolls, why = _statefulset_label(release)
+        if why:
+            forbidden["set-priority"] = why
+    facts = QueueFacts(queue, forbidden, label_rolls=rolls)
     return replace(workload, kueue=facts, priority_class=label if isinstance(label, str) else None)
+
+
+STS_COPIES = (((0, 15, 0), (0, 15, 5)), ((0, 16, 0), (0, 16, 1)))  # releases whose StatefulSet webhook copies the label
+
+
+def _statefulset_label(release: tuple[int, int, int] | None) -> tuple[bool, str]:
+    """(whether a priority-label change rolls a managed StatefulSet's pods, why it is refused ("" when it is not)).
+    Kueue v0.15.0–0.15.5 and v0.16.0–0.16.1 copy the label into the pod template (jobs/statefulset
+    statefulset_webhook.go Default): a change restarts every pod, one at a time, so it is checked as a template change.
+    From v0.15.6 and v0.16.2 on it is no longer copied and the Workload's priority is not updated from it
+    (statefulset_reconciler.go reconcileWorkload): the change would reach nothing, yet look verified. Both serve the
+    same API versions, so the release is what the policy declares; undeclared, the change is refused."""
+    if release is None:
+        return False, ("Kueue v0.15.0–0.15.5 and v0.16.0–0.16.1 copy a StatefulSet's priority label into its pod "
+                       "template (statefulset_webhook.go Default: every pod restarts), later releases carry it neither "
+                       "to the running pods nor to the Workload's priority (statefulset_reconciler.go "
+                       "reconcileWorkload); the served API versions cannot tell them apart, so declare the release "
+                       "in the policy (adapters.kueueVersion)")
+    if any(low <= release <= high for low, high in STS_COPIES):
+        return True, ""
+    shown = "v" + ".".join(map(str, release))
+    return False, (f"Kueue {shown} (declared) carries a StatefulSet's priority label neither to its running pods nor "
+                   f"to its Workload's priority (statefulset_reconciler.go reconcileWorkload): the change would "
+                   f"change nothing")
+
+
+def _isvc_label_refusal(obj: Mapping[str, Any]) -> str:
+    """Why the priority label may not change on an InferenceService ("" where it may): the label rolls every
+    component (KServe copies it into each one's pod template), so what KServe would do with a template change of any
+    component (its canaries, a multi-node predictor: kserve.py) stands for the label too."""
+    adapter = INFERENCE_SERVICE
+    for part in adapter.parts(obj):
+        why = adapter.refusals(obj, part, "").get("set-priority")
+        if why:
+            return (f"KServe copies the InferenceService's labels, {PRIORITY_LABEL} included, into the {part.name}'s "
+                    f"pod template (components/predictor.go buildObjectMeta), so the change rolls it, and {why}")
+    return ""
+
+
+def _ray_scale_refusal(obj: Mapping[str, Any]) -> str:
+    """Why a managed RayCluster's replicas are not the reactor's to change. A count change makes the admitted Workload
+    non-equivalent (v0.19.2 jobframework/reconciler.go EquivalentToWorkload compares the pod sets' counts): Kueue
+    evicts and suspends the job and KubeRay deletes every pod, head included, until it is admitted again. Only an
+    elastic job (the `kueue.x-k8s.io/elastic-job: "true"` annotation, pkg/workloadslicing EnabledAnnotationKey) is
+    resized in place, and only with Kueue's ElasticJobsViaWorkloadSlices feature gate on: a flag of Kueue's process
+    the reactor cannot read, so even then it is refused, saying so (the Ray autoscaler is what scales such a job)."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    if annotations.get(ELASTIC_JOB) == "true":
+        return (f"it is annotated {ELASTIC_JOB}: \"true\", but Kueue resizes it in place only with its "
+                f"ElasticJobsViaWorkloadSlices feature gate on, a flag of Kueue's process the reactor cannot read; "
+                f"with it off Kueue suspends the RayCluster and KubeRay deletes every pod, head included")
+    return ("a replica count unlike its admitted Workload's makes Kueue suspend the RayCluster (jobframework "
+            "reconciler.go EquivalentToWorkload compares pod-set counts): KubeRay deletes every pod, head included, "
+            f"until it is admitted again; only an elastic job ({ELASTIC_JOB}, Kueue's ElasticJobsViaWorkloadSlices) "
+            "is resized in place")
 
 
 def label_mutable_on(served_version: str) -> bool:

@@ -73,7 +73,7 @@ def decide_stalled(
     facts as `decide`; the rails of state and mode first."""
     ctx = Context(signal, workload, bounds, policy, now, priority_classes, None, cpu)
     refused = rails.first_refusal(ctx, (rails.unauthenticated_state, rails.invalid_annotation, rails.mode_off))
-    return refused or revert_stalled(ctx)
+    return refused or _with_effect(ctx, revert_stalled(ctx))
 
 
 def decide_given_back(
@@ -105,7 +105,24 @@ def _bounded(ctx: Context, decision: Action | Skip) -> Action | Skip:
     if isinstance(decision, Skip):
         return decision
     refused = out_of_bounds(ctx, decision)
-    return decision if refused is None else replace(refused, considered=decision.considered)
+    return _with_effect(ctx, decision) if refused is None else replace(refused, considered=decision.considered)
+
+
+_TEMPLATE = frozenset({"resize-gpu", "set-priority", "resize-cpu", "resize-memory"})
+
+
+def _with_effect(ctx: Context, decision: Action | Skip) -> Action | Skip:
+    """The action, saying what it does to the running pods where its operator does more than a rolling update
+    (`OperatorFacts.effect`: KubeRay's Recreate deletes every pod, head included) and the change is one of the
+    template (a revert: of the change it undoes). A Kueue priority label its webhook does not copy into the pod
+    template rolls nothing."""
+    operator = ctx.workload.operator
+    if isinstance(decision, Skip) or operator is None or not operator.effect:
+        return decision
+    last = ctx.state.last_action
+    field = last.action if decision.action == "revert" and last is not None else decision.action
+    rolls = ctx.workload.kueue is None or ctx.workload.kueue.label_rolls or field != "set-priority"
+    return replace(decision, effect=operator.effect) if field in _TEMPLATE and rolls else decision
 
 
 def _first_that_applies(ctx: Context) -> Action | Skip:

@@ -58,9 +58,13 @@ def check_template(ctx: Context, *, new_pod_gpus: int, new_class: str | None, wh
     A quota counting the old pods and the new ones needs the growth of all replicas plus the surge pods
     (they run the new template while every old pod still counts, so even a shrink needs `surge × new`). A
     quota the pods move into (a new PriorityClass) must hold every replica; one they leave is freed as
-    they roll, and a quota that never counts them does not matter.
+    they roll, and a quota that never counts them does not matter. The surge includes the pods of the operator's
+    other templates that it starts with the change (`OperatorFacts.surge_gpus`).
     """
     old_class, old_gpus = ctx.workload.priority_class, pod_gpus(ctx.workload)
+    # The other templates' pods the operator starts with the change (a RayService's whole new RayCluster, an LWS
+    # surge group's leader or workers): counted where the changed template's old pods are, never left out.
+    beside = ctx.workload.operator.surge_gpus if ctx.workload.operator is not None else 0
     charges: list[tuple[str, int]] = []
     refusals: list[Skip] = []
     for quota in ctx.bounds.quotas:
@@ -68,7 +72,7 @@ def check_template(ctx: Context, *, new_pod_gpus: int, new_class: str | None, wh
             continue
         if tracks(ctx, quota, old_class):
             kept = max(0, ctx.replicas * (new_pod_gpus - old_gpus))
-            need, how = kept + ctx.surge * new_pod_gpus, ""
+            need, how = kept + ctx.surge * new_pod_gpus + beside, ""
         else:
             kept = need = ctx.replicas * new_pod_gpus
             how = ", every pod moves into its scope"

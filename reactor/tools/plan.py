@@ -151,6 +151,8 @@ def print_plan(outcomes: list[Outcome], settings: Settings) -> None:
         print(f"  workload: {target}")
         if o.action is not None:
             print(f"  {verdict}: {o.summary}")
+            if o.detail:
+                print(f"    which: {o.detail}")
         else:
             detail, _, rebalance = (o.detail or "").partition("; rebalance plan: ")
             print(f"  {verdict}: {o.reason}" + (f" — {detail}" if detail else ""))

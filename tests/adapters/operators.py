@@ -489,6 +489,23 @@ def kueue_deployment_webhook(sim: SimCluster, name: str) -> None:
     sim.settle()
 
 
+def kueue_statefulset_webhook(sim: SimCluster, name: str, release: tuple[int, int, int]) -> None:
+    """Kueue's jobs/statefulset/statefulset_webhook.go Default for a StatefulSet it manages, by release: the pod
+    template gets managed and the queue-name label in every release from v0.15 on; v0.15.0–0.15.5 and v0.16.0–0.16.1
+    also copy the priority-class label (so a change of it changes the template and restarts every pod), later
+    releases do not (the label then stays on the StatefulSet: statefulset_reconciler.go reconcileWorkload reads
+    it for nothing running)."""
+    sts = sim.get("statefulsets", NAMESPACE, name)
+    labels = sts["metadata"].get("labels") or {}
+    copied = {"kueue.x-k8s.io/managed": "true", "kueue.x-k8s.io/queue-name": labels["kueue.x-k8s.io/queue-name"]}
+    copies = (0, 15, 0) <= release <= (0, 15, 5) or (0, 16, 0) <= release <= (0, 16, 1)
+    if copies and labels.get("kueue.x-k8s.io/priority-class"):
+        copied["kueue.x-k8s.io/priority-class"] = labels["kueue.x-k8s.io/priority-class"]
+    sts["spec"]["template"].setdefault("metadata", {}).setdefault("labels", {}).update(copied)
+    sim.apply(sts)
+    sim.settle()
+
+
 JOBSET = "jobset.sigs.k8s.io/jobset-name"
 JOBSET_RJOB = "jobset.sigs.k8s.io/replicatedjob-name"
 

@@ -54,7 +54,7 @@ KSVC: Obj = {"apiVersion": "serving.knative.dev/v1", "kind": "Service", "metadat
 def _ray_service(replicas: int, hosts: int) -> Obj:
     return {"apiVersion": "ray.io/v1", "kind": "RayService",
             "metadata": {"name": "serve", "namespace": "ml", "uid": "u-rs", "generation": 1},
-            "spec": {"rayClusterConfig": {
+            "spec": {"upgradeStrategy": {"type": "NewCluster"}, "rayClusterConfig": {
                 "headGroupSpec": {"template": {"spec": {"containers": [_container(0)]}}},
                 "workerGroupSpecs": [{"groupName": "gpu", "replicas": replicas, "numOfHosts": hosts,
                                       "template": {"spec": {"containers": [_container(1)]}}}]}}}
@@ -90,14 +90,16 @@ def test_the_surge_is_one_method_of_the_adapter(adapter: Adapter, obj: Obj, part
 def test_an_operators_facts_are_one_nested_value() -> None:
     group = _ray_service(3, 2)["spec"]["rayClusterConfig"]
     cluster = {"apiVersion": "ray.io/v1", "kind": "RayCluster",
-               "metadata": {"name": "ray", "namespace": "ml", "uid": "u-rc", "generation": 2},
+               "metadata": {"name": "ray", "namespace": "ml", "uid": "u-rc", "generation": 2,
+                            "annotations": {"gpu-reactor.io/allow-recreate": "true"}},
                "spec": {**group, "upgradeStrategy": {"type": "Recreate"}},
                "status": {"observedGeneration": 1}}
     workload = adapted_workload(RAY_CLUSTER, cluster, "gpu", GPU)
     assert workload is not None and workload.operator is not None and workload.kueue is None
     assert (workload.part, workload.operator.pods_per_replica, workload.operator.replica_gpus) == ("gpu", 2, 2)
     assert workload.operator.rollout == "the operator observed generation 1 of 2" and workload.rolling_out
-    assert workload.refusals == {}  # upgradeStrategy Recreate: KubeRay carries a template change to the pods
+    assert workload.refusals == {}  # upgradeStrategy Recreate, opted in: KubeRay carries a template change to the pods
+    assert "head included" in workload.operator.effect  # ... by recreating every pod
 
 
 OPERATOR = {"resize-gpu": "the operator's", "set-priority": "the operator's priority"}

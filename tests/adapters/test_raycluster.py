@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from reactor.integrations.adapters.ray import ALLOW_RECREATE
 from reactor.state.annotations import LAST_ACTION, ORIGINAL
 from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
@@ -28,7 +29,7 @@ def cluster(reactor: Reactor) -> dict[str, Any]:
 
 def _cluster(reactor: Reactor, **spec: Any) -> dict[str, Any]:
     """A RayCluster whose template changes reach its pods (upgradeStrategy Recreate, KubeRay v1.6+), unless `spec`
-    says otherwise."""
+    says otherwise; its owners accept that each restarts the whole cluster (the allow-recreate annotation)."""
     install(reactor.sim, "ray.io_rayclusters.yaml")
     spec = {"upgradeStrategy": {"type": "Recreate"}, **spec}
     def group(name: str, gpus: int, replicas: int) -> dict[str, Any]:
@@ -36,7 +37,7 @@ def _cluster(reactor: Reactor, **spec: Any) -> dict[str, Any]:
                 "rayStartParams": {}, "template": {"spec": {"priorityClassName": "medium-priority-gpu",
                                                             "containers": [container("ray-worker", gpus)]}}}
     reactor.sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster",
-                       "metadata": {"name": "ray", "namespace": NAMESPACE},
+                       "metadata": {"name": "ray", "namespace": NAMESPACE, "annotations": {ALLOW_RECREATE: "true"}},
                        "spec": {"rayVersion": "2.40.0", **{k: v for k, v in spec.items() if v is not None},
                                 "headGroupSpec": {"rayStartParams": {},
                                                   "template": {"spec": {"containers": [container("ray-head", 0)]}}},
@@ -237,7 +238,8 @@ def test_two_groups_naming_their_container_alike_keep_their_state_apart(sim: Sim
         def group(name: str, gpus: int, replicas: int) -> dict[str, Any]:
             return {"groupName": name, "replicas": replicas, "minReplicas": 0, "maxReplicas": 4, "rayStartParams": {},
                     "template": {"spec": {"containers": [container("ray-worker", gpus)]}}}
-        sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "ray", "namespace": NAMESPACE},
+        sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                   "metadata": {"name": "ray", "namespace": NAMESPACE, "annotations": {ALLOW_RECREATE: "true"}},
                    "spec": {"rayVersion": "2.40.0", "upgradeStrategy": {"type": "Recreate"},
                             "headGroupSpec": {"rayStartParams": {},
                                               "template": {"spec": {"containers": [container("ray-head", 0)]}}},

@@ -42,7 +42,7 @@ def service(reactor: Reactor) -> dict[str, Any]:
     install(reactor.sim, "ray.io_rayclusters.yaml", "ray.io_rayservices.yaml")
     reactor.sim.apply({"apiVersion": "ray.io/v1", "kind": "RayService",
                        "metadata": {"name": "serve", "namespace": NAMESPACE},
-                       "spec": {"serveConfigV2": "applications: []\n",
+                       "spec": {"serveConfigV2": "applications: []\n", "upgradeStrategy": {"type": "NewCluster"},
                                 "rayClusterConfig": {
                                     "rayVersion": "2.40.0",
                                     "headGroupSpec": {"rayStartParams": {}, "template": {

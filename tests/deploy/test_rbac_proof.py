@@ -93,7 +93,8 @@ def _operators(sim: SimCluster) -> None:
                "spec": {"template": {"spec": {"containers": [container("notebook", 4)]}}}})
     sim.apply({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": meta("llama"),
                "spec": {"predictor": {"minReplicas": 1, "containers": [container("kserve-container", 4)]}}})
-    sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": meta("ray"),
+    sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster",  # its owners accept Recreate's restart (issue 36)
+               "metadata": {**meta("ray"), "annotations": {**ENFORCE, "gpu-reactor.io/allow-recreate": "true"}},
                "spec": {"upgradeStrategy": {"type": "Recreate"},  # KubeRay carries template changes (issue 24)
                         "headGroupSpec": {"template": {"spec": {"containers": [container("ray-head", 0)]}}},
                         "workerGroupSpecs": [{"groupName": "gpu-workers", "replicas": 1, "template": {
@@ -111,7 +112,7 @@ def _operators(sim: SimCluster) -> None:
     reconcile_lws(sim, "vllm")
     install(sim, "ray.io_rayservices.yaml")
     sim.apply({"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": meta("serve"),
-               "spec": {"rayClusterConfig": {
+               "spec": {"upgradeStrategy": {"type": "NewCluster"}, "rayClusterConfig": {
                    "headGroupSpec": {"template": {"spec": {"containers": [container("ray-head", 0)]}}},
                    "workerGroupSpecs": [{"groupName": "gpu-workers", "replicas": 1, "template": {
                        "spec": {"containers": [container("ray-worker", 4)]}}}]}}})

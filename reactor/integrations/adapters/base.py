@@ -142,6 +142,21 @@ class Adapter:
         maxSurge; 0 for a StatefulSet)."""
         return child_surge
 
+    def surge_beside(self, obj: Obj, part: Part, surge: int) -> tuple[tuple[Part, int], ...]:
+        """The resource's other templates whose pods a template change of `part` (with `surge` of its replicas
+        started beside the old ones) starts too, each with its replicas: by default none (one template rolls)."""
+        return ()
+
+    def running(self, obj: Obj, part: Part, child: Obj | None) -> tuple[int | None, str]:
+        """(replicas of `part` the operator runs where more than the resource says, why a scale is then refused):
+        by default (None, ""): the resource's count is what runs."""
+        return None, ""
+
+    def effect(self, obj: Obj) -> str:
+        """What a template change does to the running pods where it is more than a rolling update ("" when it is
+        not): said in the plan and the Event of each such change."""
+        return ""
+
     def names_child(self, owner: Obj, child_kind: str, child: Obj) -> str | None:
         """The owner's side of a link (issue 24, item 8): why `owner` does not name or record `child` the way its
         operator does (`<isvc>-predictor`, a RayService's activeServiceStatus, a JobSet's
@@ -174,6 +189,9 @@ class Adapters:
     with different settings in one process each see their own."""
 
     items: tuple[Adapter, ...] = ()
+    # The Kueue release the policy declares (adapters.kueueVersion), where what Kueue does differs between patch
+    # releases the served API versions cannot tell apart (kueue.py `as_managed`); None: undeclared.
+    kueue_version: tuple[int, int, int] | None = None
     _by_kind: Mapping[str, Adapter] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

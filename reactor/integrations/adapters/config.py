@@ -71,13 +71,37 @@ def parse_incremental_gate(key: str, raw: Any) -> bool | None:
     raise ConfigError(key, f"expected true, false or null (KubeRay's RayServiceIncrementalUpgrade gate), got {raw!r}")
 
 
+def parse_zero_downtime(key: str, raw: Any) -> bool | None:
+    """What KubeRay's ENABLE_ZERO_DOWNTIME is in the cluster (true: unset or anything but "false"; false; null for not
+    declared): the operator's environment, which the reactor cannot read (ray.py `RayServiceAdapter.forbidden`)."""
+    if raw is None or isinstance(raw, bool):
+        return raw
+    raise ConfigError(key, f"expected true, false or null (KubeRay's ENABLE_ZERO_DOWNTIME), got {raw!r}")
+
+
+KUEUE_RELEASE = re.compile(r"^v?(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})$")
+
+
+def parse_kueue_version(key: str, raw: Any) -> tuple[int, int, int] | None:
+    """The Kueue release installed ("v0.16.2"; null for not declared): what Kueue's StatefulSet integration does with
+    a priority label changed differs between patch releases that serve the same API versions (kueue.py)."""
+    match = KUEUE_RELEASE.match(raw) if isinstance(raw, str) else None
+    if raw is None:
+        return None
+    if match is None:
+        raise ConfigError(key, f"expected a Kueue release such as v0.16.2, or null, got {raw!r}")
+    major, minor, patch = (int(g) for g in match.groups())
+    return major, minor, patch
+
+
 def enabled(builtin: tuple[str, ...], custom: tuple[Adapter, ...], *,
-            ray_incremental_gate: bool | None = None) -> tuple[Adapter, ...]:
-    """The enabled adapters; the RayService adapter told what the policy declares of KubeRay's gate."""
+            ray_incremental_gate: bool | None = None, ray_zero_downtime: bool | None = None) -> tuple[Adapter, ...]:
+    """The enabled adapters; the RayService adapter told what the policy declares of KubeRay's gate and of its
+    ENABLE_ZERO_DOWNTIME."""
     def configured(adapter: Adapter) -> Adapter:
-        if not isinstance(adapter, RayServiceAdapter) or ray_incremental_gate is None:
+        if not isinstance(adapter, RayServiceAdapter):
             return adapter
-        return dataclasses.replace(adapter, incremental_gate=ray_incremental_gate)
+        return dataclasses.replace(adapter, incremental_gate=ray_incremental_gate, zero_downtime=ray_zero_downtime)
     return tuple(configured(a) for a in BUILTIN if a.kind in builtin) + custom
 
 

@@ -30,6 +30,7 @@ def isvc_implementations(obj: Obj) -> tuple[str, ...]:
 
 
 ISVC_FIELDS = (*TEMPLATE_FIELDS, "scale-replicas")
+AUTOSCALER_CLASS = "serving.kserve.io/autoscalerClass"  # hpa (default), keda, external, none
 
 
 def isvc_mode(obj: Obj) -> str:
@@ -134,7 +135,27 @@ class InferenceServiceAdapter(Adapter):
         return knative.rollout(obj, child) if knative.is_service(child) else child_rollout(child)
 
     def refusals(self, obj: Obj, part: Part, gpu_resource: str) -> dict[str, str]:
-        return {**Adapter.refusals(self, obj, part, gpu_resource), **_isvc_part_forbidden(obj, part, gpu_resource)}
+        out = {**Adapter.refusals(self, obj, part, gpu_resource), **_isvc_part_forbidden(obj, part, gpu_resource)}
+        autoscaler = ((obj.get("metadata") or {}).get("annotations") or {}).get(AUTOSCALER_CLASS)
+        if autoscaler == "external" and "scale-replicas" not in out:
+            out["scale-replicas"] = (f"its {AUTOSCALER_CLASS} is external: KServe makes no autoscaler and leaves the "
+                                     f"Deployment's replicas to the one outside it, so a minReplicas write changes "
+                                     f"nothing that runs")
+        return out
+
+    def running(self, obj: Obj, part: Part, child: Obj | None) -> tuple[int | None, str]:
+        """Raw mode: the component's Deployment runs what KServe's HPA or KEDA sets, minReplicas only its floor
+        (v0.20.0 deployment_reconciler.go checkDeploymentExist leaves replicas to the autoscaler): where it runs
+        more, quota counts that, and a minReplicas write is not the count running, so the reactor does not scale."""
+        if child is None or child.get("kind") != "Deployment" \
+                or ((child.get("metadata") or {}).get("labels") or {}).get("component", part.name) != part.name:
+            return None, ""
+        count, floor = (child.get("spec") or {}).get("replicas"), part.replicas_in(obj)
+        if not isinstance(count, int) or isinstance(count, bool) or floor is None or count <= floor:
+            return None, ""
+        return count, (f"KServe's autoscaler runs {count} replicas of the {part.name}, above its minReplicas {floor} "
+                       f"(deployment_reconciler.go leaves the Deployment's replicas to it): the count running is the "
+                       f"autoscaler's, and a minReplicas write would be measured against it")
 
     def surge(self, obj: Obj, replicas: int, *, child: Obj | None, child_surge: int) -> int:
         """Serverless mode: a template change makes a new Knative Revision, which starts every replica beside the

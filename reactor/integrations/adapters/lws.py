@@ -10,7 +10,7 @@ from typing import Any
 
 from reactor.integrations.adapters import naming
 from reactor.integrations.adapters.base import Adapter, Obj, Part, read
-from reactor.integrations.adapters.status import child_rollout, positive
+from reactor.integrations.adapters.status import TEMPLATE_FIELDS, child_rollout, positive
 
 LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
 LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
@@ -44,6 +44,29 @@ class LeaderWorkerSetAdapter(Adapter):
         else:
             surge = raw if isinstance(raw, int) and not isinstance(raw, bool) else 0
         return max(0, min(surge, replicas))
+
+    def surge_beside(self, obj: Obj, part: Part, surge: int) -> tuple[tuple[Part, int], ...]:
+        """A surge group is whole: its leader and size − 1 workers (lws v0.10.0 pod_controller.go
+        constructWorkerStatefulSetApplyConfiguration builds the workers of every leader pod, surge leaders
+        included), so with a leaderTemplate the other template's pods start with each surge group too."""
+        return tuple((other, surge) for other in self.parts(obj) if other.spec_path != part.spec_path) if surge else ()
+
+    def forbidden(self, obj: Obj) -> dict[str, str]:
+        """A template change on an LWS with rollingUpdateConfiguration.partition above 0 is refused: LWS rolls only
+        the groups whose index is at or above the partition (v0.10.0 leaderworkerset_controller.go
+        rollingUpdateParameters passes it to the leader StatefulSet's rolling update); the groups below keep the old
+        template, so the change never lands on all of them, the verifier would wait for a rollout that never ends
+        and revert it, restarting the groups that did roll a second time. Following a partial rollout would need a
+        verifier that judges some groups and not others; the partition is a person's staged rollout, not the
+        reactor's to finish."""
+        partition = read(obj, ("spec", "rolloutStrategy", "rollingUpdateConfiguration", "partition"))
+        if not isinstance(partition, int) or isinstance(partition, bool) or partition <= 0:
+            return {}
+        why = (f"its rolloutStrategy.rollingUpdateConfiguration.partition is {partition}: LWS updates only the groups "
+               f"with index {partition} and above (leaderworkerset_controller.go rollingUpdateParameters), so groups "
+               f"0–{partition - 1} never get the change, and the reactor's verifier would revert it after restarting "
+               f"the groups that did roll")
+        return {field: why for field in TEMPLATE_FIELDS}
 
     def rollout(self, obj: Obj, child: Obj | None) -> str:
         for condition in (obj.get("status") or {}).get("conditions") or []:

@@ -49,6 +49,16 @@ RECREATE_WHY = ("KubeRay recreates a RayCluster's pods for a template change onl
                 "written and no running pod ever gets it")
 
 
+# Set by people on one RayCluster: they accept that each template change restarts the whole cluster. It lifts only
+# the refusal below (every other rail and the mode still hold); a tenant who sets it restarts only their own cluster.
+ALLOW_RECREATE = "gpu-reactor.io/allow-recreate"
+RECREATE_EFFECT = ("KubeRay's upgradeStrategy Recreate deletes every pod of the RayCluster, head included, and "
+                   "creates them anew (v1.7.0 raycluster_controller shouldRecreatePodsForUpgrade): every running Ray "
+                   "job on it stops")
+RECREATE_UNCONFIRMED = (f"{RECREATE_EFFECT}; the reactor makes such a change only on a RayCluster annotated "
+                        f"{ALLOW_RECREATE}: \"true\" (set by people who accept the restart), so it only recommends")
+
+
 class RayClusterAdapter(Adapter):
     """The head and the worker groups; KubeRay makes the pods itself and carries a template change to them only
     when told to recreate them."""
@@ -66,10 +76,15 @@ class RayClusterAdapter(Adapter):
         out: dict[str, str] = {}
         if read(obj, ("spec", "upgradeStrategy", "type")) != "Recreate":
             out.update({field: RECREATE_WHY for field in TEMPLATE_FIELDS})
+        elif ((obj.get("metadata") or {}).get("annotations") or {}).get(ALLOW_RECREATE) != "true":
+            out.update({field: RECREATE_UNCONFIRMED for field in TEMPLATE_FIELDS})
         if read(obj, ("spec", "enableInTreeAutoscaling")) is True:
             out["scale-replicas"] = ("enableInTreeAutoscaling is true: the Ray autoscaler writes the worker groups' "
                                      "replicas and would overwrite the reactor's")
         return out
+
+    def effect(self, obj: Obj) -> str:
+        return RECREATE_EFFECT if read(obj, ("spec", "upgradeStrategy", "type")) == "Recreate" else ""
 
     def names_child(self, owner: Obj, child_kind: str, child: Obj) -> str | None:
         return naming.ray_cluster(owner, child_kind, child)
@@ -95,6 +110,7 @@ class RayServiceAdapter(Adapter):
     `incremental_gate`: what the policy declares of KubeRay's RayServiceIncrementalUpgrade gate (None: undeclared)."""
 
     incremental_gate: bool | None = None
+    zero_downtime: bool | None = None  # KubeRay's ENABLE_ZERO_DOWNTIME as the policy declares it (None: undeclared)
 
     def parts(self, obj: Obj) -> tuple[Part, ...]:
         return _ray_parts(obj, RAY_SERVICE_CONFIG)
@@ -136,7 +152,9 @@ class RayServiceAdapter(Adapter):
         rayservice_controller.go isZeroDowntimeUpgradeEnabled returns false for any type but NewCluster, so KubeRay
         prepares no new RayCluster, as with None. The gate is a flag of the operator's process, invisible through the
         API: `incremental_gate` is what the policy declares (adapters.rayServiceIncrementalUpgrade); undeclared, a
-        template change on such a RayService is refused rather than guessed."""
+        template change on such a RayService is refused rather than guessed. The same for an unset upgradeStrategy.type:
+        KubeRay then follows its ENABLE_ZERO_DOWNTIME environment variable (`zero_downtime`,
+        adapters.rayServiceZeroDowntime)."""
         out = {"scale-replicas": "KubeRay does not carry a worker group's replicas from rayClusterConfig to the "
                                  "running RayCluster (its cluster hash leaves replicas out; the Ray autoscaler owns "
                                  "them)"}
@@ -149,6 +167,15 @@ class RayServiceAdapter(Adapter):
             why = (f"its upgradeStrategy.type is {INCREMENTAL} and the policy declares KubeRay's "
                    f"RayServiceIncrementalUpgrade gate off: KubeRay then prepares no new RayCluster, as with None "
                    f"(rayservice_controller.go isZeroDowntimeUpgradeEnabled), so a template change never reaches a pod")
+        elif strategy is None and self.zero_downtime is False:
+            why = ("its upgradeStrategy.type is unset and the policy declares KubeRay's ENABLE_ZERO_DOWNTIME false: "
+                   "KubeRay then prepares no new RayCluster (rayservice_controller.go isZeroDowntimeUpgradeEnabled), "
+                   "so a template change never reaches a pod")
+        elif strategy is None and self.zero_downtime is None:
+            why = ("its upgradeStrategy.type is unset: KubeRay then upgrades it only if its ENABLE_ZERO_DOWNTIME is "
+                   "not \"false\" (rayservice_controller.go isZeroDowntimeUpgradeEnabled), and otherwise no template "
+                   "change ever reaches a pod; the operator's environment is not visible through the API, so declare "
+                   "it in the policy (adapters.rayServiceZeroDowntime) or set upgradeStrategy.type NewCluster")
         elif strategy == INCREMENTAL and self.incremental_gate is None:
             why = (f"its upgradeStrategy.type is {INCREMENTAL}: KubeRay upgrades it only with its feature gate "
                    f"RayServiceIncrementalUpgrade on, and otherwise never reaches a pod (as with None); the gate is "
@@ -159,6 +186,13 @@ class RayServiceAdapter(Adapter):
 
     def surge(self, obj: Obj, replicas: int, *, child: Obj | None, child_surge: int) -> int:
         return replicas
+
+    def surge_beside(self, obj: Obj, part: Part, surge: int) -> tuple[tuple[Part, int], ...]:
+        """The whole new RayCluster: KubeRay builds it from the whole of rayClusterConfig (v1.7.0
+        rayservice_controller.go constructRayClusterForRayService: `clusterSpec := rayService.Spec.RayClusterSpec`),
+        so the head and every other group start at their full replicas beside the active cluster."""
+        return tuple((other, 1 if other.replicas_path is None else other.replicas_in(obj) or 0)
+                     for other in self.parts(obj) if other.spec_path != part.spec_path)
 
     def names_child(self, owner: Obj, child_kind: str, child: Obj) -> str | None:
         return naming.ray_service(owner, child_kind, child)
