@@ -143,7 +143,9 @@ def _storm(s: dict[str, Any], n: dict[str, Any]) -> list[str]:
             f"   workloads changed {s['workloads_changed']} of {s['workloads']} (budget-limited "
             f"{s['workloads_budget_limited']}); patches {s['patches']} ≤ workloads changed: "
             f"{_ok(s['patches'] <= s['workloads_changed'])}; at the default rate limit (20 QPS, burst 40) these "
-            f"requests would wait ≥ {s['default_limiter_s']} s", ""]
+            f"requests would wait ≥ {s['default_limiter_s']} s",
+            f"   confirm: {s.get('confirm_requests', '?')} request(s) to Prometheus's rule API for the whole storm "
+            "(one per notification, whatever its alerts), not in the API server's count", ""]
     return out
 
 
@@ -176,7 +178,10 @@ def _latency(la: dict[str, Any]) -> list[str]:
             *_table(("", "p50 ms", "p99 ms"), [("to effect (PATCH answered)", la["effect_p50_ms"], la["effect_p99_ms"]),
                                               ("to webhook answer", la["answer_p50_ms"], la["answer_p99_ms"])]),
             "", f"   API calls before the effect: {la['api_calls_to_effect']} per run; share of the time to effect "
-            f"spent in them (client-side timing): p50 {la['api_share_p50']:.0%}, mean {la['api_share_mean']:.0%}", ""]
+            f"spent in them (client-side timing): p50 {la['api_share_p50']:.0%}, mean {la['api_share_mean']:.0%}",
+            f"   confirm (Prometheus's rule API, before any write): {la.get('confirm_requests_per_run', '?')} request "
+            f"per notification, {la.get('confirm_ms_mean', '?')} ms mean of the time to effect (against the in-process "
+            "stand-in: a real Prometheus adds its own answer time)", ""]
 
 
 def _verify_latency(v: dict[str, Any]) -> list[str]:

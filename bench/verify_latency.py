@@ -112,6 +112,9 @@ def run_verify_latency(sim: SimCluster, tmp: Path, token: str, runs: int = 20) -
             sim.settle()  # what the last round left (old ReplicaSets scaled down), before the next step
         informers.stop(timeout=5)
         kube.close()
+        confirm_api = getattr(service.engine.confirm, "api", None)  # its kept-alive connections
+        if confirm_api is not None:
+            confirm_api.close()
         log.removeHandler(handler)
         handler.close()
         log.level, log.propagate = saved
