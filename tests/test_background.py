@@ -18,7 +18,7 @@ from reactor.app.listeners import bind_listener
 from reactor.app.probe_server import ProbeServer
 from reactor.observe.verifier import Verifier
 from reactor_sim.cluster import SimCluster
-from tests.support import HERE, Reactor, build_reactor, make_settings
+from tests.support import HERE, Reactor, build_reactor, make_settings, with_prometheus
 
 
 class Part:
@@ -82,15 +82,18 @@ def test_with_a_probe_listener_the_probe_server_comes_first(sim: SimCluster, tok
     from reactor.cluster.kube import KubeGateway
     from reactor.core.metrics import Metrics
 
-    settings = make_settings(token_file)
+    settings, stand_in = with_prometheus(make_settings(token_file))
     metrics = Metrics()
     listener = bind_listener("127.0.0.1:0")
     try:
         service = assemble(settings, kube=KubeGateway.for_url(sim.url, settings.kube, metrics), metrics=metrics,
                            probe_listener=listener)
         assert isinstance(service.background[0], ProbeServer)
+        service.kube.close()
     finally:
         listener.close()
+        if stand_in is not None:
+            stand_in.stop()
 
 
 def test_run_once_drives_each_part_without_a_thread(sim: SimCluster, token_file: Path) -> None:

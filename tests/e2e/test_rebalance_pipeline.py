@@ -1,8 +1,11 @@
 """End to end, rebalancing (issue 29): the donor's underutilization alert is live in the real Alertmanager, the
 receiver's saturation triggers the move.
 
-The seed's picture in one full 8-GPU quota (tests/e2e/rebalance.yaml, namespace ml-rebalance): `training`, one
-4-GPU pod at 10 % (opted in as donor, medium priority, Recreate), and `inference`, two 2-GPU pods (high priority).
+The seed's picture in one full 10-GPU quota (tests/e2e/rebalance.yaml, namespace ml-rebalance): `training`, one
+4-GPU pod at 10 % (opted in as donor, medium priority, Recreate), `batch`, one busy 2-GPU pod (opted in too), and
+`inference`, two 2-GPU pods (high priority). An idle alert for `batch` is forged: posted straight into Alertmanager,
+where it ranks first (lower value than training's); Prometheus's rules never fire it, so the confirm step leaves
+it out and `batch` gives nothing.
 The mirror drives inference to 99 %: Prometheus fires GPUSaturated, Alertmanager delivers it, the reactor's
 scale-replicas-up 2→3 is refused for lack of quota, the reactor asks Alertmanager's API v2 which workloads of the
 namespace idle now, resizes training 4→1 GPU first, and scales inference up once the API server's quota usage shows
@@ -32,8 +35,10 @@ import json
 import socket
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -41,6 +46,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from reactor.core.metrics import REBALANCE_RESULTS
+from reactor.tools.payloads import rfc3339
 from reactor_sim import SimCluster
 from tests.e2e.mirror import ClusterMirror
 from tests.e2e.pipeline import (
@@ -59,9 +65,11 @@ pytestmark = pytest.mark.promstack
 MANIFESTS = Path(__file__).with_name("rebalance.yaml")
 NS = REBALANCE_NAMESPACE
 TIMEOUT = 90.0  # saturation (~10 s) + the rebalancer's pass (verify.interval, 15 s) + rollouts, generously
-DONOR, RECEIVER, QUOTA = "training", "inference", "gpu-quota"
+DONOR, RECEIVER, QUOTA, BUSY = "training", "inference", "gpu-quota", "batch"
 USED = f"requests.{GPU}"
-AT_REST = {DONOR: 0.40, RECEIVER: 2.40}  # GPU-equivalents: training 1 x 4 GPUs at 0.10; inference 2 x 2 at 0.60
+# GPU-equivalents: training 1 x 4 GPUs at 0.10; batch 1 x 2 at 0.60; inference 2 x 2 at 0.60
+AT_REST = {DONOR: 0.40, BUSY: 1.20, RECEIVER: 2.40}
+HARD = 10
 SATURATED = 3.96  # inference 2 x 2 GPUs at 0.99
 
 
@@ -157,8 +165,8 @@ class Case:
 def case(e2e_pipeline: Pipeline) -> Iterator[Case]:
     p = e2e_pipeline
     p.sim.load_manifests(MANIFESTS)
-    p.wait(lambda: len(_running(p.sim, DONOR)) == 1 and len(_running(p.sim, RECEIVER)) == 2, timeout=30,
-           what="the rebalance namespace's pods running")
+    p.wait(lambda: len(_running(p.sim, DONOR)) == 1 and len(_running(p.sim, BUSY)) == 1
+           and len(_running(p.sim, RECEIVER)) == 2, timeout=30, what="the rebalance namespace's pods running")
     quotas = ResourceWatch(p.sim, f"/api/v1/namespaces/{NS}/resourcequotas").start()
     deployments = ResourceWatch(p.sim, f"/apis/apps/v1/namespaces/{NS}/deployments").start()
     assert p.mirror.cadvisor is not None
@@ -166,7 +174,7 @@ def case(e2e_pipeline: Pipeline) -> Iterator[Case]:
     for app, demand in AT_REST.items():
         mirror.set_demand(app, "deployments", app, demand)
     mirror.start()
-    c = Case(p, mirror, quotas, deployments, {app: _running(p.sim, app) for app in (DONOR, RECEIVER)})
+    c = Case(p, mirror, quotas, deployments, {app: _running(p.sim, app) for app in (DONOR, BUSY, RECEIVER)})
     try:
         yield c
     finally:
@@ -222,11 +230,24 @@ def test_an_idle_donor_live_in_alertmanager_gives_to_the_saturated_receiver(case
                      what="training's GPUUnderutilized active in Alertmanager")
     assert live["receivers"] == [{"name": "default"}]
     assert live["status"]["silencedBy"] == [] and live["status"]["inhibitedBy"] == []
+    # A forged idle alert for the busy batch job, posted straight into Alertmanager (anyone who reaches 9093 can):
+    # the donor's own labels with batch's pod, and a lower value than training's, so it would rank first.
+    forged = {**live["labels"], "alertname": "GPUIdle"}
+    for key in ("pod", "exported_pod"):
+        if key in forged:
+            forged[key] = c.pods[BUSY][0]
+    for key in ("container", "exported_container"):
+        if key in forged:
+            forged[key] = "worker"
+    _post_to_alertmanager(p, forged, {**live["annotations"], "value": "0.000"})
+    p.wait(lambda: _active_in_alertmanager(c, "GPUIdle", c.pods[BUSY]), timeout=20,
+           what="the forged GPUIdle of batch active in Alertmanager")
+    busy_before = c.deployment(BUSY)
     # The receiver is measured before it is driven, so the saturation is timed from a known state.
     p.wait(lambda: p.stack.query(f'count(gpu_reactor:container_gpu_utilization:ratio{{namespace="{NS}",'
                                  f'pod=~"{"|".join(receiver_pods)}"}}) >= 2'),
            timeout=30, what="inference's pods recorded by Prometheus", every=0.2)
-    p.wait(lambda: _used(p.sim.get("resourcequotas", NS, QUOTA)) == (8, 8), timeout=10, what="the quota full")
+    p.wait(lambda: _used(p.sim.get("resourcequotas", NS, QUOTA)) == (HARD, HARD), timeout=10, what="the quota full")
 
     changed = time.monotonic()
     c.mirror.set_demand(RECEIVER, "deployments", RECEIVER, SATURATED)
@@ -245,7 +266,7 @@ def test_an_idle_donor_live_in_alertmanager_gives_to_the_saturated_receiver(case
     shrunk = c.deployments.first(DONOR, lambda o: gpus(o, "trainer") == ("1", "1"))
     grown = c.deployments.first(RECEIVER, lambda o: o["spec"]["replicas"] == 3)
     assert shrunk is not None and grown is not None
-    room = next((q for q in c.quotas.of(QUOTA) if q.rv > shrunk.rv and (_used(q.obj)[0] or 0) <= 8 - 2), None)
+    room = next((q for q in c.quotas.of(QUOTA) if q.rv > shrunk.rv and (_used(q.obj)[0] or 0) <= HARD - 2), None)
     assert room is not None, [(q.rv, _used(q.obj)) for q in c.quotas.of(QUOTA)]
     assert shrunk.rv < room.rv < grown.rv  # donor written, then the quota shows the room, then the receiver
     # Every change of the quota the API server made, from before the drive to now: never over hard.
@@ -267,6 +288,11 @@ def test_an_idle_donor_live_in_alertmanager_gives_to_the_saturated_receiver(case
     else:  # the API server's quota showed the room already when the receiver was decided again, in the same answer
         assert (outcome["result"], outcome["action"], outcome["from"], outcome["to"]) == (
             "applied", "scale-replicas", 2, 3)
+    # The forged donor gave nothing: the confirm step asked Prometheus's rule state, which never fired its idle alert.
+    busy = c.deployment(BUSY)
+    assert (busy["spec"]["replicas"], gpus(busy, "worker")) == (1, ("2", "2"))
+    assert busy["metadata"]["resourceVersion"] == busy_before["metadata"]["resourceVersion"]
+    assert "gpu-reactor.io/rebalance" not in (busy["metadata"].get("annotations") or {})
     # The donor's own alerts never reached the reactor: the shrink was the rebalance's.
     assert not [summary(d) for d in list(p.sink.deliveries) if _carries(d, donor_pods)]
 
@@ -293,6 +319,17 @@ def test_an_idle_donor_live_in_alertmanager_gives_to_the_saturated_receiver(case
     print(f"quota {QUOTA} used/hard on each change: {[(used, hard) for _rv, used, hard in seen]}")
     print(f"room shown {room.at - shrunk.at:.1f} s after the donor's write; receiver grown {grown.at - room.at:.1f} s "
           f"after the room")
+
+
+def _post_to_alertmanager(p: Pipeline, labels: dict[str, str], annotations: dict[str, str]) -> None:
+    """What anyone who reaches 9093 can do: POST a postableAlert, as Prometheus does, valid for ten minutes."""
+    now = datetime.now(UTC)
+    postable = [{"labels": labels, "annotations": annotations, "startsAt": rfc3339(now),
+                 "endsAt": rfc3339(now + timedelta(minutes=10)), "generatorURL": "http://forged.example/graph"}]
+    request = urllib.request.Request(f"{p.stack.alertmanager_url}/api/v2/alerts", data=json.dumps(postable).encode(),
+                                     method="POST", headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=5):
+        pass
 
 
 def _events(c: Case, reason: str) -> list[dict[str, Any]]:
