@@ -70,7 +70,8 @@ def e2e_cluster(e2e_binaries: dict[str, str]) -> Iterator[SimCluster]:
 @pytest.fixture(scope="package")
 def e2e_mirror(e2e_cluster: SimCluster) -> Iterator[ClusterMirror]:
     # The exporter of the seed's one GPU node (32 GPUs: enough for every rollout's surge).
-    with NodeExporter(gpus=32, hostname="gpu-node-1") as exporter, FakeCadvisor() as cadvisor:
+    # The GPUs of seed.yaml's node, gpu-node-1.
+    with NodeExporter(gpus=40, hostname="gpu-node-1") as exporter, FakeCadvisor() as cadvisor:
         mirror = ClusterMirror(e2e_cluster, exporter, NAMESPACE, cadvisor)
         for app, (resource, name, demand) in NORMAL.items():
             mirror.set_demand(app, resource, name, demand)

@@ -1,8 +1,8 @@
 """End to end, rebalancing (issue 29): the donor's underutilization alert is live in the real Alertmanager, the
 receiver's saturation triggers the move.
 
-The seed's picture in one full 10-GPU quota (tests/e2e/rebalance.yaml, namespace ml-rebalance): `training`, one
-4-GPU pod at 10 % (opted in as donor, medium priority, Recreate), `batch`, one busy 2-GPU pod (opted in too), and
+The seed's picture in one full 12-GPU quota (tests/e2e/rebalance.yaml, namespace ml-rebalance): `training`, one
+4-GPU pod at 10 % (opted in as donor, medium priority, Recreate), `batch`, one busy 4-GPU pod (opted in too), and
 `inference`, two 2-GPU pods (high priority). An idle alert for `batch` is forged: posted straight into Alertmanager,
 where it ranks first (lower value than training's); Prometheus's rules never fire it, so the confirm step leaves
 it out and `batch` gives nothing.
@@ -67,9 +67,9 @@ NS = REBALANCE_NAMESPACE
 TIMEOUT = 90.0  # saturation (~10 s) + the rebalancer's pass (verify.interval, 15 s) + rollouts, generously
 DONOR, RECEIVER, QUOTA, BUSY = "training", "inference", "gpu-quota", "batch"
 USED = f"requests.{GPU}"
-# GPU-equivalents: training 1 x 4 GPUs at 0.10; batch 1 x 2 at 0.60; inference 2 x 2 at 0.60
-AT_REST = {DONOR: 0.40, BUSY: 1.20, RECEIVER: 2.40}
-HARD = 10
+# GPU-equivalents: training 1 x 4 GPUs at 0.10; batch 1 x 4 at 0.60; inference 2 x 2 at 0.60
+AT_REST = {DONOR: 0.40, BUSY: 2.40, RECEIVER: 2.40}
+HARD = 12
 SATURATED = 3.96  # inference 2 x 2 GPUs at 0.99
 
 
@@ -290,7 +290,7 @@ def test_an_idle_donor_live_in_alertmanager_gives_to_the_saturated_receiver(case
             "applied", "scale-replicas", 2, 3)
     # The forged donor gave nothing: the confirm step asked Prometheus's rule state, which never fired its idle alert.
     busy = c.deployment(BUSY)
-    assert (busy["spec"]["replicas"], gpus(busy, "worker")) == (1, ("2", "2"))
+    assert (busy["spec"]["replicas"], gpus(busy, "worker")) == (1, ("4", "4"))
     assert busy["metadata"]["resourceVersion"] == busy_before["metadata"]["resourceVersion"]
     assert "gpu-reactor.io/rebalance" not in (busy["metadata"].get("annotations") or {})
     # The donor's own alerts never reached the reactor: the shrink was the rebalance's.
