@@ -606,3 +606,28 @@ def test_a_resolve_delivered_twice_to_two_replicas_restores_the_donor_once(clust
     restored = _events(cluster, "RebalanceRestored") + _events(cluster, "RebalanceGivenBack")
     assert len(restored) == 1 and restored[0].get("count", 1) == 1, restored
     assert REBALANCE not in cluster.get("deployments", NAMESPACE, "training")["metadata"]["annotations"]
+
+
+def test_an_older_receiver_record_put_back_does_not_hide_a_donor_owed(cluster: SimCluster, token_file: Path) -> None:
+    """After the receiver's resolve (its growth undone, its `receiver` record dropped), its team puts back the older
+    record the reactor sealed for it, to look as if it still held the donor's GPUs. The scan for donors owed reads
+    records as the state ledger judges them (the ledger's copy: no record), so the donor is still found owed."""
+    _full(cluster)
+    r = _reactor(cluster, token_file, Source(_idle(cluster, "training")))
+    _outcome(r, "inference")
+    cluster.settle()
+    assert r.service.rebalancer is not None and r.service.rebalancer.tick(utcnow()) == 0
+    cluster.settle()
+    sealed = dict(cluster.get("deployments", NAMESPACE, "inference")["metadata"]["annotations"])
+    assert REBALANCE in sealed  # the receiver's record, as the reactor sealed it with the growth
+    body = r.alerts("GPUSaturated", "inference", "main", value=0.3, status="resolved")
+    assert r.post(body).get_json()["outcomes"][0]["action"] == "revert"
+    inference = cluster.get("deployments", NAMESPACE, "inference")
+    inference["metadata"]["annotations"] = {**inference["metadata"]["annotations"],
+                                           **{k: v for k, v in sealed.items() if k.startswith("gpu-reactor.io/")}}
+    cluster.apply(inference)  # the older record put back
+    assert r.service.engine.rebalancing is not None
+    for waiting in r.service.rebalancer.waiting():  # what a restart loses; the ledger (a Lease in production) stays
+        r.service.engine.rebalancing.waitlist.discard(waiting)
+    found = r.service.engine.rebalancing.recover(utcnow() + timedelta(minutes=11))
+    assert [(w.donor.name, w.receiver.name) for w in found] == [("training", "inference")]

@@ -15,7 +15,7 @@ from typing import Any
 from reactor.cluster.cache import Miss, Store
 from reactor.config.fields import format_duration
 from reactor.core.metrics import Metrics
-from reactor.core.model import PATCHABLE_KINDS, Result, Signal, Skip, SkipReason, Status, WorkloadRef
+from reactor.core.model import PATCHABLE_KINDS, Rebalance, Result, Signal, Skip, SkipReason, Status, WorkloadRef
 from reactor.engine.decider import WorkloadDecider
 from reactor.engine.firings import WorkloadLocks
 from reactor.engine.namespace import Namespace
@@ -94,13 +94,13 @@ class GiveBacks:
             ref = WorkloadRef(kind, str(meta.get("namespace", "")), str(meta.get("name", "")))
             if ref in busy or not self.policy.namespace_allowed(ref.namespace):
                 continue
-            record = self.decider.view.workload(obj, kind).state.rebalance
+            record = self._record(obj, kind, now)
             if record is None or record.role != "donor" or now < record.since + self.policy.verify_timeout:
                 continue
             if (ref, record.uid, record.since) in self._given_up:
                 continue
             receiver = WorkloadRef(record.kind, ref.namespace, record.name)
-            if not self._never_received(reader, receiver, record.uid, uid_of(obj)):
+            if not self._never_received(reader, receiver, record.uid, uid_of(obj), now):
                 continue
             found.append(Waiting(GIVE_BACK, receiver, record.uid, "", _NO_SIGNAL, ref, "", _NO_SIGNAL,
                                  record.gpus, record.quota, now + self.policy.verify_timeout,
@@ -131,7 +131,8 @@ class GiveBacks:
         log.warning("rebalance: the donor was not given back its GPUs in time", extra={
             "workload": str(waiting.donor), "receiver": str(waiting.receiver), "quota": waiting.quota})
 
-    def _never_received(self, reader: Reader, receiver: WorkloadRef, receiver_uid: str, donor_uid: str) -> bool:
+    def _never_received(self, reader: Reader, receiver: WorkloadRef, receiver_uid: str, donor_uid: str,
+                        now: datetime) -> bool:
         """Whether the receiver a donor's record names holds nothing of it now: it never grew, or its growth was
         undone on its resolve (False: it holds it, or the cache cannot say yet). Read from the cache (else one
         GET), its state authenticated."""
@@ -145,8 +146,16 @@ class GiveBacks:
             obj = reader.get(receiver.kind, receiver.namespace, receiver.name)
         if obj is None or uid_of(obj) != receiver_uid:
             return True  # gone, or another object under that name: nothing will ever restore the donor
-        record = self.decider.view.workload(obj, receiver.kind).state.rebalance
+        record = self._record(obj, receiver.kind, now)
         return record is None or record.role != "receiver" or record.uid != donor_uid
+
+    def _record(self, obj: dict[str, Any], kind: str, now: datetime) -> Rebalance | None:
+        """The `rebalance` record the reactor last wrote for the object: its sealed annotation, judged against the
+        state ledger, so an older record put back (a receiver's, replayed to keep the GPUs) or one removed is read as
+        the ledger's own copy says (state/ledger_codec.py)."""
+        workload = self.decider.view.workload(obj, kind)
+        ledger = self.decider.ledger
+        return (workload if ledger is None else ledger.judge(workload, now)).state.rebalance
 
     def _return_to_donor(self, waiting: Waiting, now: datetime, reason: str, result: str, why: str,
                          held: WorkloadRef | None = None) -> bool:
