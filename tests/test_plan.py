@@ -21,20 +21,28 @@ def test_there_are_examples_for_the_main_alerts() -> None:
     assert names >= {"GPUUnderutilized", "GPUSaturated", "GPUIdle", "GPUMetricsMissing"}
 
 
-def test_every_example_names_pods_of_the_demo_cluster() -> None:
+def _demo_pods(*seeds: str) -> set[tuple[str, str]]:
+    """The pods of the demo cluster as `reactor plan` seeds it: the files applied in one go, then settled."""
     with SimCluster().start() as sim:
-        sim.load_manifests((DEMO / "cluster.yaml").read_text())
+        for seed in seeds:
+            sim.load_manifests((DEMO / seed).read_text())
         sim.settle()
-        pods = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in sim.list("pods")}
-    alerts = [a for f in EXAMPLES for a in json.loads(f.read_text())["alerts"]]
-    named = {(a["labels"]["namespace"], a["labels"]["pod"]) for a in alerts}
-    assert named and named <= pods
+        return {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in sim.list("pods")}
+
+
+def test_every_example_names_pods_of_the_demo_cluster() -> None:
+    plain = _demo_pods("cluster.yaml")
+    shared = _demo_pods("cluster.yaml", "rebalance.yaml")  # --example rebalance adds the demo's shared quota
+    for example in EXAMPLES:
+        named = {(a["labels"]["namespace"], a["labels"]["pod"]) for a in json.loads(example.read_text())["alerts"]}
+        assert named and named <= (shared if example.name == "alerts-rebalance.json" else plain), example.name
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_plan_without_a_cluster_plans_each_example_on_the_demo(example: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["plan", "--alerts", str(example), "--output", "json"]) == 0
+    name = example.name.removeprefix("alerts-").removesuffix(".json")
+    assert main(["plan", "--example", name, "--output", "json"]) == 0
     out, err = capsys.readouterr()
     outcomes = json.loads(out)["outcomes"]
     assert outcomes and all(o["workload"] and o.get("reason") != "not-found" for o in outcomes), outcomes
@@ -162,3 +170,12 @@ def test_plan_without_the_state_key_says_it_cannot_verify_and_never_to_remove(
     assert "no state key was given" in captured.err and "state.keyFile" in captured.err, captured.err
     assert "do not remove those records" in captured.err
     assert "remove them" not in captured.out + captured.err
+
+
+def test_the_rebalance_example_plans_a_donor_then_the_receiver(capsys: pytest.CaptureFixture[str]) -> None:
+    """`reactor plan --example rebalance`: the demo's shared quota, rebalancing on, donors from the same file."""
+    assert main(["plan", "--example", "rebalance"]) == 0
+    out = capsys.readouterr().out
+    assert "skipped: quota-exceeded — scale-replicas-up: replicas 2→3 needs 2 GPUs of quota gpu-quota" in out
+    assert ("rebalance plan: first Deployment/training: scale-replicas-down 2→1 frees 2 GPUs of quota gpu-quota; "
+            "then this workload: scale-replicas-up once quota gpu-quota shows the room") in out

@@ -25,7 +25,8 @@ from reactor.core.errors import ConfigError, ConfigErrors, ReactorError, UsageEr
 
 log = logging.getLogger("reactor")
 SIM_KUBECONFIG = ".reactor-sim/sim.kubeconfig"  # reactor.tools.sim_command.DEFAULT_KUBECONFIG, unimported
-PLAN_EXAMPLES = ("underutilized", "idle", "saturated", "metrics-missing")  # reactor.tools.plan.EXAMPLES, unimported
+# reactor.tools.plan.EXAMPLES, unimported
+PLAN_EXAMPLES = ("underutilized", "idle", "saturated", "metrics-missing", "rebalance")
 
 EXIT_CODES = """exit status:
   0    done (check-config: the file is valid; warnings go to stderr)
@@ -262,7 +263,7 @@ def _plan(args: argparse.Namespace) -> int:
 
     alerts = args.alerts if args.example is None else example_path(args.example)
     return run_plan(alerts=alerts, config=args.config, kubeconfig=args.kubeconfig, seeds=args.seed,
-                    build=plan_engine, output=args.output)
+                    build=plan_engine, output=args.output, example=args.example)
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Callable, Collection, Sequence
 from contextlib import ExitStack
@@ -35,7 +36,11 @@ from reactor.tools.seeds import apply_seeds, demo_file, read_seeds
 OUTPUTS = ("text", "json")
 # The demo's example notifications, shipped in the package: `reactor plan --example NAME` reads them from an
 # installed wheel as well as from a checkout.
-EXAMPLES = ("underutilized", "idle", "saturated", "metrics-missing")
+EXAMPLES = ("underutilized", "idle", "saturated", "metrics-missing", "rebalance")
+# `--example rebalance` plans on the demo cluster and the demo's shared quota (demo_data/rebalance.yaml: an idle
+# training donor and a saturated inference receiver), with rebalancing on: its donors are the GPUIdle alerts of the
+# same example file, as for any plan (Alertmanager is never asked; the URL below is only what the policy requires).
+REBALANCE_EXAMPLE = {"REACTOR_REBALANCE__ENABLED": "true", "REACTOR_REBALANCE__ALERTMANAGER_URL": "http://127.0.0.1:9"}
 
 
 def example_path(name: str) -> str:
@@ -49,14 +54,19 @@ BuildEngine = Callable[[Settings, KubeGateway, Metrics, StateKeys | None, Firing
 
 
 def run_plan(*, alerts: str, config: str | None, kubeconfig: str | None, seeds: list[str] | None,
-             build: BuildEngine, output: str = "text") -> int:
+             build: BuildEngine, output: str = "text", example: str | None = None) -> int:
     """Print the plan; 0 when it was made, 1 when the cluster did not answer. Bad arguments raise `UsageError`."""
     notification = read_notification(alerts)
     if kubeconfig is not None and not Path(kubeconfig).is_file():
         raise UsageError(f"--kubeconfig {kubeconfig}", "no such file; give the path of a kubeconfig file")
+    environ = None
+    if example == "rebalance" and kubeconfig is None and not seeds:
+        seeds = [str(demo_file("cluster.yaml")), str(demo_file("rebalance.yaml"))]
+        config = config or str(demo_file("policy.yaml"))
+        environ = {**os.environ, **REBALANCE_EXAMPLE}
     if config is None and kubeconfig is None and not seeds:
         config = str(demo_file("policy.yaml"))  # the demo cluster, planned with the demo's policy
-    settings = load_settings(config)
+    settings = load_settings(config, environ)
     settings = dataclasses.replace(settings, policy=dataclasses.replace(settings.policy, dry_run=True))
     try:
         outcomes = _plan(notification, settings, kubeconfig=kubeconfig, seeds=seeds or [], build=build)
