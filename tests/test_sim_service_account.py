@@ -18,6 +18,7 @@ from reactor.app.assembly import assemble
 from reactor.config.settings import build_settings
 from reactor.core.metrics import Metrics
 from reactor.tools.launcher import state_key_file
+from reactor.tools.local_run import allowed_namespaces
 from reactor.tools.sim_command import print_account_help, seed, write_reactor_kubeconfig
 from reactor_sim import SimCluster
 from tests.support import HERE, NAMESPACE, TOKEN, Reactor, feeding_client, release, with_prometheus
@@ -28,10 +29,13 @@ pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None,
                                 reason="deploy/reactor is rendered with kubectl kustomize")
 
 
+SEEDS = [str(ROOT / "deploy" / "reactor"), str(HERE / "fixtures" / "cluster.yaml")]
+
+
 @pytest.fixture
 def rbac_sim() -> Iterator[SimCluster]:
     with SimCluster(rbac=True).start(tls=True) as sim:
-        seed(sim, [str(ROOT / "deploy" / "reactor"), str(HERE / "fixtures" / "cluster.yaml")])
+        seed(sim, SEEDS)
         yield sim
 
 
@@ -89,3 +93,30 @@ def test_without_the_reactor_account_no_kubeconfig_is_written(tmp_path: Path,
     out = capsys.readouterr().out
     assert f"kubectl --kubeconfig {admin} create token NAME -n NAMESPACE" in out
     assert not (tmp_path / "sim-gpu-reactor.kubeconfig").exists()
+
+
+def test_the_printed_allow_list_becomes_ready_as_the_reactors_service_account(tmp_path: Path) -> None:
+    """`reactor sim --rbac --seed deploy/reactor …` prints a serve line allowing the namespaces the seeds put GPU
+    workloads in: not the reactor's own `gpu-reactor`, where its ServiceAccount has no rights (allowed, its watch
+    cache was refused there and /readyz stayed 503). Served with that allow list and the watch cache, as the printed
+    line does, every informer lists and the reactor is ready."""
+    with SimCluster(rbac=True).start(tls=True) as sim:
+        loaded = seed(sim, SEEDS)
+        allow = allowed_namespaces(loaded)
+        assert "gpu-reactor" not in allow and NAMESPACE in allow, allow
+        path = write_reactor_kubeconfig(sim, sim.write_kubeconfig(tmp_path / "sim.kubeconfig"))
+        token_file = tmp_path / "token"
+        token_file.write_text(TOKEN)
+        settings = build_settings({"namespaces": {"allow": allow}, "server": {"tokenFile": str(token_file)},
+                                   "state": {"keyFile": str(state_key_file(tmp_path))},
+                                   "kube": {"kubeconfig": path, "timeout": "5s", "watchCache": True},
+                                   "confirm": {"enabled": False}, "logging": {"format": "text"}}, {})
+        service = assemble(settings, metrics=Metrics(CollectorRegistry()))
+        informers = service.informers
+        assert informers is not None
+        try:
+            informers.run_once()
+            informers.check()  # what /readyz asks: raises while any kind is not listed
+            assert not sim.denied, sim.denied
+        finally:
+            service.kube.close()

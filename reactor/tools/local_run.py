@@ -36,10 +36,32 @@ def _secret(path: Path, size: int) -> Path:
 
 
 def allowed_namespaces(objects: Iterable[dict[str, Any]]) -> list[str]:
-    """The namespaces the seeds put workloads in (system namespaces left out); `['*']` when there are none."""
-    found = {(o.get("metadata") or {}).get("namespace") for o in objects if o.get("kind") in WORKLOAD_KINDS}
+    """The namespaces the seeds put GPU workloads in (system namespaces left out); `['*']` when there are none.
+
+    Only workloads that ask for a GPU count: the reactor's own namespace (deploy/reactor seeds its Deployment there)
+    holds no GPU workload, and its ServiceAccount has no rights on workloads there, so allowing it made a reactor
+    served with `reactor sim --rbac`'s kubeconfig answer 403s and never become ready."""
+    found = {(o.get("metadata") or {}).get("namespace") for o in objects
+             if o.get("kind") in WORKLOAD_KINDS and _asks_for_gpus(o)}
     names = sorted(n for n in found if isinstance(n, str) and n and n not in SYSTEM_NAMESPACES)
     return names or ["*"]
+
+
+def _asks_for_gpus(obj: dict[str, Any]) -> bool:
+    """A container of its pod template (at any depth: a CronJob's is in its jobTemplate) requests or limits an
+    extended resource named `…/gpu` (nvidia.com/gpu, amd.com/gpu)."""
+    stack: list[Any] = [obj.get("spec")]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key in ("limits", "requests"):
+                quantities = node.get(key)
+                if isinstance(quantities, dict) and any(str(k).endswith("/gpu") for k in quantities):
+                    return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
 
 
 def reactor_program() -> list[str]:
