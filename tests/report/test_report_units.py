@@ -121,3 +121,28 @@ def test_progress_for_a_long_window_goes_to_stderr(capsys: pytest.CaptureFixture
     out, err = capsys.readouterr()
     # One line per tenth of the namespaces (the first as soon as one is done).
     assert out == "" and err.splitlines() == [f"reactor report: {n}/20 namespaces" for n in (1, *range(2, 21, 2))]
+
+
+def test_the_policy_files_confirm_settings_name_the_prometheus_and_the_flags_win(tmp_path: Path) -> None:
+    """`reactor report --config policy.yaml` reads the Prometheus the confirm step asks (confirm.prometheusUrl,
+    tokenFile, timeout as a floor of a range query's); --prometheus-url and --token-file win."""
+    import argparse
+
+    from reactor.config.settings import load_settings
+    from reactor.tools.report.arguments import add_arguments
+    from reactor.tools.report.command import DEFAULT_TIMEOUT, _api
+
+    token = tmp_path / "token"
+    token.write_text("t0ken\n")
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("namespaces: {allow: [ml]}\nconfirm: {prometheusUrl: 'http://prom.monitoring:9090', "
+                      f"tokenFile: '{token}', timeout: 2s}}\n")
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    settings = load_settings(str(policy), {})
+    from_policy = _api(parser.parse_args([]), settings)
+    assert from_policy.url == "http://prom.monitoring:9090" and from_policy.timeout == DEFAULT_TIMEOUT.total_seconds()
+    flagged = _api(parser.parse_args(["--prometheus-url", "http://127.0.0.1:9090"]), settings)
+    assert flagged.url == "http://127.0.0.1:9090"
+    from_policy.close()
+    flagged.close()

@@ -158,18 +158,17 @@ def _settings(path: str | None) -> Settings:
 def _api(args: argparse.Namespace, settings: Settings) -> Any:
     from reactor.sources.prometheus import PrometheusApi
 
-    # The confirm step's settings (`confirm.prometheusUrl` → ConfirmSource.url, tokenFile, caFile, timeout) where
-    # this version has them; the flags win.
-    confirm = getattr(settings, "confirm", None)
-    url = args.prometheus_url or getattr(confirm, "url", None)
+    # The confirm step's settings (`confirm.prometheusUrl`, tokenFile, caFile, timeout): the Prometheus the rules run
+    # in holds the history; the flags win.
+    confirm = settings.confirm
+    url = args.prometheus_url or confirm.url
     if not url:
         raise UsageError("--prometheus-url", "required (or confirm.prometheusUrl in --config)")
     # A range query over a week is slower than the confirm step's instant query: its timeout is a floor here.
-    timeout = _duration("--timeout", args.timeout) if args.timeout else \
-        max(getattr(confirm, "timeout", None) or DEFAULT_TIMEOUT, DEFAULT_TIMEOUT)
+    timeout = _duration("--timeout", args.timeout) if args.timeout else max(confirm.timeout, DEFAULT_TIMEOUT)
     try:
-        return PrometheusApi(url, token_file=args.token_file or getattr(confirm, "token_file", None),
-                             ca_file=args.ca_file or getattr(confirm, "ca_file", None), timeout=timeout,
+        return PrometheusApi(url, token_file=args.token_file or confirm.token_file,
+                             ca_file=args.ca_file or confirm.ca_file, timeout=timeout,
                              max_body_bytes=MAX_BODY_BYTES, key="--prometheus-url")
     except (ValueError, ConfigError) as e:
         raise UsageError("--prometheus-url", str(e)) from e
