@@ -31,6 +31,7 @@ from reactor.sources.alertmanager import (
     quote_meta,
     quote_value,
 )
+from reactor.sources.metrics import SourceMetrics
 from reactor.tools.launcher import free_port
 from reactor_sim.tls import Certificate
 
@@ -319,6 +320,7 @@ def test_the_factory_builds_a_source_only_when_rebalancing_is_on() -> None:
 
 def test_every_result_is_zero_at_start() -> None:
     metrics = Metrics()
+    SourceMetrics.of(metrics)  # the source's set, as the assembly declares it at start
     for result in ("ok", "unreachable", "timeout", "refused", "invalid"):
         assert metrics.registry.get_sample_value("reactor_alert_source_requests_total", {"result": result}) == 0
 

@@ -1,5 +1,5 @@
-"""Every metric the reactor exports is in the metric table of docs/observability.md with its unit and when it changes, and its help
-text is not empty (issue 26: one unit per counter, said where an SRE reads it)."""
+"""Every metric the reactor exports is in the metric table of docs/observability.md with its unit and when it
+changes, and its help text is not empty (issue 26: one unit per counter, said where an SRE reads it)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,27 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
-from reactor.core.metrics import REBALANCE_RESULTS, Metrics, StateGauge
+from reactor.app.assembly import declare_metrics
+from reactor.core.metrics import Metrics, StateGauge
+from reactor.engine.metrics import REBALANCE_RESULTS
 
 METRICS_PAGE = (Path(__file__).resolve().parents[1] / "docs" / "observability.md").read_text(encoding="utf-8")
 ROW = re.compile(r"^\| (?P<names>`[^|]+`) \| (?P<unit>[^|]+) \| (?P<labels>[^|]+) \| (?P<when>[^|]+) \|$", re.M)
 
 
-def _exported() -> dict[str, str]:
-    """name as scraped (counters with _total) → help text, for every metric the Metrics object declares."""
+def _declared() -> Metrics:
+    """The registry with every stage's metric set declared, as the assembly declares them at start."""
     metrics = Metrics(CollectorRegistry())
+    declare_metrics(metrics)
+    return metrics
+
+
+def _exported() -> dict[str, str]:
+    """name as scraped (counters with _total) → help text, for every metric the stages declare."""
+    metrics = _declared()
     found: dict[str, str] = {}
-    for value in vars(metrics).values():
+    values = [*vars(metrics).values(), *(v for s in metrics._sets.values() for v in vars(s).values())]  # noqa: SLF001
+    for value in values:
         if isinstance(value, StateGauge):
             found[value.name] = value.documentation
         elif isinstance(value, (Counter, Gauge, Histogram, Info)):
@@ -57,9 +67,9 @@ def test_skips_are_split_by_unit() -> None:
 
 
 def test_every_rebalance_result_is_zero_at_start_and_named_in_the_table() -> None:
-    """As the other counters with a closed set of labels (core/metrics.py `_zero`): a rate() over a result that has
+    """As the other counters with a closed set of labels (engine/metrics.py): a rate() over a result that has
     not happened yet reads 0, not "no data", and the table's row names exactly the results the reactor counts."""
-    metrics = Metrics(CollectorRegistry())
+    metrics = _declared()
     for result in REBALANCE_RESULTS:
         assert metrics.registry.get_sample_value("reactor_rebalances_total", {"result": result}) == 0, result
     assert metrics.registry.get_sample_value("reactor_rebalance_gpus_moved_total") == 0

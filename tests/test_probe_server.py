@@ -13,6 +13,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from reactor.app import probe_server
+from reactor.app.assembly import declare_metrics
 from reactor.app.listeners import bind_listener
 from reactor.app.probe_server import ProbeServer
 from reactor.config.settings import build_settings
@@ -24,7 +25,9 @@ from tests.support import Reactor
 
 @pytest.fixture
 def probes_up() -> Iterator[ProbeServer]:
-    server = ProbeServer(bind_listener("127.0.0.1:0"), Probes(Metrics(CollectorRegistry()))).start()
+    metrics = Metrics(CollectorRegistry())
+    declare_metrics(metrics)  # every stage's metrics, as the assembly declares them at start
+    server = ProbeServer(bind_listener("127.0.0.1:0"), Probes(metrics)).start()
     try:
         yield server
     finally:
@@ -130,7 +133,9 @@ def _closed(s: socket.socket, wait: float = 2.0) -> bool:
 def test_a_full_listener_evicts_its_oldest_idle_connection_for_a_new_one(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 23, item 8: at the cap a new connection is let in and the oldest idle one (no whole head) goes."""
     monkeypatch.setattr(probe_server, "MAX_CONNECTIONS", 5)
-    server = ProbeServer(bind_listener("127.0.0.1:0"), Probes(Metrics(CollectorRegistry()))).start()
+    metrics = Metrics(CollectorRegistry())
+    declare_metrics(metrics)  # every stage's metrics, as the assembly declares them at start
+    server = ProbeServer(bind_listener("127.0.0.1:0"), Probes(metrics)).start()
     held = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(5)]
     try:
         for s in held:

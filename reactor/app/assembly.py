@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry
 from reactor.act.actor import Actor
 from reactor.act.budget import GLOBAL, Budget
 from reactor.act.ledger import LeaseLedger, Ledger, MemoryLedger
+from reactor.act.metrics import ActMetrics
 from reactor.act.posting import EventPoster
 from reactor.act.recording import Recorder
 from reactor.app import preflight
@@ -25,6 +26,7 @@ from reactor.app.probe_server import ProbeServer
 from reactor.cluster.cache import Store
 from reactor.cluster.informer import Informers
 from reactor.cluster.kube import KubeGateway
+from reactor.cluster.metrics import ClusterMetrics
 from reactor.cluster.view import ClusterView
 from reactor.config.settings import Settings
 from reactor.config.settings import warnings as settings_warnings
@@ -37,11 +39,14 @@ from reactor.engine import NotificationHandler, utcnow
 from reactor.engine.decider import WorkloadDecider
 from reactor.engine.firings import Firings, WorkloadLocks
 from reactor.engine.givebacks import GiveBacks
+from reactor.engine.metrics import EngineMetrics
 from reactor.engine.reads import Readers
 from reactor.engine.rebalancing import Rebalancing
+from reactor.intake.metrics import WebhookMetrics
 from reactor.intake.web import create_app
 from reactor.observe.finops import GpuHours
 from reactor.observe.lease import VerifierLease
+from reactor.observe.metrics import ObserveMetrics
 from reactor.observe.probes import Probes, Readiness
 from reactor.observe.rebalancer import Rebalancer, Waitlist
 from reactor.observe.stalled import StalledReverts
@@ -50,6 +55,7 @@ from reactor.observe.worklist import Worklist
 from reactor.resolve.owners import Owners
 from reactor.sources.alertmanager import firing_source
 from reactor.sources.confirm import confirmer
+from reactor.sources.metrics import SourceMetrics
 from reactor.state.seal import StateKeys, load_state_keys
 from reactor.state.writes import StateWrites
 
@@ -90,6 +96,7 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
     keys = load_state_keys(settings.server.state_key_file, settings.server.state_previous_key_file,
                            required=not settings.policy.dry_run)
     metrics = metrics or Metrics(registry)
+    declare_metrics(metrics)
     kube = kube or KubeGateway.connect(settings.kube, metrics)
     informers = Informers(kube, settings.policy.allow, settings.policy.deny,
                           after_list=release_free_memory) if settings.kube.watch_cache else None
@@ -151,18 +158,19 @@ def act_parts(settings: Settings, *, kube: KubeGateway, metrics: Metrics, clock:
     if ledger is None and not policy.dry_run:
         ledger = MemoryLedger()  # the latest write per workload, in this process: one replica
     budget = Budget(policy.budget_global, policy.budget_namespace)
-    metrics.budget_limit.labels(scope="global").set(policy.budget_global.actions)
-    metrics.budget_limit.labels(scope="namespace").set(policy.budget_namespace.actions)
+    counts = ActMetrics.of(metrics)
+    counts.budget_limit.labels(scope="global").set(policy.budget_global.actions)
+    counts.budget_limit.labels(scope="namespace").set(policy.budget_namespace.actions)
 
     def budget_used() -> dict[tuple[str, ...], float]:
         used = budget.used(clock())
         return {("global",): used.get(GLOBAL, 0),
                 ("namespace",): max((v for k, v in used.items() if k != GLOBAL), default=0)}
 
-    metrics.budget_used.read_from(budget_used)
+    counts.budget_used.read_from(budget_used)
     view = ClusterView(adapters=settings.adapters, gpu_resource=policy.gpu_resource, state_keys=state_keys)
     # Events go through a queue and a background thread: an Events API that stalls never delays the answer.
-    events = EventPoster(kube, dropped=metrics.events_dropped.inc)
+    events = EventPoster(kube, dropped=counts.events_dropped.inc)
     actor = Actor(kube=kube, budget=budget, gpu_resource=policy.gpu_resource,
                   state=StateWrites(state_keys, policy.cooldown), events=events,
                   conflict_retries=settings.kube.conflict_retries, dry_run=policy.dry_run,
@@ -205,10 +213,18 @@ def plan_engine(settings: Settings, kube: KubeGateway, metrics: Metrics, state_k
     return build_engine(settings, kube=kube, metrics=metrics, state_keys=state_keys, firing=firing)[0]
 
 
+def declare_metrics(metrics: Metrics) -> None:
+    """Every stage's metric set on the registry from the start, whatever this configuration builds (a dry run has no
+    verifier, rebalancing may be off): dashboards see every family, its known labels at zero, before any event."""
+    for kind in (WebhookMetrics, EngineMetrics, ActMetrics, ClusterMetrics, ObserveMetrics, SourceMetrics):
+        kind.of(metrics)
+
+
 def watch_cache_gauges(metrics: Metrics, informers: Informers) -> None:
     """reactor_cache_objects and reactor_cache_synced, read from the store and the informers at scrape time."""
-    metrics.cache_objects.read_from(lambda: {(kind,): n for kind, n in informers.store.counts().items()})
-    metrics.cache_synced.read_from(lambda: {(kind,): float(ok) for kind, ok in informers.synced_kinds().items()})
+    counts = ClusterMetrics.of(metrics)
+    counts.cache_objects.read_from(lambda: {(kind,): n for kind, n in informers.store.counts().items()})
+    counts.cache_synced.read_from(lambda: {(kind,): float(ok) for kind, ok in informers.synced_kinds().items()})
 
 
 def verifier_lease(settings: Settings, kube: KubeGateway, identity: str = "") -> VerifierLease | None:

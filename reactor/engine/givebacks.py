@@ -18,6 +18,7 @@ from reactor.core.metrics import Metrics
 from reactor.core.model import PATCHABLE_KINDS, Rebalance, Result, Signal, Skip, SkipReason, Status, WorkloadRef
 from reactor.engine.decider import WorkloadDecider
 from reactor.engine.firings import WorkloadLocks
+from reactor.engine.metrics import EngineMetrics
 from reactor.engine.namespace import Namespace
 from reactor.engine.reads import Readers
 from reactor.observe.rebalancer import GIVE_BACK, GROW, RESTORE, Waiting, Waitlist
@@ -33,7 +34,8 @@ _NO_SIGNAL = Signal(alert="", status=Status.RESOLVED, keys=(), container=None, v
 class GiveBacks:
     def __init__(self, *, policy: Policy, metrics: Metrics, decider: WorkloadDecider, readers: Readers,
                  owners: Owners, locks: WorkloadLocks, waitlist: Waitlist, cache: Store | None) -> None:
-        self.policy, self.metrics, self.decider, self.readers = policy, metrics, decider, readers
+        self.policy, self.decider, self.readers = policy, decider, readers
+        self.counts = EngineMetrics.of(metrics)
         self.owners, self.locks, self.waitlist, self.cache = owners, locks, waitlist, cache
         self._given_up: set[tuple[WorkloadRef, str, datetime]] = set()  # see `recover`
         self._next_scan = datetime.min.replace(tzinfo=UTC)  # without the watch cache: the next LIST (`_marked`)
@@ -127,7 +129,7 @@ class GiveBacks:
         self.waitlist.forget_refusal(waiting)
         if waiting.kind in (GROW, GIVE_BACK) and waiting.since is not None:  # the give-back was given up
             self._given_up.add((waiting.donor, waiting.receiver_uid, waiting.since))
-        self.metrics.rebalances.labels(result="not-restored").inc()
+        self.counts.rebalances.labels(result="not-restored").inc()
         log.warning("rebalance: the donor was not given back its GPUs in time", extra={
             "workload": str(waiting.donor), "receiver": str(waiting.receiver), "quota": waiting.quota})
 
@@ -180,7 +182,7 @@ class GiveBacks:
                 return False  # tried again at the next pass
             acted = self.decider.actor.carry_out(attempt, owner.obj, now)  # type: ignore[arg-type]
         if acted.result is Result.APPLIED:
-            self.metrics.rebalances.labels(result=result).inc()
+            self.counts.rebalances.labels(result=result).inc()
             self.decider.recorder.action(ref, signal, acted.decision, Result.APPLIED)  # type: ignore[arg-type]
             log.info("rebalance: the donor got back what it gave", extra={"workload": str(ref), "reason": why})
             return True

@@ -37,6 +37,7 @@ from reactor.core.model import (
 from reactor.core.outcome import Outcome, alert_outcome, decision_fields
 from reactor.engine.decider import ALREADY_APPLIED, WorkloadDecider
 from reactor.engine.firings import Firings, WorkloadLocks
+from reactor.engine.metrics import EngineMetrics
 from reactor.engine.namespace import Namespace
 from reactor.engine.reads import Readers
 from reactor.engine.rebalancing import Rebalancing
@@ -58,6 +59,7 @@ class NotificationHandler:
                  on_applied: Callable[[list[WorkloadRef]], None] | None = None) -> None:
         self.settings, self.policy, self.adapters = settings, settings.policy, settings.adapters
         self.metrics, self.recorder, self.readers, self.owners = metrics, recorder, readers, owners
+        self.counts = EngineMetrics.of(metrics)
         self.firings, self.locks, self.decider, self.rebalancing = firings, locks, decider, rebalancing
         self.clock = clock
         # Prometheus's word on each alert before any write (core/confirm.py); None only with `confirm.enabled: false`.
@@ -82,7 +84,7 @@ class NotificationHandler:
             else:
                 outcomes[i] = self.recorder.alert_skip(alert, self._known_workload(alert, skip), skip)
         for (name, status), count in received.items():
-            self.metrics.child(self.metrics.alerts_received, name, status).inc(count)
+            self.metrics.child(self.counts.alerts_received, name, status).inc(count)
         if notification.truncated_alerts:
             self._truncated(notification)
         alerts, pending = self._confirm(alerts, pending, outcomes, now)
@@ -129,7 +131,7 @@ class NotificationHandler:
 
     def _truncated(self, notification: Notification) -> None:
         """Alertmanager left alerts out (the receiver's max_alerts): they reach nobody, so someone is told."""
-        self.metrics.alerts_truncated.inc(notification.truncated_alerts)
+        self.counts.alerts_truncated.inc(notification.truncated_alerts)
         log.warning("Alertmanager truncated the notification: alerts left out were not seen",
                     extra={"truncated": notification.truncated_alerts, "alerts": len(notification.alerts),
                            "group_key": notification.group_key[:200], "receiver": notification.receiver[:100]})

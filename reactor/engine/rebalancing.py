@@ -46,6 +46,7 @@ from reactor.core.model import (
 from reactor.engine.decider import ALREADY_APPLIED, WorkloadDecider
 from reactor.engine.firings import WorkloadLocks
 from reactor.engine.givebacks import GiveBacks, labels_of, step_owner, uid_of
+from reactor.engine.metrics import EngineMetrics
 from reactor.engine.namespace import Namespace
 from reactor.engine.reads import Readers
 from reactor.engine.refusals import owner_skip
@@ -79,7 +80,8 @@ class Rebalancing:
                  waitlist: Waitlist, givebacks: GiveBacks, clock: Callable[[], datetime],
                  confirm: Confirmer | None = None,
                  on_applied: Callable[[list[WorkloadRef]], None] | None = None) -> None:
-        self.policy, self.metrics, self.decider, self.events = policy, metrics, decider, events
+        self.policy, self.decider, self.events = policy, decider, events
+        self.counts = EngineMetrics.of(metrics)
         self.readers, self.owners, self.locks, self.clock = readers, owners, locks, clock
         self.source = source  # None: no rebalance can run, and the refusal says so
         self.confirm = confirm  # Prometheus's word on each donor's idle alert (None: `confirm.enabled: false`)
@@ -211,7 +213,7 @@ class Rebalancing:
             if grown is not None:
                 return grown
         self.waitlist.add(waiting)
-        self.metrics.rebalances.labels(result="pending").inc()
+        self.counts.rebalances.labels(result="pending").inc()
         note = (f"{verdict.ref.kind}/{verdict.ref.name} gave {verdict.freed} GPUs of quota {shortfall.quota} "
                 f"({given.strategy} {given.from_value}→{given.to_value})")
         self.events.post(workload_event(owner.ref, owner.obj or {}, reason="RebalancePending", now=now, message=(
@@ -223,7 +225,7 @@ class Rebalancing:
                      Result.SKIPPED)
 
     def _unbalanced(self, skip: Skip, why: str, result: str) -> Acted:
-        self.metrics.rebalances.labels(result=result).inc()
+        self.counts.rebalances.labels(result=result).inc()
         return Acted(replace(skip, detail=f"{skip.detail}; {why}"), Result.SKIPPED)
 
     def _candidates(self, reader: Reader, alerts: Sequence[Alert],
@@ -352,8 +354,8 @@ class Rebalancing:
     def _moved(self, acted: Acted, waiting: Waiting) -> Acted:
         """The receiver grew: counted, and its answer and log line say which donor paid for it (not only the
         Events)."""
-        self.metrics.rebalances.labels(result="moved").inc()
-        self.metrics.rebalance_gpus_moved.inc(waiting.gpus)
+        self.counts.rebalances.labels(result="moved").inc()
+        self.counts.rebalance_gpus_moved.inc(waiting.gpus)
         if not isinstance(acted.decision, Action):
             return acted
         return replace(acted, decision=replace(acted.decision, note=(

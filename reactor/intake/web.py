@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
+from reactor.act.metrics import ActMetrics
 from reactor.config.settings import Settings
 from reactor.core.errors import Failure, InvalidPayload, ReactorError, RetryLater, classify
 from reactor.core.metrics import Metrics
@@ -30,6 +31,7 @@ from reactor.core.model import Notification, Result, SkipReason
 from reactor.core.outcome import Outcome, answer_json
 from reactor.intake.alerts import Envelope, InvalidAlert, parse_envelope
 from reactor.intake.bearer import TokenFile
+from reactor.intake.metrics import WebhookMetrics
 
 log = logging.getLogger(__name__)
 __all__ = ["Handler", "TokenFile", "create_app"]
@@ -45,6 +47,7 @@ class Handler(Protocol):
 def create_app(settings: Settings, *, engine: Handler, metrics: Metrics, token: TokenFile,
                max_inflight: int | None = None) -> Flask:
     """The application factory; everything it uses is passed in, so tests build it with their own parts."""
+    webhook = WebhookMetrics.of(metrics)  # what the webhook counts (intake/metrics.py)
     app = Flask("reactor")
     # One byte over the limit, so that a chunked body (no Content-Length) of exactly the limit is read
     # whole and one that is longer is seen to be longer (see _body), not cut short.
@@ -60,7 +63,7 @@ def create_app(settings: Settings, *, engine: Handler, metrics: Metrics, token: 
     waiting = threading.BoundedSemaphore(max_inflight or max(1, settings.server.threads - 2))
 
     def answer(code: int, body: dict[str, Any]) -> Response:
-        metrics.child(metrics.webhook_requests, str(code)).inc()
+        metrics.child(webhook.webhook_requests, str(code)).inc()
         response = jsonify(body)
         response.status_code = code
         return response
@@ -71,7 +74,7 @@ def create_app(settings: Settings, *, engine: Handler, metrics: Metrics, token: 
         try:
             return _intake(answer)
         finally:
-            metrics.webhook_duration.observe(time.perf_counter() - started)
+            webhook.webhook_duration.observe(time.perf_counter() - started)
 
     def _intake(answer: Callable[[int, dict[str, Any]], Response]) -> Response:
         try:
@@ -81,7 +84,7 @@ def create_app(settings: Settings, *, engine: Handler, metrics: Metrics, token: 
             log.error("webhook token unreadable", extra={"error": str(e)})
             return answer(503, {"error": "the webhook token cannot be read; retry"})
         if credentials != "ok":
-            metrics.child(metrics.webhook_unauthorized, credentials).inc()
+            metrics.child(webhook.webhook_unauthorized, credentials).inc()
             return answer(401, {"error": "missing or wrong bearer token"})  # the same either way
         length = request.content_length
         if length is not None and length > settings.server.max_body_bytes:
@@ -110,14 +113,14 @@ def create_app(settings: Settings, *, engine: Handler, metrics: Metrics, token: 
         counts: dict[str, int] = {}
         for o in outcomes:
             counts[o.result] = counts.get(o.result, 0) + 1
-        metrics.child(metrics.webhook_requests, "200").inc()
+        metrics.child(webhook.webhook_requests, "200").inc()
         return Response(answer_json(counts, outcomes), mimetype="application/json")
 
     @app.errorhandler(HTTPException)
     def http_error(e: HTTPException) -> Response:
         code = e.code or 500
         if request.path == "/alerts":
-            metrics.webhook_requests.labels(code=str(code)).inc()
+            webhook.webhook_requests.labels(code=str(code)).inc()
         too_large = f"body larger than {settings.server.max_body_bytes} bytes"
         response = jsonify({"error": too_large if code == 413 else e.description})
         response.status_code = code
@@ -128,7 +131,7 @@ def create_app(settings: Settings, *, engine: Handler, metrics: Metrics, token: 
 
 def _invalid_outcome(bad: InvalidAlert, metrics: Metrics) -> Outcome:
     """A malformed alert's own outcome, naming the field; counted and logged like any skip."""
-    metrics.child(metrics.alerts_skipped, SkipReason.INVALID_ALERT.value).inc()
+    metrics.child(ActMetrics.of(metrics).alerts_skipped, SkipReason.INVALID_ALERT.value).inc()
     log.info("decision", extra={"alert": bad.name, "fingerprint": bad.fingerprint, "namespace": bad.namespace,
                                 "pod": bad.pod, "workload": None, "result": Result.SKIPPED,
                                 "reason": SkipReason.INVALID_ALERT.value, "detail": str(bad.error),

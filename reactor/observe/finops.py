@@ -30,6 +30,7 @@ from datetime import datetime
 
 from reactor.core.metrics import Metrics
 from reactor.core.model import Workload, WorkloadRef
+from reactor.observe.metrics import ObserveMetrics
 from reactor.state.annotations import GPUS, REPLICAS
 
 log = logging.getLogger(__name__)
@@ -77,18 +78,18 @@ class GpuHours:
 
     def __init__(self, metrics: Metrics, hourly_cost: Mapping[str, float] | None = None,
                  resource: str = "nvidia.com/gpu", *, allowed: Callable[[str], bool] = lambda namespace: True) -> None:
-        self.metrics = metrics
+        self.counts = counts = ObserveMetrics.of(metrics)  # observe/metrics.py
         prices = hourly_cost or {}
         for name, price in prices.items():  # published as configured, for dashboards that price other series
-            metrics.gpu_hourly_cost.labels(resource=name).set(price)
+            counts.gpu_hourly_cost.labels(resource=name).set(price)
         self._price_per_second = prices[resource] / 3600 if resource in prices else None
         self._allowed = allowed
         self._holds: dict[WorkloadRef, Hold] = {}
         self._namespaces: set[str] = set()  # every namespace that held GPUs: its gauges read 0 once they end
         self._since: datetime | None = None
         self._lock = threading.Lock()
-        metrics.gpus_released.read_from(lambda: self._totals(released=True))
-        metrics.gpus_added.read_from(lambda: self._totals(released=False))
+        counts.gpus_released.read_from(lambda: self._totals(released=True))
+        counts.gpus_added.read_from(lambda: self._totals(released=False))
 
     # --- what the verifier tells it ---------------------------------------------------------------------
 
@@ -163,9 +164,9 @@ class GpuHours:
         for namespace, gpus in released.items():
             if gpus:
                 seconds = gpus * elapsed
-                self.metrics.gpu_seconds_saved.labels(namespace=namespace).inc(seconds)
+                self.counts.gpu_seconds_saved.labels(namespace=namespace).inc(seconds)
                 if self._price_per_second is not None:
-                    self.metrics.gpu_cost_saved.labels(namespace=namespace).inc(seconds * self._price_per_second)
+                    self.counts.gpu_cost_saved.labels(namespace=namespace).inc(seconds * self._price_per_second)
 
     def _totals(self, *, released: bool) -> dict[tuple[str, ...], float]:
         """Per namespace, the GPUs held back (released) or added, for the scrape-time gauges."""

@@ -37,6 +37,7 @@ from reactor.core.model import (
     Workload,
     WorkloadRef,
 )
+from reactor.observe.metrics import ObserveMetrics
 from reactor.policy import decide_stalled, effective_mode
 from reactor.policy.values import Policy
 from reactor.resolve.owners import Reader
@@ -58,8 +59,8 @@ class _Retry:
 class StalledReverts:
     def __init__(self, *, policy: Policy, kube: KubeGateway, actor: Actor, view: ClusterView, events: EventPoster,
                  metrics: Metrics) -> None:
-        self.policy, self.kube, self.actor, self.view, self.events, self.metrics = \
-            policy, kube, actor, view, events, metrics
+        self.policy, self.kube, self.actor, self.view, self.events = policy, kube, actor, view, events
+        self.counts = ObserveMetrics.of(metrics)  # observe/metrics.py
         self._retries: dict[WorkloadRef, _Retry] = {}  # refused reverts, waiting out their backoff
 
     def waiting(self, ref: WorkloadRef, now: datetime) -> bool:
@@ -109,7 +110,7 @@ class StalledReverts:
         self.stalled_event(ref, obj, f"{message}; the revert could not be applied ({why[:300]}); "
                                      "tried again with backoff", now)
         if tries == 1:
-            self.metrics.verifications.labels(result="revert-refused").inc()
+            self.counts.verifications.labels(result="revert-refused").inc()
         log.log(logging.WARNING if tries == 1 else logging.INFO, "stalled rollout not reverted",
                 extra={"workload": str(ref), "result": acted.result.value, "detail": why[:500], "tries": tries,
                        "next": (now + delay).isoformat()})

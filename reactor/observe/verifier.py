@@ -45,6 +45,7 @@ from reactor.core.model import (
 )
 from reactor.observe.finops import GpuHours
 from reactor.observe.lease import VerifierLease
+from reactor.observe.metrics import ObserveMetrics
 from reactor.observe.periodic import Periodic
 from reactor.observe.stalled import StalledReverts, judged, reread
 from reactor.observe.worklist import Worklist
@@ -61,7 +62,8 @@ class Verifier:
     def __init__(self, *, settings: Settings, kube: KubeGateway, actor: Actor, view: ClusterView,
                  metrics: Metrics, clock: Callable[[], datetime], worklist: Worklist, reverts: StalledReverts,
                  hours: GpuHours, state: StateWrites, cache: Store | None = None) -> None:
-        self.policy, self.kube, self.actor, self.metrics = settings.policy, kube, actor, metrics
+        self.policy, self.kube, self.actor = settings.policy, kube, actor
+        self.counts = counts = ObserveMetrics.of(metrics)  # observe/metrics.py
         self.view, self.worklist, self.reverts, self.state = view, worklist, reverts, state
         self.cache = cache  # the watch-fed store, when `kube.watchCache` is on
         self.clock = clock
@@ -69,8 +71,8 @@ class Verifier:
         self._loop = Periodic("reactor-verifier", self.policy.verify_interval.total_seconds(), lambda: self.check_all(),
                               "verification pass failed")
         self.ledger = hours  # the GPU-hours the reactor's standing changes hold back (finops.py)
-        metrics.verifications_pending.read_from(worklist.pending_now)
-        metrics.verifier_leader.read_from(lambda: {(): float(self.leading())})
+        counts.verifications_pending.read_from(worklist.pending_now)
+        counts.verifier_leader.read_from(lambda: {(): float(self.leading())})
 
     @property
     def lease(self) -> VerifierLease | None:
@@ -254,7 +256,7 @@ class Verifier:
         """Mode recommend: the revert the verifier would make, reported once (a log line and a metric)."""
         what = f"stalled for {self.policy.verify_timeout}: {state.trouble}; revert recommended (mode recommend)"
         if self._note(ref, verification, what):
-            self.metrics.verifications.labels(result="revert-recommended").inc()
+            self.counts.verifications.labels(result="revert-recommended").inc()
 
     def _revert(self, obj: dict[str, Any], workload: Workload, verification: Verification, state: Progress,
                 now: datetime) -> bool:
@@ -272,7 +274,7 @@ class Verifier:
         return True
 
     def _done(self, ref: WorkloadRef, result: str, verification: Verification, reason: str) -> None:
-        self.metrics.verifications.labels(result=result).inc()
+        self.counts.verifications.labels(result=result).inc()
         log.info("rollout " + result, extra={"workload": str(ref), "strategy": verification.strategy,
                                               "reason": reason, "written": verification.since.isoformat()})
 

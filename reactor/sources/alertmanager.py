@@ -42,6 +42,7 @@ from reactor.core.errors import AlertSourceUnavailable, InvalidPayload, ReactorE
 from reactor.core.model import Alert, Status
 from reactor.intake.alerts import parse_alert
 from reactor.sources.http import Credentials, Failed, Target, Tls, abort, one_line, read_body
+from reactor.sources.metrics import SourceMetrics
 
 if TYPE_CHECKING:
     from reactor.core.metrics import Metrics
@@ -99,6 +100,7 @@ class AlertmanagerAlerts:
         self._source = source
         self._timeout = source.timeout.total_seconds()
         self._metrics = metrics
+        self._counts = SourceMetrics.of(metrics) if metrics is not None else None  # sources/metrics.py
         self._max_body = max_body_bytes
         self._max_alerts = max_alerts
         self._clock = clock
@@ -184,9 +186,9 @@ class AlertmanagerAlerts:
             result = e.result
             raise self._unavailable(path, e.why) from None
         finally:
-            if self._metrics is not None:
-                self._metrics.child(self._metrics.alert_source_requests, result).inc()
-                self._metrics.alert_source_duration.observe(max(0.0, self._clock() - started))
+            if self._metrics is not None and self._counts is not None:
+                self._metrics.child(self._counts.alert_source_requests, result).inc()
+                self._counts.alert_source_duration.observe(max(0.0, self._clock() - started))
 
     def _get(self, path: str, deadline: float) -> bytes:
         headers = {"Accept": "application/json", "User-Agent": "gpu-reactor"}

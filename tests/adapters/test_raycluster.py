@@ -164,7 +164,9 @@ def test_a_group_of_several_hosts_counts_replicas_times_hosts(reactor: Reactor) 
                                              gpus=4)]))
     (outcome,) = r.get_json()["outcomes"]
     assert outcome["result"] == "applied", outcome
-    assert reactor.service.engine.metrics.gpus_changed.labels(direction="released",
+    from reactor.act.metrics import ActMetrics
+
+    assert ActMetrics.of(reactor.service.engine.metrics).gpus_changed.labels(direction="released",
                                                               namespace=NAMESPACE)._value.get() == 12
 
 

@@ -12,9 +12,12 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry, generate_latest
 
+from reactor.app.assembly import declare_metrics
 from reactor.app.cli import main
 from reactor.core.metrics import Metrics
 from reactor.core.model import TEST_ALERT
+from reactor.engine.metrics import EngineMetrics
+from reactor.intake.metrics import WebhookMetrics
 from reactor.tools.doctor.delivery import alert_body, alert_labels, counts, sample, timers
 from reactor.tools.doctor.http import Unreachable
 from reactor.tools.payloads import AlertSpec, notification
@@ -61,8 +64,9 @@ def test_the_alert_takes_the_gpu_route_and_ends_by_itself() -> None:
 def _exposition(received: int = 0, rejected: int = 0) -> str:
     """The text a reactor's /metrics serves (its own Metrics, rendered by prometheus_client)."""
     metrics = Metrics(CollectorRegistry())
-    metrics.alerts_received.labels(alertname=TEST_ALERT, status="firing").inc(received)
-    metrics.webhook_requests.labels(code="401").inc(rejected)
+    declare_metrics(metrics)  # every stage's set, as the assembly declares them at start
+    EngineMetrics.of(metrics).alerts_received.labels(alertname=TEST_ALERT, status="firing").inc(received)
+    WebhookMetrics.of(metrics).webhook_requests.labels(code="401").inc(rejected)
     return generate_latest(metrics.registry).decode()
 
 

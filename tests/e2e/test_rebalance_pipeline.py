@@ -45,7 +45,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from reactor.core.metrics import REBALANCE_RESULTS
+from reactor.engine.metrics import REBALANCE_RESULTS
 from reactor.tools.payloads import rfc3339
 from reactor_sim import SimCluster
 from tests.e2e.mirror import ClusterMirror

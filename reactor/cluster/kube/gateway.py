@@ -28,6 +28,7 @@ from reactor.cluster.kube.failures import NotFound, backoff, retry_after, transl
 from reactor.cluster.kube.limiter import RateLimiter
 from reactor.cluster.kube.routes import MERGE, ROUTES, STRATEGIC
 from reactor.cluster.kube.watches import WatchStreams
+from reactor.cluster.metrics import ClusterMetrics
 from reactor.config.settings import Kube
 from reactor.core.errors import ConfigError, ReactorError, TemporaryError
 from reactor.core.metrics import Metrics
@@ -48,7 +49,7 @@ class KubeGateway:
         self._custom_api = k8s.CustomObjectsApi(api_client)
         self._timeout = settings.timeout.total_seconds()
         self._limiter = RateLimiter(settings.qps, settings.burst)
-        self._metrics = metrics
+        self._counts = ClusterMetrics.of(metrics)  # what the cluster stage counts (cluster/metrics.py)
         self._retries = retries
         self._streams = WatchStreams()  # open watch responses, so `end_watches` can end them
         # What the server can do (capabilities.py): read on first use, and again after a reconnect.
@@ -406,7 +407,7 @@ class KubeGateway:
         raise AssertionError("unreachable")
 
     def _count(self, verb: str, resource: str, code: str) -> None:
-        self._metrics.kube_requests.labels(verb=verb, resource=resource, code=code).inc()
+        self._counts.kube_requests.labels(verb=verb, resource=resource, code=code).inc()
 
 
 def _api_client(configuration: k8s.Configuration, settings: Kube) -> k8s.ApiClient:
