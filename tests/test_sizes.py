@@ -64,8 +64,9 @@ def test_the_engine_constructs_none_of_its_collaborators() -> None:
         for cls in (n for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(n, ast.ClassDef)):
             init = next((b for b in cls.body if isinstance(b, ast.FunctionDef) and b.name == "__init__"), None)
             calls = [c.func for c in ast.walk(init) if isinstance(c, ast.Call)] if init else []
+            # A stage's metric set declares its own metrics (engine/metrics.py): values it owns, not collaborators.
             built = [f.id for f in calls if isinstance(f, ast.Name) and f.id[:1].isupper()
-                     and f.id not in ("OrderedDict",)]
+                     and f.id not in ("OrderedDict", "Counter", "Gauge", "Histogram", "StateGauge")]
             assert built == [], f"{path.name}: {cls.name}.__init__ builds {built}"
 
 
