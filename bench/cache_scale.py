@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from bench import procs
+from bench.scenario import confirm
 from reactor.cluster.trim import trimmed
 from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec
@@ -245,7 +246,8 @@ def run_reactor(sim: SimCluster, tmp: Path, namespaces: list[str], pod: str, lab
     (tmp / "token").write_text(token)
     policy = tmp / f"policy-{label}.yaml"
     policy.write_text(yaml.safe_dump({"namespaces": {"allow": [PROBE_NS, *namespaces]}, "dryRun": True,
-                                      "kube": {"qps": 5000, "burst": 5000, "watchCache": True}}))
+                                      "kube": {"qps": 5000, "burst": 5000, "watchCache": True},
+                                      "confirm": confirm()}))  # serve requires it; a start confirms nothing
     port, probe_port = procs.free_ports(2)
     env = {"REACTOR_SERVER__LISTEN": f"127.0.0.1:{port}", "REACTOR_SERVER__PROBE_LISTEN": f"127.0.0.1:{probe_port}",
            "REACTOR_SERVER__TOKEN_FILE": str(tmp / "token"), "REACTOR_STATE__KEY_FILE": str(state_key_file(tmp)),
