@@ -35,6 +35,7 @@ IDLE_GPUS = 2  # GPUs per pod that also fire GPUIdle
 LATENCY_NAMESPACES = tuple(f"latency-{i}" for i in range(10))
 LATENCY_WORKLOADS = 200
 CONTAINER = "server"
+RULES_INTERVAL = timedelta(minutes=1)  # the shipped rules' group interval: the stand-in evaluates as often
 QUOTA = 4000  # requests.nvidia.com/gpu per namespace: far above the 1,600 in use, room for any surge
 NODE_GPUS = 64
 LEASE_NAMESPACE = "gpu-reactor"
@@ -59,8 +60,10 @@ POLICY: dict[str, Any] = {
 def prometheus() -> PrometheusStandIn:
     """The stand-in for Prometheus's API the bench's reactors confirm alerts against (docs/confirm.md): the bench's
     notifications stand for genuine ones, so the rules fire what `body` builds. One per process, started on first
-    use; its answer lists every alert the bench made fire, as a real Prometheus's lists every active alert."""
-    return PrometheusStandIn().start()
+    use; its answer lists every alert the bench made fire, as a real Prometheus's lists every active alert, and its
+    group evaluates every minute, as the shipped rules' group does (rules/gpu-reactor.rules.yaml `interval: 1m`), so
+    the reactor reuses an answer until the next evaluation as it would against Prometheus."""
+    return PrometheusStandIn(evaluates=RULES_INTERVAL).start()
 
 
 def confirm() -> dict[str, Any]:

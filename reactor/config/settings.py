@@ -115,6 +115,7 @@ class ConfirmSource:
     token_file: str | None = None  # a bearer token, sent as `Authorization: Bearer`, when Prometheus sits behind one
     ca_file: str | None = None  # the CA bundle an https URL is verified against (default: the system's)
     timeout: timedelta = timedelta(seconds=3)  # inside server.notificationDeadline, inside Alertmanager's timeout
+    reuse: bool = True  # an answer serves until Prometheus's rule groups evaluate again (sources/confirm.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,6 +329,7 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "confirm.tokenFile": ("confirm", "token_file", opt_str),
     "confirm.caFile": ("confirm", "ca_file", opt_str),
     "confirm.timeout": ("confirm", "timeout", duration_in(timedelta(milliseconds=100), timedelta(minutes=1))),
+    "confirm.reuse": ("confirm", "reuse", boolean),
 }
 _SECTIONS = {"namespaces", "gpus", "replicas", "budget", "server", "kube", "logging", "state", "cpu", "memory",
              "adapters", "verify", "finops",

@@ -4,7 +4,8 @@ For each alert the engine would act on, the question is whether the Prometheus t
 the same workload, and what its rule's expression measures. The rules endpoint answers both from rule evaluation
 itself — each alerting rule's active alerts with their labels, state, activeAt and value, each group's evaluation
 interval, each rule's `for` — so a scraped series that merely carries the name `ALERTS` (a target can expose any
-name) never counts. One request answers every alert of a notification, whatever its namespaces.
+name) never counts. One request answers every alert of a notification, whatever its namespaces, and
+every alert name the reactor acts on (so the next notification's names are in it too).
 
 Matching is on what both sides agree on: the alert name and the workload's identity — namespace, pod and container,
 each the `exported_*` spelling if present, else the plain one, as intake/alerts.py `parse_alert` reads the
@@ -15,14 +16,25 @@ An HA pair behind one Service: the replica asked may evaluate a few seconds afte
 delivered. A firing alert therefore also counts as confirmed while it is pending there and would fire within one
 evaluation interval of its group (activeAt + for ≤ now + interval). A resolve is "still firing" only if Prometheus
 holds the alert `firing` (keep_firing_for included), never for a pending one.
+
+An answer is reused until the rule groups that hold the reactor's rules evaluate again. Prometheus changes an
+alerting rule's state only when its group evaluates (rules/group.go `Eval`, every `interval` from
+`lastEvaluation`), so until the earliest next evaluation a second request would get the same rule state: reusing it
+is asking again, without the request. That is what keeps the confirm step's cost off the request path when
+Prometheus holds thousands of active alerts (the whole rule state is one answer). The wait is read on the reactor's
+clock against Prometheus's `lastEvaluation` (the two agree under NTP), and never exceeds one interval; a group not
+evaluated yet (Go's zero time) or a clock that went back is asked again. A reused answer is trusted only where it
+agrees with the alert (a firing alert it fires, a resolve it no longer fires); where it would refuse, Prometheus is
+asked again. `confirm.reuse: false` asks every time.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+import threading
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -30,7 +42,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from reactor.config.settings import Settings, require_confirm_url
 from reactor.core.confirm import Confirmation
 from reactor.core.errors import InvalidPayload
-from reactor.core.model import Alert
+from reactor.core.model import KNOWN_ALERTS, Alert
 from reactor.intake.alerts import measures
 from reactor.sources.prometheus import PrometheusApi
 from reactor.sources.prometheus_answers import ActiveAlert, AlertingRule, RuleGroup
@@ -61,6 +73,9 @@ class ConfirmMetrics:
         self.duration = Histogram(
             "reactor_confirm_duration_seconds", "Time of one request to Prometheus's API by the confirm step, in "
             "seconds, whatever its result.", buckets=BUCKETS, registry=registry)
+        self.reused = Counter(
+            "reactor_confirm_reused", "Confirm questions answered from Prometheus's last answer, reused because no "
+            "rule group holding the reactor's rules has evaluated since (no request made).", registry=registry)
         for result in RESULTS:
             self.requests.labels(result=result)
 
@@ -85,17 +100,18 @@ class _Held:
                 and self.alert.active_at + self.rule.duration <= now + self.group.interval)
 
 
-class PrometheusConfirmer:
-    """`Confirmer` over Prometheus's rule state. Thread-safe (the client is)."""
+@dataclass(slots=True)
+class _RuleState:
+    """One answer of Prometheus's rule state, indexed for matching, and until when it holds."""
 
-    def __init__(self, api: PrometheusApi) -> None:
-        self.api = api
+    asked: frozenset[str]  # the rule names it answers for
+    loaded: frozenset[str]  # the alerting rules loaded there, of those asked
+    held: dict[Identity, list[_Held]] = field(default_factory=dict)
+    fetched: datetime | None = None
+    until: datetime | None = None  # the earliest next evaluation of its groups (None: not reused)
 
-    def confirm(self, alerts: Sequence[Alert], now: datetime) -> list[Confirmation]:
-        if not alerts:
-            return []
-        names = {a.name for a in alerts}
-        groups = self.api.rules(names)  # PrometheusUnavailable: raised to the caller, which writes nothing
+    @classmethod
+    def of(cls, groups: Sequence[RuleGroup], asked: frozenset[str]) -> _RuleState:
         held: dict[Identity, list[_Held]] = {}
         loaded: set[str] = set()
         for group in groups:
@@ -104,7 +120,74 @@ class PrometheusConfirmer:
                 for active in rule.alerts:
                     if active.name == rule.name:  # an alert's alertname is its rule's (rules/alerting.go)
                         held.setdefault(identity(rule.name, active.labels), []).append(_Held(active, rule, group))
-        return [self._one(a, held.get(identity(a.name, a.labels), []), a.name in loaded, now) for a in alerts]
+        return cls(asked, frozenset(loaded), held)
+
+    def answers(self, names: Collection[str], now: datetime) -> bool:
+        """Still Prometheus's rule state for `names` at `now`: no group has evaluated since, and the clock did not
+        go back past the answer."""
+        return (self.until is not None and self.fetched is not None and self.fetched <= now < self.until
+                and self.asked.issuperset(names))
+
+
+def next_evaluation(groups: Sequence[RuleGroup], fetched: datetime) -> datetime | None:
+    """When the earliest of `groups` that holds an alerting rule evaluates next, capped at one interval after
+    `fetched`; None when that is not later than `fetched` or a group has not evaluated yet."""
+    due: list[datetime] = []
+    for group in groups:
+        if not group.rules:
+            continue
+        if group.last_evaluation is None or group.interval <= timedelta(0):
+            return None
+        due.append(min(group.last_evaluation + group.interval, fetched + group.interval))
+    until = min(due, default=None)
+    return until if until is not None and until > fetched else None
+
+
+class PrometheusConfirmer:
+    """`Confirmer` over Prometheus's rule state. Thread-safe: one request at a time, its answer shared (a second
+    notification meanwhile waits for it rather than asking again)."""
+
+    def __init__(self, api: PrometheusApi, *, reuse: bool = True, names: Collection[str] = KNOWN_ALERTS,
+                 metrics: ConfirmMetrics | None = None) -> None:
+        self.api = api
+        self.reuse = reuse
+        self.names = frozenset(names)  # always asked together, so one answer serves every alert name
+        self.metrics = metrics
+        self._lock = threading.Lock()
+        self._state: _RuleState | None = None
+
+    def confirm(self, alerts: Sequence[Alert], now: datetime) -> list[Confirmation]:
+        if not alerts:
+            return []
+        names = {a.name for a in alerts}
+        state, reused = self._rule_state(names, now, reuse=True)
+        verdicts = self._verdicts(alerts, state, now)
+        if reused and any(v.firing != a.firing for a, v in zip(alerts, verdicts, strict=True)):
+            # A reused answer only ever agrees: where it would refuse (unconfirmed, still-firing), Prometheus is
+            # asked again, so a clock off by more than expected costs a request, never a wrong refusal.
+            state, _ = self._rule_state(names, now, reuse=False)
+            verdicts = self._verdicts(alerts, state, now)
+        return verdicts
+
+    def _verdicts(self, alerts: Sequence[Alert], state: _RuleState, now: datetime) -> list[Confirmation]:
+        return [self._one(a, state.held.get(identity(a.name, a.labels), []), a.name in state.loaded, now)
+                for a in alerts]
+
+    def _rule_state(self, names: set[str], now: datetime, *, reuse: bool) -> tuple[_RuleState, bool]:
+        """Prometheus's rule state for `names`, and whether it is a reused answer rather than a new one."""
+        with self._lock:
+            state = self._state
+            if reuse and state is not None and state.answers(names, now):
+                if self.metrics is not None:
+                    self.metrics.reused.inc()
+                return state, True
+            asked = self.names | names
+            groups = self.api.rules(asked)  # PrometheusUnavailable: raised to the caller, which writes nothing
+            state = _RuleState.of(groups, asked)
+            if self.reuse:
+                state.fetched, state.until = now, next_evaluation(groups, now)
+                self._state = state
+            return state, False
 
     def _one(self, alert: Alert, held: list[_Held], loaded: bool, now: datetime) -> Confirmation:
         who = f"{alert.name} for {alert.namespace}/{alert.pod}" + (f" container {alert.container}"
@@ -152,4 +235,4 @@ def confirmer(settings: Settings, registry: CollectorRegistry) -> PrometheusConf
     metrics = ConfirmMetrics(registry)
     return PrometheusConfirmer(PrometheusApi(source.url, token_file=source.token_file, ca_file=source.ca_file,
                                              timeout=source.timeout, observe=metrics.observe,
-                                             key="confirm.prometheusUrl"))
+                                             key="confirm.prometheusUrl"), reuse=source.reuse, metrics=metrics)

@@ -16,6 +16,11 @@ tests/promstack/test_prometheus_stand_in.py:
 
 What it does not play: PromQL (`/api/v1/query*` answer 400 `bad_data`), rule evaluation (an alert is as `fire`
 says), recording rules, external labels. It never stands in for Prometheus outside the demo and its tests.
+
+Its rule state changes whenever the demo or a test tells it, not on a schedule, so by default its group says what
+Prometheus says of a group it has not evaluated yet: `lastEvaluation` Go's zero time, and the reactor, which reuses
+an answer until the next evaluation (sources/confirm.py), asks every time. `evaluates=` plays a schedule instead
+(`lastEvaluation` the latest tick since it started): the bench's, which tells it everything before the reactor asks.
 """
 
 from __future__ import annotations
@@ -94,8 +99,9 @@ class PrometheusStandIn:
     them; `available = False` makes every answer a 503 (Prometheus restarting)."""
 
     def __init__(self, host: str = "127.0.0.1", *, rules: Iterable[str] = sorted(KNOWN_ALERTS),
-                 durations: Mapping[str, timedelta] | None = None) -> None:
+                 durations: Mapping[str, timedelta] | None = None, evaluates: timedelta | None = None) -> None:
         self.started = datetime.now(UTC)
+        self.evaluates = evaluates  # None: when told (a group "not evaluated yet"); else every `evaluates`
         self._host = host
         self._rules = tuple(rules)
         self._durations = dict(durations or {})
@@ -214,21 +220,27 @@ class PrometheusStandIn:
             raise BadData(f'not supported value "{kind}"')
         with self._lock:
             held = list(self._held.values())
-        now = datetime.now(UTC)
+        evaluated = self._last_evaluation(datetime.now(UTC))
         rules = [] if kind == "record" else [self._rule(name, [h for h in held if h.labels.get("alertname") == name],
-                                                          now) for name in self._rules]
+                                                          evaluated) for name in self._rules]
         return {"groups": [{"name": GROUP, "file": RULES_FILE, "rules": rules,
-                            "interval": INTERVAL.total_seconds(), "limit": 0, "evaluationTime": 0.000512,
-                            "lastEvaluation": go_time(now)}]}
+                            "interval": (self.evaluates or INTERVAL).total_seconds(), "limit": 0,
+                            "evaluationTime": 0.000512, "lastEvaluation": evaluated}]}
 
-    def _rule(self, name: str, held: list[Held], now: datetime) -> dict[str, Any]:
+    def _last_evaluation(self, now: datetime) -> str:
+        """Go's zero time (never evaluated on a schedule), or the latest tick of `evaluates` since the start."""
+        if self.evaluates is None:
+            return "0001-01-01T00:00:00Z"
+        return go_time(self.started + self.evaluates * ((now - self.started) // self.evaluates))
+
+    def _rule(self, name: str, held: list[Held], evaluated: str) -> dict[str, Any]:
         states = {h.state for h in held}
         state = "firing" if "firing" in states else "pending" if states else "inactive"
         return {"state": state, "name": name, "query": f"gpu_reactor_stand_in{{alertname={json.dumps(name)}}}",
                 "duration": self._durations.get(name, timedelta(0)).total_seconds(), "keepFiringFor": 0,
                 "labels": {"reactor": "gpu", "severity": "warning"}, "annotations": {"value": "{{ $value }}"},
                 "alerts": [h.api() for h in held], "health": "ok", "evaluationTime": 0.000128,
-                "lastEvaluation": go_time(now), "type": "alerting"}
+                "lastEvaluation": evaluated, "type": "alerting"}
 
     def alerts(self) -> dict[str, Any]:
         with self._lock:
