@@ -130,7 +130,12 @@ def test_confirm_asks_once_per_notification_whatever_its_namespaces(sim: SimClus
 
 
 def test_confirm_off_is_said_to_be_trusting_whoever_reaches_alertmanager() -> None:
-    assert not [w for w in warnings(build_settings({"namespaces": {"allow": ["a"]}}, {})) if "confirm" in w]
+    url = {"prometheusUrl": "http://prometheus.monitoring:9090"}
+    assert not [w for w in warnings(build_settings({"namespaces": {"allow": ["a"]}, "confirm": url}, {}))
+                if "confirm" in w]
+    # No URL: valid as a file (the environment may set it), but `reactor serve` would refuse it: check-config says so.
+    (said,) = [w for w in warnings(build_settings({"namespaces": {"allow": ["a"]}}, {})) if "confirm" in w]
+    assert "confirm.prometheusUrl is not set" in said and "refuses to start" in said
     (said,) = [w for w in warnings(build_settings({"namespaces": {"allow": ["a"]}, "confirm": {"enabled": False}}, {}))
                if "confirm" in w]
     assert "trusts whoever can reach Alertmanager" in said

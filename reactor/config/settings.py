@@ -423,6 +423,10 @@ def warnings(settings: Settings) -> list[str]:
     if not settings.confirm.enabled:
         found.append("confirm.enabled is false: alerts are acted on unconfirmed, so the reactor trusts whoever can "
                      "reach Alertmanager's API (anyone who can post an alert there can resize any allowed workload)")
+    elif settings.confirm.url is None:
+        found.append("confirm.prometheusUrl is not set: `reactor serve` refuses to start without the Prometheus the "
+                     "rules run in (set it here or in REACTOR_CONFIRM__PROMETHEUS_URL; `reactor plan` and `reactor "
+                     "report` do without)")
     return found
 
 
