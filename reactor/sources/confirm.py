@@ -35,7 +35,7 @@ import threading
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
@@ -84,9 +84,9 @@ class ConfirmMetrics:
         self.duration.observe(seconds)
 
 
-@dataclass(frozen=True, slots=True)
-class _Held:
-    """One active alert as a rule holds it, with what decides whether it counts as firing now."""
+class _Held(NamedTuple):
+    """One active alert as a rule holds it, with what decides whether it counts as firing now. A tuple: one is
+    made for every active alert of the answer (thousands in a large cluster), most never matched."""
 
     alert: ActiveAlert
     rule: AlertingRule
@@ -116,10 +116,18 @@ class _RuleState:
         loaded: set[str] = set()
         for group in groups:
             for rule in group.rules:
-                loaded.add(rule.name)
+                name = rule.name
+                loaded.add(name)
                 for active in rule.alerts:
-                    if active.name == rule.name:  # an alert's alertname is its rule's (rules/alerting.go)
-                        held.setdefault(identity(rule.name, active.labels), []).append(_Held(active, rule, group))
+                    labels = active.labels
+                    if labels.get("alertname") == name:  # an alert's alertname is its rule's (rules/alerting.go)
+                        key = identity(name, labels)
+                        entry = _Held(active, rule, group)
+                        found = held.get(key)
+                        if found is None:
+                            held[key] = [entry]
+                        else:
+                            found.append(entry)
         return cls(asked, frozenset(loaded), held)
 
     def answers(self, names: Collection[str], now: datetime) -> bool:
