@@ -97,7 +97,7 @@ def main() -> int:
             app = guard_input(service.app)
             storm_at = now() - timedelta(minutes=30)
             print("storm:", call(app, storm_body(fleet, storm_at), token), file=sys.stderr)
-            service.engine.events.run_once()
+            service.events.run_once()
             for size in (1, 1000):
                 bodies = webhook_bodies(fleet, size, args.runs, storm_at + timedelta(minutes=1 + size))
                 call(app, bodies[0], token)  # warm

@@ -35,6 +35,9 @@ class Confirmation:
     def measured(self, alert: Alert) -> Alert:
         """`alert` sized by Prometheus's measurement; its annotations (the claim, `value` included) stay as they
         came, for the people reading the answer and the logs."""
+        if (alert.value, alert.gpus, alert.idle_gpus, alert.cpu_throttling, alert.cpu_unknown) == (
+                self.value, self.gpus, self.idle_gpus, self.cpu_throttling, self.cpu_unknown):
+            return alert  # the claim is the measurement: nothing to replace
         return replace(alert, value=self.value, gpus=self.gpus, idle_gpus=self.idle_gpus,
                        cpu_throttling=self.cpu_throttling, cpu_unknown=self.cpu_unknown)
 

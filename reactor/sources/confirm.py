@@ -107,6 +107,7 @@ class _RuleState:
     asked: frozenset[str]  # the rule names it answers for
     loaded: frozenset[str]  # the alerting rules loaded there, of those asked
     held: dict[Identity, list[_Held]] = field(default_factory=dict)
+    firing: dict[Identity, Confirmation] = field(default_factory=dict)  # firing alerts confirmed so far, by identity
     fetched: datetime | None = None
     until: datetime | None = None  # the earliest next evaluation of its groups (None: not reused)
 
@@ -178,8 +179,7 @@ class PrometheusConfirmer:
         return verdicts
 
     def _verdicts(self, alerts: Sequence[Alert], state: _RuleState, now: datetime) -> list[Confirmation]:
-        return [self._one(a, state.held.get(identity(a.name, a.labels), []), a.name in state.loaded, now)
-                for a in alerts]
+        return [self._one(a, state, now) for a in alerts]
 
     def _rule_state(self, names: set[str], now: datetime, *, reuse: bool) -> tuple[_RuleState, bool]:
         """Prometheus's rule state for `names`, and whether it is a reused answer rather than a new one."""
@@ -197,17 +197,23 @@ class PrometheusConfirmer:
                 self._state = state
             return state, False
 
-    def _one(self, alert: Alert, held: list[_Held], loaded: bool, now: datetime) -> Confirmation:
-        who = f"{alert.name} for {alert.namespace}/{alert.pod}" + (f" container {alert.container}"
-                                                                    if alert.container else "")
+    def _one(self, alert: Alert, state: _RuleState, now: datetime) -> Confirmation:
+        key = identity(alert.name, alert.labels)
+        if alert.firing:
+            known = state.firing.get(key)
+            if known is not None:
+                return known
+        held = state.held.get(key, [])
         where = f"Prometheus {self.api.url}"
-        if not loaded:
+        if alert.name not in state.loaded:
             return Confirmation(False, f"{where} has no alerting rule {alert.name} loaded")
         if alert.firing:
             counted = [h for h in held if h.fires_by(now)]
         else:
             counted = [h for h in held if h.alert.state == "firing"]
         if not counted:
+            who = f"{alert.name} for {alert.namespace}/{alert.pod}" + (f" container {alert.container}"
+                                                                        if alert.container else "")
             pending = [h for h in held if h.alert.state == "pending" and h.alert.active_at is not None]
             if pending and alert.firing:
                 due = min(h.alert.active_at + h.rule.duration for h in pending if h.alert.active_at is not None)
@@ -216,12 +222,14 @@ class PrometheusConfirmer:
         # Several rules of one name (two GPUIdle windows) may hold it: the highest value, as the policy folds.
         best = max(counted, key=lambda h: -math.inf if math.isnan(h.alert.value) else h.alert.value)
         value = None if math.isnan(best.alert.value) else best.alert.value
-        state = best.alert.state
-        reason = f"{where} {'fires' if state == 'firing' else 'holds pending, due within one interval,'} {who}"
-        if value is not None:
-            reason += f" (value {value:.3g}" + (f"; the alert said {alert.annotations.get('value')}"
-                                                if alert.annotations.get("value") else "") + ")"
-        return Confirmation(True, reason, value, **_measures(best.alert.annotations))
+        pending = best.alert.state != "firing"
+        reason = f"{where} {'holds pending, due within one interval,' if pending else 'fires'} {alert.name}"
+        confirmed = Confirmation(True, reason, value, **_measures(best.alert.annotations))
+        if alert.firing and all(h.alert.state == "firing" for h in counted):
+            # Independent of the time and of what the alert claims: the same answer for every repeat of the alert
+            # while this rule state is reused (the cooldown path meets the same alerts again and again).
+            state.firing[key] = confirmed
+        return confirmed
 
 
 def _measures(annotations: Mapping[str, str]) -> dict[str, Any]:
