@@ -222,8 +222,8 @@ class PrometheusConfirmer:
         # Several rules of one name (two GPUIdle windows) may hold it: the highest value, as the policy folds.
         best = max(counted, key=lambda h: -math.inf if math.isnan(h.alert.value) else h.alert.value)
         value = None if math.isnan(best.alert.value) else best.alert.value
-        due = best.alert.state != "firing"
-        reason = f"{where} {'holds pending, due within one interval,' if due else 'fires'} {alert.name}"
+        early = best.alert.state != "firing"
+        reason = f"{where} {'holds pending, due within one interval,' if early else 'fires'} {alert.name}"
         confirmed = Confirmation(True, reason, value, **_measures(best.alert.annotations))
         if alert.firing and all(h.alert.state == "firing" for h in counted):
             # Independent of the time and of what the alert claims: the same answer for every repeat of the alert
