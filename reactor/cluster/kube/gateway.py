@@ -26,7 +26,8 @@ from reactor.cluster.capabilities import UNKNOWN, Capabilities
 from reactor.cluster.kube import routes
 from reactor.cluster.kube.failures import NotFound, backoff, retry_after, translate
 from reactor.cluster.kube.limiter import RateLimiter
-from reactor.cluster.kube.routes import MERGE, ROUTES, STRATEGIC
+from reactor.cluster.kube.rest import Rest
+from reactor.cluster.kube.routes import ACCESS_REVIEWS, EVENTS, LEASES, MERGE, NAMESPACES, ROUTES, STRATEGIC
 from reactor.cluster.kube.watches import WatchStreams
 from reactor.cluster.metrics import ClusterMetrics
 from reactor.config.settings import Kube
@@ -44,9 +45,7 @@ class KubeGateway:
 
     def __init__(self, api_client: k8s.ApiClient, *, settings: Kube, metrics: Metrics, retries: int = 3) -> None:
         self._client = api_client
-        kinds = {r.api for r in ROUTES.values()} | {k8s.SchedulingV1Api, k8s.CoordinationV1Api}
-        self._apis: dict[type, Any] = {api: api(api_client) for api in kinds}
-        self._custom_api = k8s.CustomObjectsApi(api_client)
+        self._rest = Rest(api_client)  # requests by path (rest.py): never the generated API classes
         self._timeout = settings.timeout.total_seconds()
         self._limiter = RateLimiter(settings.qps, settings.burst)
         self._counts = ClusterMetrics.of(metrics)  # what the cluster stage counts (cluster/metrics.py)
@@ -96,17 +95,16 @@ class KubeGateway:
         if adapter is not None and kind not in ROUTES:
             return self._get_custom(adapter, namespace, name)
         route = routes.route(kind)
-        method = getattr(self._apis[route.api], f"read_{route.suffix}")
-        return self._call("get", route.resource, lambda **kw: method(name, namespace, **kw))
+        return self._call("get", route.resource, self._rest.send("GET", route.item(namespace, name)))
 
     def list_objects(self, kind: str, namespace: str) -> list[dict[str, Any]]:
         route = ROUTES[kind]
-        method = getattr(self._apis[route.api], f"list_{route.suffix}")
-        return self._call("list", route.resource, lambda **kw: method(namespace, **kw)).get("items") or []
+        send = self._rest.send("GET", route.collection(namespace))
+        return self._call("list", route.resource, send).get("items") or []
 
     def list_priority_classes(self) -> list[dict[str, Any]]:
-        api = self._apis[k8s.SchedulingV1Api]
-        return self._call("list", "priorityclasses", lambda **kw: api.list_priority_class(**kw)).get("items") or []
+        route = routes.PRIORITY_CLASSES
+        return self._call("list", route.resource, self._rest.send("GET", route.collection())).get("items") or []
 
     def list_page(self, kind: str, namespace: str, *,
                   decode: Callable[[bytes], Any] | None = None) -> tuple[Iterator[Any], str]:
@@ -118,32 +116,36 @@ class KubeGateway:
         `Expired` from the iteration: the caller lists again. `decode`: how each page's bytes are decoded (the watch
         cache trims its objects as it decodes them, reactor/cluster/trim.py `decode_page`); JSON by default.
         """
-        lister = self._lister(kind, namespace)
-        answer = self._call("list", routes.resource(kind), lambda **kw: lister(limit=LIST_PAGE, **kw), decode=decode)
-        return (self._rest_of(kind, lister, answer, decode),
+        route = routes.listed(kind)
+        page = [("limit", str(LIST_PAGE))]
+        answer = self._call("list", route.resource, self._rest.send("GET", route.collection(namespace), query=page),
+                            decode=decode)
+        return (self._rest_of(route, namespace, answer, decode),
                 str((answer.get("metadata") or {}).get("resourceVersion") or ""))
 
-    def _rest_of(self, kind: str, lister: Callable[..., Any], answer: dict[str, Any],
+    def _rest_of(self, route: routes.Route, namespace: str, answer: dict[str, Any],
                  decode: Callable[[bytes], Any] | None) -> Iterator[Any]:
         while True:
             yield from answer.pop("items", None) or []
             token = (answer.get("metadata") or {}).get("continue")
             if not token:
                 return
-            answer = self._call("list", routes.resource(kind),
-                                lambda token=token, **kw: lister(limit=LIST_PAGE, _continue=token, **kw), decode=decode)
+            query = [("limit", str(LIST_PAGE)), ("continue", str(token))]
+            send = self._rest.send("GET", route.collection(namespace), query=query)
+            answer = self._call("list", route.resource, send, decode=decode)
 
     def watch_events(self, kind: str, namespace: str, version: str, seconds: int) -> Iterator[dict[str, Any]]:
         """The watch events after `version` (BOOKMARKs asked for), until the server ends the stream.
 
         A 410 at the start raises `Expired`; an ERROR event in the stream is yielded as it came.
         """
-        query = {"watch": True, "resource_version": version, "allow_watch_bookmarks": True,
-                 "timeout_seconds": seconds}
-        send = lambda **kw: self._lister(kind, namespace)(**query, **kw)  # noqa: E731
-        response = self._open("watch", routes.resource(kind), send, seconds + self._timeout)
+        route = routes.listed(kind)
+        query = [("watch", "true"), ("resourceVersion", version), ("allowWatchBookmarks", "true"),
+                 ("timeoutSeconds", str(seconds))]
+        send = self._rest.send("GET", route.collection(namespace), query=query)
+        response = self._open("watch", route.resource, send, seconds + self._timeout)
         try:
-            yield from self._streams.events(response, routes.resource(kind))
+            yield from self._streams.events(response, route.resource)
         except TemporaryError:
             self.forget_capabilities()  # a broken stream: the informer reconnects, perhaps to another release
             raise
@@ -151,16 +153,6 @@ class KubeGateway:
     def end_watches(self) -> None:
         """End every open watch stream now, from any thread (a blocked read returns; the informer sees its stop)."""
         self._streams.end_all()
-
-    def _lister(self, kind: str, namespace: str) -> Callable[..., Any]:
-        if kind == "PriorityClass":
-            return self._apis[k8s.SchedulingV1Api].list_priority_class
-        found = ROUTES[kind]
-        api = self._apis[found.api]
-        if not namespace:
-            return getattr(api, f"list_{found.suffix.removeprefix('namespaced_')}_for_all_namespaces")
-        method = getattr(api, f"list_{found.suffix}")
-        return lambda **kw: method(namespace, **kw)
 
     def _open(self, verb: str, resource: str, send: Callable[..., Any], read_timeout: float) -> Any:
         """Start a streamed request (one attempt; the informer owns the retries): the raw response."""
@@ -184,16 +176,13 @@ class KubeGateway:
         if adapter is not None and kind not in ROUTES:
             return self._patch_custom(adapter, namespace, name, body)
         route = routes.route(kind)
-        method = getattr(self._apis[route.api], f"patch_{route.suffix}")
-        return self._call(
-            "patch", route.resource, lambda **kw: method(name, namespace, body, _content_type=STRATEGIC, **kw)
-        )
+        return self._call("patch", route.resource,
+                          self._rest.send("PATCH", route.item(namespace, name), body=body, content_type=STRATEGIC))
 
     def resize_pod(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
         """Strategic merge patch of pods/NAME/resize (in-place CPU/memory resize, Kubernetes 1.33+)."""
-        api = self._apis[k8s.CoreV1Api]
-        return self._call("patch", "pods/resize", lambda **kw: api.patch_namespaced_pod_resize(
-            name, namespace, body, _content_type=STRATEGIC, **kw))
+        path = ROUTES["Pod"].item(namespace, name) + "/resize"
+        return self._call("patch", "pods/resize", self._rest.send("PATCH", path, body=body, content_type=STRATEGIC))
 
     def home(self, adapter: Adapter) -> StateHome:
         """Where the reactor's record of an operator's resource lives (reactor/state/homes.py): on a Lease beside it
@@ -208,46 +197,37 @@ class KubeGateway:
 
     def read_custom(self, resource: Resource, namespace: str, name: str) -> dict[str, Any]:
         """An operator's resource as the API server holds it."""
-        api = self._custom_api
-        return self._call("get", resource.plural, lambda **kw: api.get_namespaced_custom_object(
-            resource.group, resource.version, namespace, resource.plural, name, **kw))
+        path = routes.custom(resource.group, resource.version, resource.plural).item(namespace, name)
+        return self._call("get", resource.plural, self._rest.send("GET", path))
 
     def merge_custom(self, resource: Resource, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
         """A JSON merge patch of an operator's resource (custom resources take no strategic merge)."""
-        api = self._custom_api
-        return self._call("patch", resource.plural, lambda **kw: api.patch_namespaced_custom_object(
-            resource.group, resource.version, namespace, resource.plural, name, body, _content_type=MERGE, **kw))
+        path = routes.custom(resource.group, resource.version, resource.plural).item(namespace, name)
+        return self._call("patch", resource.plural, self._rest.send("PATCH", path, body=body, content_type=MERGE))
 
     def get_custom(self, group: str, version: str, plural: str, namespace: str | None, name: str) -> dict[str, Any]:
         """A custom object by name (cluster-scoped when `namespace` is None), e.g. Kueue's queues."""
-        api = self._custom_api
-        if namespace is None:
-            return self._call("get", plural, lambda **kw: api.get_cluster_custom_object(group, version, plural, name,
-                                                                                         **kw))
-        return self._call("get", plural, lambda **kw: api.get_namespaced_custom_object(group, version, namespace,
-                                                                                        plural, name, **kw))
+        path = routes.custom(group, version, plural).item(namespace or "", name)
+        return self._call("get", plural, self._rest.send("GET", path))
 
     def list_cluster_custom(self, group: str, version: str, plural: str) -> list[dict[str, Any]]:
-        api = self._custom_api
-        return self._call("list", plural, lambda **kw: api.list_cluster_custom_object(group, version, plural,
-                                                                                       **kw)).get("items") or []
+        path = routes.custom(group, version, plural).collection()
+        return self._call("list", plural, self._rest.send("GET", path)).get("items") or []
 
     def create_event(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
         """The Event as created (its generated name: a repeat is counted on it, see act/posting.py)."""
-        api = self._apis[k8s.CoreV1Api]
-        return self._call("create", "events", lambda **kw: api.create_namespaced_event(namespace, body, **kw))
+        return self._call("create", "events", self._rest.send("POST", EVENTS.collection(namespace), body=body))
 
     def patch_event(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
         """A repeat counted on an earlier Event (strategic merge of count, lastTimestamp, message), as client-go's
         recorder does (tools/record/event.go recordToSink)."""
-        api = self._apis[k8s.CoreV1Api]
-        return self._call("patch", "events", lambda **kw: api.patch_namespaced_event(name, namespace, body, **kw))
+        return self._call("patch", "events",
+                          self._rest.send("PATCH", EVENTS.item(namespace, name), body=body, content_type=STRATEGIC))
 
     # --- the verifier's Lease (coordination.k8s.io): every update carries the resourceVersion it read -----
 
     def get_lease(self, namespace: str, name: str) -> dict[str, Any]:
-        api = self._apis[k8s.CoordinationV1Api]
-        return self._call("get", "leases", lambda **kw: api.read_namespaced_lease(name, namespace, **kw))
+        return self._call("get", "leases", self._rest.send("GET", LEASES.item(namespace, name)))
 
     def find_lease(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The Lease, or None when there is none (404)."""
@@ -259,65 +239,44 @@ class KubeGateway:
     def merge_lease(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any] | None:
         """A JSON merge patch of a Lease (a `metadata.resourceVersion` in `body` makes it conditional); None when
         the Lease does not exist (404)."""
-        api = self._apis[k8s.CoordinationV1Api]
         try:
-            return self._call("patch", "leases", lambda **kw: api.patch_namespaced_lease(
-                name, namespace, body, _content_type=MERGE, **kw))
+            return self._call("patch", "leases",
+                              self._rest.send("PATCH", LEASES.item(namespace, name), body=body, content_type=MERGE))
         except NotFound:
             return None
 
     def create_lease(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
-        """POST the Lease as the JSON given (see `_send_json`: the client's V1Lease would rewrite its times)."""
-        path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
-        return self._call("create", "leases", self._send_json("POST", path, body))
+        """POST the Lease as the JSON given (see `update_lease`: the client's V1Lease would rewrite its times)."""
+        return self._call("create", "leases", self._rest.send("POST", LEASES.collection(namespace), body=body))
 
     def update_lease(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
         """PUT with `metadata.resourceVersion` (a Lease update without one is a 422): a 409 if it moved on."""
         if not (body.get("metadata") or {}).get("resourceVersion"):
             raise ValueError("a Lease update must carry the resourceVersion it was read at")
-        path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"
-        return self._call("update", "leases", self._send_json("PUT", path, body))
+        return self._call("update", "leases", self._rest.send("PUT", LEASES.item(namespace, name), body=body))
 
-    def _send_json(self, method: str, path: str, body: dict[str, Any]) -> Callable[..., Any]:
-        """A request whose body is `body` as JSON, byte for byte what the reactor built or read.
-
-        The generated methods (`replace_namespaced_lease`) first validate a dict into the client's model
-        (pydantic V1Lease) and serialise that: every MicroTime becomes a `datetime` written by `isoformat()`,
-        which drops the fraction at a whole second (`2026-03-01T12:00:00+00:00`), and kube-apiserver decodes
-        MicroTime with RFC3339Micro only (apimachinery meta/v1 micro_time.go): a 400 for any Lease time at a
-        whole second. The model also refuses a field it does not know (a newer server's) instead of sending
-        it back. The Lease is the one object the reactor reads, changes and writes whole, so it goes as it is.
-        """
-        client = self._client
-
-        def send(*, _preload_content: bool = False, _request_timeout: Any = None) -> Any:
-            request = client.param_serialize(
-                method, path, header_params={"Accept": "application/json", "Content-Type": "application/json"},
-                body=body, auth_settings=["BearerToken"])
-            response = client.call_api(*request, _request_timeout=_request_timeout)
-            response.read()
-            if not 200 <= response.status <= 299:
-                raise ApiException.from_response(http_resp=response, body=None, data=None)
-            return response
-        return send
+    # The Lease goes as the JSON given, never through the generated `replace_namespaced_lease`: it would first
+    # validate the dict into the client's model (pydantic V1Lease) and serialise that, and every MicroTime would
+    # become a `datetime` written by `isoformat()`, which drops the fraction at a whole second
+    # (`2026-03-01T12:00:00+00:00`), while kube-apiserver decodes MicroTime with RFC3339Micro only (apimachinery
+    # meta/v1 micro_time.go): a 400 for any Lease time at a whole second. The model would also refuse a field it
+    # does not know (a newer server's) instead of sending it back. rest.py sends every body as it is.
 
     def access_review(self, *, verb: str, group: str, resource: str, namespace: str = "", name: str = "") -> bool:
         """A SelfSubjectAccessReview (`kubectl auth can-i`): may this client, or whom it impersonates, do it?"""
-        api = k8s.AuthorizationV1Api(self._client)
         attributes = {"verb": verb, "group": group, "resource": resource, "namespace": namespace, "name": name}
         body: Any = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-                "spec": {"resourceAttributes": attributes}}
-        send = lambda **kw: api.create_self_subject_access_review(body, **kw)  # noqa: E731
-        return bool((self._call("create", "selfsubjectaccessreviews", send).get("status") or {}).get("allowed"))
+                     "spec": {"resourceAttributes": attributes}}
+        send = self._rest.send("POST", ACCESS_REVIEWS.collection(), body=body)
+        return bool((self._call("create", ACCESS_REVIEWS.resource, send).get("status") or {}).get("allowed"))
 
     def namespace_exists(self, name: str) -> bool | None:
         """Whether the Namespace exists, asked with this client's own credentials (not whom it impersonates: the
         reactor's ServiceAccount may not read Namespaces); None when this client may not read it either."""
-        api = k8s.CoreV1Api(self._client)
         headers = self._client.default_headers
         impersonated = headers.pop("Impersonate-User", None)
         try:
-            self._call("get", "namespaces", lambda **kw: api.read_namespace(name, **kw), retries=0)
+            self._call("get", "namespaces", self._rest.send("GET", NAMESPACES.item("", name)), retries=0)
         except NotFound:
             return False
         except ReactorError:
@@ -332,17 +291,15 @@ class KubeGateway:
         self._client.set_default_header("Impersonate-User", user)
 
     def version(self) -> dict[str, Any]:
-        api = k8s.VersionApi(self._client)
-        return self._call("get", "version", lambda **kw: api.get_code(**kw), retries=0)
+        return self._call("get", "version", self._rest.send("GET", "/version/"), retries=0)
 
     # --- what the server can do ------------------------------------------------------------
 
     def discover(self) -> Capabilities:
         """Ask the server now: `/version` and the core group's discovery (`/api/v1`), remembered until a
         reconnect or `forget_capabilities`. A server that does not answer raises (TemporaryError)."""
-        api = self._apis[k8s.CoreV1Api]
-        version = self._call("get", "version", lambda **kw: k8s.VersionApi(self._client).get_code(**kw))
-        core = self._call("get", "discovery", lambda **kw: api.get_api_resources(**kw))
+        version = self._call("get", "version", self._rest.send("GET", "/version/"))
+        core = self._call("get", "discovery", self._rest.send("GET", "/api/v1/"))
         found = Capabilities.from_discovery(version, core)
         with self._discovering:
             self._capabilities = found

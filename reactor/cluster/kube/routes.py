@@ -1,10 +1,15 @@
-"""Where each built-in kind lives in the official client: its API class, resource name and method suffix."""
+"""Where each kind the reactor reads or writes lives on the API server: its path and resource name.
+
+The paths are the API server's own (`/api/v1/namespaces/{namespace}/pods/{name}`, `/apis/apps/v1/...`), as the
+official client's generated methods build them; the gateway sends them through the client's `ApiClient`
+(rest.py) rather than through those generated API classes, whose import alone loads some 340 model modules
+(about 32 MB of the worker's memory) and whose every call validates its arguments with pydantic.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from kubernetes import client as k8s
+from urllib.parse import quote
 
 from reactor.core.errors import PermanentError
 
@@ -14,24 +19,36 @@ MERGE = "application/merge-patch+json"  # custom resources take no strategic mer
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    api: type
+    prefix: str  # "/api/v1" (the core group) or "/apis/GROUP/VERSION"
     resource: str
-    suffix: str  # method name suffix, e.g. "namespaced_deployment"
+    namespaced: bool = True
+
+    def collection(self, namespace: str = "") -> str:
+        """The kind's collection in `namespace`; "" is every namespace (or a cluster-scoped kind's only one)."""
+        if self.namespaced and namespace:
+            return f"{self.prefix}/namespaces/{segment(namespace)}/{self.resource}"
+        return f"{self.prefix}/{self.resource}"
+
+    def item(self, namespace: str, name: str) -> str:
+        return f"{self.collection(namespace)}/{segment(name)}"
 
 
 ROUTES: dict[str, Route] = {
-    "Pod": Route(k8s.CoreV1Api, "pods", "namespaced_pod"),
-    "ReplicaSet": Route(k8s.AppsV1Api, "replicasets", "namespaced_replica_set"),
-    "Deployment": Route(k8s.AppsV1Api, "deployments", "namespaced_deployment"),
-    "StatefulSet": Route(k8s.AppsV1Api, "statefulsets", "namespaced_stateful_set"),
-    "Job": Route(k8s.BatchV1Api, "jobs", "namespaced_job"),
-    "CronJob": Route(k8s.BatchV1Api, "cronjobs", "namespaced_cron_job"),
-    "LimitRange": Route(k8s.CoreV1Api, "limitranges", "namespaced_limit_range"),
-    "ResourceQuota": Route(k8s.CoreV1Api, "resourcequotas", "namespaced_resource_quota"),
-    "HorizontalPodAutoscaler": Route(
-        k8s.AutoscalingV2Api, "horizontalpodautoscalers", "namespaced_horizontal_pod_autoscaler"
-    ),
+    "Pod": Route("/api/v1", "pods"),
+    "ReplicaSet": Route("/apis/apps/v1", "replicasets"),
+    "Deployment": Route("/apis/apps/v1", "deployments"),
+    "StatefulSet": Route("/apis/apps/v1", "statefulsets"),
+    "Job": Route("/apis/batch/v1", "jobs"),
+    "CronJob": Route("/apis/batch/v1", "cronjobs"),
+    "LimitRange": Route("/api/v1", "limitranges"),
+    "ResourceQuota": Route("/api/v1", "resourcequotas"),
+    "HorizontalPodAutoscaler": Route("/apis/autoscaling/v2", "horizontalpodautoscalers"),
 }
+PRIORITY_CLASSES = Route("/apis/scheduling.k8s.io/v1", "priorityclasses", namespaced=False)
+EVENTS = Route("/api/v1", "events")
+LEASES = Route("/apis/coordination.k8s.io/v1", "leases")
+NAMESPACES = Route("/api/v1", "namespaces", namespaced=False)
+ACCESS_REVIEWS = Route("/apis/authorization.k8s.io/v1", "selfsubjectaccessreviews", namespaced=False)
 
 
 def route(kind: str) -> Route:
@@ -42,5 +59,16 @@ def route(kind: str) -> Route:
     return found
 
 
-def resource(kind: str) -> str:
-    return "priorityclasses" if kind == "PriorityClass" else ROUTES[kind].resource
+def listed(kind: str) -> Route:
+    """The route a list or watch of `kind` takes (PriorityClass is cluster-scoped and has no `get` here)."""
+    return PRIORITY_CLASSES if kind == "PriorityClass" else ROUTES[kind]
+
+
+def custom(group: str, version: str, plural: str) -> Route:
+    """An operator's resource: namespaced unless asked for without a namespace (Kueue's ClusterQueue)."""
+    return Route(f"/apis/{segment(group)}/{segment(version)}", segment(plural))
+
+
+def segment(text: str) -> str:
+    """One path segment, escaped as the generated client escapes path parameters."""
+    return quote(text, safe="")
