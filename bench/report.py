@@ -124,7 +124,10 @@ def _webhook(w: dict[str, Any], threads: int) -> list[str]:
             f"the target was set with: scaled the same way, the reactor's {reactor_marginal:.1f} µs is "
             f"{scaled:.1f} µs",
             "   CPU: utime+stime of the server's processes (gunicorn master + worker); the embedded cluster runs "
-            "in another process and is not counted.", ""]
+            "in another process and is not counted.",
+            "   confirm, counted apart: requests to Prometheus's rule API during the reactor's measured runs, "
+            + ", ".join(f"{size} alert(s) {by['reactor'].get('confirm_requests', '?')}" for size, by in w.items())
+            + " (an answer is reused until the rules' next evaluation: docs/confirm.md)", ""]
     return out
 
 

@@ -48,7 +48,7 @@ from bench.scenario import (  # noqa: E402
     storm_body,
     webhook_bodies,
 )
-from bench.storm import ApiCount, run_naive_storm, run_storm  # noqa: E402
+from bench.storm import ApiCount, confirm_requests, run_naive_storm, run_storm  # noqa: E402
 from bench.verify_latency import run_verify_latency  # noqa: E402
 from reactor.tools.launcher import state_key_file  # noqa: E402
 from reactor_sim import SimCluster  # noqa: E402
@@ -160,6 +160,7 @@ class Bench:
                    headers=headers)  # warm-up
         pids = procs.tree(child.pid)
         self.sim.reset_counters()
+        asked = confirm_requests()
         cpu = procs.cpu_seconds(pids)
         result = procs.load(child.port, bodies, threads=THREADS, duration=self.duration, max_requests=100_000,
                             headers=headers)
@@ -169,6 +170,8 @@ class Bench:
         result["cpu_us_per_alert"] = round(cpu / n / size * 1e6, 2)
         if api:
             result["api_per_notification"] = round(sum(self.sim.requests.values()) / n, 2)
+            # The confirm step, counted apart (its requests to Prometheus's rule API are in no other figure).
+            result["confirm_requests"] = confirm_requests() - asked
         return result
 
     def _memory(self, reactor: procs.Child, worker: int, fleet: Fleet, storm_at: datetime) -> dict[str, Any]:

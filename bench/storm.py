@@ -72,11 +72,11 @@ def limiter_seconds(requests: int, qps: float = DEFAULT_QPS, burst: int = DEFAUL
 
 def run_storm(sim: SimCluster, port: int, token: str, body: bytes, alerts: int, workloads: int) -> dict[str, Any]:
     sim.reset_counters()
-    asked = _confirm_requests()
+    asked = confirm_requests()
     code, answer, seconds = post(port, body, token)
     if code != 200:
         raise RuntimeError(f"the storm was answered {code}: {str(answer)[:500]}")
-    confirms = _confirm_requests() - asked
+    confirms = confirm_requests() - asked
     count = ApiCount.of(_settled(sim))
     outcomes = answer.get("outcomes", [])
     changed = {o["workload"] for o in outcomes if o["result"] == "applied"}
@@ -93,7 +93,7 @@ def run_storm(sim: SimCluster, port: int, token: str, body: bytes, alerts: int, 
     }
 
 
-def _confirm_requests() -> int:
+def confirm_requests() -> int:
     """The rule-API requests the bench's Prometheus stand-in has answered so far (the reactors confirm against it)."""
     from bench.scenario import prometheus
 
