@@ -164,7 +164,8 @@ def test_a_policy_that_acts_nowhere_is_warned_about(tmp_path: Path, capsys: pyte
 
 
 def test_a_policy_that_acts_is_not_warned_about(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    status, _, err = check_config(tmp_path, "namespaces: {allow: [ml]}\n", capsys)
+    text = "namespaces: {allow: [ml]}\nconfirm: {prometheusUrl: 'http://prometheus.monitoring:9090'}\n"
+    status, _, err = check_config(tmp_path, text, capsys)
     assert (status, err) == (0, "")
 
 

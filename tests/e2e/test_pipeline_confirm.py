@@ -151,6 +151,9 @@ def test_4_prometheus_that_cannot_answer_is_a_503_and_no_write(e2e_pipeline: Pip
     before = _generation(p)
     os.kill(prometheus.popen.pid, signal.SIGSTOP)  # it stops answering: connections hang, the confirm times out
     try:
+        # The reactor reuses Prometheus's last answer until the rules' next evaluation (every 1s with the fast
+        # values): past it, the answer no longer holds and the reactor must ask the stopped Prometheus.
+        time.sleep(1.5)
         started = time.monotonic()
         code, answer = _post_to_reactor(p, body)
         took = time.monotonic() - started
