@@ -15,13 +15,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+_SCP = re.compile(r"^(?:[^@/:]+@)?(?P<host>[^/:]+):(?P<path>[^/].*)$")
+_GITEA_HOSTS = ("codeberg.org", "gitea", "forgejo")
+
 
 class Forge(enum.StrEnum):
     """A forge, as guessed from a host name (`of`), and how its pages spell a file at a ref (`blob`)."""
 
-    GITHUB = "github"
-    GITLAB = "gitlab"
-    GITEA = "gitea"
+    GITHUB = enum.auto()
+    GITLAB = enum.auto()
+    GITEA = enum.auto()
 
     @classmethod
     def of(cls, host: str) -> tuple[Forge, bool]:
@@ -45,17 +48,6 @@ class Forge(enum.StrEnum):
         return f"blob/{ref.name}"
 
 
-class RefKind(enum.StrEnum):
-    COMMIT = "commit"
-    TAG = "tag"
-
-
-@dataclass(frozen=True, slots=True)
-class Ref:
-    name: str
-    kind: RefKind
-
-
 @dataclass(frozen=True, slots=True)
 class Repository:
     """A repository's browsable home (`https://HOST/PATH`), its host, and which forge serves it (a guess by host
@@ -67,8 +59,17 @@ class Repository:
     forge_known: bool
 
 
-_SCP = re.compile(r"^(?:[^@/:]+@)?(?P<host>[^/:]+):(?P<path>[^/].*)$")
-_GITEA_HOSTS = ("codeberg.org", "gitea", "forgejo")
+class RefKind(enum.StrEnum):
+    """How Gitea spells a ref in a file's URL (`src/commit/REF`, `src/tag/REF`); the other forges do not."""
+
+    COMMIT = enum.auto()
+    TAG = enum.auto()
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    name: str
+    kind: RefKind
 
 
 def _clean_path(path: str) -> str | None:
