@@ -75,20 +75,23 @@ class _Similar:
 
 def event_key(body: Mapping[str, Any]) -> str:
     """client-go getEventKey: source, involved object, type, reason and message."""
-    source, obj = body.get("source") or {}, body.get("involvedObject") or {}
-    return "\x00".join(str(x) for x in (
-        source.get("component", ""), source.get("host", ""), obj.get("kind", ""), obj.get("namespace", ""),
-        obj.get("name", ""), obj.get("fieldPath", ""), obj.get("uid", ""), obj.get("apiVersion", ""),
-        body.get("type", ""), body.get("reason", ""), body.get("message", "")))
+    return _joined(body, ("component", "host"), ("kind", "namespace", "name", "fieldPath", "uid", "apiVersion"),
+                   ("type", "reason", "message"))
 
 
 def _aggregate_key(body: Mapping[str, Any]) -> str:
     """client-go EventAggregatorByReasonFunc: the key without the message."""
-    source, obj = body.get("source") or {}, body.get("involvedObject") or {}
-    return "\x00".join(str(x) for x in (
-        source.get("component", ""), source.get("host", ""), obj.get("kind", ""), obj.get("namespace", ""),
-        obj.get("name", ""), obj.get("uid", ""), obj.get("apiVersion", ""), body.get("type", ""),
-        body.get("reason", ""), body.get("reportingController", ""), body.get("reportingInstance", "")))
+    return _joined(body, ("component", "host"), ("kind", "namespace", "name", "uid", "apiVersion"),
+                   ("type", "reason", "reportingController", "reportingInstance"))
+
+
+def _joined(body: Mapping[str, Any], source: tuple[str, ...], involved: tuple[str, ...],
+            own: tuple[str, ...]) -> str:
+    """The fields named of the Event's source, of its involved object and of its own, in that order, joined as
+    client-go joins a key ("" for one that is absent)."""
+    src, obj = body.get("source") or {}, body.get("involvedObject") or {}
+    return "\x00".join(str(x) for x in (*(src.get(f, "") for f in source), *(obj.get(f, "") for f in involved),
+                                        *(body.get(f, "") for f in own)))
 
 
 class Correlator:

@@ -14,10 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 RESIZE = "pods/resize"
-# The capabilities a policy can need, named as `reactor doctor` and docs/kubernetes-versions.md name them.
-IN_PLACE = "in-place resize"
-SIDECARS = "sidecar containers"
-SCOPED_QUOTAS = "scoped quotas"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +66,6 @@ class Capabilities:
         return (f"the API server ({self.version}) serves no {RESIZE} (in-place resize: Kubernetes 1.33+, "
                 "InPlacePodVerticalScaling): refused rather than restart the pods through the template "
                 "(cpu.applyTo: template or both allows that)")
-
-    def offers(self, capability: str) -> bool:
-        return {IN_PLACE: self.in_place_resize, SIDECARS: self.sidecars, SCOPED_QUOTAS: self.scoped_quotas}[capability]
 
 
 UNKNOWN = Capabilities()

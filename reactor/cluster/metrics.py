@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter
-
 from reactor.core.metrics import Metrics, MetricSet, StateGauge
 
 
 class ClusterMetrics(MetricSet):
     def __init__(self, metrics: Metrics) -> None:
         super().__init__(metrics)
-        self.kube_requests = Counter(
+        self.kube_requests = self.counter(
             "reactor_kube_requests", "Kubernetes API requests, one per request, by verb, resource and HTTP status.",
-            ["verb", "resource", "code"], registry=self.registry,
-        )
+            ["verb", "resource", "code"])
         self.cache_objects = StateGauge(
             "reactor_cache_objects", "Objects the watch cache holds now, by kind.", ["kind"])
         self.cache_synced = StateGauge(

@@ -332,8 +332,7 @@ _SCHEMA: dict[str, tuple[str, str, Callable[[str, Any], Any]]] = {
     "confirm.reuse": ("confirm", "reuse", boolean),
 }
 _SECTIONS = {"namespaces", "gpus", "replicas", "budget", "server", "kube", "logging", "state", "cpu", "memory",
-             "adapters", "verify", "finops",
-             "rebalance", "confirm"}
+             "adapters", "verify", "finops", "rebalance", "confirm"}
 
 
 def env_name(path: str) -> str:

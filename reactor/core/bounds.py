@@ -18,18 +18,26 @@ class ScopeTerm:
     values: tuple[str, ...] = ()
 
 
+class QuotaLine:
+    """What a ResourceQuota line gives, of GPUs (`Quota`) or of CPU or memory (`ComputeQuota`): what is left."""
+
+    __slots__ = ()
+    hard: int
+    used: int
+
+    @property
+    def headroom(self) -> int:
+        return self.hard - self.used
+
+
 @dataclass(frozen=True, slots=True)
-class Quota:
+class Quota(QuotaLine):
     """One ResourceQuota's line for the GPU resource: it counts and limits only the pods all its terms match."""
 
     name: str
     hard: int
     used: int = 0
     scopes: tuple[ScopeTerm, ...] = ()
-
-    @property
-    def headroom(self) -> int:
-        return self.hard - self.used
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +64,7 @@ class Bounds:
 
 
 @dataclass(frozen=True, slots=True)
-class ComputeQuota:
+class ComputeQuota(QuotaLine):
     """One ResourceQuota's CPU or memory line, in the resource's unit (millicores, bytes): `requests.cpu` (also
     spelled `cpu`) or `limits.cpu`; `requests.memory` (also `memory`) or `limits.memory`. Like a GPU `Quota`, it
     counts and limits only the pods all its scope terms match."""
@@ -66,10 +74,6 @@ class ComputeQuota:
     hard: int
     used: int = 0
     scopes: tuple[ScopeTerm, ...] = ()
-
-    @property
-    def headroom(self) -> int:
-        return self.hard - self.used
 
     @property
     def key(self) -> tuple[str, str]:

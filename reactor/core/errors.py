@@ -14,22 +14,31 @@ class ReactorError(Exception):
     """Base of the reactor's own errors."""
 
 
-class InvalidPayload(ReactorError):
+class InputError(ReactorError):
+    """An input refused for a reason a person can fix: `name` (a payload's field, a settings key, a command-line
+    flag) and the `problem`, the message being `name: problem`."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(f"{name}: {problem}")
+        self.name = name
+        self.problem = problem
+
+
+class InvalidPayload(InputError):
     """The webhook body is not a valid Alertmanager v4 payload: answer 400, never retry."""
 
-    def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"{field}: {problem}")
-        self.field = field
-        self.problem = problem
+    @property
+    def field(self) -> str:
+        """The payload's field, as the 400 answer names it."""
+        return self.name
 
 
-class ConfigError(ReactorError):
+class ConfigError(InputError):
     """The settings are invalid; the message names the offending key."""
 
-    def __init__(self, key: str, problem: str) -> None:
-        super().__init__(f"{key}: {problem}")
-        self.key = key
-        self.problem = problem
+    @property
+    def key(self) -> str:
+        return self.name
 
 
 class ConfigErrors(ConfigError):
@@ -41,13 +50,9 @@ class ConfigErrors(ConfigError):
         self.args = ("\n".join(str(p) for p in problems),)
 
 
-class UsageError(ReactorError):
-    """A command-line argument a person typed is wrong (a missing file, bad JSON): exit 2 with one line."""
-
-    def __init__(self, flag: str, problem: str) -> None:
-        super().__init__(f"{flag}: {problem}")
-        self.flag = flag
-        self.problem = problem
+class UsageError(InputError):
+    """A command-line argument a person typed is wrong (a missing file, bad JSON): exit 2 with one line; `name` is
+    the flag."""
 
 
 class TemporaryError(ReactorError):

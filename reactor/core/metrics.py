@@ -17,10 +17,20 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from prometheus_client import REGISTRY, CollectorRegistry, GCCollector, Info, PlatformCollector, ProcessCollector
+from prometheus_client import (
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    Info,
+    PlatformCollector,
+    ProcessCollector,
+)
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -114,8 +124,9 @@ class Metrics:
 
 
 class MetricSet:
-    """A stage's metrics, declared in the stage's own module on the reactor's registry (`self.registry`); its
-    `StateGauge`s, given to `states`, are read at scrape time. Get it with `Kind.of(metrics)`: one per registry."""
+    """A stage's metrics, declared in the stage's own module on the reactor's registry (`counter`, `gauge`,
+    `histogram` register there); its `StateGauge`s, given to `states`, are read at scrape time. Get it with
+    `Kind.of(metrics)`: one per registry."""
 
     def __init__(self, metrics: Metrics) -> None:
         self.registry = metrics.registry
@@ -123,6 +134,21 @@ class MetricSet:
     @classmethod
     def of(cls: type[_Set], metrics: Metrics) -> _Set:
         return metrics.set_of(cls)
+
+    def counter(self, name: str, documentation: str, labels: Sequence[str] = (), *,
+                zeroed: Iterable[Sequence[str]] = ()) -> Counter:
+        """`zeroed`: the label values known at start (in `labels` order), each series created at zero, so that
+        it is there before its first event (a rate over a series that appears at 1 misses that first 1)."""
+        counter = Counter(name, documentation, labels, registry=self.registry)
+        for values in zeroed:
+            counter.labels(*values)
+        return counter
+
+    def gauge(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Gauge:
+        return Gauge(name, documentation, labels, registry=self.registry)
+
+    def histogram(self, name: str, documentation: str, buckets: Sequence[float]) -> Histogram:
+        return Histogram(name, documentation, buckets=buckets, registry=self.registry)
 
     def states(self, *gauges: StateGauge) -> None:
         """Register the set's state gauges: one collector, read when Prometheus scrapes."""

@@ -22,20 +22,9 @@ from reactor.act.recording import Recorder
 from reactor.act.resize import compute_facts, cpu_bounds, memory_bounds
 from reactor.cluster.view import ClusterView
 from reactor.cluster.workloads import hpa_targets
-from reactor.core.model import (
-    Action,
-    Bounds,
-    ComputeBounds,
-    Decision,
-    Mode,
-    Result,
-    Signal,
-    Skip,
-    SkipReason,
-    Status,
-    Workload,
-    WorkloadRef,
-)
+from reactor.core.alerts import Status
+from reactor.core.bounds import Bounds, ComputeBounds
+from reactor.core.model import Action, Decision, Mode, Result, Signal, Skip, SkipReason, Workload, WorkloadRef
 from reactor.engine.firings import Firings
 from reactor.engine.namespace import Namespace
 from reactor.policy import decide, decide_given_back, effective_mode

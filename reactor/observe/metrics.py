@@ -3,31 +3,24 @@ reactor's standing changes hold back or add (and their cost)."""
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge
-
 from reactor.core.metrics import Metrics, MetricSet, StateGauge
 
 
 class ObserveMetrics(MetricSet):
     def __init__(self, metrics: Metrics) -> None:
         super().__init__(metrics)
-        r = self.registry
-        self.verifications = Counter(
+        self.verifications = self.counter(
             "reactor_verifications", "Rollouts of the reactor's changes followed to an end, one per change, by "
-            "result.", ["result"], registry=r,
-        )
-        self.gpu_seconds_saved = Counter(
+            "result.", ["result"], zeroed=[("verified",), ("reverted",)])
+        self.gpu_seconds_saved = self.counter(
             "reactor_gpu_seconds_saved", "GPU-seconds held back by the reactor's changes while they stand "
-            "(reactor_gpus_released integrated over time).", ["namespace"], registry=r,
-        )
-        self.gpu_cost_saved = Counter(
+            "(reactor_gpus_released integrated over time).", ["namespace"])
+        self.gpu_cost_saved = self.counter(
             "reactor_gpu_cost_saved", "Cost of the GPU-seconds saved, at finops.gpuHourlyCost of gpuResource, in "
-            "that price's currency.", ["namespace"], registry=r,
-        )
-        self.gpu_hourly_cost = Gauge(
+            "that price's currency.", ["namespace"])
+        self.gpu_hourly_cost = self.gauge(
             "reactor_gpu_hourly_cost", "The cost of one GPU-hour, per resource, as configured (finops.gpuHourlyCost).",
-            ["resource"], registry=r,
-        )
+            ["resource"])
         self.verifications_pending = StateGauge(
             "reactor_verifications_pending", "Workloads whose change the verifier still follows (its backlog).")
         self.verifier_leader = StateGauge(
@@ -40,5 +33,3 @@ class ObserveMetrics(MetricSet):
             "reactor_gpus_added", "GPUs (per pod × replicas) the reactor's standing changes add now: current minus "
             "recorded original.", ["namespace"])
         self.states(self.verifications_pending, self.verifier_leader, self.gpus_released, self.gpus_added)
-        for result in ("verified", "reverted"):
-            self.verifications.labels(result=result)

@@ -34,3 +34,19 @@ class Periodic:
                 self.step()
             except Exception:  # noqa: BLE001 - the thread outlives one bad pass; the next one retries
                 log.exception(self.failed)
+
+
+class PeriodicPart:
+    """A background part (reactor/app/background.py) whose thread is one `Periodic` (`_loop`): the verifier, the
+    rebalancer. `run_once` runs the loop's pass on the caller's thread, as the thread would."""
+
+    _loop: Periodic
+
+    def start(self) -> None:
+        self._loop.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._loop.stop(timeout)
+
+    def run_once(self) -> object:
+        return self._loop.step()

@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from reactor.core.model import Signal, WorkloadRef
-from reactor.observe.periodic import Periodic
+from reactor.observe.periodic import Periodic, PeriodicPart
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +129,7 @@ class Waitlist:
             self._refusals.pop(waiting.key, None)
 
 
-class Rebalancer:
+class Rebalancer(PeriodicPart):
     """The pass over the waiting list, on its own thread; `tick` is one pass (tests call it with their clock)."""
 
     def __init__(self, *, waitlist: Waitlist, steps: Steps, interval: timedelta,
@@ -161,35 +161,21 @@ class Rebalancer:
         return len(self.waitlist.waiting())
 
     def _step(self, waiting: Waiting, now: datetime) -> bool:
+        """One step of a waiting rebalance; True when it is over."""
         if waiting.kind == GIVE_BACK:
-            if self.steps.give_back(waiting, now):
-                return True
-            if now >= waiting.deadline:
-                self.steps.expired(waiting, now)
-                return True
-            return False
+            return self.steps.give_back(waiting, now) or self._expired(waiting, now, waiting.deadline)
         if waiting.kind == GROW:
             if self.steps.grow(waiting, now):
                 return True
             if now < waiting.deadline or self.steps.give_back(waiting, now):
                 return now >= waiting.deadline
-            if waiting.until is not None and now >= waiting.until:
-                self.steps.expired(waiting, now)
-                return True
+            return self._expired(waiting, now, waiting.until)
+        return self.steps.restore(waiting, now) or self._expired(waiting, now, waiting.deadline)
+
+    def _expired(self, waiting: Waiting, now: datetime, end: datetime | None) -> bool:
+        """Past `end` (None: no end), the step is given up (`Steps.expired`), and over."""
+        if end is None or now < end:
             return False
-        if self.steps.restore(waiting, now):
-            return True
-        if now >= waiting.deadline:
-            self.steps.expired(waiting, now)
-            return True
-        return False
+        self.steps.expired(waiting, now)
+        return True
 
-    def start(self) -> None:
-        self._loop.start()
-
-    def stop(self, timeout: float = 5.0) -> None:
-        self._loop.stop(timeout)
-
-    def run_once(self) -> object:
-        """One pass of the thread (reactor/app/background.py)."""
-        return self.tick()

@@ -21,22 +21,11 @@ from reactor.cluster.kube import KubeGateway, NotFound
 from reactor.cluster.rollout import Progress
 from reactor.cluster.view import ClusterView
 from reactor.cluster.workloads import namespace_bounds
+from reactor.core.alerts import Status
 from reactor.core.backoff import doubling
 from reactor.core.errors import TemporaryError
 from reactor.core.metrics import Metrics
-from reactor.core.model import (
-    Action,
-    Decision,
-    Mode,
-    Result,
-    Signal,
-    Skip,
-    SkipReason,
-    Status,
-    Verification,
-    Workload,
-    WorkloadRef,
-)
+from reactor.core.model import Decision, Mode, Result, Signal, Skip, SkipReason, Verification, Workload, WorkloadRef
 from reactor.observe.metrics import ObserveMetrics
 from reactor.policy import decide_stalled, effective_mode
 from reactor.policy.values import Policy
@@ -120,7 +109,7 @@ class StalledReverts:
         workload = judged(self.actor, self.view.workload(obj, ref.kind, part=part), now)
         reader = Reader(self.kube, adapters=self.view.adapters)
         gpu = self.policy.gpu_resource
-        decision: Action | Skip = decide_stalled(
+        decision: Decision = decide_stalled(
             signal, workload, lambda: self.view.queue_bounds(namespace_bounds(reader, ref.namespace, gpu), workload,
                                                              reader),
             self.policy, now,

@@ -46,7 +46,7 @@ from reactor.core.model import (
 from reactor.observe.finops import GpuHours
 from reactor.observe.lease import VerifierLease
 from reactor.observe.metrics import ObserveMetrics
-from reactor.observe.periodic import Periodic
+from reactor.observe.periodic import Periodic, PeriodicPart
 from reactor.observe.stalled import StalledReverts, judged, reread
 from reactor.observe.worklist import Worklist
 from reactor.policy import effective_mode
@@ -56,7 +56,7 @@ from reactor.state.writes import StateWrites
 
 log = logging.getLogger(__name__)
 
-class Verifier:
+class Verifier(PeriodicPart):
     """Follows the rollouts of the reactor's own changes; `check_all` is one pass, `start` runs passes."""
 
     def __init__(self, *, settings: Settings, kube: KubeGateway, actor: Actor, view: ClusterView,
@@ -277,16 +277,3 @@ class Verifier:
         self.counts.verifications.labels(result=result).inc()
         log.info("rollout " + result, extra={"workload": str(ref), "strategy": verification.strategy,
                                               "reason": reason, "written": verification.since.isoformat()})
-
-    # --- the thread -----------------------------------------------------------------------------
-
-    def start(self) -> None:
-        self._loop.start()
-
-    def stop(self, timeout: float = 5.0) -> None:
-        self._loop.stop(timeout)
-
-    def run_once(self) -> object:
-        """One pass of the thread (reactor/app/background.py)."""
-        return self.check_all()
-

@@ -15,6 +15,7 @@ from reactor.core.model import (
     Bounds,
     ComputeBounds,
     ComputeResources,
+    Container,
     Kind,
     Mode,
     ReactorState,
@@ -120,14 +121,8 @@ class Context:
         return Skip(SkipReason.IN_PLACE_UNAVAILABLE, self.in_place_refusal)
 
     def container_compute(self, name: str) -> ComputeResources | None:
-        """The container's CPU as the change will find it: on the running pod the alert names when the
-        change goes to pods (a pods-only raise leaves the template behind), else in the template."""
-        if self.cpu_apply_to != "template":
-            running = cast("Mapping[str, ComputeResources]", self._fact("pod_compute")).get(name)
-            if running is not None:
-                return running
-        container = self.workload.container(name)
-        return None if container is None else container.cpu
+        """The container's CPU as the change will find it (see `_as_found`)."""
+        return self._as_found(name, self.cpu_apply_to, "pod_compute", lambda container: container.cpu)
 
     @property
     def memory_bounds(self) -> ComputeBounds:
@@ -142,13 +137,20 @@ class Context:
         return self.cpu_apply_to
 
     def container_memory(self, name: str) -> ComputeResources | None:
-        """The container's memory as the change will find it (like `container_compute`)."""
-        if self.memory_apply_to(name) != "template":
-            running = cast("Mapping[str, ComputeResources]", self._fact("pod_memory")).get(name)
-            if running is not None:
-                return running
+        """The container's memory as the change will find it (see `_as_found`)."""
+        return self._as_found(name, self.memory_apply_to(name), "pod_memory", lambda container: container.memory)
+
+    def _as_found(self, name: str, apply_to: str, running: str,
+                  in_template: Callable[[Container], ComputeResources | None]) -> ComputeResources | None:
+        """Container `name`'s CPU or memory as a change going to `apply_to` will find it: on the running pod the
+        alert names (the fact `running`) when the change goes to pods, as a pods-only raise leaves the template
+        behind; else (or when that pod does not show the container) in the template."""
+        if apply_to != "template":
+            found = cast("Mapping[str, ComputeResources]", self._fact(running)).get(name)
+            if found is not None:
+                return found
         container = self.workload.container(name)
-        return None if container is None else container.memory
+        return None if container is None else in_template(container)
 
     @property
     def state(self) -> ReactorState:

@@ -25,17 +25,9 @@ __all__ = ["decide", "decide_given_back", "decide_stalled", "effective_mode"]
 _STRUCTURAL = frozenset({SkipReason.NOT_APPLICABLE, SkipReason.HPA_MANAGED})
 
 
-def decide(
-    signal: Signal,
-    workload: Workload,
-    bounds: Fact[Bounds],
-    policy: Policy,
-    now: datetime,
-    *,
-    priority_classes: Fact[frozenset[str] | None] = None,
-    hpa_managed: Fact[bool] | None = None,
-    cpu: ComputeFacts | None = None,
-) -> Action | Skip:
+def decide(signal: Signal, workload: Workload, bounds: Fact[Bounds], policy: Policy, now: datetime, *,
+           priority_classes: Fact[frozenset[str] | None] = None, hpa_managed: Fact[bool] | None = None,
+           cpu: ComputeFacts | None = None) -> Action | Skip:
     """The rails in order, then the alert's strategies in order; the first that applies wins.
 
     Rails: unknown alert, invalid annotation, mode off, metrics missing; a resolved signal then
@@ -59,16 +51,9 @@ def decide(
     return _bounded(ctx, _first_that_applies(ctx))
 
 
-def decide_stalled(
-    signal: Signal,
-    workload: Workload,
-    bounds: Fact[Bounds],
-    policy: Policy,
-    now: datetime,
-    *,
-    priority_classes: Fact[frozenset[str] | None] = None,
-    cpu: ComputeFacts | None = None,
-) -> Action | Skip:
+def decide_stalled(signal: Signal, workload: Workload, bounds: Fact[Bounds], policy: Policy, now: datetime, *,
+                   priority_classes: Fact[frozenset[str] | None] = None,
+                   cpu: ComputeFacts | None = None) -> Action | Skip:
     """The verifier's question: revert the change whose rollout stalled (`revert_stalled`), or why not. The same
     facts as `decide`; the rails of state and mode first."""
     ctx = Context(signal, workload, bounds, policy, now, priority_classes, None, cpu)
@@ -76,18 +61,9 @@ def decide_stalled(
     return refused or _with_effect(ctx, revert_stalled(ctx))
 
 
-def decide_given_back(
-    signal: Signal,
-    workload: Workload,
-    bounds: Fact[Bounds],
-    policy: Policy,
-    now: datetime,
-    receiver_uid: str,
-    *,
-    priority_classes: Fact[frozenset[str] | None] = None,
-    hpa_managed: Fact[bool] | None = None,
-    cpu: ComputeFacts | None = None,
-) -> Action | Skip:
+def decide_given_back(signal: Signal, workload: Workload, bounds: Fact[Bounds], policy: Policy, now: datetime,
+                      receiver_uid: str, *, priority_classes: Fact[frozenset[str] | None] = None,
+                      hpa_managed: Fact[bool] | None = None, cpu: ComputeFacts | None = None) -> Action | Skip:
     """A rebalance's donor gets back what it gave (`give_back`): the receiver could not grow in time, or its
     saturation resolved. The rails of state and mode first, then the give-back's own."""
     ctx = Context(signal, workload, bounds, policy, now, priority_classes, hpa_managed, cpu)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import http.client
 import json
 import logging
-import ssl
 import threading
 import time
 import urllib.parse
@@ -41,7 +40,7 @@ from reactor.config.settings import AlertSource, Settings
 from reactor.core.errors import AlertSourceUnavailable, InvalidPayload, ReactorError
 from reactor.core.model import Alert, Status
 from reactor.intake.alerts import parse_alert
-from reactor.sources.http import Credentials, Failed, Target, Tls, abort, one_line, read_body
+from reactor.sources.http import Credentials, Failed, Target, Tls, Watchdog, one_line, read_body
 from reactor.sources.metrics import SourceMetrics
 
 if TYPE_CHECKING:
@@ -204,15 +203,11 @@ class AlertmanagerAlerts:
             conn = http.client.HTTPSConnection(t.host, t.port, timeout=left, context=self._tls.context()[0])
         else:
             conn = http.client.HTTPConnection(t.host, t.port, timeout=left)
-        expired = threading.Event()
-        watchdog: threading.Timer | None = None
+        watchdog = Watchdog(deadline, self._clock, self._timeout)
         response: http.client.HTTPResponse | None = None
         try:
             conn.connect()  # the socket's timeout (what is left) bounds the connect and the TLS handshake
-            # Held here: http.client drops conn.sock once an HTTP/1.0 answer's head is read (will_close).
-            watchdog = threading.Timer(max(0.0, deadline - self._clock()), abort, (conn.sock, expired))
-            watchdog.daemon = True
-            watchdog.start()
+            watchdog.arm(conn.sock)
             conn.request("GET", t.prefix + path, headers=headers)
             response = conn.getresponse()
             if not 200 <= response.status < 300:
@@ -220,24 +215,17 @@ class AlertmanagerAlerts:
                 raise Failed("refused", f"HTTP {response.status} {response.reason}"
                               + (f": {one_line(detail)}" if detail.strip() else ""))
             body = read_body(response, self._max_body)
-            if expired.is_set():  # the watchdog ended the stream: what came is a part, not the answer
-                raise Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout")
+            if watchdog.expired:  # the watchdog ended the stream: what came is a part, not the answer
+                raise watchdog.cut_short()
             return body
         except Failed as e:
-            if expired.is_set() and e.result != "invalid":  # cut short by the watchdog, not by the server
-                raise Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout") from None
+            if watchdog.expired and e.result != "invalid":  # cut short by the watchdog, not by the server
+                raise watchdog.cut_short() from None
             raise
-        except TimeoutError:
-            raise Failed("timeout", f"no answer within the {self._timeout:g}s timeout") from None
-        except ssl.SSLError as e:
-            raise Failed("unreachable", f"TLS: {one_line(e)}") from None
         except (OSError, http.client.HTTPException, ValueError) as e:
-            if expired.is_set() or self._clock() >= deadline:
-                raise Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout") from None
-            raise Failed("unreachable", one_line(getattr(e, "reason", None) or e or type(e).__name__)) from None
+            raise watchdog.failure(e) from None
         finally:
-            if watchdog is not None:
-                watchdog.cancel()
+            watchdog.disarm()
             if response is not None:
                 response.close()
             conn.close()

@@ -16,6 +16,7 @@ import socket
 import ssl
 import threading
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from reactor.core.errors import ReactorError
@@ -135,6 +136,45 @@ def read_body(response: http.client.HTTPResponse, max_body: int) -> bytes:
         if size > max_body:
             raise Failed("invalid", f"an answer over the {max_body}-byte limit")
         chunks.append(chunk)
+
+
+class Watchdog:
+    """The deadline of one exchange, kept under its reader: once armed, it ends the connection at the deadline (a
+    server that trickles bytes cannot hold the caller past it), and then tells a stream it cut (a part, not the
+    answer) and a connection it broke (the timeout's doing, not the server's) from the server's own failures."""
+
+    def __init__(self, deadline: float, clock: Callable[[], float], timeout: float) -> None:
+        self._deadline, self._clock, self._timeout = deadline, clock, timeout
+        self._expired = threading.Event()
+        self._timer: threading.Timer | None = None
+
+    def arm(self, sock: socket.socket | None) -> None:
+        """From the connected socket on; held here, as http.client drops conn.sock once an HTTP/1.0 answer's head
+        is read (will_close)."""
+        self._timer = threading.Timer(max(0.0, self._deadline - self._clock()), abort, (sock, self._expired))
+        self._timer.daemon = True
+        self._timer.start()
+
+    def disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+    @property
+    def expired(self) -> bool:
+        return self._expired.is_set()
+
+    def cut_short(self) -> Failed:
+        return Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout")
+
+    def failure(self, error: OSError | http.client.HTTPException | ValueError) -> Failed:
+        """A socket, TLS or HTTP error as the `Failed` the caller counts."""
+        if isinstance(error, TimeoutError):
+            return Failed("timeout", f"no answer within the {self._timeout:g}s timeout")
+        if isinstance(error, ssl.SSLError):
+            return Failed("unreachable", f"TLS: {one_line(error)}")
+        if self.expired or self._clock() >= self._deadline:
+            return self.cut_short()
+        return Failed("unreachable", one_line(getattr(error, "reason", None) or error or type(error).__name__))
 
 
 def abort(sock: socket.socket | None, expired: threading.Event) -> None:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
-import ssl
 import threading
 import time
 import urllib.parse
@@ -34,7 +33,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from reactor.core.errors import InvalidPayload, PrometheusUnavailable
-from reactor.sources.http import Credentials, Failed, Target, Tls, abort, one_line, read_body
+from reactor.sources.http import Credentials, Failed, Target, Tls, Watchdog, one_line, read_body
 from reactor.sources.prometheus_answers import (
     ActiveAlert,
     RuleGroup,
@@ -197,8 +196,7 @@ class PrometheusApi:
                   deadline: float) -> bytes:
         """One request on `conn`; kept for reuse when the answer was read whole and the server keeps it open."""
         reused = conn.sock is not None
-        expired = threading.Event()
-        watchdog: threading.Timer | None = None
+        watchdog = Watchdog(deadline, self._clock, self._timeout)
         response: http.client.HTTPResponse | None = None
         keep = False
         try:
@@ -210,41 +208,32 @@ class PrometheusApi:
                 conn.connect()  # the socket's timeout (what is left) bounds the connect and the TLS handshake
             else:
                 conn.sock.settimeout(left)
-            watchdog = threading.Timer(max(0.0, deadline - self._clock()), abort, (conn.sock, expired))
-            watchdog.daemon = True
-            watchdog.start()
+            watchdog.arm(conn.sock)
             try:
                 conn.request("GET", target, headers=headers)
                 response = conn.getresponse()
             except _STALE as e:
-                if reused and not expired.is_set():
+                if reused and not watchdog.expired:
                     raise _Stale() from e
                 raise
             if not 200 <= response.status < 300:
                 raise Failed("refused", f"HTTP {response.status} {response.reason}{_error_detail(response)}")
             body = read_body(response, self._max_body)
-            if expired.is_set():  # the watchdog ended the stream: what came is a part, not the answer
-                raise Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout")
+            if watchdog.expired:  # the watchdog ended the stream: what came is a part, not the answer
+                raise watchdog.cut_short()
             keep = not response.will_close
             return body
         except (Failed, _Stale):
-            if expired.is_set():
-                raise Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout") from None
+            if watchdog.expired:
+                raise watchdog.cut_short() from None
             raise
-        except TimeoutError:
-            raise Failed("timeout", f"no answer within the {self._timeout:g}s timeout") from None
-        except ssl.SSLError as e:
-            raise Failed("unreachable", f"TLS: {one_line(e)}") from None
         except (OSError, http.client.HTTPException, ValueError) as e:
-            if expired.is_set() or self._clock() >= deadline:
-                raise Failed("timeout", f"no whole answer within the {self._timeout:g}s timeout") from None
-            raise Failed("unreachable", one_line(getattr(e, "reason", None) or e or type(e).__name__)) from None
+            raise watchdog.failure(e) from None
         finally:
-            if watchdog is not None:
-                watchdog.cancel()
+            watchdog.disarm()
             if response is not None:
                 response.close()
-            if keep and not expired.is_set():
+            if keep and not watchdog.expired:
                 self._keep(conn)
             else:
                 conn.close()

@@ -24,17 +24,16 @@ outside the demo and its tests.
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import json
 import re
 import threading
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from reactor.tools.loopback import LoopbackServer
 from reactor.tools.matchers import Matcher, MatcherError, parse_matcher
 from reactor.tools.payloads import AlertSpec, alert_body, rfc3339
 
@@ -96,41 +95,14 @@ def _boolean(query: Mapping[str, list[str]], name: str) -> bool:
     raise BadRequest(f"{name} in query must be of type boolean: \"{values[-1]}\"")
 
 
-class AlertmanagerStandIn:
+class AlertmanagerStandIn(LoopbackServer):
     """The loopback server and the alerts it holds; `fire` replaces them (what Prometheus sends now)."""
 
     def __init__(self, host: str = "127.0.0.1") -> None:
+        super().__init__(host, thread_name="demo-alertmanager")
         self.started = datetime.now(UTC)
-        self._host = host
-        # each request's path and query, in order; the latest only: `reactor demo --serve` may run for days
-        self.requests: collections.deque[str] = collections.deque(maxlen=1000)
         self._alerts: list[dict[str, Any]] = []
         self._lock = threading.Lock()
-        stand_in = self
-
-        class _Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    stand_in._answer(self)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer((host, 0), _Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="demo-alertmanager", daemon=True)
-
-    def __enter__(self) -> AlertmanagerStandIn:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    @property
-    def url(self) -> str:
-        return f"http://{self._host}:{self._server.server_address[1]}"
 
     def fire(self, specs: Iterable[AlertSpec], now: datetime | None = None) -> None:
         """The alerts firing now (Prometheus's latest send); an alert left out has resolved."""
@@ -170,25 +142,18 @@ class AlertmanagerStandIn:
                 "versionInfo": {"branch": "HEAD", "buildDate": "", "buildUser": "", "goVersion": "",
                                 "revision": "", "version": VERSION}}
 
-    def _answer(self, handler: BaseHTTPRequestHandler) -> None:
+    def answer(self, handler: BaseHTTPRequestHandler) -> None:
         parts = urllib.parse.urlsplit(handler.path)
-        self.requests.append(handler.path)
         query = urllib.parse.parse_qs(parts.query, keep_blank_values=True)
         try:
             if parts.path == "/api/v2/alerts":
-                self._send(handler, 200, self.alerts(query))
+                self._send_json(handler, 200, self.alerts(query))
             elif parts.path == "/api/v2/status":
-                self._send(handler, 200, self.status())
+                self._send_json(handler, 200, self.status())
             else:
-                self._send(handler, 404, {"code": 404, "message": f"path {parts.path} was not found"})
+                self._send_json(handler, 404, {"code": 404, "message": f"path {parts.path} was not found"})
         except BadRequest as e:
-            self._send(handler, 400, str(e))
+            self._send_json(handler, 400, str(e))
 
-    @staticmethod
-    def _send(handler: BaseHTTPRequestHandler, status: int, body: Any) -> None:
-        data = json.dumps(body).encode()
-        handler.send_response(status)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
+    def _send_json(self, handler: BaseHTTPRequestHandler, status: int, body: Any) -> None:
+        self.send(handler, status, json.dumps(body).encode(), "application/json")

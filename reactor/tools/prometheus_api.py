@@ -25,21 +25,19 @@ an answer until the next evaluation (sources/confirm.py), asks every time. `eval
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import json
 import math
-import socket
 import threading
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from reactor.core.model import KNOWN_ALERTS
+from reactor.tools.loopback import LoopbackServer
 from reactor.tools.payloads import AlertSpec, alert_body
 
 VERSION = "2.42.0"
@@ -94,72 +92,20 @@ def _key(labels: Mapping[str, str]) -> tuple[str, ...]:
     return (labels.get("alertname", ""), *(labels.get(f"exported_{n}") or labels.get(n, "") for n in _IDENTITY))
 
 
-class PrometheusStandIn:
+class PrometheusStandIn(LoopbackServer):
     """The loopback server and the alerts its rules hold. `fire`/`observe` add or replace alerts, `resolve` drops
     them; `available = False` makes every answer a 503 (Prometheus restarting)."""
 
     def __init__(self, host: str = "127.0.0.1", *, rules: Iterable[str] = sorted(KNOWN_ALERTS),
                  durations: Mapping[str, timedelta] | None = None, evaluates: timedelta | None = None) -> None:
+        super().__init__(host, thread_name="prometheus-stand-in", keep_alive=True)
         self.started = datetime.now(UTC)
         self.evaluates = evaluates  # None: when told (a group "not evaluated yet"); else every `evaluates`
-        self._host = host
         self._rules = tuple(rules)
         self._durations = dict(durations or {})
-        self.requests: collections.deque[str] = collections.deque(maxlen=1000)  # the latest only
         self.available = True
         self._held: dict[tuple[str, ...], Held] = {}
         self._lock = threading.Lock()
-        stand_in = self
-
-        self._open: set[Any] = set()  # kept-alive connections: closed by `stop`, as a stopped Prometheus's are
-
-        class _Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive, as Prometheus's Go server
-
-            def setup(self) -> None:
-                super().setup()
-                with stand_in._lock:
-                    stand_in._open.add(self.connection)
-
-            def finish(self) -> None:
-                with stand_in._lock:
-                    stand_in._open.discard(self.connection)
-                super().finish()
-
-            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    stand_in._answer(self)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer((host, 0), _Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="prometheus-stand-in", daemon=True)
-
-    def __enter__(self) -> PrometheusStandIn:
-        self.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.stop()
-
-    def start(self) -> PrometheusStandIn:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        with self._lock:
-            open_, self._open = list(self._open), set()
-        for conn in open_:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-
-    @property
-    def url(self) -> str:
-        return f"http://{self._host}:{self._server.server_address[1]}"
 
     # --- what the rules fire ---
 
@@ -250,12 +196,11 @@ class PrometheusStandIn:
         return {"version": VERSION, "revision": "stand-in", "branch": "HEAD", "buildUser": "", "buildDate": "",
                 "goVersion": ""}
 
-    def _answer(self, handler: BaseHTTPRequestHandler) -> None:
+    def answer(self, handler: BaseHTTPRequestHandler) -> None:
         parts = urllib.parse.urlsplit(handler.path)
-        self.requests.append(handler.path)
         query = urllib.parse.parse_qs(parts.query, keep_blank_values=True)
         if not self.available:
-            self._send(handler, 503, b"Service Unavailable", "text/plain; charset=utf-8")
+            self.send(handler, 503, b"Service Unavailable", "text/plain; charset=utf-8")
             return
         try:
             if parts.path == "/api/v1/rules":
@@ -265,25 +210,17 @@ class PrometheusStandIn:
             elif parts.path == "/api/v1/status/buildinfo":
                 self._ok(handler, self.buildinfo())
             elif parts.path in ("/-/ready", "/-/healthy"):
-                self._send(handler, 200, b"Prometheus Server is Ready.\n", "text/plain; charset=utf-8")
+                self.send(handler, 200, b"Prometheus Server is Ready.\n", "text/plain; charset=utf-8")
             elif parts.path in ("/api/v1/query", "/api/v1/query_range"):
                 raise BadData("the stand-in evaluates no PromQL")
             else:
-                self._send(handler, 404, b"404 page not found\n", "text/plain; charset=utf-8")
+                self.send(handler, 404, b"404 page not found\n", "text/plain; charset=utf-8")
         except BadData as e:
             body = {"status": "error", "errorType": "bad_data", "error": str(e)}
-            self._send(handler, 400, json.dumps(body).encode(), "application/json")
+            self.send(handler, 400, json.dumps(body).encode(), "application/json")
 
     def _ok(self, handler: BaseHTTPRequestHandler, data: Any) -> None:
-        self._send(handler, 200, json.dumps({"status": "success", "data": data}).encode(), "application/json")
-
-    @staticmethod
-    def _send(handler: BaseHTTPRequestHandler, status: int, body: bytes, content_type: str) -> None:
-        handler.send_response(status)
-        handler.send_header("Content-Type", content_type)
-        handler.send_header("Content-Length", str(len(body)))
-        handler.end_headers()
-        handler.wfile.write(body)
+        self.send(handler, 200, json.dumps({"status": "success", "data": data}).encode(), "application/json")
 
 
 class BadData(ValueError):

@@ -106,27 +106,28 @@ def _denied(kube: KubeGateway, grants: tuple[tuple[str, str, str], ...], namespa
 
 
 def _lease(kube: KubeGateway, settings: Settings, who: str) -> list[Check]:
-    namespace, name = settings.server.lease_namespace, settings.server.lease_name
-    if namespace is None or name is None:
-        return []
-    denied = _denied(kube, LEASE, namespace, name)
-    if denied:
-        return [failing("rbac lease", f"{who} may not: {', '.join(denied)} (Lease {namespace}/{name})",
-                        "apply deploy/reactor/rbac-lease.yaml (the chart grants it): no replica verifies rollouts")]
-    return [ok("rbac lease", f"{who} may hold the verifier Lease {namespace}/{name}")]
+    """The verifier's Lease (verify.leaseName): without it no replica verifies rollouts."""
+    return _lease_access(kube, who, settings.server.lease_namespace, settings.server.lease_name,
+                         check="rbac lease", use="hold the verifier Lease", without="no replica verifies rollouts")
 
 
 def _ledger(kube: KubeGateway, settings: Settings, who: str) -> list[Check]:
     """The state ledger's Lease (state.ledgerName): written before every change, so without it nothing is written."""
-    namespace, name = settings.server.lease_namespace, settings.server.state_ledger_name
+    return _lease_access(kube, who, settings.server.lease_namespace, settings.server.state_ledger_name,
+                         check="rbac ledger", use="keep the state ledger in Lease",
+                         without="the ledger is written before every change, so no change is made")
+
+
+def _lease_access(kube: KubeGateway, who: str, namespace: str | None, name: str | None, *, check: str, use: str,
+                  without: str) -> list[Check]:
+    """Whether `who` may get, create and update the Lease `namespace/name` (none configured: nothing to check)."""
     if namespace is None or name is None:
         return []
     denied = _denied(kube, LEASE, namespace, name)
     if denied:
-        return [failing("rbac ledger", f"{who} may not: {', '.join(denied)} (Lease {namespace}/{name})",
-                        "apply deploy/reactor/rbac-lease.yaml (the chart grants it): the ledger is written before "
-                        "every change, so no change is made")]
-    return [ok("rbac ledger", f"{who} may keep the state ledger in Lease {namespace}/{name}")]
+        return [failing(check, f"{who} may not: {', '.join(denied)} (Lease {namespace}/{name})",
+                        f"apply deploy/reactor/rbac-lease.yaml (the chart grants it): {without}")]
+    return [ok(check, f"{who} may {use} {namespace}/{name}")]
 
 
 def operator_grants(settings: Settings) -> tuple[tuple[str, str, str], ...]:

@@ -15,54 +15,61 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+_SCP = re.compile(r"^(?:[^@/:]+@)?(?P<host>[^/:]+):(?P<path>[^/].*)$")
+_GITEA_HOSTS = ("codeberg.org", "gitea", "forgejo")
+
 
 class Forge(enum.StrEnum):
-    """How a forge spells a file at a ref: GitHub `blob/REF`, GitLab `-/blob/REF`, Gitea `src/commit|tag/REF`."""
+    """A forge, as guessed from a host name (`of`), and how its pages spell a file at a ref (`blob`)."""
 
-    GITHUB = "github"
-    GITLAB = "gitlab"
-    GITEA = "gitea"
+    GITHUB = enum.auto()
+    GITLAB = enum.auto()
+    GITEA = enum.auto()
 
+    @classmethod
+    def of(cls, host: str) -> tuple[Forge, bool]:
+        """The forge a host name says, and whether it says one: an unknown host is assumed to browse like GitHub."""
+        name = host.lower()
+        if "github" in name:
+            return Forge.GITHUB, True
+        if "gitlab" in name:
+            return Forge.GITLAB, True
+        if any(h in name for h in _GITEA_HOSTS):
+            return Forge.GITEA, True
+        return Forge.GITHUB, False
 
-class RefKind(enum.StrEnum):
-    COMMIT = "commit"
-    TAG = "tag"
+    def blob(self, ref: Ref) -> str:
+        """From a repository's home to its files at `ref`: GitHub `blob/REF`, GitLab `-/blob/REF`, Gitea
+        `src/commit|tag/REF`."""
+        if self is Forge.GITLAB:
+            return f"-/blob/{ref.name}"
+        if self is Forge.GITEA:
+            return f"src/{ref.kind.value}/{ref.name}"
+        return f"blob/{ref.name}"
 
 
 @dataclass(frozen=True, slots=True)
 class Repository:
-    """A repository's browsable home: `https://HOST/PATH`, and which forge serves it (a guess by host name)."""
+    """A repository's browsable home (`https://HOST/PATH`), its host, and which forge serves it (a guess by host
+    name, `forge_known` False for an unknown host)."""
 
-    scheme: str
+    home: str
     host: str
-    path: str
     forge: Forge
-    forge_known: bool  # False: an unknown host, assumed to browse like GitHub
+    forge_known: bool
 
-    @property
-    def home(self) -> str:
-        return f"{self.scheme}://{self.host}/{self.path}"
+
+class RefKind(enum.StrEnum):
+    """How Gitea spells a ref in a file's URL (`src/commit/REF`, `src/tag/REF`); the other forges do not."""
+
+    COMMIT = enum.auto()
+    TAG = enum.auto()
 
 
 @dataclass(frozen=True, slots=True)
 class Ref:
     name: str
     kind: RefKind
-
-
-_SCP = re.compile(r"^(?:[^@/:]+@)?(?P<host>[^/:]+):(?P<path>[^/].*)$")
-_GITEA_HOSTS = ("codeberg.org", "gitea", "forgejo")
-
-
-def _forge(host: str) -> tuple[Forge, bool]:
-    name = host.lower()
-    if "github" in name:
-        return Forge.GITHUB, True
-    if "gitlab" in name:
-        return Forge.GITLAB, True
-    if any(h in name for h in _GITEA_HOSTS):
-        return Forge.GITEA, True
-    return Forge.GITHUB, False
 
 
 def _clean_path(path: str) -> str | None:
@@ -101,17 +108,13 @@ def repository(remote: str) -> Repository | None:
         return None
     if host.lower() == "ssh.github.com":  # GitHub's ssh-over-443 host
         host = "github.com"
-    forge, known = _forge(host)
-    return Repository(scheme, host.lower(), cleaned, forge, known)
+    forge, known = Forge.of(host)
+    return Repository(f"{scheme}://{host.lower()}/{cleaned}", host.lower(), forge, known)
 
 
 def file_url(repo: Repository, ref: Ref, path: str) -> str:
     """The forge's page showing `path` at `ref`."""
-    if repo.forge is Forge.GITLAB:
-        return f"{repo.home}/-/blob/{ref.name}/{path}"
-    if repo.forge is Forge.GITEA:
-        return f"{repo.home}/src/{ref.kind.value}/{ref.name}/{path}"
-    return f"{repo.home}/blob/{ref.name}/{path}"
+    return f"{repo.home}/{repo.forge.blob(ref)}/{path}"
 
 
 _INLINE_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")

@@ -45,51 +45,25 @@ class Tunables:
     severity: str = "warning"
 
 
+# The knobs of a section that is one alert's: its threshold, rate window, `for`, `keep_firing_for` and severity.
+_ALERT = frozenset({"threshold", "window", "for", "keepFiringFor", "severity"})
+_MINUTE = timedelta(minutes=1)
 # Section name -> (the keys it accepts, its default tunables).
-SECTIONS: Mapping[str, tuple[frozenset[str], Tunables]] = MappingProxyType(
-    {
-        "underutilized": (
-            frozenset({"threshold", "window", "for", "keepFiringFor", "severity"}),
-            Tunables(0.30, timedelta(minutes=30), timedelta(minutes=30), timedelta(minutes=15)),
-        ),
-        "idle": (
-            frozenset({"threshold", "window", "for", "keepFiringFor", "severity"}),
-            Tunables(0.02, timedelta(hours=1), timedelta(hours=1), timedelta(minutes=15)),
-        ),
-        "saturated": (
-            frozenset({"threshold", "window", "for", "keepFiringFor", "severity"}),
-            Tunables(0.95, timedelta(minutes=15), timedelta(minutes=15), timedelta(minutes=10)),
-        ),
-        "memorySaturated": (
-            frozenset({"threshold", "window", "for", "keepFiringFor", "severity"}),
-            Tunables(0.95, timedelta(minutes=15), timedelta(minutes=10), timedelta(minutes=10)),
-        ),
-        "metricsMissing": (
-            frozenset({"window", "for", "keepFiringFor", "severity"}),
-            # warning, not info: kube-prometheus-stack's InfoInhibitor mutes severity=info alerts.
-            Tunables(0.0, timedelta(hours=1), timedelta(minutes=10), timedelta(0), "warning"),
-        ),
-        "idleGpu": (
-            frozenset({"threshold", "window"}),
-            Tunables(0.05, timedelta(minutes=30)),
-        ),
-        # The CPU half (see rules/cpu.py): the rate window of the throttling and CPU-use series, and
-        # GPUStarvedByCPU (GPU below underutilized.threshold while throttled above this threshold).
-        "cpuThrottling": (
-            frozenset({"window"}),
-            Tunables(0.0, timedelta(minutes=5)),
-        ),
-        "starvedByCpu": (
-            frozenset({"threshold", "window", "for", "keepFiringFor", "severity"}),
-            Tunables(0.25, timedelta(minutes=15), timedelta(minutes=15), timedelta(minutes=10)),
-        ),
-        # GPUContainerNearMemoryLimit: memory working set / memory limit above this ratio (cAdvisor).
-        "nearMemoryLimit": (
-            frozenset({"threshold", "window", "for", "keepFiringFor", "severity"}),
-            Tunables(0.90, timedelta(minutes=10), timedelta(minutes=5), timedelta(minutes=10)),
-        ),
-    }
-)
+SECTIONS: Mapping[str, tuple[frozenset[str], Tunables]] = MappingProxyType({
+    "underutilized": (_ALERT, Tunables(0.30, 30 * _MINUTE, 30 * _MINUTE, 15 * _MINUTE)),
+    "idle": (_ALERT, Tunables(0.02, 60 * _MINUTE, 60 * _MINUTE, 15 * _MINUTE)),
+    "saturated": (_ALERT, Tunables(0.95, 15 * _MINUTE, 15 * _MINUTE, 10 * _MINUTE)),
+    "memorySaturated": (_ALERT, Tunables(0.95, 15 * _MINUTE, 10 * _MINUTE, 10 * _MINUTE)),
+    # warning, not info: kube-prometheus-stack's InfoInhibitor mutes severity=info alerts.
+    "metricsMissing": (_ALERT - {"threshold"}, Tunables(0.0, 60 * _MINUTE, 10 * _MINUTE, timedelta(0), "warning")),
+    "idleGpu": (frozenset({"threshold", "window"}), Tunables(0.05, 30 * _MINUTE)),
+    # The CPU half (see rules/cpu.py): the rate window of the throttling and CPU-use series, and
+    # GPUStarvedByCPU (GPU below underutilized.threshold while throttled above this threshold).
+    "cpuThrottling": (frozenset({"window"}), Tunables(0.0, 5 * _MINUTE)),
+    "starvedByCpu": (_ALERT, Tunables(0.25, 15 * _MINUTE, 15 * _MINUTE, 10 * _MINUTE)),
+    # GPUContainerNearMemoryLimit: memory working set / memory limit above this ratio (cAdvisor).
+    "nearMemoryLimit": (_ALERT, Tunables(0.90, 10 * _MINUTE, 5 * _MINUTE, 10 * _MINUTE)),
+})
 _TOP = frozenset(
     {
         "evaluationInterval", "staleAfter", "runbookUrl", "scrape", "exporter", "kubeStateMetrics",
