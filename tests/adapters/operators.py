@@ -381,14 +381,41 @@ def _lws_pod_webhook(sim: SimCluster, pod: Obj, group: str, worker: str) -> None
     sim.apply(pod)
 
 
+def lws_worker_statefulset(lws: Obj, leader: Obj, revision: str) -> Obj:
+    """lws v0.10.0 pkg/controllers/pod_controller.go constructWorkerStatefulSetApplyConfiguration and
+    setControllerReferenceWithStatefulSet: the group's workers' StatefulSet, named as the leader pod, controlled by it
+    (blockOwnerDeletion), labelled with the LWS's labels plus group-index, name, group-key and revision (the leader
+    pod's), annotated as the LWS; `size − 1` replicas from ordinal 1, Parallel, its selector group-index, name and
+    group-key; its pod template the workerTemplate labelled alike and annotated with the size and the leader's
+    name. Reconcile builds it only for a leader pod of an LWS whose size is above 1."""
+    name, meta, tmpl = lws["metadata"]["name"], lws["metadata"], lws["spec"]["leaderWorkerTemplate"]
+    size = int(tmpl.get("size", 1))
+    group = leader["metadata"]["labels"][LWS_GROUP]
+    labels = {LWS_GROUP: group, LWS: name, LWS_KEY: leader["metadata"]["labels"][LWS_KEY], LWS_REVISION: revision}
+    worker_meta = copy.deepcopy(tmpl["workerTemplate"].get("metadata") or {})
+    worker_meta["labels"] = {**(worker_meta.get("labels") or {}), **labels}
+    worker_meta["annotations"] = {**(worker_meta.get("annotations") or {}),
+                                  "leaderworkerset.sigs.k8s.io/size": str(size),
+                                  "leaderworkerset.sigs.k8s.io/leader-name": leader["metadata"]["name"]}
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": leader["metadata"]["name"], "namespace": NAMESPACE,
+                         "labels": {**(meta.get("labels") or {}), **labels},
+                         "annotations": dict(meta.get("annotations") or {}),
+                         "ownerReferences": owner_ref(leader)},
+            "spec": {"replicas": size - 1, "serviceName": name, "podManagementPolicy": "Parallel",
+                     "ordinals": {"start": 1},
+                     "selector": {"matchLabels": {k: labels[k] for k in (LWS_GROUP, LWS, LWS_KEY)}},
+                     "template": {"metadata": worker_meta,
+                                  "spec": template_of(tmpl["workerTemplate"]["spec"], {})["spec"]}}}
+
+
 def reconcile_lws(sim: SimCluster, name: str) -> None:
     """lws v0.10.0 pkg/controllers/leaderworkerset_controller.go constructLeaderStatefulSetApplyConfiguration: the
     leaders' StatefulSet named as the LWS (labels: the LWS's plus name and revision; annotations: the LWS's plus
     the replicas one), one leader per group, selector name + worker-index 0, Parallel; its pod template the
     leaderTemplate (else workerTemplate) labelled worker-index 0, name, revision and annotated with the group
-    size. pod_controller.go constructWorkerStatefulSetApplyConfiguration: per leader pod a StatefulSet named as the
-    leader pod, controlled by it, `size − 1` workers from ordinal 1, labelled group-index, name, group-key,
-    revision; its selector group-index, name, group-key."""
+    size. pod_controller.go Reconcile: per leader pod its workers' StatefulSet (`lws_worker_statefulset`), none
+    where the size is 1 (it returns before building one)."""
     lws = custom(sim, "leaderworkersets", name)
     meta, tmpl = lws["metadata"], lws["spec"]["leaderWorkerTemplate"]
     revision = hashlib.sha1(json.dumps(tmpl, sort_keys=True).encode()).hexdigest()[:10]
@@ -418,22 +445,9 @@ def reconcile_lws(sim: SimCluster, name: str) -> None:
         if LWS_GROUP not in leader["metadata"]["labels"]:
             _lws_pod_webhook(sim, leader, group, "0")
             leader = sim.get("pods", NAMESPACE, leader["metadata"]["name"])
-        labels = {LWS_GROUP: group, LWS: name, LWS_KEY: leader["metadata"]["labels"][LWS_KEY], LWS_REVISION: revision}
-        worker_meta = copy.deepcopy(tmpl["workerTemplate"].get("metadata") or {})
-        worker_meta["labels"] = {**(worker_meta.get("labels") or {}), **labels}
-        worker_meta["annotations"] = {**(worker_meta.get("annotations") or {}),
-                                      "leaderworkerset.sigs.k8s.io/size": str(size),
-                                      "leaderworkerset.sigs.k8s.io/leader-name": leader["metadata"]["name"]}
-        sim.apply({"apiVersion": "apps/v1", "kind": "StatefulSet",
-                   "metadata": {"name": leader["metadata"]["name"], "namespace": NAMESPACE,
-                                "labels": {**(meta.get("labels") or {}), **labels},
-                                "annotations": dict(meta.get("annotations") or {}),
-                                "ownerReferences": owner_ref(leader)},
-                   "spec": {"replicas": size - 1, "serviceName": name, "podManagementPolicy": "Parallel",
-                            "ordinals": {"start": 1},
-                            "selector": {"matchLabels": {k: labels[k] for k in (LWS_GROUP, LWS, LWS_KEY)}},
-                            "template": {"metadata": worker_meta,
-                                         "spec": template_of(tmpl["workerTemplate"]["spec"], {})["spec"]}}})
+        if size == 1:  # pod_controller.go Reconcile: "Once size = 1, no need to create worker statefulSets."
+            continue
+        sim.apply(lws_worker_statefulset(lws, leader, revision))
     sim.settle()
     for worker in sim.list("pods", NAMESPACE, label_selector=f"{LWS}={name},!{LWS_WORKER}"):
         ordinal = worker["metadata"]["name"].rsplit("-", 1)[1]

@@ -132,15 +132,59 @@ def leader_worker_set(owner: Obj, child_kind: str, child: Obj) -> str | None:
     return None
 
 
+LWS_NAME = "leaderworkerset.sigs.k8s.io/name"  # SetNameLabelKey
+LWS_GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"  # GroupIndexLabelKey
+LWS_GROUP_KEY = "leaderworkerset.sigs.k8s.io/group-key"  # GroupUniqueHashLabelKey
+LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"  # WorkerIndexLabelKey
+LWS_LEADER_NAME = "leaderworkerset.sigs.k8s.io/leader-name"  # LeaderPodNameAnnotationKey
+
+
 def lws_worker_hop(owner: Obj, child_kind: str, child: Obj) -> str | None:
-    """lws v0.10.0 pkg/controllers/pod_controller.go constructWorkerStatefulSetApplyConfiguration: a group's workers'
-    StatefulSet is named as its leader pod and carries the leader's group index."""
-    if _name(child) != _name(owner):
+    """lws v0.10.0 pkg/controllers/pod_controller.go Reconcile and constructWorkerStatefulSetApplyConfiguration: only
+    a leader pod (worker-index 0) gets a worker StatefulSet, named as the leader pod, labelled with its group index and
+    group key, selecting exactly those and the LWS's name, its pod template annotated with the leader's name, and
+    controlled by the leader pod with blockOwnerDeletion (setControllerReferenceWithStatefulSet).
+
+    Each of these can be copied by whoever may create StatefulSets in the namespace; what they prove together is
+    that the StatefulSet is shaped as the controller makes it for that leader. What holds a look-alike out is the
+    name: the controller creates the leader pod's StatefulSet as soon as the leader pod exists, so the name is taken
+    — except where it never creates one, an LWS of size 1 (`lws_worker_made`, checked against the LWS itself)."""
+    leader, labels, theirs = _name(owner), _labels(child), _labels(owner)
+    if str(theirs.get(LWS_WORKER_INDEX, "")) != "0":
+        return f"its controller {leader} is no leader pod (worker-index 0): the LeaderWorkerSet controller makes " \
+               f"worker StatefulSets for leader pods only (pod_controller.go Reconcile)"
+    if _name(child) != leader:
         return f"the LeaderWorkerSet controller names a group's worker StatefulSet after its leader pod " \
-               f"{_name(owner)}, not {_name(child)}"
-    key = "leaderworkerset.sigs.k8s.io/group-index"
-    if _labels(child).get(key) != _labels(owner).get(key):
-        return f"the worker StatefulSet's {key} is not its leader pod's"
+               f"{leader}, not {_name(child)}"
+    for key in (LWS_GROUP_INDEX, LWS_GROUP_KEY):
+        if not theirs.get(key) or labels.get(key) != theirs.get(key):
+            return f"the worker StatefulSet's {key} is not its leader pod's"
+    wanted = {key: theirs.get(key) for key in (LWS_GROUP_INDEX, LWS_NAME, LWS_GROUP_KEY)}
+    if read(child, ("spec", "selector")) != {"matchLabels": wanted}:
+        return f"the worker StatefulSet's selector is not the one the LeaderWorkerSet controller sets ({wanted})"
+    if (read(child, ("spec", "template", "metadata", "annotations")) or {}).get(LWS_LEADER_NAME) != leader:
+        return f"the worker StatefulSet's pod template lacks the annotation {LWS_LEADER_NAME}={leader}"
+    refs = [r for r in (child.get("metadata") or {}).get("ownerReferences") or []
+            if isinstance(r, Mapping) and r.get("controller") is True]
+    if not refs or refs[0].get("blockOwnerDeletion") is not True:
+        return "its controller reference lacks blockOwnerDeletion, which the LeaderWorkerSet controller sets " \
+               "(setControllerReferenceWithStatefulSet)"
+    return None
+
+
+def lws_worker_made(resource: Obj, child_kind: str, child: Obj) -> str | None:
+    """lws v0.10.0 pkg/controllers/pod_controller.go Reconcile: `if size == 1 { return }` before any worker
+    StatefulSet is built, so a LeaderWorkerSet of size 1 has none (the CRD's description of `size` still speaks of a
+    0-replica StatefulSet; the code returns first): a StatefulSet claiming to be one is someone else's, made under a
+    name the controller never takes. Checked against the LeaderWorkerSet as read (an old group
+    of a rollout that changed the size to 1 is refused too: that rollout replaces it anyway)."""
+    size = read(resource, ("spec", "leaderWorkerTemplate", "size"))
+    size = 1 if size is None else size  # the CRD's default
+    if child_kind == "StatefulSet" and (not isinstance(size, int) or size <= 1):
+        return f"LeaderWorkerSet {_name(resource)} has size {size}: its controller makes no worker StatefulSet for " \
+               f"it (pod_controller.go Reconcile returns early for size 1), so StatefulSet {_name(child)} is not its"
+    if _labels(child).get(LWS_NAME) != _name(resource):
+        return f"StatefulSet {_name(child)} is not labelled {LWS_NAME}={_name(resource)}"
     return None
 
 
