@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from reactor.integrations.adapters.kmeta import child_name
 from reactor_sim import SimCluster
 from tests.support import NAMESPACE
 
@@ -631,8 +632,9 @@ def _knative_component(sim: SimCluster, isvc: Obj, component: str, ready: bool) 
                "spec": {"template": copy.deepcopy(template)}})
     config = custom(sim, "configurations", service)
     generation = config["metadata"]["generation"]
-    revision = f"{service}-{generation:05d}"
-    previous = f"{service}-{generation - 1:05d}" if generation > 1 else ""
+    # configuration/resources/revision.go MakeRevision: kmeta.ChildName(configuration, "-%05d" of its generation)
+    revision = child_name(service, f"-{generation:05d}")
+    previous = child_name(service, f"-{generation - 1:05d}") if generation > 1 else ""
     if not [r for r in sim.list("revisions", NAMESPACE) if r["metadata"]["name"] == revision]:
         _revision(sim, config, revision, template)
     older = [] if not ready else sim.list("deployments", NAMESPACE, label_selector=f"{KNATIVE}/configuration={service}")
@@ -645,7 +647,8 @@ def _knative_component(sim: SimCluster, isvc: Obj, component: str, ready: bool) 
 
 
 def _revision(sim: SimCluster, config: Obj, revision: str, template: Obj) -> None:
-    """Knative's Revision of the Configuration's generation, and its Deployment (min-scale replicas)."""
+    """Knative's Revision of the Configuration's generation, and its Deployment (min-scale replicas) named
+    kmeta.ChildName(revision, "-deployment") (revision/resources/names Deployment)."""
     meta = config["metadata"]
     labels = {**template["metadata"]["labels"], f"{KNATIVE}/configuration": meta["name"],
               f"{KNATIVE}/configurationGeneration": str(meta["generation"]),
@@ -662,7 +665,7 @@ def _revision(sim: SimCluster, config: Obj, revision: str, template: Obj) -> Non
                   "app": revision}
     replicas = int(template["metadata"]["annotations"]["autoscaling.knative.dev/min-scale"])
     sim.apply({"apiVersion": "apps/v1", "kind": "Deployment",
-               "metadata": {"name": f"{revision}-deployment", "namespace": NAMESPACE, "labels": pod_labels,
+               "metadata": {"name": child_name(revision, "-deployment"), "namespace": NAMESPACE, "labels": pod_labels,
                             "ownerReferences": owner_ref(rev)},
                "spec": {"replicas": replicas,
                         "selector": {"matchLabels": {f"{KNATIVE}/revisionUID": rev["metadata"]["uid"]}},

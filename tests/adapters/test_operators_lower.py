@@ -6,8 +6,11 @@ refusal."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import hashlib
 import io
+import re
 from contextlib import redirect_stdout
 from typing import Any
 
@@ -15,9 +18,11 @@ import pytest
 
 from reactor.app.assembly import build_engine
 from reactor.intake.alerts import parse_notification
+from reactor.integrations.adapters.kmeta import child_name
 from reactor.tools.payloads import AlertSpec, notification
 from reactor.tools.plan import print_plan
 from tests.adapters.operators import (
+    KNATIVE,
     LWS,
     LWS_GROUP,
     container,
@@ -25,11 +30,13 @@ from tests.adapters.operators import (
     install_upstream,
     lws_worker_statefulset,
     needs_shared,
+    reconcile_isvc_serverless,
     reconcile_lws,
 )
 from tests.support import NAMESPACE, Reactor
 
 pytestmark = needs_shared
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def _post(reactor: Reactor, alert: str, pod: str, name: str, value: float, gpus: int) -> dict[str, Any]:
@@ -140,3 +147,89 @@ def test_a_worker_statefulset_unlike_the_controllers_is_not_believed(reactor: Re
     outcome = _post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
     assert outcome["reason"] == "owner-unverified" and expected in outcome["detail"], outcome
     assert custom(sim, "leaderworkersets", "vllm")["spec"] == lws["spec"]
+
+
+# --- 2: Knative hashes a child name that would pass 63 characters (kmeta.ChildName) --------------------------------
+
+# knative.dev/pkg kmeta/names_test.go TestChildName (at 521cb33b33dd, the commit knative/serving knative-v1.23.0 pins),
+# every case as upstream writes it.
+CHILD_NAMES = [
+    ("asdf", "-deployment", "asdf-deployment"),
+    ("f" * 63, "-deployment", "ffffffffffffffffffff105d7597f637e83cc711605ac3ea4957-deployment"),
+    ("f" * 63, "-deploy", "ffffffffffffffffffffffff105d7597f637e83cc711605ac3ea4957-deploy"),
+    ("f" * 63, "f" * 63, "fffffffffffffffffffffffffffffff0502661254f13c89973cb3a83e0cbec0"),
+    ("a", "f" * 63, "ab5cfd486935decbc0d305799f4ce4414ffffffffffffffffffffffffffffff"),
+    ("b" * 32, "f" * 32, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb329c7c81b9ab3ba71aa139066aa5625d"),
+    ("aaaa", "b---a" * 20, "aaaa7a3f7966594e3f0849720eced8212c18b---ab---ab---ab---ab---ab"),
+    ("a" * 17, "a.-.-.-.-.-.-.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+     "aaaaaaaaaaaaaaaaaa1eb10dc911444f8434af83b7225442da"),
+]
+
+
+@pytest.mark.parametrize("parent, suffix, want", CHILD_NAMES,
+                         ids=["short", "long-parent", "long-parent-short-suffix", "both-long", "long-suffix",
+                              "both-32", "dashes-trimmed", "dots-trimmed"])
+def test_child_name_is_knatives(parent: str, suffix: str, want: str) -> None:
+    got = child_name(parent, suffix)
+    assert got == want
+    assert len(got) <= 63 and DNS_SUBDOMAIN.match(got), got  # upstream also checks IsDNS1123Subdomain
+
+
+LONG = "llama-3-1-70b-instruct-finetuned-support-agent-eu1"  # 50 characters: KServe allows up to 53 (ksvc ≤ 63)
+
+
+def _long_isvc(reactor: Reactor) -> tuple[str, str]:
+    """A serverless InferenceService with a 50-character name on KServe v0.20.0's and Knative Serving 1.23's real
+    CRDs, built as KServe (ksvc_reconciler.go) and Knative build it (reconcile_isvc_serverless): Knative Service and
+    Configuration `<isvc>-predictor` (60 characters), Revision kmeta.ChildName(configuration, "-00001") and
+    Deployment kmeta.ChildName(revision, "-deployment"), both hashed. Returns (revision, Deployment)."""
+    install_upstream(reactor.sim, "serving.kserve.io_inferenceservices.yaml", "serving.knative.dev_services.yaml",
+                     "serving.knative.dev_configurations.yaml", "serving.knative.dev_revisions.yaml")
+    reactor.sim.apply({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+                       "metadata": {"name": LONG, "namespace": NAMESPACE},
+                       "spec": {"predictor": {"minReplicas": 1, "maxReplicas": 2,
+                                              "containers": [container("kserve-container", 4)]}}})
+    reconcile_isvc_serverless(reactor.sim, LONG)
+    (revision,) = [r["metadata"]["name"] for r in reactor.sim.list("revisions", NAMESPACE)]
+    (deployment,) = [d["metadata"]["name"] for d in reactor.sim.list("deployments", NAMESPACE)
+                     if d["metadata"]["labels"].get(f"{KNATIVE}/revision") == revision]
+    return revision, deployment
+
+
+def _pods_of(reactor: Reactor, deployment: str) -> list[str]:
+    return sorted(p["metadata"]["name"] for p in reactor.sim.list("pods", NAMESPACE)
+                  if p["metadata"]["name"].startswith(f"{deployment}-") and not p["metadata"].get("deletionTimestamp"))
+
+
+def test_a_long_named_serverless_isvc_is_changed_through_knatives_hashed_names(reactor: Reactor) -> None:
+    """It used to be refused as owner-unverified: the reactor expected `<revision>-deployment` (72 characters)."""
+    revision, deployment = _long_isvc(reactor)
+    assert revision == child_name(f"{LONG}-predictor", "-00001") != f"{LONG}-predictor-00001" and len(revision) == 63
+    # ChildName for a 63-character parent and an 11-character suffix: its first 63 − 32 − 11 characters, its md5.
+    assert deployment == revision[:20] + hashlib.md5(revision.encode()).hexdigest() + "-deployment", deployment
+    pod = _pods_of(reactor, deployment)[0]
+    text = _plan(reactor, "GPUUnderutilized", pod, "kserve-container", 0.1, 4)
+    assert f"workload: InferenceService/{NAMESPACE}/{LONG}" in text and "would apply: resize-gpu" in text, text
+    outcome = _post(reactor, "GPUUnderutilized", pod, "kserve-container", 0.1, 4)
+    assert outcome["result"] == "applied", outcome
+    predictor = custom(reactor.sim, "inferenceservices", LONG)["spec"]["predictor"]
+    assert predictor["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+
+
+def test_a_deployment_named_by_plain_concatenation_is_not_knatives(reactor: Reactor) -> None:
+    """The name the reactor used to expect, `<revision>-deployment`, is one Knative never gives where it passes 63
+    characters: a Deployment so named (every label, the Revision's uid and selector copied) is a look-alike."""
+    revision, deployment = _long_isvc(reactor)
+    real = reactor.sim.get("deployments", NAMESPACE, deployment)
+    forged = copy.deepcopy(real)
+    forged["metadata"] = {k: v for k, v in real["metadata"].items()
+                          if k in ("namespace", "labels", "ownerReferences")} | {"name": f"{revision}-deployment"}
+    forged.pop("status", None)
+    reactor.sim.apply(forged)
+    reactor.sim.settle()
+    pod = _pods_of(reactor, f"{revision}-deployment")[0]
+    text = _plan(reactor, "GPUUnderutilized", pod, "kserve-container", 0.1, 4)
+    assert "owner-unverified" in text and deployment in text, text
+    outcome = _post(reactor, "GPUUnderutilized", pod, "kserve-container", 0.1, 4)
+    assert outcome["reason"] == "owner-unverified" and f"Knative names the Deployment of Revision {revision} " \
+        f"{deployment}" in outcome["detail"], outcome
