@@ -22,6 +22,7 @@ from reactor.integrations.adapters.kmeta import child_name
 from reactor.tools.payloads import AlertSpec, notification
 from reactor.tools.plan import print_plan
 from tests.adapters.operators import (
+    JOBSET,
     KNATIVE,
     LWS,
     LWS_GROUP,
@@ -31,7 +32,9 @@ from tests.adapters.operators import (
     lws_worker_statefulset,
     needs_shared,
     reconcile_isvc_serverless,
+    reconcile_jobset,
     reconcile_lws,
+    set_status,
 )
 from tests.support import NAMESPACE, Reactor
 
@@ -233,3 +236,45 @@ def test_a_deployment_named_by_plain_concatenation_is_not_knatives(reactor: Reac
     outcome = _post(reactor, "GPUUnderutilized", pod, "kserve-container", 0.1, 4)
     assert outcome["reason"] == "owner-unverified" and f"Knative names the Deployment of Revision {revision} " \
         f"{deployment}" in outcome["detail"], outcome
+
+
+# --- 3: JobSet's restart-attempt label tells a Job's run, never its owner --------------------------------------------
+
+def _jobset(reactor: Reactor) -> None:
+    """A JobSet of 2 workers (4 GPUs each) on JobSet v0.12.0's real CRD, its Jobs as jobset_controller.go constructJob
+    and labelAndAnnotateObject build them (reconcile_jobset: restart-attempt = status.restarts)."""
+    install_upstream(reactor.sim, "jobset.x-k8s.io_jobsets.yaml")
+    pod = {"restartPolicy": "Never", "containers": [container("trainer", 4)]}
+    reactor.sim.apply({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                       "metadata": {"name": "train", "namespace": NAMESPACE},
+                       "spec": {"replicatedJobs": [{"name": "workers", "replicas": 2, "template": {
+                           "spec": {"parallelism": 1, "completions": 1, "template": {"spec": pod}}}}]}})
+    reconcile_jobset(reactor.sim, "train")
+
+
+def _job_pod(reactor: Reactor, job: str) -> str:
+    return next(p["metadata"]["name"] for p in reactor.sim.list("pods", NAMESPACE, label_selector=f"{JOBSET}=train")
+                if p["metadata"]["name"].startswith(f"{job}-"))
+
+
+def test_a_job_of_a_previous_restart_attempt_is_named_as_such(reactor: Reactor) -> None:
+    """A worker fails and the JobSet restarts: the controller writes status.restarts 1 (updateStatus) and deletes the
+    attempt-0 Jobs (getChildJobs: previous; deleteJobs). An alert on a pod of one of them names why nothing is done:
+    the Job is of a previous attempt — not that its owner is unproven by a label anyone may write. Once the
+    controller has created the attempt-1 Jobs under the same names, their pods reach the JobSet."""
+    _jobset(reactor)
+    old_pod = _job_pod(reactor, "train-workers-0")
+    set_status(reactor.sim, "jobsets", "train", {"restarts": 1})
+    text = _plan(reactor, "GPUUnderutilized", old_pod, "trainer", 0.1, 4)
+    assert "owner-unverified" in text and "a previous restart attempt, which the JobSet controller deletes" in text
+    outcome = _post(reactor, "GPUUnderutilized", old_pod, "trainer", 0.1, 4)
+    assert outcome["reason"] == "owner-unverified", outcome
+    assert "restart-attempt='0' while the JobSet is on restart attempt 1" in outcome["detail"], outcome
+    assert "not the JobSet's current run" in outcome["detail"], outcome
+    for job in ("train-workers-0", "train-workers-1"):  # deleteJobs, then the next Reconcile creates them again
+        reactor.sim.delete("jobs", NAMESPACE, job)
+    reactor.sim.settle()
+    reconcile_jobset(reactor.sim, "train")
+    new_pod = _job_pod(reactor, "train-workers-0")
+    outcome = _post(reactor, "GPUUnderutilized", new_pod, "trainer", 0.1, 4)
+    assert (outcome["workload"], outcome["reason"]) == (f"JobSet/{NAMESPACE}/train", "operator-forbids"), outcome

@@ -203,13 +203,30 @@ def job_set(owner: Obj, child_kind: str, child: Obj) -> str | None:
     expected = f"{_name(owner)}-{rjob}-{int(index)}"
     if _name(child) != expected:
         return f"the JobSet controller names that Job {expected} (placement.GenJobName), not {_name(child)}"
-    # On a restart the controller deletes every Job, then creates them again under the same names, labelled with
-    # the new attempt (jobset_controller.go labelAndAnnotateObject: RestartsKey = status.restarts): a Job of
-    # another attempt (a look-alike made in between, or one being deleted) is not one of its current Jobs.
-    attempt = str(read(owner, ("status", "restarts")) or 0)
-    if str(labels.get(JOBSET_RESTARTS, "")) != attempt:
-        return f"the JobSet is on restart attempt {attempt}; the Job is labelled {JOBSET_RESTARTS}=" \
-               f"{labels.get(JOBSET_RESTARTS, '')!r}"
+    return None
+
+
+def job_set_attempt(owner: Obj, child: Obj) -> str | None:
+    """Whether the Job belongs to the JobSet's current run, by the label the JobSet controller reads to tell (jobset
+    v0.12.0 jobset_controller.go getChildJobs): a Job whose `jobset.sigs.k8s.io/restart-attempt` is below
+    `status.restarts` is one of a previous attempt, which the controller deletes and creates again under the same
+    name (labelAndAnnotateObject writes the attempt); its pods are going away. The controller never labels a Job
+    ahead of `status.restarts`, so a higher value is not one of its Jobs either.
+
+    What the label does not prove: ownership. Anyone who may create or patch Jobs in the namespace writes any value,
+    and the current one is public (the JobSet's status). A look-alike carrying the current attempt passes this check;
+    what keeps it out is the name (`job_set`), which the controller's own Job holds — except while the name is free:
+    before the controller first creates that Job, and on a restart between the old Job's removal and the new one's
+    creation (getChildJobs then lists the look-alike by its controller reference's uid and runs it as its own).
+    Not read: `job-restart-attempt`, written under the RestartJob feature gate (alpha, off by default), which
+    restarts one Job without changing `restart-attempt`."""
+    labels, attempt = _labels(child), read(owner, ("status", "restarts")) or 0
+    value = str(labels.get(JOBSET_RESTARTS, ""))
+    if value != str(attempt):
+        which = "a previous restart attempt, which the JobSet controller deletes" if value.isdigit() and \
+            int(value) < int(attempt) else "no restart attempt the JobSet controller has labelled"
+        return f"the Job is labelled {JOBSET_RESTARTS}={labels.get(JOBSET_RESTARTS, '')!r} while the JobSet is on " \
+               f"restart attempt {attempt} (status.restarts): {which} (getChildJobs) — not the JobSet's current run"
     return None
 
 
