@@ -11,7 +11,9 @@ import dataclasses
 import hashlib
 import io
 import re
+from collections.abc import Iterator
 from contextlib import redirect_stdout
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +23,10 @@ from reactor.intake.alerts import parse_notification
 from reactor.integrations.adapters.kmeta import child_name
 from reactor.tools.payloads import AlertSpec, notification
 from reactor.tools.plan import print_plan
+from reactor_sim import SimCluster
+from tests.adapters.conftest import POLICY
 from tests.adapters.operators import (
+    GPU,
     JOBSET,
     KNATIVE,
     LWS,
@@ -34,11 +39,13 @@ from tests.adapters.operators import (
     reconcile_isvc_serverless,
     reconcile_jobset,
     reconcile_lws,
+    reconcile_notebook,
     set_status,
 )
-from tests.support import NAMESPACE, Reactor
+from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 pytestmark = needs_shared
+QUEUE, PRIORITY = "kueue.x-k8s.io/queue-name", "kueue.x-k8s.io/priority-class"
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
@@ -278,3 +285,65 @@ def test_a_job_of_a_previous_restart_attempt_is_named_as_such(reactor: Reactor) 
     new_pod = _job_pod(reactor, "train-workers-0")
     outcome = _post(reactor, "GPUUnderutilized", new_pod, "trainer", 0.1, 4)
     assert (outcome["workload"], outcome["reason"]) == (f"JobSet/{NAMESPACE}/train", "operator-forbids"), outcome
+
+
+# --- 4: a Kueue label on a Notebook never reaches a pod ---------------------------------------------------------------
+
+@pytest.fixture
+def kueue_reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
+    reactor = build_reactor(sim, make_settings(token_file, **{**POLICY, "priorityLadder": ["wpc-low", "wpc-high"]}))
+    try:
+        yield reactor
+    finally:
+        reactor.service.kube.close()
+
+
+def _kueue_notebook(sim: SimCluster) -> None:
+    """A Notebook submitted to LocalQueue team-a at WorkloadPriorityClass wpc-low, on kubeflow/notebooks v1.11.0's and
+    Kueue v0.19.2's real CRDs; its StatefulSet as notebook_controller.go generateStatefulSet builds it
+    (reconcile_notebook: the Notebook's labels copied into the pod template at creation)."""
+    install_upstream(sim, "kubeflow.org_notebooks.yaml", *(f"kueue-v0.19.2/kueue.x-k8s.io_{p}.yaml" for p in (
+        "workloadpriorityclasses", "clusterqueues", "localqueues", "workloads")))
+    for name, value in (("wpc-low", 100), ("wpc-high", 1000)):
+        sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+                   "metadata": {"name": name}, "value": value})
+    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "gpu-cq"},
+               "spec": {"resourceGroups": [{"coveredResources": [GPU], "flavors": [
+                   {"name": "h100", "resources": [{"name": GPU, "nominalQuota": 64}]}]}]}})
+    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+               "metadata": {"name": "team-a", "namespace": NAMESPACE}, "spec": {"clusterQueue": "gpu-cq"}})
+    sim.apply({"apiVersion": "kubeflow.org/v1", "kind": "Notebook",
+               "metadata": {"name": "jupyter", "namespace": NAMESPACE,
+                            "labels": {QUEUE: "team-a", PRIORITY: "wpc-low"}},
+               "spec": {"template": {"spec": {"containers": [container("notebook", 4)]}}}})
+    reconcile_notebook(sim, "jupyter")
+
+
+def test_the_notebook_controller_never_carries_a_label_change_to_the_pod_template(sim: SimCluster) -> None:
+    """The fixture quotes the operator: a label changed on the Notebook by hand stays off the StatefulSet's template
+    after the controller's reconcile (CopyStatefulSetFields copies the template's spec only)."""
+    _kueue_notebook(sim)
+    template = sim.get("statefulsets", NAMESPACE, "jupyter")["spec"]["template"]["metadata"]["labels"]
+    assert (template[QUEUE], template[PRIORITY]) == ("team-a", "wpc-low")
+    nb = custom(sim, "notebooks", "jupyter")
+    nb["metadata"]["labels"][PRIORITY] = "wpc-high"
+    sim.apply(nb)
+    reconcile_notebook(sim, "jupyter")
+    assert sim.get("statefulsets", NAMESPACE, "jupyter")["spec"]["template"]["metadata"]["labels"][PRIORITY] == \
+        "wpc-low"
+    assert sim.get("pods", NAMESPACE, "jupyter-0")["metadata"]["labels"][PRIORITY] == "wpc-low"
+
+
+def test_a_kueue_label_change_on_a_notebook_is_refused_by_name(kueue_reactor: Reactor) -> None:
+    """It used to be written (and then marked verified): a label that reaches nothing."""
+    reactor, sim = kueue_reactor, kueue_reactor.sim
+    _kueue_notebook(sim)
+    text = _plan(reactor, "GPUSaturated", "jupyter-0", "notebook", 0.99, 4)
+    assert "operator-forbids" in text and "CopyStatefulSetFields" in text, text
+    outcome = _post(reactor, "GPUSaturated", "jupyter-0", "notebook", 0.99, 4)
+    assert outcome["reason"] == "operator-forbids" and "the change would change nothing" in outcome["detail"], outcome
+    assert custom(sim, "notebooks", "jupyter")["metadata"]["labels"][PRIORITY] == "wpc-low"
+    assert reactor.sim.requests[("patch", "notebooks", "")] == 0
+    (event,) = [e for e in sim.list("events", NAMESPACE)
+                if e["involvedObject"]["name"] == "jupyter" and e["reason"] == "OperatorForbids"]
+    assert "generateStatefulSet" in event["message"], event
