@@ -147,8 +147,10 @@ def lws_worker_hop(owner: Obj, child_kind: str, child: Obj) -> str | None:
 
     Each of these can be copied by whoever may create StatefulSets in the namespace; what they prove together is
     that the StatefulSet is shaped as the controller makes it for that leader. What holds a look-alike out is the
-    name: the controller creates the leader pod's StatefulSet as soon as the leader pod exists, so the name is taken
-    — except where it never creates one, an LWS of size 1 (`lws_worker_made`, checked against the LWS itself)."""
+    name: the controller creates the leader pod's StatefulSet as soon as the leader pod exists (with `startupPolicy:
+    LeaderReady` once it is ready, with exclusive placement once it is scheduled: the name is free until then), so
+    the name is taken — except where it never creates one, an LWS of size 1 (`lws_worker_made`, checked against the
+    LWS itself)."""
     leader, labels, theirs = _name(owner), _labels(child), _labels(owner)
     if str(theirs.get(LWS_WORKER_INDEX, "")) != "0":
         return f"its controller {leader} is no leader pod (worker-index 0): the LeaderWorkerSet controller makes " \
@@ -160,7 +162,8 @@ def lws_worker_hop(owner: Obj, child_kind: str, child: Obj) -> str | None:
         if not theirs.get(key) or labels.get(key) != theirs.get(key):
             return f"the worker StatefulSet's {key} is not its leader pod's"
     wanted = {key: theirs.get(key) for key in (LWS_GROUP_INDEX, LWS_NAME, LWS_GROUP_KEY)}
-    if read(child, ("spec", "selector")) != {"matchLabels": wanted}:
+    selector = read(child, ("spec", "selector"))
+    if not isinstance(selector, Mapping) or selector.get("matchLabels") != wanted or selector.get("matchExpressions"):
         return f"the worker StatefulSet's selector is not the one the LeaderWorkerSet controller sets ({wanted})"
     if (read(child, ("spec", "template", "metadata", "annotations")) or {}).get(LWS_LEADER_NAME) != leader:
         return f"the worker StatefulSet's pod template lacks the annotation {LWS_LEADER_NAME}={leader}"
