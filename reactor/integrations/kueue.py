@@ -21,6 +21,7 @@ from typing import Any
 from reactor.core.model import Bounds, QueueFacts, Quota, Workload
 from reactor.core.quantity import value
 from reactor.integrations.adapters.kserve import INFERENCE_SERVICE
+from reactor.integrations.adapters.kubeflow import KUEUE_LABEL_STAYS, NOTEBOOK
 
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta1"
 V1BETA2 = "v1beta2"  # served from Kueue v0.15 on (v1beta1 deprecated there, still served in v0.19.2)
@@ -88,6 +89,8 @@ def as_managed(workload: Workload, obj: Mapping[str, Any],
         rolls, why = _statefulset_label(release)
         if why:
             forbidden["set-priority"] = why
+    if kind == NOTEBOOK.kind:  # Kueue has no webhook for it: the refusals above do not apply, this one does
+        forbidden["set-priority"] = KUEUE_LABEL_STAYS
     facts = QueueFacts(queue, forbidden, label_rolls=rolls)
     return replace(workload, kueue=facts, priority_class=label if isinstance(label, str) else None)
 

@@ -37,6 +37,7 @@ OWNERS_SIZE = 10_000
 OWNERS_TTL_SECONDS = 600.0
 REMEMBERED = frozenset({"Deployment", "StatefulSet", "CronJob"})
 _BUILTIN_OWNERS = frozenset({"ReplicaSet", "Deployment", "StatefulSet", "Job", "CronJob"})
+Below = tuple[Adapter, str, dict[str, Any]]  # (the adapter whose hop it passed, kind, object)
 
 
 def valid_namespace(name: str) -> bool:
@@ -299,6 +300,7 @@ def _walk(reader: Reader, namespace: str, pod_name: str) -> Owner | None:
     else:
         kind, name, obj = "Pod", pod_name, pod
     via: WorkloadRef | None = None
+    below: list[Below] = []  # objects passed through an operator's hop (`Adapter.makes_below`)
     for _ in range(MAX_DEPTH):
         ref = controller_ref(obj)
         if ref is None:
@@ -306,14 +308,17 @@ def _walk(reader: Reader, namespace: str, pod_name: str) -> Owner | None:
         climbed = _climb(reader, (kind, name, obj), ref)
         if climbed is not None:
             return _climbed_owner(reader, *climbed, namespace, pod or {}, via)
-        if ref.kind not in _BUILTIN_OWNERS and _operator_hop(reader.adapters, kind, obj, ref) is None:
+        hop = _operator_hop(reader.adapters, kind, obj, ref)
+        if ref.kind not in _BUILTIN_OWNERS and hop is None:
             adapter = reader.adapters.get(ref.kind)
             if adapter is None:
                 return Owner(WorkloadRef(ref.kind, namespace, ref.name), None)
-            return _adapted_owner(reader, adapter, (kind, name, obj), ref, pod or {}, via)
+            return _adapted_owner(reader, adapter, (kind, name, obj), ref, pod or {}, via, below=tuple(below))
         parent = _step_up(reader, namespace, (kind, name, obj), ref)
         if isinstance(parent, Owner):
             return parent
+        if hop is not None:
+            below.append((hop, kind, obj))
         if kind == "Job":
             via = WorkloadRef("Job", namespace, name)
         kind, name, obj = ref.kind, ref.name, parent
@@ -346,8 +351,10 @@ def _operator_hop(adapters: Adapters, kind: str, obj: dict[str, Any], ref: Contr
 
 
 def _adapted_owner(reader: Reader, adapter: Adapter, child: tuple[str, str, dict[str, Any]], ref: ControllerRef,
-                   pod: dict[str, Any], via: WorkloadRef | None) -> Owner:
-    """The operator's resource above `child`, believed only through a link the operator builds."""
+                   pod: dict[str, Any], via: WorkloadRef | None, below: tuple[Below, ...] = ()) -> Owner:
+    """The operator's resource above `child`, believed only through a link the operator builds, and only if the
+    resource would have made what the walk passed through hops to get here (`below`: a LeaderWorkerSet's worker
+    StatefulSet, which one of size 1 never makes)."""
     kind, name, obj = child
     namespace = str((obj.get("metadata") or {}).get("namespace", ""))
     target = WorkloadRef(ref.kind, namespace, ref.name)
@@ -360,6 +367,12 @@ def _adapted_owner(reader: Reader, adapter: Adapter, child: tuple[str, str, dict
     failure = adapted_link_failure(adapter, kind, obj, ref.name, ref.uid, parent)
     if failure is not None:
         return Owner(target, None, unverified=f"{kind} {name}: {failure}")
+    for hop, hop_kind, hop_obj in below:
+        failure = adapter.makes_below(parent, hop_kind, hop_obj) if hop is adapter else \
+            f"it is a {hop.kind} link, yet the walk above it ends at a {adapter.kind}"
+        if failure is not None:
+            hop_name = (hop_obj.get("metadata") or {}).get("name", "")
+            return Owner(target, None, unverified=f"{hop_kind} {hop_name}: {failure}")
     above = controller_ref(parent)
     if above is not None:  # e.g. a RayCluster a RayService manages: it would write the resource back
         outer = reader.adapters.get(above.kind)

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from reactor.integrations.adapters.kmeta import child_name
 from reactor_sim import SimCluster
 from tests.support import NAMESPACE
 
@@ -381,14 +382,41 @@ def _lws_pod_webhook(sim: SimCluster, pod: Obj, group: str, worker: str) -> None
     sim.apply(pod)
 
 
+def lws_worker_statefulset(lws: Obj, leader: Obj, revision: str) -> Obj:
+    """lws v0.10.0 pkg/controllers/pod_controller.go constructWorkerStatefulSetApplyConfiguration and
+    setControllerReferenceWithStatefulSet: the group's workers' StatefulSet, named as the leader pod, controlled by it
+    (blockOwnerDeletion), labelled with the LWS's labels plus group-index, name, group-key and revision (the leader
+    pod's), annotated as the LWS; `size − 1` replicas from ordinal 1, Parallel, its selector group-index, name and
+    group-key; its pod template the workerTemplate labelled alike and annotated with the size and the leader's
+    name. Reconcile builds it only for a leader pod of an LWS whose size is above 1."""
+    name, meta, tmpl = lws["metadata"]["name"], lws["metadata"], lws["spec"]["leaderWorkerTemplate"]
+    size = int(tmpl.get("size", 1))
+    group = leader["metadata"]["labels"][LWS_GROUP]
+    labels = {LWS_GROUP: group, LWS: name, LWS_KEY: leader["metadata"]["labels"][LWS_KEY], LWS_REVISION: revision}
+    worker_meta = copy.deepcopy(tmpl["workerTemplate"].get("metadata") or {})
+    worker_meta["labels"] = {**(worker_meta.get("labels") or {}), **labels}
+    worker_meta["annotations"] = {**(worker_meta.get("annotations") or {}),
+                                  "leaderworkerset.sigs.k8s.io/size": str(size),
+                                  "leaderworkerset.sigs.k8s.io/leader-name": leader["metadata"]["name"]}
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": leader["metadata"]["name"], "namespace": NAMESPACE,
+                         "labels": {**(meta.get("labels") or {}), **labels},
+                         "annotations": dict(meta.get("annotations") or {}),
+                         "ownerReferences": owner_ref(leader)},
+            "spec": {"replicas": size - 1, "serviceName": name, "podManagementPolicy": "Parallel",
+                     "ordinals": {"start": 1},
+                     "selector": {"matchLabels": {k: labels[k] for k in (LWS_GROUP, LWS, LWS_KEY)}},
+                     "template": {"metadata": worker_meta,
+                                  "spec": template_of(tmpl["workerTemplate"]["spec"], {})["spec"]}}}
+
+
 def reconcile_lws(sim: SimCluster, name: str) -> None:
     """lws v0.10.0 pkg/controllers/leaderworkerset_controller.go constructLeaderStatefulSetApplyConfiguration: the
     leaders' StatefulSet named as the LWS (labels: the LWS's plus name and revision; annotations: the LWS's plus
     the replicas one), one leader per group, selector name + worker-index 0, Parallel; its pod template the
     leaderTemplate (else workerTemplate) labelled worker-index 0, name, revision and annotated with the group
-    size. pod_controller.go constructWorkerStatefulSetApplyConfiguration: per leader pod a StatefulSet named as the
-    leader pod, controlled by it, `size − 1` workers from ordinal 1, labelled group-index, name, group-key,
-    revision; its selector group-index, name, group-key."""
+    size. pod_controller.go Reconcile: per leader pod its workers' StatefulSet (`lws_worker_statefulset`), none
+    where the size is 1 (it returns before building one)."""
     lws = custom(sim, "leaderworkersets", name)
     meta, tmpl = lws["metadata"], lws["spec"]["leaderWorkerTemplate"]
     revision = hashlib.sha1(json.dumps(tmpl, sort_keys=True).encode()).hexdigest()[:10]
@@ -418,22 +446,9 @@ def reconcile_lws(sim: SimCluster, name: str) -> None:
         if LWS_GROUP not in leader["metadata"]["labels"]:
             _lws_pod_webhook(sim, leader, group, "0")
             leader = sim.get("pods", NAMESPACE, leader["metadata"]["name"])
-        labels = {LWS_GROUP: group, LWS: name, LWS_KEY: leader["metadata"]["labels"][LWS_KEY], LWS_REVISION: revision}
-        worker_meta = copy.deepcopy(tmpl["workerTemplate"].get("metadata") or {})
-        worker_meta["labels"] = {**(worker_meta.get("labels") or {}), **labels}
-        worker_meta["annotations"] = {**(worker_meta.get("annotations") or {}),
-                                      "leaderworkerset.sigs.k8s.io/size": str(size),
-                                      "leaderworkerset.sigs.k8s.io/leader-name": leader["metadata"]["name"]}
-        sim.apply({"apiVersion": "apps/v1", "kind": "StatefulSet",
-                   "metadata": {"name": leader["metadata"]["name"], "namespace": NAMESPACE,
-                                "labels": {**(meta.get("labels") or {}), **labels},
-                                "annotations": dict(meta.get("annotations") or {}),
-                                "ownerReferences": owner_ref(leader)},
-                   "spec": {"replicas": size - 1, "serviceName": name, "podManagementPolicy": "Parallel",
-                            "ordinals": {"start": 1},
-                            "selector": {"matchLabels": {k: labels[k] for k in (LWS_GROUP, LWS, LWS_KEY)}},
-                            "template": {"metadata": worker_meta,
-                                         "spec": template_of(tmpl["workerTemplate"]["spec"], {})["spec"]}}})
+        if size == 1:  # pod_controller.go Reconcile: "Once size = 1, no need to create worker statefulSets."
+            continue
+        sim.apply(lws_worker_statefulset(lws, leader, revision))
     sim.settle()
     for worker in sim.list("pods", NAMESPACE, label_selector=f"{LWS}={name},!{LWS_WORKER}"):
         ordinal = worker["metadata"]["name"].rsplit("-", 1)[1]
@@ -617,8 +632,9 @@ def _knative_component(sim: SimCluster, isvc: Obj, component: str, ready: bool) 
                "spec": {"template": copy.deepcopy(template)}})
     config = custom(sim, "configurations", service)
     generation = config["metadata"]["generation"]
-    revision = f"{service}-{generation:05d}"
-    previous = f"{service}-{generation - 1:05d}" if generation > 1 else ""
+    # configuration/resources/revision.go MakeRevision: kmeta.ChildName(configuration, "-%05d" of its generation)
+    revision = child_name(service, f"-{generation:05d}")
+    previous = child_name(service, f"-{generation - 1:05d}") if generation > 1 else ""
     if not [r for r in sim.list("revisions", NAMESPACE) if r["metadata"]["name"] == revision]:
         _revision(sim, config, revision, template)
     older = [] if not ready else sim.list("deployments", NAMESPACE, label_selector=f"{KNATIVE}/configuration={service}")
@@ -631,7 +647,8 @@ def _knative_component(sim: SimCluster, isvc: Obj, component: str, ready: bool) 
 
 
 def _revision(sim: SimCluster, config: Obj, revision: str, template: Obj) -> None:
-    """Knative's Revision of the Configuration's generation, and its Deployment (min-scale replicas)."""
+    """Knative's Revision of the Configuration's generation, and its Deployment (min-scale replicas) named
+    kmeta.ChildName(revision, "-deployment") (revision/resources/names Deployment)."""
     meta = config["metadata"]
     labels = {**template["metadata"]["labels"], f"{KNATIVE}/configuration": meta["name"],
               f"{KNATIVE}/configurationGeneration": str(meta["generation"]),
@@ -648,7 +665,7 @@ def _revision(sim: SimCluster, config: Obj, revision: str, template: Obj) -> Non
                   "app": revision}
     replicas = int(template["metadata"]["annotations"]["autoscaling.knative.dev/min-scale"])
     sim.apply({"apiVersion": "apps/v1", "kind": "Deployment",
-               "metadata": {"name": f"{revision}-deployment", "namespace": NAMESPACE, "labels": pod_labels,
+               "metadata": {"name": child_name(revision, "-deployment"), "namespace": NAMESPACE, "labels": pod_labels,
                             "ownerReferences": owner_ref(rev)},
                "spec": {"replicas": replicas,
                         "selector": {"matchLabels": {f"{KNATIVE}/revisionUID": rev["metadata"]["uid"]}},

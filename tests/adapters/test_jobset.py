@@ -169,10 +169,12 @@ def test_on_kueue_v0_14_a_jobsets_priority_label_is_refused_by_name(kueue_reacto
     assert outcome["reason"] == "operator-forbids" and "immutable" in outcome["detail"], outcome
 
 
-def test_a_job_of_another_restart_attempt_is_not_one_of_the_jobsets_jobs() -> None:
+def test_a_job_of_another_restart_attempt_is_not_one_of_the_jobsets_current_run() -> None:
     """On a restart the JobSet controller deletes every Job and creates them again under the same names, labelled with
-    the new attempt (jobset_controller.go labelAndAnnotateObject: RestartsKey = status.restarts). A Job named and
-    labelled right but of another attempt (a look-alike made in the gap, or an old Job being deleted) is refused."""
+    the new attempt (jobset_controller.go labelAndAnnotateObject: RestartsKey = status.restarts; getChildJobs counts a
+    lower one as previous). A Job named right but labelled with another attempt is not of the current run. The label
+    is no proof of ownership: the name rule (`job_set`) does not read it, and a Job carrying the current attempt is
+    judged by its name alone."""
     from reactor.integrations.adapters import naming
 
     owner = {"metadata": {"name": "train"}, "spec": {"replicatedJobs": [{"name": "workers", "replicas": 2}]},
@@ -184,8 +186,9 @@ def test_a_job_of_another_restart_attempt_is_not_one_of_the_jobsets_jobs() -> No
             labels[naming.JOBSET_RESTARTS] = attempt
         return {"metadata": {"name": "train-workers-1", "labels": labels}}
 
-    assert naming.job_set(owner, "Job", job("1")) is None
-    for attempt in ("0", None, "2"):
-        refused = naming.job_set(owner, "Job", job(attempt))
-        assert refused is not None and "restart attempt 1" in refused, attempt
-    assert naming.job_set({**owner, "status": {}}, "Job", job("0")) is None  # never restarted: attempt 0
+    assert naming.job_set_attempt(owner, job("1")) is None
+    for attempt, which in (("0", "a previous restart attempt"), (None, "no restart attempt"), ("2", "no restart")):
+        refused = naming.job_set_attempt(owner, job(attempt))
+        assert refused is not None and "restart attempt 1" in refused and which in refused, attempt
+        assert naming.job_set(owner, "Job", job(attempt)) is None  # the name rule: the label plays no part
+    assert naming.job_set_attempt({**owner, "status": {}}, job("0")) is None  # never restarted: attempt 0

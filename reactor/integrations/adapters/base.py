@@ -170,6 +170,12 @@ class Adapter:
         """The same for a hop below the resource (`hops`): why the intermediate owner does not name its child."""
         return None
 
+    def makes_below(self, resource: Obj, child_kind: str, child: Obj) -> str | None:
+        """The resource's side of a hop below it (`hops`), once the walk reaches the resource: why its operator would
+        not have made `child` (a LeaderWorkerSet of size 1 makes no worker StatefulSet, so a StatefulSet claiming
+        to be one under its leader pod took a name the operator never uses), None when it would."""
+        return None
+
     def recommend_only(self) -> str:
         """Why the reactor only recommends on this kind ("" when it may act): a link to it that its owner's side
         cannot confirm. By default, that is so unless the subclass declares its operator's naming rule (overrides

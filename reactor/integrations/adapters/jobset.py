@@ -39,7 +39,10 @@ class JobSetAdapter(Adapter):
         return ""  # a JobSet's template never changes: there is no rollout of it to wait for
 
     def names_child(self, owner: Obj, child_kind: str, child: Obj) -> str | None:
-        return naming.job_set(owner, child_kind, child)
+        """The owner's side is the name (naming.job_set); the restart-attempt label then only tells a Job of the
+        current run from one of a previous attempt the controller is deleting — it proves no ownership
+        (naming.job_set_attempt says why)."""
+        return naming.job_set(owner, child_kind, child) or naming.job_set_attempt(owner, child)
 
 
 JOB_SET = JobSetAdapter("JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", frozenset({"Job"}),

@@ -3,11 +3,12 @@
 In serverless mode (KServe's default) KServe creates a Knative Service `<isvc>-<component>`
 (serving.knative.dev/v1, controlled by the InferenceService, labelled `serving.kserve.io/inferenceservice`
 and `component`); Knative makes from it a Configuration, from each of its generations a Revision, and
-from each Revision a Deployment `<revision>-deployment` (knative/serving pkg/reconciler: service/resources
-MakeConfiguration, configuration/resources MakeRevision, revision/resources MakeDeployment). Each hop
-carries a controller reference to the one above and Knative's labels naming it and its uid; a hop is
-believed only when both match the object fetched (a tenant can write any ownerReference or label, not
-another object's uid). A Knative `Service` is told apart from a core v1 `Service` by its API group.
+from each Revision a Deployment `<revision>-deployment`, both names hashed where they would pass 63 characters
+(kmeta.py) (knative/serving pkg/reconciler: service/resources MakeConfiguration, configuration/resources
+MakeRevision, revision/resources MakeDeployment). Each hop carries a controller reference to the one above and
+Knative's labels naming it and its uid; a hop is believed only when both match the object fetched (a tenant can
+write any ownerReference or label, not another object's uid). A Knative `Service` is told apart from a core v1
+`Service` by its API group.
 
 The reactor never writes below the InferenceService: KServe would undo a change to the Knative Service,
 and Knative never lets a Revision change. Pure: the objects come from a `fetch` the caller provides.
@@ -19,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from reactor.core.ownership import ControllerRef, controller_ref
+from reactor.integrations.adapters import kmeta
 from reactor.integrations.adapters.base import Climb, Obj, read
 
 GROUP, VERSION = "serving.knative.dev", "v1"
@@ -86,11 +88,13 @@ def hop_failure(child_kind: str, child: Obj, ref: ControllerRef, owner: Obj, nam
     return None
 
 
-# The owner's side (issue 24): the names Knative gives its children (knative/serving pkg/reconciler
-# revision/resources/names Deployment: `<revision>-deployment`; service/resources/names Configuration: the
-# Service's name). A Revision's name is the Configuration's choice (`<configuration>-<generation>` or the
-# template's own), so that hop rests on its uid and labels.
-_NAMED: dict[str, Callable[[str], str]] = {"Deployment": lambda owner: f"{owner}-deployment",
+# The owner's side (issue 24): the names Knative gives its children (knative/serving knative-v1.23.0
+# pkg/reconciler/revision/resources/names Deployment: kmeta.ChildName(revision, "-deployment"), hashed where
+# `<revision>-deployment` would pass 63 characters (kmeta.py); service/resources/names Configuration: the Service's
+# name). A Revision's name is the Configuration's choice (configuration/resources/revision.go MakeRevision: the
+# template's own, else ChildName(configuration, "-%05d" of its generation), and the template's own is not kept once
+# the template changes), so that hop rests on its uid and labels.
+_NAMED: dict[str, Callable[[str], str]] = {"Deployment": lambda owner: kmeta.child_name(owner, "-deployment"),
                                            "Configuration": lambda owner: owner}
 
 

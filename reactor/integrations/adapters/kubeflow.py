@@ -22,5 +22,13 @@ class NotebookAdapter(Adapter):
         return naming.notebook(owner, child_kind, child)
 
 
+# Why a change of a Notebook's Kueue priority label is refused (kueue.py `as_managed`): it would reach nothing.
+KUEUE_LABEL_STAYS = (
+    "the notebook controller copies a Notebook's labels into its StatefulSet's pod template only when it creates the "
+    "StatefulSet (kubeflow/notebooks v1.11.0 notebook_controller.go generateStatefulSet); every later reconcile "
+    "copies the template's spec and never its metadata (reconcilehelper CopyStatefulSetFields), and Kueue has no "
+    "Notebook integration: it sees the label only on the pods. A changed kueue.x-k8s.io/priority-class reaches no "
+    "running pod, no pod created later and no Kueue Workload: the change would change nothing")
+
 # The notebook controller labels only the pod template (generateStatefulSet): no owner label on the StatefulSet.
 NOTEBOOK = NotebookAdapter("Notebook", "kubeflow.org", "v1", "notebooks", frozenset({"StatefulSet"}))

@@ -12,8 +12,8 @@ from reactor.integrations.adapters import naming
 from reactor.integrations.adapters.base import Adapter, Obj, Part, read
 from reactor.integrations.adapters.status import TEMPLATE_FIELDS, child_rollout, positive
 
-LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
-LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
+LWS_NAME = naming.LWS_NAME
+LWS_WORKER_INDEX = naming.LWS_WORKER_INDEX
 
 
 class LeaderWorkerSetAdapter(Adapter):
@@ -80,6 +80,9 @@ class LeaderWorkerSetAdapter(Adapter):
 
     def names_hop(self, owner: Obj, child_kind: str, child: Obj) -> str | None:
         return naming.lws_worker_hop(owner, child_kind, child)
+
+    def makes_below(self, resource: Obj, child_kind: str, child: Obj) -> str | None:
+        return naming.lws_worker_made(resource, child_kind, child)
 
 
 LEADER_WORKER_SET = LeaderWorkerSetAdapter("LeaderWorkerSet", "leaderworkerset.x-k8s.io", "v1", "leaderworkersets",

@@ -132,15 +132,62 @@ def leader_worker_set(owner: Obj, child_kind: str, child: Obj) -> str | None:
     return None
 
 
+LWS_NAME = "leaderworkerset.sigs.k8s.io/name"  # SetNameLabelKey
+LWS_GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"  # GroupIndexLabelKey
+LWS_GROUP_KEY = "leaderworkerset.sigs.k8s.io/group-key"  # GroupUniqueHashLabelKey
+LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"  # WorkerIndexLabelKey
+LWS_LEADER_NAME = "leaderworkerset.sigs.k8s.io/leader-name"  # LeaderPodNameAnnotationKey
+
+
 def lws_worker_hop(owner: Obj, child_kind: str, child: Obj) -> str | None:
-    """lws v0.10.0 pkg/controllers/pod_controller.go constructWorkerStatefulSetApplyConfiguration: a group's workers'
-    StatefulSet is named as its leader pod and carries the leader's group index."""
-    if _name(child) != _name(owner):
+    """lws v0.10.0 pkg/controllers/pod_controller.go Reconcile and constructWorkerStatefulSetApplyConfiguration: only
+    a leader pod (worker-index 0) gets a worker StatefulSet, named as the leader pod, labelled with its group index and
+    group key, selecting exactly those and the LWS's name, its pod template annotated with the leader's name, and
+    controlled by the leader pod with blockOwnerDeletion (setControllerReferenceWithStatefulSet).
+
+    Each of these can be copied by whoever may create StatefulSets in the namespace; what they prove together is
+    that the StatefulSet is shaped as the controller makes it for that leader. What holds a look-alike out is the
+    name: the controller creates the leader pod's StatefulSet as soon as the leader pod exists (with `startupPolicy:
+    LeaderReady` once it is ready, with exclusive placement once it is scheduled: the name is free until then), so
+    the name is taken — except where it never creates one, an LWS of size 1 (`lws_worker_made`, checked against the
+    LWS itself)."""
+    leader, labels, theirs = _name(owner), _labels(child), _labels(owner)
+    if str(theirs.get(LWS_WORKER_INDEX, "")) != "0":
+        return f"its controller {leader} is no leader pod (worker-index 0): the LeaderWorkerSet controller makes " \
+               f"worker StatefulSets for leader pods only (pod_controller.go Reconcile)"
+    if _name(child) != leader:
         return f"the LeaderWorkerSet controller names a group's worker StatefulSet after its leader pod " \
-               f"{_name(owner)}, not {_name(child)}"
-    key = "leaderworkerset.sigs.k8s.io/group-index"
-    if _labels(child).get(key) != _labels(owner).get(key):
-        return f"the worker StatefulSet's {key} is not its leader pod's"
+               f"{leader}, not {_name(child)}"
+    for key in (LWS_GROUP_INDEX, LWS_GROUP_KEY):
+        if not theirs.get(key) or labels.get(key) != theirs.get(key):
+            return f"the worker StatefulSet's {key} is not its leader pod's"
+    wanted = {key: theirs.get(key) for key in (LWS_GROUP_INDEX, LWS_NAME, LWS_GROUP_KEY)}
+    selector = read(child, ("spec", "selector"))
+    if not isinstance(selector, Mapping) or selector.get("matchLabels") != wanted or selector.get("matchExpressions"):
+        return f"the worker StatefulSet's selector is not the one the LeaderWorkerSet controller sets ({wanted})"
+    if (read(child, ("spec", "template", "metadata", "annotations")) or {}).get(LWS_LEADER_NAME) != leader:
+        return f"the worker StatefulSet's pod template lacks the annotation {LWS_LEADER_NAME}={leader}"
+    refs = [r for r in (child.get("metadata") or {}).get("ownerReferences") or []
+            if isinstance(r, Mapping) and r.get("controller") is True]
+    if not refs or refs[0].get("blockOwnerDeletion") is not True:
+        return "its controller reference lacks blockOwnerDeletion, which the LeaderWorkerSet controller sets " \
+               "(setControllerReferenceWithStatefulSet)"
+    return None
+
+
+def lws_worker_made(resource: Obj, child_kind: str, child: Obj) -> str | None:
+    """lws v0.10.0 pkg/controllers/pod_controller.go Reconcile: `if size == 1 { return }` before any worker
+    StatefulSet is built, so a LeaderWorkerSet of size 1 has none (the CRD's description of `size` still speaks of a
+    0-replica StatefulSet; the code returns first): a StatefulSet claiming to be one is someone else's, made under a
+    name the controller never takes. Checked against the LeaderWorkerSet as read (an old group
+    of a rollout that changed the size to 1 is refused too: that rollout replaces it anyway)."""
+    size = read(resource, ("spec", "leaderWorkerTemplate", "size"))
+    size = 1 if size is None else size  # the CRD's default
+    if child_kind == "StatefulSet" and (not isinstance(size, int) or size <= 1):
+        return f"LeaderWorkerSet {_name(resource)} has size {size}: its controller makes no worker StatefulSet for " \
+               f"it (pod_controller.go Reconcile returns early for size 1), so StatefulSet {_name(child)} is not its"
+    if _labels(child).get(LWS_NAME) != _name(resource):
+        return f"StatefulSet {_name(child)} is not labelled {LWS_NAME}={_name(resource)}"
     return None
 
 
@@ -159,13 +206,30 @@ def job_set(owner: Obj, child_kind: str, child: Obj) -> str | None:
     expected = f"{_name(owner)}-{rjob}-{int(index)}"
     if _name(child) != expected:
         return f"the JobSet controller names that Job {expected} (placement.GenJobName), not {_name(child)}"
-    # On a restart the controller deletes every Job, then creates them again under the same names, labelled with
-    # the new attempt (jobset_controller.go labelAndAnnotateObject: RestartsKey = status.restarts): a Job of
-    # another attempt (a look-alike made in between, or one being deleted) is not one of its current Jobs.
-    attempt = str(read(owner, ("status", "restarts")) or 0)
-    if str(labels.get(JOBSET_RESTARTS, "")) != attempt:
-        return f"the JobSet is on restart attempt {attempt}; the Job is labelled {JOBSET_RESTARTS}=" \
-               f"{labels.get(JOBSET_RESTARTS, '')!r}"
+    return None
+
+
+def job_set_attempt(owner: Obj, child: Obj) -> str | None:
+    """Whether the Job belongs to the JobSet's current run, by the label the JobSet controller reads to tell (jobset
+    v0.12.0 jobset_controller.go getChildJobs): a Job whose `jobset.sigs.k8s.io/restart-attempt` is below
+    `status.restarts` is one of a previous attempt, which the controller deletes and creates again under the same
+    name (labelAndAnnotateObject writes the attempt); its pods are going away. The controller never labels a Job
+    ahead of `status.restarts`, so a higher value is not one of its Jobs either.
+
+    What the label does not prove: ownership. Anyone who may create or patch Jobs in the namespace writes any value,
+    and the current one is public (the JobSet's status). A look-alike carrying the current attempt passes this check;
+    what keeps it out is the name (`job_set`), which the controller's own Job holds — except while the name is free:
+    before the controller first creates that Job, and on a restart between the old Job's removal and the new one's
+    creation (getChildJobs then lists the look-alike by its controller reference's uid and runs it as its own).
+    Not read: `job-restart-attempt`, written under the RestartJob feature gate (alpha, off by default), which
+    restarts one Job without changing `restart-attempt`."""
+    labels, attempt = _labels(child), read(owner, ("status", "restarts")) or 0
+    value = str(labels.get(JOBSET_RESTARTS, ""))
+    if value != str(attempt):
+        which = "a previous restart attempt, which the JobSet controller deletes" if value.isdigit() and \
+            int(value) < int(attempt) else "no restart attempt the JobSet controller has labelled"
+        return f"the Job is labelled {JOBSET_RESTARTS}={labels.get(JOBSET_RESTARTS, '')!r} while the JobSet is on " \
+               f"restart attempt {attempt} (status.restarts): {which} (getChildJobs) — not the JobSet's current run"
     return None
 
 
