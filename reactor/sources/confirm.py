@@ -225,7 +225,7 @@ class PrometheusConfirmer:
         early = best.alert.state != "firing"
         reason = f"{where} {'holds pending, due within one interval,' if early else 'fires'} {alert.name}"
         confirmed = Confirmation(True, reason, value, **_measures(best.alert.annotations))
-        if alert.firing and all(h.alert.state == "firing" for h in counted):
+        if alert.firing and all(h.alert.state == "firing" for h in held):
             # Independent of the time and of what the alert claims: the same answer for every repeat of the alert
             # while this rule state is reused (the cooldown path meets the same alerts again and again).
             state.firing[key] = confirmed
