@@ -11,8 +11,9 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc",
-                                reason="glibc only: elsewhere the cap is a no-op by design")
+pytestmark = [pytest.mark.process,
+              pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc",
+                                 reason="glibc only: elsewhere the cap is a no-op by design")]
 
 PROBE = r"""
 import ctypes, ctypes.util, sys, tempfile, threading

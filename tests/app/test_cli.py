@@ -13,6 +13,8 @@ from reactor.app.cli import main
 from reactor.config.settings import env_name, load_settings
 from reactor.tools.payloads import AlertSpec, notification
 
+pytestmark = pytest.mark.process
+
 ROOT = Path(__file__).parents[2]
 DEMO = ROOT / "reactor" / "tools" / "demo_data"
 

@@ -17,6 +17,8 @@ import pytest
 
 from reactor.app.cli import build_parser, main
 
+pytestmark = pytest.mark.process
+
 ROOT = Path(__file__).parents[2]
 DEMO = ROOT / "reactor" / "tools" / "demo_data"
 ALERTS = str(DEMO / "alerts-underutilized.json")

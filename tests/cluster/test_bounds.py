@@ -11,6 +11,8 @@ import pytest
 from reactor.cluster.workloads import namespace_bounds, pod_shape, to_bounds
 from reactor.core.model import PodShape, Quota, ScopeTerm
 
+pytestmark = pytest.mark.unit
+
 KEY = "requests.nvidia.com/gpu"
 
 

@@ -15,6 +15,8 @@ from reactor.intake.alerts import parse_notification
 from reactor.policy import fold
 from tests.support import sample
 
+pytestmark = pytest.mark.unit
+
 
 def with_throttling(value: str | None) -> dict[str, Any]:
     body = copy.deepcopy(sample("exported-labels-firing"))

@@ -14,6 +14,8 @@ from reactor.core.errors import ConfigError
 from reactor.core.model import ComputeBounds, ComputeQuota, ComputeResources
 from reactor.state.annotations import ORIGINAL, read_state
 
+pytestmark = pytest.mark.unit
+
 GI, MI = 1 << 30, 1 << 20
 
 

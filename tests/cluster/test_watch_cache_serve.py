@@ -8,6 +8,7 @@ import json
 import urllib.request
 from pathlib import Path
 
+import pytest
 import yaml
 
 from reactor.tools.launcher import start_serve
@@ -16,6 +17,8 @@ from reactor.tools.prometheus_api import PrometheusStandIn
 from reactor_sim import SimCluster
 from tests.cluster.test_watch_cache import WORKLOAD_READS
 from tests.support import NAMESPACE, TOKEN
+
+pytestmark = pytest.mark.process
 
 
 def test_serve_reads_workloads_from_its_watch_cache(sim: SimCluster, token_file: Path, tmp_path: Path) -> None:

@@ -16,6 +16,8 @@ from reactor.config.fields import format_duration, parse_duration
 from reactor.config.settings import _SCHEMA, load_settings
 from reactor.core.errors import ConfigError
 
+pytestmark = pytest.mark.unit
+
 POLICY = (Path(__file__).parents[2] / "docs" / "policy.md").read_text()
 
 

@@ -20,6 +20,8 @@ from reactor.cluster.compute import cpu_quantity, memory_quantity
 from reactor.core.quantity import MAX_INT64, milli_value, parse_quantity, value
 from reactor_sim import quantity as sim_quantity
 
+pytestmark = pytest.mark.unit
+
 KI, MI, GI, TI, PI, EI = (1 << (10 * i) for i in range(1, 7))
 
 # TestQuantityParse's table: input -> the value its expected Quantity holds.

@@ -15,6 +15,8 @@ from reactor.intake.alerts import parse_notification, parse_time
 from reactor.tools.payloads import fingerprint
 from tests.support import SAMPLES, sample
 
+pytestmark = pytest.mark.unit
+
 ALL_SAMPLES = sorted(p.stem.removeprefix("am-0.25-") for p in SAMPLES.glob("*.json"))
 
 

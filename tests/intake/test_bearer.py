@@ -13,6 +13,8 @@ from reactor.intake import bearer
 from reactor.intake.bearer import TokenFile
 from tests.support import TOKEN, Reactor, sample
 
+pytestmark = pytest.mark.unit
+
 OLD, NEW = "old-token-aaaaaaaaaaaaaaaa", "new-token-bbbbbbbbbbbbbbbb"  # the same length
 
 

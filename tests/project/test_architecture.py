@@ -25,7 +25,9 @@ LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 CLOCK_CALLS = {("datetime", "now"), ("datetime", "utcnow"), ("datetime", "today"), ("date", "today"), ("time", "time"),
                ("time", "monotonic")}
 
-pytestmark = pytest.mark.skipif(not LINT_IMPORTS.exists(), reason="import-linter is not installed (make lint needs it)")
+pytestmark = [pytest.mark.process,
+              pytest.mark.skipif(not LINT_IMPORTS.exists(),
+                                 reason="import-linter is not installed (make lint needs it)")]
 
 
 def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:

@@ -6,9 +6,12 @@ import subprocess
 import sys
 import tomllib
 
+import pytest
 import yaml
 
 from tests.deploy.deploy_helpers import DEPLOY, ROOT
+
+pytestmark = pytest.mark.process
 
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 

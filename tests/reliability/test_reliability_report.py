@@ -6,6 +6,8 @@ import pytest
 
 from reliability.report import front_door
 
+pytestmark = pytest.mark.component
+
 
 def test_kept_promises_print_and_break_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     assert front_door({"notification_p99_s_64_slow_clients": 1.4,

@@ -22,6 +22,8 @@ from reactor.state.seal import (
     parse_mac,
 )
 
+pytestmark = pytest.mark.unit
+
 KEY, OLD = b"k" * 32, b"o" * 32
 STATE = {LAST_ACTION: '{"x": 1}', COOLDOWN_UNTIL: "2025-01-01T00:00:00Z", ORIGINAL: None}
 

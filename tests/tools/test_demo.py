@@ -19,6 +19,8 @@ from reactor.tools.prometheus_api import PrometheusStandIn
 from reactor.tools.seeds import demo_file
 from reactor_sim import SimCluster
 
+pytestmark = pytest.mark.process
+
 ROOT = Path(__file__).parents[2]
 SERVING = re.compile(r"Serving on (http://127\.0\.0\.1:(\d+)) \(reactor serve, pid (\d+);")
 

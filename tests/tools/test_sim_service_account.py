@@ -25,8 +25,9 @@ from tests.support import HERE, NAMESPACE, TOKEN, Reactor, feeding_client, relea
 
 ROOT = HERE.parent
 SA_USER = "system:serviceaccount:gpu-reactor:gpu-reactor"
-pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None,
-                                reason="deploy/reactor is rendered with kubectl kustomize")
+pytestmark = [pytest.mark.process,
+              pytest.mark.skipif(shutil.which("kubectl") is None,
+                                 reason="deploy/reactor is rendered with kubectl kustomize")]
 
 
 SEEDS = [str(ROOT / "deploy" / "reactor"), str(HERE / "fixtures" / "cluster.yaml")]
