@@ -9,7 +9,7 @@ import freezegun
 import pytest
 
 from reactor_sim import SimCluster
-from tests.support import HERE, TOKEN, Reactor, build_reactor, make_settings
+from tests.support import HERE, TOKEN, Reactor, serving
 
 # The official client validates calls with pydantic, which cannot build a schema for freezegun's
 # FakeDatetime: freezegun must leave those libraries' modules alone (the reactor still sees the fake clock).
@@ -36,11 +36,8 @@ def token_file(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
-    r = build_reactor(sim, make_settings(token_file))
-    try:
+    with serving(sim, token_file) as r:
         yield r
-    finally:
-        r.service.kube.close()
 
 
 # Test tiers (pyproject markers): `make test-fast` runs unit and component on every core; `make test` and CI run

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -128,6 +129,21 @@ def _release(stand_in: PrometheusStandIn | None, api: Any) -> None:
         api.close()
     if stand_in is not None:
         stand_in.stop()
+
+
+def reactor_for(sim: SimCluster, token_file: Path, **policy: Any) -> Reactor:
+    """The service assembled against `sim` with the test policy, `policy` merged over it."""
+    return build_reactor(sim, make_settings(token_file, **policy))
+
+
+@contextmanager
+def serving(sim: SimCluster, token_file: Path, **policy: Any) -> Iterator[Reactor]:
+    """`reactor_for` whose API client is closed when the block ends."""
+    r = reactor_for(sim, token_file, **policy)
+    try:
+        yield r
+    finally:
+        r.service.kube.close()
 
 
 def build_reactor(sim: SimCluster, settings: Settings, *, clock: Callable[[], datetime] = utcnow,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,30 +18,21 @@ from reactor.app.assembly import plan_engine
 from reactor.cluster.kube import Capabilities
 from reactor.tools.plan import run_plan
 from reactor_sim import SimCluster
-from tests.engine.test_cpu_flow import MANIFESTS, alerts, pod_state, template
-from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
+from tests import cluster_builder as build
+from tests.engine.test_cpu_flow import alerts, pod_state, template, world
+from tests.support import NAMESPACE, reactor_for
 
 OLDEST, NEWEST_IN_PLACE = "1.28", ("1.33", "1.35")
 
 
 def played(version: str, **gates: bool) -> SimCluster:
-    cluster = SimCluster(kube_version=version, feature_gates=gates).start()
-    cluster.load_manifests(MANIFESTS.replace("QUOTA", "20"))
-    cluster.settle()
-    return cluster
+    return build.start(world("20"), kube_version=version, feature_gates=gates)
 
 
 @pytest.fixture
 def old() -> Iterator[SimCluster]:
-    cluster = played(OLDEST)
-    try:
+    with played(OLDEST) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
-
-
-def reactor_for(sim: SimCluster, token_file: Path, **policy: Any) -> Reactor:
-    return build_reactor(sim, make_settings(token_file, **policy))
 
 
 def annotations(sim: SimCluster) -> dict[str, str]:
@@ -129,10 +119,8 @@ def test_memory_near_its_limit_on_each_release(version: str, token_file: Path) -
     """The memory action follows the same rule: in place from 1.33, refused by name at 1.28 (nothing written)."""
     from tests.engine import test_memory_flow as memory
 
-    sim = SimCluster(kube_version=version).start()
+    sim = build.start(memory.world(), kube_version=version)
     try:
-        sim.load_manifests(memory.MANIFESTS.replace("QUOTA", "64Gi").replace("MEMORY", "NotRequired"))
-        sim.settle()
         r = reactor_for(sim, token_file)
         before, recorded = memory.pod_state(sim), annotations(sim)
         got = memory.outcomes(r, memory.alerts(r))

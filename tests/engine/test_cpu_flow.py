@@ -13,64 +13,27 @@ import pytest
 from reactor.state.annotations import ORIGINAL
 from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
-from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
-
-MANIFESTS = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: ml-workloads}
----
-apiVersion: v1
-kind: Node
-metadata: {name: gpu-node-1, labels: {kubernetes.io/hostname: gpu-node-1}}
-status:
-  capacity: {cpu: "64", memory: 512Gi, pods: "110", nvidia.com/gpu: "8"}
-  allocatable: {cpu: "64", memory: 512Gi, pods: "110", nvidia.com/gpu: "8"}
-  conditions: [{type: Ready, status: "True", reason: KubeletReady}]
----
-apiVersion: v1
-kind: ResourceQuota
-metadata: {name: compute, namespace: ml-workloads}
-spec:
-  hard: {requests.nvidia.com/gpu: "16", requests.cpu: "QUOTA", limits.cpu: "QUOTA"}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: trainer, namespace: ml-workloads, labels: {app: trainer}}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: trainer}}
-  template:
-    metadata: {labels: {app: trainer}}
-    spec:
-      containers:
-      - name: main
-        image: registry.example.com/trainer:3
-        resizePolicy: [{resourceName: cpu, restartPolicy: NotRequired}]
-        resources:
-          limits: {nvidia.com/gpu: "2", cpu: "2", memory: 8Gi}
-          requests: {nvidia.com/gpu: "2", cpu: "2", memory: 8Gi}
-"""
+from tests import cluster_builder as build
+from tests.support import NAMESPACE, Reactor, reactor_for
 
 
-def start(quota: str) -> SimCluster:
-    cluster = SimCluster().start()
-    cluster.load_manifests(MANIFESTS.replace("QUOTA", quota))
-    cluster.settle()
-    return cluster
+def world(cores: str) -> list[build.Obj]:
+    """One 8-GPU node; a quota of 16 GPUs and `cores` CPUs; the trainer, 2 pods × (2 GPUs, 2 CPUs, 8 Gi), whose CPU
+    is resized in place."""
+    return [build.namespace(), build.gpu_node(),
+            build.quota("compute", {f"requests.{build.GPU}": 16, "requests.cpu": cores, "limits.cpu": cores}),
+            build.deployment("trainer", build.container(gpus=2, cpu="2", memory="8Gi", resize={"cpu": "NotRequired"}),
+                             replicas=2, labelled=True)]
+
+
+def start(cores: str) -> SimCluster:
+    return build.start(world(cores))
 
 
 @pytest.fixture
 def cpu_sim() -> Iterator[SimCluster]:
-    cluster = start("20")
-    try:
+    with start("20") as cluster:
         yield cluster
-    finally:
-        cluster.stop()
-
-
-def reactor_for(sim: SimCluster, token_file: Path, **policy: Any) -> Reactor:
-    return build_reactor(sim, make_settings(token_file, **policy))
 
 
 def alerts(r: Reactor, name: str, throttling: str, *, status: str = "firing", value: float = 0.2) -> dict[str, Any]:

@@ -20,47 +20,23 @@ import yaml
 from reactor.app.cli import main
 from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
-from tests.sim.builders import gpu_node
-from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
-
-GPU = "nvidia.com/gpu"
-ROOT = Path(__file__).resolve().parents[2]
+from tests import cluster_builder as build
+from tests.support import NAMESPACE, Reactor, serving
 
 
-def _trainer(name: str, replicas: int, priority: str | None = None) -> dict[str, Any]:
-    resources = {"limits": {GPU: "1", "cpu": "2", "memory": "8Gi"}, "requests": {GPU: "1", "cpu": "2", "memory": "8Gi"}}
-    spec: dict[str, Any] = {"containers": [{"name": "main", "image": "trainer:3", "resources": resources,
-                                            "resizePolicy": [{"resourceName": "cpu", "restartPolicy": "NotRequired"}]}]}
-    if priority:
-        spec["priorityClassName"] = priority
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": NAMESPACE},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}}, "spec": spec}}}
+def _trainer(name: str, replicas: int, priority: str | None = None) -> build.Obj:
+    main = build.container(image="trainer:3", gpus=1, cpu="2", memory="8Gi", resize={"cpu": "NotRequired"})
+    return build.deployment(name, main, replicas=replicas, priority=priority)
 
 
-def _quota(name: str, cores: int, priority: str | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"hard": {"requests.cpu": str(cores), "limits.cpu": str(cores)}}
-    if priority:
-        spec["scopeSelector"] = {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In",
-                                                       "values": [priority]}]}
-    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": name, "namespace": NAMESPACE},
-            "spec": spec}
+def _quota(name: str, cores: int, priority: str | None = None) -> build.Obj:
+    return build.quota(name, {"requests.cpu": cores, "limits.cpu": cores}, priority=priority)
 
 
 @pytest.fixture
 def cluster() -> Iterator[SimCluster]:
-    with SimCluster().start() as sim:
-        sim.load_manifests(ROOT / "deploy" / "base" / "priorityclasses.yaml")
-        sim.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, gpu_node()])
+    with build.start(build.namespace(), build.gpu_node(), priority_classes=True, settle=False) as sim:
         yield sim
-
-
-def _reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
-    r = build_reactor(sim, make_settings(token_file))
-    try:
-        yield r
-    finally:
-        r.service.kube.close()
 
 
 def _starved(r: Reactor, *apps: str) -> dict[str, Any]:
@@ -80,7 +56,7 @@ def test_two_starved_workloads_share_the_quota_the_first_takes_it(cluster: SimCl
     in the same notification, is refused naming the quota and what is left, instead of a 403 per pod."""
     cluster.apply([_trainer("a", 2), _trainer("b", 2), _quota("compute", 10)])
     cluster.settle()
-    for r in _reactor(cluster, token_file):
+    with serving(cluster, token_file) as r:
         outcomes = {o["workload"]: o for o in r.post(_starved(r, "a", "b")).get_json()["outcomes"]}
     first, second = (o for _, o in sorted(outcomes.items()))
     assert (first["result"], first["action"], first["from"], first["to"]) == ("applied", "resize-cpu", "2000m",
@@ -101,7 +77,7 @@ def test_a_quota_scoped_to_a_priority_class_counts_only_its_pods(cluster: SimClu
     admits its resizes (it too charges only the quotas whose scope matches the pod)."""
     cluster.apply([_trainer("a", 1, "high-priority-gpu"), _trainer("b", 2), _quota("high-cpu", 2, "high-priority-gpu")])
     cluster.settle()
-    for r in _reactor(cluster, token_file):
+    with serving(cluster, token_file) as r:
         outcomes = {o["workload"]: o for o in r.post(_starved(r, "a", "b")).get_json()["outcomes"]}
     a, b = (o for _, o in sorted(outcomes.items()))
     assert (a["result"], a["reason"]) == ("skipped", "quota-exceeded")
@@ -117,10 +93,8 @@ def test_reactor_plan_names_the_cpu_quota_it_would_exceed(tmp_path: Path, capsys
     """`reactor plan` runs the same engine in dry run: a raise the CPU quota cannot take is planned as
     `quota-exceeded` naming the quota, not as an action the real run would then be refused."""
     seed = tmp_path / "cluster.yaml"
-    docs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, gpu_node(),
-            _trainer("a", 2), _quota("compute", 5)]
-    seed.write_text(yaml.safe_dump_all([*yaml.safe_load_all((ROOT / "deploy" / "base" / "priorityclasses.yaml")
-                                                             .read_text()), *docs]))
+    docs = [build.namespace(), build.gpu_node(), _trainer("a", 2), _quota("compute", 5)]
+    seed.write_text(yaml.safe_dump_all([*yaml.safe_load_all(build.PRIORITY_CLASSES.read_text()), *docs]))
     policy = tmp_path / "policy.yaml"
     policy.write_text(f"namespaces: {{allow: [{NAMESPACE}]}}\n")
     with SimCluster().start() as sim:  # only to learn the pod names the seed's Deployment gets

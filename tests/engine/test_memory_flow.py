@@ -15,66 +15,35 @@ import pytest
 from reactor.state.annotations import ORIGINAL
 from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
-from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
+from tests import cluster_builder as build
+from tests.support import NAMESPACE, Reactor, reactor_for
 
 GI = 1 << 30
 ALERT = "GPUContainerNearMemoryLimit"
-MANIFESTS = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: ml-workloads}
----
-apiVersion: v1
-kind: Node
-metadata: {name: gpu-node-1, labels: {kubernetes.io/hostname: gpu-node-1}}
-status:
-  capacity: {cpu: "64", memory: 512Gi, pods: "110", nvidia.com/gpu: "8"}
-  allocatable: {cpu: "64", memory: 512Gi, pods: "110", nvidia.com/gpu: "8"}
-  conditions: [{type: Ready, status: "True", reason: KubeletReady}]
----
-apiVersion: v1
-kind: ResourceQuota
-metadata: {name: compute, namespace: ml-workloads}
-spec:
-  hard: {requests.nvidia.com/gpu: "16", requests.cpu: "20", limits.cpu: "20", requests.memory: QUOTA, limits.memory: QUOTA}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: trainer, namespace: ml-workloads, labels: {app: trainer}}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: trainer}}
-  template:
-    metadata: {labels: {app: trainer}}
-    spec:
-      containers:
-      - name: main
-        image: registry.example.com/trainer:3
-        resizePolicy: [{resourceName: cpu, restartPolicy: NotRequired}, {resourceName: memory, restartPolicy: MEMORY}]
-        resources:
-          limits: {nvidia.com/gpu: "2", cpu: "2", memory: 8Gi}
-          requests: {nvidia.com/gpu: "2", cpu: "2", memory: 8Gi}
-"""
 
 
-def start(quota: str = "64Gi", *, restart: str = "NotRequired", extra: str = "") -> SimCluster:
-    cluster = SimCluster().start()
-    cluster.load_manifests(MANIFESTS.replace("QUOTA", quota).replace("MEMORY", restart) + extra)
-    cluster.settle()
-    return cluster
+def trainer(name: str = "trainer", *, restart: str = "NotRequired") -> build.Obj:
+    """2 pods × (2 GPUs, 2 CPUs, 8 Gi), CPU resized in place and memory as `restart` says."""
+    main = build.container(image=f"registry.example.com/{name}:3", gpus=2, cpu="2", memory="8Gi",
+                           resize={"cpu": "NotRequired", "memory": restart})
+    return build.deployment(name, main, replicas=2, labelled=True)
+
+
+def world(quota: str = "64Gi", *, restart: str = "NotRequired") -> list[build.Obj]:
+    """One 8-GPU node; a quota of 16 GPUs, 20 CPUs and `quota` of memory; the trainer."""
+    hard = {f"requests.{build.GPU}": 16, "requests.cpu": 20, "limits.cpu": 20, "requests.memory": quota,
+            "limits.memory": quota}
+    return [build.namespace(), build.gpu_node(), build.quota("compute", hard), trainer(restart=restart)]
+
+
+def start(quota: str = "64Gi", *, restart: str = "NotRequired", extra: tuple[build.Obj, ...] = ()) -> SimCluster:
+    return build.start(world(quota, restart=restart), extra)
 
 
 @pytest.fixture
 def mem_sim() -> Iterator[SimCluster]:
-    cluster = start()
-    try:
+    with start() as cluster:
         yield cluster
-    finally:
-        cluster.stop()
-
-
-def reactor_for(sim: SimCluster, token_file: Path, **policy: Any) -> Reactor:
-    return build_reactor(sim, make_settings(token_file, **policy))
 
 
 def alerts(r: Reactor, *, status: str = "firing") -> dict[str, Any]:
@@ -145,18 +114,9 @@ def test_the_memory_quota_bounds_the_raise(token_file: Path) -> None:
 
 
 def test_the_limitrange_max_caps_the_raise(token_file: Path) -> None:
-    limit_range = """
----
-apiVersion: v1
-kind: LimitRange
-metadata: {name: bounds, namespace: ml-workloads}
-spec:
-  limits:
-  - type: Container
-    max: {memory: 9Gi}
-    maxLimitRequestRatio: {memory: "2"}
-"""
-    sim = start(extra=limit_range)
+    limit_range = build.limit_range("bounds", {"type": "Container", "max": {"memory": "9Gi"},
+                                               "maxLimitRequestRatio": {"memory": "2"}})
+    sim = start(extra=(limit_range,))
     try:
         r = reactor_for(sim, token_file)
         assert outcomes(r, alerts(r)) == {("applied", "resize-memory", "8192Mi", "9216Mi")}
@@ -203,8 +163,7 @@ def test_a_container_restarted_by_a_memory_resize_gets_it_through_its_template(t
 def test_memory_a_raise_takes_is_reserved_for_the_rest_of_the_notification(token_file: Path) -> None:
     """Two near-limit trainers in one notification, headroom for one raise (2 pods × 2Gi of 36Gi, 32Gi used): the
     first is raised, the second refused by the policy (not by a 403 from the API server on its resizes)."""
-    second = MANIFESTS.split("---\napiVersion: apps/v1", 1)[1].replace("trainer", "trainer-b")
-    sim = start("36Gi", extra="---\napiVersion: apps/v1" + second.replace("MEMORY", "NotRequired"))
+    sim = start("36Gi", extra=(trainer("trainer-b"),))
     try:
         r = reactor_for(sim, token_file)
         specs = [AlertSpec(ALERT, NAMESPACE, pod, "main", 0.95, 2) for app in ("trainer", "trainer-b")

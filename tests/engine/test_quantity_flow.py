@@ -14,77 +14,31 @@ import pytest
 from reactor.core.quantity import value
 from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
-from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
+from tests import cluster_builder as build
+from tests.support import NAMESPACE, Reactor, reactor_for
 
 TI = 1 << 40
-CLUSTER = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: ml-workloads}
----
-apiVersion: v1
-kind: Node
-metadata: {name: gpu-node-1, labels: {kubernetes.io/hostname: gpu-node-1}}
-status:
-  capacity: {cpu: "64", memory: 16Ti, pods: "110", nvidia.com/gpu: "8"}
-  allocatable: {cpu: "64", memory: 16Ti, pods: "110", nvidia.com/gpu: "8"}
-  conditions: [{type: Ready, status: "True", reason: KubeletReady}]
-"""
-BIG_MEMORY = """
----
-apiVersion: v1
-kind: ResourceQuota
-metadata: {name: memory, namespace: ml-workloads}
-spec:
-  hard: {requests.memory: 8Ti, limits.memory: HARD}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: trainer, namespace: ml-workloads, labels: {app: trainer}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: trainer}}
-  template:
-    metadata: {labels: {app: trainer}}
-    spec:
-      containers:
-      - name: main
-        image: registry.example.com/trainer:3
-        resources:
-          limits: {nvidia.com/gpu: "1", cpu: "2", memory: 2Ti}
-          requests: {nvidia.com/gpu: "1", cpu: "2", memory: 2Ti}
-"""
-EXPONENT_GPU = """
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: trainer, namespace: ml-workloads, labels: {app: trainer}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: trainer}}
-  template:
-    metadata: {labels: {app: trainer}}
-    spec:
-      containers:
-      - name: main
-        image: registry.example.com/trainer:3
-        resources:
-          limits: {nvidia.com/gpu: "1e0"}
-          requests: {nvidia.com/gpu: "1e0"}
-"""
+
+
+def big_memory(hard: str) -> list[build.Obj]:
+    """One trainer pod limited to 2 Ti, under a memory quota whose limits.memory line is `hard`."""
+    return [build.quota("memory", {"requests.memory": "8Ti", "limits.memory": hard}),
+            build.deployment("trainer", build.container(gpus=1, cpu="2", memory="2Ti"), labelled=True)]
+
+
+# A GPU count in exponent form, as a person may write it.
+EXPONENT_GPU = build.deployment("trainer", build.container(gpus="1e0"), labelled=True)
 
 
 @pytest.fixture
 def sim() -> Iterator[SimCluster]:
-    cluster = SimCluster().start()
-    try:
+    with SimCluster().start() as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
-def _load(sim: SimCluster, manifests: str) -> None:
-    sim.load_manifests(CLUSTER + manifests)
+def _load(sim: SimCluster, *objects: build.Obj) -> None:
+    """Into the namespace, beside one 8-GPU node of 16 Ti."""
+    sim.apply([build.namespace(), build.gpu_node(memory="16Ti"), *objects])
     sim.settle()
 
 
@@ -96,8 +50,8 @@ def _outcomes(r: Reactor, alert: str, value_: float) -> list[dict[str, Any]]:
 
 
 def test_a_2ti_memory_limit_is_raised_within_a_2ti_scale_quota_line(sim: SimCluster, token_file: Path) -> None:
-    _load(sim, BIG_MEMORY.replace("HARD", "3Ti"))
-    r = build_reactor(sim, make_settings(token_file, memory={"max": "4Ti"}))
+    _load(sim, *big_memory("3Ti"))
+    r = reactor_for(sim, token_file, memory={"max": "4Ti"})
     (outcome,) = _outcomes(r, "GPUContainerNearMemoryLimit", 0.95)
     assert (outcome["result"], outcome["action"], outcome["from"], outcome["to"]) == \
         ("applied", "resize-memory", "2097152Mi", "2621440Mi")  # 2Ti × 1.25 = 2.5Ti, within limits.memory 3Ti
@@ -108,8 +62,8 @@ def test_a_2ti_memory_limit_is_raised_within_a_2ti_scale_quota_line(sim: SimClus
 
 def test_a_2ti_quota_line_is_not_dropped(sim: SimCluster, token_file: Path) -> None:
     """limits.memory 2Ti, all of it used by the one pod: the raise needs headroom the quota does not have."""
-    _load(sim, BIG_MEMORY.replace("HARD", "2Ti"))
-    r = build_reactor(sim, make_settings(token_file, memory={"max": "4Ti"}))
+    _load(sim, *big_memory("2Ti"))
+    r = reactor_for(sim, token_file, memory={"max": "4Ti"})
     (outcome,) = _outcomes(r, "GPUContainerNearMemoryLimit", 0.95)
     assert (outcome["result"], outcome["reason"]) == ("skipped", "quota-exceeded")
     assert "limits.memory of quota memory" in outcome["detail"]
@@ -119,7 +73,7 @@ def test_a_gpu_count_spelled_1e0_is_one_gpu(sim: SimCluster, token_file: Path) -
     _load(sim, EXPONENT_GPU)
     assert sim.get("deployments", NAMESPACE, "trainer")["spec"]["template"]["spec"]["containers"][0][
         "resources"]["limits"]["nvidia.com/gpu"] == "1e0"  # kept as written, as the API server keeps it
-    r = build_reactor(sim, make_settings(token_file, alerts={"GPUSaturated": ["resize-gpu-up"]}))
+    r = reactor_for(sim, token_file, alerts={"GPUSaturated": ["resize-gpu-up"]})
     (outcome,) = _outcomes(r, "GPUSaturated", 0.99)
     assert (outcome["result"], outcome["action"], outcome["from"], outcome["to"]) == ("applied", "resize-gpu", 1, 2)
     (under,) = _outcomes(r, "GPUUnderutilized", 0.05)

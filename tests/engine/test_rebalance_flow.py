@@ -21,7 +21,7 @@ from reactor.intake.alerts import parse_notification
 from reactor.tools.payloads import AlertSpec, notification
 from reactor.tools.prometheus_api import PrometheusStandIn
 from reactor_sim import SimCluster
-from tests.sim.builders import gpu_node
+from tests import cluster_builder as build
 from tests.support import NAMESPACE, TOKEN, Reactor, build_reactor, make_settings
 
 GPU = "nvidia.com/gpu"
@@ -48,26 +48,18 @@ class Source:
 
 def _deployment(name: str, replicas: int, gpus: int, priority: str, *, donor: bool = False) -> dict[str, Any]:
     annotations = {"gpu-reactor.io/donor": "true"} if donor else {}
-    return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name, "namespace": NAMESPACE, "annotations": annotations},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}}, "spec": {
-                         "priorityClassName": priority,
-                         "containers": [{"name": "main", "image": f"{name}:1", "resources": {
-                             "limits": {GPU: str(gpus)}, "requests": {GPU: str(gpus)}}}]}}}}
+    return build.deployment(name, build.container(image=f"{name}:1", gpus=gpus), replicas=replicas,
+                            priority=priority, annotations=annotations)
 
 
-QUOTA = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "gpu-quota", "namespace": NAMESPACE},
-         "spec": {"hard": {f"requests.{GPU}": "8"}}}
+QUOTA = build.quota("gpu-quota", {f"requests.{GPU}": 8})
 
 
 @pytest.fixture
 def cluster() -> Iterator[SimCluster]:
     """The seed's PriorityClasses, two 8-GPU Nodes and one 8-GPU quota."""
-    with SimCluster().start() as sim:
-        sim.load_manifests(ROOT / "deploy" / "base" / "priorityclasses.yaml")
-        sim.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, gpu_node(),
-                   gpu_node("gpu-node-2"), QUOTA])
+    with build.start(build.namespace(), build.gpu_node(), build.gpu_node("gpu-node-2"), QUOTA, priority_classes=True,
+                     settle=False) as sim:
         yield sim
 
 

@@ -5,50 +5,29 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from reactor_sim import SimCluster
-from tests.sim.builders import gpu_node
-from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
+from tests import cluster_builder as build
+from tests.support import NAMESPACE, serving
 
-GPU = "nvidia.com/gpu"
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _trainer(priority: str | None, name: str = "trainer", replicas: int = 3) -> dict[str, Any]:
-    spec: dict[str, Any] = {"containers": [{"name": "main", "image": "trainer:1",
-                                            "resources": {"limits": {GPU: "1"}, "requests": {GPU: "1"}}}]}
-    if priority:
-        spec["priorityClassName"] = priority
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": NAMESPACE},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}}, "spec": spec}}}
+GPU = build.GPU
 
 
-def _scoped_quota(name: str, cls: str, hard: int) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": name, "namespace": NAMESPACE},
-            "spec": {"hard": {f"requests.{GPU}": str(hard)},
-                     "scopeSelector": {"matchExpressions": [
-                         {"scopeName": "PriorityClass", "operator": "In", "values": [cls]}]}}}
+def _trainer(priority: str | None, name: str = "trainer", replicas: int = 3) -> build.Obj:
+    return build.deployment(name, build.container(image="trainer:1", gpus=1), replicas=replicas, priority=priority)
+
+
+def _scoped_quota(name: str, cls: str, hard: int) -> build.Obj:
+    return build.quota(name, {f"requests.{GPU}": hard}, priority=cls)
 
 
 @pytest.fixture
 def cluster() -> Iterator[SimCluster]:
     """The namespace with the seed's PriorityClasses (deploy/base) and one Ready 8-GPU Node, nothing else."""
-    with SimCluster().start() as sim:
-        sim.load_manifests(ROOT / "deploy" / "base" / "priorityclasses.yaml")
-        sim.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, gpu_node()])
+    with build.start(build.namespace(), build.gpu_node(), priority_classes=True, settle=False) as sim:
         yield sim
-
-
-def _reactor(sim: SimCluster, token_file: Path, strategies: list[str]) -> Iterator[Reactor]:
-    r = build_reactor(sim, make_settings(token_file, alerts={"GPUSaturated": strategies}))
-    try:
-        yield r
-    finally:
-        r.service.kube.close()
 
 
 def test_a_priority_change_that_the_new_class_quota_cannot_hold_is_refused(cluster: SimCluster,
@@ -58,7 +37,7 @@ def test_a_priority_change_that_the_new_class_quota_cannot_hold_is_refused(clust
     cluster.apply([_trainer("medium-priority-gpu"), _scoped_quota("high-gpu", "high-priority-gpu", 2)])
     cluster.settle()
     before = cluster.get("deployments", NAMESPACE, "trainer")["metadata"]["resourceVersion"]
-    for r in _reactor(cluster, token_file, ["set-priority-up"]):
+    with serving(cluster, token_file, alerts={"GPUSaturated": ["set-priority-up"]}) as r:
         (outcome,) = {o["workload"]: o for o in r.post(r.alerts("GPUSaturated", "trainer", "main",
                                                                 value=0.98)).get_json()["outcomes"]}.values()
         assert (outcome["result"], outcome["reason"]) == ("skipped", "quota-exceeded")
@@ -86,7 +65,7 @@ def test_a_quota_scoped_to_another_class_does_not_block(cluster: SimCluster, tok
     counted by that quota, so the reactor acts and the API server admits the new pods."""
     cluster.apply([_trainer(None), _scoped_quota("burst-gpu", "burst-gpu", 0)])
     cluster.settle()
-    for r in _reactor(cluster, token_file, ["resize-gpu-up"]):
+    with serving(cluster, token_file, alerts={"GPUSaturated": ["resize-gpu-up"]}) as r:
         outcomes = r.post(r.alerts("GPUSaturated", "trainer", "main", value=0.98)).get_json()["outcomes"]
         assert {(o["result"], o["action"], o["from"], o["to"]) for o in outcomes} == {("applied", "resize-gpu", 1, 2)}
     cluster.settle()
@@ -101,7 +80,7 @@ def test_two_workloads_moving_into_one_class_quota_in_one_notification(cluster: 
     cluster.apply([_trainer("medium-priority-gpu", "a", 2), _trainer("medium-priority-gpu", "b", 2),
                    _scoped_quota("high-gpu", "high-priority-gpu", 3)])
     cluster.settle()
-    for r in _reactor(cluster, token_file, ["set-priority-up"]):
+    with serving(cluster, token_file, alerts={"GPUSaturated": ["set-priority-up"]}) as r:
         body = r.alerts("GPUSaturated", "a", "main", value=0.98)
         body["alerts"] += r.alerts("GPUSaturated", "b", "main", value=0.98)["alerts"]
         outcomes = {o["workload"]: o for o in r.post(body).get_json()["outcomes"]}

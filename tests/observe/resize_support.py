@@ -10,51 +10,17 @@ from typing import Any
 from reactor.observe.verifier import Verifier
 from reactor.state.annotations import VERIFICATION
 from reactor_sim import SimCluster
+from tests import cluster_builder as build
 from tests.support import NAMESPACE, Reactor
-
-MANIFESTS = """
-apiVersion: v1
-kind: Namespace
-metadata: {name: ml-workloads}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: gpu-reactor}
----
-apiVersion: v1
-kind: Node
-metadata: {name: gpu-node-1, labels: {kubernetes.io/hostname: gpu-node-1}}
-status:
-  capacity: {cpu: "NODE_CPU", memory: NODE_MEMORY, pods: "110", nvidia.com/gpu: "8"}
-  allocatable: {cpu: "NODE_CPU", memory: NODE_MEMORY, pods: "110", nvidia.com/gpu: "8"}
-  conditions: [{type: Ready, status: "True", reason: KubeletReady}]
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: trainer, namespace: ml-workloads}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: trainer}}
-  template:
-    metadata: {labels: {app: trainer}}
-    spec:
-      containers:
-      - name: main
-        image: registry.example.com/trainer:3
-        resizePolicy: RESIZE_POLICY
-        resources:
-          limits: {nvidia.com/gpu: "2", cpu: "2", memory: 8Gi}
-          requests: {nvidia.com/gpu: "2", cpu: "2", memory: 8Gi}
-"""
 
 
 def trainer_cluster(*, node_cpu: str = "64", node_memory: str = "512Gi",
-                    resize_policy: str = "[]") -> Iterator[SimCluster]:
-    """The cluster, settled: the trainer's pod Running on the node."""
-    with SimCluster().start() as sim:
-        sim.load_manifests(MANIFESTS.replace("NODE_CPU", node_cpu).replace("NODE_MEMORY", node_memory)
-                           .replace("RESIZE_POLICY", resize_policy))
-        sim.settle()
+                    resize: dict[str, str] | None = None) -> Iterator[SimCluster]:
+    """The cluster, settled: the trainer's pod (2 GPUs, 2 CPUs, 8 Gi; `resize`: its resizePolicy) Running on the
+    node."""
+    trainer = build.container(gpus=2, cpu="2", memory="8Gi", resize=resize or {})
+    with build.start(build.namespace(), build.namespace("gpu-reactor"),
+                     build.gpu_node(cpu=node_cpu, memory=node_memory), build.deployment("trainer", trainer)) as sim:
         yield sim
 
 

@@ -20,7 +20,7 @@ from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 
 def _cluster(node_cpu: str) -> Iterator[SimCluster]:
-    yield from trainer_cluster(node_cpu=node_cpu, resize_policy="[{resourceName: cpu, restartPolicy: NotRequired}]")
+    yield from trainer_cluster(node_cpu=node_cpu, resize={"cpu": "NotRequired"})
 
 
 @pytest.fixture

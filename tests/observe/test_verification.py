@@ -20,11 +20,10 @@ from reactor.observe.verifier import Verifier
 from reactor.state.annotations import VERIFICATION
 from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
-from tests.sim.builders import gpu_node
+from tests.cluster_builder import container, deployment, gpu_node, namespace, quota, start
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 GPU = "nvidia.com/gpu"
-ROOT = Path(__file__).resolve().parents[2]
 START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
@@ -40,37 +39,26 @@ class Clock:
 
 
 def _trainer(replicas: int = 1, gpus: int = 2, name: str = "trainer") -> dict[str, Any]:
-    resources = {"limits": {GPU: str(gpus)}, "requests": {GPU: str(gpus)}}
-    spec = {"priorityClassName": "medium-priority-gpu",
-            "containers": [{"name": "main", "image": "trainer:1", "resources": resources}]}
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": NAMESPACE},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}}, "spec": spec}}}
+    return deployment(name, container(image="trainer:1", gpus=gpus), replicas=replicas,
+                      priority="medium-priority-gpu")
 
 
 def _cluster(node_gpus: int, names: tuple[str, ...] = ("trainer",)) -> SimCluster:
-    sim = SimCluster().start()
-    sim.load_manifests(ROOT / "deploy" / "base" / "priorityclasses.yaml")
-    sim.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
-               {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpu-reactor"}},
-               gpu_node(gpus=node_gpus), *(_trainer(name=n) for n in names)])
-    sim.settle()
-    return sim
+    return start(namespace(), namespace("gpu-reactor"), gpu_node(gpus=node_gpus), [_trainer(name=n) for n in names],
+                 priority_classes=True)
 
 
 @pytest.fixture
 def small() -> Iterator[SimCluster]:
     """One 4-GPU Node holding the trainer's one 2-GPU pod: a grow to 3 GPUs per pod fits on no Node beside it."""
-    sim = _cluster(4)
-    yield sim
-    sim.stop()
+    with _cluster(4) as sim:
+        yield sim
 
 
 @pytest.fixture
 def roomy() -> Iterator[SimCluster]:
-    sim = _cluster(8)
-    yield sim
-    sim.stop()
+    with _cluster(8) as sim:
+        yield sim
 
 
 Build = Callable[..., Reactor]
@@ -172,8 +160,7 @@ def test_a_failed_create_rollout_is_reverted(roomy: SimCluster, build: Build) ->
     clock = Clock()
     r = build(roomy, clock)
     assert _grow(r)["result"] == "applied"
-    roomy.apply({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "late", "namespace": NAMESPACE},
-                 "spec": {"hard": {f"requests.{GPU}": "2"}}})
+    roomy.apply(quota("late", {f"requests.{GPU}": 2}))
     roomy.settle()
     assert any(e["reason"] == "FailedCreate" for e in roomy.list("events", NAMESPACE))
     clock.at(31)
