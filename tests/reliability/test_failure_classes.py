@@ -44,6 +44,7 @@ from tests.reliability.harness import (
     namespace_docs,
     reactor_events,
     seed,
+    serving,
     state,
 )
 from tests.support import TOKEN, build_reactor, make_settings
@@ -57,16 +58,8 @@ _names = (f"classes-{i}" for i in itertools.count())
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimCluster, Child]]:
-    sim = SimCluster().start()
-    seed(sim, namespace_docs(LEASE_NS))
-    child = Child(sim, tmp_path_factory.mktemp("classes"), policy=POLICY, name="classes")
-    try:
-        child.start()
-        yield sim, child
-    finally:
-        child.kill()
-        print(f"--- classes log (tail) ---\n{child.log_tail()}")
-        sim.stop()
+    with serving("classes", tmp_path_factory.mktemp("classes"), POLICY, namespace_docs(LEASE_NS)) as served:
+        yield served
 
 
 @pytest.fixture

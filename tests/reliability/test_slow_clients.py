@@ -24,7 +24,7 @@ import pytest
 from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
 from tests.reliability.figures import FIGURES
-from tests.reliability.harness import TOKEN, Child, namespace_docs, seed, writes
+from tests.reliability.harness import TOKEN, Child, namespace_docs, seed, serving, writes
 from tests.reliability.test_auth import self_signed
 
 READ_TIMEOUT = 3.0
@@ -37,16 +37,8 @@ HEAD = (f"POST /alerts HTTP/1.1\r\nHost: reactor\r\nAuthorization: Bearer {TOKEN
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimCluster, Child]]:
-    sim = SimCluster().start()
-    seed(sim, namespace_docs("ml"))
-    child = Child(sim, tmp_path_factory.mktemp("slow"), policy=POLICY, name="slow")
-    try:
-        child.start()
-        yield sim, child
-    finally:
-        child.kill()
-        print(f"--- slow log (tail) ---\n{child.log_tail()}")
-        sim.stop()
+    with serving("slow", tmp_path_factory.mktemp("slow"), POLICY, namespace_docs("ml")) as served:
+        yield served
 
 
 def raw_exchange(child: Child, raw: bytes, timeout: float = 10.0) -> bytes:
