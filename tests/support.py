@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,7 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from reactor.app.assembly import Service, assemble
 from reactor.cluster.kube import KubeGateway
-from reactor.config.settings import Settings, build_settings
+from reactor.config.settings import Kube, Settings, build_settings
 from reactor.core.metrics import Metrics
 from reactor.engine import utcnow
 from reactor.observe.probes import ProbeAnswer
@@ -131,6 +132,16 @@ def _release(stand_in: PrometheusStandIn | None, api: Any) -> None:
         stand_in.stop()
 
 
+@contextmanager
+def kube_gateway(sim: SimCluster) -> Iterator[KubeGateway]:
+    """The reactor's API client to `sim`, unthrottled (qps and burst 1000), its own metrics; closed at the end."""
+    gateway = KubeGateway.for_url(sim.url, Kube(qps=1000, burst=1000), Metrics(CollectorRegistry()))
+    try:
+        yield gateway
+    finally:
+        gateway.close()
+
+
 def reactor_for(sim: SimCluster, token_file: Path, **policy: Any) -> Reactor:
     """The service assembled against `sim` with the test policy, `policy` merged over it."""
     return build_reactor(sim, make_settings(token_file, **policy))
@@ -159,3 +170,14 @@ def build_reactor(sim: SimCluster, settings: Settings, *, clock: Callable[[], da
     reactor = Reactor(service, feeding_client(service, stand_in, feed=feed), sim, registry, stand_in)
     release(reactor)
     return reactor
+
+
+def eventually(check: Callable[[], bool], seconds: float = 10.0, *, every: float = 0.05) -> None:
+    """Return once `check()` holds; fail when it has not within `seconds` (what a background thread or a watch
+    does, it does in its own time)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if check():
+            return
+        time.sleep(every)
+    raise AssertionError("condition not met in time")

@@ -12,16 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry
 
 from reactor.act.posting import COMBINED, Correlator, EventPoster, workload_event
 from reactor.cluster.kube import KubeGateway
-from reactor.config.settings import Kube
-from reactor.core.metrics import Metrics
 from reactor.core.model import WorkloadRef
 from reactor_sim import SimCluster
+from tests import cluster_builder as build
 from tests.observe.test_verification import _cluster
-from tests.support import NAMESPACE, build_reactor, make_settings
+from tests.support import NAMESPACE, build_reactor, kube_gateway, make_settings
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 REF = WorkloadRef("Deployment", NAMESPACE, "trainer")
@@ -30,16 +28,14 @@ OBJ = {"apiVersion": "apps/v1", "metadata": {"uid": "u-1", "resourceVersion": "7
 
 @pytest.fixture
 def sim() -> Iterator[SimCluster]:
-    with SimCluster().start() as cluster:
-        cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+    with build.start(build.namespace(), settle=False) as cluster:
         yield cluster
 
 
 @pytest.fixture
 def kube(sim: SimCluster) -> Iterator[KubeGateway]:
-    gateway = KubeGateway.for_url(sim.url, Kube(qps=1000, burst=1000), Metrics(CollectorRegistry()))
-    yield gateway
-    gateway.close()
+    with kube_gateway(sim) as gateway:
+        yield gateway
 
 
 def _event(message: str, seconds: int = 0, reason: str = "RolloutStalled") -> dict[str, Any]:

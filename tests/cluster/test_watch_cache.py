@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,20 +22,11 @@ from reactor.core.errors import TemporaryError
 from reactor.core.metrics import Metrics
 from reactor.observe import probes
 from reactor_sim import SimCluster
-from tests.support import HERE, NAMESPACE, Reactor, build_reactor, make_settings
+from tests.support import HERE, NAMESPACE, Reactor, build_reactor, eventually, make_settings
 
 GPU = "nvidia.com/gpu"
 WORKLOAD_READS = {"deployments", "replicasets", "statefulsets", "jobs", "cronjobs", "limitranges",
                   "resourcequotas", "horizontalpodautoscalers", "priorityclasses"}
-
-
-def eventually(check: Callable[[], bool], seconds: float = 10.0) -> None:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if check():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not met in time")
 
 
 @pytest.fixture

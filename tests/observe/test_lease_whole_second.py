@@ -13,14 +13,13 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from freezegun import freeze_time
-from prometheus_client import CollectorRegistry
 
 from reactor.cluster.kube import KubeGateway
-from reactor.config.settings import Kube
-from reactor.core.metrics import Metrics
 from reactor.core.model import WorkloadRef
 from reactor.observe.lease import VerifierLease, micro_time, pending_refs
 from reactor_sim import SimCluster
+from tests import cluster_builder as build
+from tests.support import kube_gateway
 
 WHOLE = "2026-03-01T12:00:00Z"
 REF = WorkloadRef("Deployment", "ml-workloads", "trainer")
@@ -28,16 +27,14 @@ REF = WorkloadRef("Deployment", "ml-workloads", "trainer")
 
 @pytest.fixture
 def sim() -> Iterator[SimCluster]:
-    with SimCluster().start() as cluster:
-        cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpu-reactor"}})
+    with build.start(build.namespace("gpu-reactor"), settle=False) as cluster:
         yield cluster
 
 
 @pytest.fixture
 def kube(sim: SimCluster) -> Iterator[KubeGateway]:
-    gateway = KubeGateway.for_url(sim.url, Kube(qps=1000, burst=1000), Metrics(CollectorRegistry()))
-    yield gateway
-    gateway.close()
+    with kube_gateway(sim) as gateway:
+        yield gateway
 
 
 def _lease(kube: KubeGateway, identity: str = "a") -> VerifierLease:

@@ -21,7 +21,7 @@ from reactor.state.annotations import VERIFICATION
 from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
 from tests.cluster_builder import container, deployment, gpu_node, namespace, quota, start
-from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
+from tests.support import NAMESPACE, Reactor, build_reactor, eventually, make_settings
 
 GPU = "nvidia.com/gpu"
 START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -272,13 +272,6 @@ def _cache_of(r: Reactor) -> Store:
     return informers.store
 
 
-def _eventually(check: Callable[[], bool], seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
-
-
 def _cached_verification(store: Store) -> str:
     obj = store.lookup("Deployment", NAMESPACE, "trainer")
     raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(VERIFICATION) if isinstance(obj, dict) else None
@@ -292,7 +285,7 @@ def test_with_the_watch_cache_passes_read_the_workload_from_it(roomy: SimCluster
     r = build(roomy, clock, watchCache=True)
     store = _cache_of(r)
     assert _grow(r)["result"] == "applied"
-    _eventually(lambda: _cached_verification(store) == "pending")
+    eventually(lambda: _cached_verification(store) == "pending")
     roomy.reset_counters()
     clock.at(5)
     assert _verifier(r).check_all() == 1
@@ -303,7 +296,7 @@ def test_with_the_watch_cache_passes_read_the_workload_from_it(roomy: SimCluster
         _verifier(r).check_all()
         return bool(_verification(roomy)["result"] == "verified")
 
-    _eventually(verified)
+    eventually(verified)
     assert roomy.requests[("get", "deployments", "")] == 0
     assert _gpus(roomy) == "3"
 
@@ -316,7 +309,7 @@ def test_with_the_watch_cache_a_revert_is_decided_on_a_fresh_read(small: SimClus
     store = _cache_of(r)
     assert _grow(r)["result"] == "applied"
     small.settle()
-    _eventually(lambda: _cached_verification(store) == "pending")
+    eventually(lambda: _cached_verification(store) == "pending")
     small.reset_counters()
     clock.at(31)
     _verifier(r).check_all()

@@ -12,11 +12,11 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from reactor.cluster.kube import KubeGateway
-from reactor.config.settings import Kube
 from reactor.core.metrics import Metrics
 from reactor.core.model import WorkloadRef
 from reactor.observe.lease import VERIFYING_KEY, VerifierLease, pending_refs
-from reactor_sim import SimCluster
+from tests import cluster_builder as build
+from tests.support import kube_gateway
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 REF = WorkloadRef("Deployment", "ml-workloads", "trainer")
@@ -24,11 +24,8 @@ REF = WorkloadRef("Deployment", "ml-workloads", "trainer")
 
 @pytest.fixture
 def kube() -> Iterator[KubeGateway]:
-    with SimCluster().start() as sim:
-        sim.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpu-reactor"}})
-        gateway = KubeGateway.for_url(sim.url, Kube(qps=1000, burst=1000), Metrics(CollectorRegistry()))
+    with build.start(build.namespace("gpu-reactor"), settle=False) as sim, kube_gateway(sim) as gateway:
         yield gateway
-        gateway.close()
 
 
 def _lease(kube: KubeGateway, identity: str) -> VerifierLease:
@@ -86,9 +83,7 @@ def test_each_change_of_the_list_is_one_write_and_a_stale_copy_is_read_again() -
     other replica writes; after another replica's write, the PUT of the stale copy is a 409, the Lease is read
     again and the change applied to what it holds, so nothing another replica put on the list is lost."""
     refs = [WorkloadRef("Deployment", "ml-workloads", f"t{i}") for i in range(6)]
-    with SimCluster().start() as sim:
-        sim.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpu-reactor"}})
-        kube = KubeGateway.for_url(sim.url, Kube(qps=1000, burst=1000), Metrics(CollectorRegistry()))
+    with build.start(build.namespace("gpu-reactor"), settle=False) as sim, kube_gateway(sim) as kube:
         a, b = _lease(kube, "a"), _lease(kube, "b")
 
         def lease_requests() -> dict[str, int]:

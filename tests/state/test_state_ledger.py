@@ -8,12 +8,9 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from prometheus_client import CollectorRegistry
 
 from reactor.act.ledger import LeaseLedger, MemoryLedger, StaleRecord, entry_for
 from reactor.cluster.kube import KubeGateway
-from reactor.config.settings import Kube
-from reactor.core.metrics import Metrics
 from reactor.core.model import Container, Workload, WorkloadRef
 from reactor.state.annotations import (
     COOLDOWN_UNTIL,
@@ -39,7 +36,8 @@ from reactor.state.ledger_codec import (
     with_entry,
 )
 from reactor.state.seal import LEGACY
-from reactor_sim import SimCluster
+from tests import cluster_builder as build
+from tests.support import kube_gateway
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 LATER = NOW + timedelta(hours=1)
@@ -128,11 +126,8 @@ def test_memory_ledger_intent_and_abort() -> None:
 
 @pytest.fixture
 def kube() -> Iterator[KubeGateway]:
-    with SimCluster().start() as sim:
-        sim.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpu-reactor"}})
-        gateway = KubeGateway.for_url(sim.url, Kube(qps=1000, burst=1000), Metrics(CollectorRegistry()))
+    with build.start(build.namespace("gpu-reactor"), settle=False) as sim, kube_gateway(sim) as gateway:
         yield gateway
-        gateway.close()
 
 
 def test_two_replicas_share_the_lease_and_a_stale_copy_never_writes(kube: KubeGateway) -> None:
