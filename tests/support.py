@@ -181,3 +181,13 @@ def eventually(check: Callable[[], bool], seconds: float = 10.0, *, every: float
             return
         time.sleep(every)
     raise AssertionError("condition not met in time")
+
+
+class Ticks:
+    """A monotonic clock that moves when the test moves it (`now`, in seconds)."""
+
+    def __init__(self, now: float = 0.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now

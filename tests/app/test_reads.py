@@ -10,14 +10,7 @@ from gunicorn.http.errors import InvalidChunkSize, NoMoreData
 from werkzeug.exceptions import BadRequest, RequestTimeout
 
 from reactor.app.reads import DeadlineReader, RequestDeadline, _GuardedInput
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support import Ticks
 
 
 @pytest.fixture
@@ -32,7 +25,7 @@ def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
 
 def test_the_deadline_is_for_the_whole_request_not_each_read(pair: tuple[socket.socket, socket.socket]) -> None:
     server, client = pair
-    clock = Clock()
+    clock = Ticks(100.0)
     reader = DeadlineReader(server, idle=5.0, total=10.0, clock=clock)
     for second in range(10):  # a byte a second: each read well within the idle timeout
         clock.now = 100.0 + second
@@ -46,7 +39,7 @@ def test_the_deadline_is_for_the_whole_request_not_each_read(pair: tuple[socket.
 
 def test_a_read_waits_at_most_what_is_left_of_the_deadline(pair: tuple[socket.socket, socket.socket]) -> None:
     server, client = pair
-    clock = Clock()
+    clock = Ticks(100.0)
     reader = DeadlineReader(server, idle=5.0, total=10.0, clock=clock)
     client.sendall(b"a")
     assert reader.recv(1) == b"a"  # the deadline starts: 110.0
@@ -58,7 +51,7 @@ def test_a_read_waits_at_most_what_is_left_of_the_deadline(pair: tuple[socket.so
 
 def test_restart_gives_the_next_request_its_own_deadline(pair: tuple[socket.socket, socket.socket]) -> None:
     server, client = pair
-    clock = Clock()
+    clock = Ticks(100.0)
     reader = DeadlineReader(server, idle=5.0, total=10.0, clock=clock)
     client.sendall(b"a")
     assert reader.recv(1) == b"a"

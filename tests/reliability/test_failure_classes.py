@@ -16,6 +16,7 @@ the change applied, since a redelivery would find the firing applied and write n
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import itertools
 import json
@@ -251,11 +252,8 @@ class Served:
 
 @pytest.fixture
 def served(sim: SimCluster, tmp_path: Path) -> Iterator[Served]:
-    server = Served(sim, tmp_path)
-    try:
+    with contextlib.closing(Served(sim, tmp_path)) as server:
         yield server
-    finally:
-        server.close()
 
 
 def poison(monkeypatch: pytest.MonkeyPatch, where: str, app: str) -> None:

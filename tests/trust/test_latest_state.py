@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,12 +27,9 @@ from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec, fingerprint, notification, rfc3339
 from reactor_sim import SimCluster
 from tests.support import NAMESPACE, Reactor
-from tests.trust.tenant import LEDGER, deployed_reactor, sign_as_reactor, template_of
+from tests.trust.tenant import BOOSTING, LEDGER, MinuteClock, deployed_reactor, sign_as_reactor, template_of
 
 RECORD = (LAST_ACTION, COOLDOWN_UNTIL, ORIGINAL, VERIFICATION, STATE_MAC)
-# One action after another on one Deployment: no cooldown, hysteresis or revert hold in the way.
-BOOSTING = {"cooldown": "0s", "reverseAfter": "0s", "revertAfter": "0s", "revert": ["scale-replicas-up"],
-            "alerts": {"GPUSaturated": ["scale-replicas-up"]}}
 
 
 def _spec(pod: str, started: datetime, status: str = "firing", alert: str = "GPUSaturated",
@@ -69,27 +65,6 @@ def _put_back(tenant: k8s.ApiClient, record: dict[str, str | None], name: str = 
 
 def _replicas(sim: SimCluster, name: str = "llm-inference") -> int:
     return int(sim.get("deployments", NAMESPACE, name)["spec"]["replicas"])
-
-
-class Clock:
-    """The reactor's clock, a minute on at each reading: steps of one test never share a second (a cooldown of
-    0s still ends at the next whole second)."""
-
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC)
-
-    def __call__(self) -> datetime:
-        self.now += timedelta(minutes=1)
-        return self.now
-
-
-@pytest.fixture
-def boosting(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
-    r = deployed_reactor(sim, token_file, clock=Clock(), **BOOSTING)
-    try:
-        yield r
-    finally:
-        r.service.kube.close()
 
 
 @pytest.fixture
@@ -214,7 +189,7 @@ def test_a_revert_restores_the_value_from_before_its_own_change(sim: SimCluster,
     so the boost's resolve found `gpus is already 4` and the boost survived it. Now it writes back 3."""
     policy = {**BOOSTING, "revert": ["resize-gpu-up"], "alerts": {"GPUUnderutilized": ["resize-gpu-down"],
                                                                  "GPUMemorySaturated": ["resize-gpu-up"]}}
-    r = deployed_reactor(sim, token_file, clock=Clock(), **policy)
+    r = deployed_reactor(sim, token_file, clock=MinuteClock(), **policy)
     try:
         pod = r.pods("llm-inference")[0]
         started = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)

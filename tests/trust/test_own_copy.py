@@ -12,12 +12,10 @@ write puts its own record back on the Deployment.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
 from kubernetes import client as k8s
 
 from reactor.state.annotations import COOLDOWN_UNTIL, LAST_ACTION, ORIGINAL, VERIFICATION
@@ -29,28 +27,6 @@ from tests.support import NAMESPACE, Reactor
 from tests.trust.tenant import LEDGER, deployed_reactor
 
 RECORD = (LAST_ACTION, COOLDOWN_UNTIL, ORIGINAL, VERIFICATION, STATE_MAC)
-BOOSTING = {"cooldown": "0s", "reverseAfter": "0s", "revertAfter": "0s", "revert": ["scale-replicas-up"],
-            "alerts": {"GPUSaturated": ["scale-replicas-up"]}}
-
-
-class Clock:
-    """A minute on at each reading: no two steps share a second (a 0s cooldown ends at the next whole second)."""
-
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC)
-
-    def __call__(self) -> datetime:
-        self.now += timedelta(minutes=1)
-        return self.now
-
-
-@pytest.fixture
-def boosting(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
-    r = deployed_reactor(sim, token_file, clock=Clock(), **BOOSTING)
-    try:
-        yield r
-    finally:
-        r.service.kube.close()
 
 
 def _outcome(reactor: Reactor, pod: str, started: datetime, status: str = "firing") -> dict[str, Any]:

@@ -27,7 +27,7 @@ from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
 from tests.adapters.operators import GPU, custom, install, reconcile_isvc
 from tests.support import NAMESPACE, Reactor
-from tests.trust.tenant import LEDGER, deployed_reactor
+from tests.trust.tenant import LEDGER, MinuteClock, deployed
 
 HOME = "llama.gpu-reactor"
 TEAM_C, TEAM_C_TOKEN = "team-c@example.com", "team-c-token"
@@ -43,17 +43,6 @@ LEASES_ONLY = [
 POLICY = {"cooldown": "0s", "reverseAfter": "0s", "revertAfter": "0s", "revert": ["resize-gpu-up"],
           "alerts": {"GPUMemorySaturated": ["resize-gpu-up"], "GPUUnderutilized": ["resize-gpu-down"]}}
 JUNK = {LAST_ACTION: "{}", COOLDOWN_UNTIL: "2199-01-01T00:00:00Z", STATE_MAC: "v2:0123456789abcdef:" + "0" * 64}
-
-
-class Clock:
-    """A minute on at each reading: no two steps share a second (a 0s cooldown ends at the next whole second)."""
-
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC)
-
-    def __call__(self) -> datetime:
-        self.now += timedelta(minutes=1)
-        return self.now
 
 
 @pytest.fixture
@@ -82,11 +71,8 @@ def team_c(sim: SimCluster) -> Iterator[k8s.CoordinationV1Api]:
 
 @pytest.fixture
 def reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
-    r = deployed_reactor(sim, token_file, clock=Clock(), **POLICY)
-    try:
+    with deployed(sim, token_file, clock=MinuteClock(), **POLICY) as r:
         yield r
-    finally:
-        r.service.kube.close()
 
 
 def _pods(sim: SimCluster) -> list[str]:
