@@ -43,12 +43,13 @@ def container(*, image: str = TRAINER_IMAGE, gpus: int | str | None = 1, cpu: st
 
 
 def deployment(name: str = "trainer", *containers: Obj, replicas: int = 1, priority: str | None = None,
-               labelled: bool = False, annotations: dict[str, str] | None = None, ns: str = NAMESPACE) -> Obj:
-    """A Deployment whose pods are labelled `app: <name>` (its selector); `labelled` labels the Deployment too,
-    `annotations` (even empty) are written as given."""
+               labelled: bool = False, labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
+               ns: str = NAMESPACE) -> Obj:
+    """A Deployment whose pods are labelled `app: <name>` (its selector); `labelled` labels the Deployment so too,
+    `labels` (else) with those; `annotations` (even empty) are written as given."""
     metadata: Obj = {"name": name, "namespace": ns}
-    if labelled:
-        metadata["labels"] = {"app": name}
+    if labelled or labels is not None:
+        metadata["labels"] = {"app": name} if labelled else labels
     if annotations is not None:
         metadata["annotations"] = annotations
     pod: Obj = {"containers": list(containers) or [container()]}

@@ -64,17 +64,24 @@ def roomy() -> Iterator[SimCluster]:
 Build = Callable[..., Reactor]
 
 
+def verifying_reactor(sim: SimCluster, token_file: Path, clock: Clock, identity: str,
+                      kube: dict[str, Any]) -> Reactor:
+    """A replica that grows GPUSaturated workloads and verifies every second (timeout 30 s), holding the verifier
+    Lease as `identity`."""
+    settings = make_settings(token_file, alerts={"GPUSaturated": ["resize-gpu-up"]}, cooldown="0s",
+                             verify={"timeout": "30s", "interval": "1s"}, kube=kube)
+    r = build_reactor(sim, settings, clock=clock)
+    assert r.service.verifier is not None
+    r.service.verifier.lease = verifier_lease(settings, r.service.kube, identity)
+    return r
+
+
 @pytest.fixture
 def build(token_file: Path) -> Iterator[Build]:
     made: list[Reactor] = []
 
     def make(sim: SimCluster, clock: Clock, identity: str = "replica-a", **kube: Any) -> Reactor:
-        settings = make_settings(token_file, alerts={"GPUSaturated": ["resize-gpu-up"]}, cooldown="0s",
-                                 verify={"timeout": "30s", "interval": "1s"},
-                                 kube={"timeout": "2s", "qps": 1000, "burst": 1000, **kube})
-        r = build_reactor(sim, settings, clock=clock)
-        assert r.service.verifier is not None
-        r.service.verifier.lease = verifier_lease(settings, r.service.kube, identity)
+        r = verifying_reactor(sim, token_file, clock, identity, {"timeout": "2s", "qps": 1000, "burst": 1000, **kube})
         _flushing(r)
         made.append(r)
         return r
@@ -125,6 +132,15 @@ def _reasons(sim: SimCluster) -> list[str]:
             if e["involvedObject"]["name"] == "trainer" and e.get("source", {}).get("component") == "gpu-reactor"]
 
 
+def _grown(sim: SimCluster, build: Build) -> tuple[Clock, Reactor]:
+    """A reactor on its own clock that grew the trainer (2 → 3 GPUs per pod), the cluster settled after."""
+    clock = Clock()
+    r = build(sim, clock)
+    assert _grow(r)["result"] == "applied"
+    sim.settle()
+    return clock, r
+
+
 def test_a_grow_beyond_every_nodes_free_gpus_is_reverted_within_verify_timeout(small: SimCluster,
                                                                                build: Build) -> None:
     """The new 3-GPU pod stays Pending (FailedScheduling): before verify.timeout the change stands and stays
@@ -172,10 +188,7 @@ def test_a_failed_create_rollout_is_reverted(roomy: SimCluster, build: Build) ->
 
 
 def test_a_successful_rollout_is_marked_verified(roomy: SimCluster, build: Build) -> None:
-    clock = Clock()
-    r = build(roomy, clock)
-    assert _grow(r)["result"] == "applied"
-    roomy.settle()
+    clock, r = _grown(roomy, build)
     clock.at(5)
     _verifier(r).check_all()
     assert _verification(roomy)["result"] == "verified"
@@ -226,10 +239,7 @@ def test_a_restart_mid_verification_resumes_and_finishes(small: SimCluster, buil
 
 
 def test_the_recently_reverted_rail_refuses_a_repeat(small: SimCluster, build: Build) -> None:
-    clock = Clock()
-    r = build(small, clock)
-    assert _grow(r)["result"] == "applied"
-    small.settle()
+    clock, r = _grown(small, build)
     clock.at(31)
     _verifier(r).check_all()
     small.settle()
@@ -320,10 +330,7 @@ def test_with_the_watch_cache_a_revert_is_decided_on_a_fresh_read(small: SimClus
 def test_the_gpu_hours_stop_when_a_person_changes_the_workload(roomy: SimCluster, build: Build) -> None:
     """Issue 26: the ledger follows the workload after its verification. The grow holds 1 GPU added; a person
     sets the GPUs to 4 by hand: the next pass ends the hold (the reactor's change no longer stands)."""
-    clock = Clock()
-    r = build(roomy, clock)
-    assert _grow(r)["result"] == "applied"
-    roomy.settle()
+    clock, r = _grown(roomy, build)
     clock.at(5)
     _verifier(r).check_all()
     assert r.metric("reactor_gpus_added", namespace=NAMESPACE) == 1
@@ -337,10 +344,7 @@ def test_the_gpu_hours_stop_when_a_person_changes_the_workload(roomy: SimCluster
 
 
 def test_the_gpu_hours_stop_when_the_workload_is_deleted(roomy: SimCluster, build: Build) -> None:
-    clock = Clock()
-    r = build(roomy, clock)
-    assert _grow(r)["result"] == "applied"
-    roomy.settle()
+    clock, r = _grown(roomy, build)
     clock.at(5)
     _verifier(r).check_all()
     assert _verifier(r).ledger.held() != []

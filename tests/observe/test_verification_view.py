@@ -26,6 +26,7 @@ from reactor.tools.launcher import state_key_file
 from reactor.tools.seeds import demo_file
 from reactor_sim import SimCluster
 from tests.adapters.operators import GPU, container, install
+from tests.cluster_builder import deployment
 from tests.observe.test_verification import Clock, _cluster, _flushing, _gpus, _grow, _verification
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
@@ -152,6 +153,17 @@ def test_a_restarted_reactor_reverts_a_notebook_change_that_never_rolls_out(demo
 
 
 LABELS = {"app": "queued", "kueue.x-k8s.io/queue-name": "team-a", "kueue.x-k8s.io/priority-class": "wpc-low"}
+# Kueue's objects (kueue.x-k8s.io/v1beta1: apis/kueue/v1beta1), in the order they are applied: the two
+# WorkloadPriorityClasses of the ladder, a ClusterQueue with room for 32 GPUs, the namespace's LocalQueue.
+KUEUE_QUEUES = [
+    *({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadPriorityClass", "metadata": {"name": name},
+       "value": value} for name, value in (("wpc-low", 100), ("wpc-high", 1000))),
+    {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "gpu-cq"},
+     "spec": {"resourceGroups": [{"coveredResources": [GPU], "flavors": [
+         {"name": "h100", "resources": [{"name": GPU, "nominalQuota": 32}]}]}]}},
+    {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
+     "metadata": {"name": "team-a", "namespace": NAMESPACE}, "spec": {"clusterQueue": "gpu-cq"}},
+]
 
 
 @pytest.fixture
@@ -160,20 +172,8 @@ def queued(token_file: Path) -> Iterator[Reactor]:
     a LocalQueue, and a 2-replica Deployment submitted to it."""
     sim = _cluster(32, ())
     install(sim, "kueue.x-k8s.io-v1beta2.yaml")  # v1beta2 served: Kueue v0.15+, where the priority label may change
-    for name, value in (("wpc-low", 100), ("wpc-high", 1000)):
-        sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadPriorityClass",
-                   "metadata": {"name": name}, "value": value})
-    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "gpu-cq"},
-               "spec": {"resourceGroups": [{"coveredResources": [GPU], "flavors": [
-                   {"name": "h100", "resources": [{"name": GPU, "nominalQuota": 32}]}]}]}})
-    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
-               "metadata": {"name": "team-a", "namespace": NAMESPACE}, "spec": {"clusterQueue": "gpu-cq"}})
-    sim.apply({"apiVersion": "apps/v1", "kind": "Deployment",
-               "metadata": {"name": "queued", "namespace": NAMESPACE, "labels": LABELS},
-               "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "queued"}},
-                        "template": {"metadata": {"labels": {"app": "queued"}},
-                                     "spec": {"priorityClassName": "medium-priority-gpu",
-                                              "containers": [container("server", 2)]}}}})
+    sim.apply(KUEUE_QUEUES)
+    sim.apply(deployment("queued", container("server", 2), replicas=2, priority="medium-priority-gpu", labels=LABELS))
     sim.settle()
     settings = make_settings(token_file, alerts={"GPUSaturated": ["set-priority-up"],
                                                  "GPUMemorySaturated": ["resize-gpu-up"]},

@@ -12,15 +12,14 @@ from typing import Any
 
 import pytest
 
-from reactor.app.assembly import verifier_lease
 from reactor.cluster.kube.gateway import LIST_PAGE
 from reactor.core.model import Action, Signal, Status, WorkloadRef
 from reactor.observe.lease import MAX_PENDING, OVERFLOW_KEY, VERIFYING_KEY
 from reactor.state.annotations import VERIFICATION
 from reactor.state.writes import StateWrites
 from reactor_sim import SimCluster
-from tests.observe.test_verification import START, Clock, _cluster
-from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
+from tests.observe.test_verification import START, Clock, _cluster, verifying_reactor
+from tests.support import NAMESPACE, Reactor
 
 COUNT = MAX_PENDING + 10
 GPU = "nvidia.com/gpu"
@@ -53,21 +52,14 @@ def _changed(r: Reactor, names: list[str]) -> None:
 
 @pytest.fixture
 def many(token_file: Path) -> Iterator[tuple[SimCluster, list[str]]]:
-    sim = _cluster(8, ())
     names = [f"nightly-{i:04d}" for i in range(COUNT)]
-    sim.apply([_cronjob(n) for n in names])
-    yield sim, names
-    sim.stop()
+    with _cluster(8, ()) as sim:
+        sim.apply([_cronjob(n) for n in names])
+        yield sim, names
 
 
 def _reactor(sim: SimCluster, token_file: Path, clock: Clock, identity: str, **kube: Any) -> Reactor:
-    settings = make_settings(token_file, alerts={"GPUSaturated": ["resize-gpu-up"]}, cooldown="0s",
-                             verify={"timeout": "30s", "interval": "1s"},
-                             kube={"timeout": "5s", "qps": 5000, "burst": 5000, **kube})
-    r = build_reactor(sim, settings, clock=clock)
-    assert r.service.verifier is not None
-    r.service.verifier.lease = verifier_lease(settings, r.service.kube, identity)
-    return r
+    return verifying_reactor(sim, token_file, clock, identity, {"timeout": "5s", "qps": 5000, "burst": 5000, **kube})
 
 
 def _results(sim: SimCluster) -> dict[str, int]:

@@ -27,7 +27,7 @@ from reactor.core.metrics import Metrics
 from reactor.state.ledger_codec import LEDGER_KEY, Entry, decode, encode
 from reactor.state.seal import StateKeys, new_write
 from reactor.tools.launcher import state_key_file
-from reactor.tools.payloads import AlertSpec
+from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
 from reactor_sim.status import ApiError
 from tests.deploy.deploy_helpers import DEPLOY
@@ -113,6 +113,19 @@ class MinuteClock:
 # One action after another on one Deployment: no cooldown, hysteresis or revert hold in the way.
 BOOSTING = {"cooldown": "0s", "reverseAfter": "0s", "revertAfter": "0s", "revert": ["scale-replicas-up"],
             "alerts": {"GPUSaturated": ["scale-replicas-up"]}}
+
+def outcome_of(reactor: Reactor, spec: AlertSpec) -> dict[str, Any]:
+    """The one outcome of a notification holding `spec` alone (answered 200)."""
+    answer = reactor.post(notification([spec]))
+    assert answer.status_code == 200, answer.get_json()
+    (outcome,) = answer.get_json()["outcomes"]
+    return dict(outcome)
+
+
+def why(outcome: dict[str, Any]) -> str:
+    """An outcome in one line, for an assertion's message."""
+    return f"{outcome.get('result')} {outcome.get('reason')}: {outcome.get('detail')}"
+
 
 LEDGER = ("gpu-reactor", "gpu-reactor-state")  # the state ledger's Lease, as deploy/reactor/policy.yaml names it
 

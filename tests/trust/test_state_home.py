@@ -27,7 +27,7 @@ from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
 from tests.adapters.operators import GPU, custom, install, reconcile_isvc
 from tests.support import NAMESPACE, Reactor
-from tests.trust.tenant import LEDGER, MinuteClock, deployed
+from tests.trust.tenant import LEDGER, MinuteClock, deployed, why
 
 HOME = "llama.gpu-reactor"
 TEAM_C, TEAM_C_TOKEN = "team-c@example.com", "team-c-token"
@@ -91,10 +91,6 @@ def _post(reactor: Reactor, pods: list[str], status: str = "firing") -> dict[str
     return dict(outcome)
 
 
-def _why(outcome: dict[str, Any]) -> str:
-    return f"{outcome.get('result')} {outcome.get('reason')}: {outcome.get('detail')}"
-
-
 def _gpus(sim: SimCluster) -> str:
     return str(custom(sim, "inferenceservices", "llama")["spec"]["predictor"]["model"]["resources"]["limits"][GPU])
 
@@ -114,7 +110,7 @@ def _raise(reactor: Reactor, sim: SimCluster) -> list[str]:
     """4 → 5 GPUs, KServe rolls the predictor; the pods that fired (for the resolve)."""
     firing = _pods(sim)
     o = _post(reactor, firing)
-    assert (o["result"], o.get("from"), o.get("to")) == ("applied", 4, 5), _why(o)
+    assert (o["result"], o.get("from"), o.get("to")) == ("applied", 4, 5), why(o)
     reconcile_isvc(sim, "llama")
     return firing
 
@@ -143,7 +139,7 @@ def test_a_lease_edited_by_another_team_does_not_block_the_revert(reactor: React
     firing = _raise(reactor, sim)
     team_c.patch_namespaced_lease(HOME, NAMESPACE, {"metadata": {"annotations": JUNK}})
     o = _post(reactor, firing, "resolved")
-    assert (o["result"], o.get("action"), o.get("from"), o.get("to")) == ("applied", "revert", 5, 4), _why(o)
+    assert (o["result"], o.get("action"), o.get("from"), o.get("to")) == ("applied", "revert", 5, 4), why(o)
     assert _gpus(sim) == "4"
     assert "revert" in _reactors_own(sim, isvc)[LAST_ACTION]
 
@@ -156,7 +152,7 @@ def test_a_lease_deleted_by_another_team_does_not_block_the_revert(reactor: Reac
     firing = _raise(reactor, sim)
     team_c.delete_namespaced_lease(HOME, NAMESPACE)
     o = _post(reactor, firing, "resolved")
-    assert (o["result"], o.get("action"), o.get("from"), o.get("to")) == ("applied", "revert", 5, 4), _why(o)
+    assert (o["result"], o.get("action"), o.get("from"), o.get("to")) == ("applied", "revert", 5, 4), why(o)
     assert _gpus(sim) == "4"
     assert "revert" in _reactors_own(sim, isvc)[LAST_ACTION]
 
@@ -189,12 +185,12 @@ def test_an_older_record_put_back_on_the_lease_does_not_block_the_revert(reactor
     firing = _raise(reactor, sim)
     saved = dict(team_c.read_namespaced_lease(HOME, NAMESPACE).metadata.annotations)
     o = _post(reactor, firing, "resolved")
-    assert (o["result"], o.get("action")) == ("applied", "revert"), _why(o)
+    assert (o["result"], o.get("action")) == ("applied", "revert"), why(o)
     reconcile_isvc(sim, "llama")
     firing = _raise(reactor, sim)
     team_c.patch_namespaced_lease(HOME, NAMESPACE, {"metadata": {"annotations": saved}})
     o = _post(reactor, firing, "resolved")
-    assert (o["result"], o.get("action"), o.get("from"), o.get("to")) == ("applied", "revert", 5, 4), _why(o)
+    assert (o["result"], o.get("action"), o.get("from"), o.get("to")) == ("applied", "revert", 5, 4), why(o)
     assert _gpus(sim) == "4"
     assert "revert" in _reactors_own(sim, isvc)[LAST_ACTION]
     assert not reactor.metric("reactor_workload_skips_total", reason="stale-state")
