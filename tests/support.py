@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from flask.testing import FlaskClient
 from prometheus_client import CollectorRegistry
@@ -30,6 +30,7 @@ HERE = Path(__file__).parent
 SAMPLES = HERE / "samples"
 TOKEN = "test-token-0123456789abcdef"
 NAMESPACE = "ml-workloads"
+T = TypeVar("T")
 STAND_IN = "gpu-reactor-tests.prometheus-stand-in"  # the app's extension: the stand-in its test clients feed
 
 
@@ -183,11 +184,11 @@ def eventually(check: Callable[[], bool], seconds: float = 10.0, *, every: float
     raise AssertionError("condition not met in time")
 
 
-class Ticks:
-    """A monotonic clock that moves when the test moves it (`now`, in seconds)."""
+class Ticks(Generic[T]):
+    """A clock that moves when the test moves it (`now`: seconds of a monotonic clock, or a datetime)."""
 
-    def __init__(self, now: float = 0.0) -> None:
+    def __init__(self, now: T) -> None:
         self.now = now
 
-    def __call__(self) -> float:
+    def __call__(self) -> T:
         return self.now

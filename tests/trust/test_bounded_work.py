@@ -62,10 +62,10 @@ def test_vanished_pods_of_one_replicaset_share_one_lookup(reactor: Reactor, sim:
 
 
 @pytest.fixture
-def slow_writes(sim: SimCluster, token_file: Path) -> Iterator[tuple[Reactor, Ticks]]:
+def slow_writes(sim: SimCluster, token_file: Path) -> Iterator[tuple[Reactor, Ticks[float]]]:
     """The reactor whose monotonic clock moves 10 s on every write: the first write spends the deadline."""
     with deployed(sim, token_file, server={"tokenFile": str(token_file), "notificationDeadline": "8s"}) as r:
-        clock = Ticks()
+        clock = Ticks(0.0)
         r.service.engine.readers.monotonic = clock
         real = r.service.kube.patch
 
@@ -77,7 +77,7 @@ def slow_writes(sim: SimCluster, token_file: Path) -> Iterator[tuple[Reactor, Ti
         yield r, clock
 
 
-def test_past_the_deadline_the_rest_is_skipped_with_a_200(slow_writes: tuple[Reactor, Ticks],
+def test_past_the_deadline_the_rest_is_skipped_with_a_200(slow_writes: tuple[Reactor, Ticks[float]],
                                                           sim: SimCluster) -> None:
     reactor, _ = slow_writes
     deployment, statefulset = reactor.pods("llm-inference")[0], reactor.pods("trainer")[0]
