@@ -41,6 +41,13 @@ EXPORTER_TARGET_LABELS = {
 }
 
 
+def binaries() -> dict[str, str]:
+    """The real Prometheus and Alertmanager, as `promstack`'s keyword arguments (one missing skips the test, or
+    fails it under PROMSTACK_REQUIRED=1)."""
+    return {"prometheus_bin": require_tool(Path(PROMETHEUS_BIN).name),
+            "alertmanager_bin": require_tool(Path(ALERTMANAGER_BIN).name)}
+
+
 class StackError(RuntimeError):
     """A process did not start or did not become ready; the message carries its log."""
 
