@@ -7,14 +7,12 @@ broken, slow, locked or impostor server, and every case must end in `AlertSource
 
 from __future__ import annotations
 
-import contextlib
 import json
-import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +32,8 @@ from reactor.sources.alertmanager import (
 from reactor.sources.metrics import SourceMetrics
 from reactor.tools.launcher import free_port
 from reactor_sim.tls import Certificate
-
-Handler = Callable[[BaseHTTPRequestHandler], None]
+from tests.sources.stub_http import StubServer, trickle
+from tests.sources.stub_http import send as _send
 
 
 def gettable(name: str = "GPUIdle", pod: str = "p-0", namespace: str = "team-a", state: str = "active",
@@ -51,47 +49,14 @@ def gettable(name: str = "GPUIdle", pod: str = "p-0", namespace: str = "team-a",
     }
 
 
-class Stub:
-    """A loopback HTTP server whose answer each test sets (`handler`); records each request's path and headers."""
+class Stub(StubServer):
+    """The stub as Alertmanager's API: answers `[]` until a test says otherwise."""
 
     def __init__(self, context: Any = None) -> None:
-        self.handler: Handler = lambda h: _send(h, 200, b"[]")
-        self.requests: list[tuple[str, dict[str, str]]] = []
-        stub = self
-
-        class _H(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-                stub.requests.append((self.path, dict(self.headers)))
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    stub.handler(self)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _H)
-        self.server.daemon_threads = True
-        if context is not None:
-            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def port(self) -> int:
-        return int(self.server.server_address[1])
+        super().__init__(lambda h: _send(h, 200, b"[]"), context=context)
 
     def json(self, body: Any) -> None:
         self.handler = lambda h: _send(h, 200, json.dumps(body).encode())
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def _send(h: BaseHTTPRequestHandler, status: int, body: bytes, content_type: str = "application/json") -> None:
-    h.send_response(status)
-    h.send_header("Content-Type", content_type)
-    h.send_header("Content-Length", str(len(body)))
-    h.end_headers()
-    h.wfile.write(body)
 
 
 @pytest.fixture
@@ -179,17 +144,7 @@ def test_a_slow_answer_past_the_timeout_is_a_timeout(stub: Stub) -> None:
 
 def test_a_trickled_answer_cannot_outlast_the_timeout_of_the_whole_call(stub: Stub) -> None:
     """Each byte arrives well within the timeout; the whole answer does not: the deadline bounds the call."""
-
-    def trickle(h: BaseHTTPRequestHandler) -> None:
-        h.send_response(200)
-        h.send_header("Content-Length", "1000")
-        h.end_headers()
-        for _ in range(1000):
-            h.wfile.write(b" ")
-            h.wfile.flush()
-            time.sleep(0.05)
-
-    stub.handler = trickle
+    stub.handler = trickle(1000, 1000)
     started = time.monotonic()
     reason = _unavailable(_source(f"http://127.0.0.1:{stub.port}", timeout=0.5))
     assert time.monotonic() - started < 1.5

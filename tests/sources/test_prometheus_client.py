@@ -6,14 +6,12 @@ What a real Prometheus 2.42 answers is checked in tests/promstack/test_prometheu
 
 from __future__ import annotations
 
-import contextlib
 import json
-import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -21,39 +19,20 @@ import pytest
 
 from reactor.core.errors import Failure, PrometheusUnavailable, ReactorError, classify
 from reactor.sources.prometheus import PrometheusApi, promql_string
+from tests.sources.stub_http import Handler, StubServer, trickle
+from tests.sources.stub_http import send as _send
 
-Handler = Callable[[BaseHTTPRequestHandler], None]
 
-
-class Stub:
-    """A loopback HTTP/1.1 server (keep-alive) whose answer each test sets; records each request and connection."""
+class Stub(StubServer):
+    """The stub as Prometheus's HTTP API over HTTP/1.1 (keep-alive): an empty vector until a test says otherwise."""
 
     def __init__(self) -> None:
-        self.handler: Handler = lambda h: _send(h, 200, _ok({"resultType": "vector", "result": []}))
-        self.requests: list[tuple[str, dict[str, str]]] = []
-        self.connections: set[tuple[str, int]] = set()
+        super().__init__(lambda h: _send(h, 200, _ok({"resultType": "vector", "result": []})), keep_alive=True)
         self.apis: list[PrometheusApi] = []
-        stub = self
-
-        class _H(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-                stub.requests.append((self.path, dict(self.headers)))
-                stub.connections.add(self.client_address)
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    stub.handler(self)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _H)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        return f"http://127.0.0.1:{self.port}"
 
     def api(self, url: str, **kw: Any) -> PrometheusApi:
         """A client of this stub, its kept connections closed with the stub."""
@@ -67,20 +46,11 @@ class Stub:
     def stop(self) -> None:
         for api in self.apis:
             api.close()
-        self.server.shutdown()
-        self.server.server_close()
+        super().stop()
 
 
 def _ok(data: Any) -> bytes:
     return json.dumps({"status": "success", "data": data}).encode()
-
-
-def _send(h: BaseHTTPRequestHandler, status: int, body: bytes) -> None:
-    h.send_response(status)
-    h.send_header("Content-Type", "application/json")
-    h.send_header("Content-Length", str(len(body)))
-    h.end_headers()
-    h.wfile.write(body)
 
 
 @pytest.fixture
@@ -201,16 +171,7 @@ def test_rules_answer_with_a_bad_state_is_unavailable(stub: Stub) -> None:
 
 
 def test_a_trickling_server_is_cut_at_the_deadline(stub: Stub) -> None:
-    def trickle(h: BaseHTTPRequestHandler) -> None:
-        h.send_response(200)
-        h.send_header("Content-Length", "100000")
-        h.end_headers()
-        for _ in range(100):
-            h.wfile.write(b" ")
-            h.wfile.flush()
-            time.sleep(0.05)
-
-    stub.handler = trickle
+    stub.handler = trickle(100000, 100)
     started = time.monotonic()
     reason = _unavailable(lambda: stub.api(stub.url, timeout=0.4).query("x"))
     assert time.monotonic() - started < 1.5
