@@ -45,13 +45,7 @@ def raw_exchange(child: Child, raw: bytes, timeout: float = 10.0) -> bytes:
     """Send `raw` at once and read the answer until the server closes (or `timeout`)."""
     with socket.create_connection(("127.0.0.1", child.port), timeout=timeout) as s:
         s.sendall(raw)
-        chunks = []
-        try:
-            while chunk := s.recv(65536):
-                chunks.append(chunk)
-        except (TimeoutError, ConnectionResetError):
-            pass
-        return b"".join(chunks)
+        return read_rest(s, timeout)
 
 
 def status_and_json(answer: bytes) -> tuple[int, dict[str, object]]:
@@ -143,9 +137,9 @@ def trickle(child: Child, prefix: bytes, payload: bytes, every: float, limit: fl
     return limit, b"still open"
 
 
-def read_rest(s: socket.socket) -> bytes:
-    """What else the server sends before it closes (an answer may come in several pieces)."""
-    s.settimeout(5)
+def read_rest(s: socket.socket, timeout: float = 5) -> bytes:
+    """What else the server sends before it closes (an answer may come in several pieces), or until `timeout`."""
+    s.settimeout(timeout)
     chunks = []
     try:
         while chunk := s.recv(65536):
