@@ -44,7 +44,7 @@ def make_settings(token_file: Path, **policy: Any) -> Settings:
                            "kube": {"timeout": "2s", "qps": 1000, "burst": 1000}, "logging": {"format": "text"}}
     doc.update(policy)
     # `kube.watchCache` is on by default; these tests count API reads and build the service without starting its
-    # informers, so they read with it off unless they ask for it (tests/test_watch_cache*.py do).
+    # informers, so they read with it off unless they ask for it (tests/cluster/test_watch_cache*.py do).
     doc["kube"] = {"watchCache": False, **doc["kube"]}
     return build_settings(doc, {})
 

@@ -1,6 +1,6 @@
 """What reactor/app/worker.py takes from gunicorn's gthread worker beyond its documented settings: these names and
 their arguments. The dependency is no longer pinned below the next major version; this test is what fails, by name,
-when a release moves one of them (the worker's behaviour is then asserted end to end by tests/test_framing.py,
+when a release moves one of them (the worker's behaviour is then asserted end to end by tests/app/test_framing.py,
 tests/reliability/test_front_door.py and test_slow_clients.py)."""
 
 from __future__ import annotations
