@@ -22,8 +22,8 @@ Obj = dict[str, Any]
 PRIORITY_CLASSES = Path(__file__).resolve().parents[1] / "deploy" / "base" / "priorityclasses.yaml"
 TRAINER_IMAGE = "registry.example.com/trainer:3"
 
-__all__ = ["GPU", "NAMESPACE", "PRIORITY_CLASSES", "container", "deployment", "gpu_node", "limit_range", "namespace",
-           "quota", "start"]
+__all__ = ["GPU", "NAMESPACE", "PRIORITY_CLASSES", "Obj", "container", "deployment", "gpu_node", "limit_range",
+           "namespace", "quota", "start"]
 
 
 def namespace(name: str = NAMESPACE) -> Obj:
