@@ -45,7 +45,8 @@ def firing(stack: PromStack, dcgm_exporter: FakeDcgmExporter) -> Iterator[dict[s
     deadline = time.monotonic() + 30
     found: list[dict[str, Any]] = []
     while time.monotonic() < deadline:
-        found = [a for a in _ours(get_json(f"{stack.prometheus_url}/api/v1/rules?type=alert")[1]) if a["state"] == "firing"]
+        rules = get_json(f"{stack.prometheus_url}/api/v1/rules?type=alert")[1]
+        found = [a for a in _ours(rules) if a["state"] == "firing"]
         if found:
             break
         time.sleep(0.3)
