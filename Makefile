@@ -41,7 +41,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-# The unit and component tiers (markers set by folder in tests/conftest.py) on every core (docs/development.md
+# The unit and component tiers (a module's own marker, else its folder's: tests/conftest.py) on every core (docs/development.md
 # gives its measured time).
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "unit or component" -n auto

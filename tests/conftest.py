@@ -9,7 +9,7 @@ import freezegun
 import pytest
 
 from reactor_sim import SimCluster
-from tests.support import HERE, TOKEN, Reactor, build_reactor, make_settings
+from tests.support import HERE, TOKEN, Reactor, serving
 
 # The official client validates calls with pydantic, which cannot build a schema for freezegun's
 # FakeDatetime: freezegun must leave those libraries' modules alone (the reactor still sees the fake clock).
@@ -36,28 +36,18 @@ def token_file(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
-    r = build_reactor(sim, make_settings(token_file))
-    try:
+    with serving(sim, token_file) as r:
         yield r
-    finally:
-        r.service.kube.close()
 
 
-# Test tiers, by folder (pyproject markers): `make test-fast` runs unit and component on every core; `make test`
-# and CI run every tier. A top-level test file is a component test unless listed here.
+# Test tiers (pyproject markers): `make test-fast` runs unit and component on every core; `make test` and CI run
+# every tier. A module names its tier on itself (`pytestmark = pytest.mark.unit`, or `process`); one that names
+# none takes its folder's, and a folder not listed here is component. A test's own tier marker adds to its module's.
+TIERS = ("unit", "component", "process")
 TIER_OF_FOLDER = {
     "policy": "unit", "samples": "unit",
-    "adapters": "component", "sim": "component", "trust": "component", "helm": "component", "doctor": "component",
     "deploy": "process", "docs": "process", "e2e": "process", "reliability": "process", "bench": "process",
     "rules": "process", "promstack": "promstack", "report": "promstack",
-}
-TIER_OF_FILE = {
-    "test_alerts.py": "unit", "test_statemac.py": "unit", "test_bounds.py": "unit", "test_bearer.py": "unit",
-    "test_config_errors.py": "unit", "test_cpu_inputs.py": "unit", "test_memory_inputs.py": "unit",
-    "test_quantity.py": "unit",
-    "test_architecture.py": "process", "test_arenas.py": "process", "test_cli.py": "process",
-    "test_cli_errors.py": "process", "test_demo.py": "process", "test_packaging.py": "process",
-    "test_readme.py": "process", "test_watch_cache_serve.py": "process", "test_sim_service_account.py": "process",
 }
 # Tests that assert a wall-clock time: told apart so a loaded machine's failure is read as what it is.
 WALLCLOCK = {
@@ -76,9 +66,15 @@ WALLCLOCK = {
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     tests = Path(__file__).parent
     for item in items:
-        relative = item.path.relative_to(tests)
-        tier = TIER_OF_FOLDER.get(relative.parts[0]) if len(relative.parts) > 1 else None
-        tier = tier or TIER_OF_FILE.get(relative.name, "component")
-        item.add_marker(getattr(pytest.mark, tier))
+        if not module_tier(item):
+            folder = item.path.relative_to(tests).parts[0]
+            item.add_marker(getattr(pytest.mark, TIER_OF_FOLDER.get(folder, "component")))
         if item.originalname in WALLCLOCK:
             item.add_marker(pytest.mark.wallclock)
+
+
+def module_tier(item: pytest.Item) -> str | None:
+    """The tier the test's module names in its `pytestmark`, if it names one."""
+    marks = getattr(getattr(item, "module", None), "pytestmark", [])
+    names = {mark.name for mark in (marks if isinstance(marks, list) else [marks])}
+    return next((tier for tier in TIERS if tier in names), None)

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import json
+import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from flask.testing import FlaskClient
 from prometheus_client import CollectorRegistry
 
 from reactor.app.assembly import Service, assemble
 from reactor.cluster.kube import KubeGateway
-from reactor.config.settings import Settings, build_settings
+from reactor.config.settings import Kube, Settings, build_settings
 from reactor.core.metrics import Metrics
 from reactor.engine import utcnow
 from reactor.observe.probes import ProbeAnswer
@@ -28,6 +30,7 @@ HERE = Path(__file__).parent
 SAMPLES = HERE / "samples"
 TOKEN = "test-token-0123456789abcdef"
 NAMESPACE = "ml-workloads"
+T = TypeVar("T")
 STAND_IN = "gpu-reactor-tests.prometheus-stand-in"  # the app's extension: the stand-in its test clients feed
 
 
@@ -41,7 +44,7 @@ def make_settings(token_file: Path, **policy: Any) -> Settings:
                            "kube": {"timeout": "2s", "qps": 1000, "burst": 1000}, "logging": {"format": "text"}}
     doc.update(policy)
     # `kube.watchCache` is on by default; these tests count API reads and build the service without starting its
-    # informers, so they read with it off unless they ask for it (tests/test_watch_cache*.py do).
+    # informers, so they read with it off unless they ask for it (tests/cluster/test_watch_cache*.py do).
     doc["kube"] = {"watchCache": False, **doc["kube"]}
     return build_settings(doc, {})
 
@@ -130,6 +133,31 @@ def _release(stand_in: PrometheusStandIn | None, api: Any) -> None:
         stand_in.stop()
 
 
+@contextmanager
+def kube_gateway(sim: SimCluster) -> Iterator[KubeGateway]:
+    """The reactor's API client to `sim`, unthrottled (qps and burst 1000), its own metrics; closed at the end."""
+    gateway = KubeGateway.for_url(sim.url, Kube(qps=1000, burst=1000), Metrics(CollectorRegistry()))
+    try:
+        yield gateway
+    finally:
+        gateway.close()
+
+
+def reactor_for(sim: SimCluster, token_file: Path, **policy: Any) -> Reactor:
+    """The service assembled against `sim` with the test policy, `policy` merged over it."""
+    return build_reactor(sim, make_settings(token_file, **policy))
+
+
+@contextmanager
+def serving(sim: SimCluster, token_file: Path, **policy: Any) -> Iterator[Reactor]:
+    """`reactor_for` whose API client is closed when the block ends."""
+    r = reactor_for(sim, token_file, **policy)
+    try:
+        yield r
+    finally:
+        r.service.kube.close()
+
+
 def build_reactor(sim: SimCluster, settings: Settings, *, clock: Callable[[], datetime] = utcnow,
                   feed: bool = True) -> Reactor:
     """The service assembled against `sim`; the confirm step asks a Prometheus stand-in that the test client feeds
@@ -143,3 +171,24 @@ def build_reactor(sim: SimCluster, settings: Settings, *, clock: Callable[[], da
     reactor = Reactor(service, feeding_client(service, stand_in, feed=feed), sim, registry, stand_in)
     release(reactor)
     return reactor
+
+
+def eventually(check: Callable[[], bool], seconds: float = 10.0, *, every: float = 0.05) -> None:
+    """Return once `check()` holds; fail when it has not within `seconds` (what a background thread or a watch
+    does, it does in its own time)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if check():
+            return
+        time.sleep(every)
+    raise AssertionError("condition not met in time")
+
+
+class Ticks(Generic[T]):
+    """A clock that moves when the test moves it (`now`: seconds of a monotonic clock, or a datetime)."""
+
+    def __init__(self, now: T) -> None:
+        self.now = now
+
+    def __call__(self) -> T:
+        return self.now

@@ -9,8 +9,6 @@ and /readyz names the refusal: the reactor is not ready, and its reads go to the
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +25,7 @@ from tests.deploy.test_rbac_proof import (
     _without,
     deployment_resize,
 )
-from tests.support import NAMESPACE, Reactor
+from tests.support import NAMESPACE, Reactor, eventually
 
 WORKLOAD_READS = {"deployments", "replicasets", "limitranges", "resourcequotas", "horizontalpodautoscalers",
                   "priorityclasses"}
@@ -36,15 +34,6 @@ WORKLOAD_READS = {"deployments", "replicasets", "limitranges", "resourcequotas",
 @pytest.fixture(scope="module")
 def reactor_objects() -> list[dict[str, Any]]:
     return render("reactor")
-
-
-def eventually(check: Callable[[], bool], seconds: float = 10.0) -> None:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if check():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not met in time")
 
 
 def _informers(r: Reactor) -> Informers:

@@ -15,7 +15,7 @@ from reactor.app.cli import main
 from reactor.config.settings import Settings, build_settings
 from reactor.tools.doctor import Sources, diagnose, rebalance
 from reactor.tools.doctor.report import Check, Status, exit_code
-from tests.test_firing_source import Stub, _send, gettable
+from tests.sources.test_firing_source import Stub, _send, gettable
 
 STATUS = {"versionInfo": {"version": "0.28.1", "revision": "x"}, "cluster": {"status": "ready", "peers": [
     {"name": "a", "address": "10.0.0.1:9094"}, {"name": "b", "address": "10.0.0.2:9094"}]},

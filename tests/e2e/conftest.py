@@ -31,12 +31,10 @@ from tests.e2e.pipeline import (
 from tests.e2e.reactor_process import start_reactor
 from tests.promstack.cadvisor import FakeCadvisor
 from tests.promstack.stack import (
-    ALERTMANAGER_BIN,
-    PROMETHEUS_BIN,
     WebhookSink,
+    binaries,
     promstack,
 )
-from tests.rules.conftest import require_tool
 
 SEED = Path(__file__).with_name("seed.yaml")
 TOKEN = "e2e-webhook-token-0123456789abcdef"
@@ -44,10 +42,7 @@ TOKEN = "e2e-webhook-token-0123456789abcdef"
 
 @pytest.fixture(scope="package")
 def e2e_binaries() -> dict[str, str]:
-    return {
-        "prometheus_bin": require_tool(Path(PROMETHEUS_BIN).name),
-        "alertmanager_bin": require_tool(Path(ALERTMANAGER_BIN).name),
-    }
+    return binaries()
 
 
 @pytest.fixture(scope="package")

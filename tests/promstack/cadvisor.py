@@ -13,9 +13,9 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, Metric
-from prometheus_client.registry import Collector
+
+from tests.promstack.target import ScrapeTarget
 
 PERIODS_PER_SECOND = 10.0  # the default cfs_period_us is 100 ms
 
@@ -28,38 +28,13 @@ class _Container:
     at: float = 0.0
 
 
-class FakeCadvisor(Collector):
+class FakeCadvisor(ScrapeTarget):
     """`set_container(...)`, `remove_pod(...)`, `stop()`; `address` is what Prometheus scrapes."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._containers: dict[tuple[str, str, str], _Container] = {}
-        self._server: object | None = None
-        self.registry = CollectorRegistry()
-        self.registry.register(self)
-        self.port = 0
-
-    def start(self) -> FakeCadvisor:
-        server, _thread = start_http_server(0, addr="127.0.0.1", registry=self.registry)
-        self._server = server
-        self.port = server.server_address[1]
-        return self
-
-    def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is not None:
-            server.shutdown()  # type: ignore[attr-defined]
-            server.server_close()  # type: ignore[attr-defined]
-
-    def __enter__(self) -> FakeCadvisor:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        super().__init__()
 
     def set_container(self, namespace: str, pod: str, container: str, *, throttling: float) -> None:
         """From now on the container is throttled in `throttling` (0-1) of its CFS periods."""

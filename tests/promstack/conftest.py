@@ -12,18 +12,14 @@ from pathlib import Path
 import pytest
 
 from tests.promstack.exporter import FakeDcgmExporter
-from tests.promstack.stack import ALERTMANAGER_BIN, PROMETHEUS_BIN, PromStack, WebhookSink, promstack
-from tests.rules.conftest import require_tool
+from tests.promstack.stack import PromStack, WebhookSink, binaries, promstack
 
 WEBHOOK_TOKEN = "promstack-test-token"
 
 
 @pytest.fixture(scope="session")
 def promstack_binaries() -> dict[str, str]:
-    return {
-        "prometheus_bin": require_tool(Path(PROMETHEUS_BIN).name),
-        "alertmanager_bin": require_tool(Path(ALERTMANAGER_BIN).name),
-    }
+    return binaries()
 
 
 @pytest.fixture(scope="session")

@@ -11,9 +11,9 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
+
+from tests.promstack.target import ScrapeTarget
 
 _LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname")
 _POD_LABELS = ("namespace", "pod", "container")
@@ -36,7 +36,7 @@ class _State:
     pods: dict[tuple[str, str], _Pod] = field(default_factory=dict)
 
 
-class FakeDcgmExporter(Collector):
+class FakeDcgmExporter(ScrapeTarget):
     """`set_pod(...)`, `remove_pod(...)`, `stop()`; `address` is what Prometheus scrapes."""
 
     def __init__(self, *, gpus: int = 8, hostname: str = "gpu-node-1", model: str = "NVIDIA H200", profiling: bool = False) -> None:
@@ -46,34 +46,7 @@ class FakeDcgmExporter(Collector):
         self.profiling = profiling  # also export DCGM_FI_PROF_GR_ENGINE_ACTIVE
         self._lock = threading.Lock()
         self._state = _State()
-        self._server: object | None = None
-        self.registry = CollectorRegistry()
-        self.registry.register(self)
-        self.port = 0
-
-    # --- lifecycle ---
-
-    def start(self) -> FakeDcgmExporter:
-        server, _thread = start_http_server(0, addr="127.0.0.1", registry=self.registry)
-        self._server = server
-        self.port = server.server_address[1]
-        return self
-
-    def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is not None:
-            server.shutdown()  # type: ignore[attr-defined]
-            server.server_close()  # type: ignore[attr-defined]
-
-    def __enter__(self) -> FakeDcgmExporter:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        super().__init__()
 
     # --- the test API ---
 

@@ -41,6 +41,22 @@ EXPORTER_TARGET_LABELS = {
 }
 
 
+def get_json(url: str) -> tuple[int, Any]:
+    """GET `url`: the status and the JSON body, of a refusal too (an empty body reads as null)."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+def binaries() -> dict[str, str]:
+    """The real Prometheus and Alertmanager, as `promstack`'s keyword arguments (one missing skips the test, or
+    fails it under PROMSTACK_REQUIRED=1)."""
+    return {"prometheus_bin": require_tool(Path(PROMETHEUS_BIN).name),
+            "alertmanager_bin": require_tool(Path(ALERTMANAGER_BIN).name)}
+
+
 class StackError(RuntimeError):
     """A process did not start or did not become ready; the message carries its log."""
 

@@ -23,7 +23,7 @@ from reactor.config.settings import AlertSource
 from reactor.sources.alertmanager import NAMESPACE_LABELS, AlertmanagerAlerts, alerts_query
 from reactor.tools.alertmanager_api import RECEIVER, AlertmanagerStandIn
 from reactor.tools.payloads import AlertSpec
-from tests.promstack.stack import lone_alertmanager
+from tests.promstack.stack import get_json, lone_alertmanager
 
 pytestmark = pytest.mark.promstack
 
@@ -44,14 +44,6 @@ def _specs(started: datetime) -> list[AlertSpec]:
         AlertSpec("GPUIdle", "ml-workloads", "chat-0", "chat", 0.01, 1, starts_at=started),
         AlertSpec("GPUIdle", 'we"ird\\ns.*', "odd-0", "main", 0.02, 1, starts_at=started),
     ]
-
-
-def _get(url: str) -> tuple[int, Any]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status, json.load(response)
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
 
 
 @pytest.fixture(scope="module")
@@ -90,8 +82,8 @@ QUESTIONS = [
 @pytest.mark.parametrize("path", QUESTIONS)
 def test_the_stand_in_answers_as_alertmanager_0_25(both: tuple[str, AlertmanagerStandIn], path: str) -> None:
     url, stand_in = both
-    real_code, real = _get(url + path)
-    code, mine = _get(stand_in.url + path)
+    real_code, real = get_json(url + path)
+    code, mine = get_json(stand_in.url + path)
     assert code == real_code, (real, mine)
     assert _without_updated(mine) == _without_updated(real)
     if isinstance(real, list):
@@ -113,7 +105,7 @@ def test_the_reactors_alert_source_reads_the_same_alerts_from_both(both: tuple[s
 
 def test_status_has_the_fields_the_doctor_reads(both: tuple[str, AlertmanagerStandIn]) -> None:
     url, stand_in = both
-    (_, real), (_, mine) = _get(f"{url}/api/v2/status"), _get(f"{stand_in.url}/api/v2/status")
+    (_, real), (_, mine) = get_json(f"{url}/api/v2/status"), get_json(f"{stand_in.url}/api/v2/status")
     assert sorted(mine) == sorted(real)
     assert sorted(mine["versionInfo"]) == sorted(real["versionInfo"])
     assert mine["cluster"]["status"] == real["cluster"]["status"] == "disabled"

@@ -11,11 +11,8 @@ them.
 
 from __future__ import annotations
 
-import json
 import re
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -28,20 +25,12 @@ from reactor.sources.prometheus import PrometheusApi
 from reactor.tools.payloads import AlertSpec, notification
 from reactor.tools.prometheus_api import PrometheusStandIn, go_float, go_time
 from tests.promstack.exporter import FakeDcgmExporter
-from tests.promstack.stack import PromStack
+from tests.promstack.stack import PromStack, get_json
 
 pytestmark = pytest.mark.promstack
 
 NS, POD, CONTAINER = "ml-workloads", "confirm-7c9d8b6f5-q2w3e", "server"
 RFC3339_NANO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?(Z|[+-]\d\d:\d\d)$")
-
-
-def _get(url: str) -> tuple[int, Any]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status, json.load(response)
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
 
 
 def _ours(rules: dict[str, Any]) -> list[dict[str, Any]]:
@@ -56,7 +45,8 @@ def firing(stack: PromStack, dcgm_exporter: FakeDcgmExporter) -> Iterator[dict[s
     deadline = time.monotonic() + 30
     found: list[dict[str, Any]] = []
     while time.monotonic() < deadline:
-        found = [a for a in _ours(_get(f"{stack.prometheus_url}/api/v1/rules?type=alert")[1]) if a["state"] == "firing"]
+        rules = get_json(f"{stack.prometheus_url}/api/v1/rules?type=alert")[1]
+        found = [a for a in _ours(rules) if a["state"] == "firing"]
         if found:
             break
         time.sleep(0.3)
@@ -88,8 +78,8 @@ def _shape(value: Any, key: str = "") -> Any:
 
 def test_the_rules_answer_has_the_real_fields_at_every_level(stack: PromStack, stand_in: PrometheusStandIn,
                                                             firing: dict[str, Any]) -> None:
-    code, real = _get(f"{stack.prometheus_url}/api/v1/rules?type=alert")
-    code_in, ours = _get(f"{stand_in.url}/api/v1/rules?type=alert")
+    code, real = get_json(f"{stack.prometheus_url}/api/v1/rules?type=alert")
+    code_in, ours = get_json(f"{stand_in.url}/api/v1/rules?type=alert")
     assert code == code_in == 200
     assert set(real) == set(ours) == {"status", "data"} and real["status"] == ours["status"] == "success"
     real_group, our_group = real["data"]["groups"][0], ours["data"]["groups"][0]
@@ -107,7 +97,7 @@ def test_the_rules_answer_has_the_real_fields_at_every_level(stack: PromStack, s
 def test_values_and_times_are_printed_as_go_prints_them(firing: dict[str, Any], stand_in: PrometheusStandIn) -> None:
     assert go_float(float(firing["value"])) == firing["value"]  # strconv.FormatFloat(v, 'e', -1, 64)
     assert RFC3339_NANO.match(firing["activeAt"])
-    (ours,) = _ours(_get(f"{stand_in.url}/api/v1/rules?type=alert")[1])
+    (ours,) = _ours(get_json(f"{stand_in.url}/api/v1/rules?type=alert")[1])
     assert ours["value"] == firing["value"] and RFC3339_NANO.match(ours["activeAt"])
     for v in (0.0, 1.0, 0.25, 1e-05, 123456789.0, 0.1 + 0.2, float("nan"), float("inf")):
         assert float(go_float(v)) == v or v != v
@@ -117,8 +107,8 @@ def test_values_and_times_are_printed_as_go_prints_them(firing: dict[str, Any], 
 @pytest.mark.parametrize("query", ["type=record", "type=ALERT", "type=bogus", "rule_name[]=GPUIdle&type=alert"])
 def test_the_same_question_gets_the_same_kind_of_answer(stack: PromStack, stand_in: PrometheusStandIn,
                                                         query: str) -> None:
-    code, real = _get(f"{stack.prometheus_url}/api/v1/rules?{query}")
-    code_in, ours = _get(f"{stand_in.url}/api/v1/rules?{query}")
+    code, real = get_json(f"{stack.prometheus_url}/api/v1/rules?{query}")
+    code_in, ours = get_json(f"{stand_in.url}/api/v1/rules?{query}")
     assert code == code_in, (real, ours)
     if code != 200:
         assert real["errorType"] == ours["errorType"] == "bad_data" and set(real) == set(ours)
@@ -132,12 +122,12 @@ def test_the_same_question_gets_the_same_kind_of_answer(stack: PromStack, stand_
 
 
 def test_alerts_and_buildinfo_have_the_real_fields(stack: PromStack, stand_in: PrometheusStandIn) -> None:
-    _, real = _get(f"{stack.prometheus_url}/api/v1/alerts")
-    _, ours = _get(f"{stand_in.url}/api/v1/alerts")
+    _, real = get_json(f"{stack.prometheus_url}/api/v1/alerts")
+    _, ours = get_json(f"{stand_in.url}/api/v1/alerts")
     assert set(real["data"]) == set(ours["data"]) == {"alerts"}
     assert _shape(real["data"]["alerts"][0]) == _shape(ours["data"]["alerts"][0])
-    _, real_build = _get(f"{stack.prometheus_url}/api/v1/status/buildinfo")
-    _, our_build = _get(f"{stand_in.url}/api/v1/status/buildinfo")
+    _, real_build = get_json(f"{stack.prometheus_url}/api/v1/status/buildinfo")
+    _, our_build = get_json(f"{stand_in.url}/api/v1/status/buildinfo")
     assert set(real_build["data"]) == set(our_build["data"]) and real_build["data"]["version"].startswith("2.42")
 
 

@@ -27,11 +27,8 @@ long_only = pytest.mark.skipif(not LONG, reason="long form: run with RELIABILITY
 @pytest.fixture
 def cluster() -> Iterator[SimCluster]:
     """An empty embedded cluster (scenarios seed their own namespaces)."""
-    sim = SimCluster().start()
-    try:
+    with SimCluster().start() as sim:
         yield sim
-    finally:
-        sim.stop()
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import ssl
 import subprocess
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -118,13 +118,7 @@ class Child:
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
 
     def get(self, path: str, timeout: float = 10) -> tuple[int, bytes]:
-        conn = self.connection(timeout)
-        try:
-            conn.request("GET", path)
-            r = conn.getresponse()
-            return r.status, r.read()
-        finally:
-            conn.close()
+        return _get(self.connection(timeout), path)
 
     def post_raw(self, data: bytes, headers: Mapping[str, str], timeout: float = 30) -> Answer:
         """POST /alerts; raises OSError / HTTPException when no answer comes (reset, timeout)."""
@@ -154,13 +148,7 @@ class Child:
 
     def probe(self, path: str, timeout: float = 10) -> tuple[int, bytes]:
         """GET `path` on the probe listener (plain HTTP, its own port): /healthz, /readyz, /metrics."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.probe_port, timeout=timeout)
-        try:
-            conn.request("GET", path)
-            r = conn.getresponse()
-            return r.status, r.read()
-        finally:
-            conn.close()
+        return _get(http.client.HTTPConnection("127.0.0.1", self.probe_port, timeout=timeout), path)
 
     def metrics(self) -> str:
         status, raw = self.probe("/metrics")
@@ -312,6 +300,34 @@ def gpu_nodes() -> list[dict[str, Any]]:
              "status": {"capacity": room, "allocatable": dict(room),
                         "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}}
             for i in range(NODES)]
+
+
+def _get(conn: http.client.HTTPConnection, path: str) -> tuple[int, bytes]:
+    """GET `path` on `conn`, closed after: the status and the body."""
+    try:
+        conn.request("GET", path)
+        r = conn.getresponse()
+        return r.status, r.read()
+    finally:
+        conn.close()
+
+
+@contextlib.contextmanager
+def serving(name: str, folder: Path, policy: dict[str, Any],
+          docs: Iterable[dict[str, Any]] | None = None) -> Iterator[tuple[SimCluster, Child]]:
+    """A cluster (seeded with `docs`, when given) and one `reactor serve` child against it; both go at the end,
+    the child's log tail printed first so that a failing module can be read."""
+    sim = SimCluster().start()
+    if docs is not None:
+        seed(sim, docs)
+    child = Child(sim, folder, policy=policy, name=name)
+    try:
+        child.start()
+        yield sim, child
+    finally:
+        child.kill()
+        print(f"--- {name} log (tail) ---\n{child.log_tail()}")
+        sim.stop()
 
 
 def seed(sim: SimCluster, docs: Iterable[dict[str, Any]]) -> None:

@@ -26,7 +26,7 @@ from reactor.intake.web import TokenFile
 from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
 from tests.reliability.figures import FIGURES
-from tests.reliability.harness import TOKEN, Child, deployment_doc, namespace_docs, seed, writes
+from tests.reliability.harness import TOKEN, Child, deployment_doc, namespace_docs, seed, serving, writes
 
 POLICY = {"namespaces": {"allow": ["ml"]}}
 BODY = notification([AlertSpec("GPUIdle", "ml", "ghost-5b6c7d8e9f-abcde", "main", 0.0, 4)])
@@ -47,16 +47,9 @@ ALMOST = {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimCluster, Child]]:
-    sim = SimCluster().start()
-    seed(sim, namespace_docs("ml") + [deployment_doc("ml", "web")])
-    child = Child(sim, tmp_path_factory.mktemp("auth"), policy=POLICY, name="auth")
-    try:
-        child.start()
-        yield sim, child
-    finally:
-        child.kill()
-        print(f"--- auth log (tail) ---\n{child.log_tail()}")
-        sim.stop()
+    docs = namespace_docs("ml") + [deployment_doc("ml", "web")]
+    with serving("auth", tmp_path_factory.mktemp("auth"), POLICY, docs) as served:
+        yield served
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ the change applied, since a redelivery would find the firing applied and write n
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import itertools
 import json
@@ -44,6 +45,7 @@ from tests.reliability.harness import (
     namespace_docs,
     reactor_events,
     seed,
+    serving,
     state,
 )
 from tests.support import TOKEN, build_reactor, make_settings
@@ -57,16 +59,8 @@ _names = (f"classes-{i}" for i in itertools.count())
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimCluster, Child]]:
-    sim = SimCluster().start()
-    seed(sim, namespace_docs(LEASE_NS))
-    child = Child(sim, tmp_path_factory.mktemp("classes"), policy=POLICY, name="classes")
-    try:
-        child.start()
-        yield sim, child
-    finally:
-        child.kill()
-        print(f"--- classes log (tail) ---\n{child.log_tail()}")
-        sim.stop()
+    with serving("classes", tmp_path_factory.mktemp("classes"), POLICY, namespace_docs(LEASE_NS)) as served:
+        yield served
 
 
 @pytest.fixture
@@ -258,11 +252,8 @@ class Served:
 
 @pytest.fixture
 def served(sim: SimCluster, tmp_path: Path) -> Iterator[Served]:
-    server = Served(sim, tmp_path)
-    try:
+    with contextlib.closing(Served(sim, tmp_path)) as server:
         yield server
-    finally:
-        server.close()
 
 
 def poison(monkeypatch: pytest.MonkeyPatch, where: str, app: str) -> None:

@@ -37,6 +37,7 @@ from tests.reliability.harness import (
     patches,
     reactor_events,
     seed,
+    serving,
     state,
     statefulset_doc,
     writes,
@@ -54,15 +55,8 @@ _names = (f"faults-{i}" for i in itertools.count())
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimCluster, Child]]:
-    sim = SimCluster().start()
-    child = Child(sim, tmp_path_factory.mktemp("faults"), policy=POLICY, name="faults")
-    try:
-        child.start()
-        yield sim, child
-    finally:
-        child.kill()
-        print(f"--- faults log (tail) ---\n{child.log_tail()}")
-        sim.stop()
+    with serving("faults", tmp_path_factory.mktemp("faults"), POLICY) as served:
+        yield served
 
 
 @pytest.fixture

@@ -13,13 +13,13 @@ import pytest
 from kubernetes import client as k8s
 
 from reactor_sim import SimCluster
-from tests.reliability.figures import FIGURES
-from tests.support import Reactor
-from tests.test_rebalance_flow import cluster  # noqa: F401 - the seed's quota and nodes, a pytest fixture
-from tests.test_rebalance_flow import (
+from tests.engine.test_rebalance_flow import cluster  # noqa: F401 - the seed's quota and nodes, a pytest fixture
+from tests.engine.test_rebalance_flow import (
     test_a_restart_between_the_receivers_resolve_and_the_donors_restore_still_restores_it as restore_after_restart,
 )
-from tests.test_rebalance_flow import test_a_second_full_quota_leaves_the_donor_untouched as second_full_quota
+from tests.engine.test_rebalance_flow import test_a_second_full_quota_leaves_the_donor_untouched as second_full_quota
+from tests.reliability.figures import FIGURES
+from tests.support import Reactor
 from tests.trust.conftest import reactor_objects, sim  # noqa: F401 - the deployed cluster (RBAC), pytest fixtures
 from tests.trust.test_state_home import isvc, reactor, team_c  # noqa: F401 - pytest fixtures of that scenario
 from tests.trust.test_state_home import test_a_lease_edited_by_another_team_does_not_block_the_revert as edited

@@ -24,7 +24,7 @@ import pytest
 from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
 from tests.reliability.figures import FIGURES
-from tests.reliability.harness import TOKEN, Child, namespace_docs, seed, writes
+from tests.reliability.harness import TOKEN, Child, namespace_docs, seed, serving, writes
 from tests.reliability.test_auth import self_signed
 
 READ_TIMEOUT = 3.0
@@ -37,29 +37,15 @@ HEAD = (f"POST /alerts HTTP/1.1\r\nHost: reactor\r\nAuthorization: Bearer {TOKEN
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimCluster, Child]]:
-    sim = SimCluster().start()
-    seed(sim, namespace_docs("ml"))
-    child = Child(sim, tmp_path_factory.mktemp("slow"), policy=POLICY, name="slow")
-    try:
-        child.start()
-        yield sim, child
-    finally:
-        child.kill()
-        print(f"--- slow log (tail) ---\n{child.log_tail()}")
-        sim.stop()
+    with serving("slow", tmp_path_factory.mktemp("slow"), POLICY, namespace_docs("ml")) as served:
+        yield served
 
 
 def raw_exchange(child: Child, raw: bytes, timeout: float = 10.0) -> bytes:
     """Send `raw` at once and read the answer until the server closes (or `timeout`)."""
     with socket.create_connection(("127.0.0.1", child.port), timeout=timeout) as s:
         s.sendall(raw)
-        chunks = []
-        try:
-            while chunk := s.recv(65536):
-                chunks.append(chunk)
-        except (TimeoutError, ConnectionResetError):
-            pass
-        return b"".join(chunks)
+        return read_rest(s, timeout)
 
 
 def status_and_json(answer: bytes) -> tuple[int, dict[str, object]]:
@@ -151,9 +137,9 @@ def trickle(child: Child, prefix: bytes, payload: bytes, every: float, limit: fl
     return limit, b"still open"
 
 
-def read_rest(s: socket.socket) -> bytes:
-    """What else the server sends before it closes (an answer may come in several pieces)."""
-    s.settimeout(5)
+def read_rest(s: socket.socket, timeout: float = 5) -> bytes:
+    """What else the server sends before it closes (an answer may come in several pieces), or until `timeout`."""
+    s.settimeout(timeout)
     chunks = []
     try:
         while chunk := s.recv(65536):

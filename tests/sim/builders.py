@@ -35,9 +35,9 @@ def pod(name: str = "p", ns: str = "ml", gpus: int | None = 1, **spec: Any) -> d
 
 
 def gpu_node(name: str = "gpu-node-1", gpus: int = 8, *, ready: bool | None = True,
-             taints: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+             taints: list[dict[str, Any]] | None = None, cpu: str = "64", memory: str = "512Gi") -> dict[str, Any]:
     """A Node with nvidia.com/gpu allocatable; `ready` None: its kubelet has posted no Ready condition yet."""
-    room = {"cpu": "64", "memory": "512Gi", "pods": "110", GPU: str(gpus)}
+    room = {"cpu": cpu, "memory": memory, "pods": "110", GPU: str(gpus)}
     status: dict[str, Any] = {"capacity": dict(room), "allocatable": dict(room)}
     if ready is not None:
         status["conditions"] = [{"type": "Ready", "status": "True" if ready else "False",

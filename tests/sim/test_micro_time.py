@@ -8,15 +8,13 @@ Upstream: k8s.io/apimachinery/pkg/apis/meta/v1/micro_time.go `MicroTime.Unmarsha
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 from typing import Any
 
 import pytest
 
 from reactor_sim import SimCluster
 from reactor_sim.micro_time import parse_error
+from tests.sim.helpers import send
 
 LAYOUT = '"2006-01-02T15:04:05.000000Z07:00"'
 
@@ -27,14 +25,8 @@ def _lease(renew: Any, acquire: Any = "2026-03-01T12:00:00.000000Z") -> dict[str
 
 
 def _send(sim: SimCluster, method: str, body: dict[str, Any], name: str = "") -> tuple[int, dict[str, Any]]:
-    url = f"{sim.url}/apis/coordination.k8s.io/v1/namespaces/ml/leases" + (f"/{name}" if name else "")
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), method=method,
-                                     headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request) as answer:
-            return answer.status, json.loads(answer.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
+    path = "/apis/coordination.k8s.io/v1/namespaces/ml/leases" + (f"/{name}" if name else "")
+    return send(sim, method, path, body)
 
 
 @pytest.mark.parametrize(("value", "rest", "element"), [

@@ -24,20 +24,13 @@ from typing import Any
 
 from reactor_sim import SimCluster
 from tests.sim.builders import GPU, deployment, gpu_node
+from tests.sim.helpers import set_gpus
 
 
 def _cluster(gpus: int) -> SimCluster:
     sim = SimCluster()
     sim.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}}, gpu_node(gpus=gpus)])
     return sim
-
-
-def _set_gpus(sim: SimCluster, gpus: int) -> None:
-    d = sim.get("deployments", "ml", "web")
-    d["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {GPU: str(gpus)},
-                                                                   "requests": {GPU: str(gpus)}}
-    sim.apply(d)
-    sim.settle()
 
 
 def _pods(sim: SimCluster) -> dict[str, tuple[str, str]]:
@@ -66,9 +59,9 @@ def test_a_stalled_raise_put_back_leaves_no_pending_pod() -> None:
     sim = _cluster(gpus=4)
     _single(sim, replicas=1, gpus=2)
     (before,) = _pods(sim)
-    _set_gpus(sim, 3)
+    set_gpus(sim, 3)
     assert sorted(_pods(sim).values()) == [("Pending", "3"), ("Running", "2")]
-    _set_gpus(sim, 2)
+    set_gpus(sim, 2)
     assert _pods(sim) == {before: ("Running", "2")}
     assert _replicas(sim) == {"2": 1, "3": 0}
     status = sim.get("deployments", "ml", "web")["status"]
@@ -81,8 +74,8 @@ def test_the_template_put_back_makes_no_new_replicaset() -> None:
     sim = _cluster(gpus=4)
     _single(sim, replicas=1, gpus=2)
     (first,) = {rs["metadata"]["name"] for rs in sim.list("replicasets", "ml")}
-    _set_gpus(sim, 3)
-    _set_gpus(sim, 2)
+    set_gpus(sim, 3)
+    set_gpus(sim, 2)
     names = {rs["metadata"]["name"]: rs for rs in sim.list("replicasets", "ml")}
     assert len(names) == 2 and names[first]["spec"]["replicas"] == 1
     assert names[first]["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
@@ -95,10 +88,10 @@ def test_unavailable_old_pods_go_before_available_ones() -> None:
     first, then its running one, and four 2-GPU pods run — never fewer than three available on the way."""
     sim = _cluster(gpus=9)
     _single(sim, replicas=4, gpus=2)
-    _set_gpus(sim, 3)
+    set_gpus(sim, 3)
     phases = sorted(_pods(sim).values())
     assert ("Pending", "3") in phases and ("Running", "3") in phases, phases
-    _set_gpus(sim, 2)
+    set_gpus(sim, 2)
     assert sorted(_pods(sim).values()) == [("Running", "2")] * 4
     assert _replicas(sim) == {"2": 4, "3": 0}
 

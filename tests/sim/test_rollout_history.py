@@ -8,6 +8,7 @@ from typing import Any
 
 from reactor_sim import SimCluster
 from tests.sim.builders import GPU, deployment, gpu_node
+from tests.sim.helpers import set_gpus
 
 REVISION = "deployment.kubernetes.io/revision"
 
@@ -16,14 +17,6 @@ def _cluster(clock: Any = None) -> SimCluster:
     sim = SimCluster(clock=clock)
     sim.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}}, gpu_node(gpus=64)])
     return sim
-
-
-def _set_gpus(sim: SimCluster, gpus: int) -> None:
-    d = sim.get("deployments", "ml", "web")
-    d["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {GPU: str(gpus)},
-                                                                   "requests": {GPU: str(gpus)}}
-    sim.apply(d)
-    sim.settle()
 
 
 def _revisions(sim: SimCluster) -> dict[int, int]:
@@ -42,7 +35,7 @@ def test_old_replicasets_beyond_the_history_limit_are_deleted() -> None:
     sim.apply(body)
     sim.settle()
     for gpus in (2, 3, 4, 5):
-        _set_gpus(sim, gpus)
+        set_gpus(sim, gpus)
     assert _revisions(sim) == {3: 3, 4: 4, 5: 5}
     assert sim.get("deployments", "ml", "web")["metadata"]["annotations"][REVISION] == "5"
 
@@ -53,7 +46,7 @@ def test_the_default_history_limit_is_ten() -> None:
     sim.settle()
     assert sim.get("deployments", "ml", "web")["spec"]["revisionHistoryLimit"] == 10
     for gpus in range(2, 14):
-        _set_gpus(sim, gpus)
+        set_gpus(sim, gpus)
     assert sorted(_revisions(sim)) == list(range(3, 14))
 
 
@@ -64,8 +57,8 @@ def test_returning_to_an_earlier_template_reuses_its_replicaset_as_the_newest_re
     sim.apply(deployment(replicas=2))
     sim.settle()
     first = sim.list("replicasets", "ml")[0]["metadata"]["name"]
-    _set_gpus(sim, 2)
-    _set_gpus(sim, 1)
+    set_gpus(sim, 2)
+    set_gpus(sim, 1)
     rss = {rs["metadata"]["name"]: rs for rs in sim.list("replicasets", "ml")}
     assert len(rss) == 2
     back = rss[first]
@@ -81,7 +74,7 @@ def test_a_history_limit_of_zero_keeps_no_old_replicaset() -> None:
     body["spec"]["revisionHistoryLimit"] = 0
     sim.apply(body)
     sim.settle()
-    _set_gpus(sim, 2)
+    set_gpus(sim, 2)
     assert _revisions(sim) == {2: 2}
 
 
@@ -95,8 +88,8 @@ def test_old_replicasets_are_kept_while_a_rollout_is_incomplete() -> None:
     body["spec"]["revisionHistoryLimit"] = 1
     sim.apply(body)
     sim.settle()
-    _set_gpus(sim, 2)  # revision 2 fits (surge 1: 2 + 2 <= 5)
-    _set_gpus(sim, 3)  # revision 3 does not: its first pod would need 3 more
+    set_gpus(sim, 2)  # revision 2 fits (surge 1: 2 + 2 <= 5)
+    set_gpus(sim, 3)  # revision 3 does not: its first pod would need 3 more
     replicas = {int(rs["metadata"]["annotations"][REVISION]): rs["spec"]["replicas"]
                 for rs in sim.list("replicasets", "ml")}
     assert replicas == {1: 0, 2: 2, 3: 1}
@@ -119,7 +112,7 @@ def test_min_ready_seconds_delays_availability_and_the_rollout() -> None:
     now[0] += timedelta(seconds=30)
     sim.settle()
     assert sim.get("deployments", "ml", "web")["status"]["availableReplicas"] == 1
-    _set_gpus(sim, 2)
+    set_gpus(sim, 2)
     assert len(sim.list("pods", "ml")) == 2, "the old pod stays until the new one is available"
     now[0] += timedelta(seconds=30)
     sim.settle()

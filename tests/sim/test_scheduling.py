@@ -11,6 +11,7 @@ import pytest
 from kubernetes import client as k8s
 
 from reactor_sim import SimCluster
+from tests import cluster_builder as build
 from tests.sim.builders import deployment, gpu_node, pod
 
 NOT_READY = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
@@ -20,8 +21,7 @@ DEDICATED = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 @pytest.fixture
 def bare() -> Iterator[SimCluster]:
     """A cluster with namespace `ml` and no Node at all."""
-    with SimCluster().start() as cluster:
-        cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    with build.start(build.namespace("ml"), settle=False) as cluster:
         yield cluster
 
 

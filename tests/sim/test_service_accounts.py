@@ -19,21 +19,17 @@ from kubernetes import client as k8s
 
 from reactor_sim import SimCluster
 from tests.sim.helpers import status_of
+from tests.support import Ticks
 
 KUBECTL = shutil.which("kubectl")
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 1, 1, 12, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
+Clock = Ticks[datetime]
 
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Ticks(datetime(2026, 1, 1, 12, tzinfo=UTC))
 
 
 @pytest.fixture

@@ -40,6 +40,7 @@ import yaml
 
 from reactor_sim import SimCluster, printers
 from tests.sim.builders import container, deployment, gpu_node
+from tests.support import Ticks
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared" / "crds"
@@ -48,19 +49,12 @@ KUBECTL_ACCEPT = ("application/json;as=Table;v=v1;g=meta.k8s.io,application/json
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
 
-class Clock:
-    """A settable clock: AGE cells are computed against it."""
-
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
+Clock = Ticks[datetime]  # settable: AGE cells are computed against it
 
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Ticks(T0)
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ import pytest
 from reactor_sim import SimCluster
 from reactor_sim.versions import MODELLED, NEWEST
 from tests.sim.builders import deployment, gpu_node, pod
+from tests.sim.helpers import send
 
 NOT_FOUND = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
              "message": "the server could not find the requested resource", "reason": "NotFound", "code": 404}
@@ -41,13 +42,7 @@ def _get(sim: SimCluster, path: str) -> Any:
 
 
 def _patch(sim: SimCluster, path: str, body: dict[str, Any]) -> tuple[int, Any]:
-    request = urllib.request.Request(sim.url + path, data=json.dumps(body).encode(), method="PATCH",
-                                     headers={"Content-Type": "application/strategic-merge-patch+json"})
-    try:
-        with urllib.request.urlopen(request) as answer:
-            return answer.status, json.loads(answer.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
+    return send(sim, "PATCH", path, body, "application/strategic-merge-patch+json")
 
 
 def test_the_newest_modelled_release_is_the_default() -> None:

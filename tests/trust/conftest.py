@@ -12,7 +12,7 @@ from kubernetes import client as k8s
 from reactor_sim import SimCluster
 from tests.deploy.deploy_helpers import render
 from tests.support import Reactor
-from tests.trust.tenant import deployed_cluster, deployed_reactor, tenant_client
+from tests.trust.tenant import BOOSTING, MinuteClock, deployed, deployed_cluster, tenant_client
 
 
 @pytest.fixture(scope="session")
@@ -22,11 +22,8 @@ def reactor_objects() -> list[dict[str, Any]]:
 
 @pytest.fixture
 def sim(reactor_objects: list[dict[str, Any]]) -> Iterator[SimCluster]:
-    cluster = deployed_cluster(reactor_objects)
-    try:
+    with deployed_cluster(reactor_objects) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture
@@ -37,8 +34,12 @@ def tenant(sim: SimCluster) -> Iterator[k8s.ApiClient]:
 
 @pytest.fixture
 def reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
-    r = deployed_reactor(sim, token_file)
-    try:
+    with deployed(sim, token_file) as r:
         yield r
-    finally:
-        r.service.kube.close()
+
+
+@pytest.fixture
+def boosting(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
+    """The deployed reactor acting one step after another (BOOSTING) on a clock a minute on at each reading."""
+    with deployed(sim, token_file, clock=MinuteClock(), **BOOSTING) as r:
+        yield r

@@ -10,7 +10,8 @@ what a real tenant could do, refused or allowed by RBAC, not by the test.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from reactor.core.metrics import Metrics
 from reactor.state.ledger_codec import LEDGER_KEY, Entry, decode, encode
 from reactor.state.seal import StateKeys, new_write
 from reactor.tools.launcher import state_key_file
-from reactor.tools.payloads import AlertSpec
+from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
 from reactor_sim.status import ApiError
 from tests.deploy.deploy_helpers import DEPLOY
@@ -84,6 +85,46 @@ def deployed_reactor(sim: SimCluster, token_file: Path, *, clock: Callable[[], d
     reactor = Reactor(service, feeding_client(service, stand_in), sim, registry, stand_in)
     release(reactor)
     return reactor
+
+
+@contextmanager
+def deployed(sim: SimCluster, token_file: Path, *, clock: Callable[[], datetime] | None = None,
+             **overrides: Any) -> Iterator[Reactor]:
+    """`deployed_reactor` whose API client is closed when the block ends."""
+    r = deployed_reactor(sim, token_file, clock=clock, **overrides)
+    try:
+        yield r
+    finally:
+        r.service.kube.close()
+
+
+class MinuteClock:
+    """The reactor's clock, a minute on at each reading: steps of one test never share a second (a cooldown of
+    0s still ends at the next whole second)."""
+
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(minutes=1)
+        return self.now
+
+
+# One action after another on one Deployment: no cooldown, hysteresis or revert hold in the way.
+BOOSTING = {"cooldown": "0s", "reverseAfter": "0s", "revertAfter": "0s", "revert": ["scale-replicas-up"],
+            "alerts": {"GPUSaturated": ["scale-replicas-up"]}}
+
+def outcome_of(reactor: Reactor, spec: AlertSpec) -> dict[str, Any]:
+    """The one outcome of a notification holding `spec` alone (answered 200)."""
+    answer = reactor.post(notification([spec]))
+    assert answer.status_code == 200, answer.get_json()
+    (outcome,) = answer.get_json()["outcomes"]
+    return dict(outcome)
+
+
+def why(outcome: dict[str, Any]) -> str:
+    """An outcome in one line, for an assertion's message."""
+    return f"{outcome.get('result')} {outcome.get('reason')}: {outcome.get('detail')}"
 
 
 LEDGER = ("gpu-reactor", "gpu-reactor-state")  # the state ledger's Lease, as deploy/reactor/policy.yaml names it

@@ -17,8 +17,8 @@ import pytest
 
 from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
-from tests.support import NAMESPACE, Reactor
-from tests.trust.tenant import GHOSTS, deployed_reactor, ghost_specs
+from tests.support import NAMESPACE, Reactor, Ticks
+from tests.trust.tenant import GHOSTS, deployed, ghost_specs
 
 # One LIST of the namespace's pods, then a GET of a ReplicaSet and a Job for each of the default 10 names.
 GHOST_REQUESTS = 1 + 2 * 10
@@ -61,34 +61,23 @@ def test_vanished_pods_of_one_replicaset_share_one_lookup(reactor: Reactor, sim:
     assert {o["result"] for o in outcomes} == {"applied"}
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
-def slow_writes(sim: SimCluster, token_file: Path) -> Iterator[tuple[Reactor, _Clock]]:
+def slow_writes(sim: SimCluster, token_file: Path) -> Iterator[tuple[Reactor, Ticks[float]]]:
     """The reactor whose monotonic clock moves 10 s on every write: the first write spends the deadline."""
-    r = deployed_reactor(sim, token_file, server={"tokenFile": str(token_file), "notificationDeadline": "8s"})
-    clock = _Clock()
-    r.service.engine.readers.monotonic = clock
-    real = r.service.kube.patch
+    with deployed(sim, token_file, server={"tokenFile": str(token_file), "notificationDeadline": "8s"}) as r:
+        clock = Ticks(0.0)
+        r.service.engine.readers.monotonic = clock
+        real = r.service.kube.patch
 
-    def patch(*args: Any, **kw: Any) -> Any:
-        clock.now += 10
-        return real(*args, **kw)
+        def patch(*args: Any, **kw: Any) -> Any:
+            clock.now += 10
+            return real(*args, **kw)
 
-    r.service.kube.patch = patch  # type: ignore[method-assign]
-    try:
+        r.service.kube.patch = patch  # type: ignore[method-assign]
         yield r, clock
-    finally:
-        r.service.kube.close()
 
 
-def test_past_the_deadline_the_rest_is_skipped_with_a_200(slow_writes: tuple[Reactor, _Clock],
+def test_past_the_deadline_the_rest_is_skipped_with_a_200(slow_writes: tuple[Reactor, Ticks[float]],
                                                           sim: SimCluster) -> None:
     reactor, _ = slow_writes
     deployment, statefulset = reactor.pods("llm-inference")[0], reactor.pods("trainer")[0]

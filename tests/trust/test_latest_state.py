@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from kubernetes import client as k8s
@@ -28,28 +26,23 @@ from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec, fingerprint, notification, rfc3339
 from reactor_sim import SimCluster
 from tests.support import NAMESPACE, Reactor
-from tests.trust.tenant import LEDGER, deployed_reactor, sign_as_reactor, template_of
+from tests.trust.tenant import (
+    BOOSTING,
+    LEDGER,
+    MinuteClock,
+    deployed_reactor,
+    outcome_of,
+    sign_as_reactor,
+    template_of,
+    why,
+)
 
 RECORD = (LAST_ACTION, COOLDOWN_UNTIL, ORIGINAL, VERIFICATION, STATE_MAC)
-# One action after another on one Deployment: no cooldown, hysteresis or revert hold in the way.
-BOOSTING = {"cooldown": "0s", "reverseAfter": "0s", "revertAfter": "0s", "revert": ["scale-replicas-up"],
-            "alerts": {"GPUSaturated": ["scale-replicas-up"]}}
 
 
 def _spec(pod: str, started: datetime, status: str = "firing", alert: str = "GPUSaturated",
           value: float | None = 0.99) -> AlertSpec:
     return AlertSpec(alert, NAMESPACE, pod, "server", value, 4, status=status, starts_at=started)
-
-
-def _outcome(reactor: Reactor, spec: AlertSpec) -> dict[str, Any]:
-    answer = reactor.post(notification([spec]))
-    assert answer.status_code == 200, answer.get_json()
-    (outcome,) = answer.get_json()["outcomes"]
-    return dict(outcome)
-
-
-def _why(outcome: dict[str, Any]) -> str:
-    return f"{outcome.get('result')} {outcome.get('reason')}: {outcome.get('detail')}"
 
 
 def _apps(tenant: k8s.ApiClient) -> k8s.AppsV1Api:
@@ -71,27 +64,6 @@ def _replicas(sim: SimCluster, name: str = "llm-inference") -> int:
     return int(sim.get("deployments", NAMESPACE, name)["spec"]["replicas"])
 
 
-class Clock:
-    """The reactor's clock, a minute on at each reading: steps of one test never share a second (a cooldown of
-    0s still ends at the next whole second)."""
-
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC)
-
-    def __call__(self) -> datetime:
-        self.now += timedelta(minutes=1)
-        return self.now
-
-
-@pytest.fixture
-def boosting(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
-    r = deployed_reactor(sim, token_file, clock=Clock(), **BOOSTING)
-    try:
-        yield r
-    finally:
-        r.service.kube.close()
-
-
 @pytest.fixture
 def keys(token_file: Path) -> StateKeys:
     found = load_state_keys(str(state_key_file(token_file.parent)), None)
@@ -102,7 +74,7 @@ def keys(token_file: Path) -> StateKeys:
 def test_every_write_is_named_in_the_ledger_the_tenant_cannot_touch(boosting: Reactor, sim: SimCluster,
                                                                    tenant: k8s.ApiClient) -> None:
     pod = boosting.pods("llm-inference")[0]
-    assert _outcome(boosting, _spec(pod, datetime.now(UTC)))["result"] == "applied"
+    assert outcome_of(boosting, _spec(pod, datetime.now(UTC)))["result"] == "applied"
     written = sim.get("deployments", NAMESPACE, "llm-inference")["metadata"]
     parsed = parse_mac(written["annotations"][STATE_MAC])
     assert parsed is not None and parsed[0] == "v2"
@@ -120,19 +92,19 @@ def test_a_replayed_boost_record_cannot_make_a_resolve_write_its_old_value(boost
     from the ledger's copy, 2 → 1, and R1 is replaced by the reactor's own record."""
     pod = boosting.pods("llm-inference")[0]
     first = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2)
-    assert _outcome(boosting, _spec(pod, first))["to"] == 4
+    assert outcome_of(boosting, _spec(pod, first))["to"] == 4
     r1 = _record(tenant)
     sim.settle()
-    assert _outcome(boosting, _spec(pod, first, "resolved"))["action"] == "revert"
+    assert outcome_of(boosting, _spec(pod, first, "resolved"))["action"] == "revert"
     _apps(tenant).patch_namespaced_deployment("llm-inference", NAMESPACE, {"spec": {"replicas": 1}})
     sim.settle()
     later = first + timedelta(hours=1)
-    o = _outcome(boosting, _spec(pod, later))
-    assert (o["result"], o.get("from"), o.get("to")) == ("applied", 1, 2), _why(o)
+    o = outcome_of(boosting, _spec(pod, later))
+    assert (o["result"], o.get("from"), o.get("to")) == ("applied", 1, 2), why(o)
     sim.settle()
     _put_back(tenant, r1)
-    o = _outcome(boosting, _spec(pod, later, "resolved"))
-    assert (o["result"], o.get("action"), o.get("from"), o.get("to")) == ("applied", "revert", 2, 1), _why(o)
+    o = outcome_of(boosting, _spec(pod, later, "resolved"))
+    assert (o["result"], o.get("action"), o.get("from"), o.get("to")) == ("applied", "revert", 2, 1), why(o)
     assert _replicas(sim) == 1
     assert boosting.metric("reactor_workload_skips_total", reason="stale-state") == 0
 
@@ -143,19 +115,19 @@ def test_a_replayed_revert_record_does_not_hide_a_later_boost(boosting: Reactor,
     last action a revert) as if nothing were wrong. Now the later boost is reverted from the ledger's copy."""
     pod = boosting.pods("llm-inference")[0]
     first = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2)
-    assert _outcome(boosting, _spec(pod, first))["result"] == "applied"
+    assert outcome_of(boosting, _spec(pod, first))["result"] == "applied"
     sim.settle()
-    assert _outcome(boosting, _spec(pod, first, "resolved"))["action"] == "revert"
+    assert outcome_of(boosting, _spec(pod, first, "resolved"))["action"] == "revert"
     r2 = _record(tenant)
     sim.settle()
     later = first + timedelta(hours=1)
-    o = _outcome(boosting, _spec(pod, later))
-    assert o["result"] == "applied", _why(o)
+    o = outcome_of(boosting, _spec(pod, later))
+    assert o["result"] == "applied", why(o)
     sim.settle()
     before = sim.get("deployments", NAMESPACE, "llm-inference")["metadata"]["generation"]
     _put_back(tenant, r2)
-    o = _outcome(boosting, _spec(pod, later, "resolved"))
-    assert (o["result"], o.get("action"), o.get("from"), o.get("to")) == ("applied", "revert", 4, 3), _why(o)
+    o = outcome_of(boosting, _spec(pod, later, "resolved"))
+    assert (o["result"], o.get("action"), o.get("from"), o.get("to")) == ("applied", "revert", 4, 3), why(o)
     assert sim.get("deployments", NAMESPACE, "llm-inference")["metadata"]["generation"] == before + 1
 
 
@@ -165,15 +137,15 @@ def test_the_latest_record_put_back_counts_again(boosting: Reactor, sim: SimClus
     are over) it is no record at all, and nothing is written."""
     pod = boosting.pods("llm-inference")[0]
     started = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
-    assert _outcome(boosting, _spec(pod, started))["result"] == "applied"
+    assert outcome_of(boosting, _spec(pod, started))["result"] == "applied"
     latest = _record(tenant)
     _put_back(tenant, dict.fromkeys(RECORD))
     sim.settle()
-    o = _outcome(boosting, _spec(pod, started, "resolved"))
-    assert (o["result"], o.get("action"), o.get("to")) == ("applied", "revert", 3), _why(o)
+    o = outcome_of(boosting, _spec(pod, started, "resolved"))
+    assert (o["result"], o.get("action"), o.get("to")) == ("applied", "revert", 3), why(o)
     _put_back(tenant, latest)
-    o = _outcome(boosting, _spec(pod, started, "resolved"))
-    assert (o["result"], o["reason"]) == ("skipped", "resolved"), _why(o)
+    o = outcome_of(boosting, _spec(pod, started, "resolved"))
+    assert (o["result"], o["reason"]) == ("skipped", "resolved"), why(o)
     assert _replicas(sim) == 3
 
 
@@ -185,12 +157,12 @@ def test_deleting_the_state_does_not_reset_the_cooldown(reactor: Reactor, sim: S
     deployed policy: `resolved`)."""
     pod = reactor.pods("llm-inference")[0]
     started = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=5)
-    assert _outcome(reactor, _spec(pod, started))["result"] == "applied"
+    assert outcome_of(reactor, _spec(pod, started))["result"] == "applied"
     sim.settle()
     _put_back(tenant, dict.fromkeys(RECORD))
-    again = _outcome(reactor, _spec(pod, started + timedelta(minutes=1)))
+    again = outcome_of(reactor, _spec(pod, started + timedelta(minutes=1)))
     assert (again["result"], again["reason"]) == ("skipped", "cooldown"), again
-    resolved = _outcome(reactor, _spec(pod, started, "resolved"))
+    resolved = outcome_of(reactor, _spec(pod, started, "resolved"))
     assert (resolved["result"], resolved["reason"]) == ("skipped", "resolved"), resolved
     assert _replicas(sim) == 4
     assert reactor.metric("reactor_workload_skips_total", reason="state-reset") == 0
@@ -205,8 +177,8 @@ def test_a_record_signed_but_unknown_to_the_ledger_is_no_record(reactor: Reactor
     cooldown = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     obj["metadata"]["annotations"].update(keys.sealed(obj["metadata"]["uid"], {COOLDOWN_UNTIL: cooldown}))
     sim.apply(obj)
-    o = _outcome(reactor, _spec(pod, datetime.now(UTC) - timedelta(minutes=1)))
-    assert (o["result"], o["to"]) == ("applied", 4), _why(o)
+    o = outcome_of(reactor, _spec(pod, datetime.now(UTC) - timedelta(minutes=1)))
+    assert (o["result"], o["to"]) == ("applied", 4), why(o)
 
 
 def test_a_revert_restores_the_value_from_before_its_own_change(sim: SimCluster, token_file: Path) -> None:
@@ -214,19 +186,19 @@ def test_a_revert_restores_the_value_from_before_its_own_change(sim: SimCluster,
     so the boost's resolve found `gpus is already 4` and the boost survived it. Now it writes back 3."""
     policy = {**BOOSTING, "revert": ["resize-gpu-up"], "alerts": {"GPUUnderutilized": ["resize-gpu-down"],
                                                                  "GPUMemorySaturated": ["resize-gpu-up"]}}
-    r = deployed_reactor(sim, token_file, clock=Clock(), **policy)
+    r = deployed_reactor(sim, token_file, clock=MinuteClock(), **policy)
     try:
         pod = r.pods("llm-inference")[0]
         started = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
-        o = _outcome(r, _spec(pod, started, alert="GPUUnderutilized", value=None))  # no value: one step
-        assert (o.get("from"), o.get("to")) == (4, 3), _why(o)
+        o = outcome_of(r, _spec(pod, started, alert="GPUUnderutilized", value=None))  # no value: one step
+        assert (o.get("from"), o.get("to")) == (4, 3), why(o)
         sim.settle()
         pod = r.pods("llm-inference")[0]
-        o = _outcome(r, _spec(pod, started, alert="GPUMemorySaturated"))
-        assert (o.get("from"), o.get("to")) == (3, 4), _why(o)
+        o = outcome_of(r, _spec(pod, started, alert="GPUMemorySaturated"))
+        assert (o.get("from"), o.get("to")) == (3, 4), why(o)
         sim.settle()
-        o = _outcome(r, _spec(pod, started, "resolved", alert="GPUMemorySaturated"))
-        assert (o["result"], o.get("from"), o.get("to")) == ("applied", 4, 3), _why(o)
+        o = outcome_of(r, _spec(pod, started, "resolved", alert="GPUMemorySaturated"))
+        assert (o["result"], o.get("from"), o.get("to")) == ("applied", 4, 3), why(o)
         limits = template_of(sim, "llm-inference")["containers"][0]["resources"]["limits"]
         assert limits["nvidia.com/gpu"] == "3"
         original = json.loads(sim.get("deployments", NAMESPACE, "llm-inference")["metadata"]["annotations"][ORIGINAL])
@@ -241,11 +213,11 @@ def test_a_revert_does_not_overwrite_a_change_made_since(boosting: Reactor, sim:
     is no longer the one the reactor wrote: `changed-since`, and 6 stays."""
     pod = boosting.pods("llm-inference")[0]
     started = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
-    assert _outcome(boosting, _spec(pod, started))["to"] == 4
+    assert outcome_of(boosting, _spec(pod, started))["to"] == 4
     _apps(tenant).patch_namespaced_deployment("llm-inference", NAMESPACE, {"spec": {"replicas": 6}})
     sim.settle()
-    o = _outcome(boosting, _spec(pod, started, "resolved"))
-    assert (o["result"], o["reason"]) == ("skipped", "changed-since"), _why(o)
+    o = outcome_of(boosting, _spec(pod, started, "resolved"))
+    assert (o["result"], o["reason"]) == ("skipped", "changed-since"), why(o)
     assert _replicas(sim) == 6
 
 
@@ -274,13 +246,13 @@ def test_a_removed_or_replaced_previous_key_stops_verifying(sim: SimCluster, tok
                          state={"keyFile": str(new_key), "previousKeyFile": str(previous),
                                 "ledgerName": LEDGER[1]})
     try:
-        assert _outcome(r, spec)["reason"] == "already-applied"  # verified under the previous key, and cached
+        assert outcome_of(r, spec)["reason"] == "already-applied"  # verified under the previous key, and cached
         previous.unlink()
-        o = _outcome(r, _spec(pod, started, "resolved"))
-        assert (o["result"], o["reason"]) == ("skipped", "unauthenticated-state"), _why(o)
+        o = outcome_of(r, _spec(pod, started, "resolved"))
+        assert (o["result"], o["reason"]) == ("skipped", "unauthenticated-state"), why(o)
         previous.write_text("p" * 64)  # replaced by another key: no better
-        o = _outcome(r, _spec(pod, started, "resolved"))
-        assert (o["result"], o["reason"]) == ("skipped", "unauthenticated-state"), _why(o)
+        o = outcome_of(r, _spec(pod, started, "resolved"))
+        assert (o["result"], o["reason"]) == ("skipped", "unauthenticated-state"), why(o)
         assert template_of(sim, "llm-inference")["priorityClassName"] == "high-priority-gpu"
     finally:
         r.service.kube.close()
@@ -294,8 +266,8 @@ def test_a_malformed_mac_is_simply_not_authentic(reactor: Reactor, sim: SimClust
     pod = reactor.pods("llm-inference")[0]
     _apps(tenant).patch_namespaced_deployment("llm-inference", NAMESPACE,
                                               {"metadata": {"annotations": {STATE_MAC: mac}}})
-    o = _outcome(reactor, _spec(pod, datetime.now(UTC)))
-    assert (o["result"], o["reason"]) == ("skipped", "unauthenticated-state"), _why(o)
+    o = outcome_of(reactor, _spec(pod, datetime.now(UTC)))
+    assert (o["result"], o["reason"]) == ("skipped", "unauthenticated-state"), why(o)
 
 
 def test_a_malformed_mac_stops_no_verifier_pass(reactor: Reactor, sim: SimCluster, tenant: k8s.ApiClient) -> None:
@@ -324,7 +296,7 @@ def test_a_write_answered_5xx_does_not_wedge_the_workload(boosting: Reactor, sim
     applied, not `stale-state`."""
     pod = boosting.pods("llm-inference")[0]
     started = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
-    assert _outcome(boosting, _spec(pod, started))["to"] == 4
+    assert outcome_of(boosting, _spec(pod, started))["to"] == 4
     sim.settle()
     sim.inject_fault(verb="patch", resource="deployments", status=500, count=5)
     later = started + timedelta(minutes=30)
@@ -334,5 +306,5 @@ def test_a_write_answered_5xx_does_not_wedge_the_workload(boosting: Reactor, sim
     obj = sim.get("deployments", NAMESPACE, "llm-inference")
     obj["metadata"].setdefault("labels", {})["team"] = "b"  # any change: a new resourceVersion
     sim.apply(obj)
-    o = _outcome(boosting, _spec(pod, later))
-    assert (o["result"], o.get("from"), o.get("to")) == ("applied", 4, 5), _why(o)
+    o = outcome_of(boosting, _spec(pod, later))
+    assert (o["result"], o.get("from"), o.get("to")) == ("applied", 4, 5), why(o)

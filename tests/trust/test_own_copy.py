@@ -12,57 +12,26 @@ write puts its own record back on the Deployment.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
 from kubernetes import client as k8s
 
 from reactor.state.annotations import COOLDOWN_UNTIL, LAST_ACTION, ORIGINAL, VERIFICATION
 from reactor.state.ledger_codec import LEDGER_KEY, decode
 from reactor.state.seal import STATE_MAC, parse_mac
-from reactor.tools.payloads import AlertSpec, notification
+from reactor.tools.payloads import AlertSpec
 from reactor_sim import SimCluster
 from tests.support import NAMESPACE, Reactor
-from tests.trust.tenant import LEDGER, deployed_reactor
+from tests.trust.tenant import LEDGER, deployed_reactor, outcome_of, why
 
 RECORD = (LAST_ACTION, COOLDOWN_UNTIL, ORIGINAL, VERIFICATION, STATE_MAC)
-BOOSTING = {"cooldown": "0s", "reverseAfter": "0s", "revertAfter": "0s", "revert": ["scale-replicas-up"],
-            "alerts": {"GPUSaturated": ["scale-replicas-up"]}}
-
-
-class Clock:
-    """A minute on at each reading: no two steps share a second (a 0s cooldown ends at the next whole second)."""
-
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC)
-
-    def __call__(self) -> datetime:
-        self.now += timedelta(minutes=1)
-        return self.now
-
-
-@pytest.fixture
-def boosting(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
-    r = deployed_reactor(sim, token_file, clock=Clock(), **BOOSTING)
-    try:
-        yield r
-    finally:
-        r.service.kube.close()
 
 
 def _outcome(reactor: Reactor, pod: str, started: datetime, status: str = "firing") -> dict[str, Any]:
-    spec = AlertSpec("GPUSaturated", NAMESPACE, pod, "server", 0.99, 4, status=status, starts_at=started)
-    answer = reactor.post(notification([spec]))
-    assert answer.status_code == 200, answer.get_json()
-    (outcome,) = answer.get_json()["outcomes"]
-    return dict(outcome)
-
-
-def _why(outcome: dict[str, Any]) -> str:
-    return f"{outcome.get('result')} {outcome.get('reason')}: {outcome.get('detail')}"
+    return outcome_of(reactor, AlertSpec("GPUSaturated", NAMESPACE, pod, "server", 0.99, 4, status=status,
+                                         starts_at=started))
 
 
 def _apps(tenant: k8s.ApiClient) -> k8s.AppsV1Api:
@@ -108,13 +77,13 @@ def test_an_older_record_put_back_neither_blocks_the_revert_nor_freezes_the_work
     sim.settle()
     _put_back(tenant, r1)
     o = _outcome(boosting, pod, second, "resolved")
-    assert (o["result"], o.get("action"), o.get("from"), o.get("to")) == ("applied", "revert", 4, 3), _why(o)
+    assert (o["result"], o.get("action"), o.get("from"), o.get("to")) == ("applied", "revert", 4, 3), why(o)
     assert _replicas(sim) == 3
     assert _reactors_own(sim)["action"] == "revert"
     sim.settle()
     _put_back(tenant, r1)  # again: a firing is not refused on it either
     o = _outcome(boosting, pod, second + timedelta(hours=1))
-    assert (o["result"], o.get("from"), o.get("to")) == ("applied", 3, 4), _why(o)
+    assert (o["result"], o.get("from"), o.get("to")) == ("applied", 3, 4), why(o)
     assert _reactors_own(sim)["to"] == 4
     assert boosting.metric("reactor_workload_skips_total", reason="stale-state") == 0
 
@@ -129,7 +98,7 @@ def test_the_record_removed_does_not_block_the_revert(boosting: Reactor, sim: Si
     sim.settle()
     _put_back(tenant, dict.fromkeys(RECORD))
     o = _outcome(boosting, pod, started, "resolved")
-    assert (o["result"], o.get("action"), o.get("from"), o.get("to")) == ("applied", "revert", 4, 3), _why(o)
+    assert (o["result"], o.get("action"), o.get("from"), o.get("to")) == ("applied", "revert", 4, 3), why(o)
     assert _replicas(sim) == 3
     assert _reactors_own(sim)["action"] == "revert"
     assert boosting.metric("reactor_workload_skips_total", reason="state-reset") == 0
@@ -145,7 +114,7 @@ def test_a_removed_record_keeps_its_cooldown(sim: SimCluster, token_file: Path, 
         sim.settle()
         _put_back(tenant, dict.fromkeys(RECORD))
         o = _outcome(r, pod, started + timedelta(minutes=1))
-        assert (o["result"], o["reason"]) == ("skipped", "cooldown"), _why(o)
+        assert (o["result"], o["reason"]) == ("skipped", "cooldown"), why(o)
         assert _replicas(sim) == 4
     finally:
         r.service.kube.close()

@@ -27,7 +27,7 @@ from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
 from tests.adapters.operators import GPU, custom, install, reconcile_isvc
 from tests.support import NAMESPACE, Reactor
-from tests.trust.tenant import LEDGER, deployed_reactor
+from tests.trust.tenant import LEDGER, MinuteClock, deployed, why
 
 HOME = "llama.gpu-reactor"
 TEAM_C, TEAM_C_TOKEN = "team-c@example.com", "team-c-token"
@@ -43,17 +43,6 @@ LEASES_ONLY = [
 POLICY = {"cooldown": "0s", "reverseAfter": "0s", "revertAfter": "0s", "revert": ["resize-gpu-up"],
           "alerts": {"GPUMemorySaturated": ["resize-gpu-up"], "GPUUnderutilized": ["resize-gpu-down"]}}
 JUNK = {LAST_ACTION: "{}", COOLDOWN_UNTIL: "2199-01-01T00:00:00Z", STATE_MAC: "v2:0123456789abcdef:" + "0" * 64}
-
-
-class Clock:
-    """A minute on at each reading: no two steps share a second (a 0s cooldown ends at the next whole second)."""
-
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC)
-
-    def __call__(self) -> datetime:
-        self.now += timedelta(minutes=1)
-        return self.now
 
 
 @pytest.fixture
@@ -82,11 +71,8 @@ def team_c(sim: SimCluster) -> Iterator[k8s.CoordinationV1Api]:
 
 @pytest.fixture
 def reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
-    r = deployed_reactor(sim, token_file, clock=Clock(), **POLICY)
-    try:
+    with deployed(sim, token_file, clock=MinuteClock(), **POLICY) as r:
         yield r
-    finally:
-        r.service.kube.close()
 
 
 def _pods(sim: SimCluster) -> list[str]:
@@ -103,10 +89,6 @@ def _post(reactor: Reactor, pods: list[str], status: str = "firing") -> dict[str
     (outcome, *others) = answer.get_json()["outcomes"]
     assert all(o["result"] == outcome["result"] for o in others), answer.get_json()
     return dict(outcome)
-
-
-def _why(outcome: dict[str, Any]) -> str:
-    return f"{outcome.get('result')} {outcome.get('reason')}: {outcome.get('detail')}"
 
 
 def _gpus(sim: SimCluster) -> str:
@@ -128,7 +110,7 @@ def _raise(reactor: Reactor, sim: SimCluster) -> list[str]:
     """4 → 5 GPUs, KServe rolls the predictor; the pods that fired (for the resolve)."""
     firing = _pods(sim)
     o = _post(reactor, firing)
-    assert (o["result"], o.get("from"), o.get("to")) == ("applied", 4, 5), _why(o)
+    assert (o["result"], o.get("from"), o.get("to")) == ("applied", 4, 5), why(o)
     reconcile_isvc(sim, "llama")
     return firing
 
@@ -157,7 +139,7 @@ def test_a_lease_edited_by_another_team_does_not_block_the_revert(reactor: React
     firing = _raise(reactor, sim)
     team_c.patch_namespaced_lease(HOME, NAMESPACE, {"metadata": {"annotations": JUNK}})
     o = _post(reactor, firing, "resolved")
-    assert (o["result"], o.get("action"), o.get("from"), o.get("to")) == ("applied", "revert", 5, 4), _why(o)
+    assert (o["result"], o.get("action"), o.get("from"), o.get("to")) == ("applied", "revert", 5, 4), why(o)
     assert _gpus(sim) == "4"
     assert "revert" in _reactors_own(sim, isvc)[LAST_ACTION]
 
@@ -170,7 +152,7 @@ def test_a_lease_deleted_by_another_team_does_not_block_the_revert(reactor: Reac
     firing = _raise(reactor, sim)
     team_c.delete_namespaced_lease(HOME, NAMESPACE)
     o = _post(reactor, firing, "resolved")
-    assert (o["result"], o.get("action"), o.get("from"), o.get("to")) == ("applied", "revert", 5, 4), _why(o)
+    assert (o["result"], o.get("action"), o.get("from"), o.get("to")) == ("applied", "revert", 5, 4), why(o)
     assert _gpus(sim) == "4"
     assert "revert" in _reactors_own(sim, isvc)[LAST_ACTION]
 
@@ -203,12 +185,12 @@ def test_an_older_record_put_back_on_the_lease_does_not_block_the_revert(reactor
     firing = _raise(reactor, sim)
     saved = dict(team_c.read_namespaced_lease(HOME, NAMESPACE).metadata.annotations)
     o = _post(reactor, firing, "resolved")
-    assert (o["result"], o.get("action")) == ("applied", "revert"), _why(o)
+    assert (o["result"], o.get("action")) == ("applied", "revert"), why(o)
     reconcile_isvc(sim, "llama")
     firing = _raise(reactor, sim)
     team_c.patch_namespaced_lease(HOME, NAMESPACE, {"metadata": {"annotations": saved}})
     o = _post(reactor, firing, "resolved")
-    assert (o["result"], o.get("action"), o.get("from"), o.get("to")) == ("applied", "revert", 5, 4), _why(o)
+    assert (o["result"], o.get("action"), o.get("from"), o.get("to")) == ("applied", "revert", 5, 4), why(o)
     assert _gpus(sim) == "4"
     assert "revert" in _reactors_own(sim, isvc)[LAST_ACTION]
     assert not reactor.metric("reactor_workload_skips_total", reason="stale-state")

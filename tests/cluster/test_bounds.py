@@ -1,0 +1,91 @@
+"""workloads.to_bounds, namespace_bounds and pod_shape: raw ResourceQuota / LimitRange / PriorityClass / pod
+template objects into the values the policy reads (quota lines with their scope terms, the default class, the
+pods' QoS)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from reactor.cluster.workloads import namespace_bounds, pod_shape, to_bounds
+from reactor.core.model import PodShape, Quota, ScopeTerm
+
+pytestmark = pytest.mark.unit
+
+KEY = "requests.nvidia.com/gpu"
+
+
+def _quota(name: str, hard: str, used: str | None = None, **spec: Any) -> dict[str, Any]:
+    status = {"hard": {KEY: hard}, "used": {KEY: used}} if used is not None else {}
+    return {"metadata": {"name": name}, "spec": {"hard": {KEY: hard}, **spec}, "status": status}
+
+
+def test_every_gpu_quota_is_kept_with_its_scope() -> None:
+    quotas = [
+        _quota("plain", "16", "4"),
+        _quota("high", "2", "0", scopeSelector={"matchExpressions": [
+            {"scopeName": "PriorityClass", "operator": "In", "values": ["high-priority-gpu"]}]}),
+        _quota("batch", "8", scopes=["Terminating", "NotBestEffort"]),
+        {"metadata": {"name": "cpu-only"}, "spec": {"hard": {"requests.cpu": "4"}}},
+    ]
+    bounds = to_bounds([], quotas, "nvidia.com/gpu")
+    assert bounds.quotas == (
+        Quota("batch", 8, 0, (ScopeTerm("Terminating"), ScopeTerm("NotBestEffort"))),
+        Quota("high", 2, 0, (ScopeTerm("PriorityClass", "In", ("high-priority-gpu",)),)),
+        Quota("plain", 16, 4),
+    )
+
+
+def test_the_default_class_is_the_lowest_global_default() -> None:
+    classes = [{"metadata": {"name": "a"}, "value": 10, "globalDefault": True},
+               {"metadata": {"name": "b"}, "value": 5, "globalDefault": True},
+               {"metadata": {"name": "c"}, "value": 1}]
+    assert to_bounds([], [], "nvidia.com/gpu", priority_classes=classes).default_priority_class == "b"
+    assert to_bounds([], [], "nvidia.com/gpu", priority_classes=classes[2:]).default_priority_class is None
+
+
+@pytest.mark.parametrize(("item", "fills"), [
+    ({"type": "Container", "defaultRequest": {"cpu": "100m"}}, True),
+    ({"type": "Container", "max": {"memory": "1Gi"}}, True),
+    ({"type": "Container", "min": {"cpu": "10m"}}, True),
+    ({"type": "Container", "max": {"nvidia.com/gpu": "4"}}, False),
+    ({"type": "Pod", "max": {"cpu": "4"}}, False),
+], ids=["default-request", "max-defaults-the-limit", "min-defaults-the-request", "gpu-only", "pod-item"])
+def test_a_limit_range_that_fills_cpu_or_memory_makes_no_pod_best_effort(item: dict[str, Any], fills: bool) -> None:
+    assert to_bounds([{"spec": {"limits": [item]}}], [], "nvidia.com/gpu").defaults_compute is fills
+
+
+@pytest.mark.parametrize(("spec", "shape"), [
+    ({"containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}]}, PodShape(best_effort=True)),
+    ({"containers": [{"resources": {"requests": {"cpu": "1"}}}]}, PodShape()),
+    ({"initContainers": [{"resources": {"limits": {"memory": "1Gi"}}}], "containers": [{}]}, PodShape()),
+    ({"containers": [{"resources": {"requests": {"cpu": "0"}}}]}, PodShape(best_effort=True)),
+    ({"containers": [{}], "activeDeadlineSeconds": 0}, PodShape(best_effort=True, terminating=True)),
+    ({"containers": [{}], "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"namespaceSelector": {}}]}}}, PodShape(best_effort=True, cross_namespace_affinity=True)),
+], ids=["gpu-only-is-best-effort", "cpu-request", "init-container-memory", "zero-cpu-does-not-count",
+        "deadline-zero-is-terminating", "namespace-selector-affinity"])
+def test_pod_shape_follows_the_quota_evaluator(spec: dict[str, Any], shape: PodShape) -> None:
+    assert pod_shape(spec) == shape
+
+
+class _Reader:
+    def __init__(self, quotas: list[dict[str, Any]]) -> None:
+        self.quotas, self.class_reads = quotas, 0
+
+    def list_objects(self, kind: str, namespace: str) -> list[dict[str, Any]]:
+        return self.quotas if kind == "ResourceQuota" else []
+
+    def priority_class_objects(self) -> list[dict[str, Any]]:
+        self.class_reads += 1
+        return [{"metadata": {"name": "medium"}, "value": 1, "globalDefault": True}]
+
+
+def test_priority_classes_are_read_only_for_a_class_scoped_quota() -> None:
+    plain = _Reader([_quota("plain", "4")])
+    assert namespace_bounds(plain, "ml", "nvidia.com/gpu").default_priority_class is None and plain.class_reads == 0
+    scoped = _Reader([_quota("s", "4", scopeSelector={"matchExpressions": [
+        {"scopeName": "PriorityClass", "operator": "Exists"}]})])
+    assert namespace_bounds(scoped, "ml", "nvidia.com/gpu").default_priority_class == "medium"
+    assert scoped.class_reads == 1
