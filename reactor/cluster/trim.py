@@ -73,8 +73,8 @@ def _template_metadata(template: Obj) -> Obj:
 # the last-applied copy, the pod template's spec — only for `trimmed` to drop most of it: at 100,000 objects that was
 # 31 s of a 70 s start. Here msgspec decodes each object's top level and metadata as spans of the page's bytes
 # (`Raw`: found, never built into objects), drops what `trimmed` drops, and writes the kept spans back as the
-# object's cached text: the same object `trimmed` keeps (tests/cluster/test_cache_trim.py holds the two equal), in a few ms
-# a page. A page msgspec cannot read so (not a list of objects) is decoded the ordinary way and trimmed.
+# object's cached text: the same object `trimmed` keeps (tests/cluster/test_cache_trim.py holds the two equal), in a
+# few ms a page. A page msgspec cannot read so (not a list of objects) is decoded the ordinary way and trimmed.
 
 _Fields = dict[str, msgspec.Raw]
 
