@@ -2,9 +2,9 @@
 them — the reactor assembled from the bench policy, its watch cache synced, the WSGI application called with the
 environ gunicorn builds (reads.py's guarded input included), after the bench's storm put every workload in cooldown.
 
-`python -m bench.request_profile [--size 1000] [--runs 20]`: prints the CPU µs per request of each path and the
-functions that took it (cProfile, sorted by own time). The embedded cluster runs in this process but is idle on
-the cooldown path (the cache answers every read).
+`python -m bench.request_profile [--runs 20] [--top 25]`: prints the CPU µs per request of each path and the
+functions that took it (cProfile, sorted by own time; `SORT=cumulative` sorts by time including callees). The
+embedded cluster runs in this process but is idle on the cooldown path (the cache answers every read).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import argparse
 import cProfile
 import io
 import json
+import os
 import pstats
 import secrets
 import sys
@@ -115,7 +116,7 @@ def main() -> int:
                 cpu = (time.process_time() - started) / max(1, len(bodies) - 1)
                 print(f"== {size} alert(s): {cpu * 1e6:.0f} µs CPU per request (profiled), {statuses}")
                 out = io.StringIO()
-                pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(args.top)
+                pstats.Stats(profiler, stream=out).sort_stats(os.environ.get("SORT", "tottime")).print_stats(args.top)
                 print(out.getvalue())
     finally:
         sim.stop()
