@@ -229,10 +229,10 @@ class InferenceServiceAdapter(Adapter):
         latestReadyRevision) say whether its newest Revision is ready (knative.component_behind)."""
         if not part:
             return self.rollout(obj, child)
-        behind = _component_not_ready(obj, part)
-        if behind or (child is not None and not knative.is_service(child)):
-            return behind or child_rollout(child)
-        return knative.rollout(obj, child) if child is not None else knative.component_behind(obj, part)
+        serverless = child is not None and knative.is_service(child)
+        behind = knative.rollout(obj, child) if child is not None and serverless \
+            else knative.component_behind(obj, part)
+        return behind or _component_not_ready(obj, part) or ("" if serverless else child_rollout(child))
 
     def names_child(self, owner: Obj, child_kind: str, child: Obj) -> str | None:
         return naming.inference_service(owner, child_kind, child)
