@@ -215,7 +215,8 @@ def test_a_serverless_label_change_charges_each_components_whole_new_revision() 
 def test_a_component_with_its_own_deployment_strategy_surges_by_it() -> None:
     """Raw mode: a component's deploymentStrategy takes precedence over the configured default
     (deployment_reconciler.go createRawDefaultDeployment); with none of its own, it gets the same default the read
-    component's Deployment shows; where neither can be read, every replica."""
+    component's Deployment shows; where neither can be read, every replica (apps/v1 DeploymentStrategy arithmetic:
+    maxSurge of replicas, percentages rounded up)."""
     isvc = {"metadata": {"name": "llama"}, "status": {"deploymentMode": "Standard"},
             "spec": {"predictor": {"minReplicas": 4, "containers": [container("kserve-container", 4)]},
                      "transformer": {"minReplicas": 4, "containers": [container("embedder", 2)],
@@ -230,6 +231,11 @@ def test_a_component_with_its_own_deployment_strategy_surges_by_it() -> None:
         [("transformer", 3), ("explainer", 2)]
     assert [(p.name, n) for p, n in INFERENCE_SERVICE.label_beside(isvc, predictor, 1, child=None)] == \
         [("transformer", 3), ("explainer", 4)]
+    # The mode not known (no status yet, no annotation) and nothing read: a serverless component ignores
+    # deploymentStrategy and starts every replica, so that is what is counted.
+    unknown = {**isvc, "status": {}}
+    assert [(p.name, n) for p, n in INFERENCE_SERVICE.label_beside(unknown, predictor, 1, child=None)] == \
+        [("transformer", 4), ("explainer", 4)]
 
 
 # --- Serverless InferenceService: the verifier judges the changed component ------------------------------------------

@@ -126,7 +126,9 @@ def _component_surge(obj: Obj, part: Part, child: Obj | None) -> int:
     same inferenceservice-config default, applyRolloutStrategyFromConfigmap); where neither can be read, every
     replica (never less than KServe may start)."""
     replicas = part.replicas_in(obj) or 0
-    if knative.is_service(child) or isvc_mode(obj) == "Knative":
+    raw = not knative.is_service(child) and (isvc_mode(obj) == "Standard" or
+                                              (child is not None and child.get("kind") == "Deployment"))
+    if not raw:  # serverless, or a mode not known: the whole count, never less
         return replicas
     own = read(obj, (*part.spec_path, "deploymentStrategy"))
     if isinstance(own, Mapping):
