@@ -19,7 +19,6 @@ from tests.adapters.operators import (
     GPU,
     container,
     custom,
-    install,
     install_upstream,
     needs_shared,
     ray_service_cluster,
@@ -244,7 +243,8 @@ def test_a_component_with_its_own_deployment_strategy_surges_by_it() -> None:
 def pipeline(reactor: Reactor) -> dict[str, Any]:
     """A serverless predictor (4 GPUs, min 2) and an explainer (no GPU), each a Knative Service with Knative's
     Configuration, Revision and Deployment below (reconcile_isvc_serverless)."""
-    install(reactor.sim, "serving.kserve.io_inferenceservices.yaml", "serving.knative.dev.yaml")
+    install_upstream(reactor.sim, "serving.kserve.io_inferenceservices.yaml", "serving.knative.dev_services.yaml",
+                     "serving.knative.dev_configurations.yaml", "serving.knative.dev_revisions.yaml")
     gpus = {"limits": {GPU: "4"}, "requests": {GPU: "4"}}
     reactor.sim.apply({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
                        "metadata": {"name": "llama", "namespace": NAMESPACE},
