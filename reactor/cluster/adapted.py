@@ -11,9 +11,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from reactor.cluster.workloads import ANNOTATION_PREFIX, gpu_count, max_surge
+from reactor.cluster.workloads import ANNOTATION_PREFIX, gpu_count, max_surge, pod_shape
 from reactor.core.errors import ReactorError
-from reactor.core.model import Action, Container, OperatorFacts, Skip, SkipReason, Workload, WorkloadRef
+from reactor.core.model import (
+    Action,
+    Container,
+    OperatorFacts,
+    PodShape,
+    Skip,
+    SkipReason,
+    SurgePods,
+    Workload,
+    WorkloadRef,
+)
 from reactor.integrations.adapters import Adapter, Part
 from reactor.integrations.adapters.base import Path, read, written
 from reactor.state.annotations import read_state
@@ -39,15 +49,15 @@ def adapted_workload(adapter: Adapter, obj: Obj, part_name: str, gpu_resource: s
     child_surge = max_surge(child.get("spec") or {}, replicas) if child and child.get("kind") == "Deployment" else 0
     surge = adapter.surge(obj, part.default_replicas if replicas is None else replicas, child=child,
                           child_surge=child_surge)
-    beside = sum(count * other.pods * sum(c.gpus for c in _containers(obj, other, read(obj, other.spec_path) or {},
-                                                                      gpu_resource))
-                 for other, count in adapter.surge_beside(obj, part, surge))
-    facts = OperatorFacts(part=part.name, rollout=adapter.rollout(obj, child),
+    beside = _surge_pods(obj, adapter.surge_beside(obj, part, surge), gpu_resource)
+    label_surge = _surge_pods(obj, adapter.label_beside(obj, part, surge, child=child), gpu_resource)
+    facts = OperatorFacts(part=part.name, rollout=adapter.part_rollout(obj, part.name, child),
                           refusals={**adapter.refusals(obj, part, gpu_resource),
                                     **({"scale-replicas": scale_why} if scale_why else {})},
                           pods_per_replica=part.pods,
                           replica_gpus=_replica_gpus(adapter, obj, part, gpu_resource),
-                          recommend_only=adapter.recommend_only(), surge_gpus=beside, effect=adapter.effect(obj))
+                          recommend_only=adapter.recommend_only(), surge_beside=beside, label_surge=label_surge,
+                          effect=adapter.effect(obj))
     return Workload(
         ref=WorkloadRef(adapter.kind, str(meta.get("namespace", "")), str(meta.get("name", ""))),
         resource_version=str(meta.get("resourceVersion", "")),
@@ -55,7 +65,32 @@ def adapted_workload(adapter: Adapter, obj: Obj, part_name: str, gpu_resource: s
         replicas=replicas,
         generation=generation, observed_generation=generation, max_surge=surge * part.pods,
         state=read_state(annotations), via=via, annotations=annotations, uid=str(meta.get("uid", "")), operator=facts,
+        pods=_shape(obj, part, pod_spec),
     )
+
+
+def _surge_pods(obj: Obj, started: tuple[tuple[Part, int], ...], gpu_resource: str) -> tuple[SurgePods, ...]:
+    """The other templates' pods a change starts, each template's GPUs with its own PriorityClass and pod shape:
+    a quota scoped to a class counts a pod by the pod's own spec (podMatchesScopeFunc), so the leader of an LWS
+    group or a RayService's head may fall in quotas the changed template's pods do not."""
+    out = []
+    for other, count in started:
+        spec = read(obj, other.spec_path) or {}
+        gpus = count * other.pods * sum(c.gpus for c in _containers(obj, other, spec, gpu_resource))
+        if gpus > 0:
+            cls = spec.get("priorityClassName")
+            out.append(SurgePods(gpus, cls if isinstance(cls, str) and cls else None, _shape(obj, other, spec),
+                                 other.name))
+    return tuple(out)
+
+
+def _shape(obj: Obj, part: Part, pod_spec: Obj) -> PodShape:
+    """What quota scopes see of the part's pods (`pod_shape`), the container the operator builds from a spec of its
+    own (KServe's `predictor.model`) counted with the others."""
+    model = read(obj, part.model[1]) if part.model is not None else None
+    if not isinstance(model, Mapping):
+        return pod_shape(pod_spec)
+    return pod_shape({**pod_spec, "containers": [*(pod_spec.get("containers") or []), model]})
 
 
 def _replica_gpus(adapter: Adapter, obj: Obj, part: Part, gpu_resource: str) -> int:

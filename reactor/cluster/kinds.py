@@ -135,11 +135,11 @@ class OperatorKind:
         return None
 
     def progress(self, obj: Obj, workload: Workload, child: Obj | None) -> Progress:
-        """The adapter's rollout reader, and, where the child is known, that the operator carried the last change
-        to the child's template at all (until it does, nothing of the change runs: the child's own rollout says
-        nothing about it)."""
+        """The adapter's rollout reader for the changed part, and, where the child is known, that the operator carried
+        the last change to the child's template at all (until it does, nothing of the change runs: the child's own
+        rollout says nothing about it)."""
         carried = _not_carried(workload, child, self.gpu_resource) if child else ""
-        trouble = self.adapter.rollout(obj, child) or carried
+        trouble = self.adapter.part_rollout(obj, workload.part, child) or carried
         return Progress(not trouble, trouble)
 
 

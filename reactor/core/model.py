@@ -178,6 +178,18 @@ class PodShape:
 
 
 @dataclass(frozen=True, slots=True)
+class SurgePods:
+    """GPUs of the pods one of an operator's other templates starts with a change, with what decides which scoped
+    quotas count them: that template's own PriorityClass and pod shape (kube-apiserver's quota evaluator matches
+    each pod by its own spec: pkg/quota/v1/evaluator/core/pods.go podMatchesScopeFunc)."""
+
+    gpus: int
+    priority_class: str | None = None
+    pods: PodShape = field(default_factory=PodShape)
+    template: str = ""  # the template's name in the resource (a Ray worker group, an InferenceService component)
+
+
+@dataclass(frozen=True, slots=True)
 class OperatorFacts:
     """What a workload read through an operator's adapter (integrations/adapters) adds: which of the resource's
     templates it is, what the operator refuses on it, how its rollout stands, and how its replicas count."""
@@ -193,9 +205,12 @@ class OperatorFacts:
     # Why the reactor may only recommend on this workload ("" when it may act): a link to it that its owner's
     # side cannot confirm (a custom adapter declaring no naming rule).
     recommend_only: str = ""
-    # GPUs of the pods of the resource's other templates that a template change starts too, besides the changed
-    # template's surge (a RayService's whole new RayCluster; a LeaderWorkerSet surge group's leader or workers).
-    surge_gpus: int = 0
+    # The pods of the resource's other templates that a template change starts too, besides the changed template's
+    # surge (a RayService's whole new RayCluster; a LeaderWorkerSet surge group's leader or workers), per template.
+    surge_beside: tuple[SurgePods, ...] = ()
+    # The same for a change of the resource's labels (Kueue's priority label), where the operator copies them into
+    # every template (KServe: every component rolls, each with its own surge).
+    label_surge: tuple[SurgePods, ...] = ()
     # What a template change does to the running pods where it is more than a rolling update (KubeRay's Recreate
     # deletes every pod, head included): said in the plan and the Event (`Action.effect`).
     effect: str = ""

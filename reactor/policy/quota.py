@@ -7,7 +7,17 @@ for every quota that will count the pods the change creates. Pure arithmetic ove
 
 from __future__ import annotations
 
-from reactor.core.model import ComputeQuota, Quota, ScopeTerm, Shortfall, Skip, SkipReason, Workload
+from reactor.core.model import (
+    ComputeQuota,
+    PodShape,
+    Quota,
+    ScopeTerm,
+    Shortfall,
+    Skip,
+    SkipReason,
+    SurgePods,
+    Workload,
+)
 from reactor.policy.context import Context
 
 Charges = tuple[tuple[str, int], ...]  # (quota name, GPUs), as Action.quota_charges
@@ -18,15 +28,16 @@ def pod_gpus(workload: Workload, *, container: str | None = None, gpus: int | No
     return sum(gpus if (c.name == container and gpus is not None) else c.gpus for c in workload.containers)
 
 
-def tracks(ctx: Context, quota: Quota | ComputeQuota, priority_class: str | None) -> bool:
+def tracks(ctx: Context, quota: Quota | ComputeQuota, priority_class: str | None, pods: PodShape | None = None) -> bool:
     """Whether `quota` counts the workload's pods when they run under `priority_class` (podMatchesScopeFunc:
-    every term must match; a quota without terms counts every pod)."""
+    every term must match; a quota without terms counts every pod). `pods`: the shape of other pods to judge (an
+    operator's other template), by default the workload's own."""
     cls = priority_class or ctx.bounds.default_priority_class
-    return all(_term_matches(ctx, term, cls) for term in quota.scopes)
+    shape = ctx.workload.pods if pods is None else pods
+    return all(_term_matches(ctx, term, cls, shape) for term in quota.scopes)
 
 
-def _term_matches(ctx: Context, term: ScopeTerm, cls: str | None) -> bool:
-    pods = ctx.workload.pods
+def _term_matches(ctx: Context, term: ScopeTerm, cls: str | None, pods: PodShape) -> bool:
     states = {"BestEffort": pods.best_effort and not ctx.bounds.defaults_compute,
               "Terminating": pods.terminating, "CrossNamespacePodAffinity": pods.cross_namespace_affinity}
     if term.scope in states:
@@ -51,36 +62,52 @@ def _class_matches(term: ScopeTerm, cls: str | None) -> bool:
     return False
 
 
-def check_template(ctx: Context, *, new_pod_gpus: int, new_class: str | None, what: str) -> Skip | Charges:
+def check_template(ctx: Context, *, new_pod_gpus: int, new_class: str | None, what: str,
+                   beside: tuple[SurgePods, ...] | None = None) -> Skip | Charges:
     """QUOTA_EXCEEDED when a pod-template change does not fit a quota that will count its new pods; else what
     it keeps of each quota once rolled out (its `quota_charges`).
 
     A quota counting the old pods and the new ones needs the growth of all replicas plus the surge pods
     (they run the new template while every old pod still counts, so even a shrink needs `surge × new`). A
     quota the pods move into (a new PriorityClass) must hold every replica; one they leave is freed as
-    they roll, and a quota that never counts them does not matter. The surge includes the pods of the operator's
-    other templates that it starts with the change (`OperatorFacts.surge_gpus`).
+    they roll, and a quota that never counts them does not matter. The pods of the operator's other templates that
+    it starts with the change (`beside`, by default `OperatorFacts.surge_beside`: a RayService's whole new
+    RayCluster, an LWS surge group's leader or workers) are charged to the quotas that count them, each by its own
+    template's PriorityClass and shape, as kube-apiserver matches each pod (podMatchesScopeFunc): a quota scoped to
+    the leader's class is charged the surge leaders though it never counts the changed workers. Transient, like the
+    surge: nothing of them is kept.
     """
     old_class, old_gpus = ctx.workload.priority_class, pod_gpus(ctx.workload)
-    # The other templates' pods the operator starts with the change (a RayService's whole new RayCluster, an LWS
-    # surge group's leader or workers): counted where the changed template's old pods are, never left out.
-    beside = ctx.workload.operator.surge_gpus if ctx.workload.operator is not None else 0
+    if beside is None:
+        beside = ctx.workload.operator.surge_beside if ctx.workload.operator is not None else ()
     charges: list[tuple[str, int]] = []
     refusals: list[Skip] = []
     for quota in ctx.bounds.quotas:
+        others = sum(b.gpus for b in beside if tracks(ctx, quota, b.priority_class, b.pods))
+        also = f", other templates' pods {others}" if others else ""
         if not tracks(ctx, quota, new_class):
-            continue
-        if tracks(ctx, quota, old_class):
+            kept, need, how = 0, others, also
+        elif tracks(ctx, quota, old_class):
             kept = max(0, ctx.replicas * (new_pod_gpus - old_gpus))
-            need, how = kept + ctx.surge * new_pod_gpus + beside, ""
+            need, how = kept + ctx.surge * new_pod_gpus + others, also
         else:
-            kept = need = ctx.replicas * new_pod_gpus
-            how = ", every pod moves into its scope"
+            kept = ctx.replicas * new_pod_gpus
+            need, how = kept + others, f", every pod moves into its scope{also}"
         blocked = _refuse(ctx, quota, need=need, what=what, how=how)
         if blocked is not None:
             refusals.append(blocked)
         charges += [(quota.name, kept)] if kept else []
     return _refused(refusals) or tuple(charges)
+
+
+def priority_beside(ctx: Context) -> tuple[SurgePods, ...] | None:
+    """The other templates' pods a priority change starts: where the priority is Kueue's label and the operator
+    copies labels into every template (KServe: every component rolls), `OperatorFacts.label_surge`; else None (a
+    template change's own, `check_template`'s default)."""
+    workload = ctx.workload
+    if workload.operator is None or workload.kueue is None or not workload.kueue.label_rolls:
+        return None
+    return workload.operator.label_surge
 
 
 def check_added_pods(ctx: Context, *, pods: int, what: str) -> Skip | Charges:

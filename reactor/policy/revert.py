@@ -18,7 +18,7 @@ from reactor.policy.context import Context
 from reactor.policy.cpu import revert_cpu
 from reactor.policy.limits import out_of_bounds
 from reactor.policy.memory import MIB, revert_memory
-from reactor.policy.quota import check_added_pods, check_template, pod_gpus
+from reactor.policy.quota import check_added_pods, check_template, pod_gpus, priority_beside
 from reactor.policy.strategies import check_priority_class
 from reactor.state.annotations import CPU, MEMORY, container_key, original_key, original_value
 
@@ -187,7 +187,7 @@ def _checked(ctx: Context, last: LastAction, strategy: str, target: tuple[object
     elif field == "priorityClassName" and isinstance(original, str):
         delta = 0
         charged = check_priority_class(ctx, original) or (check_template(
-            ctx, new_pod_gpus=per_pod, new_class=original, what=f"revert of {strategy}"
+            ctx, new_pod_gpus=per_pod, new_class=original, what=f"revert of {strategy}", beside=priority_beside(ctx)
         ) if template_quota else ())
     else:
         return Skip(SkipReason.NOTHING_TO_REVERT, f"recorded original {original!r} does not fit {field}")

@@ -15,7 +15,7 @@ from reactor.policy import pod
 from reactor.policy.context import Context, gpu_range, replica_range
 from reactor.policy.cpu import resize_cpu
 from reactor.policy.memory import resize_memory
-from reactor.policy.quota import Charges, check_added_pods, check_template, pod_gpus
+from reactor.policy.quota import Charges, check_added_pods, check_template, pod_gpus, priority_beside
 
 Strategy = Callable[[Context, str], "Action | Skip"]
 
@@ -109,11 +109,12 @@ def set_priority(ctx: Context, direction: str) -> Action | Skip:
     # Kueue's priority is a label on the workload (see kueue.py): where Kueue's webhook copies it into the pod
     # template (a Deployment, a LeaderWorkerSet: v0.15+ deployment_webhook / leaderworkerset_webhook Default) the
     # pods roll with it, so it is checked for surge and quota like any template change (the pods' own
-    # PriorityClass stays); elsewhere no pod is replaced and it needs no quota.
+    # PriorityClass stays), with every template the label reaches (priority_beside: each KServe component rolls);
+    # elsewhere no pod is replaced and it needs no quota.
     queue, rolls = ctx.workload.queue, ctx.workload.kueue is not None and ctx.workload.kueue.label_rolls
     charged = check_priority_class(ctx, target) or (() if queue and not rolls else check_template(
         ctx, new_pod_gpus=pod_gpus(ctx.workload), new_class=current if queue else target,
-        what=f"class {current}→{target}"))
+        what=f"class {current}→{target}", beside=priority_beside(ctx)))
     if isinstance(charged, Skip):
         return charged
     return _action(ctx, "set-priority", direction, container=None, from_value=current, to_value=target, gpu_delta=0,

@@ -555,23 +555,27 @@ KNATIVE = "serving.knative.dev"
 ISVC_LABEL = "serving.kserve.io/inferenceservice"
 
 
-def reconcile_isvc_serverless(sim: SimCluster, name: str, *, ready: bool = True) -> None:
+def reconcile_isvc_serverless(sim: SimCluster, name: str, *, ready: bool = True,
+                              not_ready: tuple[str, ...] = ()) -> None:
     """KServe in serverless mode (its default) and Knative Serving under it: per component a Knative Service
     `<name>-<component>` controlled by the InferenceService; Knative's Configuration, a Revision per generation of
     it, and the Revision's Deployment `<revision>-deployment`; an older Revision, no longer routed, scales to zero.
-    `ready=False`: the newest Revision is created but not ready yet (status as KServe and Knative report it)."""
+    `ready=False`: the newest Revision of every component is created but not ready yet; `not_ready`: the components
+    for which that is so (status as KServe and Knative report it)."""
     isvc = custom(sim, "inferenceservices", name)
-    components = {}
+    components, readiness = {}, {}
     for component in ("predictor", "transformer", "explainer"):
         if component in isvc["spec"]:
-            components[component] = _knative_component(sim, isvc, component, ready)
+            readiness[component] = ready and component not in not_ready
+            components[component] = _knative_component(sim, isvc, component, readiness[component])
     sim.settle()
     generation = custom(sim, "inferenceservices", name)["metadata"]["generation"]
-    ready_condition = {"type": "Ready", "status": "True" if ready else "False",
-                       **({} if ready else {"reason": "RevisionMissing", "message": "revision not ready"})}
     statuses = {}
     for component, (service, created, previous) in components.items():
-        latest_ready = created if ready else previous
+        up = readiness[component]
+        ready_condition = {"type": "Ready", "status": "True" if up else "False",
+                           **({} if up else {"reason": "RevisionMissing", "message": "revision not ready"})}
+        latest_ready = created if up else previous
         ksvc = sim.get(f"services.{KNATIVE}", NAMESPACE, service)
         set_status(sim, f"services.{KNATIVE}", service,
                    {"observedGeneration": ksvc["metadata"]["generation"], "conditions": [ready_condition],
@@ -585,7 +589,26 @@ def reconcile_isvc_serverless(sim: SimCluster, name: str, *, ready: bool = True)
                                "latestRolledoutRevision": rolled}
     set_status(sim, "inferenceservices", name, {"observedGeneration": generation, "components": statuses,
                                                 "deploymentMode": "Knative",
-                                                "conditions": [{"type": "Ready", "status": "True"}]})
+                                                "conditions": isvc_conditions(readiness)})
+
+
+def isvc_conditions(readiness: dict[str, bool]) -> list[Obj]:
+    """The InferenceService's conditions as KServe v0.20.0 sets them from its components' Knative Services:
+    inference_service_status.go PropagateStatus sets `<Component>Ready` from each one's Ready (readyConditionsMap);
+    ingress_reconciler.go createIngress leaves IngressReady False while the predictor, then the transformer, then the
+    explainer is not ready ("<Component> ingress not created"); `Ready` is the living condition set of PredictorReady
+    and IngressReady (conditionSet): every one of them True."""
+    types = {"predictor": "PredictorReady", "transformer": "TransformerReady", "explainer": "ExplainerReady"}
+    conditions: list[Obj] = [{"type": types[c], "status": "True" if up else "False",
+                              **({} if up else {"reason": "RevisionMissing", "message": "revision not ready"})}
+                             for c, up in readiness.items()]
+    down = next((c for c in types if c in readiness and not readiness[c]), None)
+    ingress: Obj = {"type": "IngressReady", "status": "True"} if down is None else {
+        "type": "IngressReady", "status": "False", "reason": f"{down.capitalize()} ingress not created"}
+    ready = readiness.get("predictor", False) and down is None
+    conditions += [ingress, {"type": "Ready", "status": "True" if ready else "False",
+                             **({} if ready else {"reason": ingress.get("reason") or "PredictorNotReady"})}]
+    return conditions
 
 
 def _rolled_out(isvc: Obj, component: str) -> str:

@@ -147,6 +147,17 @@ class Adapter:
         started beside the old ones) starts too, each with its replicas: by default none (one template rolls)."""
         return ()
 
+    def label_beside(self, obj: Obj, part: Part, surge: int, *, child: Obj | None) -> tuple[tuple[Part, int], ...]:
+        """The other templates whose pods a change of the resource's own labels starts (Kueue's priority label, where
+        the operator copies labels into its templates), each with its replicas: by default those a template change of
+        `part` starts (`surge_beside`)."""
+        return self.surge_beside(obj, part, surge)
+
+    def part_rollout(self, obj: Obj, part: str, child: Obj | None) -> str:
+        """Why the rollout of one part is still in progress ("" when it is not): by default the resource's
+        (`rollout`); an operator that reports each part's readiness apart (KServe's components) reads that part's."""
+        return self.rollout(obj, child)
+
     def running(self, obj: Obj, part: Part, child: Obj | None) -> tuple[int | None, str]:
         """(replicas of `part` the operator runs where more than the resource says, why a scale is then refused):
         by default (None, ""): the resource's count is what runs."""

@@ -118,6 +118,16 @@ def rollout(isvc: Obj, service: Obj) -> str:
                             own.get("latestReadyRevisionName"))
 
 
+def component_behind(isvc: Obj, component: str) -> str:
+    """Why the component's newest Revision is not ready yet, as KServe copies its Knative Service's status into the
+    InferenceService (kserve v0.20.0 inference_service_status.go PropagateStatus: status.components.<component>
+    latestCreatedRevision, latestReadyRevision); "" when it is, or where KServe reports no revisions (raw mode)."""
+    status = read(isvc, ("status", "components", component))
+    if not isinstance(status, Mapping):
+        return ""
+    return _revision_behind(f"the {component}", status.get("latestCreatedRevision"), status.get("latestReadyRevision"))
+
+
 def _revision_behind(what: str, created: Any, ready: Any) -> str:
     if created and created != ready:
         return f"{what}: Revision {created} is not ready yet (latest ready: {ready or 'none'})"

@@ -7,7 +7,7 @@ published CRD (tests/fixtures/crds). Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from reactor.core.ownership import ControllerRef
 from reactor.integrations.adapters import knative, naming
@@ -101,6 +101,58 @@ def _isvc_part_forbidden(obj: Obj, part: Part, gpu_resource: str) -> dict[str, s
     return {}
 
 
+# kserve v0.20.0 inference_service_status.go readyConditionsMap: the condition KServe sets for each component.
+READY_CONDITIONS = {"predictor": "PredictorReady", "transformer": "TransformerReady", "explainer": "ExplainerReady"}
+
+
+def _component_not_ready(obj: Obj, component: str) -> str:
+    """Why KServe reports the component not ready ("" when it reports it ready); where it has set no condition for
+    the component yet (an older status), the resource's `Ready`."""
+    wanted = READY_CONDITIONS.get(component)
+    for condition in read(obj, ("status", "conditions")) or []:
+        if isinstance(condition, Mapping) and condition.get("type") == wanted:
+            if condition.get("status") == "True":
+                return ""
+            return (f"{wanted} is {condition.get('status')}: {condition.get('reason', '')} "
+                    f"{condition.get('message', '')}").strip()
+    return not_ready(obj)
+
+
+def _component_surge(obj: Obj, part: Part, child: Obj | None) -> int:
+    """Replicas of new pods a change starts for a component KServe rolls alongside the one read (`child` is that
+    one's Deployment or Knative Service). Serverless: a new Revision starts every replica. Raw: its own
+    `deploymentStrategy` (v0.20.0 deployment_reconciler.go createRawDefaultDeployment: it takes precedence), else the
+    strategy KServe gave the read component's Deployment where that one sets none of its own (both then come from the
+    same inferenceservice-config default, applyRolloutStrategyFromConfigmap); where neither can be read, every
+    replica (never less than KServe may start)."""
+    replicas = part.replicas_in(obj) or 0
+    raw = not knative.is_service(child) and (isvc_mode(obj) == "Standard" or
+                                              (child is not None and child.get("kind") == "Deployment"))
+    if not raw:  # serverless, or a mode not known: the whole count, never less
+        return replicas
+    own = read(obj, (*part.spec_path, "deploymentStrategy"))
+    if isinstance(own, Mapping):
+        return _rolling_surge(own, replicas)
+    if child is not None and child.get("kind") == "Deployment":
+        read_component = ((child.get("metadata") or {}).get("labels") or {}).get("component")
+        strategy = read(child, ("spec", "strategy"))
+        if isinstance(read_component, str) and isinstance(strategy, Mapping) \
+                and not isinstance(read(obj, ("spec", read_component, "deploymentStrategy")), Mapping):
+            return _rolling_surge(strategy, replicas)
+    return replicas
+
+
+def _rolling_surge(strategy: Mapping[str, Any], replicas: int) -> int:
+    """A Deployment strategy's surge (apps/v1 defaults: RollingUpdate, maxSurge 25% rounded up; Recreate none)."""
+    if strategy.get("type") == "Recreate":
+        return 0
+    rolling = strategy.get("rollingUpdate")
+    raw = rolling.get("maxSurge", "25%") if isinstance(rolling, Mapping) else "25%"
+    if isinstance(raw, str) and raw.endswith("%") and raw[:-1].isdigit():
+        return min(replicas, -(-replicas * int(raw[:-1]) // 100))
+    return min(replicas, raw) if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0 else replicas
+
+
 class InferenceServiceAdapter(Adapter):
     """The predictor, transformer and explainer; run as Deployments (raw mode) or Knative Services (serverless
     mode), whose chain of Knative objects the adapter walks itself (`climb`, knative.py)."""
@@ -161,6 +213,28 @@ class InferenceServiceAdapter(Adapter):
         """Serverless mode: a template change makes a new Knative Revision, which starts every replica beside the
         old one; raw mode: the Deployment's maxSurge."""
         return replicas if knative.is_service(child) else child_surge
+
+    def label_beside(self, obj: Obj, part: Part, surge: int, *, child: Obj | None) -> tuple[tuple[Part, int], ...]:
+        """Every other component: KServe copies the InferenceService's labels into each one's pod template (v0.20.0
+        components/predictor.go buildObjectMeta; serverless ksvc_reconciler.go createKnativeService), so a label
+        change rolls them all, each with its own surge (`component_surge`)."""
+        return tuple((other, _component_surge(obj, other, child)) for other in self.parts(obj)
+                     if other.spec_path != part.spec_path)
+
+    def part_rollout(self, obj: Obj, part: str, child: Obj | None) -> str:
+        """The changed component's own readiness, not the resource's `Ready`: KServe sets `<Component>Ready` per
+        component (v0.20.0 inference_service_status.go PropagateStatus from its Knative Service's Ready,
+        PropagateRawStatus from its Deployment's), while `Ready` waits on the predictor and the ingress, which waits
+        on every component (ingress_reconciler.go createIngress): another component's trouble is not this change's,
+        and a transformer's rollout is not the predictor's. Serverless, with no child to read, the component's
+        revisions as KServe copies them (status.components.<component>: latestCreatedRevision not yet
+        latestReadyRevision) say whether its newest Revision is ready (knative.component_behind)."""
+        if not part:
+            return self.rollout(obj, child)
+        serverless = child is not None and knative.is_service(child)
+        behind = knative.rollout(obj, child) if child is not None and serverless \
+            else knative.component_behind(obj, part)
+        return behind or _component_not_ready(obj, part) or ("" if serverless else child_rollout(child))
 
     def names_child(self, owner: Obj, child_kind: str, child: Obj) -> str | None:
         return naming.inference_service(owner, child_kind, child)
