@@ -20,10 +20,10 @@ from typing import Any
 from reactor.act.budget import Budget
 from reactor.act.ledger import Ledger, StaleRecord, entry_for
 from reactor.act.posting import EventPoster, workload_event
-from reactor.act.resize import CPU_ACTION, MEMORY_ACTION, changes_compute, resize_pods, template_compute
-from reactor.cluster.adapted import adapted_patch
+from reactor.act.resize import changes_compute, resize_pods
+from reactor.cluster.kinds import Kinds
 from reactor.cluster.kube import KubeGateway
-from reactor.cluster.workloads import template_path
+from reactor.cluster.patches import effective_action
 from reactor.core.errors import ConflictError, PermanentError, ReactorError, TemporaryError
 from reactor.core.model import (
     Action,
@@ -101,6 +101,7 @@ class Actor:
         self.events = events  # Events are queued, never sent on the caller's thread (see posting.py)
         self.ledger, self.reverse_after = ledger, reverse_after  # the state ledger (act/ledger.py)
         self.adapters = adapters  # the enabled operators' kinds, written by JSON merge patch (see adapted.py)
+        self.kinds = Kinds(adapters, gpu_resource)  # each kind's own patch (a lookup of values, no collaborator)
         self.gpu_resource = gpu_resource
         self.conflict_retries, self.dry_run = conflict_retries, dry_run
 
@@ -203,14 +204,12 @@ class Actor:
 
     def _body(self, action: Action, workload: Workload, annotations: dict[str, str | None],
               obj: dict[str, Any]) -> dict[str, Any]:
-        """Strategic merge for built-in kinds; merge patch of an operator's resource; Kueue's label for priority."""
-        field = effective_action(action, workload)
-        if workload.queue and field == "set-priority":
+        """Kueue's label for a queued workload's priority, whatever its kind; else the kind's own patch (kinds.py)."""
+        if workload.queue and effective_action(action, workload) == "set-priority":
             return queue_priority_patch(action, workload, annotations)
-        adapter = self.adapters.get(workload.ref.kind)
-        if adapter is not None:
-            return adapted_patch(adapter, obj, workload, field, action, annotations, self.gpu_resource)
-        return build_patch(action, workload, annotations, self.gpu_resource, action.apply_to or self.cpu_apply_to)
+        return self.kinds.of(workload.ref.kind).patch(obj, workload, action, annotations,
+                                                      cpu_apply_to=action.apply_to or self.cpu_apply_to)
+
     def _resize_pods(self, action: Action, workload: Workload, signal: Signal) -> str:
         """After the owner's patch recorded it: a CPU (memory) change in place on the named pods; their status, for
         the Event."""
@@ -218,46 +217,6 @@ class Actor:
         if not changes_compute(action, workload) or apply_to == "template":
             return ""
         return "; resized in place: " + ", ".join(resize_pods(self.kube, action, signal, only=apply_to == "pods"))
-
-
-def effective_action(action: Action, workload: Workload) -> str:
-    """Which field an action sets; a revert undoes whatever the last action changed."""
-    if action.action != "revert":
-        return action.action
-    last = workload.state.last_action
-    return last.action if last is not None else "revert"
-
-
-def build_patch(action: Action, workload: Workload, annotations: dict[str, str | None],
-                gpu_resource: str, cpu_apply_to: str = "pods") -> dict[str, Any]:
-    """The strategic-merge patch that sets the desired state and records it, conditional on the read."""
-    patch: dict[str, Any] = {
-        "metadata": {"resourceVersion": workload.resource_version, "annotations": annotations},
-    }
-    field = effective_action(action, workload)
-    if field == "scale-replicas":
-        patch["spec"] = {"replicas": int(action.to_value)}  # type: ignore[arg-type]
-        return patch
-    pod_spec: dict[str, Any]
-    if field == "resize-gpu":
-        count = str(action.to_value)
-        # Request and limit together: an extended resource's request must equal its limit.
-        resources = {"limits": {gpu_resource: count}, "requests": {gpu_resource: count}}
-        pod_spec = {"containers": [{"name": action.container, "resources": resources}]}
-    elif field == "set-priority":
-        pod_spec = {"priorityClassName": action.to_value}
-    elif field in (CPU_ACTION, MEMORY_ACTION):
-        if cpu_apply_to == "pods":
-            return patch  # the pods are resized in place; the owner records it
-        pod_spec = template_compute(action)
-    else:
-        raise ReactorError(f"cannot build a patch for action {action.action!r} on {workload.ref}")
-    node: dict[str, Any] = patch
-    path = template_path(workload.ref.kind)
-    for key in path[:-1]:
-        node = node.setdefault(key, {})
-    node[path[-1]] = pod_spec
-    return patch
 
 
 def queue_priority_patch(action: Action, workload: Workload, annotations: dict[str, str | None]) -> dict[str, Any]:

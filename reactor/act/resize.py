@@ -17,16 +17,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from reactor.cluster import compute
+from reactor.cluster.compute import CPU_ACTION, MEMORY_ACTION
 from reactor.cluster.kube import KubeGateway, NotFound
 from reactor.core.errors import PermanentError
-from reactor.core.model import Action, ComputeBounds, ComputeResources, Signal, Workload
+from reactor.core.model import Action, ComputeBounds, Signal, Workload
 from reactor.policy import ComputeFacts
 from reactor.resolve.owners import Reader
 
 log = logging.getLogger(__name__)
 
-CPU_ACTION = "resize-cpu"
-MEMORY_ACTION = "resize-memory"
 RESOURCE = {CPU_ACTION: "cpu", MEMORY_ACTION: "memory"}  # the resource each in-place action resizes
 
 
@@ -72,21 +71,6 @@ def changes_compute(action: Action, workload: Workload) -> bool:
     return action.action == "revert" and last is not None and last.action in RESOURCE
 
 
-def _resized(action: Action) -> tuple[str, ComputeResources]:
-    """(resource, what to set) of a CPU or memory action (a revert carries what it restores)."""
-    if action.memory is not None:
-        return "memory", action.memory
-    assert action.cpu is not None
-    return "cpu", action.cpu
-
-
-def template_compute(action: Action) -> dict[str, Any]:
-    """The pod-spec part of a template patch that sets the container's CPU (or memory)."""
-    assert action.container is not None
-    resource, value = _resized(action)
-    return compute.resize_body(action.container, value, resource)["spec"]
-
-
 def resize_pods(kube: KubeGateway, action: Action, signal: Signal, *, only: bool = True) -> list[str]:
     """pods/resize on every pod the alerts name; "pod: status" for each, as the kubelet reports it.
 
@@ -99,7 +83,7 @@ def resize_pods(kube: KubeGateway, action: Action, signal: Signal, *, only: bool
     """
     assert action.container is not None
     namespace = action.workload.namespace
-    resource, value = _resized(action)
+    resource, value = compute.compute_of(action)
     body = compute.resize_body(action.container, value, resource)
     report = []
     resized = 0

@@ -14,7 +14,10 @@ from typing import Any
 
 from reactor.cluster.rollout import Progress
 from reactor.core import quantity as quantities
-from reactor.core.model import ComputeBounds, ComputeQuota, ComputeResources, ScopeTerm
+from reactor.core.model import Action, ComputeBounds, ComputeQuota, ComputeResources, ScopeTerm
+
+CPU_ACTION = "resize-cpu"
+MEMORY_ACTION = "resize-memory"
 
 # The pod conditions an in-place resize reports (Kubernetes 1.33+), as the kubelet sets them.
 RESIZE_PENDING = "PodResizePending"  # reason Deferred (may fit later) or Infeasible (never on this node)
@@ -247,3 +250,18 @@ def scope_terms(spec: Mapping[str, Any]) -> tuple[ScopeTerm, ...]:
         terms.append(ScopeTerm(str(expr.get("scopeName", "")), str(expr.get("operator", "")),
                                tuple(str(v) for v in expr.get("values") or [])))
     return tuple(terms)
+
+
+def compute_of(action: Action) -> tuple[str, ComputeResources]:
+    """(resource, what to set) of a CPU or memory action (a revert carries what it restores)."""
+    if action.memory is not None:
+        return "memory", action.memory
+    assert action.cpu is not None
+    return "cpu", action.cpu
+
+
+def template_compute(action: Action) -> dict[str, Any]:
+    """The pod-spec part of a template patch that sets the container's CPU (or memory)."""
+    assert action.container is not None
+    resource, value = compute_of(action)
+    return resize_body(action.container, value, resource)["spec"]

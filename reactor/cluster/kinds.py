@@ -1,21 +1,23 @@
-"""The kinds the reactor reads workloads of, behind one interface (`WorkloadKind`): a built-in controller's kind
-(Deployment, StatefulSet, CronJob, a Job) read from its own spec and status, and an operator's resource read through
-its adapter (integrations/adapters). The view (view.py) makes one call on the kind, never a branch on which it is.
+"""The kinds the reactor reads and writes workloads of, behind one interface (`WorkloadKind`): a built-in
+controller's kind (Deployment, StatefulSet, CronJob, a Job) read from its own spec and status and patched by strategic
+merge of its template, and an operator's resource read and patched through its adapter (integrations/adapters). The
+view (view.py) and the act step (act/actor.py) make one call on the kind, never a branch on which it is.
 
 Pure but for `child`, which lists through the reads it is handed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from reactor.cluster.adapted import adapted_workload
+from reactor.cluster.adapted import adapted_patch, adapted_workload
+from reactor.cluster.patches import effective_action, template_patch
 from reactor.cluster.rollout import Progress, progress
 from reactor.cluster.workloads import gpu_count, to_workload
 from reactor.core.errors import PermanentError
-from reactor.core.model import PATCHABLE_KINDS, Workload, WorkloadRef
+from reactor.core.model import PATCHABLE_KINDS, Action, Workload, WorkloadRef
 from reactor.integrations.adapters import Adapter
 from reactor.integrations.adapters.base import read
 from reactor.state.annotations import read_state
@@ -50,6 +52,22 @@ class WorkloadKind(Protocol):
         """How far the workload's rollout has got."""
         ...
 
+    def patch(self, obj: Obj, workload: Workload, action: Action, annotations: Mapping[str, str | None], *,
+              cpu_apply_to: str) -> dict[str, Any]:
+        """The patch that sets `action`'s desired state and records `annotations`, conditional on the read."""
+        ...
+
+
+class Kinds:
+    """Each kind's `WorkloadKind`: the enabled operator's adapter for its kind, else the built-in controller's."""
+
+    def __init__(self, adapters: Iterable[Adapter], gpu_resource: str) -> None:
+        self.gpu_resource = gpu_resource
+        self._operators: dict[str, WorkloadKind] = {a.kind: OperatorKind(a, gpu_resource) for a in adapters}
+
+    def of(self, kind: str) -> WorkloadKind:
+        return self._operators.get(kind) or BuiltinKind(kind, self.gpu_resource)
+
 
 @dataclass(frozen=True, slots=True)
 class BuiltinKind:
@@ -72,6 +90,11 @@ class BuiltinKind:
 
     def progress(self, obj: Obj, workload: Workload, child: Obj | None) -> Progress:
         return progress(obj, self.kind)
+
+    def patch(self, obj: Obj, workload: Workload, action: Action, annotations: Mapping[str, str | None], *,
+              cpu_apply_to: str) -> dict[str, Any]:
+        """A strategic merge of the pod template (of the job template, for a CronJob): patches.py."""
+        return template_patch(action, workload, annotations, self.gpu_resource, cpu_apply_to)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +164,12 @@ class OperatorKind:
         carried = _not_carried(workload, child, self.gpu_resource) if child else ""
         trouble = self.adapter.part_rollout(obj, workload.part, child) or carried
         return Progress(not trouble, trouble)
+
+    def patch(self, obj: Obj, workload: Workload, action: Action, annotations: Mapping[str, str | None], *,
+              cpu_apply_to: str) -> dict[str, Any]:
+        """A JSON merge patch of the changed part, the operator's own field paths (adapted.py)."""
+        return adapted_patch(self.adapter, obj, workload, effective_action(action, workload), action, annotations,
+                             self.gpu_resource)
 
 
 def _not_carried(workload: Workload, child: Obj, gpu_resource: str) -> str:

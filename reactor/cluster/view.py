@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from reactor.cluster.kinds import BuiltinKind, Lister, OperatorKind, WorkloadKind
+from reactor.cluster.kinds import Kinds, Lister, WorkloadKind
 from reactor.cluster.rollout import Progress
 from reactor.core.model import Bounds, Workload, WorkloadRef
 from reactor.integrations import kueue
@@ -36,7 +36,7 @@ class ClusterView:
 
     def __init__(self, *, adapters: Adapters, gpu_resource: str, state_keys: StateKeys | None) -> None:
         self.adapters, self.gpu_resource, self.state_keys = adapters, gpu_resource, state_keys
-        self._kinds: dict[str, WorkloadKind] = {a.kind: OperatorKind(a, gpu_resource) for a in adapters}
+        self._kinds = Kinds(adapters, gpu_resource)
 
     def changeable(self, kind: str) -> bool:
         """A kind the reactor may have changed: a built-in patchable kind or an enabled operator's kind."""
@@ -47,7 +47,7 @@ class ClusterView:
 
     def kind(self, kind: str) -> WorkloadKind:
         """How workloads of `kind` are read: through the enabled operator's adapter, else as its controller runs it."""
-        return self._kinds.get(kind) or BuiltinKind(kind, self.gpu_resource)
+        return self._kinds.of(kind)
 
     def workload(self, obj: Obj, kind: str, *, part: str = "", child: Obj | None = None,
                  via: WorkloadRef | None = None, kueue_label_mutable: Callable[[], bool] = lambda: True) -> Workload:

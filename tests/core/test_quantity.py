@@ -183,7 +183,7 @@ def test_every_memory_quantity_the_reactor_writes_reads_back(size: int) -> None:
 
 @given(st.integers(0, 10_000))
 def test_every_gpu_count_the_reactor_writes_reads_back(gpus: int) -> None:
-    assert value(str(gpus)) == gpus  # act.build_patch writes str(count) into requests and limits
+    assert value(str(gpus)) == gpus  # cluster.patches.template_patch writes str(count) into requests and limits
 
 
 @given(st.text(alphabet="0123456789.+-eEinumkKMGTP ", max_size=12))
