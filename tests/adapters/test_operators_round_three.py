@@ -6,23 +6,17 @@ the refusal and why."""
 from __future__ import annotations
 
 import dataclasses
-import io
-from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from reactor.app.assembly import build_engine
 from reactor.cluster.view import ClusterView
 from reactor.config.settings import build_settings
 from reactor.core.errors import ConfigError
-from reactor.intake.alerts import parse_notification
 from reactor.integrations.adapters import Adapters
 from reactor.integrations.adapters.kserve import INFERENCE_SERVICE
 from reactor.integrations.adapters.ray import ALLOW_RECREATE
-from reactor.tools.payloads import AlertSpec, notification
-from reactor.tools.plan import print_plan
 from reactor_sim import SimCluster
 from tests.adapters.conftest import POLICY
 from tests.adapters.operators import (
@@ -38,41 +32,10 @@ from tests.adapters.operators import (
     reconcile_lws,
     reconcile_ray,
 )
+from tests.adapters.steps import events, headroom, plan, post
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 pytestmark = needs_shared
-
-
-def _post(reactor: Reactor, alert: str, pod: str, name: str, **kw: Any) -> dict[str, Any]:
-    r = reactor.post(notification([AlertSpec(alert, NAMESPACE, pod, name, **kw)]))
-    assert r.status_code == 200, r.get_json()
-    (outcome,) = r.get_json()["outcomes"]
-    return outcome
-
-
-def _plan(reactor: Reactor, alert: str, pod: str, name: str, value: float, gpus: int) -> str:
-    """`reactor plan`: the engine in dry run and `print_plan`, as tests/adapters/test_plan.py runs them."""
-    settings = reactor.service.engine.settings
-    dry = dataclasses.replace(settings, policy=dataclasses.replace(settings.policy, dry_run=True))
-    engine = build_engine(dry, kube=reactor.service.kube, metrics=reactor.service.engine.metrics)[0]
-    out = io.StringIO()
-    with redirect_stdout(out):
-        print_plan(engine.handle(parse_notification(notification([AlertSpec(alert, NAMESPACE, pod, name, value,
-                                                                                      gpus)]))), engine.settings)
-    return out.getvalue()
-
-
-def _headroom(reactor: Reactor, gpus: int) -> None:
-    """The namespace's GPU quota set to what is in use plus `gpus`."""
-    quota = reactor.sim.get("resourcequotas", NAMESPACE, "gpu-quota")
-    quota["spec"]["hard"][f"requests.{GPU}"] = str(int(quota["status"]["used"][f"requests.{GPU}"]) + gpus)
-    reactor.sim.apply(quota)
-    reactor.sim.settle()
-
-
-def _events(reactor: Reactor, name: str, reason: str = "") -> list[dict[str, Any]]:
-    return [e for e in reactor.sim.list("events", NAMESPACE)
-            if e["involvedObject"]["name"] == name and (not reason or e["reason"] == reason)]
 
 
 # --- A (item 10): RayCluster Recreate restarts the whole cluster: only on an explicit opt-in ------------------------
@@ -100,24 +63,24 @@ def _ray_cluster(reactor: Reactor, annotations: dict[str, str]) -> dict[str, Any
 def test_recreate_without_the_opt_in_is_refused_saying_every_pod_restarts(reactor: Reactor,
                                                                          annotations: dict[str, str]) -> None:
     cluster = _ray_cluster(reactor, annotations)
-    text = _plan(reactor, "GPUUnderutilized", RAY_WORKER, "ray-worker", 0.1, 4)
+    text = plan(reactor, "GPUUnderutilized", RAY_WORKER, "ray-worker", 0.1, 4)
     assert "operator-forbids" in text and "head included" in text and ALLOW_RECREATE in text, text
-    outcome = _post(reactor, "GPUUnderutilized", RAY_WORKER, "ray-worker", value=0.1, gpus=4)
+    outcome = post(reactor, "GPUUnderutilized", RAY_WORKER, "ray-worker", value=0.1, gpus=4)
     assert outcome["reason"] == "operator-forbids" and "every running Ray job on it stops" in outcome["detail"]
     assert custom(reactor.sim, "rayclusters", "ray")["spec"] == cluster["spec"]
-    (event,) = _events(reactor, "ray", "OperatorForbids")
+    (event,) = events(reactor, "ray", "OperatorForbids")
     assert event["type"] == "Warning" and "head included" in event["message"], event
     # Replicas are no template change: KubeRay scales the group without recreating anything.
-    assert _post(reactor, "GPUIdle", RAY_WORKER, "ray-worker", value=0.0, gpus=4)["result"] == "applied"
+    assert post(reactor, "GPUIdle", RAY_WORKER, "ray-worker", value=0.0, gpus=4)["result"] == "applied"
 
 
 def test_recreate_with_the_opt_in_applies_and_says_so_in_the_plan_and_the_event(reactor: Reactor) -> None:
     _ray_cluster(reactor, {ALLOW_RECREATE: "true"})
-    text = _plan(reactor, "GPUUnderutilized", RAY_WORKER, "ray-worker", 0.1, 4)
+    text = plan(reactor, "GPUUnderutilized", RAY_WORKER, "ray-worker", 0.1, 4)
     assert "would apply: resize-gpu ray-worker: 4 → 1" in text and "head included" in text, text
-    outcome = _post(reactor, "GPUUnderutilized", RAY_WORKER, "ray-worker", value=0.1, gpus=4)
+    outcome = post(reactor, "GPUUnderutilized", RAY_WORKER, "ray-worker", value=0.1, gpus=4)
     assert outcome["result"] == "applied" and "head included" in outcome["detail"], outcome
-    messages = [e["message"] for e in _events(reactor, "ray") if e["type"] == "Normal"]
+    messages = [e["message"] for e in events(reactor, "ray") if e["type"] == "Normal"]
     assert any("resize-gpu" in m and "every running Ray job on it stops" in m for m in messages), messages
 
 
@@ -149,13 +112,13 @@ def test_a_rayservice_template_change_is_charged_the_whole_new_raycluster(reacto
     one; the reactor used to charge the changed group's 2."""
     _ray_service(reactor)
     pod = "serve-a1b2c-gpu-workers-worker-00000"
-    _headroom(reactor, 26)
-    outcome = _post(reactor, "GPUUnderutilized", pod, "ray-worker", value=0.1, gpus=4)
+    headroom(reactor, 26)
+    outcome = post(reactor, "GPUUnderutilized", pod, "ray-worker", value=0.1, gpus=4)
     assert outcome["reason"] == "quota-exceeded" and "needs 27 GPUs" in outcome["detail"], outcome
-    assert "quota-exceeded" in _plan(reactor, "GPUUnderutilized", pod, "ray-worker", 0.1, 4)
-    _headroom(reactor, 27)
-    assert "would apply: resize-gpu ray-worker: 4 → 1" in _plan(reactor, "GPUUnderutilized", pod, "ray-worker", 0.1, 4)
-    assert _post(reactor, "GPUUnderutilized", pod, "ray-worker", value=0.1, gpus=4)["result"] == "applied"
+    assert "quota-exceeded" in plan(reactor, "GPUUnderutilized", pod, "ray-worker", 0.1, 4)
+    headroom(reactor, 27)
+    assert "would apply: resize-gpu ray-worker: 4 → 1" in plan(reactor, "GPUUnderutilized", pod, "ray-worker", 0.1, 4)
+    assert post(reactor, "GPUUnderutilized", pod, "ray-worker", value=0.1, gpus=4)["result"] == "applied"
 
 
 # --- C (item 9) and D (item 6): LeaderWorkerSet surge groups are whole; a partition is refused ---------------------
@@ -181,27 +144,27 @@ def test_an_lws_surge_group_is_charged_whole_leader_and_workers(reactor: Reactor
     """maxSurge 1: a leader shrink 4 → 1 starts one surge group, its new leader (1 GPU) and its 3 workers of 8 GPUs
     (the worker StatefulSet every leader pod gets): 25 GPUs; the reactor used to charge the leader's 1."""
     _lws(reactor, {"maxSurge": 1, "maxUnavailable": 1})
-    _headroom(reactor, 24)
-    outcome = _post(reactor, "GPUUnderutilized", "vllm-0", "vllm-leader", value=0.1, gpus=4)
+    headroom(reactor, 24)
+    outcome = post(reactor, "GPUUnderutilized", "vllm-0", "vllm-leader", value=0.1, gpus=4)
     assert outcome["reason"] == "quota-exceeded" and "needs 25 GPUs" in outcome["detail"], outcome
-    _headroom(reactor, 25)
-    assert "would apply: resize-gpu vllm-leader: 4 → 1" in _plan(reactor, "GPUUnderutilized", "vllm-0",
+    headroom(reactor, 25)
+    assert "would apply: resize-gpu vllm-leader: 4 → 1" in plan(reactor, "GPUUnderutilized", "vllm-0",
                                                                   "vllm-leader", 0.1, 4)
-    assert _post(reactor, "GPUUnderutilized", "vllm-0", "vllm-leader", value=0.1, gpus=4)["result"] == "applied"
+    assert post(reactor, "GPUUnderutilized", "vllm-0", "vllm-leader", value=0.1, gpus=4)["result"] == "applied"
 
 
 def test_an_lws_with_a_partition_refuses_a_template_change_by_name(reactor: Reactor) -> None:
     lws = _lws(reactor, {"maxSurge": 0, "maxUnavailable": 1, "partition": 1})
-    text = _plan(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
+    text = plan(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
     assert "operator-forbids" in text and "partition is 1" in text, text
-    outcome = _post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", value=0.1, gpus=8)
+    outcome = post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", value=0.1, gpus=8)
     assert outcome["reason"] == "operator-forbids" and "groups 0–0 never get the change" in outcome["detail"]
     assert custom(reactor.sim, "leaderworkersets", "vllm")["spec"] == lws["spec"]
 
 
 def test_an_lws_with_partition_zero_changes(reactor: Reactor) -> None:
     _lws(reactor, {"maxSurge": 0, "maxUnavailable": 1, "partition": 0})
-    assert _post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", value=0.1, gpus=8)["result"] == "applied"
+    assert post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", value=0.1, gpus=8)["result"] == "applied"
 
 
 # --- E (item 5): a RayService with upgradeStrategy unset follows KubeRay's ENABLE_ZERO_DOWNTIME -------------------
@@ -219,10 +182,10 @@ def test_an_unset_upgrade_strategy_is_declared_in_the_policy_or_refused(sim: Sim
         try:
             if declared is None:
                 _ray_service(reactor, strategy=None)
-                _headroom(reactor, 100)  # the whole new RayCluster fits: what decides is the declaration
+                headroom(reactor, 100)  # the whole new RayCluster fits: what decides is the declaration
             before = custom(sim, "rayservices", "serve")["spec"]
-            text = _plan(reactor, "GPUUnderutilized", pod, "ray-worker", 0.1, 4)
-            outcome = _post(reactor, "GPUUnderutilized", pod, "ray-worker", value=0.1, gpus=4)
+            text = plan(reactor, "GPUUnderutilized", pod, "ray-worker", 0.1, 4)
+            outcome = post(reactor, "GPUUnderutilized", pod, "ray-worker", value=0.1, gpus=4)
             if expected:
                 assert outcome["reason"] == "operator-forbids" and expected in outcome["detail"], outcome
                 assert "operator-forbids" in text and "isZeroDowntimeUpgradeEnabled" in text, text
@@ -270,9 +233,9 @@ def _kueue_ray_cluster(reactor: Reactor, annotations: dict[str, str]) -> dict[st
 def test_a_kueue_managed_raycluster_is_not_scaled(reactor: Reactor, annotations: dict[str, str],
                                                   expected: str) -> None:
     cluster = _kueue_ray_cluster(reactor, annotations)
-    text = _plan(reactor, "GPUIdle", RAY_WORKER, "ray-worker", 0.0, 4)
+    text = plan(reactor, "GPUIdle", RAY_WORKER, "ray-worker", 0.0, 4)
     assert "operator-forbids" in text and "head included" in text and expected in text, text
-    outcome = _post(reactor, "GPUIdle", RAY_WORKER, "ray-worker", value=0.0, gpus=4)
+    outcome = post(reactor, "GPUIdle", RAY_WORKER, "ray-worker", value=0.0, gpus=4)
     assert outcome["reason"] == "operator-forbids" and "suspend" in outcome["detail"], outcome
     assert custom(reactor.sim, "rayclusters", "ray")["spec"] == cluster["spec"]
 
@@ -319,8 +282,8 @@ def test_a_kueue_statefulsets_priority_label_follows_the_declared_release(
     try:
         _kueue_statefulset(sim, release)
         pod = reactor.pods("queued")[0]
-        text = _plan(reactor, "GPUSaturated", pod, "server", 0.99, 4)
-        outcome = _post(reactor, "GPUSaturated", pod, "server", value=0.99, gpus=4)
+        text = plan(reactor, "GPUSaturated", pod, "server", 0.99, 4)
+        outcome = post(reactor, "GPUSaturated", pod, "server", value=0.99, gpus=4)
         sts = sim.get("statefulsets", NAMESPACE, "queued")
         if expected:
             assert outcome["reason"] == "operator-forbids" and expected in outcome["detail"], outcome
@@ -400,13 +363,13 @@ def test_a_kueue_label_on_an_isvc_is_checked_as_the_rollout_it_is(kueue_reactor:
     reactor, sim = kueue_reactor, kueue_reactor.sim
     _kueue_isvc(sim)
     pod = _isvc_pods(sim)[0]
-    _headroom(reactor, 3)
-    outcome = _post(reactor, "GPUSaturated", pod, "kserve-container", value=0.99, gpus=4)
+    headroom(reactor, 3)
+    outcome = post(reactor, "GPUSaturated", pod, "kserve-container", value=0.99, gpus=4)
     assert outcome["reason"] == "quota-exceeded" and "needs 4 GPUs" in outcome["detail"], outcome
-    _headroom(reactor, 4)
-    assert "would apply: set-priority wpc-low → wpc-high" in _plan(reactor, "GPUSaturated", pod, "kserve-container",
+    headroom(reactor, 4)
+    assert "would apply: set-priority wpc-low → wpc-high" in plan(reactor, "GPUSaturated", pod, "kserve-container",
                                                                    0.99, 4)
-    outcome = _post(reactor, "GPUSaturated", pod, "kserve-container", value=0.99, gpus=4)
+    outcome = post(reactor, "GPUSaturated", pod, "kserve-container", value=0.99, gpus=4)
     assert (outcome["result"], outcome["action"]) == ("applied", "set-priority"), outcome
     generation = sim.get("deployments", NAMESPACE, "llama-predictor")["metadata"]["generation"]
     reconcile_isvc(sim, "llama")  # KServe copies the new label into the template: the Deployment rolls
@@ -422,9 +385,9 @@ def test_a_kueue_label_on_an_isvc_with_canaries_is_refused_as_a_template_change(
     _kueue_isvc(sim, canary=[{"predictor": {"name": "v2", "containers": [container("kserve-container", 4)]},
                               "trafficPercent": 25}])
     pod = _isvc_pods(sim)[0]
-    text = _plan(reactor, "GPUSaturated", pod, "kserve-container", 0.99, 4)
+    text = plan(reactor, "GPUSaturated", pod, "kserve-container", 0.99, 4)
     assert "operator-forbids" in text and "buildObjectMeta" in text and "spec.canary: v2" in text, text
-    outcome = _post(reactor, "GPUSaturated", pod, "kserve-container", value=0.99, gpus=4)
+    outcome = post(reactor, "GPUSaturated", pod, "kserve-container", value=0.99, gpus=4)
     assert outcome["reason"] == "operator-forbids" and "spec.canary: v2" in outcome["detail"], outcome
     labels = custom(sim, "inferenceservices", "llama")["metadata"]["labels"]
     assert labels["kueue.x-k8s.io/priority-class"] == "wpc-low"
@@ -462,28 +425,28 @@ def test_an_autoscaled_isvc_is_counted_as_it_runs_and_not_scaled(reactor: Reacto
     _isvc(sim)
     _autoscaled(sim, "llama-predictor", 4)
     pod = _isvc_pods(sim)[0]
-    _headroom(reactor, 8)
-    outcome = _post(reactor, "GPUMemorySaturated", pod, "kserve-container", value=0.97, gpus=4)
+    headroom(reactor, 8)
+    outcome = post(reactor, "GPUMemorySaturated", pod, "kserve-container", value=0.97, gpus=4)
     assert outcome["reason"] == "quota-exceeded" and "needs 9 GPUs" in outcome["detail"], outcome
-    text = _plan(reactor, "GPUIdle", pod, "kserve-container", 0.0, 4)
+    text = plan(reactor, "GPUIdle", pod, "kserve-container", 0.0, 4)
     assert "operator-forbids" in text and "autoscaler runs 4 replicas" in text, text
-    outcome = _post(reactor, "GPUIdle", pod, "kserve-container", value=0.0, gpus=4)
+    outcome = post(reactor, "GPUIdle", pod, "kserve-container", value=0.0, gpus=4)
     assert outcome["reason"] == "operator-forbids" and "above its minReplicas 1" in outcome["detail"], outcome
     assert custom(sim, "inferenceservices", "llama")["spec"]["predictor"]["minReplicas"] == 1
-    _headroom(reactor, 9)
-    assert _post(reactor, "GPUMemorySaturated", pod, "kserve-container", value=0.97, gpus=4)["result"] == "applied"
+    headroom(reactor, 9)
+    assert post(reactor, "GPUMemorySaturated", pod, "kserve-container", value=0.97, gpus=4)["result"] == "applied"
 
 
 def test_an_isvc_with_an_external_autoscaler_is_not_scaled(reactor: Reactor) -> None:
     sim = reactor.sim
     _isvc(sim, {"serving.kserve.io/autoscalerClass": "external"})
     pod = _isvc_pods(sim)[0]
-    text = _plan(reactor, "GPUMemorySaturated", pod, "kserve-container", 0.97, 4)
+    text = plan(reactor, "GPUMemorySaturated", pod, "kserve-container", 0.97, 4)
     assert "would apply: resize-gpu" in text, text  # a template change still reaches the pods
     sim.apply({**custom(sim, "inferenceservices", "llama"), "spec": {
         "predictor": {"minReplicas": 2, "maxReplicas": 4, "containers": [container("kserve-container", 4)]}}})
     reconcile_isvc(sim, "llama")
-    outcome = _post(reactor, "GPUIdle", _isvc_pods(sim)[0], "kserve-container", value=0.0, gpus=4)
+    outcome = post(reactor, "GPUIdle", _isvc_pods(sim)[0], "kserve-container", value=0.0, gpus=4)
     assert outcome["reason"] == "operator-forbids" and "autoscalerClass is external" in outcome["detail"], outcome
     assert custom(sim, "inferenceservices", "llama")["spec"]["predictor"]["minReplicas"] == 2
 
@@ -518,11 +481,11 @@ def test_a_kueue_label_change_on_an_lws_is_charged_whole_surge_groups(kueue_reac
                             "leaderTemplate": {"spec": {"containers": [container("vllm-leader", 4)]}},
                             "workerTemplate": {"spec": {"containers": [container("vllm-worker", 8)]}}}}})
     reconcile_lws(sim, "vllm")
-    _headroom(reactor, 27)
-    outcome = _post(reactor, "GPUSaturated", "vllm-0-1", "vllm-worker", value=0.99, gpus=8)
+    headroom(reactor, 27)
+    outcome = post(reactor, "GPUSaturated", "vllm-0-1", "vllm-worker", value=0.99, gpus=8)
     assert outcome["reason"] == "quota-exceeded" and "needs 28 GPUs" in outcome["detail"], outcome
-    _headroom(reactor, 28)
-    assert "would apply: set-priority wpc-low → wpc-high" in _plan(reactor, "GPUSaturated", "vllm-0-1", "vllm-worker",
+    headroom(reactor, 28)
+    assert "would apply: set-priority wpc-low → wpc-high" in plan(reactor, "GPUSaturated", "vllm-0-1", "vllm-worker",
                                                                    0.99, 8)
-    outcome = _post(reactor, "GPUSaturated", "vllm-0-1", "vllm-worker", value=0.99, gpus=8)
+    outcome = post(reactor, "GPUSaturated", "vllm-0-1", "vllm-worker", value=0.99, gpus=8)
     assert (outcome["result"], outcome["action"]) == ("applied", "set-priority"), outcome

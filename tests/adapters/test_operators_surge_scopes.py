@@ -27,7 +27,8 @@ from tests.adapters.operators import (
     reconcile_isvc_serverless,
     reconcile_lws,
 )
-from tests.adapters.test_operators_round_three import _headroom, _isvc_pods, _kueue_objects, _plan, _post
+from tests.adapters.steps import headroom, plan, post
+from tests.adapters.test_operators_round_three import _isvc_pods, _kueue_objects
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 pytestmark = needs_shared
@@ -77,26 +78,26 @@ def test_an_lws_surge_leader_is_charged_to_the_quota_of_its_own_class(reactor: R
     scoped to high-priority-gpu never counts a worker, yet it counts the surge leader (podMatchesScopeFunc reads the
     pod's own priorityClassName): with 3 GPUs of headroom there it is refused; the reactor used to skip that quota."""
     _lws(reactor)
-    _headroom(reactor, 100)
+    headroom(reactor, 100)
     _scoped_quota(reactor, HIGH, 3)
-    outcome = _post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", value=0.1, gpus=8)
+    outcome = post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", value=0.1, gpus=8)
     assert outcome["reason"] == "quota-exceeded", outcome
     assert "needs 4 GPUs of quota scoped-gpu" in outcome["detail"] and "other templates' pods 4" in outcome["detail"]
-    text = _plan(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
+    text = plan(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
     assert "quota-exceeded" in text and "needs 4 GPUs of quota scoped-gpu" in text, text
     _scoped_quota(reactor, HIGH, 4)
-    text = _plan(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
+    text = plan(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
     assert "would apply: resize-gpu vllm-worker: 8 → 2" in text, text
-    assert _post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", value=0.1, gpus=8)["result"] == "applied"
+    assert post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", value=0.1, gpus=8)["result"] == "applied"
 
 
 def test_the_changed_templates_class_quota_is_not_charged_the_other_templates_pods(reactor: Reactor) -> None:
     """The other way round: a quota scoped to medium-priority-gpu counts the workers and their surge, not the surge
     leader of class high (4 GPUs): 3 workers × 2 = 6 GPUs of it, which is all it needs."""
     _lws(reactor)
-    _headroom(reactor, 100)
+    headroom(reactor, 100)
     _scoped_quota(reactor, MEDIUM, 6)
-    text = _plan(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
+    text = plan(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
     assert "would apply: resize-gpu vllm-worker: 8 → 2" in text, text
 
 
@@ -130,13 +131,13 @@ def test_a_rayservice_change_charges_each_new_group_to_its_own_class_quota(react
     gpu-workers; the reactor used to skip it."""
     _ray_service(reactor)
     pod = "serve-a1b2c-gpu-workers-worker-00000"
-    _headroom(reactor, 100)
+    headroom(reactor, 100)
     _scoped_quota(reactor, HIGH, 23)
-    outcome = _post(reactor, "GPUUnderutilized", pod, "ray-worker", value=0.1, gpus=4)
+    outcome = post(reactor, "GPUUnderutilized", pod, "ray-worker", value=0.1, gpus=4)
     assert outcome["reason"] == "quota-exceeded" and "needs 24 GPUs of quota scoped-gpu" in outcome["detail"], outcome
-    assert "needs 24 GPUs of quota scoped-gpu" in _plan(reactor, "GPUUnderutilized", pod, "ray-worker", 0.1, 4)
+    assert "needs 24 GPUs of quota scoped-gpu" in plan(reactor, "GPUUnderutilized", pod, "ray-worker", 0.1, 4)
     _scoped_quota(reactor, HIGH, 24)
-    assert "would apply: resize-gpu ray-worker: 4 → 1" in _plan(reactor, "GPUUnderutilized", pod, "ray-worker", 0.1, 4)
+    assert "would apply: resize-gpu ray-worker: 4 → 1" in plan(reactor, "GPUUnderutilized", pod, "ray-worker", 0.1, 4)
 
 
 # --- Kueue's label on an InferenceService rolls every component -----------------------------------------------------
@@ -184,13 +185,13 @@ def test_a_kueue_label_change_on_an_isvc_charges_every_components_surge(kueue_re
     reactor, sim = kueue_reactor, kueue_reactor.sim
     _kueue_pipeline(sim)
     pod = pod_of(sim)
-    _headroom(reactor, 5)
-    outcome = _post(reactor, "GPUSaturated", pod, name, value=0.99, gpus=gpus)
+    headroom(reactor, 5)
+    outcome = post(reactor, "GPUSaturated", pod, name, value=0.99, gpus=gpus)
     assert outcome["reason"] == "quota-exceeded" and "needs 6 GPUs" in outcome["detail"], outcome
-    assert "needs 6 GPUs" in _plan(reactor, "GPUSaturated", pod, name, 0.99, gpus)
-    _headroom(reactor, 6)
-    assert "would apply: set-priority wpc-low → wpc-high" in _plan(reactor, "GPUSaturated", pod, name, 0.99, gpus)
-    outcome = _post(reactor, "GPUSaturated", pod, name, value=0.99, gpus=gpus)
+    assert "needs 6 GPUs" in plan(reactor, "GPUSaturated", pod, name, 0.99, gpus)
+    headroom(reactor, 6)
+    assert "would apply: set-priority wpc-low → wpc-high" in plan(reactor, "GPUSaturated", pod, name, 0.99, gpus)
+    outcome = post(reactor, "GPUSaturated", pod, name, value=0.99, gpus=gpus)
     assert (outcome["result"], outcome["action"]) == ("applied", "set-priority"), outcome
 
 
@@ -277,7 +278,7 @@ def test_a_rolled_out_predictor_is_verified_though_the_explainer_is_down(reactor
     says nothing of the predictor's change. The verifier marks it verified; it used to wait on `Ready` and revert."""
     assert reactor.service.verifier is not None
     pod = _predictor_pods(reactor)[0]
-    outcome = _post(reactor, "GPUUnderutilized", pod, "kserve-container", value=0.1, gpus=4)
+    outcome = post(reactor, "GPUUnderutilized", pod, "kserve-container", value=0.1, gpus=4)
     assert outcome["result"] == "applied", outcome
     reconcile_isvc_serverless(reactor.sim, "llama", not_ready=("explainer",))
     status = custom(reactor.sim, "inferenceservices", "llama")["status"]
@@ -293,7 +294,7 @@ def test_a_predictor_whose_new_revision_is_not_ready_is_not_verified(reactor: Re
     """Its newest Revision created and not ready: the change is followed, neither verified nor reverted yet."""
     assert reactor.service.verifier is not None
     pod = _predictor_pods(reactor)[0]
-    assert _post(reactor, "GPUUnderutilized", pod, "kserve-container", value=0.1, gpus=4)["result"] == "applied"
+    assert post(reactor, "GPUUnderutilized", pod, "kserve-container", value=0.1, gpus=4)["result"] == "applied"
     reconcile_isvc_serverless(reactor.sim, "llama", not_ready=("predictor",))
     reactor.service.verifier.check_all()
     assert _verification(reactor)["result"] == "pending", _verification(reactor)
