@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from reactor.config.settings import Settings
 from reactor_sim import SimCluster
 from tests.support import Reactor, build_reactor, make_settings
 
@@ -17,10 +18,20 @@ POLICY = {"cooldown": "0s", "reverseAfter": "0s", "revertAfter": "0s",
                      "GPUMetricsMissing": ["hold"]}}
 
 
-@pytest.fixture
-def reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
-    r = build_reactor(sim, make_settings(token_file, **POLICY))
+def _serving(sim: SimCluster, settings: Settings) -> Iterator[Reactor]:
+    r = build_reactor(sim, settings)
     try:
         yield r
     finally:
         r.service.kube.close()
+
+
+@pytest.fixture
+def reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
+    yield from _serving(sim, make_settings(token_file, **POLICY))
+
+
+@pytest.fixture
+def kueue_reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
+    """The same, its priority ladder Kueue's WorkloadPriorityClasses wpc-low → wpc-high (the Kueue cases' own)."""
+    yield from _serving(sim, make_settings(token_file, **{**POLICY, "priorityLadder": ["wpc-low", "wpc-high"]}))

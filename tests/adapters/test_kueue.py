@@ -7,28 +7,21 @@ Deployment's or LeaderWorkerSet's pod template, so the change rolls the pods and
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
-from tests.adapters.conftest import POLICY
 from tests.adapters.operators import GPU, container, install, kueue_deployment_webhook
-from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
+from tests.support import NAMESPACE, Reactor
 
 LABELS = {"app": "queued", "kueue.x-k8s.io/queue-name": "team-a", "kueue.x-k8s.io/priority-class": "wpc-low"}
 
 
 @pytest.fixture
-def reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
-    r = build_reactor(sim, make_settings(token_file, **{**POLICY, "priorityLadder": ["wpc-low", "wpc-high"]}))
-    try:
-        yield r
-    finally:
-        r.service.kube.close()
+def reactor(kueue_reactor: Reactor) -> Reactor:
+    return kueue_reactor
 
 
 KUEUE_V0_19 = "kueue.x-k8s.io-v1beta2.yaml"  # v1beta2 served: Kueue v0.15+

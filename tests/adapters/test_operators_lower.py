@@ -9,15 +9,12 @@ from __future__ import annotations
 import copy
 import hashlib
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from reactor.integrations.adapters.kmeta import child_name
 from reactor_sim import SimCluster
-from tests.adapters.conftest import POLICY
 from tests.adapters.operators import (
     GPU,
     JOBSET,
@@ -36,7 +33,7 @@ from tests.adapters.operators import (
     set_status,
 )
 from tests.adapters.steps import plan, post
-from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
+from tests.support import NAMESPACE, Reactor
 
 pytestmark = needs_shared
 QUEUE, PRIORITY = "kueue.x-k8s.io/queue-name", "kueue.x-k8s.io/priority-class"
@@ -263,15 +260,6 @@ def test_a_job_of_a_previous_restart_attempt_is_named_as_such(reactor: Reactor) 
 
 
 # --- 4: a Kueue label on a Notebook never reaches a pod ---------------------------------------------------------------
-
-@pytest.fixture
-def kueue_reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
-    reactor = build_reactor(sim, make_settings(token_file, **{**POLICY, "priorityLadder": ["wpc-low", "wpc-high"]}))
-    try:
-        yield reactor
-    finally:
-        reactor.service.kube.close()
-
 
 def _kueue_notebook(sim: SimCluster) -> None:
     """A Notebook submitted to LocalQueue team-a at WorkloadPriorityClass wpc-low, on kubeflow/notebooks v1.11.0's and

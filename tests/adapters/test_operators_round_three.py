@@ -348,15 +348,6 @@ def _isvc_pods(sim: SimCluster, deployment: str = "llama-predictor") -> list[str
                   if p["metadata"]["name"].startswith(f"{deployment}-"))
 
 
-@pytest.fixture
-def kueue_reactor(sim: SimCluster, token_file: Path) -> Any:
-    reactor = build_reactor(sim, make_settings(token_file, **{**POLICY, "priorityLadder": ["wpc-low", "wpc-high"]}))
-    try:
-        yield reactor
-    finally:
-        reactor.service.kube.close()
-
-
 def test_a_kueue_label_on_an_isvc_is_checked_as_the_rollout_it_is(kueue_reactor: Reactor) -> None:
     """The label reaches every predictor pod's template: 4 replicas, maxSurge 25% → one 4-GPU surge pod; with 3 GPUs
     of headroom the change is refused for quota (it used to be written unchecked), with 4 it applies and rolls."""

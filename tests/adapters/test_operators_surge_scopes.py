@@ -6,15 +6,12 @@ function named on each), and `reactor plan` on it showing the charge or the refu
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from reactor.integrations.adapters.kserve import INFERENCE_SERVICE
 from reactor_sim import SimCluster
-from tests.adapters.conftest import POLICY
 from tests.adapters.operators import (
     GPU,
     container,
@@ -29,7 +26,7 @@ from tests.adapters.operators import (
 )
 from tests.adapters.steps import headroom, plan, post
 from tests.adapters.test_operators_round_three import _isvc_pods, _kueue_objects
-from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
+from tests.support import NAMESPACE, Reactor
 
 pytestmark = needs_shared
 
@@ -141,15 +138,6 @@ def test_a_rayservice_change_charges_each_new_group_to_its_own_class_quota(react
 
 
 # --- Kueue's label on an InferenceService rolls every component -----------------------------------------------------
-
-@pytest.fixture
-def kueue_reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
-    reactor = build_reactor(sim, make_settings(token_file, **{**POLICY, "priorityLadder": ["wpc-low", "wpc-high"]}))
-    try:
-        yield reactor
-    finally:
-        reactor.service.kube.close()
-
 
 def _kueue_pipeline(sim: SimCluster) -> None:
     """A raw-mode InferenceService submitted to team-a at wpc-low: a predictor of 4 replicas × 4 GPUs and a
