@@ -14,6 +14,7 @@ import pytest
 from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
 from tests.adapters.operators import GPU, container, install, kueue_deployment_webhook
+from tests.adapters.workloads import kueue_queues
 from tests.support import NAMESPACE, Reactor
 
 LABELS = {"app": "queued", "kueue.x-k8s.io/queue-name": "team-a", "kueue.x-k8s.io/priority-class": "wpc-low"}
@@ -36,15 +37,8 @@ def queued(reactor: Reactor) -> None:
 def _queued(reactor: Reactor, crds: str, kind: str = "Deployment") -> None:
     sim = reactor.sim
     install(sim, crds)
-    for name, value in (("wpc-low", 100), ("wpc-high", 1000)):
-        sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadPriorityClass",
-                   "metadata": {"name": name}, "value": value})
-    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "gpu-cq"},
-               "spec": {"resourceGroups": [{"coveredResources": [GPU], "flavors": [
-                   {"name": "h100", "resources": [{"name": GPU, "nominalQuota": 12}]}]}]}})
+    kueue_queues(sim, "kueue.x-k8s.io/v1beta1", quota=12)
     _cq_usage(sim, 8)
-    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
-               "metadata": {"name": "team-a", "namespace": NAMESPACE}, "spec": {"clusterQueue": "gpu-cq"}})
     sim.apply({"apiVersion": "apps/v1", "kind": kind,
                "metadata": {"name": "queued", "namespace": NAMESPACE, "labels": LABELS},
                "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "queued"}},

@@ -16,7 +16,6 @@ import pytest
 from reactor.integrations.adapters.kmeta import child_name
 from reactor_sim import SimCluster
 from tests.adapters.operators import (
-    GPU,
     JOBSET,
     KNATIVE,
     LWS,
@@ -33,6 +32,7 @@ from tests.adapters.operators import (
     set_status,
 )
 from tests.adapters.steps import plan, post
+from tests.adapters.workloads import KUEUE_CRDS, kueue_queues
 from tests.support import NAMESPACE, Reactor
 
 pytestmark = needs_shared
@@ -265,16 +265,8 @@ def _kueue_notebook(sim: SimCluster) -> None:
     """A Notebook submitted to LocalQueue team-a at WorkloadPriorityClass wpc-low, on kubeflow/notebooks v1.11.0's and
     Kueue v0.19.2's real CRDs; its StatefulSet as notebook_controller.go generateStatefulSet builds it
     (reconcile_notebook: the Notebook's labels copied into the pod template at creation)."""
-    install_upstream(sim, "kubeflow.org_notebooks.yaml", *(f"kueue-v0.19.2/kueue.x-k8s.io_{p}.yaml" for p in (
-        "workloadpriorityclasses", "clusterqueues", "localqueues", "workloads")))
-    for name, value in (("wpc-low", 100), ("wpc-high", 1000)):
-        sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
-                   "metadata": {"name": name}, "value": value})
-    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "gpu-cq"},
-               "spec": {"resourceGroups": [{"coveredResources": [GPU], "flavors": [
-                   {"name": "h100", "resources": [{"name": GPU, "nominalQuota": 64}]}]}]}})
-    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-               "metadata": {"name": "team-a", "namespace": NAMESPACE}, "spec": {"clusterQueue": "gpu-cq"}})
+    install_upstream(sim, "kubeflow.org_notebooks.yaml", *KUEUE_CRDS)
+    kueue_queues(sim)
     sim.apply({"apiVersion": "kubeflow.org/v1", "kind": "Notebook",
                "metadata": {"name": "jupyter", "namespace": NAMESPACE,
                             "labels": {QUEUE: "team-a", PRIORITY: "wpc-low"}},

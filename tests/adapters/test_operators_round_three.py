@@ -33,6 +33,7 @@ from tests.adapters.operators import (
     reconcile_ray,
 )
 from tests.adapters.steps import events, headroom, plan, post
+from tests.adapters.workloads import KUEUE_CRDS, isvc_pods, kueue_isvc, kueue_queues, ray_group, ray_service
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 pytestmark = needs_shared
@@ -47,14 +48,12 @@ def _ray_cluster(reactor: Reactor, annotations: dict[str, str]) -> dict[str, Any
     """A RayCluster with upgradeStrategy Recreate; KubeRay's pods made by reconcile_ray (raycluster_controller.go
     reconcilePods / shouldRecreatePodsForUpgrade)."""
     install_upstream(reactor.sim, "ray.io_rayclusters.yaml")
-    group = {"groupName": "gpu-workers", "replicas": 2, "minReplicas": 0, "maxReplicas": 4, "rayStartParams": {},
-             "template": {"spec": {"containers": [container("ray-worker", 4)]}}}
     reactor.sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster",
                        "metadata": {"name": "ray", "namespace": NAMESPACE, "annotations": annotations},
                        "spec": {"rayVersion": "2.40.0", "upgradeStrategy": {"type": "Recreate"},
                                 "headGroupSpec": {"rayStartParams": {},
                                                   "template": {"spec": {"containers": [container("ray-head", 0)]}}},
-                                "workerGroupSpecs": [group]}})
+                                "workerGroupSpecs": [ray_group("gpu-workers", 4, 2)]}})
     reconcile_ray(reactor.sim, "ray")
     return custom(reactor.sim, "rayclusters", "ray")
 
@@ -90,19 +89,7 @@ def _ray_service(reactor: Reactor, strategy: str | None = "NewCluster") -> None:
     """A RayService whose RayCluster has a 1-GPU head, `gpu-workers` (2 × 4 GPUs) and `big` (3 × 8 GPUs); its active
     RayCluster as rayservice_controller.go constructRayClusterForRayService builds it (ray_service_cluster)."""
     install_upstream(reactor.sim, "ray.io_rayclusters.yaml", "ray.io_rayservices.yaml")
-
-    def group(name: str, gpus: int, replicas: int) -> dict[str, Any]:
-        return {"groupName": name, "replicas": replicas, "minReplicas": 0, "maxReplicas": 4, "rayStartParams": {},
-                "template": {"spec": {"containers": [container("ray-worker", gpus)]}}}
-    reactor.sim.apply({"apiVersion": "ray.io/v1", "kind": "RayService",
-                       "metadata": {"name": "serve", "namespace": NAMESPACE},
-                       "spec": {"serveConfigV2": "applications: []\n",
-                                **({"upgradeStrategy": {"type": strategy}} if strategy else {}),
-                                "rayClusterConfig": {
-                                    "rayVersion": "2.40.0",
-                                    "headGroupSpec": {"rayStartParams": {}, "template": {
-                                        "spec": {"containers": [container("ray-head", 1)]}}},
-                                    "workerGroupSpecs": [group("gpu-workers", 4, 2), group("big", 8, 3)]}}})
+    ray_service(reactor.sim, [ray_group("gpu-workers", 4, 2), ray_group("big", 8, 3)], head_gpus=1, strategy=strategy)
     active = ray_service_cluster(reactor.sim, "serve", "a1b2c")
     ray_service_status(reactor.sim, "serve", active)
 
@@ -200,29 +187,23 @@ def test_an_unset_upgrade_strategy_is_declared_in_the_policy_or_refused(sim: Sim
 
 # --- F (item 2): scaling a Kueue-managed RayCluster suspends it --------------------------------------------------
 
-KUEUE = "kueue-v0.19.2"
-
-
 def _kueue_ray_cluster(reactor: Reactor, annotations: dict[str, str]) -> dict[str, Any]:
     """A RayCluster submitted to LocalQueue team-a (Kueue v0.19.2's real CRDs: v1beta2 served), KubeRay's pods made
     by reconcile_ray; the queue's objects as tests/adapters/test_kueue.py makes them."""
     sim = reactor.sim
-    install_upstream(sim, "ray.io_rayclusters.yaml", *(f"{KUEUE}/kueue.x-k8s.io_{p}.yaml" for p in (
-        "workloadpriorityclasses", "clusterqueues", "localqueues", "workloads")))
+    install_upstream(sim, "ray.io_rayclusters.yaml", *KUEUE_CRDS)
     sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "gpu-cq"},
                "spec": {"resourceGroups": [{"coveredResources": [GPU], "flavors": [
                    {"name": "h100", "resources": [{"name": GPU, "nominalQuota": 64}]}]}]}})
     sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
                "metadata": {"name": "team-a", "namespace": NAMESPACE}, "spec": {"clusterQueue": "gpu-cq"}})
-    group = {"groupName": "gpu-workers", "replicas": 2, "minReplicas": 0, "maxReplicas": 4, "rayStartParams": {},
-             "template": {"spec": {"containers": [container("ray-worker", 4)]}}}
     sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster",
                "metadata": {"name": "ray", "namespace": NAMESPACE, "annotations": annotations,
                             "labels": {"kueue.x-k8s.io/queue-name": "team-a"}},
                "spec": {"rayVersion": "2.40.0",
                         "headGroupSpec": {"rayStartParams": {},
                                           "template": {"spec": {"containers": [container("ray-head", 0)]}}},
-                        "workerGroupSpecs": [group]}})
+                        "workerGroupSpecs": [ray_group("gpu-workers", 4, 2)]}})
     reconcile_ray(sim, "ray")
     return custom(sim, "rayclusters", "ray")
 
@@ -245,16 +226,8 @@ def test_a_kueue_managed_raycluster_is_not_scaled(reactor: Reactor, annotations:
 def _kueue_statefulset(sim: SimCluster, release: tuple[int, int, int]) -> None:
     """A StatefulSet submitted to LocalQueue team-a at WorkloadPriorityClass wpc-low (Kueue's real v0.19.2 CRDs: the
     API versions every release from v0.15 serves), its template as Kueue's webhook of `release` defaults it."""
-    install_upstream(sim, *(f"{KUEUE}/kueue.x-k8s.io_{p}.yaml" for p in (
-        "workloadpriorityclasses", "clusterqueues", "localqueues", "workloads")))
-    for name, value in (("wpc-low", 100), ("wpc-high", 1000)):
-        sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
-                   "metadata": {"name": name}, "value": value})
-    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "gpu-cq"},
-               "spec": {"resourceGroups": [{"coveredResources": [GPU], "flavors": [
-                   {"name": "h100", "resources": [{"name": GPU, "nominalQuota": 64}]}]}]}})
-    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-               "metadata": {"name": "team-a", "namespace": NAMESPACE}, "spec": {"clusterQueue": "gpu-cq"}})
+    install_upstream(sim, *KUEUE_CRDS)
+    kueue_queues(sim)
     sim.apply({"apiVersion": "apps/v1", "kind": "StatefulSet",
                "metadata": {"name": "queued", "namespace": NAMESPACE,
                             "labels": {"app": "queued", "kueue.x-k8s.io/queue-name": "team-a",
@@ -313,47 +286,12 @@ def test_a_kueue_release_not_spelled_as_one_is_refused_at_start(raw: Any) -> Non
 
 # --- H (item 3): Kueue's priority label on an InferenceService rolls its model servers -----------------------------
 
-def _kueue_objects(sim: SimCluster) -> None:
-    """Kueue v0.19.2's real CRDs, its WorkloadPriorityClasses wpc-low and wpc-high, LocalQueue team-a → gpu-cq."""
-    install_upstream(sim, *(f"{KUEUE}/kueue.x-k8s.io_{p}.yaml" for p in (
-        "workloadpriorityclasses", "clusterqueues", "localqueues", "workloads")))
-    for name, value in (("wpc-low", 100), ("wpc-high", 1000)):
-        sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
-                   "metadata": {"name": name}, "value": value})
-    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "gpu-cq"},
-               "spec": {"resourceGroups": [{"coveredResources": [GPU], "flavors": [
-                   {"name": "h100", "resources": [{"name": GPU, "nominalQuota": 64}]}]}]}})
-    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-               "metadata": {"name": "team-a", "namespace": NAMESPACE}, "spec": {"clusterQueue": "gpu-cq"}})
-
-
-def _kueue_isvc(sim: SimCluster, **spec: Any) -> None:
-    """A raw-mode InferenceService submitted to team-a at wpc-low: 4 predictor replicas of 4 GPUs, its Deployments as
-    KServe's createRawDefaultDeployment builds them (reconcile_isvc: the ISVC's labels copied into the template by
-    components/predictor.go buildObjectMeta)."""
-    _kueue_objects(sim)
-    install_upstream(sim, "serving.kserve.io_inferenceservices.yaml")
-    sim.apply({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
-               "metadata": {"name": "llama", "namespace": NAMESPACE,
-                            "labels": {"kueue.x-k8s.io/queue-name": "team-a",
-                                       "kueue.x-k8s.io/priority-class": "wpc-low"},
-                            "annotations": {"serving.kserve.io/deploymentMode": "Standard"}},
-               "spec": {"predictor": {"minReplicas": 4, "maxReplicas": 4,
-                                      "containers": [container("kserve-container", 4)]}, **spec}})
-    reconcile_isvc(sim, "llama")
-
-
-def _isvc_pods(sim: SimCluster, deployment: str = "llama-predictor") -> list[str]:
-    return sorted(p["metadata"]["name"] for p in sim.list("pods", NAMESPACE, label_selector="component=predictor")
-                  if p["metadata"]["name"].startswith(f"{deployment}-"))
-
-
 def test_a_kueue_label_on_an_isvc_is_checked_as_the_rollout_it_is(kueue_reactor: Reactor) -> None:
     """The label reaches every predictor pod's template: 4 replicas, maxSurge 25% → one 4-GPU surge pod; with 3 GPUs
     of headroom the change is refused for quota (it used to be written unchecked), with 4 it applies and rolls."""
     reactor, sim = kueue_reactor, kueue_reactor.sim
-    _kueue_isvc(sim)
-    pod = _isvc_pods(sim)[0]
+    kueue_isvc(sim)
+    pod = isvc_pods(sim)[0]
     headroom(reactor, 3)
     outcome = post(reactor, "GPUSaturated", pod, "kserve-container", value=0.99, gpus=4)
     assert outcome["reason"] == "quota-exceeded" and "needs 4 GPUs" in outcome["detail"], outcome
@@ -373,9 +311,9 @@ def test_a_kueue_label_on_an_isvc_with_canaries_is_refused_as_a_template_change(
     """spec.canary (kserve v0.20.0 canary_controller_test.go's shape): the label would roll the stable and the canary
     Deployments alike, which the reactor does not model — refused as a template change is, by name."""
     reactor, sim = kueue_reactor, kueue_reactor.sim
-    _kueue_isvc(sim, canary=[{"predictor": {"name": "v2", "containers": [container("kserve-container", 4)]},
-                              "trafficPercent": 25}])
-    pod = _isvc_pods(sim)[0]
+    kueue_isvc(sim, canary=[{"predictor": {"name": "v2", "containers": [container("kserve-container", 4)]},
+                             "trafficPercent": 25}])
+    pod = isvc_pods(sim)[0]
     text = plan(reactor, "GPUSaturated", pod, "kserve-container", 0.99, 4)
     assert "operator-forbids" in text and "buildObjectMeta" in text and "spec.canary: v2" in text, text
     outcome = post(reactor, "GPUSaturated", pod, "kserve-container", value=0.99, gpus=4)
@@ -415,7 +353,7 @@ def test_an_autoscaled_isvc_is_counted_as_it_runs_and_not_scaled(reactor: Reacto
     sim = reactor.sim
     _isvc(sim)
     _autoscaled(sim, "llama-predictor", 4)
-    pod = _isvc_pods(sim)[0]
+    pod = isvc_pods(sim)[0]
     headroom(reactor, 8)
     outcome = post(reactor, "GPUMemorySaturated", pod, "kserve-container", value=0.97, gpus=4)
     assert outcome["reason"] == "quota-exceeded" and "needs 9 GPUs" in outcome["detail"], outcome
@@ -431,13 +369,13 @@ def test_an_autoscaled_isvc_is_counted_as_it_runs_and_not_scaled(reactor: Reacto
 def test_an_isvc_with_an_external_autoscaler_is_not_scaled(reactor: Reactor) -> None:
     sim = reactor.sim
     _isvc(sim, {"serving.kserve.io/autoscalerClass": "external"})
-    pod = _isvc_pods(sim)[0]
+    pod = isvc_pods(sim)[0]
     text = plan(reactor, "GPUMemorySaturated", pod, "kserve-container", 0.97, 4)
     assert "would apply: resize-gpu" in text, text  # a template change still reaches the pods
     sim.apply({**custom(sim, "inferenceservices", "llama"), "spec": {
         "predictor": {"minReplicas": 2, "maxReplicas": 4, "containers": [container("kserve-container", 4)]}}})
     reconcile_isvc(sim, "llama")
-    outcome = post(reactor, "GPUIdle", _isvc_pods(sim)[0], "kserve-container", value=0.0, gpus=4)
+    outcome = post(reactor, "GPUIdle", isvc_pods(sim)[0], "kserve-container", value=0.0, gpus=4)
     assert outcome["reason"] == "operator-forbids" and "autoscalerClass is external" in outcome["detail"], outcome
     assert custom(sim, "inferenceservices", "llama")["spec"]["predictor"]["minReplicas"] == 2
 
@@ -459,7 +397,8 @@ def test_a_kueue_label_change_on_an_lws_is_charged_whole_surge_groups(kueue_reac
     every group; with maxSurge 1 one whole surge group starts: 3 workers of 8 GPUs and a 4-GPU leader, 28 GPUs (the
     reactor used to charge the workers' 24)."""
     reactor, sim = kueue_reactor, kueue_reactor.sim
-    _kueue_objects(sim)
+    install_upstream(sim, *KUEUE_CRDS)
+    kueue_queues(sim)
     install_upstream(sim, "leaderworkerset.x-k8s.io_leaderworkersets.yaml")
     sim.apply({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
                "metadata": {"name": "vllm", "namespace": NAMESPACE,

@@ -20,12 +20,11 @@ from tests.adapters.operators import (
     needs_shared,
     ray_service_cluster,
     ray_service_status,
-    reconcile_isvc,
     reconcile_isvc_serverless,
     reconcile_lws,
 )
 from tests.adapters.steps import headroom, plan, post
-from tests.adapters.test_operators_round_three import _isvc_pods, _kueue_objects
+from tests.adapters.workloads import isvc_pods, kueue_isvc, ray_group, ray_service
 from tests.support import NAMESPACE, Reactor
 
 pytestmark = needs_shared
@@ -105,19 +104,7 @@ def _ray_service(reactor: Reactor) -> None:
     medium-priority-gpu) and `big` (3 × 8 GPUs, high-priority-gpu); its active RayCluster as
     rayservice_controller.go constructRayClusterForRayService builds it (ray_service_cluster)."""
     install_upstream(reactor.sim, "ray.io_rayclusters.yaml", "ray.io_rayservices.yaml")
-
-    def group(name: str, gpus: int, replicas: int, cls: str) -> dict[str, Any]:
-        return {"groupName": name, "replicas": replicas, "minReplicas": 0, "maxReplicas": 4, "rayStartParams": {},
-                "template": {"spec": {"priorityClassName": cls, "containers": [container("ray-worker", gpus)]}}}
-    reactor.sim.apply({"apiVersion": "ray.io/v1", "kind": "RayService",
-                       "metadata": {"name": "serve", "namespace": NAMESPACE},
-                       "spec": {"serveConfigV2": "applications: []\n", "upgradeStrategy": {"type": "NewCluster"},
-                                "rayClusterConfig": {
-                                    "rayVersion": "2.40.0",
-                                    "headGroupSpec": {"rayStartParams": {}, "template": {
-                                        "spec": {"containers": [container("ray-head", 0)]}}},
-                                    "workerGroupSpecs": [group("gpu-workers", 4, 2, MEDIUM),
-                                                         group("big", 8, 3, HIGH)]}}})
+    ray_service(reactor.sim, [ray_group("gpu-workers", 4, 2, MEDIUM), ray_group("big", 8, 3, HIGH)])
     active = ray_service_cluster(reactor.sim, "serve", "a1b2c")
     ray_service_status(reactor.sim, "serve", active)
 
@@ -141,20 +128,10 @@ def test_a_rayservice_change_charges_each_new_group_to_its_own_class_quota(react
 
 def _kueue_pipeline(sim: SimCluster) -> None:
     """A raw-mode InferenceService submitted to team-a at wpc-low: a predictor of 4 replicas × 4 GPUs and a
-    transformer of 2 replicas × 2 GPUs, each a Deployment as KServe's createRawDefaultDeployment builds it (RollingUpdate
-    25%/25%; reconcile_isvc: the InferenceService's labels copied into each template by buildObjectMeta)."""
-    _kueue_objects(sim)
-    install_upstream(sim, "serving.kserve.io_inferenceservices.yaml")
-    sim.apply({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
-               "metadata": {"name": "llama", "namespace": NAMESPACE,
-                            "labels": {"kueue.x-k8s.io/queue-name": "team-a",
-                                       "kueue.x-k8s.io/priority-class": "wpc-low"},
-                            "annotations": {"serving.kserve.io/deploymentMode": "Standard"}},
-               "spec": {"predictor": {"minReplicas": 4, "maxReplicas": 4,
-                                      "containers": [container("kserve-container", 4)]},
-                        "transformer": {"minReplicas": 2, "maxReplicas": 2,
-                                        "containers": [container("embedder", 2)]}}})
-    reconcile_isvc(sim, "llama")
+    transformer of 2 replicas × 2 GPUs, each a Deployment as KServe's createRawDefaultDeployment builds it
+    (RollingUpdate 25%/25%; reconcile_isvc: the InferenceService's labels copied into each template by
+    buildObjectMeta)."""
+    kueue_isvc(sim, transformer={"minReplicas": 2, "maxReplicas": 2, "containers": [container("embedder", 2)]})
 
 
 def _component_pods(sim: SimCluster, component: str) -> list[str]:
@@ -162,7 +139,7 @@ def _component_pods(sim: SimCluster, component: str) -> list[str]:
 
 
 @pytest.mark.parametrize(("component", "pod_of", "name", "gpus"), [
-    ("predictor", lambda sim: _isvc_pods(sim)[0], "kserve-container", 4),
+    ("predictor", lambda sim: isvc_pods(sim)[0], "kserve-container", 4),
     ("transformer", lambda sim: _component_pods(sim, "transformer")[0], "embedder", 2),
 ], ids=["alert-on-predictor", "alert-on-transformer"])
 def test_a_kueue_label_change_on_an_isvc_charges_every_components_surge(kueue_reactor: Reactor, component: str,
