@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from reactor.config.settings import Settings
 from reactor_sim import SimCluster
-from tests.support import Reactor, build_reactor, make_settings
+from tests.support import Reactor, serving
 
 POLICY = {"cooldown": "0s", "reverseAfter": "0s", "revertAfter": "0s",
           "revert": ["resize-gpu-up", "scale-replicas-up", "set-priority-up"],
@@ -18,20 +17,14 @@ POLICY = {"cooldown": "0s", "reverseAfter": "0s", "revertAfter": "0s",
                      "GPUMetricsMissing": ["hold"]}}
 
 
-def _serving(sim: SimCluster, settings: Settings) -> Iterator[Reactor]:
-    r = build_reactor(sim, settings)
-    try:
-        yield r
-    finally:
-        r.service.kube.close()
-
-
 @pytest.fixture
 def reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
-    yield from _serving(sim, make_settings(token_file, **POLICY))
+    with serving(sim, token_file, **POLICY) as r:
+        yield r
 
 
 @pytest.fixture
 def kueue_reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
     """The same, its priority ladder Kueue's WorkloadPriorityClasses wpc-low → wpc-high (the Kueue cases' own)."""
-    yield from _serving(sim, make_settings(token_file, **{**POLICY, "priorityLadder": ["wpc-low", "wpc-high"]}))
+    with serving(sim, token_file, **{**POLICY, "priorityLadder": ["wpc-low", "wpc-high"]}) as r:
+        yield r

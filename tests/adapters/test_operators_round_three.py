@@ -33,7 +33,16 @@ from tests.adapters.operators import (
     reconcile_ray,
 )
 from tests.adapters.steps import events, headroom, plan, post
-from tests.adapters.workloads import KUEUE_CRDS, isvc_pods, kueue_isvc, kueue_queues, ray_group, ray_service
+from tests.adapters.workloads import (
+    KUEUE_CRDS,
+    KUEUE_LABELS,
+    isvc_pods,
+    kueue_isvc,
+    kueue_queues,
+    ray_group,
+    ray_service,
+    vllm_lws,
+)
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 pytestmark = needs_shared
@@ -115,14 +124,7 @@ def _lws(reactor: Reactor, rolling: dict[str, Any]) -> dict[str, Any]:
     leaderworkerset_controller.go constructLeaderStatefulSetApplyConfiguration and pod_controller.go
     constructWorkerStatefulSetApplyConfiguration build them (reconcile_lws)."""
     install_upstream(reactor.sim, "leaderworkerset.x-k8s.io_leaderworkersets.yaml")
-    reactor.sim.apply({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-                       "metadata": {"name": "vllm", "namespace": NAMESPACE},
-                       "spec": {"replicas": 2,
-                                "rolloutStrategy": {"type": "RollingUpdate", "rollingUpdateConfiguration": rolling},
-                                "leaderWorkerTemplate": {
-                                    "size": 4,
-                                    "leaderTemplate": {"spec": {"containers": [container("vllm-leader", 4)]}},
-                                    "workerTemplate": {"spec": {"containers": [container("vllm-worker", 8)]}}}}})
+    vllm_lws(reactor.sim, rolling)
     reconcile_lws(reactor.sim, "vllm")
     return custom(reactor.sim, "leaderworkersets", "vllm")
 
@@ -400,16 +402,7 @@ def test_a_kueue_label_change_on_an_lws_is_charged_whole_surge_groups(kueue_reac
     install_upstream(sim, *KUEUE_CRDS)
     kueue_queues(sim)
     install_upstream(sim, "leaderworkerset.x-k8s.io_leaderworkersets.yaml")
-    sim.apply({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-               "metadata": {"name": "vllm", "namespace": NAMESPACE,
-                            "labels": {"kueue.x-k8s.io/queue-name": "team-a",
-                                       "kueue.x-k8s.io/priority-class": "wpc-low"}},
-               "spec": {"replicas": 2, "rolloutStrategy": {"type": "RollingUpdate", "rollingUpdateConfiguration": {
-                   "maxSurge": 1, "maxUnavailable": 1}},
-                        "leaderWorkerTemplate": {
-                            "size": 4,
-                            "leaderTemplate": {"spec": {"containers": [container("vllm-leader", 4)]}},
-                            "workerTemplate": {"spec": {"containers": [container("vllm-worker", 8)]}}}}})
+    vllm_lws(sim, {"maxSurge": 1, "maxUnavailable": 1}, labels=KUEUE_LABELS)
     reconcile_lws(sim, "vllm")
     headroom(reactor, 27)
     outcome = post(reactor, "GPUSaturated", "vllm-0-1", "vllm-worker", value=0.99, gpus=8)

@@ -24,7 +24,7 @@ from tests.adapters.operators import (
     reconcile_lws,
 )
 from tests.adapters.steps import headroom, plan, post
-from tests.adapters.workloads import isvc_pods, kueue_isvc, ray_group, ray_service
+from tests.adapters.workloads import isvc_pods, kueue_isvc, ray_group, ray_service, vllm_lws
 from tests.support import NAMESPACE, Reactor
 
 pytestmark = needs_shared
@@ -55,17 +55,7 @@ def _lws(reactor: Reactor) -> None:
     leaderworkerset_controller.go constructLeaderStatefulSetApplyConfiguration and pod_controller.go
     constructWorkerStatefulSetApplyConfiguration build them (reconcile_lws)."""
     install_upstream(reactor.sim, "leaderworkerset.x-k8s.io_leaderworkersets.yaml")
-    reactor.sim.apply({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-                       "metadata": {"name": "vllm", "namespace": NAMESPACE},
-                       "spec": {"replicas": 2,
-                                "rolloutStrategy": {"type": "RollingUpdate", "rollingUpdateConfiguration": {
-                                    "maxSurge": 1, "maxUnavailable": 1}},
-                                "leaderWorkerTemplate": {
-                                    "size": 4,
-                                    "leaderTemplate": {"spec": {"priorityClassName": HIGH,
-                                                                "containers": [container("vllm-leader", 4)]}},
-                                    "workerTemplate": {"spec": {"priorityClassName": MEDIUM,
-                                                                "containers": [container("vllm-worker", 8)]}}}}})
+    vllm_lws(reactor.sim, {"maxSurge": 1, "maxUnavailable": 1}, leader_class=HIGH, worker_class=MEDIUM)
     reconcile_lws(reactor.sim, "vllm")
 
 

@@ -17,6 +17,7 @@ from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
 from tests.adapters.conftest import POLICY
 from tests.adapters.operators import GPU, container, custom, install, owner_ref, ray_pod_name, reconcile_ray
+from tests.adapters.steps import post
 from tests.adapters.workloads import ray_group
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
@@ -44,11 +45,8 @@ def _cluster(reactor: Reactor, **spec: Any) -> dict[str, Any]:
     return custom(reactor.sim, "rayclusters", "ray")
 
 
-def _post(reactor: Reactor, name: str, pod: str = WORKER, *, status: str = "firing", **kw: Any) -> dict[str, Any]:
-    r = reactor.post(notification([AlertSpec(name, NAMESPACE, pod, "ray-worker", status=status, **kw)]))
-    assert r.status_code == 200, r.get_json()
-    (outcome,) = r.get_json()["outcomes"]
-    return outcome
+def _post(reactor: Reactor, name: str, pod: str = WORKER, **kw: Any) -> dict[str, Any]:
+    return post(reactor, name, pod, "ray-worker", **kw)
 
 
 def _groups(reactor: Reactor) -> list[dict[str, Any]]:

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
 from tests.adapters.conftest import POLICY
 from tests.adapters.operators import (
@@ -24,6 +23,7 @@ from tests.adapters.operators import (
     ray_service_status,
     set_status,
 )
+from tests.adapters.steps import post
 from tests.adapters.workloads import ray_group, ray_service
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
@@ -41,11 +41,8 @@ def service(reactor: Reactor) -> dict[str, Any]:
     return custom(reactor.sim, "rayservices", "serve")
 
 
-def _post(reactor: Reactor, name: str, pod: str = WORKER, *, status: str = "firing", **kw: Any) -> dict[str, Any]:
-    r = reactor.post(notification([AlertSpec(name, NAMESPACE, pod, "ray-worker", status=status, **kw)]))
-    assert r.status_code == 200, r.get_json()
-    (outcome,) = r.get_json()["outcomes"]
-    return outcome
+def _post(reactor: Reactor, name: str, pod: str = WORKER, **kw: Any) -> dict[str, Any]:
+    return post(reactor, name, pod, "ray-worker", **kw)
 
 
 def _config(reactor: Reactor) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from tests.support import NAMESPACE
 
 KUEUE_CRDS = tuple(f"kueue-v0.19.2/kueue.x-k8s.io_{p}.yaml" for p in (
     "workloadpriorityclasses", "clusterqueues", "localqueues", "workloads"))  # Kueue v0.19.2's: v1beta2 served
+KUEUE_LABELS = {"kueue.x-k8s.io/queue-name": "team-a", "kueue.x-k8s.io/priority-class": "wpc-low"}  # queued, low
 
 
 def kueue_queues(sim: SimCluster, api: str = "kueue.x-k8s.io/v1beta2", quota: int = 64) -> None:
@@ -34,8 +35,7 @@ def kueue_isvc(sim: SimCluster, **spec: Any) -> None:
     install_upstream(sim, "serving.kserve.io_inferenceservices.yaml")
     sim.apply({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
                "metadata": {"name": "llama", "namespace": NAMESPACE,
-                            "labels": {"kueue.x-k8s.io/queue-name": "team-a",
-                                       "kueue.x-k8s.io/priority-class": "wpc-low"},
+                            "labels": KUEUE_LABELS,
                             "annotations": {"serving.kserve.io/deploymentMode": "Standard"}},
                "spec": {"predictor": {"minReplicas": 4, "maxReplicas": 4,
                                       "containers": [container("kserve-container", 4)]}, **spec}})
@@ -78,3 +78,19 @@ def ray_service(sim: SimCluster, groups: list[dict[str, Any]], head_gpus: int = 
                             "headGroupSpec": {"rayStartParams": {}, "template": {
                                 "spec": {"containers": [container("ray-head", head_gpus)]}}},
                             "workerGroupSpecs": groups}}})
+
+
+def vllm_lws(sim: SimCluster, rolling: dict[str, Any], *, labels: dict[str, str] | None = None,
+             leader_class: str | None = None, worker_class: str | None = None) -> None:
+    """LeaderWorkerSet `vllm` (its CRD installed already): 2 groups of 4, a 4-GPU leader and 3 workers of 8 GPUs (of
+    PriorityClasses `leader_class` and `worker_class`, where given), rolled out by RollingUpdate `rolling`."""
+    def template(name: str, gpus: int, cls: str | None) -> dict[str, Any]:
+        pod: dict[str, Any] = {"containers": [container(name, gpus)]}
+        return {"spec": {"priorityClassName": cls, **pod} if cls else pod}
+    sim.apply({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+               "metadata": {"name": "vllm", "namespace": NAMESPACE, **({"labels": labels} if labels else {})},
+               "spec": {"replicas": 2,
+                        "rolloutStrategy": {"type": "RollingUpdate", "rollingUpdateConfiguration": rolling},
+                        "leaderWorkerTemplate": {"size": 4,
+                                                 "leaderTemplate": template("vllm-leader", 4, leader_class),
+                                                 "workerTemplate": template("vllm-worker", 8, worker_class)}}})
