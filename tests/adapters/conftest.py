@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from reactor_sim import SimCluster
-from tests.support import Reactor, build_reactor, make_settings
+from tests.support import Reactor, serving
 
 POLICY = {"cooldown": "0s", "reverseAfter": "0s", "revertAfter": "0s",
           "revert": ["resize-gpu-up", "scale-replicas-up", "set-priority-up"],
@@ -19,8 +19,12 @@ POLICY = {"cooldown": "0s", "reverseAfter": "0s", "revertAfter": "0s",
 
 @pytest.fixture
 def reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
-    r = build_reactor(sim, make_settings(token_file, **POLICY))
-    try:
+    with serving(sim, token_file, **POLICY) as r:
         yield r
-    finally:
-        r.service.kube.close()
+
+
+@pytest.fixture
+def kueue_reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
+    """The same, its priority ladder Kueue's WorkloadPriorityClasses wpc-low → wpc-high (the Kueue cases' own)."""
+    with serving(sim, token_file, **{**POLICY, "priorityLadder": ["wpc-low", "wpc-high"]}) as r:
+        yield r

@@ -74,15 +74,20 @@ def reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
         r.service.kube.close()
 
 
-@pytest.fixture
-def run(reactor: Reactor) -> dict[str, Any]:
-    """A TrainingRun and the StatefulSet its (played) operator creates for it."""
+def _training_run(reactor: Reactor) -> dict[str, Any]:
+    """The CRD and TrainingRun `bert`: 2 workers of 4 GPUs (the operator's StatefulSet not made)."""
     reactor.sim.apply(CRD)
     reactor.sim.apply({"apiVersion": "ml.example.com/v1alpha1", "kind": "TrainingRun",
                        "metadata": {"name": "bert", "namespace": NAMESPACE},
                        "spec": {"worker": {"replicas": 2,
                                            "template": {"spec": {"containers": [container("main", 4)]}}}}})
-    tr = custom(reactor.sim, "trainingruns", "bert")
+    return custom(reactor.sim, "trainingruns", "bert")
+
+
+@pytest.fixture
+def run(reactor: Reactor) -> dict[str, Any]:
+    """A TrainingRun and the StatefulSet its (played) operator creates for it."""
+    tr = _training_run(reactor)
     labels = {"ml.example.com/run": "bert"}
     reactor.sim.apply({"apiVersion": "apps/v1", "kind": "StatefulSet",
                        "metadata": {"name": "bert-worker", "namespace": NAMESPACE, "labels": labels,
@@ -161,12 +166,7 @@ def test_without_a_naming_rule_a_custom_adapter_only_recommends(sim: SimCluster,
     entry = {k: v for k, v in TRAINING_RUN.items() if k != "childName"}
     reactor = build_reactor(sim, _settings(token_file, [entry]))
     try:
-        reactor.sim.apply(CRD)
-        reactor.sim.apply({"apiVersion": "ml.example.com/v1alpha1", "kind": "TrainingRun",
-                           "metadata": {"name": "bert", "namespace": NAMESPACE},
-                           "spec": {"worker": {"replicas": 2,
-                                               "template": {"spec": {"containers": [container("main", 4)]}}}}})
-        tr = custom(reactor.sim, "trainingruns", "bert")
+        tr = _training_run(reactor)
         _look_alike(reactor, "bert-worker", tr)
         outcome = _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)
         assert (outcome["result"], outcome["workload"]) == ("recommended", f"TrainingRun/{NAMESPACE}/bert"), outcome

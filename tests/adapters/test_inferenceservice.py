@@ -12,20 +12,14 @@ import pytest
 
 from reactor.tools.payloads import AlertSpec, notification
 from tests.adapters.operators import GPU, custom, install, reconcile_isvc, set_status
+from tests.adapters.workloads import llama_isvc
 from tests.support import NAMESPACE, Reactor
 
 
 @pytest.fixture
 def isvc(reactor: Reactor) -> dict[str, Any]:
     install(reactor.sim, "serving.kserve.io_inferenceservices.yaml")
-    gpus = {"limits": {GPU: "4"}, "requests": {GPU: "4"}}
-    reactor.sim.apply({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
-                       "metadata": {"name": "llama", "namespace": NAMESPACE},
-                       "spec": {"predictor": {"minReplicas": 2, "maxReplicas": 4,
-                                              "priorityClassName": "medium-priority-gpu",
-                                              "model": {"modelFormat": {"name": "huggingface"},
-                                                        "storageUri": "hf://meta-llama/Llama-3.1-8B",
-                                                        "resources": gpus}}}})
+    llama_isvc(reactor.sim)
     reconcile_isvc(reactor.sim, "llama")
     return custom(reactor.sim, "inferenceservices", "llama")
 

@@ -23,6 +23,7 @@ from tests.adapters.operators import (
     install,
     reconcile_isvc_serverless,
 )
+from tests.adapters.workloads import llama_isvc
 from tests.support import NAMESPACE, Reactor
 
 ISVC = f"InferenceService/{NAMESPACE}/llama"
@@ -36,14 +37,7 @@ def _install(reactor: Reactor) -> None:
 def serverless(reactor: Reactor) -> dict[str, Any]:
     """A predictor of 4 GPUs (model resources), min 2 / max 4 replicas, run by Knative as Revision 00001."""
     _install(reactor)
-    gpus = {"limits": {GPU: "4"}, "requests": {GPU: "4"}}
-    reactor.sim.apply({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
-                       "metadata": {"name": "llama", "namespace": NAMESPACE},
-                       "spec": {"predictor": {"minReplicas": 2, "maxReplicas": 4,
-                                              "priorityClassName": "medium-priority-gpu",
-                                              "model": {"modelFormat": {"name": "huggingface"},
-                                                        "storageUri": "hf://meta-llama/Llama-3.1-8B",
-                                                        "resources": gpus}}}})
+    llama_isvc(reactor.sim)
     reconcile_isvc_serverless(reactor.sim, "llama")
     return custom(reactor.sim, "inferenceservices", "llama")
 

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
-from collections.abc import Iterator
 from contextlib import redirect_stdout
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,10 +17,8 @@ from reactor.app.assembly import build_engine
 from reactor.intake.alerts import parse_notification
 from reactor.tools.payloads import AlertSpec, notification
 from reactor.tools.plan import print_plan
-from reactor_sim import SimCluster
-from tests.adapters.conftest import POLICY
 from tests.adapters.operators import JOBSET, container, custom, install, reconcile_jobset
-from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
+from tests.support import NAMESPACE, Reactor
 
 
 def _apply(reactor: Reactor, labels: dict[str, str] | None = None) -> dict[str, Any]:
@@ -91,15 +87,6 @@ def test_a_job_without_the_jobset_label_is_not_believed(reactor: Reactor, jobset
                                              0.1, 4)]))
     (outcome,) = r.get_json()["outcomes"]
     assert outcome["reason"] == "owner-unverified" and f"{JOBSET}=train" in outcome["detail"], outcome
-
-
-@pytest.fixture
-def kueue_reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
-    r = build_reactor(sim, make_settings(token_file, **{**POLICY, "priorityLadder": ["wpc-low", "wpc-high"]}))
-    try:
-        yield r
-    finally:
-        r.service.kube.close()
 
 
 def _kueue_jobset(reactor: Reactor) -> dict[str, Any]:

@@ -7,28 +7,22 @@ Deployment's or LeaderWorkerSet's pod template, so the change rolls the pods and
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
-from tests.adapters.conftest import POLICY
 from tests.adapters.operators import GPU, container, install, kueue_deployment_webhook
-from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
+from tests.adapters.workloads import kueue_queues
+from tests.support import NAMESPACE, Reactor
 
 LABELS = {"app": "queued", "kueue.x-k8s.io/queue-name": "team-a", "kueue.x-k8s.io/priority-class": "wpc-low"}
 
 
 @pytest.fixture
-def reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
-    r = build_reactor(sim, make_settings(token_file, **{**POLICY, "priorityLadder": ["wpc-low", "wpc-high"]}))
-    try:
-        yield r
-    finally:
-        r.service.kube.close()
+def reactor(kueue_reactor: Reactor) -> Reactor:
+    return kueue_reactor
 
 
 KUEUE_V0_19 = "kueue.x-k8s.io-v1beta2.yaml"  # v1beta2 served: Kueue v0.15+
@@ -43,15 +37,8 @@ def queued(reactor: Reactor) -> None:
 def _queued(reactor: Reactor, crds: str, kind: str = "Deployment") -> None:
     sim = reactor.sim
     install(sim, crds)
-    for name, value in (("wpc-low", 100), ("wpc-high", 1000)):
-        sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadPriorityClass",
-                   "metadata": {"name": name}, "value": value})
-    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "gpu-cq"},
-               "spec": {"resourceGroups": [{"coveredResources": [GPU], "flavors": [
-                   {"name": "h100", "resources": [{"name": GPU, "nominalQuota": 12}]}]}]}})
+    kueue_queues(sim, "kueue.x-k8s.io/v1beta1", quota=12)
     _cq_usage(sim, 8)
-    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
-               "metadata": {"name": "team-a", "namespace": NAMESPACE}, "spec": {"clusterQueue": "gpu-cq"}})
     sim.apply({"apiVersion": "apps/v1", "kind": kind,
                "metadata": {"name": "queued", "namespace": NAMESPACE, "labels": LABELS},
                "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "queued"}},

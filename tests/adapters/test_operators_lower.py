@@ -7,26 +7,15 @@ refusal."""
 from __future__ import annotations
 
 import copy
-import dataclasses
 import hashlib
-import io
 import re
-from collections.abc import Iterator
-from contextlib import redirect_stdout
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from reactor.app.assembly import build_engine
-from reactor.intake.alerts import parse_notification
 from reactor.integrations.adapters.kmeta import child_name
-from reactor.tools.payloads import AlertSpec, notification
-from reactor.tools.plan import print_plan
 from reactor_sim import SimCluster
-from tests.adapters.conftest import POLICY
 from tests.adapters.operators import (
-    GPU,
     JOBSET,
     KNATIVE,
     LWS,
@@ -42,30 +31,13 @@ from tests.adapters.operators import (
     reconcile_notebook,
     set_status,
 )
-from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
+from tests.adapters.steps import plan, post
+from tests.adapters.workloads import KUEUE_CRDS, kueue_queues
+from tests.support import NAMESPACE, Reactor
 
 pytestmark = needs_shared
 QUEUE, PRIORITY = "kueue.x-k8s.io/queue-name", "kueue.x-k8s.io/priority-class"
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
-def _post(reactor: Reactor, alert: str, pod: str, name: str, value: float, gpus: int) -> dict[str, Any]:
-    r = reactor.post(notification([AlertSpec(alert, NAMESPACE, pod, name, value, gpus)]))
-    assert r.status_code == 200, r.get_json()
-    (outcome,) = r.get_json()["outcomes"]
-    return outcome
-
-
-def _plan(reactor: Reactor, alert: str, pod: str, name: str, value: float, gpus: int) -> str:
-    """`reactor plan`: the engine in dry run and `print_plan`, as tests/adapters/test_plan.py runs them."""
-    settings = reactor.service.engine.settings
-    dry = dataclasses.replace(settings, policy=dataclasses.replace(settings.policy, dry_run=True))
-    engine = build_engine(dry, kube=reactor.service.kube, metrics=reactor.service.engine.metrics)[0]
-    out = io.StringIO()
-    with redirect_stdout(out):
-        print_plan(engine.handle(parse_notification(notification([AlertSpec(alert, NAMESPACE, pod, name, value,
-                                                                                      gpus)]))), engine.settings)
-    return out.getvalue()
 
 
 # --- 1: a LeaderWorkerSet of size 1 makes no worker StatefulSet ---------------------------------------------------
@@ -100,9 +72,9 @@ def test_a_worker_statefulset_under_an_lws_of_size_one_is_not_believed(reactor: 
     sim.apply(look_alike)
     sim.settle()
     assert sim.get("pods", NAMESPACE, "vllm-0-1")["metadata"]["labels"][LWS_GROUP] == "0"
-    text = _plan(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
+    text = plan(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
     assert "owner-unverified" in text and "has size 1" in text, text
-    outcome = _post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
+    outcome = post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
     assert outcome["reason"] == "owner-unverified", outcome
     assert "StatefulSet vllm-0: LeaderWorkerSet vllm has size 1" in outcome["detail"], outcome
     assert custom(sim, "leaderworkersets", "vllm")["spec"] == lws["spec"]
@@ -113,9 +85,9 @@ def test_the_same_worker_statefulset_under_an_lws_of_size_two_is_believed(reacto
     workerTemplate."""
     _lws(reactor, 2)
     assert reactor.sim.get("statefulsets", NAMESPACE, "vllm-0")["metadata"]["labels"][LWS] == "vllm"
-    assert "would apply: resize-gpu vllm-worker: 8 → 2" in _plan(reactor, "GPUUnderutilized", "vllm-0-1",
+    assert "would apply: resize-gpu vllm-worker: 8 → 2" in plan(reactor, "GPUUnderutilized", "vllm-0-1",
                                                                   "vllm-worker", 0.1, 8)
-    outcome = _post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
+    outcome = post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
     assert outcome["result"] == "applied", outcome
     worker = custom(reactor.sim, "leaderworkersets", "vllm")["spec"]["leaderWorkerTemplate"]["workerTemplate"]
     assert worker["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "2"
@@ -154,7 +126,7 @@ def test_a_worker_statefulset_unlike_the_controllers_is_not_believed(reactor: Re
     sim.settle()
     sim.apply(sts)
     sim.settle()
-    outcome = _post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
+    outcome = post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
     assert outcome["reason"] == "owner-unverified" and expected in outcome["detail"], outcome
     assert custom(sim, "leaderworkersets", "vllm")["spec"] == lws["spec"]
 
@@ -218,9 +190,9 @@ def test_a_long_named_serverless_isvc_is_changed_through_knatives_hashed_names(r
     # ChildName for a 63-character parent and an 11-character suffix: its first 63 − 32 − 11 characters, its md5.
     assert deployment == revision[:20] + hashlib.md5(revision.encode()).hexdigest() + "-deployment", deployment
     pod = _pods_of(reactor, deployment)[0]
-    text = _plan(reactor, "GPUUnderutilized", pod, "kserve-container", 0.1, 4)
+    text = plan(reactor, "GPUUnderutilized", pod, "kserve-container", 0.1, 4)
     assert f"workload: InferenceService/{NAMESPACE}/{LONG}" in text and "would apply: resize-gpu" in text, text
-    outcome = _post(reactor, "GPUUnderutilized", pod, "kserve-container", 0.1, 4)
+    outcome = post(reactor, "GPUUnderutilized", pod, "kserve-container", 0.1, 4)
     assert outcome["result"] == "applied", outcome
     predictor = custom(reactor.sim, "inferenceservices", LONG)["spec"]["predictor"]
     assert predictor["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
@@ -238,9 +210,9 @@ def test_a_deployment_named_by_plain_concatenation_is_not_knatives(reactor: Reac
     reactor.sim.apply(forged)
     reactor.sim.settle()
     pod = _pods_of(reactor, f"{revision}-deployment")[0]
-    text = _plan(reactor, "GPUUnderutilized", pod, "kserve-container", 0.1, 4)
+    text = plan(reactor, "GPUUnderutilized", pod, "kserve-container", 0.1, 4)
     assert "owner-unverified" in text and deployment in text, text
-    outcome = _post(reactor, "GPUUnderutilized", pod, "kserve-container", 0.1, 4)
+    outcome = post(reactor, "GPUUnderutilized", pod, "kserve-container", 0.1, 4)
     assert outcome["reason"] == "owner-unverified" and f"Knative names the Deployment of Revision {revision} " \
         f"{deployment}" in outcome["detail"], outcome
 
@@ -272,9 +244,9 @@ def test_a_job_of_a_previous_restart_attempt_is_named_as_such(reactor: Reactor) 
     _jobset(reactor)
     old_pod = _job_pod(reactor, "train-workers-0")
     set_status(reactor.sim, "jobsets", "train", {"restarts": 1})
-    text = _plan(reactor, "GPUUnderutilized", old_pod, "trainer", 0.1, 4)
+    text = plan(reactor, "GPUUnderutilized", old_pod, "trainer", 0.1, 4)
     assert "owner-unverified" in text and "a previous restart attempt, which the JobSet controller deletes" in text
-    outcome = _post(reactor, "GPUUnderutilized", old_pod, "trainer", 0.1, 4)
+    outcome = post(reactor, "GPUUnderutilized", old_pod, "trainer", 0.1, 4)
     assert outcome["reason"] == "owner-unverified", outcome
     assert "restart-attempt='0' while the JobSet is on restart attempt 1" in outcome["detail"], outcome
     assert "not the JobSet's current run" in outcome["detail"], outcome
@@ -283,35 +255,18 @@ def test_a_job_of_a_previous_restart_attempt_is_named_as_such(reactor: Reactor) 
     reactor.sim.settle()
     reconcile_jobset(reactor.sim, "train")
     new_pod = _job_pod(reactor, "train-workers-0")
-    outcome = _post(reactor, "GPUUnderutilized", new_pod, "trainer", 0.1, 4)
+    outcome = post(reactor, "GPUUnderutilized", new_pod, "trainer", 0.1, 4)
     assert (outcome["workload"], outcome["reason"]) == (f"JobSet/{NAMESPACE}/train", "operator-forbids"), outcome
 
 
 # --- 4: a Kueue label on a Notebook never reaches a pod ---------------------------------------------------------------
 
-@pytest.fixture
-def kueue_reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
-    reactor = build_reactor(sim, make_settings(token_file, **{**POLICY, "priorityLadder": ["wpc-low", "wpc-high"]}))
-    try:
-        yield reactor
-    finally:
-        reactor.service.kube.close()
-
-
 def _kueue_notebook(sim: SimCluster) -> None:
     """A Notebook submitted to LocalQueue team-a at WorkloadPriorityClass wpc-low, on kubeflow/notebooks v1.11.0's and
     Kueue v0.19.2's real CRDs; its StatefulSet as notebook_controller.go generateStatefulSet builds it
     (reconcile_notebook: the Notebook's labels copied into the pod template at creation)."""
-    install_upstream(sim, "kubeflow.org_notebooks.yaml", *(f"kueue-v0.19.2/kueue.x-k8s.io_{p}.yaml" for p in (
-        "workloadpriorityclasses", "clusterqueues", "localqueues", "workloads")))
-    for name, value in (("wpc-low", 100), ("wpc-high", 1000)):
-        sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
-                   "metadata": {"name": name}, "value": value})
-    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "gpu-cq"},
-               "spec": {"resourceGroups": [{"coveredResources": [GPU], "flavors": [
-                   {"name": "h100", "resources": [{"name": GPU, "nominalQuota": 64}]}]}]}})
-    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-               "metadata": {"name": "team-a", "namespace": NAMESPACE}, "spec": {"clusterQueue": "gpu-cq"}})
+    install_upstream(sim, "kubeflow.org_notebooks.yaml", *KUEUE_CRDS)
+    kueue_queues(sim)
     sim.apply({"apiVersion": "kubeflow.org/v1", "kind": "Notebook",
                "metadata": {"name": "jupyter", "namespace": NAMESPACE,
                             "labels": {QUEUE: "team-a", PRIORITY: "wpc-low"}},
@@ -338,9 +293,9 @@ def test_a_kueue_label_change_on_a_notebook_is_refused_by_name(kueue_reactor: Re
     """It used to be written (and then marked verified): a label that reaches nothing."""
     reactor, sim = kueue_reactor, kueue_reactor.sim
     _kueue_notebook(sim)
-    text = _plan(reactor, "GPUSaturated", "jupyter-0", "notebook", 0.99, 4)
+    text = plan(reactor, "GPUSaturated", "jupyter-0", "notebook", 0.99, 4)
     assert "operator-forbids" in text and "CopyStatefulSetFields" in text, text
-    outcome = _post(reactor, "GPUSaturated", "jupyter-0", "notebook", 0.99, 4)
+    outcome = post(reactor, "GPUSaturated", "jupyter-0", "notebook", 0.99, 4)
     assert outcome["reason"] == "operator-forbids" and "the change would change nothing" in outcome["detail"], outcome
     assert custom(sim, "notebooks", "jupyter")["metadata"]["labels"][PRIORITY] == "wpc-low"
     assert reactor.sim.requests[("patch", "notebooks", "")] == 0

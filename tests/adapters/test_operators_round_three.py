@@ -6,23 +6,17 @@ the refusal and why."""
 from __future__ import annotations
 
 import dataclasses
-import io
-from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from reactor.app.assembly import build_engine
 from reactor.cluster.view import ClusterView
 from reactor.config.settings import build_settings
 from reactor.core.errors import ConfigError
-from reactor.intake.alerts import parse_notification
 from reactor.integrations.adapters import Adapters
 from reactor.integrations.adapters.kserve import INFERENCE_SERVICE
 from reactor.integrations.adapters.ray import ALLOW_RECREATE
-from reactor.tools.payloads import AlertSpec, notification
-from reactor.tools.plan import print_plan
 from reactor_sim import SimCluster
 from tests.adapters.conftest import POLICY
 from tests.adapters.operators import (
@@ -38,41 +32,20 @@ from tests.adapters.operators import (
     reconcile_lws,
     reconcile_ray,
 )
+from tests.adapters.steps import events, headroom, plan, post
+from tests.adapters.workloads import (
+    KUEUE_CRDS,
+    KUEUE_LABELS,
+    isvc_pods,
+    kueue_isvc,
+    kueue_queues,
+    ray_group,
+    ray_service,
+    vllm_lws,
+)
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 pytestmark = needs_shared
-
-
-def _post(reactor: Reactor, alert: str, pod: str, name: str, **kw: Any) -> dict[str, Any]:
-    r = reactor.post(notification([AlertSpec(alert, NAMESPACE, pod, name, **kw)]))
-    assert r.status_code == 200, r.get_json()
-    (outcome,) = r.get_json()["outcomes"]
-    return outcome
-
-
-def _plan(reactor: Reactor, alert: str, pod: str, name: str, value: float, gpus: int) -> str:
-    """`reactor plan`: the engine in dry run and `print_plan`, as tests/adapters/test_plan.py runs them."""
-    settings = reactor.service.engine.settings
-    dry = dataclasses.replace(settings, policy=dataclasses.replace(settings.policy, dry_run=True))
-    engine = build_engine(dry, kube=reactor.service.kube, metrics=reactor.service.engine.metrics)[0]
-    out = io.StringIO()
-    with redirect_stdout(out):
-        print_plan(engine.handle(parse_notification(notification([AlertSpec(alert, NAMESPACE, pod, name, value,
-                                                                                      gpus)]))), engine.settings)
-    return out.getvalue()
-
-
-def _headroom(reactor: Reactor, gpus: int) -> None:
-    """The namespace's GPU quota set to what is in use plus `gpus`."""
-    quota = reactor.sim.get("resourcequotas", NAMESPACE, "gpu-quota")
-    quota["spec"]["hard"][f"requests.{GPU}"] = str(int(quota["status"]["used"][f"requests.{GPU}"]) + gpus)
-    reactor.sim.apply(quota)
-    reactor.sim.settle()
-
-
-def _events(reactor: Reactor, name: str, reason: str = "") -> list[dict[str, Any]]:
-    return [e for e in reactor.sim.list("events", NAMESPACE)
-            if e["involvedObject"]["name"] == name and (not reason or e["reason"] == reason)]
 
 
 # --- A (item 10): RayCluster Recreate restarts the whole cluster: only on an explicit opt-in ------------------------
@@ -84,14 +57,12 @@ def _ray_cluster(reactor: Reactor, annotations: dict[str, str]) -> dict[str, Any
     """A RayCluster with upgradeStrategy Recreate; KubeRay's pods made by reconcile_ray (raycluster_controller.go
     reconcilePods / shouldRecreatePodsForUpgrade)."""
     install_upstream(reactor.sim, "ray.io_rayclusters.yaml")
-    group = {"groupName": "gpu-workers", "replicas": 2, "minReplicas": 0, "maxReplicas": 4, "rayStartParams": {},
-             "template": {"spec": {"containers": [container("ray-worker", 4)]}}}
     reactor.sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster",
                        "metadata": {"name": "ray", "namespace": NAMESPACE, "annotations": annotations},
                        "spec": {"rayVersion": "2.40.0", "upgradeStrategy": {"type": "Recreate"},
                                 "headGroupSpec": {"rayStartParams": {},
                                                   "template": {"spec": {"containers": [container("ray-head", 0)]}}},
-                                "workerGroupSpecs": [group]}})
+                                "workerGroupSpecs": [ray_group("gpu-workers", 4, 2)]}})
     reconcile_ray(reactor.sim, "ray")
     return custom(reactor.sim, "rayclusters", "ray")
 
@@ -100,24 +71,24 @@ def _ray_cluster(reactor: Reactor, annotations: dict[str, str]) -> dict[str, Any
 def test_recreate_without_the_opt_in_is_refused_saying_every_pod_restarts(reactor: Reactor,
                                                                          annotations: dict[str, str]) -> None:
     cluster = _ray_cluster(reactor, annotations)
-    text = _plan(reactor, "GPUUnderutilized", RAY_WORKER, "ray-worker", 0.1, 4)
+    text = plan(reactor, "GPUUnderutilized", RAY_WORKER, "ray-worker", 0.1, 4)
     assert "operator-forbids" in text and "head included" in text and ALLOW_RECREATE in text, text
-    outcome = _post(reactor, "GPUUnderutilized", RAY_WORKER, "ray-worker", value=0.1, gpus=4)
+    outcome = post(reactor, "GPUUnderutilized", RAY_WORKER, "ray-worker", value=0.1, gpus=4)
     assert outcome["reason"] == "operator-forbids" and "every running Ray job on it stops" in outcome["detail"]
     assert custom(reactor.sim, "rayclusters", "ray")["spec"] == cluster["spec"]
-    (event,) = _events(reactor, "ray", "OperatorForbids")
+    (event,) = events(reactor, "ray", "OperatorForbids")
     assert event["type"] == "Warning" and "head included" in event["message"], event
     # Replicas are no template change: KubeRay scales the group without recreating anything.
-    assert _post(reactor, "GPUIdle", RAY_WORKER, "ray-worker", value=0.0, gpus=4)["result"] == "applied"
+    assert post(reactor, "GPUIdle", RAY_WORKER, "ray-worker", value=0.0, gpus=4)["result"] == "applied"
 
 
 def test_recreate_with_the_opt_in_applies_and_says_so_in_the_plan_and_the_event(reactor: Reactor) -> None:
     _ray_cluster(reactor, {ALLOW_RECREATE: "true"})
-    text = _plan(reactor, "GPUUnderutilized", RAY_WORKER, "ray-worker", 0.1, 4)
+    text = plan(reactor, "GPUUnderutilized", RAY_WORKER, "ray-worker", 0.1, 4)
     assert "would apply: resize-gpu ray-worker: 4 → 1" in text and "head included" in text, text
-    outcome = _post(reactor, "GPUUnderutilized", RAY_WORKER, "ray-worker", value=0.1, gpus=4)
+    outcome = post(reactor, "GPUUnderutilized", RAY_WORKER, "ray-worker", value=0.1, gpus=4)
     assert outcome["result"] == "applied" and "head included" in outcome["detail"], outcome
-    messages = [e["message"] for e in _events(reactor, "ray") if e["type"] == "Normal"]
+    messages = [e["message"] for e in events(reactor, "ray") if e["type"] == "Normal"]
     assert any("resize-gpu" in m and "every running Ray job on it stops" in m for m in messages), messages
 
 
@@ -127,19 +98,7 @@ def _ray_service(reactor: Reactor, strategy: str | None = "NewCluster") -> None:
     """A RayService whose RayCluster has a 1-GPU head, `gpu-workers` (2 × 4 GPUs) and `big` (3 × 8 GPUs); its active
     RayCluster as rayservice_controller.go constructRayClusterForRayService builds it (ray_service_cluster)."""
     install_upstream(reactor.sim, "ray.io_rayclusters.yaml", "ray.io_rayservices.yaml")
-
-    def group(name: str, gpus: int, replicas: int) -> dict[str, Any]:
-        return {"groupName": name, "replicas": replicas, "minReplicas": 0, "maxReplicas": 4, "rayStartParams": {},
-                "template": {"spec": {"containers": [container("ray-worker", gpus)]}}}
-    reactor.sim.apply({"apiVersion": "ray.io/v1", "kind": "RayService",
-                       "metadata": {"name": "serve", "namespace": NAMESPACE},
-                       "spec": {"serveConfigV2": "applications: []\n",
-                                **({"upgradeStrategy": {"type": strategy}} if strategy else {}),
-                                "rayClusterConfig": {
-                                    "rayVersion": "2.40.0",
-                                    "headGroupSpec": {"rayStartParams": {}, "template": {
-                                        "spec": {"containers": [container("ray-head", 1)]}}},
-                                    "workerGroupSpecs": [group("gpu-workers", 4, 2), group("big", 8, 3)]}}})
+    ray_service(reactor.sim, [ray_group("gpu-workers", 4, 2), ray_group("big", 8, 3)], head_gpus=1, strategy=strategy)
     active = ray_service_cluster(reactor.sim, "serve", "a1b2c")
     ray_service_status(reactor.sim, "serve", active)
 
@@ -149,13 +108,13 @@ def test_a_rayservice_template_change_is_charged_the_whole_new_raycluster(reacto
     one; the reactor used to charge the changed group's 2."""
     _ray_service(reactor)
     pod = "serve-a1b2c-gpu-workers-worker-00000"
-    _headroom(reactor, 26)
-    outcome = _post(reactor, "GPUUnderutilized", pod, "ray-worker", value=0.1, gpus=4)
+    headroom(reactor, 26)
+    outcome = post(reactor, "GPUUnderutilized", pod, "ray-worker", value=0.1, gpus=4)
     assert outcome["reason"] == "quota-exceeded" and "needs 27 GPUs" in outcome["detail"], outcome
-    assert "quota-exceeded" in _plan(reactor, "GPUUnderutilized", pod, "ray-worker", 0.1, 4)
-    _headroom(reactor, 27)
-    assert "would apply: resize-gpu ray-worker: 4 → 1" in _plan(reactor, "GPUUnderutilized", pod, "ray-worker", 0.1, 4)
-    assert _post(reactor, "GPUUnderutilized", pod, "ray-worker", value=0.1, gpus=4)["result"] == "applied"
+    assert "quota-exceeded" in plan(reactor, "GPUUnderutilized", pod, "ray-worker", 0.1, 4)
+    headroom(reactor, 27)
+    assert "would apply: resize-gpu ray-worker: 4 → 1" in plan(reactor, "GPUUnderutilized", pod, "ray-worker", 0.1, 4)
+    assert post(reactor, "GPUUnderutilized", pod, "ray-worker", value=0.1, gpus=4)["result"] == "applied"
 
 
 # --- C (item 9) and D (item 6): LeaderWorkerSet surge groups are whole; a partition is refused ---------------------
@@ -165,14 +124,7 @@ def _lws(reactor: Reactor, rolling: dict[str, Any]) -> dict[str, Any]:
     leaderworkerset_controller.go constructLeaderStatefulSetApplyConfiguration and pod_controller.go
     constructWorkerStatefulSetApplyConfiguration build them (reconcile_lws)."""
     install_upstream(reactor.sim, "leaderworkerset.x-k8s.io_leaderworkersets.yaml")
-    reactor.sim.apply({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-                       "metadata": {"name": "vllm", "namespace": NAMESPACE},
-                       "spec": {"replicas": 2,
-                                "rolloutStrategy": {"type": "RollingUpdate", "rollingUpdateConfiguration": rolling},
-                                "leaderWorkerTemplate": {
-                                    "size": 4,
-                                    "leaderTemplate": {"spec": {"containers": [container("vllm-leader", 4)]}},
-                                    "workerTemplate": {"spec": {"containers": [container("vllm-worker", 8)]}}}}})
+    vllm_lws(reactor.sim, rolling)
     reconcile_lws(reactor.sim, "vllm")
     return custom(reactor.sim, "leaderworkersets", "vllm")
 
@@ -181,27 +133,27 @@ def test_an_lws_surge_group_is_charged_whole_leader_and_workers(reactor: Reactor
     """maxSurge 1: a leader shrink 4 → 1 starts one surge group, its new leader (1 GPU) and its 3 workers of 8 GPUs
     (the worker StatefulSet every leader pod gets): 25 GPUs; the reactor used to charge the leader's 1."""
     _lws(reactor, {"maxSurge": 1, "maxUnavailable": 1})
-    _headroom(reactor, 24)
-    outcome = _post(reactor, "GPUUnderutilized", "vllm-0", "vllm-leader", value=0.1, gpus=4)
+    headroom(reactor, 24)
+    outcome = post(reactor, "GPUUnderutilized", "vllm-0", "vllm-leader", value=0.1, gpus=4)
     assert outcome["reason"] == "quota-exceeded" and "needs 25 GPUs" in outcome["detail"], outcome
-    _headroom(reactor, 25)
-    assert "would apply: resize-gpu vllm-leader: 4 → 1" in _plan(reactor, "GPUUnderutilized", "vllm-0",
+    headroom(reactor, 25)
+    assert "would apply: resize-gpu vllm-leader: 4 → 1" in plan(reactor, "GPUUnderutilized", "vllm-0",
                                                                   "vllm-leader", 0.1, 4)
-    assert _post(reactor, "GPUUnderutilized", "vllm-0", "vllm-leader", value=0.1, gpus=4)["result"] == "applied"
+    assert post(reactor, "GPUUnderutilized", "vllm-0", "vllm-leader", value=0.1, gpus=4)["result"] == "applied"
 
 
 def test_an_lws_with_a_partition_refuses_a_template_change_by_name(reactor: Reactor) -> None:
     lws = _lws(reactor, {"maxSurge": 0, "maxUnavailable": 1, "partition": 1})
-    text = _plan(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
+    text = plan(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
     assert "operator-forbids" in text and "partition is 1" in text, text
-    outcome = _post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", value=0.1, gpus=8)
+    outcome = post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", value=0.1, gpus=8)
     assert outcome["reason"] == "operator-forbids" and "groups 0–0 never get the change" in outcome["detail"]
     assert custom(reactor.sim, "leaderworkersets", "vllm")["spec"] == lws["spec"]
 
 
 def test_an_lws_with_partition_zero_changes(reactor: Reactor) -> None:
     _lws(reactor, {"maxSurge": 0, "maxUnavailable": 1, "partition": 0})
-    assert _post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", value=0.1, gpus=8)["result"] == "applied"
+    assert post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", value=0.1, gpus=8)["result"] == "applied"
 
 
 # --- E (item 5): a RayService with upgradeStrategy unset follows KubeRay's ENABLE_ZERO_DOWNTIME -------------------
@@ -219,10 +171,10 @@ def test_an_unset_upgrade_strategy_is_declared_in_the_policy_or_refused(sim: Sim
         try:
             if declared is None:
                 _ray_service(reactor, strategy=None)
-                _headroom(reactor, 100)  # the whole new RayCluster fits: what decides is the declaration
+                headroom(reactor, 100)  # the whole new RayCluster fits: what decides is the declaration
             before = custom(sim, "rayservices", "serve")["spec"]
-            text = _plan(reactor, "GPUUnderutilized", pod, "ray-worker", 0.1, 4)
-            outcome = _post(reactor, "GPUUnderutilized", pod, "ray-worker", value=0.1, gpus=4)
+            text = plan(reactor, "GPUUnderutilized", pod, "ray-worker", 0.1, 4)
+            outcome = post(reactor, "GPUUnderutilized", pod, "ray-worker", value=0.1, gpus=4)
             if expected:
                 assert outcome["reason"] == "operator-forbids" and expected in outcome["detail"], outcome
                 assert "operator-forbids" in text and "isZeroDowntimeUpgradeEnabled" in text, text
@@ -237,29 +189,23 @@ def test_an_unset_upgrade_strategy_is_declared_in_the_policy_or_refused(sim: Sim
 
 # --- F (item 2): scaling a Kueue-managed RayCluster suspends it --------------------------------------------------
 
-KUEUE = "kueue-v0.19.2"
-
-
 def _kueue_ray_cluster(reactor: Reactor, annotations: dict[str, str]) -> dict[str, Any]:
     """A RayCluster submitted to LocalQueue team-a (Kueue v0.19.2's real CRDs: v1beta2 served), KubeRay's pods made
     by reconcile_ray; the queue's objects as tests/adapters/test_kueue.py makes them."""
     sim = reactor.sim
-    install_upstream(sim, "ray.io_rayclusters.yaml", *(f"{KUEUE}/kueue.x-k8s.io_{p}.yaml" for p in (
-        "workloadpriorityclasses", "clusterqueues", "localqueues", "workloads")))
+    install_upstream(sim, "ray.io_rayclusters.yaml", *KUEUE_CRDS)
     sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "gpu-cq"},
                "spec": {"resourceGroups": [{"coveredResources": [GPU], "flavors": [
                    {"name": "h100", "resources": [{"name": GPU, "nominalQuota": 64}]}]}]}})
     sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
                "metadata": {"name": "team-a", "namespace": NAMESPACE}, "spec": {"clusterQueue": "gpu-cq"}})
-    group = {"groupName": "gpu-workers", "replicas": 2, "minReplicas": 0, "maxReplicas": 4, "rayStartParams": {},
-             "template": {"spec": {"containers": [container("ray-worker", 4)]}}}
     sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster",
                "metadata": {"name": "ray", "namespace": NAMESPACE, "annotations": annotations,
                             "labels": {"kueue.x-k8s.io/queue-name": "team-a"}},
                "spec": {"rayVersion": "2.40.0",
                         "headGroupSpec": {"rayStartParams": {},
                                           "template": {"spec": {"containers": [container("ray-head", 0)]}}},
-                        "workerGroupSpecs": [group]}})
+                        "workerGroupSpecs": [ray_group("gpu-workers", 4, 2)]}})
     reconcile_ray(sim, "ray")
     return custom(sim, "rayclusters", "ray")
 
@@ -270,9 +216,9 @@ def _kueue_ray_cluster(reactor: Reactor, annotations: dict[str, str]) -> dict[st
 def test_a_kueue_managed_raycluster_is_not_scaled(reactor: Reactor, annotations: dict[str, str],
                                                   expected: str) -> None:
     cluster = _kueue_ray_cluster(reactor, annotations)
-    text = _plan(reactor, "GPUIdle", RAY_WORKER, "ray-worker", 0.0, 4)
+    text = plan(reactor, "GPUIdle", RAY_WORKER, "ray-worker", 0.0, 4)
     assert "operator-forbids" in text and "head included" in text and expected in text, text
-    outcome = _post(reactor, "GPUIdle", RAY_WORKER, "ray-worker", value=0.0, gpus=4)
+    outcome = post(reactor, "GPUIdle", RAY_WORKER, "ray-worker", value=0.0, gpus=4)
     assert outcome["reason"] == "operator-forbids" and "suspend" in outcome["detail"], outcome
     assert custom(reactor.sim, "rayclusters", "ray")["spec"] == cluster["spec"]
 
@@ -282,16 +228,8 @@ def test_a_kueue_managed_raycluster_is_not_scaled(reactor: Reactor, annotations:
 def _kueue_statefulset(sim: SimCluster, release: tuple[int, int, int]) -> None:
     """A StatefulSet submitted to LocalQueue team-a at WorkloadPriorityClass wpc-low (Kueue's real v0.19.2 CRDs: the
     API versions every release from v0.15 serves), its template as Kueue's webhook of `release` defaults it."""
-    install_upstream(sim, *(f"{KUEUE}/kueue.x-k8s.io_{p}.yaml" for p in (
-        "workloadpriorityclasses", "clusterqueues", "localqueues", "workloads")))
-    for name, value in (("wpc-low", 100), ("wpc-high", 1000)):
-        sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
-                   "metadata": {"name": name}, "value": value})
-    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "gpu-cq"},
-               "spec": {"resourceGroups": [{"coveredResources": [GPU], "flavors": [
-                   {"name": "h100", "resources": [{"name": GPU, "nominalQuota": 64}]}]}]}})
-    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-               "metadata": {"name": "team-a", "namespace": NAMESPACE}, "spec": {"clusterQueue": "gpu-cq"}})
+    install_upstream(sim, *KUEUE_CRDS)
+    kueue_queues(sim)
     sim.apply({"apiVersion": "apps/v1", "kind": "StatefulSet",
                "metadata": {"name": "queued", "namespace": NAMESPACE,
                             "labels": {"app": "queued", "kueue.x-k8s.io/queue-name": "team-a",
@@ -319,8 +257,8 @@ def test_a_kueue_statefulsets_priority_label_follows_the_declared_release(
     try:
         _kueue_statefulset(sim, release)
         pod = reactor.pods("queued")[0]
-        text = _plan(reactor, "GPUSaturated", pod, "server", 0.99, 4)
-        outcome = _post(reactor, "GPUSaturated", pod, "server", value=0.99, gpus=4)
+        text = plan(reactor, "GPUSaturated", pod, "server", 0.99, 4)
+        outcome = post(reactor, "GPUSaturated", pod, "server", value=0.99, gpus=4)
         sts = sim.get("statefulsets", NAMESPACE, "queued")
         if expected:
             assert outcome["reason"] == "operator-forbids" and expected in outcome["detail"], outcome
@@ -350,63 +288,19 @@ def test_a_kueue_release_not_spelled_as_one_is_refused_at_start(raw: Any) -> Non
 
 # --- H (item 3): Kueue's priority label on an InferenceService rolls its model servers -----------------------------
 
-def _kueue_objects(sim: SimCluster) -> None:
-    """Kueue v0.19.2's real CRDs, its WorkloadPriorityClasses wpc-low and wpc-high, LocalQueue team-a → gpu-cq."""
-    install_upstream(sim, *(f"{KUEUE}/kueue.x-k8s.io_{p}.yaml" for p in (
-        "workloadpriorityclasses", "clusterqueues", "localqueues", "workloads")))
-    for name, value in (("wpc-low", 100), ("wpc-high", 1000)):
-        sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
-                   "metadata": {"name": name}, "value": value})
-    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "gpu-cq"},
-               "spec": {"resourceGroups": [{"coveredResources": [GPU], "flavors": [
-                   {"name": "h100", "resources": [{"name": GPU, "nominalQuota": 64}]}]}]}})
-    sim.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-               "metadata": {"name": "team-a", "namespace": NAMESPACE}, "spec": {"clusterQueue": "gpu-cq"}})
-
-
-def _kueue_isvc(sim: SimCluster, **spec: Any) -> None:
-    """A raw-mode InferenceService submitted to team-a at wpc-low: 4 predictor replicas of 4 GPUs, its Deployments as
-    KServe's createRawDefaultDeployment builds them (reconcile_isvc: the ISVC's labels copied into the template by
-    components/predictor.go buildObjectMeta)."""
-    _kueue_objects(sim)
-    install_upstream(sim, "serving.kserve.io_inferenceservices.yaml")
-    sim.apply({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
-               "metadata": {"name": "llama", "namespace": NAMESPACE,
-                            "labels": {"kueue.x-k8s.io/queue-name": "team-a",
-                                       "kueue.x-k8s.io/priority-class": "wpc-low"},
-                            "annotations": {"serving.kserve.io/deploymentMode": "Standard"}},
-               "spec": {"predictor": {"minReplicas": 4, "maxReplicas": 4,
-                                      "containers": [container("kserve-container", 4)]}, **spec}})
-    reconcile_isvc(sim, "llama")
-
-
-def _isvc_pods(sim: SimCluster, deployment: str = "llama-predictor") -> list[str]:
-    return sorted(p["metadata"]["name"] for p in sim.list("pods", NAMESPACE, label_selector="component=predictor")
-                  if p["metadata"]["name"].startswith(f"{deployment}-"))
-
-
-@pytest.fixture
-def kueue_reactor(sim: SimCluster, token_file: Path) -> Any:
-    reactor = build_reactor(sim, make_settings(token_file, **{**POLICY, "priorityLadder": ["wpc-low", "wpc-high"]}))
-    try:
-        yield reactor
-    finally:
-        reactor.service.kube.close()
-
-
 def test_a_kueue_label_on_an_isvc_is_checked_as_the_rollout_it_is(kueue_reactor: Reactor) -> None:
     """The label reaches every predictor pod's template: 4 replicas, maxSurge 25% → one 4-GPU surge pod; with 3 GPUs
     of headroom the change is refused for quota (it used to be written unchecked), with 4 it applies and rolls."""
     reactor, sim = kueue_reactor, kueue_reactor.sim
-    _kueue_isvc(sim)
-    pod = _isvc_pods(sim)[0]
-    _headroom(reactor, 3)
-    outcome = _post(reactor, "GPUSaturated", pod, "kserve-container", value=0.99, gpus=4)
+    kueue_isvc(sim)
+    pod = isvc_pods(sim)[0]
+    headroom(reactor, 3)
+    outcome = post(reactor, "GPUSaturated", pod, "kserve-container", value=0.99, gpus=4)
     assert outcome["reason"] == "quota-exceeded" and "needs 4 GPUs" in outcome["detail"], outcome
-    _headroom(reactor, 4)
-    assert "would apply: set-priority wpc-low → wpc-high" in _plan(reactor, "GPUSaturated", pod, "kserve-container",
+    headroom(reactor, 4)
+    assert "would apply: set-priority wpc-low → wpc-high" in plan(reactor, "GPUSaturated", pod, "kserve-container",
                                                                    0.99, 4)
-    outcome = _post(reactor, "GPUSaturated", pod, "kserve-container", value=0.99, gpus=4)
+    outcome = post(reactor, "GPUSaturated", pod, "kserve-container", value=0.99, gpus=4)
     assert (outcome["result"], outcome["action"]) == ("applied", "set-priority"), outcome
     generation = sim.get("deployments", NAMESPACE, "llama-predictor")["metadata"]["generation"]
     reconcile_isvc(sim, "llama")  # KServe copies the new label into the template: the Deployment rolls
@@ -419,12 +313,12 @@ def test_a_kueue_label_on_an_isvc_with_canaries_is_refused_as_a_template_change(
     """spec.canary (kserve v0.20.0 canary_controller_test.go's shape): the label would roll the stable and the canary
     Deployments alike, which the reactor does not model — refused as a template change is, by name."""
     reactor, sim = kueue_reactor, kueue_reactor.sim
-    _kueue_isvc(sim, canary=[{"predictor": {"name": "v2", "containers": [container("kserve-container", 4)]},
-                              "trafficPercent": 25}])
-    pod = _isvc_pods(sim)[0]
-    text = _plan(reactor, "GPUSaturated", pod, "kserve-container", 0.99, 4)
+    kueue_isvc(sim, canary=[{"predictor": {"name": "v2", "containers": [container("kserve-container", 4)]},
+                             "trafficPercent": 25}])
+    pod = isvc_pods(sim)[0]
+    text = plan(reactor, "GPUSaturated", pod, "kserve-container", 0.99, 4)
     assert "operator-forbids" in text and "buildObjectMeta" in text and "spec.canary: v2" in text, text
-    outcome = _post(reactor, "GPUSaturated", pod, "kserve-container", value=0.99, gpus=4)
+    outcome = post(reactor, "GPUSaturated", pod, "kserve-container", value=0.99, gpus=4)
     assert outcome["reason"] == "operator-forbids" and "spec.canary: v2" in outcome["detail"], outcome
     labels = custom(sim, "inferenceservices", "llama")["metadata"]["labels"]
     assert labels["kueue.x-k8s.io/priority-class"] == "wpc-low"
@@ -461,29 +355,29 @@ def test_an_autoscaled_isvc_is_counted_as_it_runs_and_not_scaled(reactor: Reacto
     sim = reactor.sim
     _isvc(sim)
     _autoscaled(sim, "llama-predictor", 4)
-    pod = _isvc_pods(sim)[0]
-    _headroom(reactor, 8)
-    outcome = _post(reactor, "GPUMemorySaturated", pod, "kserve-container", value=0.97, gpus=4)
+    pod = isvc_pods(sim)[0]
+    headroom(reactor, 8)
+    outcome = post(reactor, "GPUMemorySaturated", pod, "kserve-container", value=0.97, gpus=4)
     assert outcome["reason"] == "quota-exceeded" and "needs 9 GPUs" in outcome["detail"], outcome
-    text = _plan(reactor, "GPUIdle", pod, "kserve-container", 0.0, 4)
+    text = plan(reactor, "GPUIdle", pod, "kserve-container", 0.0, 4)
     assert "operator-forbids" in text and "autoscaler runs 4 replicas" in text, text
-    outcome = _post(reactor, "GPUIdle", pod, "kserve-container", value=0.0, gpus=4)
+    outcome = post(reactor, "GPUIdle", pod, "kserve-container", value=0.0, gpus=4)
     assert outcome["reason"] == "operator-forbids" and "above its minReplicas 1" in outcome["detail"], outcome
     assert custom(sim, "inferenceservices", "llama")["spec"]["predictor"]["minReplicas"] == 1
-    _headroom(reactor, 9)
-    assert _post(reactor, "GPUMemorySaturated", pod, "kserve-container", value=0.97, gpus=4)["result"] == "applied"
+    headroom(reactor, 9)
+    assert post(reactor, "GPUMemorySaturated", pod, "kserve-container", value=0.97, gpus=4)["result"] == "applied"
 
 
 def test_an_isvc_with_an_external_autoscaler_is_not_scaled(reactor: Reactor) -> None:
     sim = reactor.sim
     _isvc(sim, {"serving.kserve.io/autoscalerClass": "external"})
-    pod = _isvc_pods(sim)[0]
-    text = _plan(reactor, "GPUMemorySaturated", pod, "kserve-container", 0.97, 4)
+    pod = isvc_pods(sim)[0]
+    text = plan(reactor, "GPUMemorySaturated", pod, "kserve-container", 0.97, 4)
     assert "would apply: resize-gpu" in text, text  # a template change still reaches the pods
     sim.apply({**custom(sim, "inferenceservices", "llama"), "spec": {
         "predictor": {"minReplicas": 2, "maxReplicas": 4, "containers": [container("kserve-container", 4)]}}})
     reconcile_isvc(sim, "llama")
-    outcome = _post(reactor, "GPUIdle", _isvc_pods(sim)[0], "kserve-container", value=0.0, gpus=4)
+    outcome = post(reactor, "GPUIdle", isvc_pods(sim)[0], "kserve-container", value=0.0, gpus=4)
     assert outcome["reason"] == "operator-forbids" and "autoscalerClass is external" in outcome["detail"], outcome
     assert custom(sim, "inferenceservices", "llama")["spec"]["predictor"]["minReplicas"] == 2
 
@@ -505,24 +399,16 @@ def test_a_kueue_label_change_on_an_lws_is_charged_whole_surge_groups(kueue_reac
     every group; with maxSurge 1 one whole surge group starts: 3 workers of 8 GPUs and a 4-GPU leader, 28 GPUs (the
     reactor used to charge the workers' 24)."""
     reactor, sim = kueue_reactor, kueue_reactor.sim
-    _kueue_objects(sim)
+    install_upstream(sim, *KUEUE_CRDS)
+    kueue_queues(sim)
     install_upstream(sim, "leaderworkerset.x-k8s.io_leaderworkersets.yaml")
-    sim.apply({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-               "metadata": {"name": "vllm", "namespace": NAMESPACE,
-                            "labels": {"kueue.x-k8s.io/queue-name": "team-a",
-                                       "kueue.x-k8s.io/priority-class": "wpc-low"}},
-               "spec": {"replicas": 2, "rolloutStrategy": {"type": "RollingUpdate", "rollingUpdateConfiguration": {
-                   "maxSurge": 1, "maxUnavailable": 1}},
-                        "leaderWorkerTemplate": {
-                            "size": 4,
-                            "leaderTemplate": {"spec": {"containers": [container("vllm-leader", 4)]}},
-                            "workerTemplate": {"spec": {"containers": [container("vllm-worker", 8)]}}}}})
+    vllm_lws(sim, {"maxSurge": 1, "maxUnavailable": 1}, labels=KUEUE_LABELS)
     reconcile_lws(sim, "vllm")
-    _headroom(reactor, 27)
-    outcome = _post(reactor, "GPUSaturated", "vllm-0-1", "vllm-worker", value=0.99, gpus=8)
+    headroom(reactor, 27)
+    outcome = post(reactor, "GPUSaturated", "vllm-0-1", "vllm-worker", value=0.99, gpus=8)
     assert outcome["reason"] == "quota-exceeded" and "needs 28 GPUs" in outcome["detail"], outcome
-    _headroom(reactor, 28)
-    assert "would apply: set-priority wpc-low → wpc-high" in _plan(reactor, "GPUSaturated", "vllm-0-1", "vllm-worker",
+    headroom(reactor, 28)
+    assert "would apply: set-priority wpc-low → wpc-high" in plan(reactor, "GPUSaturated", "vllm-0-1", "vllm-worker",
                                                                    0.99, 8)
-    outcome = _post(reactor, "GPUSaturated", "vllm-0-1", "vllm-worker", value=0.99, gpus=8)
+    outcome = post(reactor, "GPUSaturated", "vllm-0-1", "vllm-worker", value=0.99, gpus=8)
     assert (outcome["result"], outcome["action"]) == ("applied", "set-priority"), outcome

@@ -6,15 +6,12 @@ function named on each), and `reactor plan` on it showing the charge or the refu
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from reactor.integrations.adapters.kserve import INFERENCE_SERVICE
 from reactor_sim import SimCluster
-from tests.adapters.conftest import POLICY
 from tests.adapters.operators import (
     GPU,
     container,
@@ -23,12 +20,12 @@ from tests.adapters.operators import (
     needs_shared,
     ray_service_cluster,
     ray_service_status,
-    reconcile_isvc,
     reconcile_isvc_serverless,
     reconcile_lws,
 )
-from tests.adapters.test_operators_round_three import _headroom, _isvc_pods, _kueue_objects, _plan, _post
-from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
+from tests.adapters.steps import headroom, plan, post
+from tests.adapters.workloads import isvc_pods, kueue_isvc, ray_group, ray_service, vllm_lws
+from tests.support import NAMESPACE, Reactor
 
 pytestmark = needs_shared
 
@@ -58,17 +55,7 @@ def _lws(reactor: Reactor) -> None:
     leaderworkerset_controller.go constructLeaderStatefulSetApplyConfiguration and pod_controller.go
     constructWorkerStatefulSetApplyConfiguration build them (reconcile_lws)."""
     install_upstream(reactor.sim, "leaderworkerset.x-k8s.io_leaderworkersets.yaml")
-    reactor.sim.apply({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-                       "metadata": {"name": "vllm", "namespace": NAMESPACE},
-                       "spec": {"replicas": 2,
-                                "rolloutStrategy": {"type": "RollingUpdate", "rollingUpdateConfiguration": {
-                                    "maxSurge": 1, "maxUnavailable": 1}},
-                                "leaderWorkerTemplate": {
-                                    "size": 4,
-                                    "leaderTemplate": {"spec": {"priorityClassName": HIGH,
-                                                                "containers": [container("vllm-leader", 4)]}},
-                                    "workerTemplate": {"spec": {"priorityClassName": MEDIUM,
-                                                                "containers": [container("vllm-worker", 8)]}}}}})
+    vllm_lws(reactor.sim, {"maxSurge": 1, "maxUnavailable": 1}, leader_class=HIGH, worker_class=MEDIUM)
     reconcile_lws(reactor.sim, "vllm")
 
 
@@ -77,26 +64,26 @@ def test_an_lws_surge_leader_is_charged_to_the_quota_of_its_own_class(reactor: R
     scoped to high-priority-gpu never counts a worker, yet it counts the surge leader (podMatchesScopeFunc reads the
     pod's own priorityClassName): with 3 GPUs of headroom there it is refused; the reactor used to skip that quota."""
     _lws(reactor)
-    _headroom(reactor, 100)
+    headroom(reactor, 100)
     _scoped_quota(reactor, HIGH, 3)
-    outcome = _post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", value=0.1, gpus=8)
+    outcome = post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", value=0.1, gpus=8)
     assert outcome["reason"] == "quota-exceeded", outcome
     assert "needs 4 GPUs of quota scoped-gpu" in outcome["detail"] and "other templates' pods 4" in outcome["detail"]
-    text = _plan(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
+    text = plan(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
     assert "quota-exceeded" in text and "needs 4 GPUs of quota scoped-gpu" in text, text
     _scoped_quota(reactor, HIGH, 4)
-    text = _plan(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
+    text = plan(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
     assert "would apply: resize-gpu vllm-worker: 8 → 2" in text, text
-    assert _post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", value=0.1, gpus=8)["result"] == "applied"
+    assert post(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", value=0.1, gpus=8)["result"] == "applied"
 
 
 def test_the_changed_templates_class_quota_is_not_charged_the_other_templates_pods(reactor: Reactor) -> None:
     """The other way round: a quota scoped to medium-priority-gpu counts the workers and their surge, not the surge
     leader of class high (4 GPUs): 3 workers × 2 = 6 GPUs of it, which is all it needs."""
     _lws(reactor)
-    _headroom(reactor, 100)
+    headroom(reactor, 100)
     _scoped_quota(reactor, MEDIUM, 6)
-    text = _plan(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
+    text = plan(reactor, "GPUUnderutilized", "vllm-0-1", "vllm-worker", 0.1, 8)
     assert "would apply: resize-gpu vllm-worker: 8 → 2" in text, text
 
 
@@ -107,19 +94,7 @@ def _ray_service(reactor: Reactor) -> None:
     medium-priority-gpu) and `big` (3 × 8 GPUs, high-priority-gpu); its active RayCluster as
     rayservice_controller.go constructRayClusterForRayService builds it (ray_service_cluster)."""
     install_upstream(reactor.sim, "ray.io_rayclusters.yaml", "ray.io_rayservices.yaml")
-
-    def group(name: str, gpus: int, replicas: int, cls: str) -> dict[str, Any]:
-        return {"groupName": name, "replicas": replicas, "minReplicas": 0, "maxReplicas": 4, "rayStartParams": {},
-                "template": {"spec": {"priorityClassName": cls, "containers": [container("ray-worker", gpus)]}}}
-    reactor.sim.apply({"apiVersion": "ray.io/v1", "kind": "RayService",
-                       "metadata": {"name": "serve", "namespace": NAMESPACE},
-                       "spec": {"serveConfigV2": "applications: []\n", "upgradeStrategy": {"type": "NewCluster"},
-                                "rayClusterConfig": {
-                                    "rayVersion": "2.40.0",
-                                    "headGroupSpec": {"rayStartParams": {}, "template": {
-                                        "spec": {"containers": [container("ray-head", 0)]}}},
-                                    "workerGroupSpecs": [group("gpu-workers", 4, 2, MEDIUM),
-                                                         group("big", 8, 3, HIGH)]}}})
+    ray_service(reactor.sim, [ray_group("gpu-workers", 4, 2, MEDIUM), ray_group("big", 8, 3, HIGH)])
     active = ray_service_cluster(reactor.sim, "serve", "a1b2c")
     ray_service_status(reactor.sim, "serve", active)
 
@@ -130,42 +105,23 @@ def test_a_rayservice_change_charges_each_new_group_to_its_own_class_quota(react
     gpu-workers; the reactor used to skip it."""
     _ray_service(reactor)
     pod = "serve-a1b2c-gpu-workers-worker-00000"
-    _headroom(reactor, 100)
+    headroom(reactor, 100)
     _scoped_quota(reactor, HIGH, 23)
-    outcome = _post(reactor, "GPUUnderutilized", pod, "ray-worker", value=0.1, gpus=4)
+    outcome = post(reactor, "GPUUnderutilized", pod, "ray-worker", value=0.1, gpus=4)
     assert outcome["reason"] == "quota-exceeded" and "needs 24 GPUs of quota scoped-gpu" in outcome["detail"], outcome
-    assert "needs 24 GPUs of quota scoped-gpu" in _plan(reactor, "GPUUnderutilized", pod, "ray-worker", 0.1, 4)
+    assert "needs 24 GPUs of quota scoped-gpu" in plan(reactor, "GPUUnderutilized", pod, "ray-worker", 0.1, 4)
     _scoped_quota(reactor, HIGH, 24)
-    assert "would apply: resize-gpu ray-worker: 4 → 1" in _plan(reactor, "GPUUnderutilized", pod, "ray-worker", 0.1, 4)
+    assert "would apply: resize-gpu ray-worker: 4 → 1" in plan(reactor, "GPUUnderutilized", pod, "ray-worker", 0.1, 4)
 
 
 # --- Kueue's label on an InferenceService rolls every component -----------------------------------------------------
 
-@pytest.fixture
-def kueue_reactor(sim: SimCluster, token_file: Path) -> Iterator[Reactor]:
-    reactor = build_reactor(sim, make_settings(token_file, **{**POLICY, "priorityLadder": ["wpc-low", "wpc-high"]}))
-    try:
-        yield reactor
-    finally:
-        reactor.service.kube.close()
-
-
 def _kueue_pipeline(sim: SimCluster) -> None:
     """A raw-mode InferenceService submitted to team-a at wpc-low: a predictor of 4 replicas × 4 GPUs and a
-    transformer of 2 replicas × 2 GPUs, each a Deployment as KServe's createRawDefaultDeployment builds it (RollingUpdate
-    25%/25%; reconcile_isvc: the InferenceService's labels copied into each template by buildObjectMeta)."""
-    _kueue_objects(sim)
-    install_upstream(sim, "serving.kserve.io_inferenceservices.yaml")
-    sim.apply({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
-               "metadata": {"name": "llama", "namespace": NAMESPACE,
-                            "labels": {"kueue.x-k8s.io/queue-name": "team-a",
-                                       "kueue.x-k8s.io/priority-class": "wpc-low"},
-                            "annotations": {"serving.kserve.io/deploymentMode": "Standard"}},
-               "spec": {"predictor": {"minReplicas": 4, "maxReplicas": 4,
-                                      "containers": [container("kserve-container", 4)]},
-                        "transformer": {"minReplicas": 2, "maxReplicas": 2,
-                                        "containers": [container("embedder", 2)]}}})
-    reconcile_isvc(sim, "llama")
+    transformer of 2 replicas × 2 GPUs, each a Deployment as KServe's createRawDefaultDeployment builds it
+    (RollingUpdate 25%/25%; reconcile_isvc: the InferenceService's labels copied into each template by
+    buildObjectMeta)."""
+    kueue_isvc(sim, transformer={"minReplicas": 2, "maxReplicas": 2, "containers": [container("embedder", 2)]})
 
 
 def _component_pods(sim: SimCluster, component: str) -> list[str]:
@@ -173,7 +129,7 @@ def _component_pods(sim: SimCluster, component: str) -> list[str]:
 
 
 @pytest.mark.parametrize(("component", "pod_of", "name", "gpus"), [
-    ("predictor", lambda sim: _isvc_pods(sim)[0], "kserve-container", 4),
+    ("predictor", lambda sim: isvc_pods(sim)[0], "kserve-container", 4),
     ("transformer", lambda sim: _component_pods(sim, "transformer")[0], "embedder", 2),
 ], ids=["alert-on-predictor", "alert-on-transformer"])
 def test_a_kueue_label_change_on_an_isvc_charges_every_components_surge(kueue_reactor: Reactor, component: str,
@@ -184,13 +140,13 @@ def test_a_kueue_label_change_on_an_isvc_charges_every_components_surge(kueue_re
     reactor, sim = kueue_reactor, kueue_reactor.sim
     _kueue_pipeline(sim)
     pod = pod_of(sim)
-    _headroom(reactor, 5)
-    outcome = _post(reactor, "GPUSaturated", pod, name, value=0.99, gpus=gpus)
+    headroom(reactor, 5)
+    outcome = post(reactor, "GPUSaturated", pod, name, value=0.99, gpus=gpus)
     assert outcome["reason"] == "quota-exceeded" and "needs 6 GPUs" in outcome["detail"], outcome
-    assert "needs 6 GPUs" in _plan(reactor, "GPUSaturated", pod, name, 0.99, gpus)
-    _headroom(reactor, 6)
-    assert "would apply: set-priority wpc-low → wpc-high" in _plan(reactor, "GPUSaturated", pod, name, 0.99, gpus)
-    outcome = _post(reactor, "GPUSaturated", pod, name, value=0.99, gpus=gpus)
+    assert "needs 6 GPUs" in plan(reactor, "GPUSaturated", pod, name, 0.99, gpus)
+    headroom(reactor, 6)
+    assert "would apply: set-priority wpc-low → wpc-high" in plan(reactor, "GPUSaturated", pod, name, 0.99, gpus)
+    outcome = post(reactor, "GPUSaturated", pod, name, value=0.99, gpus=gpus)
     assert (outcome["result"], outcome["action"]) == ("applied", "set-priority"), outcome
 
 
@@ -277,7 +233,7 @@ def test_a_rolled_out_predictor_is_verified_though_the_explainer_is_down(reactor
     says nothing of the predictor's change. The verifier marks it verified; it used to wait on `Ready` and revert."""
     assert reactor.service.verifier is not None
     pod = _predictor_pods(reactor)[0]
-    outcome = _post(reactor, "GPUUnderutilized", pod, "kserve-container", value=0.1, gpus=4)
+    outcome = post(reactor, "GPUUnderutilized", pod, "kserve-container", value=0.1, gpus=4)
     assert outcome["result"] == "applied", outcome
     reconcile_isvc_serverless(reactor.sim, "llama", not_ready=("explainer",))
     status = custom(reactor.sim, "inferenceservices", "llama")["status"]
@@ -293,7 +249,7 @@ def test_a_predictor_whose_new_revision_is_not_ready_is_not_verified(reactor: Re
     """Its newest Revision created and not ready: the change is followed, neither verified nor reverted yet."""
     assert reactor.service.verifier is not None
     pod = _predictor_pods(reactor)[0]
-    assert _post(reactor, "GPUUnderutilized", pod, "kserve-container", value=0.1, gpus=4)["result"] == "applied"
+    assert post(reactor, "GPUUnderutilized", pod, "kserve-container", value=0.1, gpus=4)["result"] == "applied"
     reconcile_isvc_serverless(reactor.sim, "llama", not_ready=("predictor",))
     reactor.service.verifier.check_all()
     assert _verification(reactor)["result"] == "pending", _verification(reactor)

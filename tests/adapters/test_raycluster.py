@@ -17,6 +17,8 @@ from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
 from tests.adapters.conftest import POLICY
 from tests.adapters.operators import GPU, container, custom, install, owner_ref, ray_pod_name, reconcile_ray
+from tests.adapters.steps import post
+from tests.adapters.workloads import ray_group
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 WORKER = "ray-gpu-workers-worker-00000"
@@ -32,25 +34,19 @@ def _cluster(reactor: Reactor, **spec: Any) -> dict[str, Any]:
     says otherwise; its owners accept that each restarts the whole cluster (the allow-recreate annotation)."""
     install(reactor.sim, "ray.io_rayclusters.yaml")
     spec = {"upgradeStrategy": {"type": "Recreate"}, **spec}
-    def group(name: str, gpus: int, replicas: int) -> dict[str, Any]:
-        return {"groupName": name, "replicas": replicas, "minReplicas": 0, "maxReplicas": 4,
-                "rayStartParams": {}, "template": {"spec": {"priorityClassName": "medium-priority-gpu",
-                                                            "containers": [container("ray-worker", gpus)]}}}
     reactor.sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster",
                        "metadata": {"name": "ray", "namespace": NAMESPACE, "annotations": {ALLOW_RECREATE: "true"}},
                        "spec": {"rayVersion": "2.40.0", **{k: v for k, v in spec.items() if v is not None},
                                 "headGroupSpec": {"rayStartParams": {},
                                                   "template": {"spec": {"containers": [container("ray-head", 0)]}}},
-                                "workerGroupSpecs": [group("gpu-workers", 4, 2), group("cpu-workers", 0, 1)]}})
+                                "workerGroupSpecs": [ray_group("gpu-workers", 4, 2, "medium-priority-gpu"),
+                                                     ray_group("cpu-workers", 0, 1, "medium-priority-gpu")]}})
     reconcile_ray(reactor.sim, "ray")
     return custom(reactor.sim, "rayclusters", "ray")
 
 
-def _post(reactor: Reactor, name: str, pod: str = WORKER, *, status: str = "firing", **kw: Any) -> dict[str, Any]:
-    r = reactor.post(notification([AlertSpec(name, NAMESPACE, pod, "ray-worker", status=status, **kw)]))
-    assert r.status_code == 200, r.get_json()
-    (outcome,) = r.get_json()["outcomes"]
-    return outcome
+def _post(reactor: Reactor, name: str, pod: str = WORKER, **kw: Any) -> dict[str, Any]:
+    return post(reactor, name, pod, "ray-worker", **kw)
 
 
 def _groups(reactor: Reactor) -> list[dict[str, Any]]:
@@ -236,16 +232,12 @@ def test_two_groups_naming_their_container_alike_keep_their_state_apart(sim: Sim
     reactor = build_reactor(sim, make_settings(token_file, **POLICY), clock=lambda: next(moments))
     try:
         install(sim, "ray.io_rayclusters.yaml")
-
-        def group(name: str, gpus: int, replicas: int) -> dict[str, Any]:
-            return {"groupName": name, "replicas": replicas, "minReplicas": 0, "maxReplicas": 4, "rayStartParams": {},
-                    "template": {"spec": {"containers": [container("ray-worker", gpus)]}}}
         sim.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster",
                    "metadata": {"name": "ray", "namespace": NAMESPACE, "annotations": {ALLOW_RECREATE: "true"}},
                    "spec": {"rayVersion": "2.40.0", "upgradeStrategy": {"type": "Recreate"},
                             "headGroupSpec": {"rayStartParams": {},
                                               "template": {"spec": {"containers": [container("ray-head", 0)]}}},
-                            "workerGroupSpecs": [group("gpu-workers", 4, 1), group("gpu-workers-b", 2, 1)]}})
+                            "workerGroupSpecs": [ray_group("gpu-workers", 4, 1), ray_group("gpu-workers-b", 2, 1)]}})
         reconcile_ray(sim, "ray")
         assert _post(reactor, "GPUUnderutilized", value=0.1, gpus=4)["result"] == "applied"
         reconcile_ray(sim, "ray")

@@ -12,12 +12,10 @@ from typing import Any
 
 import pytest
 
-from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
 from tests.adapters.conftest import POLICY
 from tests.adapters.operators import (
     GPU,
-    container,
     custom,
     install,
     owner_ref,
@@ -25,39 +23,26 @@ from tests.adapters.operators import (
     ray_service_status,
     set_status,
 )
+from tests.adapters.steps import post
+from tests.adapters.workloads import ray_group, ray_service
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 ACTIVE = "serve-a1b2c"
 WORKER = f"{ACTIVE}-gpu-workers-worker-00000"
-
-
-def _group(name: str, gpus: int, replicas: int) -> dict[str, Any]:
-    return {"groupName": name, "replicas": replicas, "minReplicas": 0, "maxReplicas": 4, "rayStartParams": {},
-            "template": {"spec": {"priorityClassName": "medium-priority-gpu",
-                                  "containers": [container("ray-worker", gpus)]}}}
+MEDIUM = "medium-priority-gpu"
 
 
 @pytest.fixture
 def service(reactor: Reactor) -> dict[str, Any]:
     install(reactor.sim, "ray.io_rayclusters.yaml", "ray.io_rayservices.yaml")
-    reactor.sim.apply({"apiVersion": "ray.io/v1", "kind": "RayService",
-                       "metadata": {"name": "serve", "namespace": NAMESPACE},
-                       "spec": {"serveConfigV2": "applications: []\n", "upgradeStrategy": {"type": "NewCluster"},
-                                "rayClusterConfig": {
-                                    "rayVersion": "2.40.0",
-                                    "headGroupSpec": {"rayStartParams": {}, "template": {
-                                        "spec": {"containers": [container("ray-head", 0)]}}},
-                                    "workerGroupSpecs": [_group("gpu-workers", 4, 2), _group("cpu-workers", 0, 1)]}}})
+    ray_service(reactor.sim, [ray_group("gpu-workers", 4, 2, MEDIUM), ray_group("cpu-workers", 0, 1, MEDIUM)])
     ray_service_cluster(reactor.sim, "serve", "a1b2c")
     ray_service_status(reactor.sim, "serve", ACTIVE)
     return custom(reactor.sim, "rayservices", "serve")
 
 
-def _post(reactor: Reactor, name: str, pod: str = WORKER, *, status: str = "firing", **kw: Any) -> dict[str, Any]:
-    r = reactor.post(notification([AlertSpec(name, NAMESPACE, pod, "ray-worker", status=status, **kw)]))
-    assert r.status_code == 200, r.get_json()
-    (outcome,) = r.get_json()["outcomes"]
-    return outcome
+def _post(reactor: Reactor, name: str, pod: str = WORKER, **kw: Any) -> dict[str, Any]:
+    return post(reactor, name, pod, "ray-worker", **kw)
 
 
 def _config(reactor: Reactor) -> dict[str, Any]:
