@@ -70,17 +70,20 @@ def adapted_workload(adapter: Adapter, obj: Obj, part_name: str, gpu_resource: s
 
 
 def _surge_pods(obj: Obj, started: tuple[tuple[Part, int], ...], gpu_resource: str) -> tuple[SurgePods, ...]:
-    """The other templates' pods a change starts, each template's GPUs with its own PriorityClass and pod shape:
-    a quota scoped to a class counts a pod by the pod's own spec (podMatchesScopeFunc), so the leader of an LWS
-    group or a RayService's head may fall in quotas the changed template's pods do not."""
+    """The other templates' pods a change starts, each template's GPUs and pods with its own PriorityClass and pod
+    shape (its pods' whole CPU and memory among it): a quota scoped to a class counts a pod by the pod's own spec
+    (podMatchesScopeFunc), so the leader of an LWS group or a RayService's head may fall in quotas the changed
+    template's pods do not."""
     out = []
     for other, count in started:
         spec = read(obj, other.spec_path) or {}
-        gpus = count * other.pods * sum(c.gpus for c in _containers(obj, other, spec, gpu_resource))
-        if gpus > 0:
+        pods = count * other.pods
+        gpus = pods * sum(c.gpus for c in _containers(obj, other, spec, gpu_resource))
+        shape = _shape(obj, other, spec)
+        # A template without GPUs still takes CPU and memory quota (a Ray head): kept where it sets either.
+        if pods > 0 and (gpus > 0 or shape.cpu is not None or shape.memory is not None):
             cls = spec.get("priorityClassName")
-            out.append(SurgePods(gpus, cls if isinstance(cls, str) and cls else None, _shape(obj, other, spec),
-                                 other.name))
+            out.append(SurgePods(gpus, cls if isinstance(cls, str) and cls else None, shape, other.name, pods))
     return tuple(out)
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from reactor.cluster import compute
-from reactor.core.model import Bounds, Container, Kind, PodShape, Quota, Workload, WorkloadRef
+from reactor.core.model import Bounds, ComputeResources, Container, Kind, PodShape, Quota, Workload, WorkloadRef
 from reactor.core.quantity import parse_quantity
 from reactor.core.quantity import value as quantity_value
 from reactor.state.annotations import read_state
@@ -96,7 +96,56 @@ def pod_shape(pod_spec: Mapping[str, Any]) -> PodShape:
     deadline = pod_spec.get("activeDeadlineSeconds")
     return PodShape(best_effort=not compute,
                     terminating=isinstance(deadline, int) and not isinstance(deadline, bool) and deadline >= 0,
-                    cross_namespace_affinity=_cross_namespace(pod_spec.get("affinity") or {}))
+                    cross_namespace_affinity=_cross_namespace(pod_spec.get("affinity") or {}),
+                    cpu=pod_usage(pod_spec, "cpu"), memory=pod_usage(pod_spec, "memory"))
+
+
+def pod_usage(pod_spec: Mapping[str, Any], resource: str) -> ComputeResources | None:
+    """One pod's whole `resource` requests and limits as ResourceQuota charges a new pod (pkg/quota/v1/evaluator/
+    core/pods.go podComputeUsageHelper: resourcehelper.PodRequests / PodLimits): every container summed, each
+    sidecar (an init container with restartPolicy Always) added to the sum, each other init container by the max
+    rule (it runs alone beside the sidecars started before it). A container's limit without a request is its
+    request too (the API server defaults it so before admission). None where no container sets the resource."""
+    found = [compute.container_compute(c.get("resources"), resource)
+             for c in pod_spec.get("containers") or [] if isinstance(c, Mapping)]
+    inits = [(compute.container_compute(c.get("resources"), resource), c.get("restartPolicy") == "Always")
+             for c in pod_spec.get("initContainers") or [] if isinstance(c, Mapping)]
+    if all(value is None for value in found + [value for value, _ in inits]):
+        return None
+    return ComputeResources(request=_usage([_request(v) for v in found], [(_request(v), s) for v, s in inits]),
+                            limit=_usage([_limit(v) for v in found], [(_limit(v), s) for v, s in inits]))
+
+
+def _request(value: ComputeResources | None) -> int | None:
+    return None if value is None else value.request if value.request is not None else value.limit
+
+
+def _limit(value: ComputeResources | None) -> int | None:
+    return None if value is None else value.limit
+
+
+def _usage(values: list[int | None], inits: list[tuple[int | None, bool]]) -> int | None:
+    """max(sum, floor), as PodRequests / PodLimits build it; None where no container sets it."""
+    summed: int | None = None
+    sidecars: int | None = None
+    floor: int | None = None
+    for value in values:
+        summed = _plus(summed, value)
+    for value, sidecar in inits:
+        if sidecar:
+            summed, sidecars = _plus(summed, value), _plus(sidecars, value)
+            floor = _most(floor, sidecars)
+        else:
+            floor = _most(floor, _plus(value, sidecars))
+    return _most(summed, floor)
+
+
+def _plus(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else a + b
+
+
+def _most(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
 
 
 def _positive(raw: Any) -> bool:

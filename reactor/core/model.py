@@ -169,12 +169,21 @@ class PodShape:
 
     `best_effort`: no container or init container sets a positive cpu or memory request or limit (GPUs do not
     count for the QoS class). `terminating`: `activeDeadlineSeconds` >= 0. The PriorityClass is the
-    workload's `priority_class`.
+    workload's `priority_class`. `cpu` / `memory`: one pod's whole requests and limits as ResourceQuota charges
+    them (pkg/quota/v1/evaluator/core/pods.go podComputeUsageHelper over resourcehelper.PodRequests / PodLimits:
+    every container and sidecar summed, each other init container by the max rule; a limit alone is the request
+    too); None where no container sets the resource.
     """
 
     best_effort: bool = False
     terminating: bool = False
     cross_namespace_affinity: bool = False
+    cpu: ComputeResources | None = None  # millicores
+    memory: ComputeResources | None = None  # bytes
+
+    def compute(self, resource: str) -> ComputeResources | None:
+        """The pod's totals of `resource` ("cpu" or "memory")."""
+        return self.cpu if resource == "cpu" else self.memory
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +196,7 @@ class SurgePods:
     priority_class: str | None = None
     pods: PodShape = field(default_factory=PodShape)
     template: str = ""  # the template's name in the resource (a Ray worker group, an InferenceService component)
+    count: int = 0  # how many pods: the CPU and memory quota lines charge each its whole `pods.cpu` / `pods.memory`
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from reactor.core.model import Action, ComputeBounds, ComputeResources, Skip, SkipReason
+from reactor.core.model import Action, ComputeBounds, ComputeResources, Skip, SkipReason, SurgePods
 from reactor.policy import pod
 from reactor.policy.context import Context
 from reactor.policy.quota import tracks
@@ -71,7 +71,8 @@ def resize_cpu(ctx: Context, direction: str) -> Action | Skip:
     target = size_cpu(current, ctx.signal.cpu_throttling, step_m=ctx.policy.cpu_step_m, max_m=highest)
     if target.limit is None or target.limit <= current.limit:
         return Skip(SkipReason.AT_MAX_CPU, f"CPU limit {current.limit}m; highest allowed {highest}m")
-    charged = check_cpu_quota(ctx, current, target, what=f"{container.name} CPU {current.limit}m→{target.limit}m")
+    charged = check_cpu_quota(ctx, container.name, current, target,
+                              what=f"{container.name} CPU {current.limit}m→{target.limit}m")
     if isinstance(charged, Skip):
         return charged
     return Action(action="resize-cpu", direction="up", workload=ctx.workload.ref, container=container.name,
@@ -105,40 +106,85 @@ def _fallback(ctx: Context) -> str | None:
 CpuCharges = tuple[tuple[tuple[str, str], int], ...]  # ((quota name, resource), amount): Action.compute_quota_charges
 
 
-def check_cpu_quota(ctx: Context, current: ComputeResources, target: ComputeResources, *,
+def check_cpu_quota(ctx: Context, container: str, current: ComputeResources, target: ComputeResources, *,
                     what: str) -> Skip | CpuCharges:
     """`check_compute_quota` for a CPU change, in place where `cpu.applyTo` is pods."""
-    return check_compute_quota(ctx, ctx.cpu_bounds, current, target, what=what,
-                               in_place=ctx.cpu_apply_to == "pods", unit="m")
+    return check_compute_quota(ctx, ctx.cpu_bounds, container, current, target, what=what,
+                               in_place=ctx.cpu_apply_to == "pods", unit="m", resource="cpu")
 
 
-def check_compute_quota(ctx: Context, bounds: ComputeBounds, current: ComputeResources, target: ComputeResources,
-                        *, what: str, in_place: bool, unit: str) -> Skip | CpuCharges:
-    """QUOTA_EXCEEDED when a line (CPU or memory: `bounds`) of a quota that counts these pods has less headroom
-    than the change needs; else the amount it keeps of each line (reserved for the rest of the notification).
+def check_compute_quota(ctx: Context, bounds: ComputeBounds, container: str, current: ComputeResources,
+                        target: ComputeResources, *, what: str, in_place: bool, unit: str,
+                        resource: str) -> Skip | CpuCharges:
+    """QUOTA_EXCEEDED when a line (CPU or memory: `bounds`, `resource`) of a quota that counts the pods the change
+    makes has less headroom than the change needs; else the amount it keeps of each line (reserved for the rest of
+    the notification).
 
-    Scope-aware like the GPU's (`quota.tracks`): a quota scoped to another PriorityClass neither counts nor
-    limits these pods; `cpu` and `requests.cpu` (`memory` and `requests.memory`) both count the requests. In
-    place, each pod the alerts name grows by the difference (the API server charges a resize its growth).
-    Through the template, like GPUs: every replica grows, and the surge pods run the new size while every old
-    pod still counts (the surge is transient: only the replicas' growth is kept). `unit` names the amounts in
-    the message (`m` for millicores, `B` for bytes).
+    In place, each pod the alerts name grows by the container's difference (the API server charges a resize its
+    growth). Through the template, as the operator creates the pods and kube-apiserver's quota admission charges
+    each new pod (pkg/quota/v1/evaluator/core/pods.go podComputeUsageHelper): a surge pod is charged whole — every
+    container, the changed one at its new value, the init containers by the max rule (`surge_pod`) — while every
+    old pod still counts, and every replica grows by the pod's difference (only that growth is kept: the surge is
+    transient). The pods of the operator's other templates that the change starts (`OperatorFacts.surge_beside`: a
+    RayService's whole new RayCluster, an LWS surge group's leader) are charged too, each with its own pods' whole
+    requests and limits, to the quotas whose scope matches that pod (`quota.tracks`, podMatchesScopeFunc): a quota
+    scoped to the head's class is charged the new head though it never counts the changed workers. `cpu` and
+    `requests.cpu` (`memory` and `requests.memory`) both count the requests. `unit` names the amounts in the
+    message (`m` for millicores, `B` for bytes).
     """
-    old_request = current.request if current.request is not None else current.limit or 0
-    sizes = {"requests": (old_request, target.request or 0), "limits": (current.limit or 0, target.limit or 0)}
-    pods = (len(ctx.signal.pods) or ctx.replicas) if in_place else ctx.replicas
-    surge = 0 if in_place else ctx.surge
+    beside: tuple[SurgePods, ...] = ()
+    if in_place:
+        old_request = current.request if current.request is not None else current.limit or 0
+        sizes = {"requests": (old_request, target.request or 0), "limits": (current.limit or 0, target.limit or 0)}
+        pods, surge = len(ctx.signal.pods) or ctx.replicas, 0
+    else:
+        old, new = surge_pod(ctx, resource, container, current), surge_pod(ctx, resource, container, target)
+        sizes = {"requests": (old.request or 0, new.request or 0), "limits": (old.limit or 0, new.limit or 0)}
+        pods, surge = ctx.replicas, ctx.surge
+        beside = ctx.workload.operator.surge_beside if ctx.workload.operator is not None else ()
     charges: list[tuple[tuple[str, str], int]] = []
     for quota in bounds.quotas:
-        if not tracks(ctx, quota, ctx.workload.priority_class):
-            continue
-        old, new = sizes["limits" if quota.resource.startswith("limits.") else "requests"]
-        kept = pods * max(0, new - old)
-        need = kept + surge * new
+        line = "limits" if quota.resource.startswith("limits.") else "requests"
+        others = sum(b.count * _line(b.pods.compute(resource), line) for b in beside
+                     if tracks(ctx, quota, b.priority_class, b.pods))
+        old_size, new_size = sizes[line]
+        counts = tracks(ctx, quota, ctx.workload.priority_class)
+        kept = pods * max(0, new_size - old_size) if counts else 0
+        need = (kept + surge * new_size if counts else 0) + others
         if need > 0 and need > quota.headroom:
+            each = "" if in_place else f" of {new_size}{unit} each"
+            also = f", other templates' pods {others}{unit}" if others else ""
             return Skip(SkipReason.QUOTA_EXCEEDED,
                         f"{what} needs {need}{unit} of {quota.resource} of quota {quota.name} ({pods} pods, surge "
-                        f"{surge}), headroom {quota.headroom}{unit} (hard {quota.hard}{unit}, used {quota.used}{unit})")
+                        f"{surge}{each}{also}), headroom {quota.headroom}{unit} (hard {quota.hard}{unit}, used "
+                        f"{quota.used}{unit})")
         if kept:
             charges.append((quota.key, kept))
     return tuple(charges)
+
+
+def surge_pod(ctx: Context, resource: str, container: str, value: ComputeResources) -> ComputeResources:
+    """One new pod of the template with `container` at `value`: its whole requests and limits of `resource`
+    (`pod.total`: every container and sidecar summed, each other init container by the max rule; a limit alone is
+    the request too, as the API server defaults it). The other containers as the template holds them: the
+    operator makes the new pods from it, whatever a resize in place did to the running ones."""
+    values = [value if c.name == container else (c.cpu if resource == "cpu" else c.memory)
+              for c in ctx.workload.containers]
+    inits = [(c.cpu if resource == "cpu" else c.memory, c.sidecar) for c in ctx.workload.init_containers]
+    return ComputeResources(request=pod.total([_request(v) for v in values], [(_request(v), s) for v, s in inits]),
+                            limit=pod.total([_limit(v) for v in values], [(_limit(v), s) for v, s in inits]))
+
+
+def _request(value: ComputeResources | None) -> int | None:
+    return None if value is None else value.request if value.request is not None else value.limit
+
+
+def _limit(value: ComputeResources | None) -> int | None:
+    return None if value is None else value.limit
+
+
+def _line(pods: ComputeResources | None, line: str) -> int:
+    """One pod's amount on a quota line: its requests, or its limits for a `limits.*` line (0 where unset)."""
+    if pods is None:
+        return 0
+    return (pods.limit if line == "limits" else pods.request) or 0

@@ -56,7 +56,8 @@ def resize_memory(ctx: Context, direction: str) -> Action | Skip:
     unavailable = ctx.in_place_unavailable(apply_to)
     if unavailable is not None:
         return unavailable
-    charged = check_compute_quota(ctx, ctx.memory_bounds, current, target, in_place=apply_to == "pods", unit="B",
+    charged = check_compute_quota(ctx, ctx.memory_bounds, container.name, current, target,
+                                  in_place=apply_to == "pods", unit="B", resource="memory",
                                   what=f"{container.name} memory {_mib(current.limit)}→{_mib(target.limit)}")
     if isinstance(charged, Skip):
         return charged

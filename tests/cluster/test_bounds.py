@@ -4,12 +4,13 @@ pods' QoS)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from reactor.cluster.workloads import namespace_bounds, pod_shape, to_bounds
-from reactor.core.model import PodShape, Quota, ScopeTerm
+from reactor.cluster.workloads import namespace_bounds, pod_shape, pod_usage, to_bounds
+from reactor.core.model import ComputeResources, PodShape, Quota, ScopeTerm
 
 pytestmark = pytest.mark.unit
 
@@ -67,7 +68,30 @@ def test_a_limit_range_that_fills_cpu_or_memory_makes_no_pod_best_effort(item: d
 ], ids=["gpu-only-is-best-effort", "cpu-request", "init-container-memory", "zero-cpu-does-not-count",
         "deadline-zero-is-terminating", "namespace-selector-affinity"])
 def test_pod_shape_follows_the_quota_evaluator(spec: dict[str, Any], shape: PodShape) -> None:
-    assert pod_shape(spec) == shape
+    assert replace(pod_shape(spec), cpu=None, memory=None) == shape
+
+
+def _c(requests: dict[str, str] | None = None, limits: dict[str, str] | None = None, **kw: Any) -> dict[str, Any]:
+    return {"name": "c", "resources": {"requests": requests or {}, "limits": limits or {}}, **kw}
+
+
+@pytest.mark.parametrize(("spec", "cpu"), [
+    ({"containers": [_c({"cpu": "1"}, {"cpu": "2"}), _c({"cpu": "500m"}, {"cpu": "500m"})]},
+     ComputeResources(1500, 2500)),
+    ({"containers": [_c(limits={"cpu": "2"})]}, ComputeResources(2000, 2000)),  # the request defaults to the limit
+    ({"containers": [_c({"cpu": "1"})]}, ComputeResources(1000, None)),
+    ({"containers": [_c({"cpu": "1"}, {"cpu": "1"})], "initContainers": [_c({"cpu": "4"}, {"cpu": "4"})]},
+     ComputeResources(4000, 4000)),
+    ({"containers": [_c({"cpu": "1"}, {"cpu": "1"})],
+      "initContainers": [_c({"cpu": "1"}, {"cpu": "1"}, restartPolicy="Always"), _c({"cpu": "3"}, {"cpu": "3"})]},
+     ComputeResources(4000, 4000)),
+    ({"containers": [_c({"memory": "1Gi"})]}, None),
+], ids=["containers-summed", "limit-alone-is-the-request", "no-limit", "init-container-max",
+        "sidecar-summed-and-under-the-next-init", "no-cpu"])
+def test_pod_usage_is_what_quota_charges_a_new_pod(spec: dict[str, Any], cpu: ComputeResources | None) -> None:
+    """resourcehelper.PodRequests / PodLimits, as podComputeUsageHelper charges them."""
+    assert pod_usage(spec, "cpu") == cpu
+    assert pod_shape(spec).cpu == cpu
 
 
 class _Reader:
