@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from reactor.cluster.compute import CPU_ACTION, MEMORY_ACTION, compute_of, resize_body
 from reactor.cluster.workloads import ANNOTATION_PREFIX, gpu_count, max_surge, pod_shape
 from reactor.core.errors import ReactorError
 from reactor.core.model import (
@@ -119,18 +120,23 @@ def _containers(obj: Obj, part: Part, pod_spec: Obj, gpu_resource: str) -> tuple
 
 
 def adapted_patch(adapter: Adapter, obj: Obj, workload: Workload, field: str, action: Action,
-                  annotations: Mapping[str, str | None], gpu_resource: str) -> dict[str, Any]:
-    """The JSON merge patch that sets `action`'s desired state on the part and records it."""
+                  annotations: Mapping[str, str | None], gpu_resource: str,
+                  cpu_apply_to: str = "pods") -> dict[str, Any]:
+    """The JSON merge patch that sets `action`'s desired state on the part and records it. A CPU or memory change
+    that goes to the running pods only (`cpu_apply_to` "pods": resized in place) records it and changes nothing
+    else, as a built-in kind's template patch does."""
     part = adapter.part(obj, workload.part)
     if part is None:
         raise ReactorError(f"{workload.ref} has no template {workload.part!r} any more")
+    record = {"metadata": {"resourceVersion": workload.resource_version, "annotations": dict(annotations)}}
+    if field in (CPU_ACTION, MEMORY_ACTION) and cpu_apply_to == "pods":
+        return record
     changes = _changes(part, field, action, gpu_resource, obj)
     top = str(next(iter(changes))[1])  # the spec field whose subtree the patch carries whole
     if any(len(p) < 2 or p[0] != "spec" or p[1] != top for p in changes):
         raise ReactorError(f"cannot build a patch for {action.action!r} on {workload.ref}: paths outside spec.{top}")
     new = written(obj, changes)
-    return {"metadata": {"resourceVersion": workload.resource_version, "annotations": dict(annotations)},
-            "spec": {top: new["spec"][top]}}
+    return {**record, "spec": {top: new["spec"][top]}}
 
 
 def _changes(part: Part, field: str, action: Action, gpu_resource: str, obj: Obj) -> dict[Path, Callable[[Any], Any]]:
@@ -149,16 +155,37 @@ def _changes(part: Part, field: str, action: Action, gpu_resource: str, obj: Obj
         return {(*part.model[1], "resources"): lambda old: _gpu_resources(old, action, gpu_resource)}
     if field == "resize-gpu":
         return {(*part.spec_path, "containers"): lambda old: _resized(old, action, gpu_resource)}
+    if field in (CPU_ACTION, MEMORY_ACTION) and part.model is not None and action.container == part.model[0] \
+            and isinstance(read(obj, part.model[1]), Mapping):
+        return {(*part.model[1], "resources"): lambda old: _compute_resources(old, action)}
+    if field in (CPU_ACTION, MEMORY_ACTION):
+        return {(*part.spec_path, "containers"): lambda old: _in_container(old, action, _compute_resources)}
     raise ReactorError(f"cannot build a patch for action {action.action!r} on {action.workload}")
 
 
 def _resized(containers: Any, action: Action, gpu_resource: str) -> list[Any]:
     """The whole container list as read, the named container's GPU request and limit set together."""
+    return _in_container(containers, action, lambda resources, a: _gpu_resources(resources, a, gpu_resource))
+
+
+def _in_container(containers: Any, action: Action, resources: Callable[[Any, Action], dict[str, Any]]) -> list[Any]:
+    """The whole container list as read (a merge patch replaces a list whole), the named container's resources
+    as `resources` makes them."""
     out = [dict(c) for c in containers or []]
     target = next((c for c in out if c.get("name") == action.container), None)
     if target is None:
         raise ReactorError(f"container {action.container!r} is gone from {action.workload}")
-    target["resources"] = _gpu_resources(target.get("resources"), action, gpu_resource)
+    target["resources"] = resources(target.get("resources"), action)
+    return out
+
+
+def _compute_resources(resources: Any, action: Action) -> dict[str, Any]:
+    """The resources with the CPU (or memory) request and limit the action sets, the rest as read."""
+    resource, value = compute_of(action)
+    wanted = resize_body(str(action.container), value, resource)["spec"]["containers"][0]["resources"]
+    out = dict(resources or {})
+    for kind, values in wanted.items():
+        out[kind] = {**(out.get(kind) or {}), **values}
     return out
 
 

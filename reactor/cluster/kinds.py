@@ -169,7 +169,7 @@ class OperatorKind:
               cpu_apply_to: str) -> dict[str, Any]:
         """A JSON merge patch of the changed part, the operator's own field paths (adapted.py)."""
         return adapted_patch(self.adapter, obj, workload, effective_action(action, workload), action, annotations,
-                             self.gpu_resource)
+                             self.gpu_resource, cpu_apply_to)
 
 
 def _not_carried(workload: Workload, child: Obj, gpu_resource: str) -> str:

@@ -23,13 +23,14 @@ from reactor.tools.plan import print_plan
 from reactor_sim import SimCluster
 from tests.adapters.conftest import POLICY
 from tests.adapters.operators import (
+    GPU,
     container,
     install_upstream,
     needs_shared,
     ray_service_cluster,
     ray_service_status,
 )
-from tests.adapters.test_operators_round_three import _headroom, _post
+from tests.adapters.steps import headroom, post
 from tests.support import NAMESPACE, Reactor, build_reactor, make_settings
 
 pytestmark = needs_shared
@@ -111,9 +112,9 @@ def test_a_cpu_raise_charges_the_new_rayclusters_head_to_the_quota_of_its_class(
     check used to skip that quota and let it through (KubeRay's new head would then be refused by the API server and
     the new cluster never start)."""
     _ray_service(reactor)
-    _headroom(reactor, 100)
+    headroom(reactor, 100)
     _cpu_quota(reactor, HIGH, 3999)
-    outcome = _post(reactor, "GPUStarvedByCPU", WORKER, "ray-worker", value=0.2, gpus=4, extra_annotations=THROTTLED)
+    outcome = post(reactor, "GPUStarvedByCPU", WORKER, "ray-worker", value=0.2, gpus=4, extra_annotations=THROTTLED)
     assert outcome["reason"] == "quota-exceeded", outcome
     assert "needs 4000m of limits.cpu of quota high-cpu" in outcome["detail"], outcome
     assert "other templates' pods 4000m" in outcome["detail"], outcome
@@ -121,3 +122,26 @@ def test_a_cpu_raise_charges_the_new_rayclusters_head_to_the_quota_of_its_class(
     assert "needs 4000m of limits.cpu of quota high-cpu" in text and "other templates' pods 4000m" in text, text
     _cpu_quota(reactor, HIGH, 4000)
     assert "would apply: resize-cpu ray-worker: 2000m → 3000m" in _plan(reactor)
+
+
+def _worker_cpu(reactor: Reactor) -> dict[str, str]:
+    service = reactor.sim.get("rayservices", NAMESPACE, "serve")
+    group = service["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]
+    (worker,) = group["template"]["spec"]["containers"]
+    return {kind: worker["resources"][kind]["cpu"] for kind in ("requests", "limits")}
+
+
+def test_a_cpu_raise_on_an_operators_template_is_written_through_its_own_fields(reactor: Reactor) -> None:
+    """With the quota's room, the raise is applied: the RayService's own worker-group template carries the new CPU
+    (a JSON merge patch of its container list, the GPUs and the rest of the container as they were), and the
+    reactor's record with it. It used to fail in the act step: the operator's patch knew GPUs, replicas and
+    priority only."""
+    _ray_service(reactor)
+    headroom(reactor, 100)
+    _cpu_quota(reactor, HIGH, 4000)
+    outcome = post(reactor, "GPUStarvedByCPU", WORKER, "ray-worker", value=0.2, gpus=4, extra_annotations=THROTTLED)
+    assert (outcome["result"], outcome["action"], outcome["to"]) == ("applied", "resize-cpu", "3000m"), outcome
+    assert _worker_cpu(reactor) == {"requests": "3", "limits": "3"}
+    service = reactor.sim.get("rayservices", NAMESPACE, "serve")
+    (worker,) = service["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["template"]["spec"]["containers"]
+    assert worker["resources"]["limits"][GPU] == "4" and worker["name"] == "ray-worker"
