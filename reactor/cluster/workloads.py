@@ -15,6 +15,7 @@ from reactor.cluster import compute
 from reactor.core.model import Bounds, ComputeResources, Container, Kind, PodShape, Quota, Workload, WorkloadRef
 from reactor.core.quantity import parse_quantity
 from reactor.core.quantity import value as quantity_value
+from reactor.policy.pod import total
 from reactor.state.annotations import read_state
 
 ANNOTATION_PREFIX = "gpu-reactor.io/"
@@ -112,8 +113,8 @@ def pod_usage(pod_spec: Mapping[str, Any], resource: str) -> ComputeResources | 
              for c in pod_spec.get("initContainers") or [] if isinstance(c, Mapping)]
     if all(value is None for value in found + [value for value, _ in inits]):
         return None
-    return ComputeResources(request=_usage([_request(v) for v in found], [(_request(v), s) for v, s in inits]),
-                            limit=_usage([_limit(v) for v in found], [(_limit(v), s) for v, s in inits]))
+    return ComputeResources(request=total([_request(v) for v in found], [(_request(v), s) for v, s in inits]),
+                            limit=total([_limit(v) for v in found], [(_limit(v), s) for v, s in inits]))
 
 
 def _request(value: ComputeResources | None) -> int | None:
@@ -122,30 +123,6 @@ def _request(value: ComputeResources | None) -> int | None:
 
 def _limit(value: ComputeResources | None) -> int | None:
     return None if value is None else value.limit
-
-
-def _usage(values: list[int | None], inits: list[tuple[int | None, bool]]) -> int | None:
-    """max(sum, floor), as PodRequests / PodLimits build it; None where no container sets it."""
-    summed: int | None = None
-    sidecars: int | None = None
-    floor: int | None = None
-    for value in values:
-        summed = _plus(summed, value)
-    for value, sidecar in inits:
-        if sidecar:
-            summed, sidecars = _plus(summed, value), _plus(sidecars, value)
-            floor = _most(floor, sidecars)
-        else:
-            floor = _most(floor, _plus(value, sidecars))
-    return _most(summed, floor)
-
-
-def _plus(a: int | None, b: int | None) -> int | None:
-    return b if a is None else a if b is None else a + b
-
-
-def _most(a: int | None, b: int | None) -> int | None:
-    return b if a is None else a if b is None else max(a, b)
 
 
 def _positive(raw: Any) -> bool:
