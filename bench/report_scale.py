@@ -76,10 +76,12 @@ class ScaleSource:
         self.queries = 0
         self.kinds: dict[str, tuple[str, str, str]] = {}
         for ns in namespaces:
-            for rule in expressions.alerts(ns):
-                self.kinds[rule.expr] = ("alert", ns, rule.name)
-            for name in (UTILIZATION, FB_USED, GPUS, IDLE_GPUS, THROTTLING):
-                self.kinds[expressions.series(name, ns)] = ("series", ns, name)
+            self.kinds[expressions.sharing_probe(ns)] = ("probe", ns, "")  # no GPU is shared: answered with nothing
+            for variant in (expressions, expressions.without_sharing()):
+                for rule in variant.alerts(ns):
+                    self.kinds[rule.expr] = ("alert", ns, rule.name)
+                for name in (UTILIZATION, FB_USED, GPUS, IDLE_GPUS, THROTTLING):
+                    self.kinds[variant.series(name, ns)] = ("series", ns, name)
             self.kinds[expressions.raw(FB_MIB, ns)] = ("fb", ns, "")
             self.kinds[QUOTA.format(ns=ns, gpu="nvidia.com/gpu")] = ("quota", ns, "")
             self.kinds[LIMIT_RANGE.format(ns=ns, gpu="nvidia.com/gpu")] = ("limit", ns, "")
@@ -96,6 +98,8 @@ class ScaleSource:
         grid = [start.timestamp() + k * step.total_seconds()
                 for k in range(int((end - start) / step) + 1)]
         found = []
+        if kind == "probe":
+            return []
         if kind == "quota":
             used = sum(g for _, _, g, _ in self._pods(ns))
             return [Series({"resourcequota": "gpu", "type": t, "namespace": ns}, tuple((x, float(v)) for x in grid))

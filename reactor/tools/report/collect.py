@@ -7,6 +7,7 @@ timeout. Progress goes to the `progress` callback (stderr in the CLI).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -87,8 +88,12 @@ def collect(source: RangeSource, expressions: Expressions, namespaces: Sequence[
             gpu_resource: str, concurrency: int = 4,
             progress: Callable[[int, int], None] | None = None) -> list[NamespaceData]:
     """Every query of every namespace, at most `concurrency` at once; `SourceUnavailable` from any fails all."""
-    found = {ns: NamespaceData(ns, alerts=[(rule, ()) for rule in expressions.alerts(ns)]) for ns in namespaces}
-    queries = [q for ns in namespaces for q in _queries(expressions, ns, window, gpu_resource)]
+    found: dict[str, NamespaceData] = {}
+    queries: list[_Query] = []
+    for ns in namespaces:
+        mine = expressions if shares_gpus(source, expressions, ns, window) else expressions.without_sharing()
+        found[ns] = NamespaceData(ns, alerts=[(rule, ()) for rule in mine.alerts(ns)])
+        queries += _queries(mine, ns, window, gpu_resource)
 
     def run(q: _Query) -> Sequence[Series]:
         return source.query(q.expr, window.end) if q.instant else _range(source, q.expr, window)
@@ -99,6 +104,15 @@ def collect(source: RangeSource, expressions: Expressions, namespaces: Sequence[
             if progress is not None:
                 progress(done, len(queries))
     return [found[ns] for ns in namespaces]
+
+
+def shares_gpus(source: RangeSource, expressions: Expressions, namespace: str, window: Window) -> bool:
+    """Whether any GPU of `namespace` was held by more than one pod at an evaluation the queries read: the window
+    widened by the farthest the rules' subqueries reach back. One query, far cheaper than the sharing clauses it
+    spares every other query of the namespace where the answer is no."""
+    steps = math.ceil(expressions.reach / window.step)
+    widened = Window(window.start - steps * window.step, window.end, window.step)
+    return bool(_range(source, expressions.sharing_probe(namespace), widened))
 
 
 def _store(data: NamespaceData, slot: str, answer: Sequence[Series]) -> None:
