@@ -69,7 +69,8 @@ def build_namespace(data: NamespaceData, window: Window,
     gpus, idle = _index(data.series.get(ex.GPUS, ())), _index(data.series.get(ex.IDLE_GPUS, ()))
     throttling = _index(data.series.get(ex.THROTTLING, ()))
     pods = sorted({pod for pod, _ in (*gpus, *util)})
-    pod_owner, grouping = owners.resolve(data.namespace, pods, data.owners)
+    resolved = owners.resolve(data.namespace, pods, data.owners, data.cluster_owners)
+    pod_owner = {pod: key for pod, (key, _) in resolved.items()}
     priorities = owners.priority_classes(data.owners)
     members: dict[WorkloadKey, list[Container]] = defaultdict(list)
     for c in sorted(set(gpus) | set(util)):
@@ -108,7 +109,8 @@ def build_namespace(data: NamespaceData, window: Window,
         released, added, held = accounting.changed_hours(decisions[key], whole, inside, step)
         timeline = Timeline(whole.times[first:], whole.gpus[first:], whole.utilization[first:], held[first:])
         reports.append(WorkloadReport(
-            key=key, grouping=grouping, pods=tuple(sorted({p for p, _ in members[key]})), gpu_hours=gpu_hours,
+            key=key, grouping=min((resolved[p][1] for p, _ in members[key]), key=lambda g: g.certainty),
+            pods=tuple(sorted({p for p, _ in members[key]})), gpu_hours=gpu_hours,
             gpus_max=int(max(timeline.gpus, default=0)), utilization=busy, memory=accounting.percentiles(fb_values),
             hours=accounting.hours(subject.fired, since, until),
             episodes=tuple(f.episode for f in subject.fired), decisions=tuple(decisions[key]),
@@ -227,5 +229,9 @@ def data_fb(data: NamespaceData) -> dict[Container, list[Series]]:
 def grouping_note(groupings: set[Grouping]) -> str:
     if groupings == {Grouping.OWNER_SERIES}:
         return "pods grouped by kube-state-metrics' owner series"
-    return ("some pods grouped by their names (no kube_pod_owner series in Prometheus): a guess, "
-            "marked per workload")
+    said = ["pods grouped by kube-state-metrics' owner series"] if Grouping.OWNER_SERIES in groupings else []
+    if Grouping.KUBECONFIG in groupings:
+        said.append("by their ownerReferences in the cluster (--kubeconfig) where Prometheus has no owner series")
+    if Grouping.POD_NAME in groupings:
+        said.append("by their names where neither names them: a guess")
+    return "; ".join(said) + "; marked per workload"

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 
 from reactor.tools.report import expressions as ex
 from reactor.tools.report.expressions import AlertRule, Expressions
+from reactor.tools.report.model import WorkloadKey
 from reactor.tools.report.source import RangeSource, Series
 
 MAX_POINTS = 10_000  # Prometheus refuses more than 11,000 points per series in one range query
@@ -54,6 +55,13 @@ class NamespaceData:
     owners: dict[str, Sequence[Series]] = field(default_factory=dict)  # "pod", "replicaset", "job", "priority"
     quota: Sequence[Series] = ()
     limit_range: Sequence[Series] = ()
+    cluster_owners: Mapping[str, WorkloadKey] = field(default_factory=dict)  # pod -> workload (--kubeconfig)
+
+    @property
+    def pods(self) -> list[str]:
+        """The pods whose containers held or used GPUs in the window."""
+        return sorted({s.labels.get("pod", "") for name in (ex.GPUS, ex.UTILIZATION)
+                       for s in self.series.get(name, ())})
 
 
 def namespaces_expr(expressions: Expressions, lookback: timedelta) -> str:

@@ -18,7 +18,13 @@ class Grouping(enum.StrEnum):
     """How pods were grouped into workloads."""
 
     OWNER_SERIES = "kube-state-metrics"  # kube_pod_owner / kube_replicaset_owner / kube_job_owner
-    POD_NAME = "pod-name"  # the controllers' naming conventions, where no owner series exist
+    KUBECONFIG = "kubeconfig"  # the pods' ownerReferences, read from the cluster (--kubeconfig), where no owner series
+    POD_NAME = "pod-name"  # the controllers' naming conventions, where neither tells
+
+    @property
+    def certainty(self) -> int:
+        """A workload whose pods were grouped several ways is as certain as its least certain pod."""
+        return {Grouping.POD_NAME: 0, Grouping.KUBECONFIG: 1, Grouping.OWNER_SERIES: 2}[self]
 
 
 @dataclass(frozen=True, slots=True, order=True)
