@@ -1,8 +1,9 @@
 """Ask Prometheus, one namespace at a time, for everything a report reads; nothing else talks to it.
 
-Cost is bounded: every query is narrowed to one namespace, a long window is split so no answer exceeds
-Prometheus's 11,000 points per series, at most `concurrency` queries run at once, and each has the client's
-timeout. Progress goes to the `progress` callback (stderr in the CLI).
+Cost is bounded: every query is narrowed to one namespace, a long window is split into pieces of at most
+`PIECE_STEPS` evaluations (so no one query runs into Prometheus's own query timeout, 2 minutes by default, nor its
+11,000 points per series), at most `concurrency` queries run at once, and each has the client's timeout. Progress
+goes to the `progress` callback (stderr in the CLI).
 """
 
 from __future__ import annotations
@@ -19,6 +20,12 @@ from reactor.tools.report.model import WorkloadKey
 from reactor.tools.report.source import RangeSource, Series
 
 MAX_POINTS = 10_000  # Prometheus refuses more than 11,000 points per series in one range query
+# A day at the 5-minute step a week's report uses. A query's time grows with its evaluations times the namespace's
+# series: a week of 1,000 containers in one query ran past Prometheus's 2-minute --query.timeout (2.42, on two
+# cores). Each piece evaluates its subqueries' lead-in (up to the rules' `reach`, 2 h) again: a few percent more.
+# The pieces answer at the same times as one query would (start + k·step; subqueries align to multiples of their
+# step), so their samples join without a seam.
+PIECE_STEPS = 288
 FB_MIB = "DCGM_FI_DEV_FB_USED{m}"
 QUOTA = 'kube_resourcequota{{namespace="{ns}", resource="requests.{gpu}"}}'
 LIMIT_RANGE = 'kube_limitrange{{namespace="{ns}", resource="{gpu}", type="Container"}}'
@@ -136,12 +143,12 @@ def _store(data: NamespaceData, slot: str, answer: Sequence[Series]) -> None:
 
 
 def _range(source: RangeSource, expr: str, window: Window) -> list[Series]:
-    """One range query, split into pieces of at most MAX_POINTS steps, the pieces' samples joined per series."""
+    """One range query, split into pieces of at most PIECE_STEPS steps, the pieces' samples joined per series."""
     joined: dict[tuple[tuple[str, str], ...], list[tuple[float, float]]] = {}
     labels: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}
     start = window.start
     while start <= window.end:
-        end = min(window.end, start + window.step * (MAX_POINTS - 1))
+        end = min(window.end, start + window.step * (min(PIECE_STEPS, MAX_POINTS) - 1))
         for series in source.query_range(expr, start, end, window.step):
             key = tuple(sorted(series.labels.items()))
             labels.setdefault(key, series.labels)
