@@ -131,3 +131,16 @@ def test_a_missing_kubeconfig_is_a_usage_error(served: Served, tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", "--prometheus-url", served.url, "--kubeconfig", str(tmp_path / "nope")]) == 2
     assert "--kubeconfig" in capsys.readouterr().err
+
+
+def test_a_cluster_that_does_not_answer_fails_the_report(served: Served, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """No silent fallback to the name guess: the report asked for the cluster's word and did not get it."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(Path(served.kubeconfig).read_text(encoding="utf-8").replace(
+        served.sim.url, f"http://127.0.0.1:{free_port()}"), encoding="utf-8")
+    out = tmp_path / "report.json"
+    assert main(["report", "--prometheus-url", served.url, "--namespace", NAMESPACE, "--since", "4h", "--until",
+                 END.isoformat(), "--step", "1m", "--kubeconfig", str(kubeconfig), "--out", str(out)]) == 1
+    assert "the cluster did not answer" in capsys.readouterr().err
+    assert not out.exists()
