@@ -103,10 +103,10 @@ class ScaleSource:
             return []
         if kind == "quota":
             used = sum(g for _, _, g, _ in self._pods(ns))
-            return [Series({"resourcequota": "gpu", "type": t, "namespace": ns}, tuple((x, float(v)) for x in grid))
+            return [Series.of({"resourcequota": "gpu", "type": t, "namespace": ns}, tuple((x, float(v)) for x in grid))
                     for t, v in (("hard", used + used // 10), ("used", used))]
         if kind == "limit":
-            return [Series({"constraint": c, "namespace": ns}, tuple((x, float(v)) for x in grid))
+            return [Series.of({"constraint": c, "namespace": ns}, tuple((x, float(v)) for x in grid))
                     for c, v in (("min", 1), ("max", 8))]
         for _, pod, gpus, profile in self._pods(ns):
             labels = {"namespace": ns, "pod": pod, "container": "main"}
@@ -121,7 +121,7 @@ class ScaleSource:
             else:
                 continue
             if samples:
-                found.append(Series(labels, samples))
+                found.append(Series.of(labels, samples))
         return found
 
     def query(self, expr: str, at: datetime | None = None) -> list[Series]:
@@ -135,10 +135,10 @@ class ScaleSource:
     def _owners(self, key: str, ns: str) -> list[Series]:
         at = ((UNTIL.timestamp(), 1.0),)
         if key == "pod":
-            return [Series({"namespace": ns, "pod": pod, "owner_kind": "ReplicaSet",
+            return [Series.of({"namespace": ns, "pod": pod, "owner_kind": "ReplicaSet",
                             "owner_name": pod.rsplit("-", 1)[0]}, at) for _, pod, _, _ in self._pods(ns)]
         if key == "replicaset":
-            return [Series({"namespace": ns, "replicaset": pod.rsplit("-", 1)[0], "owner_kind": "Deployment",
+            return [Series.of({"namespace": ns, "replicaset": pod.rsplit("-", 1)[0], "owner_kind": "Deployment",
                             "owner_name": w}, at) for w, pod, _, _ in self._pods(ns)]
         return []
 

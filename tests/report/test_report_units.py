@@ -159,7 +159,7 @@ class _Recording:
     def query_range(self, expr: str, start: datetime, end: datetime, step: timedelta) -> list[Series]:
         self.asked.append(expr)
         if expr == self.probe and self.shared:
-            return [Series({"UUID": "GPU-1", "GPU_I_ID": ""}, ((start.timestamp(), 2.0),))]
+            return [Series.of({"UUID": "GPU-1", "GPU_I_ID": ""}, ((start.timestamp(), 2.0),))]
         return []
 
     def query(self, expr: str, at: datetime | None = None) -> list[Series]:

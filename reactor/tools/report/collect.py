@@ -9,6 +9,7 @@ goes to the `progress` callback (stderr in the CLI).
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -144,17 +145,17 @@ def _store(data: NamespaceData, slot: str, answer: Sequence[Series]) -> None:
 
 def _range(source: RangeSource, expr: str, window: Window) -> list[Series]:
     """One range query, split into pieces of at most PIECE_STEPS steps, the pieces' samples joined per series."""
-    joined: dict[tuple[tuple[str, str], ...], list[tuple[float, float]]] = {}
-    labels: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}
+    joined: dict[tuple[tuple[str, str], ...], Series] = {}
     start = window.start
     while start <= window.end:
         end = min(window.end, start + window.step * (min(PIECE_STEPS, MAX_POINTS) - 1))
         for series in source.query_range(expr, start, end, window.step):
             key = tuple(sorted(series.labels.items()))
-            labels.setdefault(key, series.labels)
-            joined.setdefault(key, []).extend(series.samples)
+            found = joined.setdefault(key, Series(series.labels, array("d"), array("d")))
+            found.times.extend(series.times)
+            found.values.extend(series.values)
         start = end + window.step
-    return [Series(labels[k], tuple(v)) for k, v in joined.items()]
+    return list(joined.values())
 
 
 def _seconds(value: timedelta) -> int:
