@@ -35,5 +35,5 @@ class ClusterOwners:
         for pod in pods:
             owner = resolve_owner(reader, namespace, pod)
             if owner is not None and not owner.unverified:
-                found[pod] = WorkloadKey(namespace, str(owner.ref.kind), owner.ref.name)
+                found[pod] = WorkloadKey(str(owner.ref.kind), namespace, owner.ref.name)
         return found

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from reactor.core.model import Shortfall
+from reactor.core.model import Shortfall, WorkloadRef
 from reactor.tools.report.mig import Fit
 
 
@@ -27,14 +27,30 @@ class Grouping(enum.StrEnum):
         return {Grouping.POD_NAME: 0, Grouping.KUBECONFIG: 1, Grouping.OWNER_SERIES: 2}[self]
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class WorkloadKey:
-    namespace: str
-    kind: str
-    name: str
+class WorkloadKey(WorkloadRef):
+    """The reactor's `WorkloadRef` as the report names it (`namespace/kind/name`: the table, the JSON's `receiver`
+    and `donor`) and orders it: by namespace first, so a namespace's workloads stay together."""
+
+    __slots__ = ()
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.kind}/{self.name}"
+
+    @staticmethod
+    def _order(key: WorkloadRef) -> tuple[str, str, str]:
+        return key.namespace, key.kind, key.name
+
+    def __lt__(self, other: WorkloadRef) -> bool:
+        return self._order(self) < self._order(other)
+
+    def __le__(self, other: WorkloadRef) -> bool:
+        return self._order(self) <= self._order(other)
+
+    def __gt__(self, other: WorkloadRef) -> bool:
+        return self._order(self) > self._order(other)
+
+    def __ge__(self, other: WorkloadRef) -> bool:
+        return self._order(self) >= self._order(other)
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,7 +59,7 @@ def resolve(namespace: str, pods: Sequence[str], owners: Mapping[str, Sequence[S
             kind, name = jobs[name]
         if kind in ("", "<none>"):
             kind, name = "Pod", pod
-        found[pod] = (WorkloadKey(namespace, kind, name), Grouping.OWNER_SERIES)
+        found[pod] = (WorkloadKey(kind, namespace, name), Grouping.OWNER_SERIES)
     return found
 
 
@@ -67,11 +67,11 @@ def by_name(namespace: str, pod: str) -> WorkloadKey:
     """A guess from the pod's name, for clusters without kube-state-metrics; the report says it guessed."""
     m = _DEPLOYMENT_POD.match(pod)
     if m:
-        return WorkloadKey(namespace, "Deployment", m["name"])
+        return WorkloadKey("Deployment", namespace, m["name"])
     m = _STATEFUL_POD.match(pod)
     if m:
-        return WorkloadKey(namespace, "StatefulSet", m["name"])
-    return WorkloadKey(namespace, "Pod", pod)
+        return WorkloadKey("StatefulSet", namespace, m["name"])
+    return WorkloadKey("Pod", namespace, pod)
 
 
 def priority_classes(owners: Mapping[str, Sequence[Series]]) -> dict[str, str]:
