@@ -12,9 +12,11 @@ evaluating the same queries adds its own (the tests run them against Prometheus 
 `--real N` measures the same against a real Prometheus instead: N workloads' history (dcgm-exporter and cAdvisor
 series at a 1-minute resolution, the same profiles) written with `promtool tsdb create-blocks-from openmetrics`,
 served by `prometheus` on a loopback port; then the figures include Prometheus evaluating every query. Writing the
-blocks takes minutes per hundred workload-weeks, so keep N small on a shared machine.
+blocks takes about 30 s per hundred workload-weeks (one promtool run per 2-hour block); `--keep DIR` keeps them for
+the next run. The report then takes minutes at N = 1,000 (docs/report.md, "Cost, measured").
 
-Nothing is asserted: a bench measures. `python -m bench.report_scale [--workloads N] [--days D] [--real N]`.
+Nothing is asserted: a bench measures. `python -m bench.report_scale [--workloads N] [--days D] [--real N [--keep DIR]
+[--whole] [--concurrency C]]`.
 """
 
 from __future__ import annotations
