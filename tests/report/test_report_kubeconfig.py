@@ -6,7 +6,6 @@ says which grouping it got."""
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,10 +15,9 @@ import pytest
 from reactor.app.cli import main
 from reactor.tools.launcher import free_port
 from reactor_sim import SimCluster
-from tests.promstack.stack import PROMETHEUS_BIN, _spawn, _wait_ready
 from tests.report import history
+from tests.report.conftest import serve_history
 from tests.report.history import END
-from tests.rules.conftest import require_tool
 
 NAMESPACE = "batch"  # no kube-state-metrics series there (history.py writes them for `ml` only)
 SEEDS = f"""apiVersion: v1
@@ -72,7 +70,6 @@ class Served:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    prometheus, promtool = require_tool(Path(PROMETHEUS_BIN).name), require_tool("promtool")
     work = tmp_path_factory.mktemp("report-kubeconfig")
     with SimCluster().start() as sim:
         sim.load_manifests(SEEDS)
@@ -83,22 +80,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         pods = {"infer": next(n for n in names if n.startswith("infer-")),
                 "nightly": next(n for n in names if n.startswith("nightly-"))}
         shape = history.Shape("batch", 1, lambda t: 0.5, namespace=NAMESPACE)
-        source = work / "history.om"
-        source.write_text(history.openmetrics([history.Pod(shape, name, "", "node-a")
-                                               for name in (*pods.values(), GONE)]), encoding="utf-8")
-        subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(source), str(work / "tsdb")],
-                       check=True, capture_output=True, timeout=120)
-        (work / "prometheus.yml").write_text("{}\n", encoding="utf-8")
-        port = free_port()
-        process = _spawn("prometheus", [prometheus, f"--config.file={work / 'prometheus.yml'}",
-                                        f"--storage.tsdb.path={work / 'tsdb'}", "--storage.tsdb.retention.time=100y",
-                                        f"--web.listen-address=127.0.0.1:{port}"], work)
-        try:
-            url = f"http://127.0.0.1:{port}"
-            _wait_ready(process, url, timeout=30)
+        text = history.openmetrics([history.Pod(shape, name, "", "node-a") for name in (*pods.values(), GONE)])
+        with serve_history(work, text) as url:
             yield Served(sim, url, sim.write_kubeconfig(work / "kubeconfig"), pods)
-        finally:
-            process.stop()
 
 
 def _report(served: Served, tmp_path: Path, *extra: str) -> dict[str, tuple[str, str, str]]:

@@ -4,7 +4,6 @@ whole; a namespace whose GPUs each serve one pod does not, and is evaluated with
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -12,14 +11,12 @@ from pathlib import Path
 import pytest
 
 from reactor.sources.prometheus import PrometheusApi
-from reactor.tools.launcher import free_port
 from reactor.tools.report.collect import Window, shares_gpus
 from reactor.tools.report.expressions import Expressions
 from reactor.tools.report.source import PrometheusSource
 from reactor.tools.rules import load_values
-from tests.promstack.stack import PROMETHEUS_BIN, _spawn, _wait_ready
+from tests.report.conftest import serve_history
 from tests.report.history import A100_40, END, EXPORTER, Family, _text, times
-from tests.rules.conftest import require_tool
 
 ROOT = Path(__file__).parents[2]
 START = END - timedelta(hours=1)
@@ -42,21 +39,8 @@ def _history() -> str:
 
 @pytest.fixture(scope="module")
 def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    prometheus, promtool = require_tool(Path(PROMETHEUS_BIN).name), require_tool("promtool")
-    work = tmp_path_factory.mktemp("report-sharing")
-    (work / "history.om").write_text(_history(), encoding="utf-8")
-    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(work / "history.om"),
-                    str(work / "tsdb")], check=True, capture_output=True, timeout=120)
-    (work / "prometheus.yml").write_text("{}\n", encoding="utf-8")
-    port = free_port()
-    process = _spawn("prometheus", [prometheus, f"--config.file={work / 'prometheus.yml'}",
-                                    f"--storage.tsdb.path={work / 'tsdb'}", "--storage.tsdb.retention.time=100y",
-                                    f"--web.listen-address=127.0.0.1:{port}"], work)
-    try:
-        _wait_ready(process, f"http://127.0.0.1:{port}", timeout=30)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.stop()
+    with serve_history(tmp_path_factory.mktemp("report-sharing"), _history()) as served:
+        yield served
 
 
 @pytest.mark.parametrize(("namespace", "shared"), [("sliced", True), ("whole", False)])

@@ -154,7 +154,8 @@ class _Recording:
     """A `RangeSource` (source.py) that records what is asked and answers only the sharing probe, with `shared`."""
 
     def __init__(self, probe: str, shared: bool) -> None:
-        self.probe, self.shared, self.asked = probe, shared, []
+        self.probe, self.shared = probe, shared
+        self.asked: list[str] = []
 
     def query_range(self, expr: str, start: datetime, end: datetime, step: timedelta) -> list[Series]:
         self.asked.append(expr)
