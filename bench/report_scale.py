@@ -12,9 +12,11 @@ evaluating the same queries adds its own (the tests run them against Prometheus 
 `--real N` measures the same against a real Prometheus instead: N workloads' history (dcgm-exporter and cAdvisor
 series at a 1-minute resolution, the same profiles) written with `promtool tsdb create-blocks-from openmetrics`,
 served by `prometheus` on a loopback port; then the figures include Prometheus evaluating every query. Writing the
-blocks takes minutes per hundred workload-weeks, so keep N small on a shared machine.
+blocks takes about 30 s per hundred workload-weeks (one promtool run per 2-hour block); `--keep DIR` keeps them for
+the next run. The report then takes minutes at N = 1,000 (docs/report.md, "Cost, measured").
 
-Nothing is asserted: a bench measures. `python -m bench.report_scale [--workloads N] [--days D] [--real N]`.
+Nothing is asserted: a bench measures. `python -m bench.report_scale [--workloads N] [--days D] [--real N [--keep DIR]
+[--whole] [--concurrency C]]`.
 """
 
 from __future__ import annotations
@@ -33,13 +35,14 @@ from reactor.tools.report import render_json, render_text
 from reactor.tools.report.collect import FB_MIB, JOB_OWNER, LIMIT_RANGE, POD_OWNER, POD_PRIORITY, QUOTA, RS_OWNER
 from reactor.tools.report.command import choose_step, make_report
 from reactor.tools.report.expressions import FB_USED, GPUS, IDLE_GPUS, THROTTLING, UTILIZATION, Expressions
-from reactor.tools.report.source import Series
+from reactor.tools.report.source import RangeSource, Series
 from reactor.tools.rules import load_values
 
 ROOT = Path(__file__).parents[1]
 UNTIL = datetime(2026, 11, 9, tzinfo=UTC)
 NAMESPACES = 10
 DAY = 86400.0
+BLOCK = 7200  # promtool writes 2-hour blocks, aligned to the epoch
 
 
 def _profile(i: int) -> str:
@@ -76,10 +79,12 @@ class ScaleSource:
         self.queries = 0
         self.kinds: dict[str, tuple[str, str, str]] = {}
         for ns in namespaces:
-            for rule in expressions.alerts(ns):
-                self.kinds[rule.expr] = ("alert", ns, rule.name)
-            for name in (UTILIZATION, FB_USED, GPUS, IDLE_GPUS, THROTTLING):
-                self.kinds[expressions.series(name, ns)] = ("series", ns, name)
+            self.kinds[expressions.sharing_probe(ns)] = ("probe", ns, "")  # no GPU is shared: answered with nothing
+            for variant in (expressions, expressions.without_sharing()):
+                for rule in variant.alerts(ns):
+                    self.kinds[rule.expr] = ("alert", ns, rule.name)
+                for name in (UTILIZATION, FB_USED, GPUS, IDLE_GPUS, THROTTLING):
+                    self.kinds[variant.series(name, ns)] = ("series", ns, name)
             self.kinds[expressions.raw(FB_MIB, ns)] = ("fb", ns, "")
             self.kinds[QUOTA.format(ns=ns, gpu="nvidia.com/gpu")] = ("quota", ns, "")
             self.kinds[LIMIT_RANGE.format(ns=ns, gpu="nvidia.com/gpu")] = ("limit", ns, "")
@@ -96,12 +101,14 @@ class ScaleSource:
         grid = [start.timestamp() + k * step.total_seconds()
                 for k in range(int((end - start) / step) + 1)]
         found = []
+        if kind == "probe":
+            return []
         if kind == "quota":
             used = sum(g for _, _, g, _ in self._pods(ns))
-            return [Series({"resourcequota": "gpu", "type": t, "namespace": ns}, tuple((x, float(v)) for x in grid))
+            return [Series.of({"resourcequota": "gpu", "type": t, "namespace": ns}, tuple((x, float(v)) for x in grid))
                     for t, v in (("hard", used + used // 10), ("used", used))]
         if kind == "limit":
-            return [Series({"constraint": c, "namespace": ns}, tuple((x, float(v)) for x in grid))
+            return [Series.of({"constraint": c, "namespace": ns}, tuple((x, float(v)) for x in grid))
                     for c, v in (("min", 1), ("max", 8))]
         for _, pod, gpus, profile in self._pods(ns):
             labels = {"namespace": ns, "pod": pod, "container": "main"}
@@ -116,7 +123,7 @@ class ScaleSource:
             else:
                 continue
             if samples:
-                found.append(Series(labels, samples))
+                found.append(Series.of(labels, samples))
         return found
 
     def query(self, expr: str, at: datetime | None = None) -> list[Series]:
@@ -130,10 +137,10 @@ class ScaleSource:
     def _owners(self, key: str, ns: str) -> list[Series]:
         at = ((UNTIL.timestamp(), 1.0),)
         if key == "pod":
-            return [Series({"namespace": ns, "pod": pod, "owner_kind": "ReplicaSet",
+            return [Series.of({"namespace": ns, "pod": pod, "owner_kind": "ReplicaSet",
                             "owner_name": pod.rsplit("-", 1)[0]}, at) for _, pod, _, _ in self._pods(ns)]
         if key == "replicaset":
-            return [Series({"namespace": ns, "replicaset": pod.rsplit("-", 1)[0], "owner_kind": "Deployment",
+            return [Series.of({"namespace": ns, "replicaset": pod.rsplit("-", 1)[0], "owner_kind": "Deployment",
                             "owner_name": w}, at) for w, pod, _, _ in self._pods(ns)]
         return []
 
@@ -173,9 +180,9 @@ def _suffix(i: int) -> str:
     return "".join(alphabet[(i // len(alphabet) ** k) % len(alphabet)] for k in range(5))
 
 
-def _history(path: Path, workloads: int, days: int) -> None:
-    """OpenMetrics text of `workloads` Deployments' pods (one GPU each, `_profile`'s shapes) in namespace `team`."""
-    start, end = UNTIL.timestamp() - days * DAY, UNTIL.timestamp()
+def _history(path: Path, workloads: int, lo: int, hi: int, origin: int) -> None:
+    """OpenMetrics text of `workloads` Deployments' pods (one GPU each, `_profile`'s shapes) in namespace `team`,
+    their samples in [lo, hi) every minute (`origin`: when the CFS counters started)."""
     pods = [(f"w{i:03d}-6c5d8f7b9-{_suffix(i)}", _profile(i)) for i in range(workloads)]
     with path.open("w", encoding="utf-8") as out:
         for name in ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"):
@@ -183,7 +190,7 @@ def _history(path: Path, workloads: int, days: int) -> None:
             for i, (pod, profile) in enumerate(pods):
                 labels = (f'{_EXPORTER},gpu="0",UUID="GPU-{i}",modelName="NVIDIA H100 80GB HBM3",Hostname="n{i % 8}",'
                           f'exported_namespace="team",exported_pod="{pod}",exported_container="main"')
-                for t in range(int(start), int(end) + 1, 60):
+                for t in range(lo, hi, 60):
                     v = _utilization(profile, t) if name.endswith("ACTIVE") else (
                         12000 if name.endswith("USED") else 69000)
                     out.write(f"{name}{{{labels}}} {v:g} {t}\n")
@@ -191,32 +198,95 @@ def _history(path: Path, workloads: int, days: int) -> None:
             out.write(f"# TYPE {name} counter\n")
             for pod, _ in pods:
                 labels = f'job="kubelet",namespace="team",pod="{pod}",container="main"'
-                for t in range(int(start), int(end) + 1, 60):
-                    out.write(f"{name}_total{{{labels}}} {0 if 'throttled' in name else 10 * (t - start):g} {t}\n")
+                for t in range(lo, hi, 60):
+                    out.write(f"{name}_total{{{labels}}} {0 if 'throttled' in name else 10 * (t - origin):g} {t}\n")
         out.write("# EOF\n")
 
 
-def run_real(workloads: int, days: int) -> dict[str, object]:
-    """The report of a real Prometheus 2.42 serving a generated history (see the module's docstring)."""
+def write_history(tsdb: Path, workloads: int, days: int) -> None:
+    """The blocks, one promtool run per 2-hour block: promtool reads its whole input once per block the input
+    spans, so one file of a week is read 84 times (40 minutes for 1,000 workloads), one file per block once."""
+    import subprocess
+
+    start, end = int(UNTIL.timestamp() - days * DAY), int(UNTIL.timestamp())
+    chunk = tsdb.parent / "chunk.om"
+    for lo in range(start, end + 1, BLOCK):
+        _history(chunk, workloads, lo, min(lo + BLOCK, end + 1), start)
+        subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(chunk), str(tsdb)],
+                       check=True, capture_output=True)
+    chunk.unlink()
+
+
+class TimedSource:
+    """The report's `RangeSource` over the real client, timing each query (client time: Prometheus evaluating,
+    the transfer and the JSON parsing)."""
+
+    def __init__(self, inner: RangeSource) -> None:
+        self.inner = inner
+        self.url = getattr(inner, "url", "prometheus")
+        self.times: list[tuple[float, str]] = []
+
+    def query_range(self, expr: str, start: datetime, end: datetime, step: timedelta) -> Sequence[Series]:
+        started = time.perf_counter()
+        try:
+            return self.inner.query_range(expr, start, end, step)
+        finally:
+            self.times.append((time.perf_counter() - started, expr))
+
+    def query(self, expr: str, at: datetime | None = None) -> Sequence[Series]:
+        started = time.perf_counter()
+        try:
+            return self.inner.query(expr, at)
+        finally:
+            self.times.append((time.perf_counter() - started, expr))
+
+
+def _named(expressions: Expressions, expr: str) -> str:
+    for variant in (expressions, expressions.without_sharing()):
+        for rule in variant.alerts("team"):
+            if rule.expr == expr:
+                return rule.name
+        for name in (UTILIZATION, FB_USED, GPUS, IDLE_GPUS, THROTTLING):
+            if variant.series(name, "team") == expr:
+                return name
+    return "sharing probe" if expr == expressions.sharing_probe("team") else expr.split("{")[0][:40]
+
+
+def _peak_rss_mib(pid: int) -> float:
+    """A child's peak resident set (VmHWM), read before it exits."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+def run_real(workloads: int, days: int, *, keep: Path | None, whole: bool, concurrency: int) -> dict[str, object]:
+    """The report of a real Prometheus 2.42 serving a generated history (see the module's docstring). `keep`: write
+    the history there, or reuse the one written there before. `whole`: the rules with their sharing clauses at every
+    query (the report before the sharing probe), for a before/after comparison."""
     import subprocess
     import tempfile
     import urllib.request
 
     from reactor.sources.prometheus import PrometheusApi
     from reactor.tools.launcher import free_port
+    from reactor.tools.report import collect
     from reactor.tools.report.source import PrometheusSource
 
     values = load_values(ROOT / "rules/thresholds.yaml")
     settings = build_settings({"namespaces": {"allow": ["team"]}}, {})
-    with tempfile.TemporaryDirectory(prefix="report-scale-") as work:
+    if whole:
+        collect.shares_gpus = lambda *args, **kwargs: True
+    with tempfile.TemporaryDirectory(prefix="report-scale-") as scratch:
+        work = keep or Path(scratch)
+        work.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
-        history = Path(work) / "history.om"
-        _history(history, workloads, days)
-        subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(history), f"{work}/tsdb"],
-                       check=True, capture_output=True)
-        history.unlink()
+        marker = work / f"history-{workloads}x{days}d"
+        if not marker.exists():
+            write_history(work / "tsdb", workloads, days)
+            marker.touch()
         written = time.perf_counter()
-        (Path(work) / "prometheus.yml").write_text("{}\n", encoding="utf-8")
+        (work / "prometheus.yml").write_text("{}\n", encoding="utf-8")
         port = free_port()
         prometheus = subprocess.Popen(["prometheus", f"--config.file={work}/prometheus.yml",
                                        f"--storage.tsdb.path={work}/tsdb", "--storage.tsdb.retention.time=100y",
@@ -229,23 +299,33 @@ def run_real(workloads: int, days: int) -> dict[str, object]:
                         break
                 except OSError:
                     time.sleep(0.2)
-            api = PrometheusApi(f"http://127.0.0.1:{port}", timeout=900, max_body_bytes=1 << 30)
+            api = PrometheusApi(f"http://127.0.0.1:{port}", timeout=3600, max_body_bytes=1 << 30)
             since = UNTIL - timedelta(days=days)
             step = choose_step(None, values, UNTIL - since)
+            source = TimedSource(PrometheusSource(api))
+            load = os.getloadavg()[0]
             ready = time.perf_counter()
-            report = make_report(PrometheusSource(api), values, settings, since=since, until=UNTIL, step=step,
-                                 namespaces=["team"])
+            report = make_report(source, values, settings, since=since, until=UNTIL, step=step,
+                                 namespaces=["team"], concurrency=concurrency)
             done = time.perf_counter()
             api.close()
+            prometheus_rss = _peak_rss_mib(prometheus.pid)
         finally:
             prometheus.terminate()
             prometheus.wait(timeout=30)
+    expressions = Expressions(values, resolution=step)
+    slowest = sorted(source.times, reverse=True)[:6]
     return {
         "workloads": len(report.workloads), "days": days, "step_seconds": step.total_seconds(),
+        "sharing_clauses": "always" if whole else "probed",
         "actions": sum(1 for w in report.workloads for d in w.decisions if d.action is not None),
-        "history_seconds": round(written - started, 1), "report_seconds": round(done - ready, 1),
+        "queries": len(source.times), "query_seconds_summed": round(sum(t for t, _ in source.times), 1),
+        "slowest_queries": [f"{_named(expressions, e)}: {t:.1f}s" for t, e in slowest],
+        "concurrency": concurrency, "history_seconds": round(written - started, 1),
+        "report_seconds": round(done - ready, 1),
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "load_average": os.getloadavg()[0],
+        "prometheus_peak_rss_mib": prometheus_rss, "load_average_before": load,
+        "load_average_after": os.getloadavg()[0],
     }
 
 
@@ -254,8 +334,13 @@ def main() -> None:
     parser.add_argument("--workloads", type=int, default=1000)
     parser.add_argument("--days", type=int, default=7)
     parser.add_argument("--real", type=int, metavar="N", help="N workloads against a real Prometheus instead")
+    parser.add_argument("--keep", type=Path, metavar="DIR", help="--real: write the history here, or reuse it")
+    parser.add_argument("--whole", action="store_true", help="--real: the rules' sharing clauses in every query "
+                                                              "(as before the sharing probe)")
+    parser.add_argument("--concurrency", type=int, default=4)
     args = parser.parse_args()
-    figures = run(args.workloads, args.days) if args.real is None else run_real(args.real, args.days)
+    figures = (run(args.workloads, args.days) if args.real is None
+               else run_real(args.real, args.days, keep=args.keep, whole=args.whole, concurrency=args.concurrency))
     print(json.dumps(figures, indent=2))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -38,8 +39,6 @@ class History:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
-    prometheus = require_tool(Path(PROMETHEUS_BIN).name)
-    promtool = require_tool("promtool")
     work = tmp_path_factory.mktemp("report-history")
     seeds = work / "seeds.yaml"
     seeds.write_text(history.seeds(), encoding="utf-8")
@@ -50,9 +49,17 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
         sim.settle()
         cluster_pods = [p for p in sim.list("pods") if p["metadata"]["namespace"] == history.NAMESPACE]
     pods = history.pods_of(cluster_pods)
-    source = work / "history.om"
-    source.write_text(history.openmetrics(pods), encoding="utf-8")
-    data = work / "tsdb"
+    with serve_history(work, history.openmetrics(pods)) as url:
+        yield History(url, pods, seeds, policy)
+
+
+@contextmanager
+def serve_history(work: Path, openmetrics: str) -> Iterator[str]:
+    """A real Prometheus on a loopback port serving `openmetrics` (written to blocks with `promtool tsdb
+    create-blocks-from openmetrics` in `work`); its URL while the context lasts."""
+    prometheus, promtool = require_tool(Path(PROMETHEUS_BIN).name), require_tool("promtool")
+    source, data = work / "history.om", work / "tsdb"
+    source.write_text(openmetrics, encoding="utf-8")
     subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(source), str(data)], check=True,
                    capture_output=True, timeout=120)
     config = work / "prometheus.yml"
@@ -64,7 +71,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
     try:
         url = f"http://127.0.0.1:{port}"
         _wait_ready(process, url, timeout=30)
-        yield History(url, pods, seeds, policy)
+        yield url
     finally:
         process.stop()
 

@@ -13,8 +13,11 @@ import pytest
 from reactor.app.cli import main
 from reactor.config.settings import load_settings
 from reactor.sources.prometheus import PrometheusApi
+from reactor.tools.report import expressions as ex
 from reactor.tools.report import render_json
+from reactor.tools.report.collect import Window, _range, shares_gpus
 from reactor.tools.report.command import make_report
+from reactor.tools.report.expressions import Expressions
 from reactor.tools.report.model import Grouping, Report, WorkloadReport
 from reactor.tools.report.replay import envelope
 from reactor.tools.report.source import PrometheusSource
@@ -175,3 +178,31 @@ def test_a_window_that_starts_mid_alert_sees_what_was_firing(served: History) ->
         since, "GPUUnderutilized", "resize-gpu-down", 2, 1)
     assert idle.gpu_hours == 4.0 and idle.gpu_hours_released == 2.0
     assert len(idle.timeline.times) == 121 and idle.timeline.times[0] == since.timestamp()  # 02:00 to 04:00
+
+
+@pytest.mark.parametrize("step", [timedelta(minutes=1), timedelta(minutes=5)], ids=["1m", "5m"])
+def test_leaving_out_the_sharing_clauses_changes_no_answer(served: History, step: timedelta) -> None:
+    """Where no GPU is held by more than one pod, the rules without their sharing clauses answer as the rules do:
+    every alert's and every series' matrix, sample for sample, from the real Prometheus."""
+    expressions = Expressions(load_values(ROOT / "rules/thresholds.yaml"), resolution=step)
+    lean = expressions.without_sharing()
+    api = PrometheusApi(served.url, timeout=60, max_body_bytes=256 << 20)
+    source = PrometheusSource(api)
+    window = Window(T0 - timedelta(hours=1), END, step)
+    try:
+        for namespace in (history.NAMESPACE, history.OTHER_NAMESPACE):
+            assert not shares_gpus(source, expressions, namespace, window)
+            pairs = [(a.expr, b.expr) for a, b in zip(expressions.alerts(namespace), lean.alerts(namespace),
+                                                      strict=True)]
+            pairs += [(expressions.series(n, namespace), lean.series(n, namespace))
+                      for n in (ex.UTILIZATION, ex.FB_USED, ex.GPUS, ex.IDLE_GPUS, ex.THROTTLING)]
+            answered = 0
+            for full, short in pairs:
+                assert len(short) < len(full) * 0.7
+                expected = sorted((tuple(sorted(s.labels.items())), s.samples) for s in _range(source, full, window))
+                assert sorted((tuple(sorted(s.labels.items())), s.samples)
+                              for s in _range(source, short, window)) == expected
+                answered += len(expected)
+            assert answered > 0
+    finally:
+        api.close()

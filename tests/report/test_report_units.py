@@ -4,18 +4,20 @@ inlined expressions, the step, the grouping by name."""
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from reactor.tools.report.collect import Window, collect
 from reactor.tools.report.command import _progress, choose_step
 from reactor.tools.report.expressions import Expressions
 from reactor.tools.report.firing import Firing, episodes
 from reactor.tools.report.mig import smallest_fit
 from reactor.tools.report.owners import by_name
 from reactor.tools.report.replay import fingerprint
-from reactor.tools.rules import load_values
+from reactor.tools.report.source import Series
+from reactor.tools.rules import load_values, promql
 from reactor.tools.rules.values import build_values
 
 ROOT = Path(__file__).parents[2]
@@ -146,3 +148,36 @@ def test_the_policy_files_confirm_settings_name_the_prometheus_and_the_flags_win
     assert flagged.url == "http://127.0.0.1:9090"
     from_policy.close()
     flagged.close()
+
+
+class _Recording:
+    """A `RangeSource` (source.py) that records what is asked and answers only the sharing probe, with `shared`."""
+
+    def __init__(self, probe: str, shared: bool) -> None:
+        self.probe, self.shared = probe, shared
+        self.asked: list[str] = []
+
+    def query_range(self, expr: str, start: datetime, end: datetime, step: timedelta) -> list[Series]:
+        self.asked.append(expr)
+        if expr == self.probe and self.shared:
+            return [Series.of({"UUID": "GPU-1", "GPU_I_ID": ""}, ((start.timestamp(), 2.0),))]
+        return []
+
+    def query(self, expr: str, at: datetime | None = None) -> list[Series]:
+        self.asked.append(expr)
+        return []
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["a-shared-gpu-keeps-the-rules-whole", "none-shared-lean"])
+def test_the_sharing_probe_chooses_the_expressions(shared: bool) -> None:
+    expressions = Expressions(load_values(ROOT / "rules/thresholds.yaml"), resolution=timedelta(minutes=5))
+    source = _Recording(expressions.sharing_probe("ml"), shared)
+    end = datetime(2026, 11, 9, tzinfo=UTC)
+    (data,) = collect(source, expressions, ["ml"], Window(end - timedelta(days=1), end, timedelta(minutes=5)),
+                      gpu_resource="nvidia.com/gpu", concurrency=1)
+    assert source.asked[0] == source.probe
+    chosen = expressions if shared else expressions.without_sharing()
+    assert [rule.expr for rule, _ in data.alerts] == [rule.expr for rule in chosen.alerts("ml")]
+    others = [e for e in source.asked if e != source.probe]
+    assert any(promql.gpu_pods().split(" (group")[0] in e for e in others) is shared  # count by (UUID, …
+    assert expressions.reach == timedelta(hours=2)  # 1h + 30m + 15m + 10m + 5m: the rules' ranges, summed

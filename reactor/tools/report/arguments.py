@@ -16,6 +16,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--token-file", metavar="FILE", help="bearer token file (default: confirm.tokenFile)")
     p.add_argument("--ca-file", metavar="FILE", help="CA bundle for an https URL (default: confirm.caFile)")
     p.add_argument("--timeout", metavar="DURATION", help="per query (default: confirm.timeout, else 60s)")
+    p.add_argument("--kubeconfig", metavar="FILE",
+                   help="read the pods' ownerReferences through this kubeconfig (read only) to group the pods "
+                        "Prometheus has no kube-state-metrics owner series for (default: their names, a guess)")
     p.add_argument("--config", metavar="FILE", help="the policy file whose policy is replayed (default: defaults)")
     p.add_argument("--values", metavar="FILE", type=Path,
                    help=f"the rules' values file (default: {DEFAULT_VALUES} if present, else the rules' defaults)")

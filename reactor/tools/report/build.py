@@ -8,7 +8,7 @@ import bisect
 import math
 from array import array
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -44,15 +44,16 @@ class Options:
 
 
 class _Lookup:
-    """One series' samples, read at a time exactly (`at`) or as last known at or before it (`last`)."""
+    """One series' samples, read at a time exactly (`at`) or as last known at or before it (`last`); over the
+    series' own arrays (source.py), copied nowhere."""
 
-    def __init__(self, samples: Sequence[tuple[float, float]]) -> None:
-        self.times = [t for t, _ in samples]
-        self.values = [v for _, v in samples]
-        self.exact = dict(samples)
+    def __init__(self, times: Sequence[float], values: Sequence[float]) -> None:
+        self.times = times
+        self.values = values
 
     def at(self, t: float) -> float | None:
-        return self.exact.get(t)
+        i = bisect.bisect_left(self.times, t)
+        return self.values[i] if i < len(self.times) and self.times[i] == t else None
 
     def last(self, t: float) -> float | None:
         i = bisect.bisect_right(self.times, t)
@@ -60,7 +61,7 @@ class _Lookup:
 
 
 def _index(series: Sequence[Series]) -> dict[Container, _Lookup]:
-    return {(s.labels.get("pod", ""), s.labels.get("container", "")): _Lookup(s.samples) for s in series}
+    return {(s.labels.get("pod", ""), s.labels.get("container", "")): _Lookup(s.times, s.values) for s in series}
 
 
 def build_namespace(data: NamespaceData, window: Window,
@@ -69,7 +70,8 @@ def build_namespace(data: NamespaceData, window: Window,
     gpus, idle = _index(data.series.get(ex.GPUS, ())), _index(data.series.get(ex.IDLE_GPUS, ()))
     throttling = _index(data.series.get(ex.THROTTLING, ()))
     pods = sorted({pod for pod, _ in (*gpus, *util)})
-    pod_owner, grouping = owners.resolve(data.namespace, pods, data.owners)
+    resolved = owners.resolve(data.namespace, pods, data.owners, data.cluster_owners)
+    pod_owner = {pod: key for pod, (key, _) in resolved.items()}
     priorities = owners.priority_classes(data.owners)
     members: dict[WorkloadKey, list[Container]] = defaultdict(list)
     for c in sorted(set(gpus) | set(util)):
@@ -98,17 +100,20 @@ def build_namespace(data: NamespaceData, window: Window,
     fb_by = data_fb(data)
     reports = []
     inside = [i for i, t in enumerate(grid) if since <= t < until]
+    on_grid = _positions(grid)
     first = inside[0] if inside else len(grid)  # the report starts at `since`: the lead-in only warms the rules up
     for subject in subjects:
         key = subject.key
         whole = _timeline(members[key], gpus, util, grid)
-        fb_values = [v for c in members[key] for i in inside if (v := fb.get(c, _EMPTY).at(grid[i])) is not None]
+        fb_values = [v for c in members[key] for t, v in _pairs(fb.get(c, _EMPTY))
+                     if since <= t < until and on_grid(t) is not None]
         gpu_hours = sum(whole.gpus[i] for i in inside) * step / 3600
         busy = accounting.percentiles([u for i in inside if (u := whole.utilization[i]) == u])  # NaN: unknown
         released, added, held = accounting.changed_hours(decisions[key], whole, inside, step)
         timeline = Timeline(whole.times[first:], whole.gpus[first:], whole.utilization[first:], held[first:])
         reports.append(WorkloadReport(
-            key=key, grouping=grouping, pods=tuple(sorted({p for p, _ in members[key]})), gpu_hours=gpu_hours,
+            key=key, grouping=min((resolved[p][1] for p, _ in members[key]), key=lambda g: g.certainty),
+            pods=tuple(sorted({p for p, _ in members[key]})), gpu_hours=gpu_hours,
             gpus_max=int(max(timeline.gpus, default=0)), utilization=busy, memory=accounting.percentiles(fb_values),
             hours=accounting.hours(subject.fired, since, until),
             episodes=tuple(f.episode for f in subject.fired), decisions=tuple(decisions[key]),
@@ -117,7 +122,11 @@ def build_namespace(data: NamespaceData, window: Window,
     return reports, trades(subjects, decisions, options.policy, until)
 
 
-_EMPTY = _Lookup(())
+_EMPTY = _Lookup((), ())
+
+
+def _pairs(lookup: _Lookup) -> Iterator[tuple[float, float]]:
+    return zip(lookup.times, lookup.values, strict=True)
 
 
 def _time(t: float) -> datetime:
@@ -166,8 +175,8 @@ def _bounds(data: NamespaceData, policy: Policy) -> Callable[[float, int], Bound
     """The namespace's GPU bounds at a time, from kube_resourcequota and kube_limitrange (kube-state-metrics)."""
     quotas: dict[str, dict[str, _Lookup]] = defaultdict(dict)
     for s in data.quota:
-        quotas[s.labels.get("resourcequota", "")][s.labels.get("type", "")] = _Lookup(s.samples)
-    limits = {s.labels.get("constraint", ""): _Lookup(s.samples) for s in data.limit_range}
+        quotas[s.labels.get("resourcequota", "")][s.labels.get("type", "")] = _Lookup(s.times, s.values)
+    limits = {s.labels.get("constraint", ""): _Lookup(s.times, s.values) for s in data.limit_range}
     del policy
 
     def bounds(t: float, changed: int) -> Bounds:
@@ -188,18 +197,35 @@ def _timeline(containers: Sequence[Container], gpus: Mapping[Container, _Lookup]
     held = [0.0] * len(grid)
     weighted = [0.0] * len(grid)
     weight = [0.0] * len(grid)
+    position = _positions(grid)
     for c in containers:
-        g_at, u_at = gpus.get(c, _EMPTY).exact.get, util.get(c, _EMPTY).exact.get
-        for i, t in enumerate(grid):
-            g, u = g_at(t), u_at(t)
-            if g:
-                held[i] += g
-            if u is not None and u == u:  # NaN (unknown) is not a measurement
-                w = g if g else 1.0
+        lookup = gpus.get(c, _EMPTY)
+        gpus_at: dict[int, float] = {}
+        for t, g in zip(lookup.times, lookup.values, strict=True):
+            if (i := position(t)) is not None:
+                gpus_at[i] = g
+                if g:
+                    held[i] += g
+        lookup = util.get(c, _EMPTY)
+        for t, u in zip(lookup.times, lookup.values, strict=True):
+            if (i := position(t)) is not None and u == u:  # NaN (unknown) is not a measurement
+                w = gpus_at.get(i) or 1.0
                 weighted[i] += u * w
                 weight[i] += w
     busy = array("d", (weighted[i] / weight[i] if weight[i] else math.nan for i in range(len(grid))))
     return Timeline(grid, array("d", held), busy)
+
+
+def _positions(grid: Sequence[float]) -> Callable[[float], int | None]:
+    """The index of a time on the (regular) grid, None for a time that is not one of its evaluations."""
+    first = grid[0] if grid else 0.0
+    step = grid[1] - grid[0] if len(grid) > 1 else 1.0
+
+    def position(t: float) -> int | None:
+        i = round((t - first) / step)
+        return i if 0 <= i < len(grid) and grid[i] == t else None
+
+    return position
 
 
 def _mig(fb_mib: Mapping[Container, list[Series]], containers: Sequence[Container], timeline: Timeline,
@@ -212,7 +238,7 @@ def _mig(fb_mib: Mapping[Container, list[Series]], containers: Sequence[Containe
     utilization = [u for u in timeline.utilization if u == u]  # not NaN
     if len(models) != 1 or not utilization:
         return None
-    peak_fb = max(v for s in mine for _, v in s.samples)
+    peak_fb = max(v for s in mine for v in s.values)
     return mig.smallest_fit(models.pop(), peak_fb_mib=peak_fb, peak_utilization=max(utilization), headroom=headroom)
 
 
@@ -227,5 +253,9 @@ def data_fb(data: NamespaceData) -> dict[Container, list[Series]]:
 def grouping_note(groupings: set[Grouping]) -> str:
     if groupings == {Grouping.OWNER_SERIES}:
         return "pods grouped by kube-state-metrics' owner series"
-    return ("some pods grouped by their names (no kube_pod_owner series in Prometheus): a guess, "
-            "marked per workload")
+    said = ["pods grouped by kube-state-metrics' owner series"] if Grouping.OWNER_SERIES in groupings else []
+    if Grouping.KUBECONFIG in groupings:
+        said.append("by their ownerReferences in the cluster (--kubeconfig) where Prometheus has no owner series")
+    if Grouping.POD_NAME in groupings:
+        said.append("by their names where neither names them: a guess")
+    return "; ".join(said) + "; marked per workload"

@@ -1,12 +1,15 @@
 """Ask Prometheus, one namespace at a time, for everything a report reads; nothing else talks to it.
 
-Cost is bounded: every query is narrowed to one namespace, a long window is split so no answer exceeds
-Prometheus's 11,000 points per series, at most `concurrency` queries run at once, and each has the client's
-timeout. Progress goes to the `progress` callback (stderr in the CLI).
+Cost is bounded: every query is narrowed to one namespace, a long window is split into pieces of at most
+`PIECE_STEPS` evaluations (so no one query runs into Prometheus's own query timeout, 2 minutes by default, nor its
+11,000 points per series), at most `concurrency` queries run at once, and each has the client's timeout. Progress
+goes to the `progress` callback (stderr in the CLI).
 """
 
 from __future__ import annotations
 
+import math
+from array import array
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -14,9 +17,16 @@ from datetime import datetime, timedelta
 
 from reactor.tools.report import expressions as ex
 from reactor.tools.report.expressions import AlertRule, Expressions
+from reactor.tools.report.model import WorkloadKey
 from reactor.tools.report.source import RangeSource, Series
 
 MAX_POINTS = 10_000  # Prometheus refuses more than 11,000 points per series in one range query
+# A day at the 5-minute step a week's report uses. A query's time grows with its evaluations times the namespace's
+# series: a week of 1,000 containers in one query ran past Prometheus's 2-minute --query.timeout (2.42, on two
+# cores). Each piece evaluates its subqueries' lead-in (up to the rules' `reach`, 2 h) again: a few percent more.
+# The pieces answer at the same times as one query would (start + k·step; subqueries align to multiples of their
+# step), so their samples join without a seam.
+PIECE_STEPS = 288
 FB_MIB = "DCGM_FI_DEV_FB_USED{m}"
 QUOTA = 'kube_resourcequota{{namespace="{ns}", resource="requests.{gpu}"}}'
 LIMIT_RANGE = 'kube_limitrange{{namespace="{ns}", resource="{gpu}", type="Container"}}'
@@ -53,6 +63,13 @@ class NamespaceData:
     owners: dict[str, Sequence[Series]] = field(default_factory=dict)  # "pod", "replicaset", "job", "priority"
     quota: Sequence[Series] = ()
     limit_range: Sequence[Series] = ()
+    cluster_owners: Mapping[str, WorkloadKey] = field(default_factory=dict)  # pod -> workload (--kubeconfig)
+
+    @property
+    def pods(self) -> list[str]:
+        """The pods whose containers held or used GPUs in the window."""
+        return sorted({s.labels.get("pod", "") for name in (ex.GPUS, ex.UTILIZATION)
+                       for s in self.series.get(name, ())})
 
 
 def namespaces_expr(expressions: Expressions, lookback: timedelta) -> str:
@@ -87,8 +104,12 @@ def collect(source: RangeSource, expressions: Expressions, namespaces: Sequence[
             gpu_resource: str, concurrency: int = 4,
             progress: Callable[[int, int], None] | None = None) -> list[NamespaceData]:
     """Every query of every namespace, at most `concurrency` at once; `SourceUnavailable` from any fails all."""
-    found = {ns: NamespaceData(ns, alerts=[(rule, ()) for rule in expressions.alerts(ns)]) for ns in namespaces}
-    queries = [q for ns in namespaces for q in _queries(expressions, ns, window, gpu_resource)]
+    found: dict[str, NamespaceData] = {}
+    queries: list[_Query] = []
+    for ns in namespaces:
+        mine = expressions if shares_gpus(source, expressions, ns, window) else expressions.without_sharing()
+        found[ns] = NamespaceData(ns, alerts=[(rule, ()) for rule in mine.alerts(ns)])
+        queries += _queries(mine, ns, window, gpu_resource)
 
     def run(q: _Query) -> Sequence[Series]:
         return source.query(q.expr, window.end) if q.instant else _range(source, q.expr, window)
@@ -99,6 +120,15 @@ def collect(source: RangeSource, expressions: Expressions, namespaces: Sequence[
             if progress is not None:
                 progress(done, len(queries))
     return [found[ns] for ns in namespaces]
+
+
+def shares_gpus(source: RangeSource, expressions: Expressions, namespace: str, window: Window) -> bool:
+    """Whether any GPU of `namespace` was held by more than one pod at an evaluation the queries read: the window
+    widened by the farthest the rules' subqueries reach back. One query, far cheaper than the sharing clauses it
+    spares every other query of the namespace where the answer is no."""
+    steps = math.ceil(expressions.reach / window.step)
+    widened = Window(window.start - steps * window.step, window.end, window.step)
+    return bool(_range(source, expressions.sharing_probe(namespace), widened))
 
 
 def _store(data: NamespaceData, slot: str, answer: Sequence[Series]) -> None:
@@ -114,18 +144,20 @@ def _store(data: NamespaceData, slot: str, answer: Sequence[Series]) -> None:
 
 
 def _range(source: RangeSource, expr: str, window: Window) -> list[Series]:
-    """One range query, split into pieces of at most MAX_POINTS steps, the pieces' samples joined per series."""
-    joined: dict[tuple[tuple[str, str], ...], list[tuple[float, float]]] = {}
-    labels: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}
+    """One range query, split into pieces of at most PIECE_STEPS steps, the pieces' samples joined per series."""
+    joined: dict[tuple[tuple[str, str], ...], Series] = {}
     start = window.start
     while start <= window.end:
-        end = min(window.end, start + window.step * (MAX_POINTS - 1))
+        end = min(window.end, start + window.step * (min(PIECE_STEPS, MAX_POINTS) - 1))
         for series in source.query_range(expr, start, end, window.step):
             key = tuple(sorted(series.labels.items()))
-            labels.setdefault(key, series.labels)
-            joined.setdefault(key, []).extend(series.samples)
+            found = joined.setdefault(key, Series(series.labels, array("d"), array("d")))
+            found.times.extend(series.times)
+            found.values.extend(series.values)
         start = end + window.step
-    return [Series(labels[k], tuple(v)) for k, v in joined.items()]
+    # Most series answer at every evaluation: they share one array of the times (8 bytes a sample less).
+    grid = array("d", window.grid)
+    return [Series(s.labels, grid, s.values) if s.times == grid else s for s in joined.values()]
 
 
 def _seconds(value: timedelta) -> int:

@@ -3,22 +3,27 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from reactor.cluster.kube import KubeGateway
 from reactor.config.fields import parse_duration
 from reactor.config.settings import Settings, load_settings
-from reactor.core.errors import ConfigError, PrometheusUnavailable, UsageError
-from reactor.tools.report import render_html, render_json, render_text
+from reactor.core.errors import ConfigError, PermanentError, PrometheusUnavailable, TemporaryError, UsageError
+from reactor.core.metrics import Metrics
+from reactor.tools.report import owners, render_html, render_json, render_text
 from reactor.tools.report.arguments import POINTS
 from reactor.tools.report.build import Options, build_namespace, grouping_note
+from reactor.tools.report.cluster import ClusterOwners
 from reactor.tools.report.collect import Window, collect, namespaces_expr
 from reactor.tools.report.expressions import Expressions
-from reactor.tools.report.model import Report
+from reactor.tools.report.model import Report, WorkloadKey
 from reactor.tools.report.source import MAX_BODY_BYTES, PrometheusSource, RangeSource
 from reactor.tools.rules import DEFAULT_VALUES, load_values
 from reactor.tools.rules.values import Values, build_values
@@ -34,21 +39,31 @@ def run_command(args: argparse.Namespace, *, now: datetime | None = None,
     since = until - _duration("--since", args.since)
     values = _values(args.values)
     step = choose_step(args.step, values, until - since)
-    owned = None
-    if source is None:
-        owned = _api(args, settings)
-        source = PrometheusSource(owned)
-    try:
-        report = make_report(source, values, settings, since=since, until=until, step=step,
-                             namespaces=args.namespace, concurrency=max(1, args.concurrency),
-                             repeat=_duration("--repeat-interval", args.repeat_interval),
-                             prometheus=getattr(source, "url", "prometheus"), progress=_progress(until - since))
-    except PrometheusUnavailable as e:
-        print(f"reactor report: Prometheus did not answer: {e.reason}", file=sys.stderr)
-        return 1
-    finally:
-        if owned is not None:
-            owned.close()
+    kubeconfig = getattr(args, "kubeconfig", None)
+    if kubeconfig is not None and not Path(kubeconfig).is_file():
+        raise UsageError(f"--kubeconfig {kubeconfig}", "no such file; give the path of a kubeconfig file")
+    with ExitStack() as stack:
+        if source is None:
+            api = _api(args, settings)
+            stack.callback(api.close)
+            source = PrometheusSource(api)
+        cluster = None
+        if kubeconfig is not None:
+            kube = _kube(settings, kubeconfig)
+            stack.callback(kube.close)
+            cluster = ClusterOwners(kube, settings.adapters).owners
+        try:
+            report = make_report(source, values, settings, since=since, until=until, step=step,
+                                 namespaces=args.namespace, concurrency=max(1, args.concurrency),
+                                 repeat=_duration("--repeat-interval", args.repeat_interval),
+                                 prometheus=getattr(source, "url", "prometheus"), progress=_progress(until - since),
+                                 cluster_owners=cluster)
+        except PrometheusUnavailable as e:
+            print(f"reactor report: Prometheus did not answer: {e.reason}", file=sys.stderr)
+            return 1
+        except (TemporaryError, PermanentError) as e:
+            print(f"reactor report: the cluster did not answer through {kubeconfig}: {e}", file=sys.stderr)
+            return 1
     if args.output == "html":
         text = render_html.render(report, plots=args.plots)
     else:
@@ -63,7 +78,10 @@ def run_command(args: argparse.Namespace, *, now: datetime | None = None,
 def make_report(source: RangeSource, values: Values, settings: Settings, *, since: datetime, until: datetime,
                 step: timedelta, namespaces: Sequence[str] | None = None, concurrency: int = 4,
                 repeat: timedelta = timedelta(hours=4), prometheus: str = "prometheus",
-                progress: Callable[[int, int], None] | None = None) -> Report:
+                progress: Callable[[int, int], None] | None = None,
+                cluster_owners: Callable[[str, Sequence[str]], Mapping[str, WorkloadKey]] | None = None) -> Report:
+    """The report of the window. `cluster_owners(namespace, pods)`: the workloads of the pods Prometheus has no
+    owner series for, read from the cluster (cluster.py; `--kubeconfig`)."""
     expressions = Expressions(values, resolution=step)
     seconds = step.total_seconds()
     # The grid starts `for` early: an alert already pending or firing at `since` is then seen as it was.
@@ -78,6 +96,9 @@ def make_report(source: RangeSource, values: Values, settings: Settings, *, sinc
     for done, namespace in enumerate(namespaces, start=1):
         (data,) = collect(source, expressions, [namespace], window, gpu_resource=settings.policy.gpu_resource,
                           concurrency=concurrency)
+        if cluster_owners is not None:
+            asked = owners.unowned(data.pods, data.owners)
+            data.cluster_owners = cluster_owners(namespace, asked) if asked else {}
         w, t = build_namespace(data, window, options)
         workloads += w
         trades += t
@@ -153,6 +174,14 @@ def _settings(path: str | None) -> Settings:
     if path is not None and not Path(path).is_file():
         raise UsageError("--config", f"no such file: {path}")
     return load_settings(path)
+
+
+def _kube(settings: Settings, kubeconfig: str) -> KubeGateway:
+    """The gateway through the kubeconfig, as `reactor plan --kubeconfig` connects; only read through."""
+    try:
+        return KubeGateway.connect(dataclasses.replace(settings.kube, kubeconfig=kubeconfig), Metrics())
+    except ConfigError as e:
+        raise UsageError(f"--kubeconfig {kubeconfig}", e.problem) from e
 
 
 def _api(args: argparse.Namespace, settings: Settings) -> Any:

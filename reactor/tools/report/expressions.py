@@ -30,6 +30,13 @@ THROTTLING = cpu.THROTTLING
 _RECORDED = re.compile(r"(gpu_reactor:[a-zA-Z0-9_:]+)(\{[^}]*\})?(\[[0-9a-z]+\])?")
 VARIANT = "thresholds"  # the label of a namespace override's rule: `namespaces.<ns>` (groups.py `Variant`)
 _MATCHER = re.compile(r'\s*namespace\s*(=|!~|=~|!=)\s*"([^"]*)"\s*')
+_SUBQUERY = re.compile(r"\[([0-9a-z]+)\]")
+# Sharing (reactor/tools/rules/promql.py `unshared`, `container_shared`): the recorded GPUs held by more than one pod,
+# and what reads it. Where no GPU was held by more than one pod, `SHARED_GPUS` answers nothing at every evaluation,
+# so `X unless on (UUID, GPU_I_ID) SHARED_GPUS` is X and the containers on shared GPUs are none.
+SHARED_GPUS = f"({promql.GPU_PODS} > 1)"
+_UNLESS_SHARED = f"\nunless on (UUID, GPU_I_ID)\n{SHARED_GPUS}"
+NOTHING = "(vector(1) < 0)"  # an empty instant vector, cheap at every step
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,16 +59,41 @@ class Expressions:
     evaluations, and the windows are sampled at the step the report already reads them at.
     """
 
-    def __init__(self, values: Values, resolution: timedelta | None = None) -> None:
+    def __init__(self, values: Values, resolution: timedelta | None = None, *, shared: bool = True) -> None:
         self.values = values
+        self.resolution = resolution
+        self.shared = shared
         self.interval = max(values.evaluation_interval, resolution or values.evaluation_interval)
         self._recorded: dict[str, str] = {}
+        self._unshared: Expressions | None = None
+        ranges: list[timedelta] = []
         for rule in recording_rules(values):
             # Several rules recording one name (per-namespace variants) record the union of their results.
-            mine = self._inline(rule["expr"])
-            name = rule["record"]
+            name, expr = rule["record"], rule["expr"]
+            ranges += _ranges(expr)
+            if not shared:
+                expr = NOTHING if name == promql.SHARED else _without_sharing(expr)
+            mine = self._inline(expr)
             self._recorded[name] = f"({self._recorded[name]})\nor\n({mine})" if name in self._recorded else mine
         self._alerts = [self._alert(rule) for rule in alerting_rules(values)]
+        ranges += [r for rule in alerting_rules(values) for r in _ranges(rule["expr"])]
+        # How far before an evaluation a query may read a recorded series: subqueries nest at most as deep as the
+        # rules read recorded series from recorded series, so the sum of every range bounds it.
+        self.reach = sum(set(ranges), timedelta(0))
+
+    def without_sharing(self) -> Expressions:
+        """The same rules where no GPU is held by more than one pod (`sharing_probe` answered nothing): the
+        sharing clauses, a third of a rule's evaluation and more, are left out, which changes no answer."""
+        if not self.shared:
+            return self
+        if self._unshared is None:
+            self._unshared = Expressions(self.values, self.resolution, shared=False)
+        return self._unshared
+
+    def sharing_probe(self, namespace: str) -> str:
+        """The GPUs of `namespace` held by more than one pod, as every rule reads them: where a range query of this
+        answers nothing over the window widened by `reach`, `without_sharing()` answers what these rules do."""
+        return self._narrow(f"({self._recorded[promql.GPU_PODS]}) > 1", namespace)
 
     def alerts(self, namespace: str) -> list[AlertRule]:
         """The rules that judge `namespace`: a namespace override's variant only there, the default one elsewhere
@@ -127,6 +159,14 @@ class Expressions:
         if self.values.scrape_labels == "exported":
             return expr.replace('exported_pod!=""', f'exported_pod!="", exported_namespace="{namespace}"')
         return expr.replace('pod!="", container!=""', f'pod!="", container!="", namespace="{namespace}"')
+
+
+def _without_sharing(expr: str) -> str:
+    return expr.replace(_UNLESS_SHARED, "").replace(SHARED_GPUS, NOTHING)
+
+
+def _ranges(expr: str) -> list[timedelta]:
+    return [parse_duration("range", r) for r in _SUBQUERY.findall(expr)]
 
 
 def _constant(namespace: str) -> str:

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from reactor.core.model import Shortfall
+from reactor.core.model import Shortfall, WorkloadRef
 from reactor.tools.report.mig import Fit
 
 
@@ -18,17 +18,39 @@ class Grouping(enum.StrEnum):
     """How pods were grouped into workloads."""
 
     OWNER_SERIES = "kube-state-metrics"  # kube_pod_owner / kube_replicaset_owner / kube_job_owner
-    POD_NAME = "pod-name"  # the controllers' naming conventions, where no owner series exist
+    KUBECONFIG = "kubeconfig"  # the pods' ownerReferences, read from the cluster (--kubeconfig), where no owner series
+    POD_NAME = "pod-name"  # the controllers' naming conventions, where neither tells
+
+    @property
+    def certainty(self) -> int:
+        """A workload whose pods were grouped several ways is as certain as its least certain pod."""
+        return {Grouping.POD_NAME: 0, Grouping.KUBECONFIG: 1, Grouping.OWNER_SERIES: 2}[self]
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class WorkloadKey:
-    namespace: str
-    kind: str
-    name: str
+class WorkloadKey(WorkloadRef):
+    """The reactor's `WorkloadRef` as the report names it (`namespace/kind/name`: the table, the JSON's `receiver`
+    and `donor`) and orders it: by namespace first, so a namespace's workloads stay together."""
+
+    __slots__ = ()
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.kind}/{self.name}"
+
+    @staticmethod
+    def _order(key: WorkloadRef) -> tuple[str, str, str]:
+        return key.namespace, key.kind, key.name
+
+    def __lt__(self, other: WorkloadRef) -> bool:
+        return self._order(self) < self._order(other)
+
+    def __le__(self, other: WorkloadRef) -> bool:
+        return self._order(self) <= self._order(other)
+
+    def __gt__(self, other: WorkloadRef) -> bool:
+        return self._order(self) > self._order(other)
+
+    def __ge__(self, other: WorkloadRef) -> bool:
+        return self._order(self) >= self._order(other)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from reactor.tools.report.model import Percentiles, Report, WorkloadReport
+from reactor.tools.report.model import Grouping, Percentiles, Report, WorkloadReport
 
+_MARK = {Grouping.KUBECONFIG: "+", Grouping.POD_NAME: "*"}  # how the workload's pods were grouped, where not by
+# kube-state-metrics' owner series
 COLUMNS = ("WORKLOAD", "GPU-H", "RELEASABLE", "ADDED", "UTIL p50/p95", "IDLE h", "UNDER h", "SAT h", "ACTIONS", "MIG")
 
 
@@ -20,8 +22,8 @@ def _pct(p: Percentiles) -> str:
 
 def _row(w: WorkloadReport) -> tuple[str, ...]:
     actions = [d for d in w.decisions if d.action is not None]
-    guessed = "*" if w.grouping.value == "pod-name" else ""
-    return (f"{w.key}{guessed}", f"{w.gpu_hours:.1f}", f"{w.gpu_hours_released:.1f}", f"{w.gpu_hours_added:.1f}",
+    return (f"{w.key}{_MARK.get(w.grouping, '')}", f"{w.gpu_hours:.1f}", f"{w.gpu_hours_released:.1f}",
+            f"{w.gpu_hours_added:.1f}",
             _pct(w.utilization), f"{w.hours['idle']:.1f}", f"{w.hours['underutilized']:.1f}",
             f"{w.hours['saturated']:.1f}", str(len(actions)), w.mig.profile if w.mig else "-")
 
@@ -44,7 +46,10 @@ def render(report: Report) -> str:
     for t in report.trades:
         lines.append(f"  rebalance: {t.receiver} was refused for quota {t.quota or '?'} while {t.donor} had a donor "
                      f"alert firing, {t.hours:.1f} h from {t.start:%Y-%m-%d %H:%M}")
-    if any(w.grouping.value == "pod-name" for w in report.workloads):
+    if any(w.grouping is Grouping.KUBECONFIG for w in report.workloads):
+        lines.append("  + grouped by the pods' ownerReferences in the cluster (--kubeconfig): no kube-state-metrics "
+                     "owner series")
+    if any(w.grouping is Grouping.POD_NAME for w in report.workloads):
         lines.append("  * grouped by pod name (no kube-state-metrics owner series): a guess")
     lines += [f"note: {n}" for n in report.notes]
     return "\n".join(lines) + "\n"
