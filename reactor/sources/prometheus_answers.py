@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from reactor.core.errors import InvalidPayload
 from reactor.intake.alerts import parse_time
 
 # --- values --------------------------------------------------------------------------------------------------
@@ -49,7 +50,9 @@ class ActiveAlert(msgspec.Struct, frozen=True):
     labels: dict[str, str]
     state: Literal["pending", "firing", "inactive"]
     annotations: dict[str, str] = {}
-    active_at_raw: datetime | None = msgspec.field(default=None, name="activeAt")
+    # Text, read as a time only where a question needs it: annotated `datetime`, msgspec would resolve the name on
+    # first use, and a test that freezes time (freezegun) swaps every module's `datetime` for its fake class.
+    active_at_text: str | None = msgspec.field(default=None, name="activeAt")
     value_text: str | float = msgspec.field(default="NaN", name="value")
 
     def __post_init__(self) -> None:
@@ -61,9 +64,12 @@ class ActiveAlert(msgspec.Struct, frozen=True):
 
     @property
     def active_at(self) -> datetime | None:
-        """None for Go's zero time (never active) as for a missing field."""
-        raw = self.active_at_raw
-        return None if raw is None or raw.year == 1 else raw
+        """None for Go's zero time (never active), a missing field, or one that is not an RFC 3339 time: unknown, so
+        a pending alert is never taken as due."""
+        try:
+            return _time_or_none(self.active_at_text)
+        except InvalidPayload:
+            return None
 
     @property
     def value(self) -> float:
