@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from reactor.cluster.compute import CPU_ACTION, MEMORY_ACTION, compute_of, resize_body
-from reactor.cluster.workloads import ANNOTATION_PREFIX, gpu_count, max_surge, pod_shape
+from reactor.cluster.workloads import ANNOTATION_PREFIX, max_surge, pod_shape, to_containers
 from reactor.core.errors import ReactorError
 from reactor.core.model import (
     Action,
@@ -111,11 +111,12 @@ def _replica_gpus(adapter: Adapter, obj: Obj, part: Part, gpu_resource: str) -> 
 
 
 def _containers(obj: Obj, part: Part, pod_spec: Obj, gpu_resource: str) -> tuple[Container, ...]:
-    found = [Container(name=str(c.get("name", "")), gpus=gpu_count(c.get("resources"), gpu_resource))
-             for c in pod_spec.get("containers") or [] if isinstance(c, Mapping)]
+    """The part's containers with their GPUs, CPU and memory as the template sets them (as a built-in kind's are
+    read: the quota check charges a surge pod's every container), KServe's `model` first where it is apart."""
+    found = list(to_containers(pod_spec.get("containers"), gpu_resource))
     model = read(obj, part.model[1]) if part.model is not None else None
     if part.model is not None and isinstance(model, Mapping) and all(c.name != part.model[0] for c in found):
-        found.insert(0, Container(name=part.model[0], gpus=gpu_count(model.get("resources"), gpu_resource)))
+        found[:0] = to_containers([{**model, "name": part.model[0]}], gpu_resource)
     return tuple(found)
 
 

@@ -17,7 +17,10 @@ from typing import Any
 import pytest
 
 from reactor.app.assembly import build_engine
+from reactor.cluster.adapted import adapted_workload
+from reactor.core.model import ComputeResources
 from reactor.intake.alerts import parse_notification
+from reactor.integrations.adapters import BUILTIN
 from reactor.tools.payloads import AlertSpec, notification
 from reactor.tools.plan import print_plan
 from reactor_sim import SimCluster
@@ -145,3 +148,22 @@ def test_a_cpu_raise_on_an_operators_template_is_written_through_its_own_fields(
     service = reactor.sim.get("rayservices", NAMESPACE, "serve")
     (worker,) = service["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["template"]["spec"]["containers"]
     assert worker["resources"]["limits"][GPU] == "4" and worker["name"] == "ray-worker"
+
+
+def test_an_operators_template_is_read_with_every_containers_cpu_and_memory(reactor: Reactor) -> None:
+    """The surge pod of the changed template is charged whole: the reactor reads each of the part's containers with
+    the CPU and memory its template sets, as it reads a Deployment's (a sidecar's limit counts as much as the GPU
+    container's). It read GPUs only, so a quota saw the changed container alone."""
+    _ray_service(reactor)
+    service = reactor.sim.get("rayservices", NAMESPACE, "serve")
+    group = service["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]
+    group["template"]["spec"]["containers"].append(
+        {"name": "log-shipper", "image": "registry.example.com/shipper:1",
+         "resources": {"requests": {"cpu": "500m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "256Mi"}}})
+    adapter = next(a for a in BUILTIN if a.kind == "RayService")
+    workload = adapted_workload(adapter, service, "gpu-workers", GPU)
+    assert workload is not None
+    found = {c.name: (c.cpu, c.memory) for c in workload.containers}
+    assert found["ray-worker"][0] == ComputeResources(request=2000, limit=2000)
+    assert found["log-shipper"] == (ComputeResources(request=500, limit=1000),
+                                    ComputeResources(request=256 << 20, limit=256 << 20))
