@@ -111,7 +111,7 @@ def assemble(settings: Settings, *, kube: KubeGateway | None = None, metrics: Me
                                   lease=verifier_lease(settings, kube))
     engine, rebalancer = build_engine(settings, kube=kube, metrics=metrics, parts=parts, clock=clock, state_keys=keys,
                                       cache=cache, firing=firing_source(settings, metrics),
-                                      confirm=confirmer(settings, metrics.registry),
+                                      confirm=confirmer(settings, metrics),
                                       on_applied=verifier.track if verifier is not None else None)
     app = create_app(settings, engine=engine, metrics=metrics, token=token)
     probes = Probes(metrics, Readiness(_readiness_probe(kube, informers)))

@@ -37,11 +37,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
-
 from reactor.config.settings import Settings, require_confirm_url
 from reactor.core.confirm import Confirmation
 from reactor.core.errors import InvalidPayload
+from reactor.core.metrics import Metrics, MetricSet
 from reactor.core.model import KNOWN_ALERTS, Alert
 from reactor.intake.alerts import measures
 from reactor.sources.prometheus import PrometheusApi
@@ -61,23 +60,23 @@ def identity(name: str, labels: Mapping[str, str]) -> Identity:
             get("exported_container") or get("container") or None)
 
 
-class ConfirmMetrics:
+class ConfirmMetrics(MetricSet):
     """`reactor_confirm_requests_total{result}` and `reactor_confirm_duration_seconds`, every result zeroed at start
     (a series that appears only after the first failure cannot be alerted on before it)."""
 
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self.requests = Counter(
+    def __init__(self, metrics: Metrics) -> None:
+        super().__init__(metrics)
+        self.requests = self.counter(
             "reactor_confirm_requests", "Requests to Prometheus's API by the confirm step, by result: ok; unreachable "
             "(no connection, TLS, DNS, an unreadable token or CA file); timeout (confirm.timeout); refused (a non-2xx "
-            "answer); invalid (not JSON, not the API's shape, over the size cap).", ["result"], registry=registry)
-        self.duration = Histogram(
+            "answer); invalid (not JSON, not the API's shape, over the size cap).", ["result"],
+            zeroed=[(result,) for result in RESULTS])
+        self.duration = self.histogram(
             "reactor_confirm_duration_seconds", "Time of one request to Prometheus's API by the confirm step, in "
-            "seconds, whatever its result.", buckets=BUCKETS, registry=registry)
-        self.reused = Counter(
+            "seconds, whatever its result.", buckets=BUCKETS)
+        self.reused = self.counter(
             "reactor_confirm_reused", "Confirm questions answered from Prometheus's last answer, reused because no "
-            "rule group holding the reactor's rules has evaluated since (no request made).", registry=registry)
-        for result in RESULTS:
-            self.requests.labels(result=result)
+            "rule group holding the reactor's rules has evaluated since (no request made).")
 
     def observe(self, result: str, seconds: float) -> None:
         self.requests.labels(result=result).inc()
@@ -240,7 +239,7 @@ def _measures(annotations: Mapping[str, str]) -> dict[str, Any]:
         return {}
 
 
-def confirmer(settings: Settings, registry: CollectorRegistry) -> PrometheusConfirmer | None:
+def confirmer(settings: Settings, metrics: Metrics) -> PrometheusConfirmer | None:
     """The confirm step's `Confirmer`; None when the policy says `confirm.enabled: false` (the reactor then trusts
     whoever can reach Alertmanager: `check-config` and `doctor` say so). Raises `ConfigError` without a URL."""
     source = settings.confirm
@@ -248,7 +247,7 @@ def confirmer(settings: Settings, registry: CollectorRegistry) -> PrometheusConf
         return None
     require_confirm_url(settings)
     assert source.url is not None
-    metrics = ConfirmMetrics(registry)
+    counts = ConfirmMetrics.of(metrics)
     return PrometheusConfirmer(PrometheusApi(source.url, token_file=source.token_file, ca_file=source.ca_file,
-                                             timeout=source.timeout, observe=metrics.observe,
-                                             key="confirm.prometheusUrl"), reuse=source.reuse, metrics=metrics)
+                                             timeout=source.timeout, observe=counts.observe,
+                                             key="confirm.prometheusUrl"), reuse=source.reuse, metrics=counts)

@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry
 
 from reactor.config.settings import build_settings
 from reactor.core.errors import ConfigError, PrometheusUnavailable
+from reactor.core.metrics import Metrics
 from reactor.core.model import Alert
 from reactor.intake.alerts import parse_notification
 from reactor.sources.confirm import ConfirmMetrics, PrometheusConfirmer, confirmer
@@ -38,7 +39,7 @@ def registry() -> CollectorRegistry:
 
 @pytest.fixture
 def confirm(prometheus: PrometheusStandIn, registry: CollectorRegistry) -> Iterator[PrometheusConfirmer]:
-    metrics = ConfirmMetrics(registry)
+    metrics = ConfirmMetrics(Metrics(registry))
     api = PrometheusApi(prometheus.url, observe=metrics.observe)
     yield PrometheusConfirmer(api)
     api.close()
@@ -147,8 +148,8 @@ def test_prometheus_unavailable_raises_and_is_counted(prometheus: PrometheusStan
 
 def test_the_settings_build_a_confirmer_or_none_only_when_off(tmp_path: object) -> None:
     with pytest.raises(ConfigError, match="confirm.prometheusUrl: required"):
-        confirmer(build_settings({}, {}), CollectorRegistry())
-    assert confirmer(build_settings({"confirm": {"enabled": False}}, {}), CollectorRegistry()) is None
+        confirmer(build_settings({}, {}), Metrics())
+    assert confirmer(build_settings({"confirm": {"enabled": False}}, {}), Metrics()) is None
     built = confirmer(build_settings({"confirm": {"prometheusUrl": "http://127.0.0.1:9090/prom"}}, {}),
-                      CollectorRegistry())
+                      Metrics())
     assert built is not None and built.api.url == "http://127.0.0.1:9090/prom"

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from prometheus_client import CollectorRegistry
 
+from reactor.core.metrics import Metrics
 from reactor.core.model import Alert
 from reactor.intake.alerts import parse_notification
 from reactor.sources.confirm import ConfirmMetrics, PrometheusConfirmer, next_evaluation
@@ -63,7 +64,7 @@ def make(registry: CollectorRegistry) -> Iterator[Make]:
     apis: list[PrometheusApi] = []
 
     def build(prometheus: PrometheusStandIn, *, reuse: bool = True) -> PrometheusConfirmer:
-        metrics = ConfirmMetrics(registry)
+        metrics = ConfirmMetrics(Metrics(registry))
         apis.append(PrometheusApi(prometheus.url, observe=metrics.observe))
         return PrometheusConfirmer(apis[-1], reuse=reuse, metrics=metrics)
 
