@@ -97,7 +97,7 @@ def confirm_requests() -> int:
     """The rule-API requests the bench's Prometheus stand-in has answered so far (the reactors confirm against it)."""
     from bench.scenario import prometheus
 
-    return sum(1 for path in list(prometheus().requests) if path.startswith("/api/v1/rules"))
+    return prometheus().answered["/api/v1/rules"]
 
 
 def _settled(sim: SimCluster, quiet: float = 0.5, limit: float = 10.0) -> dict[Any, int]:

@@ -67,6 +67,8 @@ def _server_address(settings: Settings) -> tuple[str, int, str] | None:
         wanted = settings.kube.context or doc.get("current-context")
         context = next(c["context"] for c in doc["contexts"] if c.get("name") == wanted)
         cluster = next(c["cluster"] for c in doc["clusters"] if c.get("name") == context["cluster"])
+        if cluster.get("proxy-url"):
+            return None  # the client connects through the proxy (kube_config.py `proxy-url`), never straight there
         url = urllib.parse.urlsplit(str(cluster["server"]))
         default = 443 if url.scheme == "https" else 80
         return (url.hostname or "", url.port or default, cluster["server"]) if url.hostname else None

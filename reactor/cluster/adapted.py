@@ -63,6 +63,7 @@ def adapted_workload(adapter: Adapter, obj: Obj, part_name: str, gpu_resource: s
         ref=WorkloadRef(adapter.kind, str(meta.get("namespace", "")), str(meta.get("name", ""))),
         resource_version=str(meta.get("resourceVersion", "")),
         containers=_containers(obj, part, pod_spec, gpu_resource), priority_class=pod_spec.get("priorityClassName"),
+        init_containers=to_containers(pod_spec.get("initContainers"), gpu_resource),  # as a Deployment's
         replicas=replicas,
         generation=generation, observed_generation=generation, max_surge=surge * part.pods,
         state=read_state(annotations), via=via, annotations=annotations, uid=str(meta.get("uid", "")), operator=facts,

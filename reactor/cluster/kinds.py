@@ -20,6 +20,7 @@ from reactor.core.errors import PermanentError
 from reactor.core.model import PATCHABLE_KINDS, Action, Workload, WorkloadRef
 from reactor.integrations.adapters import Adapter
 from reactor.integrations.adapters.base import read
+from reactor.integrations.adapters.links import adapted_link_failure
 from reactor.state.annotations import read_state
 
 Obj = Mapping[str, Any]
@@ -135,12 +136,12 @@ class OperatorKind:
 
     def child(self, obj: Obj, lister: Lister) -> dict[str, Any] | None:
         """The Deployment or StatefulSet the operator runs its resource's changed part as (controller reference to
-        its uid), or None: another kind of child, or none yet. Where the operator labels its children with their
-        part (KServe's `component` on each component's Deployment and Knative Service), the child of the part the
-        pending change is on (`part_of`), never merely the first: an explainer's rollout says nothing of a
-        predictor change."""
+        its uid, and the labels and name the operator gives it: links.py, as the ownership walk checks), or None:
+        another kind of child, or none yet. Where the operator labels its children with their part (KServe's
+        `component` on each component's Deployment and Knative Service), the child of the part the pending change
+        is on (`part_of`), never merely the first: an explainer's rollout says nothing of a predictor change."""
         meta = obj.get("metadata") or {}
-        uid, namespace = meta.get("uid"), str(meta.get("namespace") or "")
+        uid, namespace, name = meta.get("uid"), str(meta.get("namespace") or ""), str(meta.get("name") or "")
         if not uid:
             return None
         label, part = self.adapter.part_label, self.part_of(obj)
@@ -152,6 +153,8 @@ class OperatorKind:
                 refs = candidate_meta.get("ownerReferences") or []
                 if not any(isinstance(r, Mapping) and r.get("controller") and r.get("uid") == uid for r in refs):
                     continue
+                if adapted_link_failure(self.adapter, child_kind, candidate, name, str(uid), obj) is not None:
+                    continue  # a uid anyone who reads the resource can copy: the operator's labels and name too
                 labelled = (candidate_meta.get("labels") or {}).get(label) if label else None
                 if labelled is None or labelled == part:  # another part's child: its rollout is not this change's
                     return candidate

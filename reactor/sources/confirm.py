@@ -43,12 +43,11 @@ from reactor.core.errors import InvalidPayload
 from reactor.core.metrics import Metrics, MetricSet
 from reactor.core.model import KNOWN_ALERTS, Alert
 from reactor.intake.alerts import measures
+from reactor.sources.metrics import ALERT_SOURCE_BUCKETS
 from reactor.sources.prometheus import PrometheusApi
 from reactor.sources.prometheus_answers import ActiveAlert, AlertingRule, RuleGroup
 
 RESULTS = ("ok", "timeout", "unreachable", "refused", "invalid")
-# Below a second (a healthy local Prometheus) up to the longest confirm.timeout.
-BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 Identity = tuple[str, str | None, str | None, str | None]
 
@@ -73,7 +72,7 @@ class ConfirmMetrics(MetricSet):
             zeroed=[(result,) for result in RESULTS])
         self.duration = self.histogram(
             "reactor_confirm_duration_seconds", "Time of one request to Prometheus's API by the confirm step, in "
-            "seconds, whatever its result.", buckets=BUCKETS)
+            "seconds, whatever its result.", buckets=ALERT_SOURCE_BUCKETS)
         self.reused = self.counter(
             "reactor_confirm_reused", "Confirm questions answered from Prometheus's last answer, reused because no "
             "rule group holding the reactor's rules has evaluated since (no request made).")
@@ -172,18 +171,25 @@ class PrometheusConfirmer:
         verdicts = self._verdicts(alerts, state, now)
         if reused and any(v.firing != a.firing for a, v in zip(alerts, verdicts, strict=True)):
             # A reused answer only ever agrees: where it would refuse (unconfirmed, still-firing), Prometheus is
-            # asked again, so a clock off by more than expected costs a request, never a wrong refusal.
-            state, _ = self._rule_state(names, now, reuse=False)
+            # asked again, so a clock off by more than expected costs a request, never a wrong refusal. An answer
+            # another notification got meanwhile is as new as a request: forged alerts arriving together share it.
+            state, _ = self._rule_state(names, now, reuse=False, newer_than=state)
             verdicts = self._verdicts(alerts, state, now)
         return verdicts
 
     def _verdicts(self, alerts: Sequence[Alert], state: _RuleState, now: datetime) -> list[Confirmation]:
         return [self._one(a, state, now) for a in alerts]
 
-    def _rule_state(self, names: set[str], now: datetime, *, reuse: bool) -> tuple[_RuleState, bool]:
-        """Prometheus's rule state for `names`, and whether it is a reused answer rather than a new one."""
+    def _rule_state(self, names: set[str], now: datetime, *, reuse: bool,
+                    newer_than: _RuleState | None = None) -> tuple[_RuleState, bool]:
+        """Prometheus's rule state for `names`, and whether it is a reused answer rather than a new one.
+        `newer_than`: an answer found wanting; one fetched after it (by another thread, while this one waited for
+        the lock) serves as a new one."""
         with self._lock:
             state = self._state
+            if newer_than is not None and state is not None and state is not newer_than \
+                    and state.asked.issuperset(names):
+                return state, False
             if reuse and state is not None and state.answers(names, now):
                 if self.metrics is not None:
                     self.metrics.reused.inc()

@@ -19,6 +19,7 @@ import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from reactor.config.fields import without_credentials
 from reactor.core.errors import ReactorError
 from reactor.intake.bearer import TokenFile, sendable
 
@@ -55,7 +56,7 @@ class Target:
             given_port = -1
         if parts.scheme not in ("http", "https") or not parts.hostname or given_port == -1:
             raise ReactorError(f"{key}: expected an http(s) URL with a host (and a valid port), "
-                               f"got {printable(url)!r}")
+                               f"got {without_credentials(url)!r}")
         https = parts.scheme == "https"
         host = parts.hostname
         netloc = (f"[{host}]" if ":" in host else host) + (f":{given_port}" if given_port else "")
@@ -184,13 +185,6 @@ def abort(sock: socket.socket | None, expired: threading.Event) -> None:
     if sock is not None:
         with contextlib.suppress(OSError):
             socket.socket.shutdown(sock, socket.SHUT_RDWR)
-
-
-def printable(url: str) -> str:
-    """`url` without its userinfo (`user:password@`)."""
-    scheme, sep, rest = url.partition("://")
-    host, slash, path = rest.partition("/")
-    return f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}"
 
 
 def one_line(text: object, limit: int = 200) -> str:

@@ -16,7 +16,8 @@ from typing import Any, Self
 
 class LoopbackServer:
     """Serves GETs on `host`, port chosen by the system, from `start` (or `with`) to `stop`. `requests`: each
-    request's path and query, in order, the latest only (`reactor demo --serve` may run for days).
+    request's path and query, in order, the latest only (`reactor demo --serve` may run for days); `answered`: how
+    many requests each path has had, all of them (the bench counts on it past the latest thousand).
 
     `keep_alive`: HTTP/1.1 connections stay open between requests, as Go's servers keep them, and `stop` closes them
     as a stopped server's are; otherwise each answer closes its connection (HTTP/1.0)."""
@@ -24,6 +25,7 @@ class LoopbackServer:
     def __init__(self, host: str, *, thread_name: str, keep_alive: bool = False) -> None:
         self._host = host
         self.requests: collections.deque[str] = collections.deque(maxlen=1000)
+        self.answered: collections.Counter[str] = collections.Counter()
         self._open: set[socket.socket] = set()
         self._open_lock = threading.Lock()
         server = self
@@ -45,6 +47,8 @@ class LoopbackServer:
             def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     server.requests.append(self.path)
+                    with server._open_lock:  # handler threads at once: a read-modify-write
+                        server.answered[self.path.partition("?")[0]] += 1
                     server.answer(self)
 
             def log_message(self, format: str, *args: Any) -> None:

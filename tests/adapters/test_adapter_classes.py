@@ -24,6 +24,7 @@ from reactor.integrations.adapters.config import parse_custom
 from reactor.integrations.adapters.kserve import INFERENCE_SERVICE
 from reactor.integrations.adapters.lws import LEADER_WORKER_SET
 from reactor.integrations.adapters.ray import RAY_CLUSTER, RAY_SERVICE
+from tests.adapters.operators import notebook_statefulset
 
 GPU = "nvidia.com/gpu"
 Obj = dict[str, Any]
@@ -124,11 +125,12 @@ def test_the_refusals_merge_the_operators_and_kueues(operator: dict[str, str] | 
     assert workload.queue == ("" if kueue is None else "team-a")
 
 
-def _calls(lister_log: list[tuple[str, str]]) -> Any:
+def _calls(lister_log: list[tuple[str, str]], notebook: dict[str, Any] | None = None) -> Any:
+    """A lister that logs what it is asked and answers the StatefulSet the notebook controller makes of `notebook`
+    (tests/adapters/operators.py `notebook_statefulset`: generateStatefulSet)."""
     def lister(kind: str, namespace: str) -> list[dict[str, Any]]:
         lister_log.append((kind, namespace))
-        return [{"kind": kind, "metadata": {"name": "jupyter", "ownerReferences": [
-            {"controller": True, "uid": "u-nb", "kind": "Notebook", "name": "jupyter"}]}}]
+        return [notebook_statefulset(notebook)] if notebook is not None else []
     return lister
 
 
@@ -143,9 +145,10 @@ def test_every_kind_is_read_through_one_interface() -> None:
     listed: list[tuple[str, str]] = []
     deployment = {"metadata": {"name": "web", "namespace": "ml", "uid": "u-web"}}
     assert view.child(deployment, "Deployment", _calls(listed)) is None and listed == []  # its own controller's
-    notebook = {"metadata": {"name": "jupyter", "namespace": "ml", "uid": "u-nb"},
+    notebook = {"apiVersion": "kubeflow.org/v1", "kind": "Notebook",
+                "metadata": {"name": "jupyter", "namespace": "ml", "uid": "u-nb"},
                 "spec": {"template": {"spec": {"containers": [_container(1)]}}}}
-    child = view.child(notebook, "Notebook", _calls(listed))
+    child = view.child(notebook, "Notebook", _calls(listed, notebook))
     assert child is not None and child["kind"] == "StatefulSet" and listed == [("StatefulSet", "ml")]
     assert view.part_of(deployment, "Deployment") == "" and view.part_of(notebook, "Notebook") == ""
 
@@ -194,3 +197,17 @@ def test_only_kserve_climbs_a_chain_of_its_own() -> None:
     assert climbed is not None and climbed.top is None and climbed.failure.endswith("is gone")
     assert climbed.stopped_at == ("Revision", "llama-predictor-00001")
     assert fetched == [("serving.knative.dev", "v1", "revisions", "llama-predictor-00001")]
+
+
+def test_a_child_that_only_copies_the_resources_uid_is_not_its_child() -> None:
+    """Anyone who can read the Notebook can copy its uid into a StatefulSet's controller reference: the child the
+    rollout, the replicas and the surge are read from must also carry what the notebook controller sets (links.py,
+    as the ownership walk checks), else there is none."""
+    view = ClusterView(adapters=Adapters(BUILTIN[:1]), gpu_resource=GPU, state_keys=None)  # Notebook only
+    notebook = {"apiVersion": "kubeflow.org/v1", "kind": "Notebook",
+                "metadata": {"name": "jupyter", "namespace": "ml", "uid": "u-nb"},
+                "spec": {"template": {"spec": {"containers": [_container(1)]}}}}
+    genuine = notebook_statefulset(notebook)
+    forged = {**genuine, "spec": {**genuine["spec"], "template": {"spec": genuine["spec"]["template"]["spec"]}}}
+    assert view.child(notebook, "Notebook", lambda kind, namespace: [forged]) is None
+    assert view.child(notebook, "Notebook", lambda kind, namespace: [forged, genuine]) == genuine

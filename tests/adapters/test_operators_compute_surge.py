@@ -167,3 +167,18 @@ def test_an_operators_template_is_read_with_every_containers_cpu_and_memory(reac
     assert found["ray-worker"][0] == ComputeResources(request=2000, limit=2000)
     assert found["log-shipper"] == (ComputeResources(request=500, limit=1000),
                                     ComputeResources(request=256 << 20, limit=256 << 20))
+
+
+def test_an_operators_template_is_read_with_its_sidecars(reactor: Reactor) -> None:
+    """An init container with restartPolicy Always runs beside the containers: the policy's pod totals (LimitRange,
+    the surge pod's quota charge) count it for an operator's template as for a Deployment's."""
+    _ray_service(reactor)
+    service = reactor.sim.get("rayservices", NAMESPACE, "serve")
+    spec = service["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["template"]["spec"]
+    spec["initContainers"] = [{"name": "proxy", "image": "registry.example.com/proxy:1", "restartPolicy": "Always",
+                               "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "1"}}}]
+    adapter = next(a for a in BUILTIN if a.kind == "RayService")
+    workload = adapted_workload(adapter, service, "gpu-workers", GPU)
+    assert workload is not None
+    assert [(c.name, c.sidecar, c.cpu) for c in workload.init_containers] == [
+        ("proxy", True, ComputeResources(request=1000, limit=1000))]

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from reactor.app.cli import build_parser, main
+from reactor.app.preflight import api_server_reachable
+from reactor.config.settings import build_settings
 
 pytestmark = pytest.mark.process
 
@@ -265,3 +267,17 @@ def test_an_unreachable_api_server_is_one_line_and_exit_1(tmp_path: Path, clean_
     assert status == 1, err
     assert f"cannot reach the Kubernetes API server at https://127.0.0.1:{port}: Connection refused" in err, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_cluster_behind_a_proxy_is_not_dialled_straight(tmp_path: Path, clean_env: None) -> None:
+    """A kubeconfig cluster with `proxy-url` is reached through the proxy (the client's kube_config.py reads it): the
+    preflight does not dial the server itself, which would refuse a setup that works."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]  # bound, never listening: dialled straight, the connection is refused
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+            f"clusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:{port}', proxy-url: 'http://proxy:3128'}}}}]\n"
+            "users: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n")
+        api_server_reachable(build_settings({"kube": {"kubeconfig": str(kubeconfig)}}, {}), timeout=0.5)

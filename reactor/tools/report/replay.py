@@ -31,9 +31,8 @@ from reactor.intake.alerts import parse_alert
 from reactor.policy import decide, fold
 from reactor.policy.values import Policy
 from reactor.state.annotations import GPUS, PRIORITY_CLASS, REPLICAS, original_key, read_state, state_annotations
+from reactor.tools.payloads import ZERO_TIME, fingerprint
 from reactor.tools.report.model import Decision, Episode, WorkloadKey
-
-_ZERO_TIME = "0001-01-01T00:00:00Z"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,17 +68,6 @@ class Subject:
     annotations: dict[str, str] = field(default_factory=dict)
 
 
-def fingerprint(labels: Mapping[str, str]) -> str:
-    """Alertmanager's fingerprint of a label set (prometheus/common model.LabelSet.Fingerprint: FNV-1a 64 over
-    the sorted names and values, each followed by the 0xff separator), as the webhook carries it."""
-    h = 0xCBF29CE484222325
-    for name in sorted(labels):
-        for part in (name, labels[name]):
-            for byte in part.encode() + b"\xff":
-                h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return f"{h:016x}"
-
-
 def alert_body(fired: Fired, *, resolved_at: datetime | None) -> dict[str, object]:
     """The alert as Alertmanager's webhook sends it (status, labels, annotations, startsAt, endsAt, fingerprint)."""
     e = fired.episode
@@ -94,7 +82,7 @@ def alert_body(fired: Fired, *, resolved_at: datetime | None) -> dict[str, objec
         annotations["cpu_throttling"] = fired.cpu_throttling
     return {"status": "resolved" if resolved_at is not None else "firing", "labels": labels,
             "annotations": annotations, "startsAt": _iso(e.fired_at),
-            "endsAt": _iso(resolved_at) if resolved_at is not None else _ZERO_TIME,
+            "endsAt": _iso(resolved_at) if resolved_at is not None else ZERO_TIME,
             "generatorURL": "", "fingerprint": fingerprint(labels)}
 
 
