@@ -505,20 +505,41 @@ def kueue_deployment_webhook(sim: SimCluster, name: str) -> None:
 
 
 def kueue_statefulset_webhook(sim: SimCluster, name: str, release: tuple[int, int, int]) -> None:
-    """Kueue's jobs/statefulset/statefulset_webhook.go Default for a StatefulSet it manages, by release: the pod
-    template gets managed and the queue-name label in every release from v0.15 on; v0.15.0–0.15.5 and v0.16.0–0.16.1
-    also copy the priority-class label (so a change of it changes the template and restarts every pod), later
-    releases do not (the label then stays on the StatefulSet: statefulset_reconciler.go reconcileWorkload reads
-    it for nothing running)."""
+    """Kueue's pkg/controller/jobs/statefulset/statefulset_webhook.go `Webhook.Default` for a StatefulSet it manages
+    (queue-name set: `WorkloadShouldBeSuspended`), by release, as read at each tag:
+    - v0.15.0–0.15.5 and v0.16.0–0.16.1: the pod template gets the labels `managed`, `pod-group-name`
+      (`GetWorkloadName`), `queue-name` and, where the StatefulSet has one, `priority-class` (so a change of it
+      changes the template and restarts every pod), and the annotations `pod-suspending-parent: statefulset`,
+      `pod-group-total-count` (replicas, default 1), `pod-group-fast-admission`, `pod-group-serving` and
+      `pod-group-pod-index-label: apps.kubernetes.io/pod-index`;
+    - v0.15.6+ and v0.16.2+: no template label at all, only the annotations `pod-suspending-parent` and
+      `pod-group-pod-index-label` (the priority-class label then stays on the StatefulSet:
+      statefulset_reconciler.go reconcileWorkload reads it for nothing running)."""
     sts = sim.get("statefulsets", NAMESPACE, name)
     labels = sts["metadata"].get("labels") or {}
-    copied = {"kueue.x-k8s.io/managed": "true", "kueue.x-k8s.io/queue-name": labels["kueue.x-k8s.io/queue-name"]}
-    copies = (0, 15, 0) <= release <= (0, 15, 5) or (0, 16, 0) <= release <= (0, 16, 1)
-    if copies and labels.get("kueue.x-k8s.io/priority-class"):
-        copied["kueue.x-k8s.io/priority-class"] = labels["kueue.x-k8s.io/priority-class"]
-    sts["spec"]["template"].setdefault("metadata", {}).setdefault("labels", {}).update(copied)
+    template = sts["spec"]["template"].setdefault("metadata", {})
+    annotations = template.setdefault("annotations", {})
+    annotations.update({"kueue.x-k8s.io/pod-suspending-parent": "statefulset",
+                        "kueue.x-k8s.io/pod-group-pod-index-label": "apps.kubernetes.io/pod-index"})
+    if (0, 15, 0) <= release <= (0, 15, 5) or (0, 16, 0) <= release <= (0, 16, 1):
+        copied = {"kueue.x-k8s.io/managed": "true", "kueue.x-k8s.io/pod-group-name": kueue_statefulset_workload(name),
+                  "kueue.x-k8s.io/queue-name": labels["kueue.x-k8s.io/queue-name"]}
+        if labels.get("kueue.x-k8s.io/priority-class"):
+            copied["kueue.x-k8s.io/priority-class"] = labels["kueue.x-k8s.io/priority-class"]
+        template.setdefault("labels", {}).update(copied)
+        annotations.update({"kueue.x-k8s.io/pod-group-total-count": str(sts["spec"].get("replicas", 1)),
+                            "kueue.x-k8s.io/pod-group-fast-admission": "true",
+                            "kueue.x-k8s.io/pod-group-serving": "true"})
     sim.apply(sts)
     sim.settle()
+
+
+def kueue_statefulset_workload(name: str) -> str:
+    """statefulset_webhook.go GetWorkloadName: jobframework/workload_names.go generateWorkloadName for the
+    StatefulSet GVK and an empty uid (not known before creation): `statefulset-<name>-` and the first 5 hex digits
+    of sha1("StatefulSet\\napps\\n<name>\\n")."""
+    digest = hashlib.sha1(f"StatefulSet\napps\n{name}\n".encode()).hexdigest()
+    return f"statefulset-{name}"[:252 - 5] + "-" + digest[:5]
 
 
 JOBSET = "jobset.sigs.k8s.io/jobset-name"
