@@ -53,6 +53,10 @@ def test_metrics_missing_beside_the_info_inhibitor(tmp_path: Path, severity: str
     config["inhibit_rules"].append(INFO_INHIBITOR)
     with running_alertmanager(binary, tmp_path / severity, config) as am:
         _post(am, {"alertname": "InfoInhibitor", "severity": "none", "namespace": LABELS["namespace"]})
+        # Alertmanager's inhibitor learns of a source alert on its own subscription, after the POST has returned;
+        # an info probe shown inhibited proves it has, so the alert under test meets a rule already in force.
+        _post(am, {"alertname": "InhibitorProbe", "severity": "info", "namespace": LABELS["namespace"]})
+        wait(lambda: bool(am.inhibited().get("InhibitorProbe")), timeout=10, what="the inhibitor holds its source")
         _post(am, {**LABELS, "alertname": "GPUMetricsMissing", "severity": severity})
         wait(lambda: "GPUMetricsMissing" in am.inhibited(), timeout=10, what="the alert is in Alertmanager")
         if not muted:
