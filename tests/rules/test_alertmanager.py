@@ -198,8 +198,16 @@ def test_a_resolve_reaches_the_reactor_while_metrics_are_missing(tmp_path: Path)
     """deploy/'s config: with GPUMetricsMissing firing on the container, GPUIdle is held back, and the
     resolve of a GPUSaturated (the one that reverts a priority boost) is still delivered."""
     binary = require_tool("prometheus-alertmanager")
-    with running_alertmanager(binary, tmp_path / "deployed", _config(group_wait="1s", group_interval="1s")) as am:
-        for alertname in ("GPUMetricsMissing", "GPUSaturated", "GPUIdle", "GPUUnderutilized"):
+    config = _config(group_wait="1s", group_interval="1s")
+    # Alertmanager's inhibitor learns of a source on its own subscription, after the POST returns, rule by rule in
+    # the config's order; a probe rule placed last, shown muting its probe, proves the deployed rule holds the source.
+    config["inhibit_rules"].append({"source_matchers": ['alertname="GPUMetricsMissing"'],
+                                    "target_matchers": ['alertname="InhibitorProbe"']})
+    with running_alertmanager(binary, tmp_path / "deployed", config) as am:
+        am.post("GPUMetricsMissing")
+        am.post("InhibitorProbe")
+        wait(lambda: bool(am.inhibited().get("InhibitorProbe")), timeout=10, what="the inhibitor holds its source")
+        for alertname in ("GPUSaturated", "GPUIdle", "GPUUnderutilized"):
             am.post(alertname)
         wait(lambda: am.delivered("GPUSaturated", "firing") and am.delivered("GPUUnderutilized", "firing"),
              timeout=15, what="the firing alerts delivered")
