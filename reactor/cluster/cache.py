@@ -20,6 +20,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
+import msgspec
+
 from reactor.cluster.trim import Encoded, trimmed
 
 Obj = dict[str, Any]
@@ -144,6 +146,10 @@ def _encoded(kind: str, obj: Obj) -> bytes:
     return _encode(trimmed(kind, obj)).encode()
 
 
+# Every notification reads its workloads here, one decode each (a workload carrying its state records is tens of
+# kB): msgspec builds the same dicts, lists and scalars as `json.loads`, about 2.5 times faster.
+_decode_text = msgspec.json.Decoder(dict[str, Any]).decode
+
+
 def _decode(text: bytes) -> Obj:
-    value: Obj = json.loads(text)
-    return value
+    return _decode_text(text)
