@@ -9,9 +9,11 @@ Protocol, so the engine depends on the question, never on one client.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
+
+import msgspec
 
 from reactor.core.model import Alert
 
@@ -38,7 +40,7 @@ class Confirmation:
         if (alert.value, alert.gpus, alert.idle_gpus, alert.cpu_throttling, alert.cpu_unknown) == (
                 self.value, self.gpus, self.idle_gpus, self.cpu_throttling, self.cpu_unknown):
             return alert  # the claim is the measurement: nothing to replace
-        return replace(alert, value=self.value, gpus=self.gpus, idle_gpus=self.idle_gpus,
+        return msgspec.structs.replace(alert, value=self.value, gpus=self.gpus, idle_gpus=self.idle_gpus,
                        cpu_throttling=self.cpu_throttling, cpu_unknown=self.cpu_unknown)
 
 

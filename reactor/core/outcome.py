@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii
 from typing import Any
+
+import msgspec
 
 from reactor.core.model import Action, Alert, Result, Skip, WorkloadRef, iso
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(msgspec.Struct, frozen=True, gc=False):
+    """One alert's answer. A frozen msgspec Struct, as `Alert` is and for the same reason: one is built per alert of
+    every notification, and a frozen dataclass sets its fifteen fields one `object.__setattr__` at a time."""
+
     alert: str
     fingerprint: str
     starts_at: str
