@@ -21,13 +21,13 @@ from reactor.core.errors import InvalidPayload
 from reactor.core.model import Alert, Notification, Status
 
 _STATUSES = tuple(s.value for s in Status)
-_STATUS_OF = {s.value: s for s in Status}
-_ZERO_TIME = "0001-01-01T00:00:00Z"
+STATUS_OF = {s.value: s for s in Status}
+ZERO_TIME = "0001-01-01T00:00:00Z"
 # RFC 3339 as Go prints it: fractional seconds up to nanoseconds, `Z` or an offset.
 _TIME = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$"
 )
-_FINGERPRINT = re.compile(r"^[0-9a-f]{1,64}$")
+FINGERPRINT = re.compile(r"^[0-9a-f]{1,64}$")
 MAX_LABEL_BYTES = 4096
 CPU_THROTTLING = "cpu_throttling"
 UNKNOWN = "unknown"
@@ -38,13 +38,13 @@ def parse_time(field: str, raw: Any) -> datetime:
     if not isinstance(raw, str):
         raise InvalidPayload(field, f"expected an RFC 3339 timestamp string, got {_kind(raw)}")
     try:
-        return _utc(raw)
+        return utc(raw)
     except ValueError as e:
         raise InvalidPayload(field, str(e)) from e
 
 
 @functools.lru_cache(maxsize=4096)
-def _utc(raw: str) -> datetime:
+def utc(raw: str) -> datetime:
     """Cached: the alerts of one notification mostly share their startsAt and endsAt spellings."""
     m = _TIME.match(raw)
     if m is None:
@@ -180,13 +180,13 @@ def parse_alert(raw: Any, where: str) -> Alert:
     fingerprint = raw.get("fingerprint")
     if not isinstance(fingerprint, str):
         fingerprint = _string(raw, "fingerprint", where)  # raises, naming the field
-    if not _FINGERPRINT.match(fingerprint):
+    if not FINGERPRINT.match(fingerprint):
         raise InvalidPayload(f"{where}.fingerprint", f"expected lowercase hex, got {_clip(fingerprint)!r}")
-    ends_raw = raw.get("endsAt", _ZERO_TIME)
-    ends_at = None if ends_raw == _ZERO_TIME else parse_time(f"{where}.endsAt", ends_raw)
+    ends_raw = raw.get("endsAt", ZERO_TIME)
+    ends_at = None if ends_raw == ZERO_TIME else parse_time(f"{where}.endsAt", ends_raw)
     raw_status = raw.get("status")
     # Type first: a lookup by an unhashable value (a list, an object) would raise TypeError, a 500, not a 400.
-    status = _STATUS_OF.get(raw_status) if isinstance(raw_status, str) else None
+    status = STATUS_OF.get(raw_status) if isinstance(raw_status, str) else None
     if status is None:
         _choice(raw, "status", _STATUSES, where)  # raises, naming the field
     starts = raw.get("startsAt")
@@ -194,10 +194,19 @@ def parse_alert(raw: Any, where: str) -> Alert:
     generator_url = raw.get("generatorURL")
     if not isinstance(generator_url, str):
         generator_url = _string(raw, "generatorURL", where, required=False)
+    return build_alert(name, status, labels, annotations, starts_at, ends_at, fingerprint,  # type: ignore[arg-type]
+                       generator_url, where)
+
+
+def build_alert(name: str, status: Status, labels: Mapping[str, str], annotations: Mapping[str, str],
+                starts_at: datetime, ends_at: datetime | None, fingerprint: str, generator_url: str,
+                where: str) -> Alert:
+    """The `Alert` of fields already checked, its numbers read last (`InvalidPayload` names a bad one): the one
+    place both readings of an alert end (`parse_alert`, and intake/wire.py's decoding of the common case)."""
     get = labels.get
     return Alert(
         name=name,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         labels=labels,
         annotations=annotations,
         starts_at=starts_at,
@@ -221,7 +230,7 @@ _NOTHING: dict[str, Any] = {}
 
 def _time(where: str, key: str, raw: str) -> datetime:
     try:
-        return _utc(raw)
+        return utc(raw)
     except ValueError as e:
         raise InvalidPayload(f"{where}.{key}", str(e)) from e
 
@@ -281,7 +290,7 @@ def _string_map(raw: Any, where: str, key: str = "") -> Mapping[str, str]:
     if not isinstance(raw, dict):
         raise InvalidPayload(f"{where}.{key}" if key else where, f"expected an object of strings, got {_kind(raw)}")
     # The common case in loops that run in C: every value a str, no key or value too long.
-    if raw and not _short_strings(raw):
+    if raw and not short_strings(raw):
         field = f"{where}.{key}" if key else where
         for name, value in raw.items():  # find the first offender, to name it
             if not isinstance(value, str):
@@ -291,7 +300,7 @@ def _string_map(raw: Any, where: str, key: str = "") -> Mapping[str, str]:
     return MappingProxyType(raw)
 
 
-def _short_strings(raw: dict[Any, Any]) -> bool:
+def short_strings(raw: dict[Any, Any]) -> bool:
     """True when every value is a str and no key or value is longer than the limit; False may be either way.
 
     Both joins run in C: joining fails on a value that is not a str, and keys or values that all fit

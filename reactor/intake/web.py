@@ -32,6 +32,7 @@ from reactor.core.outcome import Outcome, answer_json
 from reactor.intake.alerts import Envelope, InvalidAlert, parse_envelope
 from reactor.intake.bearer import TokenFile
 from reactor.intake.metrics import WebhookMetrics
+from reactor.intake.wire import read_envelope
 
 log = logging.getLogger(__name__)
 __all__ = ["Handler", "TokenFile", "create_app"]
@@ -92,7 +93,9 @@ def create_app(settings: Settings, *, engine: Handler, metrics: Metrics, token: 
         if request.mimetype != "application/json":
             return answer(415, {"error": f"expected Content-Type application/json, got {request.mimetype or 'none'!r}"})
         try:
-            envelope = parse_envelope(_json_body(settings.server.max_body_bytes))
+            body = _body(settings.server.max_body_bytes)
+            envelope = read_envelope(body) or parse_envelope(_json(body))
+            del body
         except InvalidPayload as e:
             return answer(400, {"error": f"invalid Alertmanager payload: {e}", "field": e.field})
         if not _admit(inflight, waiting):
@@ -177,19 +180,23 @@ def _admit(inflight: threading.BoundedSemaphore, waiting: threading.BoundedSemap
         waiting.release()
 
 
-def _json_body(limit: int) -> Any:
-    """The request body, decoded: UTF-8, then JSON. A chunked body (no Content-Length) longer than `limit` is a
-    413, not a body cut short: the stream stops one byte past the limit (MAX_CONTENT_LENGTH), so reading it
-    whole shows whether there is more. The bytes are let go as soon as they are decoded (a storm's body is
-    megabytes: the bytes, the text and the parsed JSON need not all be held at once)."""
+def _body(limit: int) -> bytes:
+    """The request body. A chunked body (no Content-Length) longer than `limit` is a 413, not a body cut short: the
+    stream stops one byte past the limit (MAX_CONTENT_LENGTH), so reading it whole shows whether there is more."""
     raw = request.get_data(cache=False)
     if len(raw) > limit:
         raise RequestEntityTooLarge()
+    return raw
+
+
+def _json(raw: bytes) -> Any:
+    """The careful reading of a body the common case did not fit (intake/wire.py): UTF-8, then JSON, each failure
+    named. The text is let go as soon as it is decoded (a storm's body is megabytes: the bytes, the text and the
+    parsed JSON need not all be held at once)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InvalidPayload("(body)", f"not valid UTF-8 at byte {e.start}") from e
-    del raw
     try:
         return json.loads(text)
     except RecursionError as e:
