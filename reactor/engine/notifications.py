@@ -147,8 +147,8 @@ class NotificationHandler:
         refused = names[alert.name]
         if refused is not None:
             return refused
-        cluster = alert.labels.get("cluster")
-        if self.policy.cluster is not None and cluster is not None and cluster != self.policy.cluster:
+        cluster = alert.labels.get("cluster") if self.policy.cluster is not None else None
+        if cluster is not None and cluster != self.policy.cluster:
             # A central Alertmanager can misroute, and the same namespace/pod names exist in every cluster.
             return Skip(SkipReason.OTHER_CLUSTER,
                         f"the alert is for cluster {cluster!r}, this is {self.policy.cluster!r}")

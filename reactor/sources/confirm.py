@@ -203,7 +203,7 @@ class PrometheusConfirmer:
             return state, False
 
     def _one(self, alert: Alert, state: _RuleState, now: datetime) -> Confirmation:
-        key = identity(alert.name, alert.labels)
+        key = (alert.name, alert.namespace, alert.pod, alert.container)  # `identity`, as the parser picked them
         if alert.firing:
             known = state.firing.get(key)
             if known is not None:
