@@ -202,7 +202,18 @@ def build_alert(name: str, status: Status, labels: Mapping[str, str], annotation
                 starts_at: datetime, ends_at: datetime | None, fingerprint: str, generator_url: str,
                 where: str) -> Alert:
     """The `Alert` of fields already checked, its numbers read last (`InvalidPayload` names a bad one): the one
-    place both readings of an alert end (`parse_alert`, and intake/wire.py's decoding of the common case)."""
+    place both readings of an alert end (`parse_alert`, and intake/wire.py's decoding of the common case).
+
+    A resolve's numbers are read but never required: nothing sizes a revert by them (it undoes the reactor's own
+    recorded change), and Alertmanager sends a resolve once. Refused as `invalid-alert` for a number Prometheus
+    could not render (a template error prints `<error expanding template: …>` in its place), the revert it was
+    due would wait for a resolve that never comes. So a resolve's unreadable number is left unknown."""
+    try:
+        numbers = _numbers(annotations, where) if annotations else _NOTHING
+    except InvalidPayload:
+        if status is not Status.RESOLVED:
+            raise
+        numbers = _NOTHING
     get = labels.get
     return Alert(
         name=name,
@@ -217,11 +228,15 @@ def build_alert(name: str, status: Status, labels: Mapping[str, str], annotation
         namespace=get("exported_namespace") or get("namespace") or None,
         pod=get("exported_pod") or get("pod") or None,
         container=get("exported_container") or get("container") or None,
-        value=_number(annotations, "value", where) if annotations else None,
-        gpus=_count(annotations, "gpus", where) if annotations else None,
-        idle_gpus=_count(annotations, "idle_gpus", where) if annotations else None,
-        **(_throttling(annotations, where) if CPU_THROTTLING in annotations else _NOTHING),
+        **numbers,
     )
+
+
+def _numbers(annotations: Mapping[str, str], where: str) -> dict[str, Any]:
+    """The fields an alert's number annotations give; `InvalidPayload` names the first bad one."""
+    return {"value": _number(annotations, "value", where), "gpus": _count(annotations, "gpus", where),
+            "idle_gpus": _count(annotations, "idle_gpus", where),
+            **(_throttling(annotations, where) if CPU_THROTTLING in annotations else _NOTHING)}
 
 
 _NO_ANNOTATIONS: dict[str, str] = {}

@@ -153,3 +153,24 @@ def test_samples_are_byte_identical_to_shared_copies() -> None:
         pytest.skip("shared/samples is not beside this checkout")
     for path in SAMPLES.glob("*.json"):
         assert json.loads(path.read_text()) == json.loads((shared / path.name).read_text())
+
+
+TEMPLATE_ERROR = '<error expanding template: error executing template __alert_GPUSaturated: template: x:1:12: ' \
+                 'executing "x" at <query>: error calling query: query timed out>'
+
+
+@pytest.mark.parametrize("key", ["value", "gpus", "idle_gpus", "cpu_throttling"])
+def test_a_resolve_whose_number_prometheus_could_not_render_is_still_a_resolve(key: str) -> None:
+    """Prometheus prints a template error in place of an annotation it could not expand. On a firing alert that is
+    the alert's own `invalid-alert` (nothing is sized by an unreadable number); a resolve is sized by nothing, and
+    Alertmanager sends it once: refused, the revert it was due would wait for ever. Its numbers are left unknown."""
+    resolved = sample("underutilized-resolved")
+    resolved["alerts"][0]["annotations"][key] = TEMPLATE_ERROR
+    (alert,) = parse_notification(resolved).alerts
+    assert alert.status == "resolved" and alert.fingerprint == sample("underutilized-resolved")["alerts"][0]["fingerprint"]
+    assert (alert.value, alert.gpus, alert.idle_gpus, alert.cpu_throttling) == (None, None, None, None)
+    firing = sample("underutilized-firing")
+    firing["alerts"][0]["annotations"][key] = TEMPLATE_ERROR
+    with pytest.raises(InvalidPayload) as e:
+        parse_notification(firing)
+    assert e.value.field == f"alerts[0].annotations.{key}"

@@ -221,6 +221,21 @@ def test_a_revert_does_not_overwrite_a_change_made_since(boosting: Reactor, sim:
     assert _replicas(sim) == 6
 
 
+def test_a_resolve_prometheus_could_not_render_a_number_of_still_reverts(boosting: Reactor, sim: SimCluster) -> None:
+    """Prometheus prints a template error in place of an annotation it could not expand (its query timed out). A
+    resolve carrying one was its own `invalid-alert`, and Alertmanager sends a resolve once: the boost stayed."""
+    pod = boosting.pods("llm-inference")[0]
+    started = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
+    assert outcome_of(boosting, _spec(pod, started))["to"] == 4
+    sim.settle()
+    broken = AlertSpec("GPUSaturated", NAMESPACE, pod, "server", status="resolved", starts_at=started,
+                       extra_annotations={"value": "<error expanding template: error calling query: timed out>",
+                                          "gpus": "<error expanding template: error calling query: timed out>"})
+    o = outcome_of(boosting, broken)
+    assert (o["result"], o.get("action"), o.get("from"), o.get("to")) == ("applied", "revert", 4, 3), why(o)
+    assert _replicas(sim) == 3
+
+
 def test_a_removed_or_replaced_previous_key_stops_verifying(sim: SimCluster, token_file: Path, keys: StateKeys,
                                                           tmp_path: Path) -> None:
     """During a rotation the previous key verifies; once its file is removed (or replaced) while the reactor
