@@ -60,7 +60,7 @@ def read_envelope(body: bytes) -> Envelope | None:
     """The body's envelope when it is the common case, every alert valid; None when it needs the careful reading."""
     try:
         wire = _decode(body)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):  # too deep: the careful reading says so
         return None
     status = STATUS_OF.get(wire.status)
     if wire.version != "4" or status is None or wire.truncatedAlerts < 0:

@@ -64,7 +64,8 @@ def test_an_invalid_alert_or_envelope_steps_aside() -> None:
 def test_bytes_that_are_not_utf8_json_step_aside() -> None:
     raw = json.dumps(sample("saturated-firing")).encode()
     for bad in (b"\xef\xbb\xbf" + raw, raw.replace(b'"gpu-reactor"', b'"gpu-\xffreactor"'), raw + b"x", b"",
-                raw.replace(b'"4"', b"NaN"), raw.replace(b'"gpu-reactor"', b'"\\ud800"')):
+                raw.replace(b'"4"', b"NaN"), raw.replace(b'"gpu-reactor"', b'"\\ud800"'),
+                raw[:-1] + b', "deep": ' + b'{"a":' * 20_000 + b"1" + b"}" * 20_000 + b"}"):
         assert bad != raw and read_envelope(bad) is None, bad[:80]
 
 
