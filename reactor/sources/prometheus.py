@@ -35,11 +35,9 @@ from typing import Any, TypeVar
 from reactor.core.errors import InvalidPayload, PrometheusUnavailable
 from reactor.sources.http import Credentials, Failed, Target, Tls, Watchdog, one_line, read_body
 from reactor.sources.prometheus_answers import (
-    ActiveAlert,
     RuleGroup,
     Sample,
     Series,
-    read_alerts,
     read_buildinfo,
     read_matrix,
     read_rule_groups,
@@ -50,7 +48,6 @@ from reactor.sources.prometheus_answers import (
 QUERY_PATH = "/api/v1/query"
 QUERY_RANGE_PATH = "/api/v1/query_range"
 RULES_PATH = "/api/v1/rules"
-ALERTS_PATH = "/api/v1/alerts"
 BUILDINFO_PATH = "/api/v1/status/buildinfo"
 MAX_BODY_BYTES = 16 * 1024 * 1024  # an active alert is ~1 KiB in /api/v1/rules: thousands fit
 MAX_IDLE_CONNECTIONS = 4  # kept alive between calls; more concurrent callers open their own and close them
@@ -126,10 +123,6 @@ class PrometheusApi:
         wanted = frozenset(names)
         return tuple(RuleGroup(g.name, g.file, g.interval, tuple(r for r in g.rules if r.name in wanted),
                                g.last_evaluation) for g in groups)
-
-    def alerts(self) -> tuple[ActiveAlert, ...]:
-        """Every active alert of every rule (GET /api/v1/alerts)."""
-        return self._call(ALERTS_PATH, [], read_alerts)
 
     def buildinfo(self) -> Mapping[str, str]:
         """GET /api/v1/status/buildinfo: `version`, `revision`, ... (the doctor's check of who answers)."""
@@ -257,8 +250,3 @@ def _error_detail(response: http.client.HTTPResponse) -> str:
         doc = json.loads(raw)
         raw = f"{doc.get('errorType', '')}: {doc.get('error', '')}"
     return f": {one_line(raw)}" if raw.strip(" :") else ""
-
-
-def promql_string(value: str) -> str:
-    """`value` as a PromQL double-quoted string literal (Go's string escapes: backslash, quote, newline)."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'

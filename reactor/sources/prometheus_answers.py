@@ -137,10 +137,6 @@ def _alerting_rule(r: Mapping[str, Any]) -> AlertingRule:
                         keep_firing_for=_seconds(r.get("keepFiringFor", 0)))
 
 
-def read_alerts(data: Any) -> tuple[ActiveAlert, ...]:
-    return _active(data["alerts"])
-
-
 def _active(alerts: Any) -> tuple[ActiveAlert, ...]:
     try:
         return msgspec.convert(alerts, type=tuple[ActiveAlert, ...])

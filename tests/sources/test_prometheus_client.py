@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from reactor.core.errors import Failure, PrometheusUnavailable, ReactorError, classify
-from reactor.sources.prometheus import PrometheusApi, promql_string
+from reactor.sources.prometheus import PrometheusApi
 from tests.sources.stub_http import Handler, StubServer, trickle
 from tests.sources.stub_http import send as _send
 
@@ -218,7 +218,3 @@ def test_a_bad_url_names_the_key_without_credentials() -> None:
 
 def test_unavailable_is_a_temporary_failure_the_webhook_answers_503() -> None:
     assert classify(PrometheusUnavailable("x")) is Failure.RETRY
-
-
-def test_promql_strings_are_escaped() -> None:
-    assert promql_string('a"b\\c\nd') == '"a\\"b\\\\c\\nd"'
