@@ -27,14 +27,10 @@ from __future__ import annotations
 import http.client
 import json
 import logging
-import threading
 import time
 import urllib.parse
-import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
-
-from prometheus_client import CollectorRegistry, Counter
 
 from reactor.config.settings import AlertSource, Settings
 from reactor.core.errors import AlertSourceUnavailable, InvalidPayload, ReactorError
@@ -105,7 +101,6 @@ class AlertmanagerAlerts:
         self._clock = clock
         self._credentials = Credentials(source.token_file, self._target.basic)
         self._tls = Tls(source.ca_file)
-        self._skipped = skipped_entries(metrics.registry) if metrics is not None else None
 
     @property
     def url(self) -> str:
@@ -164,8 +159,8 @@ class AlertmanagerAlerts:
         return alerts
 
     def _left_out(self, why: str) -> None:
-        if self._skipped is not None:
-            self._skipped.inc()
+        if self._counts is not None:
+            self._counts.entries_skipped.inc()
         log.warning("an alert Alertmanager holds was left out: it does not parse", extra={"detail": why[:300]})
 
     # --- HTTP ---
@@ -239,22 +234,6 @@ def _status(body: Any) -> Mapping[str, Any]:
             or not isinstance(body.get("cluster"), dict):
         raise Failed("invalid", "not an alertmanagerStatus object (versionInfo, cluster)")
     return body
-
-
-_SKIPPED: weakref.WeakKeyDictionary[CollectorRegistry, Counter] = weakref.WeakKeyDictionary()
-_SKIPPED_LOCK = threading.Lock()
-
-
-def skipped_entries(registry: CollectorRegistry) -> Counter:
-    """`reactor_alert_source_entries_skipped_total`: entries of Alertmanager's answer left out because they do not
-    parse (one per registry, zero from the start)."""
-    with _SKIPPED_LOCK:
-        found = _SKIPPED.get(registry)
-        if found is None:
-            found = _SKIPPED[registry] = Counter(
-                "reactor_alert_source_entries_skipped", "Alerts in Alertmanager's API v2 answer left out because they "
-                "do not parse as an alert (the others of the answer are read).", registry=registry)
-        return found
 
 
 def firing_source(settings: Settings, metrics: Metrics | None = None) -> AlertmanagerAlerts | None:

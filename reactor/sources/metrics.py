@@ -21,3 +21,6 @@ class SourceMetrics(MetricSet):
         self.alert_source_duration = self.histogram(
             "reactor_alert_source_duration_seconds", "Time of one request to Alertmanager's API v2 (rebalancing's "
             "alert source), in seconds, whatever its result.", buckets=ALERT_SOURCE_BUCKETS)
+        self.entries_skipped = self.counter(
+            "reactor_alert_source_entries_skipped", "Alerts in Alertmanager's API v2 answer left out because they do "
+            "not parse as an alert (the others of the answer are read).")
