@@ -169,3 +169,31 @@ def test_an_allowed_namespace_that_does_not_exist_is_said_so(sim: SimCluster, ad
     assert (gone.status, gone.detail) == (Status.FAILING, "namespace team-gone does not exist")
     assert "may not" not in gone.detail and "bounds team-gone" not in checks
     assert checks[f"rbac {NAMESPACE}"].status is Status.OK
+
+
+def test_the_namespace_question_goes_without_impersonation_and_leaves_the_shared_client_as_it_was(
+        sim: SimCluster, admin_kubeconfig: str) -> None:
+    """Whether a Namespace exists is asked as the person (the reactor's ServiceAccount may not read Namespaces). It
+    used to lift `Impersonate-User` from the client's default headers for the call and put it back: any request
+    another thread sent meanwhile went out as the person, not as the reactor. Now that one request leaves it out."""
+    kube = connect_cluster(_settings(), admin_kubeconfig, WHO)
+    assert isinstance(kube, KubeGateway), kube
+    client = kube._client
+    sent: list[tuple[str, str | None, str | None]] = []
+    call_api = client.call_api
+
+    def recording(method: str, url: str, header_params: dict[str, str] | None = None, *a: Any, **k: Any) -> Any:
+        own = (header_params or {}).get("Impersonate-User")
+        sent.append((url, own, client.default_headers.get("Impersonate-User")))
+        return call_api(method, url, header_params, *a, **k)
+
+    client.call_api = recording
+    try:
+        assert kube.namespace_exists(NAMESPACE) is True
+        assert kube.namespace_exists("team-gone") is False
+        kube.version()
+    finally:
+        kube.close()
+    asked = [(own, shared) for url, own, shared in sent if "/namespaces/" in url]
+    assert asked == [(None, WHO), (None, WHO)], "sent as the person, the shared client still impersonating"
+    assert [own for url, own, _ in sent if url.endswith("/version/")] == [WHO]

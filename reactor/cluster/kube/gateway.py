@@ -38,6 +38,7 @@ from reactor.state.homes import OnLease, OnObject, Resource, StateHome
 
 log = logging.getLogger(__name__)
 LIST_PAGE = 500  # objects per list page (client-go's pager default, tools/pager/pager.go defaultPageSize)
+IMPERSONATE = "Impersonate-User"  # kube-apiserver's impersonation header (`reactor doctor --as`)
 
 
 class KubeGateway:
@@ -273,22 +274,18 @@ class KubeGateway:
     def namespace_exists(self, name: str) -> bool | None:
         """Whether the Namespace exists, asked with this client's own credentials (not whom it impersonates: the
         reactor's ServiceAccount may not read Namespaces); None when this client may not read it either."""
-        headers = self._client.default_headers
-        impersonated = headers.pop("Impersonate-User", None)
         try:
-            self._call("get", "namespaces", self._rest.send("GET", NAMESPACES.item("", name)), retries=0)
+            self._call("get", "namespaces", self._rest.send("GET", NAMESPACES.item("", name), unsent=(IMPERSONATE,)),
+                       retries=0)
         except NotFound:
             return False
         except ReactorError:
             return None
-        finally:
-            if impersonated is not None:
-                headers["Impersonate-User"] = impersonated
         return True
 
     def impersonate(self, user: str) -> None:
         """Send every later request as `user` (Impersonate-User); the caller needs the `impersonate` verb."""
-        self._client.set_default_header("Impersonate-User", user)
+        self._client.set_default_header(IMPERSONATE, user)
 
     def version(self) -> dict[str, Any]:
         return self._call("get", "version", self._rest.send("GET", "/version/"), retries=0)

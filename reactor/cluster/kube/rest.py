@@ -26,8 +26,10 @@ class Rest:
         self._client = client  # kubernetes.client.ApiClient
 
     def send(self, method: str, path: str, *, query: Sequence[tuple[str, str]] = (), body: Any = None,
-             content_type: str | None = None) -> Send:
-        """`method` on `path` with `query`; `body` as JSON (`content_type`, e.g. a patch's, else JSON)."""
+             content_type: str | None = None, unsent: Sequence[str] = ()) -> Send:
+        """`method` on `path` with `query`; `body` as JSON (`content_type`, e.g. a patch's, else JSON). `unsent`: the
+        client's default headers this one request goes without (its own credentials, not whom the client
+        impersonates), left out of this request's headers rather than lifted from the client other threads share."""
         client = self._client
         headers = {"Accept": "application/json"}
         if body is not None:
@@ -36,6 +38,8 @@ class Rest:
         def send(*, _preload_content: bool = False, _request_timeout: Any = None) -> Any:
             request = client.param_serialize(method, path, query_params=list(query), header_params=dict(headers),
                                              body=body, auth_settings=["BearerToken"])
+            for name in unsent:
+                request[2].pop(name, None)  # (method, url, headers, body, post_params): this request's own headers
             response = client.call_api(*request, _request_timeout=_request_timeout)
             if not 200 <= response.status <= 299:
                 response.read()
