@@ -15,7 +15,7 @@ from reactor.cluster import compute
 from reactor.core.model import Bounds, ComputeResources, Container, Kind, PodShape, Quota, Workload, WorkloadRef
 from reactor.core.quantity import parse_quantity
 from reactor.core.quantity import value as quantity_value
-from reactor.policy.pod import total
+from reactor.policy.pod import compute_total
 from reactor.state.annotations import read_state
 
 ANNOTATION_PREFIX = "gpu-reactor.io/"
@@ -113,16 +113,7 @@ def pod_usage(pod_spec: Mapping[str, Any], resource: str) -> ComputeResources | 
              for c in pod_spec.get("initContainers") or [] if isinstance(c, Mapping)]
     if all(value is None for value in found + [value for value, _ in inits]):
         return None
-    return ComputeResources(request=total([_request(v) for v in found], [(_request(v), s) for v, s in inits]),
-                            limit=total([_limit(v) for v in found], [(_limit(v), s) for v, s in inits]))
-
-
-def _request(value: ComputeResources | None) -> int | None:
-    return None if value is None else value.request if value.request is not None else value.limit
-
-
-def _limit(value: ComputeResources | None) -> int | None:
-    return None if value is None else value.limit
+    return compute_total(found, inits)
 
 
 def _positive(raw: Any) -> bool:

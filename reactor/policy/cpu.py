@@ -163,24 +163,17 @@ def check_compute_quota(ctx: Context, bounds: ComputeBounds, container: str, cur
     return tuple(charges)
 
 
-def surge_pod(ctx: Context, resource: str, container: str, value: ComputeResources) -> ComputeResources:
-    """One new pod of the template with `container` at `value`: its whole requests and limits of `resource`
-    (`pod.total`: every container and sidecar summed, each other init container by the max rule; a limit alone is
-    the request too, as the API server defaults it). The other containers as the template holds them: the
-    operator makes the new pods from it, whatever a resize in place did to the running ones."""
-    values = [value if c.name == container else (c.cpu if resource == "cpu" else c.memory)
+def surge_pod(ctx: Context, resource: str, container: str | None = None,
+              value: ComputeResources | None = None) -> ComputeResources:
+    """One new pod of the template with `container` at `value` (None: the template as it is): its whole requests
+    and limits of `resource` (`pod.compute_total`: every container and sidecar summed, each other init container
+    by the max rule; a limit alone is the request too, as the API server defaults it). The other containers as the
+    template holds them: the operator makes the new pods from it, whatever a resize in place did to the running
+    ones."""
+    values = [value if container is not None and c.name == container else (c.cpu if resource == "cpu" else c.memory)
               for c in ctx.workload.containers]
     inits = [(c.cpu if resource == "cpu" else c.memory, c.sidecar) for c in ctx.workload.init_containers]
-    return ComputeResources(request=pod.total([_request(v) for v in values], [(_request(v), s) for v, s in inits]),
-                            limit=pod.total([_limit(v) for v in values], [(_limit(v), s) for v, s in inits]))
-
-
-def _request(value: ComputeResources | None) -> int | None:
-    return None if value is None else value.request if value.request is not None else value.limit
-
-
-def _limit(value: ComputeResources | None) -> int | None:
-    return None if value is None else value.limit
+    return pod.compute_total(values, inits)
 
 
 def _line(pods: ComputeResources | None, line: str) -> int:
