@@ -26,10 +26,11 @@ RESIZE_IN_PROGRESS = "PodResizeInProgress"
 # 1.33 replaced it with the conditions above.
 LEGACY_RESIZE = ("Proposed", "InProgress", "Deferred", "Infeasible")
 # The ResourceQuota lines a CPU (memory) raise counts against: `cpu` (`memory`) is the requests line's older
-# spelling, tracked apart.
-QUOTA_KEYS = {"cpu": ("cpu", "requests.cpu", "limits.cpu"), "memory": ("memory", "requests.memory", "limits.memory")}
+# spelling, tracked apart. A new pod also counts 1 on `pods` and on `count/pods` (pods.go PodUsageFunc).
+QUOTA_KEYS = {"cpu": ("cpu", "requests.cpu", "limits.cpu"), "memory": ("memory", "requests.memory", "limits.memory"),
+              "pods": ("pods", "count/pods")}
 CPU_QUOTA_KEYS = QUOTA_KEYS["cpu"]
-RESOURCES = tuple(QUOTA_KEYS)
+RESOURCES = ("cpu", "memory")  # the compute resources a container sets (and a pod resize changes)
 # A container's resizePolicy for a resource: NotRequired (the default) resizes it in place, RestartContainer
 # restarts the container to apply it.
 RESTART_CONTAINER = "RestartContainer"
@@ -131,8 +132,9 @@ def _ratio(raw: Any) -> float | None:
 
 def compute_quota_lines(quota: Mapping[str, Any], resource: str = "cpu") -> list[ComputeQuota]:
     """The quota's `cpu`, `requests.cpu` and `limits.cpu` lines (or memory's: `memory`, `requests.memory`,
-    `limits.memory`; hard from status, as the API server enforces it, else spec). A hard value that does not
-    parse is skipped: it is not a bound the reactor can reason on."""
+    `limits.memory`; or its pod count's with `resource` "pods": `pods`, `count/pods`; hard from status, as the API
+    server enforces it, else spec). A hard value that does not parse is skipped: it is not a bound the reactor can
+    reason on."""
     status, spec = quota.get("status") or {}, quota.get("spec") or {}
     name = str((quota.get("metadata") or {}).get("name", ""))
     found = []

@@ -145,7 +145,7 @@ def check_compute_quota(ctx: Context, bounds: ComputeBounds, container: str, cur
     charges: list[tuple[tuple[str, str], int]] = []
     for quota in bounds.quotas:
         line = "limits" if quota.resource.startswith("limits.") else "requests"
-        others = sum(b.count * _line(b.pods.compute(resource), line) for b in beside
+        others = sum(b.count * pod_line(b.pods.compute(resource), quota.resource) for b in beside
                      if tracks(ctx, quota, b.priority_class, b.pods))
         old_size, new_size = sizes[line]
         counts = tracks(ctx, quota, ctx.workload.priority_class)
@@ -176,8 +176,9 @@ def surge_pod(ctx: Context, resource: str, container: str | None = None,
     return pod.compute_total(values, inits)
 
 
-def _line(pods: ComputeResources | None, line: str) -> int:
-    """One pod's amount on a quota line: its requests, or its limits for a `limits.*` line (0 where unset)."""
+def pod_line(pods: ComputeResources | None, resource: str) -> int:
+    """One pod's amount on the quota line `resource` (`requests.cpu`, `cpu`, `limits.cpu`, ...): its requests, or
+    its limits for a `limits.*` line (0 where unset)."""
     if pods is None:
         return 0
-    return (pods.limit if line == "limits" else pods.request) or 0
+    return (pods.limit if resource.startswith("limits.") else pods.request) or 0
