@@ -87,19 +87,23 @@ def _template_lines(ctx: Context, *, new_class: str | None, what: str,
 
 def _added_lines(ctx: Context, *, replicas: int, what: str) -> Skip | CpuCharges:
     """The lines beside the GPU's for `replicas` more replicas: each of their pods whole (a replica of an operator's
-    template stands for `pods_per_replica` pods), on every line that counts the workload's pods; all of it kept."""
-    per_replica = ctx.workload.operator.pods_per_replica if ctx.workload.operator is not None else 1
-    pods = replicas * max(1, per_replica)
+    template stands for `pods_per_replica` pods, and for the pods of its other templates scaled with it: an LWS
+    group's leader), on every line whose scope matches them; all of it kept."""
+    operator = ctx.workload.operator
+    pods = replicas * (max(1, operator.pods_per_replica) if operator is not None else 1)
+    beside = operator.replica_beside if operator is not None else ()
     charges: list[tuple[tuple[str, str], int]] = []
     refusals: list[Skip] = []
     for quota, resource in _lines(ctx):
-        if not tracks(ctx, quota, ctx.workload.priority_class):
-            continue
         unit, each = UNITS[resource], _each(ctx, quota, resource)
-        need = pods * each
-        refused = _refuse(quota, need, unit, what, f"{pods} pods more of {each}{unit} each")
+        own = pods * each if tracks(ctx, quota, ctx.workload.priority_class) else 0
+        others = replicas * sum(_other_pods(quota, resource, b) for b in beside
+                                if tracks(ctx, quota, b.priority_class, b.pods))
+        how = [f"{pods} pods more of {each}{unit} each"] if own else []
+        how += [f"other templates' pods {others}{unit}"] if others else []
+        refused = _refuse(quota, own + others, unit, what, ", ".join(how))
         refusals += [refused] if refused is not None else []
-        charges += [(quota.key, need)] if need > 0 else []
+        charges += [(quota.key, own + others)] if own + others > 0 else []
     return _refused(refusals) or tuple(charges)
 
 

@@ -184,3 +184,18 @@ def test_a_revert_that_adds_replicas_back_needs_their_cpu():
     reverted = decided(trainer(annotations=notes), policy, cpu_quota(2500), sig=resolved)
     assert isinstance(reverted, Action) and reverted.to_value == 3
     assert reverted.compute_quota_charges == ((("compute", "requests.cpu"), 2500),)
+
+
+def test_a_group_more_charges_its_leader_to_the_lines_of_the_leader_s_class():
+    """An LWS group more: 2 workers of 2500m (the workload's class, medium) and its leader from leaderTemplate
+    (class high, 4000m). `high-cpu` never counts the workers, but the new leader falls in it."""
+    leader = SurgePods(0, HIGH, PodShape(cpu=ComputeResources(4000, 4000)), "leader", count=1)
+    wl = replace(trainer(), operator=OperatorFacts(part="worker", pods_per_replica=2, replica_beside=(leader,)))
+    refused = decided(wl, only("scale-replicas-up"), cpu_quota(3999, name="high-cpu", scoped_to=HIGH))
+    assert isinstance(refused, Skip) and refused.reason is R.QUOTA_EXCEEDED
+    assert "needs 4000m of requests.cpu of quota high-cpu (other templates' pods 4000m), headroom 3999m" \
+        in refused.detail
+    fits = decided(wl, only("scale-replicas-up"), cpu_quota(4000, name="high-cpu", scoped_to=HIGH),
+                   cpu_quota(9000, name="all"))
+    assert isinstance(fits, Action)
+    assert fits.compute_quota_charges == ((("high-cpu", "requests.cpu"), 4000), (("all", "requests.cpu"), 9000))
