@@ -99,8 +99,23 @@ def to_compute_bounds(limit_ranges: Iterable[Mapping[str, Any]], quotas: Iterabl
     lo, hi, ratio = _tightest(items, resource, "Container")
     pod_lo, pod_hi, pod_ratio = _tightest(items, resource, "Pod")
     lines = sorted((line for quota in quotas for line in compute_quota_lines(quota, resource)), key=lambda q: q.key)
+    request, limit = (_default(limit_ranges, section, resource) for section in ("defaultRequest", "default"))
     return ComputeBounds(lowest=lo, highest=hi, max_ratio=ratio, pod_lowest=pod_lo, pod_highest=pod_hi,
-                         pod_max_ratio=pod_ratio, quotas=tuple(lines))
+                         pod_max_ratio=pod_ratio, quotas=tuple(lines), default_request=request, default_limit=limit)
+
+
+def _default(limit_ranges: Iterable[Mapping[str, Any]], section: str, resource: str) -> int | None:
+    """The value LimitRanger fills into a container that lacks it (plugin/pkg/admission/limitranger/admission.go):
+    each LimitRange in turn merges its defaults into the pod (defaultContainerResourceRequirements: the last Container
+    item of that LimitRange naming the resource), so the first LimitRange that has one sets it."""
+    for lr in limit_ranges:
+        found = None
+        for item in (lr.get("spec") or {}).get("limits") or []:
+            raw = (item.get(section) or {}).get(resource) if item.get("type") == "Container" else None
+            found = found if raw is None else amount(raw, resource)
+        if found is not None:
+            return found
+    return None
 
 
 def _tightest(items: list[Mapping[str, Any]], resource: str,

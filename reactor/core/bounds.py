@@ -108,6 +108,10 @@ class ComputeBounds:
     pod_highest: int | None = None
     pod_max_ratio: float | None = None
     quotas: tuple[ComputeQuota, ...] = ()  # by quota name, then resource
+    # What LimitRanger fills into a container that sets no request (no limit) of the resource at admission (the
+    # Container items' defaultRequest and default): a new pod is charged quota for them.
+    default_request: int | None = None
+    default_limit: int | None = None
 
     def reserving(self, reserved: Mapping[tuple[str, str], int]) -> ComputeBounds:
         """These bounds with the amounts earlier actions of the same notification took, line by line: an

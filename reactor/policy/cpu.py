@@ -167,13 +167,27 @@ def surge_pod(ctx: Context, resource: str, container: str | None = None,
               value: ComputeResources | None = None) -> ComputeResources:
     """One new pod of the template with `container` at `value` (None: the template as it is): its whole requests
     and limits of `resource` (`pod.compute_total`: every container and sidecar summed, each other init container
-    by the max rule; a limit alone is the request too, as the API server defaults it). The other containers as the
-    template holds them: the operator makes the new pods from it, whatever a resize in place did to the running
-    ones."""
+    by the max rule), each container as admitted (`admitted`: a limit alone is the request too, LimitRange defaults
+    fill what is unset). The other containers as the template holds them: the operator makes the new pods from it,
+    whatever a resize in place did to the running ones."""
+    bounds = ctx.cpu_bounds if resource == "cpu" else ctx.memory_bounds
     values = [value if container is not None and c.name == container else (c.cpu if resource == "cpu" else c.memory)
               for c in ctx.workload.containers]
     inits = [(c.cpu if resource == "cpu" else c.memory, c.sidecar) for c in ctx.workload.init_containers]
-    return pod.compute_total(values, inits)
+    return pod.compute_total([admitted(v, bounds) for v in values], [(admitted(v, bounds), s) for v, s in inits])
+
+
+def admitted(value: ComputeResources | None, bounds: ComputeBounds) -> ComputeResources | None:
+    """A container's request and limit as the new pod is admitted with them: a limit alone is the request too (the
+    API server's SetDefaults_Pod, before any admission plugin), then LimitRanger fills what is still unset from the
+    LimitRange's defaultRequest and default (mergeContainerResources). A template that sets no CPU is charged the
+    LimitRange's default for every pod."""
+    if bounds.default_request is None and bounds.default_limit is None:
+        return value
+    request, limit = pod.request_of(value), pod.limit_of(value)
+    request = bounds.default_request if request is None else request
+    limit = bounds.default_limit if limit is None else limit
+    return None if request is None and limit is None else ComputeResources(request=request, limit=limit)
 
 
 def pod_line(pods: ComputeResources | None, resource: str) -> int:

@@ -121,3 +121,23 @@ def test_a_priority_move_into_a_cpu_quota_scoped_to_the_new_class(cluster: SimCl
     pods = cluster.list("pods", NAMESPACE, label_selector="app=a")
     assert sorted(p["spec"].get("priorityClassName") for p in pods) == ["high-priority-gpu"] * 2
     assert not _failed_creates(cluster)
+
+
+def test_a_template_without_cpu_is_charged_the_limit_range_default(cluster: SimCluster, token_file: Path) -> None:
+    """The trainer sets only its GPU; the namespace's LimitRange fills 1 core into every container at admission, so
+    two pods use the 2 cores of requests.cpu. Counting the template as written (0 cores) would patch a replica more
+    whose pod the API server then refuses; counting what LimitRanger fills in refuses it first."""
+    cluster.apply([build.limit_range("defaults", {"type": "Container", "default": {"cpu": "1"},
+                                                  "defaultRequest": {"cpu": "1"}}),
+                   build.deployment("a", build.container(image="trainer:3", gpus=1), replicas=2),
+                   build.quota("compute", {"requests.cpu": 2})])
+    cluster.settle()
+    assert cluster.get("resourcequotas", NAMESPACE, "compute")["status"]["used"] == {"requests.cpu": "2"}
+    with serving(cluster, token_file, alerts=SCALE_UP) as r:
+        (outcome,) = _by_workload(r.post(_saturated(r, "a")))
+    assert (outcome["result"], outcome["reason"]) == ("skipped", "quota-exceeded")
+    assert "needs 1000m of requests.cpu of quota compute (1 pods more of 1000m each), headroom 0m" in outcome["detail"]
+    assert not any(verb in ("patch", "update") for verb, *_ in cluster.requests)
+    cluster.apply(build.deployment("a", build.container(image="trainer:3", gpus=1), replicas=3))
+    cluster.settle()
+    assert "exceeded quota: compute, requested: requests.cpu=1" in _failed_creates(cluster)[-1]

@@ -199,3 +199,22 @@ def test_a_group_more_charges_its_leader_to_the_lines_of_the_leader_s_class():
                    cpu_quota(9000, name="all"))
     assert isinstance(fits, Action)
     assert fits.compute_quota_charges == ((("high-cpu", "requests.cpu"), 4000), (("all", "requests.cpu"), 9000))
+
+
+def test_a_container_without_cpu_is_charged_the_limit_range_default():
+    """The server sets only GPUs; LimitRanger fills defaultRequest 1000m / default 2000m into it at admission
+    (mergeContainerResources), the sidecar keeps its own 500m: each new pod takes 1500m of requests.cpu and 2500m
+    of limits.cpu. Counting the template alone (500m) used to let a replica more through a full line."""
+    containers = (Container("server", 4), Container("sidecar", 0, ComputeResources(500, 500)))
+    wl = workload(containers=containers, replicas=2, surge=1, priority=MEDIUM)
+    cpu = ComputeBounds(quotas=(cpu_quota(1499), cpu_quota(9000, resource="limits.cpu")),
+                        default_request=1000, default_limit=2000)
+    facts = ComputeFacts(bounds=cpu)
+    refused = decide(signal(SAT, value=0.95), wl, gpu_bounds(), only("scale-replicas-up"), NOW, cpu=facts)
+    assert isinstance(refused, Skip) and refused.reason is R.QUOTA_EXCEEDED
+    assert "needs 1500m of requests.cpu of quota compute (1 pods more of 1500m each)" in refused.detail
+    cpu = replace(cpu, quotas=(cpu_quota(1500), cpu_quota(9000, resource="limits.cpu")))
+    fits = decide(signal(SAT, value=0.95), wl, gpu_bounds(), only("scale-replicas-up"), NOW,
+                  cpu=ComputeFacts(bounds=cpu))
+    assert isinstance(fits, Action)
+    assert fits.compute_quota_charges == ((("compute", "requests.cpu"), 1500), (("compute", "limits.cpu"), 2500))
