@@ -90,7 +90,12 @@ def test_the_first_replica_takes_the_cpu_and_the_second_decision_sees_it(cluster
     cluster.apply([_trainer("a"), _trainer("b"), build.quota("compute", {"requests.cpu": 6, "pods": 10})])
     cluster.settle()
     with serving(cluster, token_file, alerts=SCALE_UP) as r:
+        before = {key: cluster.requests.get(key, 0) for key in (("list", "resourcequotas", ""),
+                                                                 ("list", "limitranges", ""))}
         outcomes = {o["workload"]: o for o in r.post(_saturated(r, "a", "b")).get_json()["outcomes"]}
+    # The CPU lines come from the lists the GPU lines were read from: one of each per notification, both workloads.
+    assert {key: cluster.requests.get(key, 0) - n for key, n in before.items()} == {
+        ("list", "resourcequotas", ""): 1, ("list", "limitranges", ""): 1}
     first, second = (o for _, o in sorted(outcomes.items()))
     assert (first["result"], first["action"], first["to"]) == ("applied", "scale-replicas", 3 - 1)
     assert (second["result"], second["reason"]) == ("skipped", "quota-exceeded")
