@@ -160,7 +160,26 @@ def check_compute_quota(ctx: Context, bounds: ComputeBounds, container: str, cur
                         f"{quota.used}{unit})")
         if kept:
             charges.append((quota.key, kept))
-    return tuple(charges)
+    counted = None if in_place else _surge_counted(ctx, surge, beside, what)
+    return counted or tuple(charges)
+
+
+def _surge_counted(ctx: Context, surge: int, beside: tuple[SurgePods, ...], what: str) -> Skip | None:
+    """QUOTA_EXCEEDED when a template change's surge pods (and the operator's other templates' new pods) do not fit
+    a `pods` / `count/pods` line that counts them: each new pod counts 1 there while every old pod still does
+    (pods.go PodUsageFunc). Nothing is kept: the surge is transient. Without new pods beside the replacements (no
+    surge: Recreate, a StatefulSet) nothing is read."""
+    if not surge and not beside:
+        return None
+    for quota in ctx.bounds.pod_quotas:
+        others = sum(b.count for b in beside if tracks(ctx, quota, b.priority_class, b.pods))
+        need = (surge if tracks(ctx, quota, ctx.workload.priority_class) else 0) + others
+        if need > quota.headroom:
+            also = f", other templates' pods {others}" if others else ""
+            return Skip(SkipReason.QUOTA_EXCEEDED,
+                        f"{what} needs {need} of {quota.resource} of quota {quota.name} (surge {surge}{also}), "
+                        f"headroom {quota.headroom} (hard {quota.hard}, used {quota.used})")
+    return None
 
 
 def surge_pod(ctx: Context, resource: str, container: str | None = None,
