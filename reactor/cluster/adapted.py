@@ -58,6 +58,7 @@ def adapted_workload(adapter: Adapter, obj: Obj, part_name: str, gpu_resource: s
                           pods_per_replica=part.pods,
                           replica_gpus=_replica_gpus(adapter, obj, part, gpu_resource),
                           recommend_only=adapter.recommend_only(), surge_beside=beside, label_surge=label_surge,
+                          replica_beside=_surge_pods(obj, _scaled_with(adapter, obj, part), gpu_resource),
                           effect=adapter.effect(obj))
     return Workload(
         ref=WorkloadRef(adapter.kind, str(meta.get("namespace", "")), str(meta.get("name", ""))),
@@ -96,6 +97,18 @@ def _shape(obj: Obj, part: Part, pod_spec: Obj) -> PodShape:
     if not isinstance(model, Mapping):
         return pod_shape(pod_spec)
     return pod_shape({**pod_spec, "containers": [*(pod_spec.get("containers") or []), model]})
+
+
+def _scaled_with(adapter: Adapter, obj: Obj, part: Part) -> tuple[tuple[Part, int], ...]:
+    """The other templates one replica of `part` is made of too (a LeaderWorkerSet group's leaderTemplate beside its
+    workers), once each: the parts with the same replica count and another template."""
+    if part.replicas_path is None:
+        return ()
+    found: dict[Path, Part] = {}
+    for other in adapter.parts(obj):
+        if other.replicas_path == part.replicas_path and other.spec_path != part.spec_path:
+            found.setdefault(other.spec_path, other)
+    return tuple((other, 1) for other in found.values())
 
 
 def _replica_gpus(adapter: Adapter, obj: Obj, part: Part, gpu_resource: str) -> int:

@@ -26,10 +26,11 @@ RESIZE_IN_PROGRESS = "PodResizeInProgress"
 # 1.33 replaced it with the conditions above.
 LEGACY_RESIZE = ("Proposed", "InProgress", "Deferred", "Infeasible")
 # The ResourceQuota lines a CPU (memory) raise counts against: `cpu` (`memory`) is the requests line's older
-# spelling, tracked apart.
-QUOTA_KEYS = {"cpu": ("cpu", "requests.cpu", "limits.cpu"), "memory": ("memory", "requests.memory", "limits.memory")}
+# spelling, tracked apart. A new pod also counts 1 on `pods` and on `count/pods` (pods.go PodUsageFunc).
+QUOTA_KEYS = {"cpu": ("cpu", "requests.cpu", "limits.cpu"), "memory": ("memory", "requests.memory", "limits.memory"),
+              "pods": ("pods", "count/pods")}
 CPU_QUOTA_KEYS = QUOTA_KEYS["cpu"]
-RESOURCES = tuple(QUOTA_KEYS)
+RESOURCES = ("cpu", "memory")  # the compute resources a container sets (and a pod resize changes)
 # A container's resizePolicy for a resource: NotRequired (the default) resizes it in place, RestartContainer
 # restarts the container to apply it.
 RESTART_CONTAINER = "RestartContainer"
@@ -98,8 +99,23 @@ def to_compute_bounds(limit_ranges: Iterable[Mapping[str, Any]], quotas: Iterabl
     lo, hi, ratio = _tightest(items, resource, "Container")
     pod_lo, pod_hi, pod_ratio = _tightest(items, resource, "Pod")
     lines = sorted((line for quota in quotas for line in compute_quota_lines(quota, resource)), key=lambda q: q.key)
+    request, limit = (_default(limit_ranges, section, resource) for section in ("defaultRequest", "default"))
     return ComputeBounds(lowest=lo, highest=hi, max_ratio=ratio, pod_lowest=pod_lo, pod_highest=pod_hi,
-                         pod_max_ratio=pod_ratio, quotas=tuple(lines))
+                         pod_max_ratio=pod_ratio, quotas=tuple(lines), default_request=request, default_limit=limit)
+
+
+def _default(limit_ranges: Iterable[Mapping[str, Any]], section: str, resource: str) -> int | None:
+    """The value LimitRanger fills into a container that lacks it (plugin/pkg/admission/limitranger/admission.go):
+    each LimitRange in turn merges its defaults into the pod (defaultContainerResourceRequirements: the last Container
+    item of that LimitRange naming the resource), so the first LimitRange that has one sets it."""
+    for lr in limit_ranges:
+        found = None
+        for item in (lr.get("spec") or {}).get("limits") or []:
+            raw = (item.get(section) or {}).get(resource) if item.get("type") == "Container" else None
+            found = found if raw is None else amount(raw, resource)
+        if found is not None:
+            return found
+    return None
 
 
 def _tightest(items: list[Mapping[str, Any]], resource: str,
@@ -131,8 +147,9 @@ def _ratio(raw: Any) -> float | None:
 
 def compute_quota_lines(quota: Mapping[str, Any], resource: str = "cpu") -> list[ComputeQuota]:
     """The quota's `cpu`, `requests.cpu` and `limits.cpu` lines (or memory's: `memory`, `requests.memory`,
-    `limits.memory`; hard from status, as the API server enforces it, else spec). A hard value that does not
-    parse is skipped: it is not a bound the reactor can reason on."""
+    `limits.memory`; or its pod count's with `resource` "pods": `pods`, `count/pods`; hard from status, as the API
+    server enforces it, else spec). A hard value that does not parse is skipped: it is not a bound the reactor can
+    reason on."""
     status, spec = quota.get("status") or {}, quota.get("spec") or {}
     name = str((quota.get("metadata") or {}).get("name", ""))
     found = []

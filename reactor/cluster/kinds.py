@@ -12,12 +12,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from reactor.cluster import compute
 from reactor.cluster.adapted import adapted_patch, adapted_workload
+from reactor.cluster.compute import CPU_ACTION, MEMORY_ACTION
 from reactor.cluster.patches import effective_action, template_patch
 from reactor.cluster.rollout import Progress, progress
 from reactor.cluster.workloads import gpu_count, to_workload
 from reactor.core.errors import PermanentError
-from reactor.core.model import PATCHABLE_KINDS, Action, Workload, WorkloadRef
+from reactor.core.model import PATCHABLE_KINDS, Action, LastAction, Workload, WorkloadRef
 from reactor.integrations.adapters import Adapter
 from reactor.integrations.adapters.base import read
 from reactor.integrations.adapters.links import adapted_link_failure
@@ -164,7 +166,7 @@ class OperatorKind:
         """The adapter's rollout reader for the changed part, and, where the child is known, that the operator carried
         the last change to the child's template at all (until it does, nothing of the change runs: the child's own
         rollout says nothing about it)."""
-        carried = _not_carried(workload, child, self.gpu_resource) if child else ""
+        carried = not_carried(workload, child, self.gpu_resource) if child else ""
         trouble = self.adapter.part_rollout(obj, workload.part, child) or carried
         return Progress(not trouble, trouble)
 
@@ -175,13 +177,20 @@ class OperatorKind:
                              self.gpu_resource, cpu_apply_to)
 
 
-def _not_carried(workload: Workload, child: Obj, gpu_resource: str) -> str:
-    """Why the child's pod template does not show the last action yet ("" when it does, or cannot say)."""
+def not_carried(workload: Workload, child: Obj, gpu_resource: str) -> str:
+    """Why the child's pod template does not show the last action yet ("" when it does, or cannot say).
+
+    Until the operator copies its resource's template into the child (a Notebook's StatefulSet, an
+    InferenceService's Deployment), the child's own rollout is of the old template: "rolled out" would verify a
+    change no pod runs. GPUs, CPU and memory (a raise that went to the template) and the PriorityClass are compared.
+    """
     last = workload.state.last_action
     template = (((child.get("spec") or {}).get("template") or {}).get("spec") or {})
     if last is None or not template:
         return ""
     name = f"{child.get('kind')} {(child.get('metadata') or {}).get('name')}"
+    if last.action in COMPUTE_ACTIONS and last.container is not None:
+        return _compute_not_carried(workload, last, template, name)
     if last.action == "resize-gpu" and last.container is not None:
         for c in template.get("containers") or []:
             if isinstance(c, Mapping) and c.get("name") == last.container:
@@ -191,4 +200,27 @@ def _not_carried(workload: Workload, child: Obj, gpu_resource: str) -> str:
     if last.action == "set-priority" and not workload.queue and template.get("priorityClassName") != last.to_value:
         return f"the operator has not carried the change to {name} yet (priorityClassName " \
                f"{template.get('priorityClassName')!r})"
+    return ""
+
+
+COMPUTE_ACTIONS = {CPU_ACTION: "cpu", MEMORY_ACTION: "memory"}  # the template's resource each raise changes
+
+
+def _compute_not_carried(workload: Workload, last: LastAction, template: Obj, name: str) -> str:
+    """Why the child's container does not ask the CPU (memory) limit the last raise wrote ("" when it does, or
+    cannot say). Only a raise that went to the resource's template is the operator's to carry: one that went to the
+    running pods alone (`cpu.applyTo: pods`) left the resource's template, and so the child's, as it was."""
+    resource = COMPUTE_ACTIONS[last.action]
+    wanted = compute.amount(last.to_value, resource)
+    own = workload.container(last.container)
+    written = (own.cpu if resource == "cpu" else own.memory) if own is not None else None
+    if wanted is None or written is None or written.limit != wanted:
+        return ""
+    for c in template.get("containers") or []:
+        if isinstance(c, Mapping) and c.get("name") == last.container:
+            has = compute.container_compute(c.get("resources"), resource)
+            if has is None or has.limit != wanted:
+                shown = "none" if has is None or has.limit is None else compute.quantity(has.limit, resource)
+                return (f"the operator has not carried the change to {name} yet ({last.container}: {resource} "
+                        f"limit {shown})")
     return ""

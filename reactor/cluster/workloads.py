@@ -15,7 +15,7 @@ from reactor.cluster import compute
 from reactor.core.model import Bounds, ComputeResources, Container, Kind, PodShape, Quota, Workload, WorkloadRef
 from reactor.core.quantity import parse_quantity
 from reactor.core.quantity import value as quantity_value
-from reactor.policy.pod import total
+from reactor.policy.pod import compute_total
 from reactor.state.annotations import read_state
 
 ANNOTATION_PREFIX = "gpu-reactor.io/"
@@ -113,16 +113,7 @@ def pod_usage(pod_spec: Mapping[str, Any], resource: str) -> ComputeResources | 
              for c in pod_spec.get("initContainers") or [] if isinstance(c, Mapping)]
     if all(value is None for value in found + [value for value, _ in inits]):
         return None
-    return ComputeResources(request=total([_request(v) for v in found], [(_request(v), s) for v, s in inits]),
-                            limit=total([_limit(v) for v in found], [(_limit(v), s) for v, s in inits]))
-
-
-def _request(value: ComputeResources | None) -> int | None:
-    return None if value is None else value.request if value.request is not None else value.limit
-
-
-def _limit(value: ComputeResources | None) -> int | None:
-    return None if value is None else value.limit
+    return compute_total(found, inits)
 
 
 def _positive(raw: Any) -> bool:
@@ -186,16 +177,21 @@ def namespace_bounds(reader: BoundsReader, namespace: str, gpu_resource: str) ->
 
 def to_bounds(limit_ranges: Iterable[Obj], quotas: Iterable[Obj], gpu_resource: str, *,
               priority_classes: Iterable[Obj] | None = None) -> Bounds:
-    """The tightest LimitRange min/max for the GPU resource, per container and per pod, and each quota's
-    `requests.<gpu>` line."""
+    """The tightest LimitRange min/max for the GPU resource, per container and per pod, each quota's
+    `requests.<gpu>` line and its pod-count lines, and which compute lines (cpu, memory) the quotas have."""
     items = [item for lr in limit_ranges for item in (lr.get("spec") or {}).get("limits") or []]
     lo, hi = _limit_range(items, gpu_resource, "Container")
     pod_lo, pod_hi = _limit_range(items, gpu_resource, "Pod")
     key = f"requests.{gpu_resource}"
+    quotas = list(quotas)
     lines = sorted((q for q in (to_quota(obj, key) for obj in quotas) if q is not None), key=lambda q: q.name)
+    counts = sorted((line for obj in quotas for line in compute.compute_quota_lines(obj, "pods")), key=lambda q: q.key)
+    # Only which compute lines exist: their values are read (ComputeBounds) where a change's pods need them.
+    kinds = frozenset(r for r in COMPUTE if any(compute.compute_quota_lines(obj, r) for obj in quotas))
     return Bounds(min_gpus=lo, max_gpus=hi, pod_min_gpus=pod_lo, pod_max_gpus=pod_hi, quotas=tuple(lines),
                   default_priority_class=default_class(priority_classes or ()),
-                  defaults_compute=any(_fills_compute(item) for item in items))
+                  defaults_compute=any(_fills_compute(item) for item in items), compute_lines=kinds,
+                  pod_quotas=tuple(counts))
 
 
 def _limit_range(items: list[Obj], gpu_resource: str, kind: str) -> tuple[int | None, int | None]:

@@ -53,24 +53,35 @@ class Bounds:
     default_priority_class: str | None = None
     # A LimitRange fills cpu or memory into every container: no pod of the namespace is BestEffort.
     defaults_compute: bool = False
+    # Which of "cpu" and "memory" some quota of the namespace has a line for: a GPU or priority change's new pods
+    # are charged those lines too, and the decision reads them (ComputeBounds) only where one exists.
+    compute_lines: frozenset[str] = frozenset()
+    # Every quota's `pods` and `count/pods` line (a new pod counts 1 on each): read with the GPU lines, at no cost.
+    pod_quotas: tuple[ComputeQuota, ...] = ()
 
-    def reserving(self, reserved: Mapping[str, int]) -> Bounds:
-        """These bounds with the GPUs earlier actions of the same notification took, quota by quota (by name):
-        `status.used` shows them only once their pods exist."""
-        if not any(reserved.get(q.name) for q in self.quotas):
+    def reserving(self, reserved: Mapping[str, int],
+                  counted: Mapping[tuple[str, str], int] | None = None) -> Bounds:
+        """These bounds with the GPUs earlier actions of the same notification took, quota by quota (by name), and
+        the pods they added (`counted`, by `ComputeQuota.key`): `status.used` shows them only once their pods
+        exist."""
+        counted = counted or {}
+        if not any(reserved.get(q.name) for q in self.quotas) and not any(counted.get(q.key) for q in self.pod_quotas):
             return self
         quotas = tuple(replace(q, used=q.used + reserved.get(q.name, 0)) for q in self.quotas)
-        return replace(self, quotas=quotas)
+        pods = tuple(replace(q, used=q.used + counted.get(q.key, 0)) for q in self.pod_quotas)
+        return replace(self, quotas=quotas, pod_quotas=pods)
 
 
 @dataclass(frozen=True, slots=True)
 class ComputeQuota(QuotaLine):
     """One ResourceQuota's CPU or memory line, in the resource's unit (millicores, bytes): `requests.cpu` (also
-    spelled `cpu`) or `limits.cpu`; `requests.memory` (also `memory`) or `limits.memory`. Like a GPU `Quota`, it
-    counts and limits only the pods all its scope terms match."""
+    spelled `cpu`) or `limits.cpu`; `requests.memory` (also `memory`) or `limits.memory`; or its pod count (`pods`:
+    pods not yet terminal, `count/pods`: every pod object). Like a GPU `Quota`, it counts and limits only the pods
+    all its scope terms match."""
 
     name: str
-    resource: str  # "requests.cpu" | "cpu" | "limits.cpu" | "requests.memory" | "memory" | "limits.memory"
+    # "requests.cpu" | "cpu" | "limits.cpu" | "requests.memory" | "memory" | "limits.memory" | "pods" | "count/pods"
+    resource: str
     hard: int
     used: int = 0
     scopes: tuple[ScopeTerm, ...] = ()
@@ -97,6 +108,10 @@ class ComputeBounds:
     pod_highest: int | None = None
     pod_max_ratio: float | None = None
     quotas: tuple[ComputeQuota, ...] = ()  # by quota name, then resource
+    # What LimitRanger fills into a container that sets no request (no limit) of the resource at admission (the
+    # Container items' defaultRequest and default): a new pod is charged quota for them.
+    default_request: int | None = None
+    default_limit: int | None = None
 
     def reserving(self, reserved: Mapping[tuple[str, str], int]) -> ComputeBounds:
         """These bounds with the amounts earlier actions of the same notification took, line by line: an

@@ -221,6 +221,9 @@ class OperatorFacts:
     # The same for a change of the resource's labels (Kueue's priority label), where the operator copies them into
     # every template (KServe: every component rolls, each with its own surge).
     label_surge: tuple[SurgePods, ...] = ()
+    # The pods of the resource's other templates that one replica more adds (a LeaderWorkerSet group's leader from
+    # its leaderTemplate, beside the workers), per template: the CPU, memory and pod-count lines charge them whole.
+    replica_beside: tuple[SurgePods, ...] = ()
     # What a template change does to the running pods where it is more than a rolling update (KubeRay's Recreate
     # deletes every pod, head included): said in the plan and the Event (`Action.effect`).
     effect: str = ""

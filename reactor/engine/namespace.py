@@ -25,14 +25,15 @@ class Namespace:
     reserved: dict[str, int] = field(default_factory=dict)  # quota name -> GPUs
     cpu_bounds: ComputeBounds | None = None
     memory_bounds: ComputeBounds | None = None
-    # (quota, resource) -> millicores (cpu lines) or bytes (memory lines): one map, the resource tells them apart
+    # (quota, resource) -> millicores (cpu lines), bytes (memory lines) or pods (pods, count/pods lines): one map,
+    # the resource tells them apart
     compute_reserved: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def gpu_bounds(self, reader: Reader, namespace: str, gpu_resource: str) -> Bounds:
         """The namespace's GPU bounds, read once per notification, less what its own actions reserved."""
         if self.bounds is None:
             self.bounds = namespace_bounds(reader, namespace, gpu_resource)
-        return self.bounds.reserving(self.reserved)
+        return self.bounds.reserving(self.reserved, self.compute_reserved)
 
     def reserve(self, action: Action) -> None:
         for name, gpus in action.quota_charges:

@@ -145,7 +145,7 @@ def check_compute_quota(ctx: Context, bounds: ComputeBounds, container: str, cur
     charges: list[tuple[tuple[str, str], int]] = []
     for quota in bounds.quotas:
         line = "limits" if quota.resource.startswith("limits.") else "requests"
-        others = sum(b.count * _line(b.pods.compute(resource), line) for b in beside
+        others = sum(b.count * pod_line(b.pods.compute(resource), quota.resource) for b in beside
                      if tracks(ctx, quota, b.priority_class, b.pods))
         old_size, new_size = sizes[line]
         counts = tracks(ctx, quota, ctx.workload.priority_class)
@@ -160,31 +160,58 @@ def check_compute_quota(ctx: Context, bounds: ComputeBounds, container: str, cur
                         f"{quota.used}{unit})")
         if kept:
             charges.append((quota.key, kept))
-    return tuple(charges)
+    counted = None if in_place else _surge_counted(ctx, surge, beside, what)
+    return counted or tuple(charges)
 
 
-def surge_pod(ctx: Context, resource: str, container: str, value: ComputeResources) -> ComputeResources:
-    """One new pod of the template with `container` at `value`: its whole requests and limits of `resource`
-    (`pod.total`: every container and sidecar summed, each other init container by the max rule; a limit alone is
-    the request too, as the API server defaults it). The other containers as the template holds them: the
-    operator makes the new pods from it, whatever a resize in place did to the running ones."""
-    values = [value if c.name == container else (c.cpu if resource == "cpu" else c.memory)
+def _surge_counted(ctx: Context, surge: int, beside: tuple[SurgePods, ...], what: str) -> Skip | None:
+    """QUOTA_EXCEEDED when a template change's surge pods (and the operator's other templates' new pods) do not fit
+    a `pods` / `count/pods` line that counts them: each new pod counts 1 there while every old pod still does
+    (pods.go PodUsageFunc). Nothing is kept: the surge is transient. Without new pods beside the replacements (no
+    surge: Recreate, a StatefulSet) nothing is read."""
+    if not surge and not beside:
+        return None
+    for quota in ctx.bounds.pod_quotas:
+        others = sum(b.count for b in beside if tracks(ctx, quota, b.priority_class, b.pods))
+        need = (surge if tracks(ctx, quota, ctx.workload.priority_class) else 0) + others
+        if need > quota.headroom:
+            also = f", other templates' pods {others}" if others else ""
+            return Skip(SkipReason.QUOTA_EXCEEDED,
+                        f"{what} needs {need} of {quota.resource} of quota {quota.name} (surge {surge}{also}), "
+                        f"headroom {quota.headroom} (hard {quota.hard}, used {quota.used})")
+    return None
+
+
+def surge_pod(ctx: Context, resource: str, container: str | None = None,
+              value: ComputeResources | None = None) -> ComputeResources:
+    """One new pod of the template with `container` at `value` (None: the template as it is): its whole requests
+    and limits of `resource` (`pod.compute_total`: every container and sidecar summed, each other init container
+    by the max rule), each container as admitted (`admitted`: a limit alone is the request too, LimitRange defaults
+    fill what is unset). The other containers as the template holds them: the operator makes the new pods from it,
+    whatever a resize in place did to the running ones."""
+    bounds = ctx.cpu_bounds if resource == "cpu" else ctx.memory_bounds
+    values = [value if container is not None and c.name == container else (c.cpu if resource == "cpu" else c.memory)
               for c in ctx.workload.containers]
     inits = [(c.cpu if resource == "cpu" else c.memory, c.sidecar) for c in ctx.workload.init_containers]
-    return ComputeResources(request=pod.total([_request(v) for v in values], [(_request(v), s) for v, s in inits]),
-                            limit=pod.total([_limit(v) for v in values], [(_limit(v), s) for v, s in inits]))
+    return pod.compute_total([admitted(v, bounds) for v in values], [(admitted(v, bounds), s) for v, s in inits])
 
 
-def _request(value: ComputeResources | None) -> int | None:
-    return None if value is None else value.request if value.request is not None else value.limit
+def admitted(value: ComputeResources | None, bounds: ComputeBounds) -> ComputeResources | None:
+    """A container's request and limit as the new pod is admitted with them: a limit alone is the request too (the
+    API server's SetDefaults_Pod, before any admission plugin), then LimitRanger fills what is still unset from the
+    LimitRange's defaultRequest and default (mergeContainerResources). A template that sets no CPU is charged the
+    LimitRange's default for every pod."""
+    if bounds.default_request is None and bounds.default_limit is None:
+        return value
+    request, limit = pod.request_of(value), pod.limit_of(value)
+    request = bounds.default_request if request is None else request
+    limit = bounds.default_limit if limit is None else limit
+    return None if request is None and limit is None else ComputeResources(request=request, limit=limit)
 
 
-def _limit(value: ComputeResources | None) -> int | None:
-    return None if value is None else value.limit
-
-
-def _line(pods: ComputeResources | None, line: str) -> int:
-    """One pod's amount on a quota line: its requests, or its limits for a `limits.*` line (0 where unset)."""
+def pod_line(pods: ComputeResources | None, resource: str) -> int:
+    """One pod's amount on the quota line `resource` (`requests.cpu`, `cpu`, `limits.cpu`, ...): its requests, or
+    its limits for a `limits.*` line (0 where unset)."""
     if pods is None:
         return 0
-    return (pods.limit if line == "limits" else pods.request) or 0
+    return (pods.limit if resource.startswith("limits.") else pods.request) or 0

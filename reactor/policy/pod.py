@@ -54,6 +54,23 @@ def total(values: Iterable[int | None], inits: Iterable[tuple[int | None, bool]]
     return _most(summed, floor)
 
 
+def compute_total(values: Iterable[ComputeResources | None],
+                  inits: Iterable[tuple[ComputeResources | None, bool]]) -> ComputeResources:
+    """One pod's whole request and limit of a compute resource, from its containers' (`values`) and its init
+    containers' (`inits`: value, sidecar).
+
+    The one place a pod's CPU or memory total is made, because three checks must agree on it: LimitRanger's Pod
+    items (`compute_out_of_bounds`), ResourceQuota's charge for a new pod (kube-apiserver pkg/quota/v1/evaluator/
+    core/pods.go PodUsageFunc → resourcehelper.PodRequests / PodLimits: cluster/workloads.py `pod_usage`) and the
+    surge pod a template change creates (policy/cpu.py `surge_pod`). A limit without a request is the request too:
+    the API server defaults it so (SetDefaults_Pod) before either admission plugin runs. None where no container
+    sets it.
+    """
+    values, inits = list(values), list(inits)
+    return ComputeResources(request=total([request_of(v) for v in values], [(request_of(v), s) for v, s in inits]),
+                            limit=total([limit_of(v) for v in values], [(limit_of(v), s) for v, s in inits]))
+
+
 def gpu_range(ctx: Context, container: str, lo: int, hi: int) -> tuple[int, int]:
     """(lo, hi) for `container`'s GPUs, narrowed so that the pod's GPU total stays inside the Pod items.
 
@@ -74,14 +91,14 @@ def gpu_range(ctx: Context, container: str, lo: int, hi: int) -> tuple[int, int]
     return lo, hi
 
 
-def _request(resources: ComputeResources | None) -> int | None:
+def request_of(resources: ComputeResources | None) -> int | None:
     """The request as the API server stores it: a limit without a request defaults the request to it."""
     if resources is None:
         return None
     return resources.request if resources.request is not None else resources.limit
 
 
-def _limit(resources: ComputeResources | None) -> int | None:
+def limit_of(resources: ComputeResources | None) -> int | None:
     return None if resources is None else resources.limit
 
 
@@ -107,7 +124,7 @@ def limit_room(ctx: Context, bounds: ComputeBounds, resource: str, container: st
         return None
     current = _current(ctx, resource)
     others = [current(c.name) for c in ctx.workload.containers if c.name != container]
-    summed, floor = _parts(ctx, resource, others, _limit)
+    summed, floor = _parts(ctx, resource, others, limit_of)
     if (floor or 0) > bounds.pod_highest:
         return 0
     return bounds.pod_highest - (summed or 0)
@@ -122,7 +139,8 @@ def compute_out_of_bounds(ctx: Context, bounds: ComputeBounds, resource: str, co
         return None
     current = _current(ctx, resource)
     values = [new if c.name == container else current(c.name) for c in ctx.workload.containers]
-    requests, limits = (_most(*_parts(ctx, resource, values, read)) for read in (_request, _limit))
+    totals = compute_total(values, [(_of(c, resource), c.sidecar) for c in ctx.workload.init_containers])
+    requests, limits = totals.request, totals.limit
     if high is not None and ((limits is not None and limits > high) or (requests is not None and requests > high)):
         return Skip(at_max, f"{what}: the pod would total {limits}{unit} (limits) / {requests}{unit} (requests), "
                     f"above the LimitRange's Pod max {high}{unit}")

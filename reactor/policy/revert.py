@@ -14,11 +14,12 @@ from dataclasses import replace
 
 from reactor.core.model import Action, ComputeResources, LastAction, Skip, SkipReason
 from reactor.policy import rails
+from reactor.policy.charges import Charged, check_added_replicas, check_template_change
 from reactor.policy.context import Context
 from reactor.policy.cpu import revert_cpu
 from reactor.policy.limits import out_of_bounds
 from reactor.policy.memory import MIB, revert_memory
-from reactor.policy.quota import check_added_pods, check_template, pod_gpus, priority_beside
+from reactor.policy.quota import pod_gpus, priority_beside
 from reactor.policy.strategies import check_priority_class
 from reactor.state.annotations import CPU, MEMORY, container_key, original_key, original_value
 
@@ -178,20 +179,22 @@ def _checked(ctx: Context, last: LastAction, strategy: str, target: tuple[object
         if ctx.hpa_managed:
             return Skip(SkipReason.HPA_MANAGED, "an autoscaler owns the replica count now")
         delta = (original - current) * per_pod
-        charged = check_added_pods(ctx, pods=max(0, original - current), what=f"revert of {strategy}")
+        charged = check_added_replicas(ctx, replicas=max(0, original - current), what=f"revert of {strategy}")
     elif field == "gpus" and isinstance(original, int):
         new_pod = pod_gpus(ctx.workload, container=container, gpus=original)
         delta = ctx.replicas * (new_pod - per_pod)
-        charged = check_template(ctx, new_pod_gpus=new_pod, new_class=ctx.workload.priority_class,
-                                 what=f"revert of {strategy}") if template_quota else ()
+        charged = check_template_change(ctx, new_pod_gpus=new_pod, new_class=ctx.workload.priority_class,
+                                        what=f"revert of {strategy}") if template_quota else Charged()
     elif field == "priorityClassName" and isinstance(original, str):
         delta = 0
-        charged = check_priority_class(ctx, original) or (check_template(
+        charged = check_priority_class(ctx, original) or (check_template_change(
             ctx, new_pod_gpus=per_pod, new_class=original, what=f"revert of {strategy}", beside=priority_beside(ctx)
-        ) if template_quota else ())
+        ) if template_quota else Charged())
     else:
         return Skip(SkipReason.NOTHING_TO_REVERT, f"recorded original {original!r} does not fit {field}")
-    return charged if isinstance(charged, Skip) else replace(action, gpu_delta=delta, quota_charges=charged)
+    if isinstance(charged, Skip):
+        return charged
+    return replace(action, gpu_delta=delta, quota_charges=charged.gpus, compute_quota_charges=charged.lines)
 
 
 def _scalar(value: object) -> int | str | None:

@@ -12,10 +12,11 @@ from collections.abc import Callable
 
 from reactor.core.model import Action, Kind, Skip, SkipReason
 from reactor.policy import pod
+from reactor.policy.charges import Charged, check_added_replicas, check_template_change
 from reactor.policy.context import Context, gpu_range, replica_range
 from reactor.policy.cpu import resize_cpu
 from reactor.policy.memory import resize_memory
-from reactor.policy.quota import Charges, check_added_pods, check_template, pod_gpus, priority_beside
+from reactor.policy.quota import pod_gpus, priority_beside
 
 Strategy = Callable[[Context, str], "Action | Skip"]
 
@@ -45,8 +46,8 @@ def resize_gpu(ctx: Context, direction: str) -> Action | Skip:
         if target > hi:
             return Skip(SkipReason.AT_MAX_GPUS, f"{current} GPUs; highest allowed {hi}")
     new_pod = pod_gpus(ctx.workload, container=container.name, gpus=target)
-    charged = check_template(ctx, new_pod_gpus=new_pod, new_class=ctx.workload.priority_class,
-                             what=f"{container.name} {current}→{target} GPUs")
+    charged = check_template_change(ctx, new_pod_gpus=new_pod, new_class=ctx.workload.priority_class,
+                                    what=f"{container.name} {current}→{target} GPUs")
     if isinstance(charged, Skip):
         return charged
     return _action(ctx, "resize-gpu", direction, container=container.name, from_value=current, to_value=target,
@@ -79,7 +80,7 @@ def scale_replicas(ctx: Context, direction: str) -> Action | Skip:
     lo, hi = replica_range(ctx)
     per_replica = workload.operator.replica_gpus if workload.operator is not None else None
     per_pod = pod_gpus(workload) if per_replica is None else per_replica
-    charged: Charges = ()
+    charged = Charged()
     if direction == "down":
         target = current - 1
         if target < lo:
@@ -88,7 +89,7 @@ def scale_replicas(ctx: Context, direction: str) -> Action | Skip:
         target = current + 1
         if target > hi:
             return Skip(SkipReason.AT_MAX_REPLICAS, f"{current} replicas; highest allowed {hi}")
-        added = check_added_pods(ctx, pods=1, what=f"replicas {current}→{target}")
+        added = check_added_replicas(ctx, replicas=1, what=f"replicas {current}→{target}")
         if isinstance(added, Skip):
             return added
         charged = added
@@ -112,7 +113,7 @@ def set_priority(ctx: Context, direction: str) -> Action | Skip:
     # PriorityClass stays), with every template the label reaches (priority_beside: each KServe component rolls);
     # elsewhere no pod is replaced and it needs no quota.
     queue, rolls = ctx.workload.queue, ctx.workload.kueue is not None and ctx.workload.kueue.label_rolls
-    charged = check_priority_class(ctx, target) or (() if queue and not rolls else check_template(
+    charged = check_priority_class(ctx, target) or (Charged() if queue and not rolls else check_template_change(
         ctx, new_pod_gpus=pod_gpus(ctx.workload), new_class=current if queue else target,
         what=f"class {current}→{target}", beside=priority_beside(ctx)))
     if isinstance(charged, Skip):
@@ -140,10 +141,10 @@ def hold(ctx: Context, direction: str) -> Skip:
 
 
 def _action(ctx: Context, action: str, direction: str, *, container: str | None,
-            from_value: int | str | None, to_value: int | str | None, gpu_delta: int, charges: Charges) -> Action:
+            from_value: int | str | None, to_value: int | str | None, gpu_delta: int, charges: Charged) -> Action:
     return Action(action=action, direction=direction, workload=ctx.workload.ref, container=container,
                   from_value=from_value, to_value=to_value, strategy=f"{action}-{direction}", gpu_delta=gpu_delta,
-                  quota_charges=charges)
+                  quota_charges=charges.gpus, compute_quota_charges=charges.lines)
 
 
 FAMILIES: dict[str, Strategy] = {

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from reactor.cluster.workloads import namespace_bounds, pod_shape, pod_usage, to_bounds
-from reactor.core.model import ComputeResources, PodShape, Quota, ScopeTerm
+from reactor.core.model import Bounds, ComputeQuota, ComputeResources, PodShape, Quota, ScopeTerm
 
 pytestmark = pytest.mark.unit
 
@@ -113,3 +113,29 @@ def test_priority_classes_are_read_only_for_a_class_scoped_quota() -> None:
         {"scopeName": "PriorityClass", "operator": "Exists"}]})])
     assert namespace_bounds(scoped, "ml", "nvidia.com/gpu").default_priority_class == "medium"
     assert scoped.class_reads == 1
+
+
+def test_the_pod_count_lines_and_which_compute_lines_exist_come_with_the_gpu_bounds() -> None:
+    """A GPU change's pods are charged `pods`/`count/pods` and CPU/memory too (pods.go PodUsageFunc): the pod lines
+    are read with the GPU's, and only which compute lines exist (their values are read where a change needs them)."""
+    high = {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": ["high-priority-gpu"]}]}
+    quotas = [
+        {"metadata": {"name": "objects"}, "spec": {"hard": {"pods": "10", "count/pods": "20"}},
+         "status": {"hard": {"pods": "10", "count/pods": "20"}, "used": {"pods": "4", "count/pods": "6"}}},
+        {"metadata": {"name": "high"}, "spec": {"hard": {"limits.memory": "64Gi", "pods": "2"}, "scopeSelector": high}},
+        _quota("gpus", "8", "2"),
+    ]
+    bounds = to_bounds([], quotas, "nvidia.com/gpu")
+    high_scope = (ScopeTerm("PriorityClass", "In", ("high-priority-gpu",)),)
+    assert bounds.pod_quotas == (ComputeQuota("high", "pods", 2, 0, high_scope),
+                                 ComputeQuota("objects", "count/pods", 20, 6), ComputeQuota("objects", "pods", 10, 4))
+    assert bounds.compute_lines == frozenset({"memory"})
+    assert to_bounds([], [_quota("gpus", "8")], "nvidia.com/gpu").compute_lines == frozenset()
+
+
+def test_reserving_adds_the_pods_earlier_actions_created() -> None:
+    bounds = Bounds(quotas=(Quota("gpus", 8, 2),), pod_quotas=(ComputeQuota("objects", "pods", 10, 4),))
+    reserved = bounds.reserving({"gpus": 1}, {("objects", "pods"): 3, ("objects", "requests.cpu"): 500})
+    assert reserved.quotas == (Quota("gpus", 8, 3),)
+    assert reserved.pod_quotas == (ComputeQuota("objects", "pods", 10, 7),)
+    assert bounds.reserving({}, {}) is bounds

@@ -127,3 +127,18 @@ def test_a_resize_the_kubelet_has_not_looked_at_yet_is_proposed() -> None:
     assert resize_status({"spec": spec, "status": {"containerStatuses": [running]}}) == "Proposed"
     running["resources"] = spec["containers"][0]["resources"]
     assert resize_status({"spec": spec, "status": {"containerStatuses": [running]}}) == "done"
+
+
+def test_the_limit_range_defaults_are_what_limitranger_fills_in() -> None:
+    """Each LimitRange merges its defaults in turn (the first to set one wins); within one, the last Container item
+    naming the resource (defaultContainerResourceRequirements). Pod items fill nothing."""
+    first = {"spec": {"limits": [{"type": "Pod", "max": {"cpu": "64"}},
+                                 {"type": "Container", "default": {"cpu": "1"}, "defaultRequest": {"cpu": "500m"}},
+                                 {"type": "Container", "default": {"cpu": "2", "memory": "1Gi"}}]}}
+    second = {"spec": {"limits": [{"type": "Container", "default": {"cpu": "4"}, "defaultRequest": {"cpu": "3",
+                                                                                                   "memory": "1Gi"}}]}}
+    cpu = to_compute_bounds([first, second], [])
+    assert (cpu.default_request, cpu.default_limit) == (500, 2000)
+    memory = to_compute_bounds([first, second], [], "memory")
+    assert (memory.default_request, memory.default_limit) == (1 << 30, 1 << 30)
+    assert to_compute_bounds([], []).default_request is None

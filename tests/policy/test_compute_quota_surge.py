@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from reactor.core.model import (
     Action,
+    Bounds,
     ComputeBounds,
     ComputeQuota,
     ComputeResources,
@@ -151,3 +152,21 @@ def test_in_place_charges_only_the_container_s_growth():
     quotas = ComputeBounds(quotas=(quota("limits.cpu", 1000), quota("limits.cpu", 0, name="high", scopes=HIGH)))
     fits = decide(starved(), wl, bounds(), POLICY, NOW, cpu=ComputeFacts(bounds=quotas))
     assert isinstance(fits, Action) and fits.compute_quota_charges == ((("compute", "limits.cpu"), 1000),)
+
+
+def test_a_template_raise_s_surge_pod_counts_on_the_pods_line():
+    """The surge pod of a CPU raise through the template counts 1 on `pods` while both old pods still do: a full
+    `pods` line refuses it; without a surge nothing is counted, and the GPU bounds are not even read."""
+    full = Bounds(pod_quotas=(ComputeQuota("objects", "pods", 2, 2),))
+    facts = ComputeFacts(bounds=ComputeBounds(quotas=(quota("requests.cpu", 10_000),)))
+    refused = decide(starved(), workload(containers=(server(),)), full, TEMPLATE, NOW, cpu=facts)
+    assert isinstance(refused, Skip) and refused.reason is R.QUOTA_EXCEEDED
+    assert refused.detail == ("resize-cpu-up: server CPU 2000m→3000m needs 1 of pods of quota objects (surge 1), "
+                              "headroom 0 (hard 2, used 2)")
+
+    def unread() -> Bounds:
+        raise AssertionError("read the namespace's bounds for a change that creates no pod beside the replacements")
+
+    no_surge = decide(starved(), workload(containers=(server(),), surge=0), unread, TEMPLATE, NOW,
+                      cpu=ComputeFacts(bounds=ComputeBounds()))
+    assert isinstance(no_surge, Action)
