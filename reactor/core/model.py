@@ -151,7 +151,9 @@ class Rebalance:
 
     `role` "donor": this workload gave `gpus` GPUs of quota `quota` to the workload named (the receiver);
     "receiver": it was given them by the workload named (the donor). `uid` binds the record to that very
-    object: a workload deleted and created again under the same name is not the one named.
+    object: a workload deleted and created again under the same name is not the one named. `paid`: on a receiver's
+    record, the firing (fingerprint, startsAt) whose growth the donor paid for, as its `last-action` records it, so
+    only that growth's resolve counts as the paid one; empty on a donor's record and on records written before it.
     """
 
     role: str  # "donor" | "receiver"
@@ -161,6 +163,7 @@ class Rebalance:
     gpus: int
     quota: str
     since: datetime
+    paid: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

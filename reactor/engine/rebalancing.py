@@ -55,6 +55,7 @@ from reactor.policy import effective_mode, fold
 from reactor.policy.rebalance import MAX_DONOR_PODS, Candidate, Verdict, no_donor, qualify, ranked
 from reactor.policy.values import Policy
 from reactor.resolve.owners import Owner, Owners, Reader, resolve_owner, valid_name
+from reactor.state.annotations import signal_key
 
 log = logging.getLogger(__name__)
 
@@ -307,7 +308,8 @@ class Rebalancing:
         """The receiver decided again once its donor gave (no rebalance from here again), recorded."""
         if self.decider.already_applied(signal):
             return self.decider.finish_skip(owner.ref, signal, ALREADY_APPLIED)
-        acted = self._grew(waiting, self.decider.act(reader, owner, signal, ns, now, **self._receiving(waiting)))
+        grown = self.decider.act(reader, owner, signal, ns, now, **self._receiving(waiting, signal))
+        acted = self._grew(waiting, grown)
         return self.decider.finish(owner.ref, signal, acted, ns, applied)
 
     def _resolving(self, reader: Reader, owner: Owner, firing: bool) -> dict[str, Any]:
@@ -319,10 +321,11 @@ class Rebalancing:
         record = self.decider.workload(owner.obj, owner, reader).state.rebalance  # type: ignore[arg-type]
         return {"rebalance": None} if record is not None and record.role == "receiver" else {}
 
-    def _receiving(self, waiting: Waiting) -> dict[str, Any]:
-        """The receiver's side of a rebalance, written with its growth."""
+    def _receiving(self, waiting: Waiting, signal: Signal) -> dict[str, Any]:
+        """The receiver's side of a rebalance, written with its growth: the firing the growth answers is named in
+        it (`paid`), as the growth's `last-action` names it, so only that growth's resolve returns the donor's."""
         record = Rebalance("receiver", waiting.donor.kind, waiting.donor.name, waiting.donor_uid, waiting.gpus,
-                           waiting.quota, self.clock())
+                           waiting.quota, self.clock(), paid=signal_key(signal))
         return {"rebalance": record, "event_reason": "RebalanceReceived",
                 "event_note": f"; rebalance: {waiting.gpus} GPUs of quota {waiting.quota} given by "
                               f"{waiting.donor.kind}/{waiting.donor.name}"}
@@ -346,7 +349,8 @@ class Rebalancing:
         obj = reader.get(owner.ref.kind, owner.ref.namespace, owner.ref.name)
         if obj is None:
             return None
-        acted = self.decider.act(reader, replace(owner, obj=obj), signal, Namespace(), now, **self._receiving(waiting))
+        acted = self.decider.act(reader, replace(owner, obj=obj), signal, Namespace(), now,
+                                **self._receiving(waiting, signal))
         if acted.result is not Result.APPLIED:
             return None
         return self._moved(acted, waiting)

@@ -183,10 +183,11 @@ def recently_reverted(ctx: Context, strategy: str) -> Skip | None:
 
 def recorded_in(last: LastAction, keys: Sequence[tuple[str, str]]) -> bool:
     """Is the firing recorded in `last` one of `keys`? Times compare as instants, not as spellings."""
-    return any(fp == last.fingerprint and _same_time(at, last.starts_at) for fp, at in keys)
+    return any(fp == last.fingerprint and same_time(at, last.starts_at) for fp, at in keys)
 
 
-def _same_time(a: str, b: str) -> bool:
+def same_time(a: str, b: str) -> bool:
+    """Two RFC 3339 spellings of one instant (an offset, a fraction) compare equal."""
     if a == b:
         return True
     try:

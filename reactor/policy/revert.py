@@ -95,7 +95,13 @@ def _paid_by_a_donor(ctx: Context, last: LastAction) -> bool:
     quota shows the room). A rebalance is made only because it will be undone: without this, the shipped policy
     (`revert: [set-priority-up]`) kept the receiver's growth for good and the donor's give-back was dropped."""
     record = ctx.state.rebalance
-    return record is not None and record.role == "receiver" and last.direction == "up"
+    if record is None or record.role != "receiver" or last.direction != "up":
+        return False
+    # The paid growth only: a later growth of the receiver's own (another alert, once its cooldown was over) keeps
+    # the record, and forcing its revert would drop the record too, leaving the paid growth in place and the donor
+    # owed. A record from before `paid` existed names no firing: read as it was then.
+    return record.paid is None or (record.paid[0] == last.fingerprint
+                                   and rails.same_time(record.paid[1], last.starts_at))
 
 
 def _fingerprints(ctx: Context) -> set[str]:

@@ -207,15 +207,21 @@ def _rebalance(raw: str) -> Rebalance:
     doc = _json(raw)
     if not isinstance(doc, dict) or doc.get("role") not in _ROLES or not _is_count(doc.get("gpus")):
         raise _Invalid(raw)
+    paid = doc.get("paid")
+    if paid is not None and not (isinstance(paid, list) and len(paid) == 2 and all(isinstance(p, str) for p in paid)):
+        raise _Invalid(raw)
     return Rebalance(role=doc["role"], kind=_text(doc, "kind")[:63], name=_text(doc, "name")[:253],
                      uid=_text(doc, "uid")[:128], gpus=doc["gpus"], quota=_text(doc, "quota")[:253],
-                     since=parse_time(doc.get("since")))
+                     since=parse_time(doc.get("since")), paid=(paid[0][:64], paid[1][:64]) if paid else None)
 
 
 def rebalance_annotation(record: Rebalance) -> str:
-    """The `rebalance` value: JSON naming the other side (kind, name, uid), the GPUs and quota, and since when."""
-    doc = {"role": record.role, "kind": record.kind, "name": record.name, "uid": record.uid, "gpus": record.gpus,
-           "quota": record.quota, "since": format_time(record.since)}
+    """The `rebalance` value: JSON naming the other side (kind, name, uid), the GPUs and quota, and since when; a
+    receiver's, the firing whose growth was paid for (`paid`)."""
+    doc: dict[str, object] = {"role": record.role, "kind": record.kind, "name": record.name, "uid": record.uid,
+                              "gpus": record.gpus, "quota": record.quota, "since": format_time(record.since)}
+    if record.paid is not None:
+        doc["paid"] = list(record.paid)
     return json.dumps(doc, separators=(",", ":"), sort_keys=True)
 
 

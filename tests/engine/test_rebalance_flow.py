@@ -5,6 +5,7 @@ in-process implementation of `core.firing.FiringAlerts` holding the alerts Alert
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import threading
 from collections.abc import Collection, Iterator, Sequence
@@ -18,6 +19,7 @@ from reactor.core.errors import AlertSourceUnavailable
 from reactor.core.model import Alert
 from reactor.engine import utcnow
 from reactor.intake.alerts import parse_notification
+from reactor.state.annotations import LAST_ACTION
 from reactor.tools.payloads import AlertSpec, notification
 from reactor.tools.prometheus_api import PrometheusStandIn
 from reactor_sim import SimCluster
@@ -143,6 +145,8 @@ def test_an_idle_donor_gives_first_then_the_receiver_grows_within_the_quota(clus
     assert '"role":"receiver"' in receiver and '"name":"training"' in receiver
     training_uid = cluster.get("deployments", NAMESPACE, "training")["metadata"]["uid"]
     assert f'"uid":"{training_uid}"' in receiver  # the donor as read when it gave, not read again per attempt
+    grown = json.loads(cluster.get("deployments", NAMESPACE, "inference")["metadata"]["annotations"][LAST_ACTION])
+    assert json.loads(receiver)["paid"] == [grown["fingerprint"], grown["startsAt"]]  # the paid growth, named
     assert r.metric("reactor_rebalances_total", result="moved") == 1
     assert r.metric("reactor_rebalances_total", result="pending") == 1
     assert r.metric("reactor_rebalance_gpus_moved_total") == 2

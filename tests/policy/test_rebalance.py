@@ -191,3 +191,35 @@ def test_a_cronjob_never_gives_its_change_frees_nothing_before_its_running_job_e
     candidate = Candidate(w, sig, {}, Mode.ENFORCE, decide(sig, w, BOUNDS, POLICY, NOW))
     verdict = _verdict(candidate)
     assert not verdict.qualifies and "next run" in verdict.reason
+
+
+def _received(paid: tuple[str, str] | None, last_key: tuple[str, str]) -> Workload:
+    """A receiver grown 2 → 3 replicas; its `receiver` record names the firing the donor paid for (`paid`)."""
+    record = Rebalance("receiver", "Deployment", "training", "uid-training", 4, "gpu-quota",
+                       NOW - timedelta(minutes=40), paid=paid)
+    return workload(replicas=3, gpus=2, annotations={
+        **last_action("scale-replicas", "up", ago=timedelta(minutes=40), key=last_key, from_value=2, to_value=3),
+        REBALANCE: rebalance_annotation(record)})
+
+
+PAID = ("fp-paid", "2026-11-30T03:00:00+00:00")
+LATER = ("fp-later", "2026-11-30T03:30:00+00:00")
+
+
+def test_the_receiver_record_names_the_paid_firing_and_round_trips() -> None:
+    state = read_state(_received(PAID, PAID).annotations)
+    assert state.rebalance is not None and state.rebalance.paid == PAID
+    bad = read_state({REBALANCE: json.dumps({"role": "receiver", "gpus": 1, "paid": ["fp"]})})
+    assert bad.rebalance is None and bad.invalid == (REBALANCE,)
+
+
+def test_only_the_paid_growth_is_undone_whatever_the_revert_policy() -> None:
+    """The shipped policy reverts set-priority-up only. The paid growth's resolve undoes it all the same (its donor
+    is owed); a later growth of the receiver's own, still carrying the record, is reverted only as the policy says —
+    forced, its write would drop the record and leave the paid growth in place with the donor owed."""
+    paid = decide(signal(status="resolved", keys=(PAID,)), _received(PAID, PAID), bounds(hard=16), POLICY, NOW)
+    assert isinstance(paid, Action) and (paid.action, paid.from_value, paid.to_value) == ("revert", 3, 2)
+    later = decide(signal(status="resolved", keys=(LATER,)), _received(PAID, LATER), bounds(hard=16), POLICY, NOW)
+    assert isinstance(later, Skip) and later.reason is SkipReason.RESOLVED and "not reverted by policy" in later.detail
+    legacy = decide(signal(status="resolved", keys=(LATER,)), _received(None, LATER), bounds(hard=16), POLICY, NOW)
+    assert isinstance(legacy, Action), "a record from before `paid` existed is read as it was then"
