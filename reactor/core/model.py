@@ -149,12 +149,10 @@ class ReactorState:
 class Rebalance:
     """One side of a rebalance, as the sealed `rebalance` annotation records it on that side's workload.
 
-    `role` "donor": this workload gave `gpus` GPUs of quota `quota` to the workload named (the receiver);
-    "receiver": it was given them by the workload named (the donor). `uid` binds the record to that very
-    object: a workload deleted and created again under the same name is not the one named. `paid`: on a receiver's
-    record, the firing (fingerprint, startsAt) whose growth the donor paid for, as its `last-action` records it, so
-    only that growth's resolve counts as the paid one; empty on a donor's record and on records written before it.
-    """
+    `role` "donor": this workload gave `gpus` GPUs of quota `quota` to the workload named (the receiver); "receiver":
+    it was given them by the workload named (the donor). `uid` binds the record to that very object (not one created
+    again under the name). `paid` (a receiver's): the firing (fingerprint, startsAt) whose growth was paid for, as its
+    `last-action` names it; None on a donor's record and on records written before it existed."""
 
     role: str  # "donor" | "receiver"
     kind: str
