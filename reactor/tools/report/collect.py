@@ -3,7 +3,9 @@
 Cost is bounded: every query is narrowed to one namespace, a long window is split into pieces of at most
 `PIECE_STEPS` evaluations (so no one query runs into Prometheus's own query timeout, 2 minutes by default, nor its
 11,000 points per series), at most `concurrency` queries run at once, and each has the client's timeout. Progress
-goes to the `progress` callback (stderr in the CLI).
+goes to the `progress` callback (stderr in the CLI). The alerting rules are evaluated here over the recorded series
+they read, each asked for once (local.py); a rule the evaluator does not know is asked of Prometheus inlined, as
+`NamespaceData.evaluated_by_prometheus` records.
 """
 
 from __future__ import annotations
@@ -16,9 +18,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from reactor.tools.report import expressions as ex
+from reactor.tools.report import local
+from reactor.tools.report.evaluation import Frame
 from reactor.tools.report.expressions import AlertRule, Expressions
+from reactor.tools.report.local import Plan
 from reactor.tools.report.model import WorkloadKey
 from reactor.tools.report.source import RangeSource, Series
+from reactor.tools.report.syntax import Unsupported
 
 MAX_POINTS = 10_000  # Prometheus refuses more than 11,000 points per series in one range query
 # A day at the 5-minute step a week's report uses. A query's time grows with its evaluations times the namespace's
@@ -35,6 +41,7 @@ RS_OWNER = ('max by (namespace, replicaset, owner_kind, owner_name) '
             '(last_over_time(kube_replicaset_owner{{namespace="{ns}"}}[{w}]))')
 JOB_OWNER = ('max by (namespace, job_name, owner_kind, owner_name) '
              '(last_over_time(kube_job_owner{{namespace="{ns}"}}[{w}]))')
+SERIES = (ex.UTILIZATION, ex.FB_USED, ex.GPUS, ex.IDLE_GPUS, ex.THROTTLING)  # read per container besides the alerts
 POD_PRIORITY = 'max by (namespace, pod, priority_class) (last_over_time(kube_pod_info{{namespace="{ns}"}}[{w}]))'
 
 
@@ -45,6 +52,10 @@ class Window:
     start: datetime
     end: datetime
     step: timedelta
+
+    def widened(self, steps: int) -> Window:
+        """The same grid begun `steps` steps earlier."""
+        return Window(self.start - steps * self.step, self.end, self.step)
 
     @property
     def grid(self) -> list[float]:
@@ -64,6 +75,7 @@ class NamespaceData:
     quota: Sequence[Series] = ()
     limit_range: Sequence[Series] = ()
     cluster_owners: Mapping[str, WorkloadKey] = field(default_factory=dict)  # pod -> workload (--kubeconfig)
+    evaluated_by_prometheus: dict[str, str] = field(default_factory=dict)  # rule -> why not here (local.py)
 
     @property
     def pods(self) -> list[str]:
@@ -83,16 +95,18 @@ def namespaces_expr(expressions: Expressions, lookback: timedelta) -> str:
 @dataclass(frozen=True, slots=True)
 class _Query:
     namespace: str
-    slot: str  # "alert:<i>", a series name, "fb_mib", "quota", "limit_range" or "owner:<key>"
+    slot: str  # "alert:<i>", "recorded:<name>", a series name, "fb_mib", "quota", "limit_range" or "owner:<key>"
     expr: str
     instant: bool = False
+    lead: int = 0  # steps before the window it is asked from (the recorded series the alerts read over ranges)
 
 
-def _queries(expressions: Expressions, ns: str, window: Window, gpu_resource: str) -> list[_Query]:
+def _queries(expressions: Expressions, ns: str, window: Window, gpu_resource: str, plan: Plan) -> list[_Query]:
     lookback = f"{_seconds(window.end - window.start + window.step)}s"
-    found = [_Query(ns, f"alert:{i}", rule.expr) for i, rule in enumerate(expressions.alerts(ns))]
-    found += [_Query(ns, name, expressions.series(name, ns))
-              for name in (ex.UTILIZATION, ex.FB_USED, ex.GPUS, ex.IDLE_GPUS, ex.THROTTLING)]
+    found = [_Query(ns, f"alert:{i}", rule.expr) for i, rule in enumerate(expressions.alerts(ns))
+             if i in plan.refused]
+    found += [_Query(ns, f"recorded:{name}", expressions.series(name, ns), lead=plan.lead) for name in plan.recorded]
+    found += [_Query(ns, name, expressions.series(name, ns)) for name in SERIES if name not in plan.recorded]
     found += [_Query(ns, "fb_mib", expressions.raw(FB_MIB, ns)),
               _Query(ns, "quota", QUOTA.format(ns=ns, gpu=gpu_resource)),
               _Query(ns, "limit_range", LIMIT_RANGE.format(ns=ns, gpu=gpu_resource))]
@@ -101,25 +115,68 @@ def _queries(expressions: Expressions, ns: str, window: Window, gpu_resource: st
 
 
 def collect(source: RangeSource, expressions: Expressions, namespaces: Sequence[str], window: Window, *,
-            gpu_resource: str, concurrency: int = 4,
-            progress: Callable[[int, int], None] | None = None) -> list[NamespaceData]:
-    """Every query of every namespace, at most `concurrency` at once; `SourceUnavailable` from any fails all."""
+            gpu_resource: str, concurrency: int = 4, progress: Callable[[int, int], None] | None = None,
+            evaluate_locally: bool = True) -> list[NamespaceData]:
+    """Every query of every namespace, at most `concurrency` at once; `SourceUnavailable` from any fails all.
+
+    `evaluate_locally`: the alerting rules evaluated here over the recorded series they read, each asked for once
+    (local.py), but for a rule the evaluator does not know; else every rule inlined and evaluated by Prometheus.
+    """
     found: dict[str, NamespaceData] = {}
+    plans: dict[str, tuple[Expressions, Plan]] = {}
     queries: list[_Query] = []
     for ns in namespaces:
         mine = expressions if shares_gpus(source, expressions, ns, window) else expressions.without_sharing()
-        found[ns] = NamespaceData(ns, alerts=[(rule, ()) for rule in mine.alerts(ns)])
-        queries += _queries(mine, ns, window, gpu_resource)
+        rules = mine.alerts(ns)
+        found[ns] = NamespaceData(ns, alerts=[(rule, ()) for rule in rules])
+        plans[ns] = (mine, local.plan(mine, rules, window.step) if evaluate_locally
+                     else local.Plan(refused=dict.fromkeys(range(len(rules)), "asked to")))
+        queries += _queries(mine, ns, window, gpu_resource, plans[ns][1])
+    recorded: dict[str, dict[str, Sequence[Series]]] = {ns: {} for ns in namespaces}
 
     def run(q: _Query) -> Sequence[Series]:
-        return source.query(q.expr, window.end) if q.instant else _range(source, q.expr, window)
+        if q.instant:
+            return source.query(q.expr, window.end)
+        return _range(source, q.expr, window.widened(q.lead) if q.lead else window)
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         for done, (q, answer) in enumerate(zip(queries, pool.map(run, queries), strict=True), start=1):
-            _store(found[q.namespace], q.slot, answer)
+            if q.slot.startswith("recorded:"):
+                recorded[q.namespace][q.slot.removeprefix("recorded:")] = answer
+            else:
+                _store(found[q.namespace], q.slot, answer)
             if progress is not None:
                 progress(done, len(queries))
+    for ns in namespaces:
+        mine, plan = plans[ns]
+        _evaluate(source, mine, found[ns], plan, recorded.pop(ns), window)
     return [found[ns] for ns in namespaces]
+
+
+def _evaluate(source: RangeSource, expressions: Expressions, data: NamespaceData, plan: Plan,
+              answers: Mapping[str, Sequence[Series]], window: Window) -> None:
+    """The rules `plan` evaluates here, over the recorded series' `answers`; the recorded per-container series
+    the report reads besides, cut to the window; a rule the series make unevaluable here asked of Prometheus."""
+    data.evaluated_by_prometheus = {data.alerts[i][0].name: why for i, why in plan.refused.items()}
+    if not plan.parsed:
+        return
+    step = window.step.total_seconds()
+    widened = window.widened(plan.lead)
+    frames = local.frames(answers, start=widened.start.timestamp(), step=step, times=len(widened.grid))
+    grid = array("d", window.grid)
+    for name in SERIES:
+        if name in frames:
+            whole = frames[name]
+            data.series[name] = Frame(whole.labels, whole.values[:, plan.lead:],
+                                      whole.present[:, plan.lead:]).series(grid)
+    for i, node in plan.parsed.items():
+        rule = data.alerts[i][0]
+        try:
+            answer: Sequence[Series] = local.evaluate(node, frames, lead=plan.lead, step=step).series(grid)
+        except Unsupported as e:
+            data.evaluated_by_prometheus[rule.name] = str(e)
+            answer = _range(source, rule.expr, window)
+        data.alerts[i] = (rule, answer)
 
 
 def shares_gpus(source: RangeSource, expressions: Expressions, namespace: str, window: Window) -> bool:
@@ -127,8 +184,7 @@ def shares_gpus(source: RangeSource, expressions: Expressions, namespace: str, w
     widened by the farthest the rules' subqueries reach back. One query, far cheaper than the sharing clauses it
     spares every other query of the namespace where the answer is no."""
     steps = math.ceil(expressions.reach / window.step)
-    widened = Window(window.start - steps * window.step, window.end, window.step)
-    return bool(_range(source, expressions.sharing_probe(namespace), widened))
+    return bool(_range(source, expressions.sharing_probe(namespace), window.widened(steps)))
 
 
 def _store(data: NamespaceData, slot: str, answer: Sequence[Series]) -> None:

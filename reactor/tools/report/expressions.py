@@ -10,6 +10,7 @@ Every raw dcgm-exporter selector is narrowed to one namespace, so a query costs 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ class AlertRule:
     keep_firing_for: timedelta
     labels: Mapping[str, str]
     cpu_annotated: bool = False  # its alerts carry `cpu_throttling` (the shrink alerts: a CPU-starved one keeps GPUs)
+    rule_expr: str = ""  # the rule's own expression, reading the recorded series by name (evaluated in local.py)
 
 
 class Expressions:
@@ -101,8 +103,7 @@ class Expressions:
         variant whose namespace matcher leaves nothing."""
         overridden = {(a.name, a.labels[VARIANT].removeprefix("namespaces.")) for a in self._alerts
                       if VARIANT in a.labels}
-        return [AlertRule(a.name, self._narrow(a.expr, namespace), a.for_, a.keep_firing_for, a.labels,
-                          a.cpu_annotated) for a in self._alerts
+        return [dataclasses.replace(a, expr=self._narrow(a.expr, namespace)) for a in self._alerts
                 if (a.labels.get(VARIANT) == f"namespaces.{namespace}")
                 or (VARIANT not in a.labels and (a.name, namespace) not in overridden)]
 
@@ -111,8 +112,13 @@ class Expressions:
         """The longest `for` of any rule: how far before a window the rules need to have run to be in step."""
         return max((a.for_ for a in self._alerts), default=timedelta(0))
 
+    @property
+    def recorded(self) -> frozenset[str]:
+        """The names the recording rules record."""
+        return frozenset(self._recorded)
+
     def series(self, name: str, namespace: str) -> str:
-        """A recorded per-container series (`UTILIZATION`, `FB_USED`, `GPUS`, `IDLE_GPUS`, `THROTTLING`),
+        """A recorded series (`UTILIZATION`, `FB_USED`, `GPUS`, `IDLE_GPUS`, `THROTTLING`, or any an alert reads),
         self-contained."""
         return self._narrow(f"({self._recorded[name]})", namespace)
 
@@ -135,7 +141,7 @@ class Expressions:
         keep = rule.get("keep_firing_for")
         keep_for = parse_duration("keep_firing_for", keep) if keep else timedelta(0)
         return AlertRule(rule["alert"], self._inline(rule["expr"]), parse_duration("for", rule["for"]), keep_for,
-                         dict(rule.get("labels", {})), cpu.ANNOTATION in rule.get("annotations", {}))
+                         dict(rule.get("labels", {})), cpu.ANNOTATION in rule.get("annotations", {}), rule["expr"])
 
     def _inline(self, expr: str) -> str:
         def replace(m: re.Match[str]) -> str:
