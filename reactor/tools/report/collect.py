@@ -17,9 +17,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+import numpy as np
+
 from reactor.tools.report import expressions as ex
 from reactor.tools.report import local
-from reactor.tools.report.evaluation import Frame
+from reactor.tools.report.evaluation import Evaluator, Frame
 from reactor.tools.report.expressions import AlertRule, Expressions
 from reactor.tools.report.local import Plan
 from reactor.tools.report.model import WorkloadKey
@@ -105,8 +107,8 @@ def _queries(expressions: Expressions, ns: str, window: Window, gpu_resource: st
     lookback = f"{_seconds(window.end - window.start + window.step)}s"
     found = [_Query(ns, f"alert:{i}", rule.expr) for i, rule in enumerate(expressions.alerts(ns))
              if i in plan.refused]
-    found += [_Query(ns, f"recorded:{name}", expressions.series(name, ns), lead=plan.lead) for name in plan.recorded]
-    found += [_Query(ns, name, expressions.series(name, ns)) for name in SERIES if name not in plan.recorded]
+    found += [_Query(ns, f"leaf:{key}", text, lead=plan.lead) for key, text in plan.queries.items()]
+    found += [_Query(ns, name, expressions.series(name, ns)) for name in SERIES if name not in plan.trees]
     found += [_Query(ns, "fb_mib", expressions.raw(FB_MIB, ns)),
               _Query(ns, "quota", QUOTA.format(ns=ns, gpu=gpu_resource)),
               _Query(ns, "limit_range", LIMIT_RANGE.format(ns=ns, gpu=gpu_resource))]
@@ -119,8 +121,9 @@ def collect(source: RangeSource, expressions: Expressions, namespaces: Sequence[
             evaluate_locally: bool = True) -> list[NamespaceData]:
     """Every query of every namespace, at most `concurrency` at once; `SourceUnavailable` from any fails all.
 
-    `evaluate_locally`: the alerting rules evaluated here over the recorded series they read, each asked for once
-    (local.py), but for a rule the evaluator does not know; else every rule inlined and evaluated by Prometheus.
+    `evaluate_locally`: the rules evaluated here over Prometheus's answers for the parts of them that read no
+    recorded series, each asked for once (local.py), but for a rule the evaluator does not know; else every rule
+    inlined and evaluated by Prometheus.
     """
     found: dict[str, NamespaceData] = {}
     plans: dict[str, tuple[Expressions, Plan]] = {}
@@ -129,10 +132,10 @@ def collect(source: RangeSource, expressions: Expressions, namespaces: Sequence[
         mine = expressions if shares_gpus(source, expressions, ns, window) else expressions.without_sharing()
         rules = mine.alerts(ns)
         found[ns] = NamespaceData(ns, alerts=[(rule, ()) for rule in rules])
-        plans[ns] = (mine, local.plan(mine, rules, window.step) if evaluate_locally
+        plans[ns] = (mine, local.plan(mine, rules, window.step, ns, series=SERIES) if evaluate_locally
                      else local.Plan(refused=dict.fromkeys(range(len(rules)), "asked to")))
         queries += _queries(mine, ns, window, gpu_resource, plans[ns][1])
-    recorded: dict[str, dict[str, Sequence[Series]]] = {ns: {} for ns in namespaces}
+    leaves: dict[str, dict[str, Frame]] = {ns: {} for ns in namespaces}
 
     def run(q: _Query) -> Sequence[Series]:
         if q.instant:
@@ -141,42 +144,49 @@ def collect(source: RangeSource, expressions: Expressions, namespaces: Sequence[
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         for done, (q, answer) in enumerate(zip(queries, pool.map(run, queries), strict=True), start=1):
-            if q.slot.startswith("recorded:"):
-                recorded[q.namespace][q.slot.removeprefix("recorded:")] = answer
+            if q.slot.startswith("leaf:"):
+                # As a frame at once: a week of a namespace's series, held until the rules are evaluated.
+                widened = window.widened(q.lead)
+                leaves[q.namespace][q.slot.removeprefix("leaf:")] = Frame.of(
+                    answer, widened.start.timestamp(), window.step.total_seconds(), len(widened.grid))
             else:
                 _store(found[q.namespace], q.slot, answer)
             if progress is not None:
                 progress(done, len(queries))
     for ns in namespaces:
-        mine, plan = plans[ns]
-        _evaluate(source, mine, found[ns], plan, recorded.pop(ns), window)
+        _evaluate(source, *plans[ns], found[ns], leaves.pop(ns), window)
     return [found[ns] for ns in namespaces]
 
 
-def _evaluate(source: RangeSource, expressions: Expressions, data: NamespaceData, plan: Plan,
-              answers: Mapping[str, Sequence[Series]], window: Window) -> None:
-    """The rules `plan` evaluates here, over the recorded series' `answers`; the recorded per-container series
-    the report reads besides, cut to the window; a rule the series make unevaluable here asked of Prometheus."""
+def _evaluate(source: RangeSource, expressions: Expressions, plan: Plan, data: NamespaceData,
+              leaves: Mapping[str, Frame], window: Window) -> None:
+    """The rules `plan` evaluates here over the `leaves`: the alerts, and the recorded per-container series the
+    report reads besides, cut to the window; one the answers make unevaluable here is asked of Prometheus."""
     data.evaluated_by_prometheus = {data.alerts[i][0].name: why for i, why in plan.refused.items()}
-    if not plan.parsed:
+    if not plan.trees:
         return
-    step = window.step.total_seconds()
     widened = window.widened(plan.lead)
-    frames = local.frames(answers, start=widened.start.timestamp(), step=step, times=len(widened.grid))
+    evaluator = Evaluator(trees=plan.trees, leaves=leaves, times=np.array(widened.grid),
+                          step=window.step.total_seconds())
     grid = array("d", window.grid)
     for name in SERIES:
-        if name in frames:
-            whole = frames[name]
-            data.series[name] = Frame(whole.labels, whole.values[:, plan.lead:],
-                                      whole.present[:, plan.lead:]).series(grid)
+        try:
+            data.series[name] = _cut(evaluator.recorded(name), plan.lead).series(grid)
+        except Unsupported:
+            data.series[name] = _range(source, expressions.series(name, data.namespace), window)
     for i, node in plan.parsed.items():
         rule = data.alerts[i][0]
         try:
-            answer: Sequence[Series] = local.evaluate(node, frames, lead=plan.lead, step=step).series(grid)
+            answer: Sequence[Series] = _cut(evaluator.evaluate(node), plan.lead).series(grid)
         except Unsupported as e:
             data.evaluated_by_prometheus[rule.name] = str(e)
             answer = _range(source, rule.expr, window)
         data.alerts[i] = (rule, answer)
+
+
+def _cut(frame: Frame, lead: int) -> Frame:
+    """The frame from the window's first time on (the lead only fed the ranges)."""
+    return Frame(frame.labels, frame.values[:, lead:], frame.present[:, lead:])
 
 
 def shares_gpus(source: RangeSource, expressions: Expressions, namespace: str, window: Window) -> bool:

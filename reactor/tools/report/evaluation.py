@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,7 +31,10 @@ from reactor.tools.report.syntax import (
     Node,
     Number,
     Selector,
+    String,
     Unsupported,
+    children,
+    selected,
 )
 
 Values = NDArray[np.float64]
@@ -80,32 +83,56 @@ class Frame:
 
 
 class Evaluator:
-    """Evaluates a parsed rule over `recorded` (name -> frame on the grid widened by `lead` steps of `step`
-    seconds); the answer is on the report's grid, `lead` steps shorter."""
+    """Evaluates parsed rules over one grid (`times`, unix seconds `step` apart, begun early enough that every range
+    the rules read, nested as they nest, lies on it where the answer is read).
 
-    def __init__(self, recorded: Mapping[str, Frame], *, lead: int, step: float) -> None:
-        self.recorded = recorded
-        self.lead = lead
+    `trees`: each recorded series evaluated here by its rule's tree, or None where Prometheus answered the whole
+    series (`leaves["recorded:<name>"]`). `leaves`: Prometheus's answers for the parts of the rules that read no
+    recorded series (raw selectors, `rate`, `label_replace`, …), by their text; a recorded series evaluated once
+    is kept for every rule that reads it.
+    """
+
+    def __init__(self, *, trees: Mapping[str, Node | None], leaves: Mapping[str, Frame], times: Values,
+                 step: float) -> None:
+        self.trees = trees
+        self.leaves = leaves
+        self.times = times
         self.step = step
+        self._recorded: dict[str, Frame] = {}
+
+    def recorded(self, name: str) -> Frame:
+        """The recorded series `name` on the grid."""
+        if name not in self._recorded:
+            if name not in self.trees:
+                raise Unsupported(f"{name} is not a recorded series the report has")
+            tree = self.trees[name]
+            self._recorded[name] = self.leaf(f"recorded:{name}") if tree is None else self.evaluate(tree)
+        return self._recorded[name]
+
+    def leaf(self, key: str) -> Frame:
+        if key not in self.leaves:
+            raise Unsupported(f"no answer for {key[:60]!r}")
+        return self.leaves[key]
 
     def evaluate(self, node: Node) -> Frame:
+        if not reads_recorded(node, self.trees):
+            if isinstance(node, Number | String) or _is_time(node):
+                raise Unsupported(f"a scalar where a vector is read: {node.source}")
+            return self.leaf(node.source)
         if isinstance(node, Selector):
             if node.range is not None:
                 raise Unsupported(f"a range outside a function: {node.name}")
-            whole = self._selected(node)
-            return Frame(whole.labels, whole.values[:, self.lead:], whole.present[:, self.lead:])
+            return self._selected(node)
         if isinstance(node, Call):
             return self._call(node)
         if isinstance(node, Aggregation):
             return self._aggregation(node)
         if isinstance(node, Binary):
             return self._binary(node)
-        raise Unsupported(f"a number where a vector is read: {node}")
+        raise Unsupported(f"cannot evaluate {node.source}")
 
     def _selected(self, node: Selector) -> Frame:
-        if node.name not in self.recorded:
-            raise Unsupported(f"{node.name} is not a recorded series the report has")
-        frame = self.recorded[node.name]
+        frame = self.recorded(node.name)
         if not node.matchers:
             return frame
         rows = [i for i, labels in enumerate(frame.labels) if all(_matches(labels.get(label, ""), op, value)
@@ -113,97 +140,163 @@ class Evaluator:
         return Frame([frame.labels[i] for i in rows], frame.values[rows], frame.present[rows])
 
     def _call(self, node: Call) -> Frame:
-        argument = node.argument
+        (argument,) = node.arguments if len(node.arguments) == 1 else (None,)
         if not isinstance(argument, Selector) or argument.range is None:
             raise Unsupported(f"{node.function} of anything but a range of a recorded series")
-        reach = argument.range.total_seconds() / self.step
-        points = int(reach) + 1  # the samples at t − k·step for k·step ≤ w: [t − w, t]
-        if points - 1 > self.lead:
-            raise Unsupported(f"a range of {argument.range} reaches before the series asked for")
         frame = self._selected(argument)
-        times = frame.values.shape[1] - self.lead
-        # oldest first, as Prometheus reads them
-        window = [(frame.values[:, self.lead - k:self.lead - k + times], frame.present[:, self.lead - k:][:, :times])
-                  for k in range(points - 1, -1, -1)]
+        points = int(argument.range.total_seconds() / self.step) + 1  # t − k·step for k·step ≤ w: [t − w, t]
+        window = _window(frame, points)
         labels = [_without_name(labels) for labels in frame.labels]
-        rows = (len(labels), times)
+        rows = frame.values.shape
         if node.function == "avg_over_time":
             return Frame(labels, *_running_mean(window, rows))
+        value, present = np.zeros(rows), np.zeros(rows, dtype=bool)
         if node.function == "last_over_time":
-            value, present = np.zeros(rows), np.zeros(rows, dtype=bool)
-            for v, p in window:
-                value = np.where(p, v, value)
-                present |= p
+            for k, v, p in window:
+                value[:, k:] = np.where(p, v, value[:, k:])
+                present[:, k:] |= p
             return Frame(labels, value, present)
         if node.function == "present_over_time":
-            present = np.zeros(rows, dtype=bool)
-            for _, p in window:
-                present |= p
+            for k, _, p in window:
+                present[:, k:] |= p
             return Frame(labels, np.ones(rows), present)
         raise Unsupported(f"function {node.function}")
 
     def _aggregation(self, node: Aggregation) -> Frame:
-        if node.operator != "count":
-            raise Unsupported(f"aggregation {node.operator}")
+        if node.without or node.operator not in _AGGREGATE:
+            raise Unsupported(f"aggregation {node.operator}{' without' if node.without else ''}")
         inner = self.evaluate(node.argument)
         groups: dict[tuple[str, ...], list[int]] = {}
         for row, row_labels in enumerate(inner.labels):
             groups.setdefault(tuple(row_labels.get(label, "") for label in node.by), []).append(row)
         times = inner.values.shape[1]
-        counts = np.zeros((len(groups), times))
-        for i, rows in enumerate(groups.values()):
-            counts[i] = inner.present[rows].sum(axis=0)
+        values, present = np.zeros((len(groups), times)), np.zeros((len(groups), times), dtype=bool)
+        with np.errstate(all="ignore"):
+            for i, rows in enumerate(groups.values()):
+                values[i], present[i] = _AGGREGATE[node.operator](inner.values[rows], inner.present[rows])
         labels = [{label: value for label, value in zip(node.by, key, strict=True) if value} for key in groups]
-        return Frame(labels, counts, counts > 0)
+        return Frame(labels, values, present)
 
     def _binary(self, node: Binary) -> Frame:
-        if node.bool_:
-            raise Unsupported("a bool comparison")
-        if isinstance(node.rhs, Number) or isinstance(node.lhs, Number):
-            return self._with_number(node)
+        if _scalar(node.lhs) or _scalar(node.rhs):
+            return self._with_scalar(node)
         lhs, rhs = self.evaluate(node.lhs), self.evaluate(node.rhs)
         if node.operator in SET_OPERATORS:
-            if node.group_left:
-                raise Unsupported("group_left on a set operator")
+            if node.group_left or node.bool_:
+                raise Unsupported("group_left or bool on a set operator")
             return _set(node.operator, lhs, rhs, node.on)
-        if node.operator in COMPARISONS:
-            return _compare(node, lhs, rhs)
-        raise Unsupported(f"{node.operator} between two vectors")
+        if node.bool_ or (node.operator not in COMPARISONS and node.operator not in _ARITHMETIC):
+            raise Unsupported(f"{node.operator}{' bool' if node.bool_ else ''} between two vectors")
+        return _matched(node, lhs, rhs)
 
-    def _with_number(self, node: Binary) -> Frame:
-        number_left = isinstance(node.lhs, Number)
-        vector_node, number = (node.rhs, node.lhs) if number_left else (node.lhs, node.rhs)
-        if isinstance(vector_node, Number) or not isinstance(number, Number):
-            raise Unsupported("an operation between two numbers")
-        vector = self.evaluate(vector_node)
+    def _scalar(self, node: Node) -> Values | float:
+        if isinstance(node, Number):
+            return node.value
+        if _is_time(node):
+            return self.times
+        raise Unsupported(f"a scalar other than a number or time(): {node.source}")
+
+    def _with_scalar(self, node: Binary) -> Frame:
+        scalar_left = _scalar(node.lhs)
+        vector_node, scalar_node = (node.rhs, node.lhs) if scalar_left else (node.lhs, node.rhs)
+        if _scalar(vector_node) or node.on is not None or node.group_left:
+            raise Unsupported(f"an operation between two scalars, or matching on a scalar: {node.source}")
+        vector, scalar = self.evaluate(vector_node), self._scalar(scalar_node)
         with np.errstate(all="ignore"):
             if node.operator in COMPARISONS:
-                operator = _COMPARE[_mirrored(node.operator) if number_left else node.operator]
-                return Frame(vector.labels, vector.values, vector.present & operator(vector.values, number.value))
+                operator = _COMPARE[_mirrored(node.operator) if scalar_left else node.operator]
+                holds = operator(vector.values, scalar)
+                if node.bool_:
+                    return Frame([_without_name(labels) for labels in vector.labels], holds.astype(np.float64),
+                                 vector.present)
+                return Frame(vector.labels, vector.values, vector.present & holds)
             if node.operator in _ARITHMETIC:
                 arithmetic = _ARITHMETIC[node.operator]
-                values = (arithmetic(number.value, vector.values) if number_left
-                          else arithmetic(vector.values, number.value))
+                values = arithmetic(scalar, vector.values) if scalar_left else arithmetic(vector.values, scalar)
                 return Frame([_without_name(labels) for labels in vector.labels], values, vector.present)
-        raise Unsupported(f"{node.operator} with a number")
+        raise Unsupported(f"{node.operator} with a scalar")
 
 
-def _running_mean(window: list[tuple[Values, Mask]], rows: tuple[int, int]) -> tuple[Values, Mask]:
+def reads_recorded(node: Node, recorded: Mapping[str, object]) -> bool:
+    """Whether `node` reads a recorded series: where it does not, Prometheus answers it (a leaf)."""
+    return bool(selected(node) & set(recorded))
+
+
+def leaves(node: Node, recorded: Mapping[str, object]) -> list[Node]:
+    """The largest parts of `node` that read no recorded series (numbers and `time()` aside): asked of Prometheus."""
+    if not reads_recorded(node, recorded):
+        return [] if isinstance(node, Number | String) or _is_time(node) else [node]
+    return [leaf for child in children(node) for leaf in leaves(child, recorded)]
+
+
+def _is_time(node: Node) -> bool:
+    return isinstance(node, Call) and node.function == "time" and not node.arguments
+
+
+def _scalar(node: Node) -> bool:
+    return isinstance(node, Number) or _is_time(node)
+
+
+def _window(frame: Frame, points: int) -> Iterator[tuple[int, Values, Mask]]:
+    """The samples of a range of `points` evaluations, oldest first as Prometheus reads them: for each k, the
+    frame as it was k steps before each time from the k-th on (views, not copies: a week of a namespace's series
+    is tens of MiB)."""
+    times = frame.values.shape[1]
+    for k in range(min(points, times) - 1, -1, -1):
+        yield k, frame.values[:, :times - k], frame.present[:, :times - k]
+
+
+def _extreme(better: Callable[[Values, Values], Mask]) -> Callable[[Values, Mask], tuple[Values, Mask]]:
+    """max/min as Prometheus 2.42 aggregates: the first sample, replaced by a later one that is `better` or where
+    the kept one is NaN."""
+    def aggregate(values: Values, present: Mask) -> tuple[Values, Mask]:
+        kept, seen = np.zeros(values.shape[1]), np.zeros(values.shape[1], dtype=bool)
+        for v, p in zip(values, present, strict=True):
+            take = p & (~seen | better(v, kept) | np.isnan(kept))
+            kept, seen = np.where(take, v, kept), seen | p
+        return kept, seen
+    return aggregate
+
+
+def _sum(values: Values, present: Mask) -> tuple[Values, Mask]:
+    total = np.zeros(values.shape[1])
+    for v, p in zip(values, present, strict=True):
+        total = np.where(p, total + v, total)
+    return total, np.asarray(present.any(axis=0), dtype=bool)
+
+
+def _count(values: Values, present: Mask) -> tuple[Values, Mask]:
+    counts = present.sum(axis=0).astype(np.float64)
+    return counts, counts > 0
+
+
+def _group(values: Values, present: Mask) -> tuple[Values, Mask]:
+    return np.ones(values.shape[1]), np.asarray(present.any(axis=0), dtype=bool)
+
+
+# `avg` is not here: Prometheus's running mean depends on the order it meets the series in, which a range query's
+# answer does not keep; a recorded series averaged so is asked of Prometheus whole. `sum` is exact for the integer
+# counts the rules sum (0/1 from `< bool`), in any order.
+_AGGREGATE: dict[str, Callable[[Values, Mask], tuple[Values, Mask]]] = {
+    "max": _extreme(np.greater), "min": _extreme(np.less), "sum": _sum, "count": _count, "group": _group}
+
+
+def _running_mean(window: Iterator[tuple[int, Values, Mask]], rows: tuple[int, ...]) -> tuple[Values, Mask]:
     """funcAvgOverTime of Prometheus 2.42: the running mean `v/count − mean/count` summed with Neumaier's
     compensation (kahanSumInc) over the samples in order, an infinite mean kept where the next sample is finite or
     the same infinity, and the compensation added at the end but to an infinite mean."""
     mean, compensation, count = np.zeros(rows), np.zeros(rows), np.zeros(rows)
     with np.errstate(all="ignore"):
-        for v, p in window:
-            count += p
-            infinite = np.isinf(mean)
-            keep = infinite & ((np.isinf(v) & ((mean > 0) == (v > 0))) | (~np.isinf(v) & ~np.isnan(v)))
+        for k, v, p in window:
+            m, n = mean[:, k:], count[:, k:]
+            n += p
+            keep = np.isinf(m) & ((np.isinf(v) & ((m > 0) == (v > 0))) | (~np.isinf(v) & ~np.isnan(v)))
             step = p & ~keep
-            increment = v / count - mean / count
-            total = mean + increment
-            lost = np.where(np.abs(mean) >= np.abs(increment), (mean - total) + increment, (increment - total) + mean)
-            compensation = np.where(step, compensation + lost, compensation)
-            mean = np.where(step, total, mean)
+            increment = v / n - m / n
+            total = m + increment
+            lost = np.where(np.abs(m) >= np.abs(increment), (m - total) + increment, (increment - total) + m)
+            compensation[:, k:] = np.where(step, compensation[:, k:] + lost, compensation[:, k:])
+            mean[:, k:] = np.where(step, total, m)
         return np.where(np.isinf(mean), mean, mean + compensation), count > 0
 
 
@@ -224,25 +317,31 @@ def _set(operator: str, lhs: Frame, rhs: Frame, on: tuple[str, ...] | None) -> F
     return Frame(lhs.labels, lhs.values, lhs.present & (found if operator == "and" else ~found))
 
 
-def _compare(node: Binary, lhs: Frame, rhs: Frame) -> Frame:
-    """`lhs op on (…) [group_left ()] rhs` between vectors: the left samples whose match on the right holds the
-    comparison; the right side must have one sample per match at each time (else Prometheus refuses it)."""
+def _matched(node: Binary, lhs: Frame, rhs: Frame) -> Frame:
+    """`lhs op on (…) [group_left ()] rhs` between vectors: each left sample with its match on the right, compared
+    (kept where it holds, with its own value) or combined; the right side must have one sample per match at each
+    time (else Prometheus refuses it)."""
     times = lhs.values.shape[1]
     index: dict[tuple[str, ...], int] = {}
     values, present = np.zeros((len(rhs.labels) + 1, times)), np.zeros((len(rhs.labels) + 1, times), dtype=bool)
     for row, row_labels in enumerate(rhs.labels):
         i = index.setdefault(_signature(row_labels, node.on), len(index))
         if (present[i] & rhs.present[row]).any():
-            raise Unsupported("several samples on the right side of a vector comparison match one")
+            raise Unsupported("several samples on the right side of a vector operation match one")
         values[i] = np.where(rhs.present[row], rhs.values[row], values[i])
         present[i] |= rhs.present[row]
     at = np.array([index.get(_signature(row, node.on), len(rhs.labels)) for row in lhs.labels], dtype=np.int64)
+    both = (lhs.present & present[at]).reshape(lhs.present.shape)
     with np.errstate(all="ignore"):
-        holds = lhs.present & present[at] & _COMPARE[node.operator](lhs.values, values[at])
-    labels: Sequence[Mapping[str, str]] = lhs.labels
+        if node.operator in COMPARISONS:
+            result = Frame(lhs.labels, lhs.values, both & _COMPARE[node.operator](lhs.values, values[at]))
+        else:
+            combined = _ARITHMETIC[node.operator](lhs.values, values[at]).reshape(lhs.values.shape)
+            result = Frame([_without_name(row) for row in lhs.labels], combined, both)
     if not node.group_left and node.on is not None:
-        labels = [{k: v for k, v in row.items() if k in node.on} for row in lhs.labels]
-    return _merged(Frame(labels, lhs.values, holds.reshape(lhs.present.shape)), Frame.empty(times))
+        result = Frame([{k: v for k, v in row.items() if k in node.on} for row in result.labels], result.values,
+                       result.present)
+    return _merged(result, Frame.empty(times))
 
 
 def _presence(frame: Frame, on: tuple[str, ...] | None) -> dict[tuple[str, ...], Mask]:

@@ -9,7 +9,7 @@ else raises `Unsupported`: the rule is then asked of Prometheus as it was before
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from reactor.config.fields import parse_duration
@@ -22,6 +22,13 @@ class Unsupported(ValueError):
 @dataclass(frozen=True, slots=True)
 class Number:
     value: float
+    source: str = field(default="", compare=False)  # the expression's own text (evaluation.py asks for it as is)
+
+
+@dataclass(frozen=True, slots=True)
+class String:
+    value: str
+    source: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,12 +38,14 @@ class Selector:
     name: str
     matchers: tuple[tuple[str, str, str], ...] = ()
     range: timedelta | None = None
+    source: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True, slots=True)
 class Call:
     function: str
-    argument: Node
+    arguments: tuple[Node, ...]
+    source: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +53,8 @@ class Aggregation:
     operator: str
     by: tuple[str, ...]
     argument: Node
+    without: bool = False  # `without (…)`: `by` then names the labels dropped
+    source: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,9 +67,10 @@ class Binary:
     on: tuple[str, ...] | None = None
     group_left: bool = False
     bool_: bool = False
+    source: str = field(default="", compare=False)
 
 
-Node = Number | Selector | Call | Aggregation | Binary
+Node = Number | String | Selector | Call | Aggregation | Binary
 
 # Binding power of each binary operator, as PromQL's grammar orders them (all left-associative here; `^`, the one
 # right-associative operator, is not used by the rules and is refused).
@@ -66,6 +78,7 @@ _PRECEDENCE = {"or": 1, "and": 2, "unless": 2, "==": 3, "!=": 3, "<=": 3, "<": 3
                "+": 4, "-": 4, "*": 5, "/": 5, "%": 5}
 COMPARISONS = frozenset({"==", "!=", "<=", "<", ">=", ">"})
 SET_OPERATORS = frozenset({"and", "unless", "or"})
+AGGREGATIONS = frozenset({"sum", "min", "max", "avg", "group", "count", "stddev", "stdvar"})
 _TOKEN = re.compile(r"""\s*(?:
     (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
   | (?P<duration>\[[^\]]*\])
@@ -75,12 +88,20 @@ _TOKEN = re.compile(r"""\s*(?:
 )""", re.VERBOSE)
 
 
+@dataclass(frozen=True, slots=True)
+class _Token:
+    kind: str
+    text: str
+    start: int
+    end: int
+
+
 def parse(text: str) -> Node:
     """The tree of `text`; `Unsupported` where it leaves the subset above."""
-    return _Parser(_tokens(text)).expression()
+    return _Parser(text, _tokens(text)).expression()
 
 
-def _tokens(text: str) -> list[tuple[str, str]]:
+def _tokens(text: str) -> list[_Token]:
     found, at = [], 0
     text = text.rstrip()
     while at < len(text):
@@ -89,24 +110,28 @@ def _tokens(text: str) -> list[tuple[str, str]]:
             raise Unsupported(f"cannot read {text[at:at + 20]!r}")
         kind = m.lastgroup
         assert kind is not None
-        found.append((kind, m.group(kind)))
+        found.append(_Token(kind, m.group(kind), m.start(kind), m.end()))
         at = m.end()
     return found
 
 
 class _Parser:
-    def __init__(self, tokens: list[tuple[str, str]]) -> None:
+    def __init__(self, text: str, tokens: list[_Token]) -> None:
+        self.text = text
         self.tokens = tokens
         self.at = 0
 
     def expression(self) -> Node:
         node = self._binary(0)
         if self.at != len(self.tokens):
-            raise Unsupported(f"unexpected {self.tokens[self.at][1]!r}")
+            raise Unsupported(f"unexpected {self.tokens[self.at].text!r}")
         return node
 
     def _peek(self) -> tuple[str, str]:
-        return self.tokens[self.at] if self.at < len(self.tokens) else ("end", "")
+        if self.at < len(self.tokens):
+            token = self.tokens[self.at]
+            return token.kind, token.text
+        return "end", ""
 
     def _take(self, value: str | None = None) -> str:
         kind, text = self._peek()
@@ -115,7 +140,12 @@ class _Parser:
         self.at += 1
         return text
 
+    def _source(self, first: int) -> str:
+        """The text of the tokens from `first` to the last one taken."""
+        return self.text[self.tokens[first].start:self.tokens[self.at - 1].end]
+
     def _binary(self, floor: int) -> Node:
+        first = self.at
         lhs = self._unary()
         while True:
             operator = self._peek()[1]
@@ -134,7 +164,8 @@ class _Parser:
                 raise Unsupported("group_left with labels")
             if self._peek()[1] == "group_right":
                 raise Unsupported("group_right")
-            lhs = Binary(operator, lhs, self._binary(power), on, group_left, bool_)
+            rhs = self._binary(power)
+            lhs = Binary(operator, lhs, rhs, on, group_left, bool_, self._source(first))
 
     def _keyword(self, word: str) -> bool:
         if self._peek() == ("name", word):
@@ -153,41 +184,48 @@ class _Parser:
         return tuple(names)
 
     def _unary(self) -> Node:
+        first = self.at
         kind, text = self._peek()
         if text == "(":
             self._take()
             inner = self._binary(0)
             self._take(")")
             return inner
+        self._take()
         if kind == "number":
-            self._take()
-            return Number(float(text))
+            return Number(float(text), text)
+        if kind == "string":
+            return String(text[1:-1].replace('\\"', '"').replace("\\\\", "\\"), text)
         if kind != "name":
             raise Unsupported(f"unexpected {text!r}")
-        self._take()
         if text in ("NaN", "Inf"):
-            return Number(float(text.lower()))
-        if text in ("count", "sum", "max", "min", "avg", "group"):
-            return self._aggregation(text)
+            return Number(float(text.lower()), text)
+        if text in AGGREGATIONS and self._peek()[1] in ("(", "by", "without"):
+            return self._aggregation(text, first)
         if self._peek()[1] == "(":
             self._take()
-            argument = self._binary(0)
+            arguments: list[Node] = []
+            while self._peek()[1] != ")":
+                arguments.append(self._binary(0))
+                if self._peek()[1] == ",":
+                    self._take()
             self._take(")")
-            return Call(text, argument)
-        return self._selector(text)
+            return Call(text, tuple(arguments), self._source(first))
+        return self._selector(text, first)
 
-    def _aggregation(self, operator: str) -> Aggregation:
-        by: tuple[str, ...] | None = self._labels() if self._keyword("by") else None
-        if self._peek()[1] == "without":
-            raise Unsupported("without (…)")
+    def _aggregation(self, operator: str, first: int) -> Aggregation:
+        without = self._peek()[1] == "without"
+        by: tuple[str, ...] | None = self._labels() if self._keyword("by") or self._keyword("without") else None
         self._take("(")
         argument = self._binary(0)
         self._take(")")
-        if by is None and self._keyword("by"):
+        if by is None and self._peek()[1] in ("by", "without"):
+            without = self._peek()[1] == "without"
+            self._take()
             by = self._labels()
-        return Aggregation(operator, by or (), argument)
+        return Aggregation(operator, by or (), argument, without, self._source(first))
 
-    def _selector(self, name: str) -> Selector:
+    def _selector(self, name: str, first: int) -> Selector:
         matchers: list[tuple[str, str, str]] = []
         if self._peek()[1] == "{":
             self._take()
@@ -208,26 +246,28 @@ class _Parser:
             if ":" in text:
                 raise Unsupported(f"subquery {text}")
             window = parse_duration("range", text[1:-1])
-        return Selector(name, tuple(matchers), window)
+        return Selector(name, tuple(matchers), window, self._source(first))
 
 
 def ranges(node: Node) -> list[timedelta]:
     """Every range a selector of `node` reads."""
     if isinstance(node, Selector):
         return [node.range] if node.range is not None else []
-    if isinstance(node, Call | Aggregation):
-        return ranges(node.argument)
-    if isinstance(node, Binary):
-        return ranges(node.lhs) + ranges(node.rhs)
-    return []
+    return [r for child in children(node) for r in ranges(child)]
 
 
 def selected(node: Node) -> set[str]:
     """The names of every series `node` reads."""
     if isinstance(node, Selector):
         return {node.name}
-    if isinstance(node, Call | Aggregation):
-        return selected(node.argument)
+    return {name for child in children(node) for name in selected(child)}
+
+
+def children(node: Node) -> tuple[Node, ...]:
+    if isinstance(node, Call):
+        return node.arguments
+    if isinstance(node, Aggregation):
+        return (node.argument,)
     if isinstance(node, Binary):
-        return selected(node.lhs) | selected(node.rhs)
-    return set()
+        return node.lhs, node.rhs
+    return ()
