@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from reactor.sources.prometheus import PrometheusApi
+from reactor.tools.report import blocks
 from reactor.tools.report.collect import NamespaceData, Window, collect
 from reactor.tools.report.expressions import Expressions
 from reactor.tools.report.source import PrometheusSource, RangeSource, Series
@@ -180,6 +181,17 @@ def test_every_rule_was_compared_where_it_fires(
         _, research, _ = compared[RESEARCH, step]
         (idle,) = [answer for rule, answer in research.alerts if rule.name == "GPUIdle"]
         assert {s.labels["pod"].split("-")[0] for s in idle} == {"parked"}
+
+
+def test_blocks_of_time_join_without_a_seam(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Evaluated a few steps at a time (a day at a time at scale), the answers are the same: the ranges read back
+    into the block before, the pieces join per series."""
+    monkeypatch.setattr(blocks, "BLOCK_STEPS", 7)
+    here, inlined, _ = _both(url, load_values(ROOT / "rules/thresholds.yaml"), NAMESPACE, timedelta(minutes=1))
+    for (rule, mine), (_, theirs) in zip(here.alerts, inlined.alerts, strict=True):
+        assert _matrix(mine) == _matrix(theirs), rule.name
+    for name, series in inlined.series.items():
+        assert _matrix(here.series[name]) == _matrix(series), name
 
 
 def test_a_rule_the_evaluator_does_not_know_is_asked_of_prometheus(url: str) -> None:

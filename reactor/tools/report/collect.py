@@ -11,22 +11,23 @@ they read, each asked for once (local.py); a rule the evaluator does not know is
 from __future__ import annotations
 
 import math
+import re
 from array import array
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import numpy as np
 
+from reactor.tools.report import blocks, local
 from reactor.tools.report import expressions as ex
-from reactor.tools.report import local
-from reactor.tools.report.evaluation import Evaluator, Frame
+from reactor.tools.report.evaluation import Frame
 from reactor.tools.report.expressions import AlertRule, Expressions
 from reactor.tools.report.local import Plan
 from reactor.tools.report.model import WorkloadKey
 from reactor.tools.report.source import RangeSource, Series
-from reactor.tools.report.syntax import Unsupported
+from reactor.tools.report.syntax import Node, Unsupported
 
 MAX_POINTS = 10_000  # Prometheus refuses more than 11,000 points per series in one range query
 # A day at the 5-minute step a week's report uses. A query's time grows with its evaluations times the namespace's
@@ -35,6 +36,11 @@ MAX_POINTS = 10_000  # Prometheus refuses more than 11,000 points per series in 
 # The pieces answer at the same times as one query would (start + k·step; subqueries align to multiples of their
 # step), so their samples join without a seam.
 PIECE_STEPS = 288
+# A query without subqueries (the leaves local.py asks for, the raw framebuffer) has no lead-in to repeat: its pieces
+# are smaller, so the four in flight hold a quarter of the parsed JSON (a day of 1,000 series is ~100 MiB while it is
+# read), at a few milliseconds a request.
+LEAN_PIECE_STEPS = 72
+_SUBQUERY = re.compile(r"\[[0-9a-z]+:[0-9a-z]*\]")
 FB_MIB = "DCGM_FI_DEV_FB_USED{m}"
 QUOTA = 'kube_resourcequota{{namespace="{ns}", resource="requests.{gpu}"}}'
 LIMIT_RANGE = 'kube_limitrange{{namespace="{ns}", resource="{gpu}", type="Container"}}'
@@ -137,18 +143,20 @@ def collect(source: RangeSource, expressions: Expressions, namespaces: Sequence[
         queries += _queries(mine, ns, window, gpu_resource, plans[ns][1])
     leaves: dict[str, dict[str, Frame]] = {ns: {} for ns in namespaces}
 
-    def run(q: _Query) -> Sequence[Series]:
+    def run(q: _Query) -> Sequence[Series] | Frame:
         if q.instant:
             return source.query(q.expr, window.end)
-        return _range(source, q.expr, window.widened(q.lead) if q.lead else window)
+        if q.slot.startswith("leaf:"):
+            # Into a frame piece by piece: a week of the namespace's series is held once, at 9 bytes a sample.
+            widened = window.widened(q.lead)
+            return Frame.of(_pieces(source, q.expr, widened), widened.start.timestamp(),
+                            window.step.total_seconds(), len(widened.grid))
+        return _range(source, q.expr, window)
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         for done, (q, answer) in enumerate(zip(queries, pool.map(run, queries), strict=True), start=1):
-            if q.slot.startswith("leaf:"):
-                # As a frame at once: a week of a namespace's series, held until the rules are evaluated.
-                widened = window.widened(q.lead)
-                leaves[q.namespace][q.slot.removeprefix("leaf:")] = Frame.of(
-                    answer, widened.start.timestamp(), window.step.total_seconds(), len(widened.grid))
+            if isinstance(answer, Frame):
+                leaves[q.namespace][q.slot.removeprefix("leaf:")] = answer
             else:
                 _store(found[q.namespace], q.slot, answer)
             if progress is not None:
@@ -165,28 +173,29 @@ def _evaluate(source: RangeSource, expressions: Expressions, plan: Plan, data: N
     data.evaluated_by_prometheus = {data.alerts[i][0].name: why for i, why in plan.refused.items()}
     if not plan.trees:
         return
-    widened = window.widened(plan.lead)
-    evaluator = Evaluator(trees=plan.trees, leaves=leaves, times=np.array(widened.grid),
-                          step=window.step.total_seconds())
-    grid = array("d", window.grid)
+    targets: dict[str, blocks.Target] = {f"series:{name}": _recorded(name) for name in SERIES}
+    targets.update({f"alert:{i}": _evaluated(node) for i, node in plan.parsed.items()})
+    times = np.array(window.widened(plan.lead).grid)
+    answers = blocks.evaluated(targets, trees=plan.trees, leaves=leaves, times=times, lead=plan.lead,
+                               step=window.step.total_seconds())
     for name in SERIES:
-        try:
-            data.series[name] = _cut(evaluator.recorded(name), plan.lead).series(grid)
-        except Unsupported:
-            data.series[name] = _range(source, expressions.series(name, data.namespace), window)
-    for i, node in plan.parsed.items():
-        rule = data.alerts[i][0]
-        try:
-            answer: Sequence[Series] = _cut(evaluator.evaluate(node), plan.lead).series(grid)
-        except Unsupported as e:
-            data.evaluated_by_prometheus[rule.name] = str(e)
+        answer = answers[f"series:{name}"]
+        data.series[name] = (_range(source, expressions.series(name, data.namespace), window)
+                             if isinstance(answer, Unsupported) else answer)
+    for i in plan.parsed:
+        rule, answer = data.alerts[i][0], answers[f"alert:{i}"]
+        if isinstance(answer, Unsupported):
+            data.evaluated_by_prometheus[rule.name] = str(answer)
             answer = _range(source, rule.expr, window)
         data.alerts[i] = (rule, answer)
 
 
-def _cut(frame: Frame, lead: int) -> Frame:
-    """The frame from the window's first time on (the lead only fed the ranges)."""
-    return Frame(frame.labels, frame.values[:, lead:], frame.present[:, lead:])
+def _recorded(name: str) -> blocks.Target:
+    return lambda evaluator: evaluator.recorded(name)
+
+
+def _evaluated(node: Node) -> blocks.Target:
+    return lambda evaluator: evaluator.evaluate(node)
 
 
 def shares_gpus(source: RangeSource, expressions: Expressions, namespace: str, window: Window) -> bool:
@@ -209,18 +218,25 @@ def _store(data: NamespaceData, slot: str, answer: Sequence[Series]) -> None:
         data.series[slot] = answer
 
 
-def _range(source: RangeSource, expr: str, window: Window) -> list[Series]:
-    """One range query, split into pieces of at most PIECE_STEPS steps, the pieces' samples joined per series."""
-    joined: dict[tuple[tuple[str, str], ...], Series] = {}
+def _pieces(source: RangeSource, expr: str, window: Window) -> Iterator[Sequence[Series]]:
+    """One range query, split into pieces of at most PIECE_STEPS steps (LEAN_PIECE_STEPS without subqueries)."""
     start = window.start
+    steps = PIECE_STEPS if _SUBQUERY.search(expr) else LEAN_PIECE_STEPS
     while start <= window.end:
-        end = min(window.end, start + window.step * (min(PIECE_STEPS, MAX_POINTS) - 1))
-        for series in source.query_range(expr, start, end, window.step):
+        end = min(window.end, start + window.step * (min(steps, MAX_POINTS) - 1))
+        yield source.query_range(expr, start, end, window.step)
+        start = end + window.step
+
+
+def _range(source: RangeSource, expr: str, window: Window) -> list[Series]:
+    """One range query in pieces, the pieces' samples joined per series."""
+    joined: dict[tuple[tuple[str, str], ...], Series] = {}
+    for piece in _pieces(source, expr, window):
+        for series in piece:
             key = tuple(sorted(series.labels.items()))
             found = joined.setdefault(key, Series(series.labels, array("d"), array("d")))
             found.times.extend(series.times)
             found.values.extend(series.values)
-        start = end + window.step
     # Most series answer at every evaluation: they share one array of the times (8 bytes a sample less).
     grid = array("d", window.grid)
     return [Series(s.labels, grid, s.values) if s.times == grid else s for s in joined.values()]

@@ -14,9 +14,9 @@ goes to Prometheus.
 from __future__ import annotations
 
 import re
-from array import array
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -59,27 +59,27 @@ class Frame:
         return cls([], np.zeros((0, times)), np.zeros((0, times), dtype=bool))
 
     @classmethod
-    def of(cls, series: Sequence[Series], start: float, step: float, times: int) -> Frame:
-        """The series of a range query answered at start + k·step, k < times."""
-        values, present = np.zeros((len(series), times)), np.zeros((len(series), times), dtype=bool)
-        for row, s in enumerate(series):
-            at = np.rint((np.frombuffer(s.times, dtype=np.float64) - start) / step).astype(np.int64)
-            values[row, at] = np.frombuffer(s.values, dtype=np.float64)
-            present[row, at] = True
-        return cls([dict(s.labels) for s in series], values, present)
+    def of(cls, pieces: Iterable[Sequence[Series]], start: float, step: float, times: int) -> Frame:
+        """The series of a range query answered in pieces at start + k·step, k < times: rows filled as the pieces
+        come, in arrays grown by doubling (a view of the rows filled is kept, no copy)."""
+        index: dict[tuple[tuple[str, str], ...], int] = {}
+        labels: list[Mapping[str, str]] = []
+        values, present = np.zeros((0, times)), np.zeros((0, times), dtype=bool)
+        for piece in pieces:
+            for s in piece:
+                row = index.setdefault(tuple(sorted(s.labels.items())), len(labels))
+                if row == len(labels):
+                    labels.append(s.labels)
+                    if row == len(values):
+                        values, present = _grown(values, row + len(piece)), _grown(present, row + len(piece))
+                at = np.rint((np.frombuffer(s.times, dtype=np.float64) - start) / step).astype(np.int64)
+                values[row, at] = np.frombuffer(s.values, dtype=np.float64)
+                present[row, at] = True
+        return cls(labels, values[:len(labels)], present[:len(labels)])
 
-    def series(self, grid: array[float]) -> list[Series]:
-        """The rows as a range query answers them: only the times present, the whole grid's array shared where
-        a row is present at every time."""
-        found = []
-        times = np.frombuffer(grid, dtype=np.float64)
-        for labels, values, present in zip(self.labels, self.values, self.present, strict=True):
-            if present.all():
-                found.append(Series(labels, grid, array("d", values.tobytes())))
-            elif present.any():
-                found.append(Series(labels, array("d", times[present].tobytes()),
-                                    array("d", values[present].tobytes())))
-        return found
+    def columns(self, times: slice) -> Frame:
+        """The frame at some of its times (views)."""
+        return Frame(self.labels, self.values[:, times], self.present[:, times])
 
 
 class Evaluator:
@@ -149,7 +149,7 @@ class Evaluator:
         labels = [_without_name(labels) for labels in frame.labels]
         rows = frame.values.shape
         if node.function == "avg_over_time":
-            return Frame(labels, *_running_mean(window, rows))
+            return Frame(labels, *_running_mean(frame, points))
         value, present = np.zeros(rows), np.zeros(rows, dtype=bool)
         if node.function == "last_over_time":
             for k, v, p in window:
@@ -237,6 +237,13 @@ def _scalar(node: Node) -> bool:
     return isinstance(node, Number) or _is_time(node)
 
 
+def _grown(rows: Any, wanted: int) -> Any:
+    """`rows` with room for at least `wanted` rows (twice as many as now, at least)."""
+    grown = np.zeros((max(wanted, 2 * len(rows)), rows.shape[1]), dtype=rows.dtype)
+    grown[:len(rows)] = rows
+    return grown
+
+
 def _window(frame: Frame, points: int) -> Iterator[tuple[int, Values, Mask]]:
     """The samples of a range of `points` evaluations, oldest first as Prometheus reads them: for each k, the
     frame as it was k steps before each time from the k-th on (views, not copies: a week of a namespace's series
@@ -281,10 +288,23 @@ _AGGREGATE: dict[str, Callable[[Values, Mask], tuple[Values, Mask]]] = {
     "max": _extreme(np.greater), "min": _extreme(np.less), "sum": _sum, "count": _count, "group": _group}
 
 
-def _running_mean(window: Iterator[tuple[int, Values, Mask]], rows: tuple[int, ...]) -> tuple[Values, Mask]:
+def _running_mean(frame: Frame, points: int) -> tuple[Values, Mask]:
     """funcAvgOverTime of Prometheus 2.42: the running mean `v/count − mean/count` summed with Neumaier's
     compensation (kahanSumInc) over the samples in order, an infinite mean kept where the next sample is finite or
-    the same infinity, and the compensation added at the end but to an infinite mean."""
+    the same infinity, and the compensation added at the end but to an infinite mean. A block of rows at a time:
+    the arithmetic's temporaries are then a few MiB, not a week of the namespace's series each."""
+    mean, present = np.zeros(frame.values.shape), np.zeros(frame.values.shape, dtype=bool)
+    for first in range(0, frame.values.shape[0], _BLOCK):
+        rows = slice(first, first + _BLOCK)
+        block = Frame(frame.labels[rows], frame.values[rows], frame.present[rows])
+        mean[rows], present[rows] = _block_mean(_window(block, points), block.values.shape)
+    return mean, present
+
+
+_BLOCK = 128  # rows
+
+
+def _block_mean(window: Iterator[tuple[int, Values, Mask]], rows: tuple[int, ...]) -> tuple[Values, Mask]:
     mean, compensation, count = np.zeros(rows), np.zeros(rows), np.zeros(rows)
     with np.errstate(all="ignore"):
         for k, v, p in window:
