@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from reactor.sources.prometheus import PrometheusApi
-from reactor.tools.report import blocks
+from reactor.tools.report import collect as collect_module
 from reactor.tools.report.collect import NamespaceData, Window, collect
 from reactor.tools.report.expressions import Expressions
 from reactor.tools.report.source import PrometheusSource, RangeSource, Series
@@ -183,10 +183,10 @@ def test_every_rule_was_compared_where_it_fires(
         assert {s.labels["pod"].split("-")[0] for s in idle} == {"parked"}
 
 
-def test_blocks_of_time_join_without_a_seam(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Evaluated a few steps at a time (a day at a time at scale), the answers are the same: the ranges read back
-    into the block before, the pieces join per series."""
-    monkeypatch.setattr(blocks, "BLOCK_STEPS", 7)
+def test_pieces_of_time_join_without_a_seam(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asked for and evaluated 7 steps at a time (6 hours at a time at scale), the answers are the same: the ranges
+    read back across the pieces before (2 hours, many pieces), the pieces join per series."""
+    monkeypatch.setattr(collect_module, "LEAN_PIECE_STEPS", 7)
     here, inlined, _ = _both(url, load_values(ROOT / "rules/thresholds.yaml"), NAMESPACE, timedelta(minutes=1))
     for (rule, mine), (_, theirs) in zip(here.alerts, inlined.alerts, strict=True):
         assert _matrix(mine) == _matrix(theirs), rule.name

@@ -39,7 +39,7 @@ PIECE_STEPS = 288
 # A query without subqueries (the leaves local.py asks for, the raw framebuffer) has no lead-in to repeat: its pieces
 # are smaller, so the four in flight hold a quarter of the parsed JSON (a day of 1,000 series is ~100 MiB while it is
 # read), at a few milliseconds a request.
-LEAN_PIECE_STEPS = 72
+LEAN_PIECE_STEPS = 144
 _SUBQUERY = re.compile(r"\[[0-9a-z]+:[0-9a-z]*\]")
 FB_MIB = "DCGM_FI_DEV_FB_USED{m}"
 QUOTA = 'kube_resourcequota{{namespace="{ns}", resource="requests.{gpu}"}}'
@@ -103,17 +103,19 @@ def namespaces_expr(expressions: Expressions, lookback: timedelta) -> str:
 @dataclass(frozen=True, slots=True)
 class _Query:
     namespace: str
-    slot: str  # "alert:<i>", "recorded:<name>", a series name, "fb_mib", "quota", "limit_range" or "owner:<key>"
+    slot: str  # "alert:<i>", "leaf:<key>", a series name, "fb_mib", "quota", "limit_range" or "owner:<key>"
     expr: str
     instant: bool = False
-    lead: int = 0  # steps before the window it is asked from (the recorded series the alerts read over ranges)
+    piece: Window | None = None  # a leaf's: the piece of the widened window it is asked for (local.py)
 
 
 def _queries(expressions: Expressions, ns: str, window: Window, gpu_resource: str, plan: Plan) -> list[_Query]:
     lookback = f"{_seconds(window.end - window.start + window.step)}s"
-    found = [_Query(ns, f"alert:{i}", rule.expr) for i, rule in enumerate(expressions.alerts(ns))
-             if i in plan.refused]
-    found += [_Query(ns, f"leaf:{key}", text, lead=plan.lead) for key, text in plan.queries.items()]
+    # The leaves first, piece by piece (each piece is evaluated once all its leaves are in: blocks.py).
+    found = [_Query(ns, f"leaf:{key}", text, piece=piece) for piece in leaf_pieces(window, plan.lead)
+             for key, text in plan.queries.items()]
+    found += [_Query(ns, f"alert:{i}", rule.expr) for i, rule in enumerate(expressions.alerts(ns))
+              if i in plan.refused]
     found += [_Query(ns, name, expressions.series(name, ns)) for name in SERIES if name not in plan.trees]
     found += [_Query(ns, "fb_mib", expressions.raw(FB_MIB, ns)),
               _Query(ns, "quota", QUOTA.format(ns=ns, gpu=gpu_resource)),
@@ -122,72 +124,98 @@ def _queries(expressions: Expressions, ns: str, window: Window, gpu_resource: st
     return found + [_Query(ns, f"owner:{key}", t.format(ns=ns, w=lookback), instant=True) for key, t in owners]
 
 
+def leaf_pieces(window: Window, lead: int) -> list[Window]:
+    """The pieces of the window widened by `lead` steps the leaves are asked for in (LEAN_PIECE_STEPS each)."""
+    widened, found = window.widened(lead), []
+    start = widened.start
+    while start <= widened.end:
+        end = min(widened.end, start + widened.step * (LEAN_PIECE_STEPS - 1))
+        found.append(Window(start, end, widened.step))
+        start = end + widened.step
+    return found
+
+
 def collect(source: RangeSource, expressions: Expressions, namespaces: Sequence[str], window: Window, *,
             gpu_resource: str, concurrency: int = 4, progress: Callable[[int, int], None] | None = None,
             evaluate_locally: bool = True) -> list[NamespaceData]:
     """Every query of every namespace, at most `concurrency` at once; `SourceUnavailable` from any fails all.
 
     `evaluate_locally`: the rules evaluated here over Prometheus's answers for the parts of them that read no
-    recorded series, each asked for once (local.py), but for a rule the evaluator does not know; else every rule
-    inlined and evaluated by Prometheus.
+    recorded series, each asked for once (local.py), a piece of the window at a time as the answers come
+    (blocks.py), but for a rule the evaluator does not know; else every rule inlined and evaluated by Prometheus.
     """
     found: dict[str, NamespaceData] = {}
     plans: dict[str, tuple[Expressions, Plan]] = {}
+    streams: dict[str, blocks.Stream] = {}
     queries: list[_Query] = []
     for ns in namespaces:
         mine = expressions if shares_gpus(source, expressions, ns, window) else expressions.without_sharing()
         rules = mine.alerts(ns)
         found[ns] = NamespaceData(ns, alerts=[(rule, ()) for rule in rules])
-        plans[ns] = (mine, local.plan(mine, rules, window.step, ns, series=SERIES) if evaluate_locally
-                     else local.Plan(refused=dict.fromkeys(range(len(rules)), "asked to")))
-        queries += _queries(mine, ns, window, gpu_resource, plans[ns][1])
-    leaves: dict[str, dict[str, Frame]] = {ns: {} for ns in namespaces}
+        plan = (local.plan(mine, rules, window.step, ns, series=SERIES) if evaluate_locally
+                else local.Plan(refused=dict.fromkeys(range(len(rules)), "asked to")))
+        plans[ns] = (mine, plan)
+        if plan.trees:
+            streams[ns] = _stream(plan, window)
+            if not plan.queries:  # nothing to ask: the rules read only numbers and time()
+                streams[ns].add({}, len(window.widened(plan.lead).grid))
+        queries += _queries(mine, ns, window, gpu_resource, plan)
+    pending: dict[str, dict[str, Frame]] = {ns: {} for ns in namespaces}
+    step = window.step.total_seconds()
 
     def run(q: _Query) -> Sequence[Series] | Frame:
         if q.instant:
             return source.query(q.expr, window.end)
-        if q.slot.startswith("leaf:"):
-            # Into a frame piece by piece: a week of the namespace's series is held once, at 9 bytes a sample.
-            widened = window.widened(q.lead)
-            return Frame.of(_pieces(source, q.expr, widened), widened.start.timestamp(),
-                            window.step.total_seconds(), len(widened.grid))
+        if q.piece is not None:
+            return Frame.of([source.query_range(q.expr, q.piece.start, q.piece.end, q.piece.step)],
+                            q.piece.start.timestamp(), step, len(q.piece.grid))
         return _range(source, q.expr, window)
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        # map answers in order: a piece's leaves all come before the next piece's.
         for done, (q, answer) in enumerate(zip(queries, pool.map(run, queries), strict=True), start=1):
             if isinstance(answer, Frame):
-                leaves[q.namespace][q.slot.removeprefix("leaf:")] = answer
+                piece = pending[q.namespace]
+                piece[q.slot.removeprefix("leaf:")] = answer
+                if len(piece) == len(plans[q.namespace][1].queries):
+                    assert q.piece is not None
+                    streams[q.namespace].add(piece, len(q.piece.grid))
+                    pending[q.namespace] = {}
             else:
                 _store(found[q.namespace], q.slot, answer)
             if progress is not None:
                 progress(done, len(queries))
     for ns in namespaces:
-        _evaluate(source, *plans[ns], found[ns], leaves.pop(ns), window)
+        mine, plan = plans[ns]
+        _answer(source, mine, plan, found[ns], streams.pop(ns, None), window)
     return [found[ns] for ns in namespaces]
 
 
-def _evaluate(source: RangeSource, expressions: Expressions, plan: Plan, data: NamespaceData,
-              leaves: Mapping[str, Frame], window: Window) -> None:
-    """The rules `plan` evaluates here over the `leaves`: the alerts, and the recorded per-container series the
-    report reads besides, cut to the window; one the answers make unevaluable here is asked of Prometheus."""
-    data.evaluated_by_prometheus = {data.alerts[i][0].name: why for i, why in plan.refused.items()}
-    if not plan.trees:
-        return
+def _stream(plan: Plan, window: Window) -> blocks.Stream:
     targets: dict[str, blocks.Target] = {f"series:{name}": _recorded(name) for name in SERIES}
     targets.update({f"alert:{i}": _evaluated(node) for i, node in plan.parsed.items()})
-    times = np.array(window.widened(plan.lead).grid)
-    answers = blocks.evaluated(targets, trees=plan.trees, leaves=leaves, times=times, lead=plan.lead,
-                               step=window.step.total_seconds())
+    return blocks.Stream(targets, trees=plan.trees, times=np.array(window.widened(plan.lead).grid), lead=plan.lead,
+                         step=window.step.total_seconds())
+
+
+def _answer(source: RangeSource, expressions: Expressions, plan: Plan, data: NamespaceData,
+            stream: blocks.Stream | None, window: Window) -> None:
+    """The alerts and the recorded per-container series the report reads besides, as `stream` evaluated them; one
+    the answers made unevaluable here is asked of Prometheus."""
+    data.evaluated_by_prometheus = {data.alerts[i][0].name: why for i, why in plan.refused.items()}
+    if stream is None:
+        return
+    answers = stream.answers()
     for name in SERIES:
         answer = answers[f"series:{name}"]
         data.series[name] = (_range(source, expressions.series(name, data.namespace), window)
                              if isinstance(answer, Unsupported) else answer)
     for i in plan.parsed:
-        rule, answer = data.alerts[i][0], answers[f"alert:{i}"]
-        if isinstance(answer, Unsupported):
-            data.evaluated_by_prometheus[rule.name] = str(answer)
-            answer = _range(source, rule.expr, window)
-        data.alerts[i] = (rule, answer)
+        rule, series = data.alerts[i][0], answers[f"alert:{i}"]
+        if isinstance(series, Unsupported):
+            data.evaluated_by_prometheus[rule.name] = str(series)
+            series = _range(source, rule.expr, window)
+        data.alerts[i] = (rule, series)
 
 
 def _recorded(name: str) -> blocks.Target:

@@ -77,6 +77,9 @@ class Frame:
                 present[row, at] = True
         return cls(labels, values[:len(labels)], present[:len(labels)])
 
+    def copy(self) -> Frame:
+        return Frame(self.labels, self.values.copy(), self.present.copy())
+
     def columns(self, times: slice) -> Frame:
         """The frame at some of its times (views)."""
         return Frame(self.labels, self.values[:, times], self.present[:, times])
