@@ -16,8 +16,9 @@ from reactor.config.settings import build_settings
 from reactor.tools.report import local
 from reactor.tools.report.collect import SERIES
 from reactor.tools.report.command import make_report
-from reactor.tools.report.evaluation import Evaluator, Frame
+from reactor.tools.report.evaluation import Evaluator
 from reactor.tools.report.expressions import Expressions
+from reactor.tools.report.frames import Frame
 from reactor.tools.report.source import Series
 from reactor.tools.report.syntax import Unsupported, parse
 from reactor.tools.rules import load_values

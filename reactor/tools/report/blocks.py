@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from reactor.tools.report.evaluation import Evaluator, Frame, Mask, Values
+from reactor.tools.report.evaluation import Evaluator
+from reactor.tools.report.frames import Frame, Mask, Values
 from reactor.tools.report.source import Series
 from reactor.tools.report.syntax import Node, Unsupported
 

@@ -22,8 +22,8 @@ import numpy as np
 
 from reactor.tools.report import blocks, local
 from reactor.tools.report import expressions as ex
-from reactor.tools.report.evaluation import Frame
 from reactor.tools.report.expressions import AlertRule, Expressions
+from reactor.tools.report.frames import Frame
 from reactor.tools.report.local import Plan
 from reactor.tools.report.model import WorkloadKey
 from reactor.tools.report.source import RangeSource, Series

@@ -21,8 +21,9 @@ from datetime import timedelta
 
 import numpy as np
 
-from reactor.tools.report.evaluation import Evaluator, Frame, leaves
+from reactor.tools.report.evaluation import Evaluator, leaves
 from reactor.tools.report.expressions import AlertRule, Expressions
+from reactor.tools.report.frames import Frame
 from reactor.tools.report.syntax import Binary, Node, Unsupported, parse, selected
 
 
