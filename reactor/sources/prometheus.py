@@ -106,11 +106,17 @@ class PrometheusApi:
 
     def query_range(self, expr: str, start: datetime, end: datetime, step: timedelta) -> tuple[Series, ...]:
         """A range query's matrix, from `start` to `end` every `step`."""
+        return self.query_range_read(expr, start, end, step, read_matrix)
+
+    def query_range_read(self, expr: str, start: datetime, end: datetime, step: timedelta,
+                         read: Callable[[Any], _T]) -> _T:
+        """A range query's `data`, read by `read` (`reactor report` reads a week of samples into arrays of floats,
+        not datetimes); what `read` raises (ValueError, TypeError, KeyError) is an invalid answer."""
         if step.total_seconds() <= 0:
             raise ValueError(f"step must be positive, got {step}")
         params = [("query", expr), ("start", unix(start)), ("end", unix(end)),
                   ("step", f"{step.total_seconds():g}")]
-        return self._call(QUERY_RANGE_PATH, params, read_matrix)
+        return self._call(QUERY_RANGE_PATH, params, read)
 
     def rules(self, names: Collection[str] = ()) -> tuple[RuleGroup, ...]:
         """The alerting rules' groups, with each rule's active alerts. `names`: the alert names wanted, sent as

@@ -4,6 +4,7 @@ inlined expressions, the step, the grouping by name."""
 from __future__ import annotations
 
 import json
+import math
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from reactor.tools.report.firing import Firing, episodes
 from reactor.tools.report.mig import smallest_fit
 from reactor.tools.report.owners import by_name
 from reactor.tools.report.replay import fingerprint
-from reactor.tools.report.source import Series
+from reactor.tools.report.source import Series, read_matrix
 from reactor.tools.rules import load_values, promql
 from reactor.tools.rules.values import build_values
 
@@ -181,3 +182,16 @@ def test_the_sharing_probe_chooses_the_expressions(shared: bool) -> None:
     others = [e for e in source.asked if e != source.probe]
     assert any(promql.gpu_pods().split(" (group")[0] in e for e in others) is shared  # count by (UUID, …
     assert expressions.reach == timedelta(hours=2)  # 1h + 30m + 15m + 10m + 5m: the rules' ranges, summed
+
+
+def test_a_matrix_is_read_into_arrays_and_a_bad_one_refused() -> None:
+    """The report's own reader of a range query (reactor/tools/report/source.py): values as Prometheus prints them,
+    NaN and infinities included; anything else is an invalid answer (the client makes it PrometheusUnavailable)."""
+    (series,) = read_matrix({"resultType": "matrix", "result": [
+        {"metric": {"pod": "a"}, "values": [[1700000000, "0.25"], [1700000060.5, "NaN"], [1700000120, "+Inf"]]}]})
+    assert dict(series.labels) == {"pod": "a"} and list(series.times) == [1700000000, 1700000060.5, 1700000120]
+    assert series.values[0] == 0.25 and math.isnan(series.values[1]) and series.values[2] == math.inf
+    for bad in ({"resultType": "vector", "result": []}, {"resultType": "matrix", "result": [{"metric": {"a": 1}}]},
+                {"resultType": "matrix", "result": [{"metric": {}, "values": [[1, "x"]]}]}):
+        with pytest.raises((ValueError, TypeError, KeyError)):
+            read_matrix(bad)

@@ -79,9 +79,12 @@ def make_report(source: RangeSource, values: Values, settings: Settings, *, sinc
                 step: timedelta, namespaces: Sequence[str] | None = None, concurrency: int = 4,
                 repeat: timedelta = timedelta(hours=4), prometheus: str = "prometheus",
                 progress: Callable[[int, int], None] | None = None,
-                cluster_owners: Callable[[str, Sequence[str]], Mapping[str, WorkloadKey]] | None = None) -> Report:
+                cluster_owners: Callable[[str, Sequence[str]], Mapping[str, WorkloadKey]] | None = None,
+                evaluate_locally: bool = True) -> Report:
     """The report of the window. `cluster_owners(namespace, pods)`: the workloads of the pods Prometheus has no
-    owner series for, read from the cluster (cluster.py; `--kubeconfig`)."""
+    owner series for, read from the cluster (cluster.py; `--kubeconfig`). `evaluate_locally`: the alerting rules
+    evaluated over the recorded series asked for once each (local.py), else each rule inlined and asked of
+    Prometheus; a rule the report cannot evaluate is asked of Prometheus either way, and a note says so."""
     expressions = Expressions(values, resolution=step)
     seconds = step.total_seconds()
     # The grid starts `for` early: an alert already pending or firing at `since` is then seen as it was.
@@ -92,10 +95,12 @@ def make_report(source: RangeSource, values: Values, settings: Settings, *, sinc
     options = Options(settings.policy, _aligned(since, seconds), window.end, repeat.total_seconds(),
                       stale_after=values.stale_after.total_seconds())
     workloads, trades = [], []
+    by_prometheus: dict[str, str] = {}
     # One namespace at a time: only its answers are held in memory while its workloads are built.
     for done, namespace in enumerate(namespaces, start=1):
         (data,) = collect(source, expressions, [namespace], window, gpu_resource=settings.policy.gpu_resource,
-                          concurrency=concurrency)
+                          concurrency=concurrency, evaluate_locally=evaluate_locally)
+        by_prometheus.update(data.evaluated_by_prometheus)
         if cluster_owners is not None:
             asked = owners.unowned(data.pods, data.owners)
             data.cluster_owners = cluster_owners(namespace, asked) if asked else {}
@@ -105,8 +110,11 @@ def make_report(source: RangeSource, values: Values, settings: Settings, *, sinc
         del data
         if progress is not None:
             progress(done, len(namespaces))
-    return Report(options.since, window.end, seconds, prometheus, tuple(workloads), tuple(trades),
-                  tuple(_notes(settings, values, step, {w.grouping for w in workloads})))
+    notes = _notes(settings, values, step, {w.grouping for w in workloads})
+    if evaluate_locally and by_prometheus:
+        notes.insert(0, "evaluated by Prometheus, each recorded series inlined (slower), not by the report: "
+                     + "; ".join(f"{rule}: {why}" for rule, why in sorted(by_prometheus.items())))
+    return Report(options.since, window.end, seconds, prometheus, tuple(workloads), tuple(trades), tuple(notes))
 
 
 def _notes(settings: Settings, values: Values, step: timedelta, groupings: set[Any]) -> list[str]:

@@ -10,6 +10,7 @@ Every raw dcgm-exporter selector is narrowed to one namespace, so a query costs 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ class AlertRule:
     keep_firing_for: timedelta
     labels: Mapping[str, str]
     cpu_annotated: bool = False  # its alerts carry `cpu_throttling` (the shrink alerts: a CPU-starved one keeps GPUs)
+    rule_expr: str = ""  # the rule's own expression, reading the recorded series by name (evaluated in local.py)
 
 
 class Expressions:
@@ -65,6 +67,7 @@ class Expressions:
         self.shared = shared
         self.interval = max(values.evaluation_interval, resolution or values.evaluation_interval)
         self._recorded: dict[str, str] = {}
+        self._rules: dict[str, list[str]] = {}
         self._unshared: Expressions | None = None
         ranges: list[timedelta] = []
         for rule in recording_rules(values):
@@ -73,6 +76,7 @@ class Expressions:
             ranges += _ranges(expr)
             if not shared:
                 expr = NOTHING if name == promql.SHARED else _without_sharing(expr)
+            self._rules.setdefault(name, []).append(expr)
             mine = self._inline(expr)
             self._recorded[name] = f"({self._recorded[name]})\nor\n({mine})" if name in self._recorded else mine
         self._alerts = [self._alert(rule) for rule in alerting_rules(values)]
@@ -93,7 +97,7 @@ class Expressions:
     def sharing_probe(self, namespace: str) -> str:
         """The GPUs of `namespace` held by more than one pod, as every rule reads them: where a range query of this
         answers nothing over the window widened by `reach`, `without_sharing()` answers what these rules do."""
-        return self._narrow(f"({self._recorded[promql.GPU_PODS]}) > 1", namespace)
+        return self.narrow(f"({self._recorded[promql.GPU_PODS]}) > 1", namespace)
 
     def alerts(self, namespace: str) -> list[AlertRule]:
         """The rules that judge `namespace`: a namespace override's variant only there, the default one elsewhere
@@ -101,8 +105,7 @@ class Expressions:
         variant whose namespace matcher leaves nothing."""
         overridden = {(a.name, a.labels[VARIANT].removeprefix("namespaces.")) for a in self._alerts
                       if VARIANT in a.labels}
-        return [AlertRule(a.name, self._narrow(a.expr, namespace), a.for_, a.keep_firing_for, a.labels,
-                          a.cpu_annotated) for a in self._alerts
+        return [dataclasses.replace(a, expr=self.narrow(a.expr, namespace)) for a in self._alerts
                 if (a.labels.get(VARIANT) == f"namespaces.{namespace}")
                 or (VARIANT not in a.labels and (a.name, namespace) not in overridden)]
 
@@ -111,10 +114,19 @@ class Expressions:
         """The longest `for` of any rule: how far before a window the rules need to have run to be in step."""
         return max((a.for_ for a in self._alerts), default=timedelta(0))
 
+    @property
+    def recorded(self) -> frozenset[str]:
+        """The names the recording rules record."""
+        return frozenset(self._recorded)
+
+    def recording(self, name: str) -> list[str]:
+        """The expressions recording `name`, as the rules write them (reading other recorded series by name)."""
+        return list(self._rules[name])
+
     def series(self, name: str, namespace: str) -> str:
-        """A recorded per-container series (`UTILIZATION`, `FB_USED`, `GPUS`, `IDLE_GPUS`, `THROTTLING`),
+        """A recorded series (`UTILIZATION`, `FB_USED`, `GPUS`, `IDLE_GPUS`, `THROTTLING`, or any an alert reads),
         self-contained."""
-        return self._narrow(f"({self._recorded[name]})", namespace)
+        return self.narrow(f"({self._recorded[name]})", namespace)
 
     def raw(self, build: str, namespace: str | None) -> str:
         """A raw dcgm-exporter selector `build` (with `{m}` for the matchers) per workload container, kept with
@@ -129,13 +141,13 @@ class Expressions:
             series = build.replace("{m}", "{" + scrape.matchers(
                 f'pod!="", container!="", container!~"{scrape.exporter_container}"') + "}")
         expr = f"max by ({promql.BY_WORKLOAD}, modelName) ({series})"
-        return expr if namespace is None else self._narrow(expr, namespace)
+        return expr if namespace is None else self.narrow(expr, namespace)
 
     def _alert(self, rule: Mapping[str, Any]) -> AlertRule:
         keep = rule.get("keep_firing_for")
         keep_for = parse_duration("keep_firing_for", keep) if keep else timedelta(0)
         return AlertRule(rule["alert"], self._inline(rule["expr"]), parse_duration("for", rule["for"]), keep_for,
-                         dict(rule.get("labels", {})), cpu.ANNOTATION in rule.get("annotations", {}))
+                         dict(rule.get("labels", {})), cpu.ANNOTATION in rule.get("annotations", {}), rule["expr"])
 
     def _inline(self, expr: str) -> str:
         def replace(m: re.Match[str]) -> str:
@@ -151,7 +163,7 @@ class Expressions:
 
         return _RECORDED.sub(replace, expr)
 
-    def _narrow(self, expr: str, namespace: str) -> str:
+    def narrow(self, expr: str, namespace: str) -> str:
         """Only `namespace`'s raw series: the exporter's and cAdvisor's matchers gain the workload's namespace. A
         GPU's freshness (`gpu_reported`) stays cluster-wide: a free GPU's series name no namespace."""
         ns_label = "exported_namespace" if self.values.cadvisor_labels == "exported" else "namespace"
