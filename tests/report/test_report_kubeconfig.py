@@ -128,3 +128,71 @@ def test_a_cluster_that_does_not_answer_fails_the_report(served: Served, tmp_pat
                  END.isoformat(), "--step", "1m", "--kubeconfig", str(kubeconfig), "--out", str(out)]) == 1
     assert "the cluster did not answer" in capsys.readouterr().err
     assert not out.exists()
+
+
+READER = f"""apiVersion: v1
+kind: ServiceAccount
+metadata: {{name: report-reader, namespace: {NAMESPACE}}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {{name: report-reader, namespace: {NAMESPACE}}}
+rules:
+- {{apiGroups: [""], resources: [pods], verbs: [get, list]}}
+- {{apiGroups: [apps], resources: [replicasets, deployments, statefulsets], verbs: [get, list]}}
+- {{apiGroups: [batch], resources: [jobs, cronjobs], verbs: [get, list]}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {{name: report-reader, namespace: {NAMESPACE}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: report-reader}}
+subjects: [{{kind: ServiceAccount, name: report-reader, namespace: {NAMESPACE}}}]
+"""
+
+
+@pytest.fixture(scope="module")
+def read_only(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """The same cluster with RBAC on, and a kubeconfig holding a ServiceAccount's token that may only get and list
+    pods, ReplicaSets, Jobs and the workloads' kinds in the namespace: what the report says it needs."""
+    work = tmp_path_factory.mktemp("report-read-only")
+    with SimCluster(rbac=True).start() as sim:
+        sim.load_manifests(SEEDS + "---\n" + READER)
+        sim.settle()
+        assert sim.trigger_cronjob(NAMESPACE, "nightly") is not None
+        sim.settle()
+        names = {p["metadata"]["name"] for p in sim.list("pods", NAMESPACE)}
+        pods = {"infer": next(n for n in names if n.startswith("infer-")),
+                "nightly": next(n for n in names if n.startswith("nightly-"))}
+        shape = history.Shape("batch", 1, lambda t: 0.5, namespace=NAMESPACE)
+        text = history.openmetrics([history.Pod(shape, name, "", "node-a") for name in (*pods.values(), GONE)])
+        token = sim.service_account_token(NAMESPACE, "report-reader")
+        with serve_history(work, text) as url:
+            yield Served(sim, url, sim.write_kubeconfig(work / "kubeconfig", token=token), pods)
+
+
+def test_a_read_only_service_account_is_enough(read_only: Served, tmp_path: Path) -> None:
+    grouped = _report(read_only, tmp_path, "--kubeconfig", read_only.kubeconfig)
+    assert grouped == {read_only.pods["infer"]: ("Deployment", "infer", "kubeconfig"),
+                       read_only.pods["nightly"]: ("CronJob", "nightly", "kubeconfig"),
+                       GONE: ("Deployment", "gone", "pod-name")}
+
+
+def test_a_read_the_account_may_not_make_fails_the_report_naming_it(read_only: Served, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Without `list` on pods the grouping cannot be the cluster's: the report fails, saying what was refused,
+    rather than fall back to names in silence."""
+    role = read_only.sim.get("roles", NAMESPACE, "report-reader")
+    kept = role["rules"]
+    role["rules"] = [r for r in kept if r["resources"] != ["pods"]]
+    read_only.sim.apply(role)
+    try:
+        out = tmp_path / "report.json"
+        assert main(["report", "--prometheus-url", read_only.url, "--namespace", NAMESPACE, "--since", "4h",
+                     "--until", END.isoformat(), "--step", "1m", "--kubeconfig", read_only.kubeconfig,
+                     "--out", str(out)]) == 1
+        err = capsys.readouterr().err
+        assert "pods" in err and ("forbidden" in err.lower() or "403" in err), err
+        assert not out.exists()
+    finally:
+        role["rules"] = kept
+        read_only.sim.apply(role)
