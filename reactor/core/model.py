@@ -370,8 +370,8 @@ class SkipReason(enum.StrEnum):
     OPERATOR_FORBIDS = "operator-forbids"
     TEST_ALERT = "test-alert"
     IN_PLACE_UNAVAILABLE = "in-place-unavailable"
-    # The confirm step (core/confirm.py) and per-alert validation (intake/alerts.py `parse_envelope`):
-    UNCONFIRMED = "unconfirmed"  # a firing alert Prometheus's rules do not fire now: a claim, never acted on
+    REBALANCE_HELD = "rebalance-held"  # a receiver holding a donor's GPUs: nothing else changes until they go back
+    UNCONFIRMED = "unconfirmed"  # (core/confirm.py) a firing alert Prometheus's rules do not fire now: never acted on
     STILL_FIRING = "still-firing"  # a resolve while Prometheus still fires the alert: nothing is reverted
     INVALID_ALERT = "invalid-alert"  # a malformed alert in a valid envelope: the others are decided
 

@@ -31,7 +31,7 @@ def decide(signal: Signal, workload: Workload, bounds: Fact[Bounds], policy: Pol
     """The rails in order, then the alert's strategies in order; the first that applies wins.
 
     Rails: unknown alert, invalid annotation, mode off, metrics missing; a resolved signal then
-    goes to `revert`; a firing one meets already-applied, cooldown, rollout and owner kind. Each GPU
+    goes to `revert`; a firing one meets already-applied, rebalance-held, cooldown, rollout and owner kind. Each GPU
     shrink strategy first meets `cpu_bound`: a CPU-starved container keeps its GPUs.
     The namespace facts may be readers (see `Context`): a rail that refuses reads none of them.
     `priority_classes` None means "not read": the ladder is trusted (see `check_priority_class`).

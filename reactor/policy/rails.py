@@ -123,6 +123,19 @@ def cooldown(ctx: Context) -> Skip | None:
     return Skip(SkipReason.COOLDOWN, f"cooldown until {until.isoformat()}")
 
 
+def rebalance_held(ctx: Context) -> Skip | None:
+    """A receiver holding the growth a donor paid for changes in nothing else until that growth is undone: its
+    resolve reverts the last action only, so any other change written meanwhile would leave the paid growth in
+    place for good, and the donor owed. (A record from before `paid` existed names no growth: not held.)"""
+    record = ctx.state.rebalance
+    if record is None or record.role != "receiver" or record.paid is None:
+        return None
+    return Skip(SkipReason.REBALANCE_HELD,
+                f"holds {record.gpus} GPUs of quota {record.quota} given by {record.kind}/{record.name} since "
+                f"{record.since.isoformat()}: nothing else changes on it until the growth they paid for is undone "
+                f"(its alert, firing {record.paid[0]} at {record.paid[1]}, resolves)")
+
+
 def rollout(ctx: Context) -> Skip | None:
     """A change that is still rolling out would be stacked on, and its effect not yet measured."""
     w = ctx.workload
@@ -199,7 +212,7 @@ def same_time(a: str, b: str) -> bool:
 # The order is the contract: the first refusal names the reason.
 BEFORE_STATUS: tuple[Rail, ...] = (unknown_alert, unauthenticated_state, state_not_latest, invalid_annotation, mode_off,
                                    metrics_missing)
-BEFORE_STRATEGIES: tuple[Rail, ...] = (already_applied, cooldown, rollout, unsupported_owner)
+BEFORE_STRATEGIES: tuple[Rail, ...] = (already_applied, rebalance_held, cooldown, rollout, unsupported_owner)
 
 
 def first_refusal(ctx: Context, rails: Sequence[Rail]) -> Skip | None:

@@ -289,6 +289,10 @@ def test_the_receiver_resolving_restores_the_donor(cluster: SimCluster, token_fi
     assert r.service.rebalancer.tick(utcnow()) == 0
     cluster.settle()
     assert (_replicas(cluster, "training"), _replicas(cluster, "inference"), _used(cluster)) == (1, 3, 8)
+    # Meanwhile nothing else changes on the receiver: another alert of its own would become its last change, and
+    # the resolve below would find nothing of its own to undo, the donor owed for good.
+    other = r.post(r.alerts("GPUIdle", "inference", "main", value=0.0)).get_json()["outcomes"][0]
+    assert other["reason"] == "rebalance-held", other["detail"]
     # The receiver's saturation resolves: its own revert (scale-replicas-up is reverted by this policy), then the
     # donor's restore once the quota shows the room.
     body = r.alerts("GPUSaturated", "inference", "main", value=0.3, status="resolved")

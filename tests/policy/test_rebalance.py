@@ -223,3 +223,16 @@ def test_only_the_paid_growth_is_undone_whatever_the_revert_policy() -> None:
     assert isinstance(later, Skip) and later.reason is SkipReason.RESOLVED and "not reverted by policy" in later.detail
     legacy = decide(signal(status="resolved", keys=(LATER,)), _received(None, LATER), bounds(hard=16), POLICY, NOW)
     assert isinstance(legacy, Action), "a record from before `paid` existed is read as it was then"
+
+
+def test_a_receiver_holding_a_paid_growth_changes_in_nothing_else_until_it_is_undone() -> None:
+    """Another alert on the receiver (here an idle one, which would shrink it) is refused `rebalance-held`: written,
+    it would become the last change, and the paid growth's resolve would then find nothing of its own to undo."""
+    other = signal("GPUIdle", value=0.0, keys=(LATER,))
+    held = decide(other, _received(PAID, PAID), bounds(hard=16), POLICY, NOW)
+    assert isinstance(held, Skip) and held.reason is SkipReason.REBALANCE_HELD
+    assert "given by Deployment/training" in held.detail and PAID[0] in held.detail
+    again = decide(signal("GPUSaturated", value=0.99, keys=(PAID,)), _received(PAID, PAID), bounds(hard=16), POLICY, NOW)
+    assert isinstance(again, Skip) and again.reason is SkipReason.ALREADY_APPLIED, "its own firing: applied already"
+    legacy = decide(other, _received(None, PAID), bounds(hard=16), POLICY, NOW)
+    assert not (isinstance(legacy, Skip) and legacy.reason is SkipReason.REBALANCE_HELD)
