@@ -127,9 +127,11 @@ def rebalance_held(ctx: Context) -> Skip | None:
     """A receiver holding the growth a donor paid for changes in nothing else until that growth is undone: its
     resolve reverts the last action only, so any other change written meanwhile would leave the paid growth in
     place for good, and the donor owed. (A record from before `paid` existed names no growth: not held.)"""
-    record = ctx.state.rebalance
-    if record is None or record.role != "receiver" or record.paid is None:
+    record, last = ctx.state.rebalance, ctx.state.last_action
+    if record is None or record.role != "receiver" or record.paid is None or last is None or last.action == "revert":
         return None
+    if not (last.fingerprint == record.paid[0] and same_time(last.starts_at, record.paid[1])):
+        return None  # the paid growth is no longer the last change (the verifier reverted it): nothing is held
     return Skip(SkipReason.REBALANCE_HELD,
                 f"holds {record.gpus} GPUs of quota {record.quota} given by {record.kind}/{record.name} since "
                 f"{record.since.isoformat()}: nothing else changes on it until the growth they paid for is undone "

@@ -236,3 +236,15 @@ def test_a_receiver_holding_a_paid_growth_changes_in_nothing_else_until_it_is_un
     assert isinstance(again, Skip) and again.reason is SkipReason.ALREADY_APPLIED, "its own firing: applied already"
     legacy = decide(other, _received(None, PAID), bounds(hard=16), POLICY, NOW)
     assert not (isinstance(legacy, Skip) and legacy.reason is SkipReason.REBALANCE_HELD)
+
+
+def test_once_the_paid_growth_is_no_longer_the_last_change_nothing_is_held() -> None:
+    """The verifier reverted the paid growth (its rollout stalled): the last change is that revert, and the receiver
+    is free again (the revert's write also drops the record: tests/state/test_rebalance_state.py)."""
+    record = Rebalance("receiver", "Deployment", "training", "uid-training", 4, "gpu-quota",
+                       NOW - timedelta(minutes=40), paid=PAID)
+    reverted = workload(replicas=2, gpus=2, annotations={
+        **last_action("revert", "down", ago=timedelta(minutes=30), key=PAID, from_value=3, to_value=2),
+        REBALANCE: rebalance_annotation(record)})
+    decision = decide(signal("GPUIdle", value=0.0, keys=(LATER,)), reverted, bounds(hard=16), POLICY, NOW)
+    assert not (isinstance(decision, Skip) and decision.reason is SkipReason.REBALANCE_HELD), decision

@@ -63,3 +63,23 @@ def test_an_edited_record_is_not_authentic() -> None:
     edited[REBALANCE] = edited[REBALANCE].replace('"gpus":2', '"gpus":8')
     w = _workload(edited)
     assert w.state.rebalance is None and REBALANCE in w.state.unauthenticated and STATE_MAC in w.state.unauthenticated
+
+
+def test_the_verifiers_revert_of_the_paid_growth_drops_the_receiver_record() -> None:
+    """The growth a donor paid for, reverted because its rollout stalled: the receiver holds nothing of the donor's,
+    so the revert's write drops its record (the donor is then restored); a stalled revert of any other change of
+    the receiver keeps it."""
+    writes = StateWrites(StateKeys(KEY), timedelta(minutes=30))
+    grow = Action("scale-replicas", "up", REF, None, 2, 3, "scale-replicas-up", gpu_delta=2)
+    received = Rebalance("receiver", "Deployment", "inference", "uid-inference", 2, "gpu-quota", NOW, paid=("fp", "s"))
+    grown = _workload({k: v for k, v in writes.change(grow, SIGNAL, _workload({}), NOW, rebalance=received).items()
+                       if v is not None})
+    assert grown.state.rebalance == received and grown.state.verification is not None
+    undo = replace(grow, action="revert", direction="down", from_value=3, to_value=2)
+    stalled = writes.stalled_revert(undo, SIGNAL, grown, NOW, grown.state.verification, "rollout stalled")
+    assert stalled[REBALANCE] is None
+    other = Signal(alert="GPUSaturated", status=Status.FIRING, keys=(("fp2", "t"),), container="main", value=0.99,
+                   fingerprint="fp2", starts_at="t")
+    own = _workload({k: v for k, v in writes.change(grow, other, grown, NOW).items() if v is not None})
+    kept = writes.stalled_revert(undo, other, own, NOW, own.state.verification, "rollout stalled")
+    assert kept[REBALANCE] == grown.annotations[REBALANCE]
