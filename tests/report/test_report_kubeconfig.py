@@ -5,8 +5,9 @@ says which grouping it got."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,21 +69,28 @@ class Served:
     pods: dict[str, str]  # workload -> the pod name the cluster gave it
 
 
+@contextlib.contextmanager
+def _served(sim: SimCluster, work: Path, manifests: str, token: Callable[[], str | None]) -> Iterator[Served]:
+    """`manifests` in `sim`, the CronJob run once, and the history of its pods, the Deployment's and GONE's served by
+    Prometheus; the kubeconfig holds `token()` (None: the cluster's own credentials)."""
+    sim.load_manifests(manifests)
+    sim.settle()
+    assert sim.trigger_cronjob(NAMESPACE, "nightly") is not None
+    sim.settle()
+    names = {p["metadata"]["name"] for p in sim.list("pods", NAMESPACE)}
+    pods = {"infer": next(n for n in names if n.startswith("infer-")),
+            "nightly": next(n for n in names if n.startswith("nightly-"))}
+    shape = history.Shape("batch", 1, lambda t: 0.5, namespace=NAMESPACE)
+    text = history.openmetrics([history.Pod(shape, name, "", "node-a") for name in (*pods.values(), GONE)])
+    with serve_history(work, text) as url:
+        yield Served(sim, url, sim.write_kubeconfig(work / "kubeconfig", token=token()), pods)
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    work = tmp_path_factory.mktemp("report-kubeconfig")
-    with SimCluster().start() as sim:
-        sim.load_manifests(SEEDS)
-        sim.settle()
-        assert sim.trigger_cronjob(NAMESPACE, "nightly") is not None
-        sim.settle()
-        names = {p["metadata"]["name"] for p in sim.list("pods", NAMESPACE)}
-        pods = {"infer": next(n for n in names if n.startswith("infer-")),
-                "nightly": next(n for n in names if n.startswith("nightly-"))}
-        shape = history.Shape("batch", 1, lambda t: 0.5, namespace=NAMESPACE)
-        text = history.openmetrics([history.Pod(shape, name, "", "node-a") for name in (*pods.values(), GONE)])
-        with serve_history(work, text) as url:
-            yield Served(sim, url, sim.write_kubeconfig(work / "kubeconfig"), pods)
+    with SimCluster().start() as sim, _served(sim, tmp_path_factory.mktemp("report-kubeconfig"), SEEDS,
+                                              lambda: None) as found:
+        yield found
 
 
 def _report(served: Served, tmp_path: Path, *extra: str) -> dict[str, tuple[str, str, str]]:
@@ -154,20 +162,10 @@ subjects: [{{kind: ServiceAccount, name: report-reader, namespace: {NAMESPACE}}}
 def read_only(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """The same cluster with RBAC on, and a kubeconfig holding a ServiceAccount's token that may only get and list
     pods, ReplicaSets, Jobs and the workloads' kinds in the namespace: what the report says it needs."""
-    work = tmp_path_factory.mktemp("report-read-only")
-    with SimCluster(rbac=True).start() as sim:
-        sim.load_manifests(SEEDS + "---\n" + READER)
-        sim.settle()
-        assert sim.trigger_cronjob(NAMESPACE, "nightly") is not None
-        sim.settle()
-        names = {p["metadata"]["name"] for p in sim.list("pods", NAMESPACE)}
-        pods = {"infer": next(n for n in names if n.startswith("infer-")),
-                "nightly": next(n for n in names if n.startswith("nightly-"))}
-        shape = history.Shape("batch", 1, lambda t: 0.5, namespace=NAMESPACE)
-        text = history.openmetrics([history.Pod(shape, name, "", "node-a") for name in (*pods.values(), GONE)])
-        token = sim.service_account_token(NAMESPACE, "report-reader")
-        with serve_history(work, text) as url:
-            yield Served(sim, url, sim.write_kubeconfig(work / "kubeconfig", token=token), pods)
+    with SimCluster(rbac=True).start() as sim, _served(
+            sim, tmp_path_factory.mktemp("report-read-only"), SEEDS + "---\n" + READER,
+            lambda: sim.service_account_token(NAMESPACE, "report-reader")) as found:
+        yield found
 
 
 def test_a_read_only_service_account_is_enough(read_only: Served, tmp_path: Path) -> None:
