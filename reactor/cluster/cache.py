@@ -146,8 +146,8 @@ def _encoded(kind: str, obj: Obj) -> bytes:
     return _encode(trimmed(kind, obj)).encode()
 
 
-# Every notification reads its workloads here, one decode each (a workload carrying its state records is tens of
-# kB): msgspec builds the same dicts, lists and scalars as `json.loads`, about 2.5 times faster.
+# Every notification reads its workloads here, one decode each: msgspec builds the same dicts, lists and scalars as
+# `json.loads`, about 2.5 times faster (a trimmed Deployment of ~1.3 kB: 1.9 µs against 5.1).
 _decode_text = msgspec.json.Decoder(dict[str, Any]).decode
 
 

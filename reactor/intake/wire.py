@@ -87,4 +87,3 @@ def _alert(wire: _Alert, index: int) -> Alert:
         raise InvalidPayload(f"alerts[{index}]", str(e)) from e
     return build_alert(name, status, MappingProxyType(labels), MappingProxyType(annotations), starts_at,
                        ends_at, wire.fingerprint, wire.generatorURL, f"alerts[{index}]")
-

@@ -22,6 +22,7 @@ from reactor.core.model import (
 )
 from reactor.policy.context import Context, effective_mode
 from reactor.policy.values import Policy
+from reactor.state.annotations import holds_paid_growth
 
 Rail = Callable[[Context], Skip | None]
 
@@ -127,11 +128,9 @@ def rebalance_held(ctx: Context) -> Skip | None:
     """A receiver holding the growth a donor paid for changes in nothing else until that growth is undone: its
     resolve reverts the last action only, so any other change written meanwhile would leave the paid growth in
     place for good, and the donor owed. (A record from before `paid` existed names no growth: not held.)"""
-    record, last = ctx.state.rebalance, ctx.state.last_action
-    if record is None or record.role != "receiver" or record.paid is None or last is None or last.action == "revert":
-        return None
-    if not (last.fingerprint == record.paid[0] and same_time(last.starts_at, record.paid[1])):
-        return None  # the paid growth is no longer the last change (the verifier reverted it): nothing is held
+    record = ctx.state.rebalance
+    if record is None or record.paid is None or not holds_paid_growth(ctx.state):
+        return None  # no paid growth, or no longer the last change (the verifier reverted it): nothing is held
     return Skip(SkipReason.REBALANCE_HELD,
                 f"holds {record.gpus} GPUs of quota {record.quota} given by {record.kind}/{record.name} since "
                 f"{record.since.isoformat()}: nothing else changes on it until the growth they paid for is undone "
@@ -198,11 +197,10 @@ def recently_reverted(ctx: Context, strategy: str) -> Skip | None:
 
 def recorded_in(last: LastAction, keys: Sequence[tuple[str, str]]) -> bool:
     """Is the firing recorded in `last` one of `keys`? Times compare as instants, not as spellings."""
-    return any(fp == last.fingerprint and same_time(at, last.starts_at) for fp, at in keys)
+    return any(fp == last.fingerprint and _same_time(at, last.starts_at) for fp, at in keys)
 
 
-def same_time(a: str, b: str) -> bool:
-    """Two RFC 3339 spellings of one instant (an offset, a fraction) compare equal."""
+def _same_time(a: str, b: str) -> bool:
     if a == b:
         return True
     try:

@@ -21,7 +21,7 @@ from reactor.policy.limits import out_of_bounds
 from reactor.policy.memory import MIB, revert_memory
 from reactor.policy.quota import pod_gpus, priority_beside
 from reactor.policy.strategies import check_priority_class
-from reactor.state.annotations import CPU, MEMORY, container_key, original_key, original_value
+from reactor.state.annotations import CPU, MEMORY, container_key, holds_paid_growth, original_key, original_value
 
 
 def revert(ctx: Context) -> Action | Skip:
@@ -100,8 +100,7 @@ def _paid_by_a_donor(ctx: Context, last: LastAction) -> bool:
     # The paid growth only: a later growth of the receiver's own (another alert, once its cooldown was over) keeps
     # the record, and forcing its revert would drop the record too, leaving the paid growth in place and the donor
     # owed. A record from before `paid` existed names no firing: read as it was then.
-    return record.paid is None or (record.paid[0] == last.fingerprint
-                                   and rails.same_time(record.paid[1], last.starts_at))
+    return record.paid is None or holds_paid_growth(ctx.state)
 
 
 def _fingerprints(ctx: Context) -> set[str]:

@@ -324,6 +324,17 @@ def state_annotations(
     }
 
 
+def holds_paid_growth(state: ReactorState) -> bool:
+    """Is the last change the growth the `receiver` record says a donor paid for, still in place (not reverted)?
+    Both name the firing by `signal_key`, written together: the same spelling. The one answer to what a rebalance
+    holds on a receiver: its resolve undoes that growth whatever `revert` says (policy/revert.py), nothing else
+    changes on it meanwhile (policy/rails.py `rebalance_held`), and a verifier's revert of it drops the record
+    (state/writes.py)."""
+    record, last = state.rebalance, state.last_action
+    return (record is not None and record.role == "receiver" and record.paid is not None and last is not None
+            and last.action != "revert" and (last.fingerprint, last.starts_at) == record.paid)
+
+
 def signal_key(signal: Signal) -> tuple[str, str]:
     """The firing a decision is recorded under: the signal's own, else its first key."""
     if signal.fingerprint:

@@ -18,6 +18,7 @@ from reactor.state.annotations import (
     REVERTED,
     VERIFICATION,
     VERIFIED,
+    holds_paid_growth,
     rebalance_annotation,
     state_annotations,
     verification_annotation,
@@ -55,7 +56,7 @@ class StateWrites:
                                                             part=verification.part)
         # The growth a donor paid for, undone because its rollout stalled: the receiver holds nothing of the donor's
         # any more, so its record goes with it (the donor is then restored, engine/givebacks.py), as with a resolve.
-        annotations[REBALANCE] = None if _undoes_paid(workload) else _kept_rebalance(workload)
+        annotations[REBALANCE] = None if holds_paid_growth(workload.state) else _kept_rebalance(workload)
         return self._sealed(workload, annotations, write)
 
     def verified(self, workload: Workload, verification: Verification, now: datetime, *,
@@ -70,14 +71,6 @@ class StateWrites:
         if self.keys is None:
             raise ValueError("no state keys: a reactor without them (dry run) writes no state")
         return self.keys.sealed(workload.uid, annotations, write)
-
-
-def _undoes_paid(workload: Workload) -> bool:
-    """Is the workload's last change the growth its `receiver` record says a donor paid for (both name the firing
-    by the same `signal_key` spelling)?"""
-    record, last = workload.state.rebalance, workload.state.last_action
-    return (record is not None and record.role == "receiver" and record.paid is not None and last is not None
-            and last.action != "revert" and (last.fingerprint, last.starts_at) == record.paid)
 
 
 def _kept_rebalance(workload: Workload) -> str | None:
