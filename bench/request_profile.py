@@ -2,20 +2,24 @@
 them — the reactor assembled from the bench policy, its watch cache synced, the WSGI application called with the
 environ gunicorn builds (reads.py's guarded input included), after the bench's storm put every workload in cooldown.
 
-`python -m bench.request_profile [--runs 20] [--top 25]`: prints the CPU µs per request of each path and the
-functions that took it (cProfile, sorted by own time; `SORT=cumulative` sorts by time including callees). The
-embedded cluster runs in this process but is idle on the cooldown path (the cache answers every read).
+`python -m bench.request_profile [--runs 20] [--top 25] [--no-freeze]`: prints the CPU µs per request of each path
+(mean and median), the cycle collector's runs during them, and the functions that took it (cProfile, sorted by own
+time; `SORT=cumulative` sorts by time including callees). The embedded cluster runs in this process but is idle on
+the cooldown path (the cache answers every read). The service is frozen out of the collector's reach once built, as
+the serving worker does (reactor/app/runner.py); `--no-freeze` leaves it there, to see what that costs.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import io
 import json
 import os
 import pstats
 import secrets
+import statistics
 import sys
 import tempfile
 import time
@@ -32,7 +36,8 @@ from reactor.cluster.kube import KubeGateway
 from reactor.config.settings import build_settings
 from reactor.core.metrics import Metrics
 from reactor.core.outcome import answer_json
-from reactor.intake.alerts import parse_notification
+from reactor.intake.alerts import parse_envelope
+from reactor.intake.wire import read_envelope
 from reactor.tools.launcher import state_key_file
 
 
@@ -54,16 +59,36 @@ def call(app: Any, body: bytes, token: str) -> str:
 
 def stages(app: Any, service: Any, bodies: list[bytes], others: list[bytes], token: str) -> dict[str, float]:
     """The handling thread's CPU per request (the embedded cluster's threads are not counted): the whole WSGI call
-    on `bodies`, and on `others` (new firings as well) the intake's parse, the engine's handling and the answer."""
+    on `bodies` (mean and median), the cycle collector's runs during them (count and ms, by generation), and on
+    `others` (new firings as well) the intake's reading as the webhook reads (intake/wire.py, else the careful
+    reading), the engine's handling and the answer."""
     n = max(1, len(bodies))
-    started = time.thread_time()
-    for b in bodies:
-        call(app, b, token)
-    whole = (time.thread_time() - started) / n * 1e6
+    times: list[float] = []
+    collected: dict[int, list[float]] = {}
+    began = [0.0]
+
+    def collector(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            began[0] = time.perf_counter()
+        else:
+            collected.setdefault(info["generation"], []).append(time.perf_counter() - began[0])
+
+    gc.callbacks.append(collector)
+    try:
+        for b in bodies:
+            started = time.thread_time()
+            call(app, b, token)
+            times.append(time.thread_time() - started)
+    finally:
+        gc.callbacks.remove(collector)
+    found = {"whole call (mean)": sum(times) / n * 1e6, "whole call (median)": statistics.median(times or [0.0]) * 1e6}
+    for generation, runs in sorted(collected.items()):
+        found[f"gen{generation} collections"] = len(runs)
+        found[f"gen{generation} ms"] = sum(runs) * 1e3
     parse = handle = encode = 0.0
     for b in others:
         t0 = time.thread_time()
-        notification = parse_notification(json.loads(b))
+        notification = (read_envelope(b) or parse_envelope(json.loads(b))).notification
         t1 = time.thread_time()
         outcomes = service.engine.handle(notification)
         t2 = time.thread_time()
@@ -71,14 +96,15 @@ def stages(app: Any, service: Any, bodies: list[bytes], others: list[bytes], tok
         t3 = time.thread_time()
         parse, handle, encode = parse + t1 - t0, handle + t2 - t1, encode + t3 - t2
     m = max(1, len(others))
-    return {"whole call": whole, "parse": parse / m * 1e6, "engine.handle": handle / m * 1e6,
-            "answer": encode / m * 1e6}
+    return {**found, "parse": parse / m * 1e6, "engine.handle": handle / m * 1e6, "answer": encode / m * 1e6}
 
 
 def main() -> int:
     p = argparse.ArgumentParser(prog="python -m bench.request_profile")
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--top", type=int, default=25)
+    p.add_argument("--no-freeze", action="store_true",
+                   help="leave the assembled service to the cycle collector (the serving worker freezes it)")
     args = p.parse_args()
     sim = start_sim()
     try:
@@ -93,6 +119,8 @@ def main() -> int:
             settings = build_settings(doc, {})
             metrics = Metrics()
             service = assemble(settings, kube=KubeGateway.for_url(sim.url, settings.kube, metrics), metrics=metrics)
+            if not args.no_freeze:
+                gc.freeze()  # as the serving worker does once it has built the service (reactor/app/runner.py)
             if service.informers is not None:
                 service.informers.run_once()
             app = guard_input(service.app)

@@ -52,8 +52,9 @@ class _Gunicorn(BaseApplication):
 
         self.service = self._build()
         # What the worker just built lives as long as it does: out of the collector's reach, a full collection walks
-        # only what requests leave behind. Measured on 1,000-alert notifications in one process holding the service and
-        # the embedded cluster (262,000 objects tracked): a full collection took 154 ms; frozen, 0.5 ms.
+        # only what requests leave behind. Measured in one process holding the service and the embedded cluster
+        # (262,000 objects tracked): a full collection, when one fell due, took 154 ms; frozen, a few ms
+        # (`python -m bench.request_profile [--no-freeze]` counts them).
         gc.freeze()
         return guard_input(self.service.app)
 
