@@ -35,6 +35,7 @@ class Miss:
 
 
 MISS: Final = Miss()
+_NONE: Final[dict[str, bytes]] = {}  # what a namespace with no object of a kind holds (never written to)
 
 
 class Store:
@@ -50,11 +51,15 @@ class Store:
     # --- reads ----------------------------------------------------------------------------
 
     def lookup(self, kind: str, namespace: str, name: str) -> Obj | None | Miss:
-        """The object; None when a synced cache does not hold it; MISS when this store cannot say."""
+        """The object; None when a synced cache does not hold it; MISS when this store cannot say.
+
+        No lock: a notification looks up each of its pods and workloads, and a lock taken that often by every
+        request thread blocks them all whenever its holder is switched out (reactor/engine/firings.py says what
+        that cost). Each dict read is atomic under the interpreter lock, and the writers below change what a
+        reader can reach one atomic step at a time (a relist swaps in its new map whole)."""
         if not self.synced_for(kind, namespace):
             return MISS
-        with self._lock:
-            text = self._objects[kind].get(namespace, {}).get(name)
+        text = self._objects[kind].get(namespace, _NONE).get(name)
         return None if text is None else _decode(text)
 
     def objects(self, kind: str, namespace: str) -> list[Obj] | Miss:
@@ -74,8 +79,8 @@ class Store:
         return [o for o in map(_decode, texts) if keep(o)]
 
     def synced_for(self, kind: str, namespace: str) -> bool:
-        with self._lock:
-            return kind in self.kinds and ((kind, namespace) in self._synced or (kind, ALL) in self._synced)
+        """No lock, as `lookup`: set membership is atomic, and `replace` marks a scope synced after its objects."""
+        return kind in self.kinds and ((kind, namespace) in self._synced or (kind, ALL) in self._synced)
 
     def count(self) -> int:
         with self._lock:
@@ -108,12 +113,10 @@ class Store:
             namespace, name = _key(obj)
             fresh.setdefault(namespace, {})[name] = _encoded(kind, obj)
         with self._lock:
-            spaces = self._objects[kind]
             if scope == ALL:
-                spaces.clear()
-                spaces.update(fresh)
+                self._objects[kind] = fresh  # swapped whole: a reader never sees the kind emptied half-way
             else:
-                spaces[scope] = fresh.get(scope, {})
+                self._objects[kind][scope] = fresh.get(scope, {})
             self._synced.add((kind, scope))
 
     def apply(self, kind: str, event_type: str, obj: Obj) -> None:

@@ -3,6 +3,11 @@
 Both are optimisations and guards of this process only (the state on the workload and the conditional writes
 are what make several replicas safe): a repeat of a firing this process applied is answered without an API
 call, and two threads of this process never decide the same workload at once.
+
+`Firings.seen` runs once per alert, so it takes no lock: a lock taken per alert, held by a thread the interpreter
+switches out mid-hold, blocks every other request thread behind it, and each block is two context switches (in the
+serving worker, 200–300 per 1,000-alert notification with the caches' read locks, 58 without; docs/performance.md).
+Each OrderedDict operation is atomic under the interpreter lock; only `remember`'s insert-then-evict is a sequence.
 """
 
 from __future__ import annotations
@@ -28,12 +33,14 @@ class Firings:
         self._lock = threading.Lock()
 
     def seen(self, keys: Sequence[tuple[str, str]]) -> bool:
-        """Whether any of `keys` was applied here; a key met again is kept as recent."""
-        with self._lock:
-            found = [key for key in keys if key in self._keys]
-            for key in found:
-                self._keys.move_to_end(key)
-            return bool(found)
+        """Whether any of `keys` was applied here; a key met again is kept as recent (no lock: see the module)."""
+        found = False
+        for key in keys:
+            if key in self._keys:
+                found = True
+                with contextlib.suppress(KeyError):  # evicted by `remember` since the lookup: nothing to refresh
+                    self._keys.move_to_end(key)
+        return found
 
     def remember(self, keys: Sequence[tuple[str, str]]) -> None:
         with self._lock:

@@ -246,17 +246,20 @@ class Owners:
         self._lock = threading.Lock()
 
     def get(self, namespace: str, pod: str) -> tuple[WorkloadRef, WorkloadRef | None] | None:
-        """(workload, via) of a pod resolved within `ttl`, else None."""
-        key = (namespace, pod)
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is None:
-                return None
-            if self._clock() - entry[0] > self._ttl:
-                del self._entries[key]
-                return None
-            self._entries.move_to_end(key)
-            return entry[1], entry[2]
+        """(workload, via) of a pod resolved within `ttl`, else None.
+
+        Asked for every pod of every notification, so it takes no lock (one dict read is atomic; why a lock per
+        pod costs: reactor/engine/firings.py). Nor does it reorder: entries are kept in the order they were
+        resolved, which is the order they expire in, so the oldest one evicted is the one nearest its expiry."""
+        entry = self._entries.get((namespace, pod))
+        if entry is None:
+            return None
+        if self._clock() - entry[0] > self._ttl:
+            with self._lock:
+                if self._entries.get((namespace, pod)) is entry:
+                    del self._entries[(namespace, pod)]
+            return None
+        return entry[1], entry[2]
 
     def put(self, namespace: str, pod: str, owner: Owner) -> None:
         with self._lock:
