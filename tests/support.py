@@ -20,6 +20,7 @@ from reactor.cluster.kube import KubeGateway
 from reactor.config.settings import Kube, Settings, build_settings
 from reactor.core.metrics import Metrics
 from reactor.engine import utcnow
+from reactor.intake.bearer import CHECK_SECONDS
 from reactor.observe.probes import ProbeAnswer
 from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec, notification
@@ -171,6 +172,12 @@ def build_reactor(sim: SimCluster, settings: Settings, *, clock: Callable[[], da
     reactor = Reactor(service, feeding_client(service, stand_in, feed=feed), sim, registry, stand_in)
     release(reactor)
     return reactor
+
+
+def files_checked() -> None:
+    """Wait until a running reactor checks its token and state key files again: it stats them at most every
+    CHECK_SECONDS (reactor/intake/bearer.py, reactor/state/seal.py), so a change takes effect within that."""
+    time.sleep(CHECK_SECONDS + 0.05)
 
 
 def eventually(check: Callable[[], bool], seconds: float = 10.0, *, every: float = 0.05) -> None:

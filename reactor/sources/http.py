@@ -1,9 +1,10 @@
 """The discipline every outbound client of the reactor keeps (Alertmanager's API, Prometheus's API): one place.
 
 A configured URL is split once and never printed with its credentials; a bearer token is re-read from its file when
-the file changes (a rotated Secret); https is verified against a CA file, rebuilt when it changes; an answer is read
-under a byte cap; a deadline ends a connection under its reader (a server that trickles bytes cannot hold a caller
-past it). Each failure is a `Failed` whose `result` is the caller's metrics label.
+the file changes (a rotated Secret; the file's stat is checked at most once a second, intake/bearer.py); https is
+verified against a CA file, rebuilt when it changes; an answer is read under a byte cap; a deadline ends a connection
+under its reader (a server that trickles bytes cannot hold a caller past it). Each failure is a `Failed` whose
+`result` is the caller's metrics label.
 """
 
 from __future__ import annotations

@@ -16,9 +16,10 @@ TypeError on non-ASCII text). `v1:<hmac>` records (written before the write iden
 the ledger decides whether they may count.
 
 The key files are re-read by content, as the webhook's token is (reactor/intake/bearer.py): whenever a
-file's inode, size, mtime or ctime changes, and in any case every `REREAD_SECONDS`. A previous key whose
-file is removed stops verifying within seconds; `generation` changes with the keys, so verdicts cached
-under the old keys die with them.
+file's inode, size, mtime or ctime changes, and in any case every `REREAD_SECONDS`; their stats are taken at most
+every `CHECK_SECONDS` (every workload a notification reads asks for the keys; why a system call per ask costs:
+bearer.py). A previous key whose file is removed stops verifying within seconds; `generation` changes with the
+keys, so verdicts cached under the old keys die with them.
 
 This module must never log, print or put key material in an exception or a repr.
 """
@@ -57,6 +58,7 @@ SIGNED = (LAST_ACTION, COOLDOWN_UNTIL, ORIGINAL, VERIFICATION, REBALANCE)
 _BEFORE_REBALANCE = len(SIGNED) - 1  # records sealed before `rebalance` existed keep their MAC
 MIN_KEY_BYTES = 32
 REREAD_SECONDS = 2.0
+CHECK_SECONDS = 1.0
 LEGACY = ""  # the write identity of a `v1:` record, which names none
 _V1 = re.compile(r"v1:[0-9a-f]{64}")
 _V2 = re.compile(r"v2:([0-9a-f]{16}):[0-9a-f]{64}")
@@ -158,45 +160,56 @@ class KeyFiles(StateKeys):
     removed ends the rotation: records signed by that key stop verifying at the next read.
     """
 
-    __slots__ = ("_files", "_reread", "_clock", "_stamp", "_read_at", "_generation", "_lock", "_error")
+    __slots__ = ("_files", "_reread", "_check", "_clock", "_stamp", "_read_at", "_checked_at", "_snapshot", "_lock")
 
     def __init__(self, key_file: str, previous_file: str | None, *, reread_seconds: float = REREAD_SECONDS,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 check_seconds: float = CHECK_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
         self._files = (key_file, previous_file)
-        self._reread, self._clock = reread_seconds, clock
-        self._stamp: tuple[object, ...] | None = None
-        self._read_at = float("-inf")
-        self._generation = 0
+        self._reread, self._check, self._clock = reread_seconds, check_seconds, clock
         self._lock = threading.Lock()
-        self._error = ""
-        super().__init__(_read_key("state.keyFile", key_file), _read_previous(previous_file))
-        self._stamp = self._stat()
-        self._read_at = clock()
+        current, previous = _read_key("state.keyFile", key_file), _read_previous(previous_file)
+        super().__init__(current, previous)
+        # (current, previous, generation, error): replaced whole, so a reader without the lock never sees a key
+        # from one read beside the generation of another.
+        self._snapshot: tuple[bytes, bytes | None, int, str] = (current, previous, 0, "")
+        self._stamp: tuple[object, ...] | None = self._stat()
+        self._read_at = self._checked_at = clock()
 
     def keys(self) -> tuple[bytes, bytes | None, int]:
+        """Within `CHECK_SECONDS` of the last check, the keys held, without a lock (every workload of every
+        notification asks). Otherwise, under the lock, the files' stats, and a re-read when they changed or
+        `REREAD_SECONDS` passed. While a key is unusable, every call checks again."""
+        now = self._clock()
+        current, previous, generation, error = self._snapshot
+        if not error and now - self._checked_at < self._check:
+            return current, previous, generation
         with self._lock:
-            stamp, now = self._stat(), self._clock()
+            stamp = self._stat()
             if stamp != self._stamp or now - self._read_at >= self._reread:
                 self._reload(stamp, now)
-            if self._error:
-                raise TemporaryError(f"state key unusable: {self._error}")
-            return self._current, self._previous, self._generation
+            self._checked_at = now
+            current, previous, generation, error = self._snapshot
+        if error:
+            raise TemporaryError(f"state key unusable: {error}")
+        return current, previous, generation
 
     def _reload(self, stamp: tuple[object, ...], now: float) -> None:
+        current_key, previous_key, generation, error = self._snapshot
         try:
             current = _read_key("state.keyFile", self._files[0])
             previous = _read_previous(self._files[1])
         except ConfigError as e:
-            if not self._error:
+            if not error:
                 log.error("state key unusable: nothing verifies or is sealed until it is readable",
                           extra={"error": str(e)})
-            self._error, self._generation = str(e), self._generation + (not self._error)
+            self._snapshot = (current_key, previous_key, generation + (not error), str(e))
             self._stamp, self._read_at = None, now  # read again at the next use
             return
-        if (current, previous) != (self._current, self._previous) or self._error:
-            self._generation += 1
+        if (current, previous) != (current_key, previous_key) or error:
+            generation += 1
             log.info("state keys reloaded", extra={"previous": previous is not None})
-        self._current, self._previous, self._error = current, previous, ""
+        self._current, self._previous = current, previous
+        self._snapshot = (current, previous, generation, "")
         self._stamp, self._read_at = stamp, now
 
     def _stat(self) -> tuple[object, ...]:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from reactor_sim import SimCluster
-from tests.support import TOKEN, Reactor, build_reactor, make_settings, sample
+from tests.support import TOKEN, Reactor, build_reactor, files_checked, make_settings, sample
 
 
 def test_200_with_an_outcome_per_alert(reactor: Reactor) -> None:
@@ -213,6 +213,7 @@ def test_unknown_route_and_method_are_json(reactor: Reactor) -> None:
 
 def test_token_rotation_needs_no_restart(reactor: Reactor, token_file: Path) -> None:
     token_file.write_text("rotated-token-value-that-is-longer\n")
+    files_checked()
     assert reactor.post(sample("underutilized-firing")).status_code == 401
     assert reactor.post(sample("underutilized-firing"), token="rotated-token-value-that-is-longer").status_code == 200
 

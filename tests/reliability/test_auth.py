@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from reactor.intake.bearer import CHECK_SECONDS
 from reactor.intake.web import TokenFile
 from reactor.tools.payloads import AlertSpec, notification
 from reactor_sim import SimCluster
@@ -141,10 +142,12 @@ def _until(clean: Callable[[], bool], check: Callable[[str], bool], candidates: 
 
 
 def rotate(path: Path, token: str) -> None:
-    """As the kubelet updates a mounted Secret: write a new file, then swap it in atomically."""
+    """As the kubelet updates a mounted Secret: write a new file, then swap it in atomically; then wait for the
+    reactor's next check of the file (at most every CHECK_SECONDS)."""
     fresh = path.with_suffix(".new")
     fresh.write_text(token + "\n")
     os.replace(fresh, path)
+    time.sleep(CHECK_SECONDS + 0.05)
 
 
 def test_the_token_rotates_on_the_running_server_without_a_restart(served: tuple[SimCluster, Child]) -> None:
@@ -171,6 +174,7 @@ def test_an_unreadable_token_file_fails_closed_with_503(served: tuple[SimCluster
             path.write_text("")
         else:
             path.unlink()
+        time.sleep(CHECK_SECONDS + 0.05)  # the reactor's next check of the file
         right = post_with(child, "Bearer " + TOKEN)
         assert (right.status, right.body) == (503, {"error": "the webhook token cannot be read; retry"}), (broken, right)
         answers.append(right)

@@ -21,6 +21,7 @@ import pytest
 from reactor.config.settings import AlertSource, build_settings
 from reactor.core.errors import AlertSourceUnavailable, ReactorError
 from reactor.core.metrics import Metrics
+from reactor.intake.bearer import CHECK_SECONDS
 from reactor.sources.alertmanager import (
     AlertmanagerAlerts,
     alerts_query,
@@ -223,6 +224,7 @@ def test_the_token_file_is_sent_as_bearer_and_reread_when_it_changes(stub: Stub,
     source = _source(f"http://127.0.0.1:{stub.port}", token_file=str(token))
     source.firing("team-a", ["GPUIdle"])
     token.write_text("second-token-longer\n")
+    time.sleep(CHECK_SECONDS)  # the file is checked at most once per CHECK_SECONDS (reactor/intake/bearer.py)
     source.firing("team-a", ["GPUIdle"])
     assert [h.get("Authorization") for _, h in stub.requests] == [
         "Bearer first-token", "Bearer first-token", "Bearer second-token-longer", "Bearer second-token-longer"]

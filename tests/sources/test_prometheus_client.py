@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from reactor.core.errors import Failure, PrometheusUnavailable, ReactorError, classify
+from reactor.intake.bearer import CHECK_SECONDS
 from reactor.sources.prometheus import PrometheusApi
 from tests.sources.stub_http import Handler, StubServer, trickle
 from tests.sources.stub_http import send as _send
@@ -197,9 +198,11 @@ def test_bearer_token_file_is_sent_and_reread(stub: Stub, tmp_path: Path) -> Non
     api = stub.api(stub.url, token_file=str(token))
     api.query("x")
     token.write_text("second-token\n")
+    time.sleep(CHECK_SECONDS)  # the file is checked at most once per CHECK_SECONDS
     api.query("x")
     assert [h["Authorization"] for _, h in stub.requests] == ["Bearer first", "Bearer second-token"]
     token.write_text("")
+    time.sleep(CHECK_SECONDS)
     assert "token file" in _unavailable(lambda: api.query("x"))
 
 

@@ -12,6 +12,7 @@ from reactor.core.errors import ConfigError, TemporaryError
 from reactor.core.model import Container, Workload, WorkloadRef
 from reactor.state.annotations import COOLDOWN_UNTIL, LAST_ACTION, MODE, ORIGINAL, read_state
 from reactor.state.seal import (
+    CHECK_SECONDS,
     LEGACY,
     REREAD_SECONDS,
     STATE_MAC,
@@ -112,8 +113,8 @@ def test_the_write_is_bound_and_named() -> None:
 
 
 def test_key_files_are_re_read_by_content(tmp_path: Path) -> None:
-    """Removed: the previous key stops verifying at once (the stamp changed). Rewritten with the same size and the
-    old mtime: re-read within REREAD_SECONDS all the same. The generation moves with each change."""
+    """Removed: the previous key stops verifying at the next check (the stamp changed). Rewritten with the same size
+    and the old mtime: re-read within REREAD_SECONDS all the same. The generation moves with each change."""
     current, previous = tmp_path / "key", tmp_path / "previous"
     current.write_bytes(KEY)
     previous.write_bytes(OLD)
@@ -122,6 +123,9 @@ def test_key_files_are_re_read_by_content(tmp_path: Path) -> None:
     old_record = _written(StateKeys(OLD))
     assert keys.authentic("uid-1", old_record) and keys.generation == 0
     previous.unlink()
+    now[0] += CHECK_SECONDS / 2
+    assert keys.authentic("uid-1", old_record) and keys.generation == 0  # checked half a check ago
+    now[0] += CHECK_SECONDS / 2
     assert not keys.authentic("uid-1", old_record) and keys.generation == 1
     stat = current.stat()
     current.write_bytes(b"n" * 32)
@@ -134,9 +138,11 @@ def test_key_files_are_re_read_by_content(tmp_path: Path) -> None:
 def test_an_unreadable_current_key_fails_closed(tmp_path: Path) -> None:
     current = tmp_path / "key"
     current.write_bytes(KEY)
-    keys = KeyFiles(str(current), None)
+    now = [0.0]
+    keys = KeyFiles(str(current), None, clock=lambda: now[0])
     record = _written(keys)
     current.unlink()
+    now[0] += CHECK_SECONDS
     assert not keys.authentic("uid-1", record)
     with pytest.raises(TemporaryError):
         keys.sealed("uid-1", STATE)

@@ -25,7 +25,7 @@ from reactor.state.seal import STATE_MAC, StateKeys, load_state_keys, parse_mac
 from reactor.tools.launcher import state_key_file
 from reactor.tools.payloads import AlertSpec, fingerprint, notification, rfc3339
 from reactor_sim import SimCluster
-from tests.support import NAMESPACE, Reactor
+from tests.support import NAMESPACE, Reactor, files_checked
 from tests.trust.tenant import (
     BOOSTING,
     LEDGER,
@@ -239,8 +239,9 @@ def test_a_resolve_prometheus_could_not_render_a_number_of_still_reverts(boostin
 def test_a_removed_or_replaced_previous_key_stops_verifying(sim: SimCluster, token_file: Path, keys: StateKeys,
                                                           tmp_path: Path) -> None:
     """During a rotation the previous key verifies; once its file is removed (or replaced) while the reactor
-    runs, records signed by it stop verifying at the next read (the file's stamp changed: no restart, no wait),
-    including the verdict cached for the unchanged workload (its resourceVersion is the same)."""
+    runs, records signed by it stop verifying at the next check of the files (the file's stamp changed: no restart;
+    the files are stat'ed at most every CHECK_SECONDS), including the verdict cached for the unchanged workload (its
+    resourceVersion is the same)."""
     pod = sim.list("pods", NAMESPACE, label_selector="app=llm-inference")[0]["metadata"]["name"]
     started = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
     spec = _spec(pod, started, alert="GPUSaturated")
@@ -263,9 +264,11 @@ def test_a_removed_or_replaced_previous_key_stops_verifying(sim: SimCluster, tok
     try:
         assert outcome_of(r, spec)["reason"] == "already-applied"  # verified under the previous key, and cached
         previous.unlink()
+        files_checked()
         o = outcome_of(r, _spec(pod, started, "resolved"))
         assert (o["result"], o["reason"]) == ("skipped", "unauthenticated-state"), why(o)
         previous.write_text("p" * 64)  # replaced by another key: no better
+        files_checked()
         o = outcome_of(r, _spec(pod, started, "resolved"))
         assert (o["result"], o["reason"]) == ("skipped", "unauthenticated-state"), why(o)
         assert template_of(sim, "llm-inference")["priorityClassName"] == "high-priority-gpu"
