@@ -13,6 +13,8 @@ import logging
 import re
 from datetime import UTC, datetime
 
+from reactor.app.log_batches import BatchingHandler
+
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "taskName"}
 
 
@@ -70,7 +72,8 @@ class TextFormatter(logging.Formatter):
 
 
 def configure(fmt: str, level: str) -> None:
-    handler = logging.StreamHandler()
+    """Root logs to stderr, one formatted line per record, written in batches (reactor/app/log_batches.py)."""
+    handler = BatchingHandler()
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
