@@ -31,6 +31,32 @@ def fold(alerts: Sequence[Alert]) -> Signal:
     group must neither lend its stale value nor its key (its key would make a new firing look
     already applied). The order of `alerts` does not matter (a property test permutes them).
     """
+    if len(alerts) == 1:
+        return _one(alerts[0])
+    return fold_many(alerts)
+
+
+def _one(a: Alert) -> Signal:
+    """What `fold_many` makes of one alert, without its sorting and grouping: most notifications name one alert per
+    workload (a property test holds the two equal)."""
+    return Signal(
+        alert=a.name,
+        status=Status.FIRING if a.firing else Status.RESOLVED,
+        keys=(a.key,),
+        container=a.container or None,
+        value=a.value,
+        gpus=a.gpus,
+        idle_gpus=a.idle_gpus,
+        pods=(a.pod,) if a.pod else (),
+        starts_at=a.key[1],
+        fingerprint=a.fingerprint,
+        cpu_throttling=a.cpu_throttling,
+        cpu_unknown=bool(a.cpu_unknown),
+    )
+
+
+def fold_many(alerts: Sequence[Alert]) -> Signal:
+    """`fold` for any number of alerts (see `fold`)."""
     if not alerts:
         raise ValueError("fold needs at least one alert")
     firing = [a for a in alerts if a.firing]

@@ -40,6 +40,7 @@ from reactor.core.model import (
     WorkloadRef,
 )
 from reactor.policy import ComputeFacts, decide, fold
+from reactor.policy.signals import fold_many
 from reactor.policy.values import DEFAULT_ALERTS, REVERTIBLE, Policy
 from reactor.state.annotations import (
     MAX_GPUS,
@@ -285,6 +286,13 @@ def test_folding_does_not_depend_on_the_order_of_the_alerts(alerts: list[Alert],
     rng.shuffle(shuffled)
     assert fold(shuffled) == fold(alerts)
     assume(len(alerts) > 1)
+
+
+@SETTINGS
+@given(alert_groups())
+def test_one_alert_folds_as_the_general_fold_folds_it(alerts: list[Alert]) -> None:
+    """fold's shortcut for a single alert (most notifications name one per workload) is the general fold's answer."""
+    assert fold(alerts[:1]) == fold_many(alerts[:1])
 
 
 # --- the same for the CPU half: a CPU or memory raise stays within cpu.max / memory.max, the LimitRange and the
