@@ -82,6 +82,10 @@ def alert_outcome(alert: Alert, fields: dict[str, Any]) -> Outcome:
 
 
 _HEAD = ("alert", "fingerprint", "startsAt", "status", "namespace", "pod")
+TAILS_KEPT = 4096
+# The encoded decision part of an outcome, by everything it is made of (see `answer_json`). Each dict operation is
+# atomic under the interpreter lock; two threads encoding the same decision at once store the same text.
+_TAILS: dict[tuple[Any, ...], str] = {}
 
 
 def _text(value: str | None) -> str:
@@ -94,17 +98,20 @@ def answer_json(summary: dict[str, int], outcomes: Sequence[Outcome]) -> str:
 
     Each outcome is its alert's six fields and its decision's: the decision's part is encoded once per decision
     (an answer to 10,000 alerts names 50 workloads), the alert's with the C string encoder; no intermediate
-    structure the size of the answer is built beside the answer itself.
+    structure the size of the answer is built beside the answer itself. The decision's part is also remembered
+    across answers (`_TAILS`): a workload in cooldown is answered the same way by every notification until it ends.
     """
-    tails: dict[tuple[Any, ...], str] = {}
     parts = []
     for o in outcomes:
         key = (o.workload, o.result, o.action, o.container, type(o.from_value), o.from_value, type(o.to_value),
                o.to_value, o.reason, o.detail, o.considered)
-        tail = tails.get(key)
+        tail = _TAILS.get(key)
         if tail is None:
             rest = {k: v for k, v in o.to_json().items() if k not in _HEAD}
-            tail = tails[key] = json.dumps(rest, ensure_ascii=True, separators=(",", ":"))[1:]
+            tail = json.dumps(rest, ensure_ascii=True, separators=(",", ":"))[1:]
+            if len(_TAILS) >= TAILS_KEPT:
+                _TAILS.clear()  # bounded; a full set is simply started again (no order to keep, nothing to lock)
+            _TAILS[key] = tail
         parts.append(f'{{"alert":{_text(o.alert)},"fingerprint":{_text(o.fingerprint)},'
                      f'"startsAt":{_text(o.starts_at)},"status":{_text(o.status)},"namespace":{_text(o.namespace)},'
                      f'"pod":{_text(o.pod)},{tail}')
