@@ -58,6 +58,26 @@ def cpu_seconds(pids: Sequence[int]) -> float:
     return total / CLOCK_TICKS
 
 
+def context_switches(pids: Sequence[int]) -> int:
+    """Voluntary context switches of every thread of the processes (/proc/PID/task/*/status): a thread that blocks —
+    on a system call that lets go of the interpreter lock while another thread waits for it, on a lock — counts one.
+    Each costs CPU beyond the code's own, so the bench reports them per request."""
+    total = 0
+    for pid in pids:
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                for line in Path(f"/proc/{pid}/task/{task}/status").read_text().splitlines():
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        total += int(line.split()[1])
+            except OSError:
+                continue
+    return total
+
+
 def rss_mb(pid: int) -> float:
     """Resident set size of one process, in MB (10^6 bytes)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():

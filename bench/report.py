@@ -102,9 +102,10 @@ def _webhook(w: dict[str, Any], threads: int) -> list[str]:
             m = by[server]
             rows.append((size, {"generator": "raw 200 (generator ceiling)"}.get(server, server), m["rps"],
                          m["p50_ms"], m["p99_ms"], m["cpu_us_per_request"], m["cpu_us_per_alert"],
-                         m.get("api_per_notification", "")))
-        rows.append(("", "reactor / echo", f"{by['reactor']['rps'] / by['echo']['rps']:.2f}", "", "", "", "", ""))
-    out += _table(("alerts", "server", "req/s", "p50 ms", "p99 ms", "CPU µs/req", "CPU µs/alert", "API req/notif"), rows)
+                         m.get("switches_per_request", ""), m.get("api_per_notification", "")))
+        rows.append(("", "reactor / echo", f"{by['reactor']['rps'] / by['echo']['rps']:.2f}", "", "", "", "", "", ""))
+    out += _table(("alerts", "server", "req/s", "p50 ms", "p99 ms", "CPU µs/req", "CPU µs/alert", "switches/req",
+                   "API req/notif"), rows)
     ratio = w["1"]["reactor"]["rps"] / w["1"]["echo"]["rps"]
     cpu_ratio = w["1"]["echo"]["cpu_us_per_request"] / max(w["1"]["reactor"]["cpu_us_per_request"], 0.1)
     reactor_marginal, echo_marginal = marginal_us(w, "reactor"), marginal_us(w, "echo")
@@ -124,7 +125,9 @@ def _webhook(w: dict[str, Any], threads: int) -> list[str]:
             f"the target was set with: scaled the same way, the reactor's {reactor_marginal:.1f} µs is "
             f"{scaled:.1f} µs",
             "   CPU: utime+stime of the server's processes (gunicorn master + worker); the embedded cluster runs "
-            "in another process and is not counted.",
+            "in another process and is not counted. switches/req: the server's voluntary context switches per "
+            "request (a system call that lets go of the interpreter lock while another thread waits, a lock held "
+            "by a thread switched out: docs/performance.md).",
             "   confirm, counted apart: requests to Prometheus's rule API during the reactor's measured runs, "
             + ", ".join(f"{size} alert(s) {by['reactor'].get('confirm_requests', '?')}" for size, by in w.items())
             + " (an answer is reused until the rules' next evaluation: docs/confirm.md)", ""]

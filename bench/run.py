@@ -161,12 +161,13 @@ class Bench:
         pids = procs.tree(child.pid)
         self.sim.reset_counters()
         asked = confirm_requests()
-        cpu = procs.cpu_seconds(pids)
+        cpu, switches = procs.cpu_seconds(pids), procs.context_switches(pids)
         result = procs.load(child.port, bodies, threads=THREADS, duration=self.duration, max_requests=100_000,
                             headers=headers)
-        cpu = procs.cpu_seconds(pids) - cpu
+        cpu, switches = procs.cpu_seconds(pids) - cpu, procs.context_switches(pids) - switches
         n = max(1, result["requests"])
         result["cpu_us_per_request"] = round(cpu / n * 1e6, 1)
+        result["switches_per_request"] = round(switches / n, 1)
         result["cpu_us_per_alert"] = round(cpu / n / size * 1e6, 2)
         if api:
             result["api_per_notification"] = round(sum(self.sim.requests.values()) / n, 2)

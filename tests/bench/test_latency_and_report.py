@@ -40,12 +40,13 @@ def test_verify_latency_runs_follow_each_rollout_until_verified(small_sim: SimCl
 def _load(**kw: float) -> dict[str, float]:
     return {"requests": 10, "errors": 0, "rps": kw.get("rps", 100.0), "p50_ms": 1.0, "p99_ms": 2.0,
             "cpu_us_per_request": kw.get("cpu", 100.0), "cpu_us_per_alert": 1.0, "codes": {"200": 10},
-            "api_per_notification": 3.0}
+            "api_per_notification": 3.0, "switches_per_request": kw.get("switches", 10.0)}
 
 
 def test_report_renders_every_section_and_judges_the_targets() -> None:
     webhook = {size: {"generator": _load(rps=5000), "echo": _load(rps=1000, cpu=300 + 10 * int(size)),
-                      "reactor": _load(rps=800, cpu=500 + 20 * int(size))} for size in ("1", "100", "1000")}
+                      "reactor": _load(rps=800, cpu=500 + 20 * int(size), switches=17.5)}
+               for size in ("1", "100", "1000")}
     results = {
         "webhook": webhook, "setup_s": 5,
         "storm": {"alerts": 10000, "pods": 1000, "workloads": 50, "workloads_changed": 50,
@@ -68,6 +69,7 @@ def test_report_renders_every_section_and_judges_the_targets() -> None:
     assert marginal_us(webhook, "reactor") == 20.0
     text = render(json.loads(json.dumps(results)))
     assert "reactor / echo" in text and "0.80" in text
+    assert "switches/req" in text and "17.5" in text
     assert "target ≥ 0.7: met" in text and "target ≤ 1.5× the echo's: MISSED" in text  # 20 µs vs 10 µs
     assert "15.9×" in text  # naive 2005 / reactor 126
     assert "Write → verified" in text and "320.0" in text

@@ -101,6 +101,7 @@ def test_the_generator_child_against_the_raw_server_and_the_echo_app(tmp_path: P
                                     log=tmp_path / "echo.log", env={"REACTOR_SERVER__LISTEN": f"127.0.0.1:{port}"}))
         echo = procs.load(port, tmp_path / "bodies", threads=2, duration=30, max_requests=25)
         assert procs.cpu_seconds(procs.tree(children[-1].pid)) > 0
+        assert procs.context_switches(procs.tree(children[-1].pid)) > 0  # its threads blocked at least once
         assert procs.rss_mb(procs.worker_of(children[-1].pid)) > 10
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         conn.request("POST", "/alerts", body=body, headers={"Content-Type": "application/json"})
