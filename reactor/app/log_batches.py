@@ -101,16 +101,29 @@ class BatchingHandler(logging.StreamHandler):
 
 
 _HANDLERS: weakref.WeakSet[BatchingHandler] = weakref.WeakSet()
+_FORKING: list[BatchingHandler] = []  # the handlers whose lock the forking thread holds
 
 
 def _before_fork() -> None:
+    """Write every batch, then hold each handler's lock across the fork: no writer thread is inside the stream's
+    own write (whose buffer lock a child would inherit held) when the process is copied. The child's handler locks
+    are made anew by `logging` itself, as for every handler."""
     for handler in list(_HANDLERS):
         handler.flush()
+        handler.acquire()
+        _FORKING.append(handler)
+
+
+def _after_fork_in_parent() -> None:
+    while _FORKING:
+        _FORKING.pop().release()
 
 
 def _after_fork_in_child() -> None:
+    _FORKING.clear()
     for handler in list(_HANDLERS):
         handler._forked()
 
 
-os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                    after_in_child=_after_fork_in_child)

@@ -8,6 +8,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +40,13 @@ def _logger(handler: logging.Handler, name: str) -> logging.Logger:
     log.propagate = False
     log.setLevel(logging.DEBUG)
     return log
+
+
+def _released(handler: logging.Handler) -> bool:
+    if handler.lock is None or not handler.lock.acquire(blocking=False):
+        return False
+    handler.lock.release()
+    return True
 
 
 def _wait_for(check: Callable[[], bool], seconds: float = 5.0) -> None:
@@ -116,6 +124,11 @@ def test_a_fork_neither_loses_nor_repeats_a_line(tmp_path: Path) -> None:
             time.sleep(0.5)
             os._exit(0)
         os.waitpid(pid, 0)
+        free: list[bool] = []  # the handler's lock, held across the fork, is free again in the parent
+        probe = threading.Thread(target=lambda: free.append(_released(log.handlers[0])))
+        probe.start()
+        probe.join()
+        assert free == [True]
         log.info("in the parent")
         _wait_for(lambda: "in the parent" in path.read_text())
     assert sorted(path.read_text().splitlines()) == ["INFO before the fork", "INFO in the child", "INFO in the parent"]
