@@ -125,9 +125,19 @@ def gpu_node(name: str) -> dict[str, Any]:
                        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}}
 
 
+# How often kube-apiserver's watch cache sends each watcher a BOOKMARK: `defaultBookmarkFrequency = time.Minute`
+# (k8s.io/apiserver/pkg/storage/cacher; its `eventFreshDuration`, 75 s, is that plus 15 s). The embedded cluster
+# sends one every second by default, so that tests see them; the bench's reactor watches 121 streams, and 121
+# wake-ups a second are a load the real server does not put on it.
+BOOKMARK_SECONDS = 60.0
+
+
 def start_sim() -> SimCluster:
-    """The embedded cluster (it sets TCP_NODELAY like kube-apiserver, so no delayed-ACK stalls)."""
-    return SimCluster().start()
+    """The embedded cluster (it sets TCP_NODELAY like kube-apiserver, so no delayed-ACK stalls), sending BOOKMARKs
+    at kube-apiserver's pace."""
+    sim = SimCluster().start()
+    sim.set_bookmark_interval(BOOKMARK_SECONDS)
+    return sim
 
 
 def build_cluster(sim: SimCluster, *, replicas: int = REPLICAS, latency_workloads: int = LATENCY_WORKLOADS) -> None:
