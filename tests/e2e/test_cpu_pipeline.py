@@ -63,8 +63,13 @@ def test_a_gpu_starved_by_its_cpu_gets_cpu_in_place(e2e_pipeline: Pipeline) -> N
     (alert,) = alerts_in(starved, "GPUStarvedByCPU", "firing", [name])
     assert 0.5 <= float(alert["annotations"]["cpu_throttling"]) <= 0.7
     assert float(alert["annotations"]["value"]) < 0.30
-    # The GPUUnderutilized that fired beside it, where it reached the reactor, shrank nothing.
-    for delivery in list(p.sink.deliveries):
+    # The GPUUnderutilized that fired beside it, where it reached the reactor, shrank nothing: up to the delivery that
+    # raised the CPU it is refused as CPU-bound; Alertmanager may deliver it again after that raise (its own group's
+    # timing), and then the workload's cooldown, started by the raise, refuses it first (policy/rails.py order).
+    deliveries = list(p.sink.deliveries)
+    raised_at = next(i for i, d in enumerate(deliveries) if d is starved)
+    for i, delivery in enumerate(deliveries):
         for outcome in outcomes_for(delivery, "GPUUnderutilized", "firing", [name]):
-            assert outcome["result"] == "skipped" and outcome["reason"] == "cpu-bound", outcome
+            allowed = ("cpu-bound",) if i <= raised_at else ("cpu-bound", "cooldown")
+            assert outcome["result"] == "skipped" and outcome["reason"] in allowed, (i, raised_at, outcome)
     print(f"\nCPU half: throttled -> CPU raised in place in {took:.1f} s")
