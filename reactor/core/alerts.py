@@ -80,6 +80,15 @@ class Alert(msgspec.Struct, frozen=True, gc=False):
         return (self.fingerprint, iso(self.starts_at))
 
 
+def target_labels(labels: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:
+    """(namespace, pod, container) an alert's labels name, `exported_*` first: when the exporter's own target labels
+    were kept, the plain ones name the exporter. The webhook's parser and the confirm step's key of Prometheus's own
+    alerts both read them here, so the two always name an alert alike."""
+    get = labels.get
+    return (get("exported_namespace") or get("namespace") or None, get("exported_pod") or get("pod") or None,
+            get("exported_container") or get("container") or None)
+
+
 def iso(moment: datetime) -> str:
     """`moment.isoformat()`, remembered: the alerts of a notification share a few startsAt, each spelled per alert
     (its key, its outcome). Keyed with the offset too: equal instants in two offsets are spelled differently."""

@@ -41,7 +41,7 @@ class Confirmation:
                 self.value, self.gpus, self.idle_gpus, self.cpu_throttling, self.cpu_unknown):
             return alert  # the claim is the measurement: nothing to replace
         return msgspec.structs.replace(alert, value=self.value, gpus=self.gpus, idle_gpus=self.idle_gpus,
-                       cpu_throttling=self.cpu_throttling, cpu_unknown=self.cpu_unknown)
+                                       cpu_throttling=self.cpu_throttling, cpu_unknown=self.cpu_unknown)
 
 
 class Confirmer(Protocol):

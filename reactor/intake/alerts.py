@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
+from reactor.core.alerts import target_labels
 from reactor.core.errors import InvalidPayload
 from reactor.core.model import Alert, Notification, Status
 
@@ -214,7 +215,7 @@ def build_alert(name: str, status: Status, labels: Mapping[str, str], annotation
         if status is not Status.RESOLVED:
             raise
         numbers = _NOTHING
-    get = labels.get
+    namespace, pod, container = target_labels(labels)
     return Alert(
         name=name,
         status=status,
@@ -224,10 +225,9 @@ def build_alert(name: str, status: Status, labels: Mapping[str, str], annotation
         ends_at=ends_at,
         fingerprint=fingerprint,
         generator_url=generator_url,
-        # The `exported_*` spelling names the workload when the exporter's target labels were kept.
-        namespace=get("exported_namespace") or get("namespace") or None,
-        pod=get("exported_pod") or get("pod") or None,
-        container=get("exported_container") or get("container") or None,
+        namespace=namespace,
+        pod=pod,
+        container=container,
         **numbers,
     )
 

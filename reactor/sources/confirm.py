@@ -38,6 +38,7 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from reactor.config.settings import Settings, require_confirm_url
+from reactor.core.alerts import target_labels
 from reactor.core.confirm import Confirmation
 from reactor.core.errors import InvalidPayload
 from reactor.core.metrics import Metrics, MetricSet
@@ -53,10 +54,8 @@ Identity = tuple[str, str | None, str | None, str | None]
 
 
 def identity(name: str, labels: Mapping[str, str]) -> Identity:
-    """(alertname, namespace, pod, container) as the webhook's parser names them: `exported_*` first."""
-    get = labels.get
-    return (name, get("exported_namespace") or get("namespace") or None, get("exported_pod") or get("pod") or None,
-            get("exported_container") or get("container") or None)
+    """(alertname, namespace, pod, container) as the webhook's parser names them (`core/alerts.py` `target_labels`)."""
+    return (name, *target_labels(labels))
 
 
 class ConfirmMetrics(MetricSet):
@@ -203,7 +202,7 @@ class PrometheusConfirmer:
             return state, False
 
     def _one(self, alert: Alert, state: _RuleState, now: datetime) -> Confirmation:
-        key = (alert.name, alert.namespace, alert.pod, alert.container)  # `identity`, as the parser picked them
+        key = (alert.name, alert.namespace, alert.pod, alert.container)  # `identity`: the parser picked them alike
         if alert.firing:
             known = state.firing.get(key)
             if known is not None:
