@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.wsgi import get_content_length
 
 from reactor.act.metrics import ActMetrics
 from reactor.config.settings import Settings
@@ -29,6 +29,7 @@ from reactor.core.errors import Failure, InvalidPayload, ReactorError, RetryLate
 from reactor.core.metrics import Metrics
 from reactor.core.model import Notification, Result, SkipReason
 from reactor.core.outcome import Outcome, answer_json
+from reactor.intake.admission import Admission
 from reactor.intake.alerts import Envelope, InvalidAlert, parse_envelope
 from reactor.intake.bearer import TokenFile
 from reactor.intake.metrics import WebhookMetrics
@@ -55,13 +56,7 @@ def create_app(settings: Settings, *, engine: Handler, metrics: Metrics, token: 
     app.config["MAX_CONTENT_LENGTH"] = settings.server.max_body_bytes + 1
     # An answer holds one outcome per alert: sorting the keys of every one of them buys nothing.
     app.json.sort_keys = False  # type: ignore[attr-defined]
-    # Notifications may use all threads but two, so 4xx answers stay quick in a storm; the rest wait
-    # ≤ 1 s, then get 503.
-    inflight = threading.BoundedSemaphore(max_inflight or max(1, settings.server.threads - 2))
-    # As many may wait as may work; one more gets its 503 at once. A waiting room without a bound only
-    # moves the queue: under a storm every request waited its second, the server's threads were all
-    # waiting, and new notifications queued in gunicorn, unanswered past Alertmanager's timeout.
-    waiting = threading.BoundedSemaphore(max_inflight or max(1, settings.server.threads - 2))
+    admission = Admission(max_inflight or max(1, settings.server.threads - 2))  # intake/admission.py
 
     def answer(code: int, body: dict[str, Any]) -> Response:
         metrics.child(webhook.webhook_requests, str(code)).inc()
@@ -79,7 +74,9 @@ def create_app(settings: Settings, *, engine: Handler, metrics: Metrics, token: 
 
     def _intake(answer: Callable[[int, dict[str, Any]], Response]) -> Response:
         try:
-            credentials = token.check(request.headers.get("Authorization"))
+            # Read from the WSGI environ as werkzeug's own readers do: the same string, without building the
+            # request's header view for one lookup (the webhook's 1-alert request is a few hundred µs in all).
+            credentials = token.check(request.environ.get("HTTP_AUTHORIZATION"))
         except (OSError, ReactorError) as e:
             # Fail closed, and as a transient failure: the Secret is being replaced or not mounted yet.
             log.error("webhook token unreadable", extra={"error": str(e)})
@@ -87,10 +84,10 @@ def create_app(settings: Settings, *, engine: Handler, metrics: Metrics, token: 
         if credentials != "ok":
             metrics.child(webhook.webhook_unauthorized, credentials).inc()
             return answer(401, {"error": "missing or wrong bearer token"})  # the same either way
-        length = request.content_length
+        length = get_content_length(request.environ)  # None for a chunked body: _body bounds it
         if length is not None and length > settings.server.max_body_bytes:
             return answer(413, {"error": f"body larger than {settings.server.max_body_bytes} bytes"})
-        if request.mimetype != "application/json":
+        if not _json_type(request.environ.get("CONTENT_TYPE")):
             return answer(415, {"error": f"expected Content-Type application/json, got {request.mimetype or 'none'!r}"})
         try:
             body = _body(settings.server.max_body_bytes)
@@ -98,7 +95,7 @@ def create_app(settings: Settings, *, engine: Handler, metrics: Metrics, token: 
             del body
         except InvalidPayload as e:
             return answer(400, {"error": f"invalid Alertmanager payload: {e}", "field": e.field})
-        if not _admit(inflight, waiting):
+        if not admission.admit():
             return answer(503, {"error": "overloaded: too many notifications in flight; retry"})
         invalid = [_invalid_outcome(bad, metrics) for bad in envelope.invalid]
         try:
@@ -111,13 +108,13 @@ def create_app(settings: Settings, *, engine: Handler, metrics: Metrics, token: 
                 e = RetryLater(e.failures, _merged(envelope, e.outcomes, invalid))
             return answer(503, _retry_body(e))
         finally:
-            inflight.release()
+            admission.done()
         del envelope  # the alerts' labels and annotations: not needed for the answer, freed before it is built
         counts: dict[str, int] = {}
         for o in outcomes:
             counts[o.result] = counts.get(o.result, 0) + 1
         metrics.child(webhook.webhook_requests, "200").inc()
-        return Response(answer_json(counts, outcomes), mimetype="application/json")
+        return Response(answer_json(counts, outcomes), content_type="application/json")
 
     @app.errorhandler(HTTPException)
     def http_error(e: HTTPException) -> Response:
@@ -168,16 +165,10 @@ def _retry_body(error: Exception) -> dict[str, Any]:
     return body
 
 
-def _admit(inflight: threading.BoundedSemaphore, waiting: threading.BoundedSemaphore) -> bool:
-    """A free slot; else a wait of at most 1 s if the waiting room has a seat; else no, at once."""
-    if inflight.acquire(blocking=False):
-        return True
-    if not waiting.acquire(blocking=False):
-        return False
-    try:
-        return inflight.acquire(timeout=1.0)
-    finally:
-        waiting.release()
+def _json_type(header: str | None) -> bool:
+    """Whether the Content-Type is JSON: Alertmanager's exact spelling at once, anything else as werkzeug reads
+    it (`request.mimetype`: parameters dropped, lower case), so `Application/JSON; charset=utf-8` is JSON too."""
+    return header == "application/json" or (bool(header) and request.mimetype == "application/json")
 
 
 def _body(limit: int) -> bytes:
