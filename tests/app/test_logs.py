@@ -6,9 +6,13 @@ from __future__ import annotations
 import json
 import logging
 import re
+import subprocess
 import sys
+from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reactor.app.logs import JsonFormatter, TextFormatter, escape
 
@@ -81,3 +85,32 @@ def test_json_keeps_each_record_on_one_line_and_the_value_intact(value: str) -> 
 def test_json_keeps_a_traceback_inside_its_record() -> None:
     line = JsonFormatter().format(record(exc=True))
     assert "\n" not in line and FORGED in json.loads(line)["exception"]
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.floats(min_value=0, max_value=4_102_444_800, allow_nan=False))  # 1970 to 2100
+def test_json_time_is_spelled_as_isoformat_in_utc(created: float) -> None:
+    """The formatter keeps the text of the current second and adds the milliseconds itself; the time must read exactly
+    as `datetime.isoformat(timespec="milliseconds")` reads it, rounding at the microsecond included."""
+    rec = record()
+    rec.created = created
+    want = datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds")
+    assert json.loads(JsonFormatter().format(rec))["time"] == want
+
+
+def test_json_time_follows_the_clock_across_seconds() -> None:
+    formatter, rec = JsonFormatter(), record()
+    for created in (1_764_918_294.999, 1_764_918_295.0, 1_764_918_294.5, 1_764_918_295.9996):
+        rec.created = created
+        want = datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds")
+        assert json.loads(formatter.format(rec))["time"] == want
+
+
+def test_configured_records_skip_what_no_line_shows() -> None:
+    """`configure` turns off the caller's frame, thread and process lookups (the logging HOWTO's optimizations): no
+    line shows them. Run in a child: the switches are the interpreter's."""
+    code = ("import logging, sys; from reactor.app.logs import configure; configure('json', 'INFO'); "
+            "r = logging.getLogger('x').makeRecord('x', 20, 'f', 1, 'm', None, None); "
+            "print(logging._srcfile, r.thread, r.processName, r.process)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.split() == ["None", "None", "None", "None"]
