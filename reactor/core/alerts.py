@@ -5,10 +5,9 @@ notification. Data only (re-exported by model.py, where every layer finds the sh
 from __future__ import annotations
 
 import enum
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import msgspec
 
@@ -89,15 +88,24 @@ def target_labels(labels: Mapping[str, str]) -> tuple[str | None, str | None, st
             get("exported_container") or get("container") or None)
 
 
+SPELLINGS_KEPT = 1024
+# Each datetime spelled lately, by identity: the parser hands the alerts of one startsAt the same datetime object (its
+# `utc` cache), so a lookup by `id` finds it without hashing a datetime (which asks it for its offset). The entry holds
+# the object, so its id cannot be reused while the entry lives; dict operations are atomic under the interpreter lock.
+_SPELLED: dict[int, tuple[datetime, str]] = {}
+
+
 def iso(moment: datetime) -> str:
     """`moment.isoformat()`, remembered: the alerts of a notification share a few startsAt, each spelled per alert
-    (its key, its outcome). Keyed with the offset too: equal instants in two offsets are spelled differently."""
-    return _iso(moment, moment.utcoffset())
-
-
-@functools.lru_cache(maxsize=1024)
-def _iso(moment: datetime, _offset: timedelta | None) -> str:
-    return moment.isoformat()
+    (its key, its outcome)."""
+    known = _SPELLED.get(id(moment))
+    if known is not None and known[0] is moment:
+        return known[1]
+    text = moment.isoformat()
+    if len(_SPELLED) >= SPELLINGS_KEPT:
+        _SPELLED.clear()  # bounded; started again when full (no order to keep, nothing to lock)
+    _SPELLED[id(moment)] = (moment, text)
+    return text
 
 
 @dataclass(frozen=True, slots=True)

@@ -159,8 +159,12 @@ def measures(annotations: Mapping[str, str], where: str) -> dict[str, Any]:
     """The numbers an alert's annotations carry (`gpus`, `idle_gpus`, `cpu_throttling`/`cpu_unknown`), read as
     the webhook reads them; `InvalidPayload` names a bad one. The confirm step (sources/confirm.py) reads them from
     the annotations Prometheus rendered for its own alert."""
-    return {"gpus": _count(annotations, "gpus", where), "idle_gpus": _count(annotations, "idle_gpus", where),
-            "cpu_throttling": None, "cpu_unknown": False, **_throttling(annotations, where)}
+    get = annotations.get
+    try:
+        return {"gpus": _whole("gpus", get("gpus")), "idle_gpus": _whole("idle_gpus", get("idle_gpus")),
+                "cpu_throttling": None, "cpu_unknown": False, **_throttling(get(CPU_THROTTLING))}
+    except _BadNumber as e:
+        raise InvalidPayload(f"{where}.annotations.{e.key}", e.problem) from None
 
 
 def parse_alert(raw: Any, where: str) -> Alert:
@@ -199,7 +203,7 @@ def parse_alert(raw: Any, where: str) -> Alert:
                        generator_url, where)
 
 
-def build_alert(name: str, status: Status, labels: Mapping[str, str], annotations: Mapping[str, str],
+def build_alert(name: str, status: Status, labels: dict[str, str], annotations: dict[str, str],
                 starts_at: datetime, ends_at: datetime | None, fingerprint: str, generator_url: str,
                 where: str) -> Alert:
     """The `Alert` of fields already checked, its numbers read last (`InvalidPayload` names a bad one): the one
@@ -208,7 +212,10 @@ def build_alert(name: str, status: Status, labels: Mapping[str, str], annotation
     A resolve's numbers are read but never required: nothing sizes a revert by them (it undoes the reactor's own
     recorded change), and Alertmanager sends a resolve once. Refused as `invalid-alert` for a number Prometheus
     could not render (a template error prints `<error expanding template: …>` in its place), the revert it was
-    due would wait for a resolve that never comes. So a resolve's unreadable number is left unknown."""
+    due would wait for a resolve that never comes. So a resolve's unreadable number is left unknown.
+
+    `labels` and `annotations` are read here as the dicts they were decoded into (a read-only view's lookups cost
+    twice a dict's, and an alert's picking does a dozen), then kept behind read-only views."""
     try:
         numbers = _numbers(annotations, where) if annotations else _NOTHING
     except InvalidPayload:
@@ -219,8 +226,8 @@ def build_alert(name: str, status: Status, labels: Mapping[str, str], annotation
     return Alert(
         name=name,
         status=status,
-        labels=labels,
-        annotations=annotations,
+        labels=MappingProxyType(labels),
+        annotations=MappingProxyType(annotations),
         starts_at=starts_at,
         ends_at=ends_at,
         fingerprint=fingerprint,
@@ -234,9 +241,27 @@ def build_alert(name: str, status: Status, labels: Mapping[str, str], annotation
 
 def _numbers(annotations: Mapping[str, str], where: str) -> dict[str, Any]:
     """The fields an alert's number annotations give; `InvalidPayload` names the first bad one."""
-    return {"value": _number(annotations, "value", where), "gpus": _count(annotations, "gpus", where),
-            "idle_gpus": _count(annotations, "idle_gpus", where),
-            **(_throttling(annotations, where) if CPU_THROTTLING in annotations else _NOTHING)}
+    get = annotations.get
+    try:
+        return _read_numbers(get("value"), get("gpus"), get("idle_gpus"), get(CPU_THROTTLING))
+    except _BadNumber as e:
+        raise InvalidPayload(f"{where}.annotations.{e.key}", e.problem) from None
+
+
+@functools.lru_cache(maxsize=4096)
+def _read_numbers(value: str | None, gpus: str | None, idle: str | None, throttling: str | None) -> dict[str, Any]:
+    """`_numbers` of the four spellings, cached: the rules print each number with few digits, so the alerts of a
+    notification repeat few combinations. The dict is shared between alerts: it is only ever spread into `Alert`."""
+    return {"value": _reading("value", value), "gpus": _whole("gpus", gpus), "idle_gpus": _whole("idle_gpus", idle),
+            **_throttling(throttling)}
+
+
+class _BadNumber(Exception):
+    """A number annotation that cannot be read: `key` names it, `problem` says why (the caller adds where)."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(problem)
+        self.key, self.problem = key, problem
 
 
 _NO_ANNOTATIONS: dict[str, str] = {}
@@ -250,30 +275,28 @@ def _time(where: str, key: str, raw: str) -> datetime:
         raise InvalidPayload(f"{where}.{key}", str(e)) from e
 
 
-def _throttling(annotations: Mapping[str, str], where: str) -> dict[str, Any]:
+def _throttling(raw: str | None) -> dict[str, Any]:
     """`cpu_throttling`: a 0-1 ratio, or "unknown" (or NaN) when the rules found no cAdvisor series.
 
     Absent (rules without the CPU half) leaves both fields unset: nothing is known, nothing is claimed.
     """
-    raw = annotations.get(CPU_THROTTLING)
     if raw is None or raw == "":
-        return {}
+        return _NOTHING
     if raw.strip().lower() == UNKNOWN:
         return {"cpu_unknown": True}
-    value = _number(annotations, CPU_THROTTLING, where)
+    value = _reading(CPU_THROTTLING, raw)
     if value is None:
         return {"cpu_unknown": True}
     return {"cpu_throttling": min(value, 1.0)}  # rate() extrapolation can nudge a ratio past 1
 
 
-def _number(annotations: Mapping[str, str], key: str, where: str) -> float | None:
-    raw = annotations.get(key)
+def _reading(key: str, raw: str | None) -> float | None:
     if raw is None or raw == "":
         return None
     try:
         return _float(raw)
     except ValueError as e:
-        raise InvalidPayload(f"{where}.annotations.{key}", str(e)) from e
+        raise _BadNumber(key, str(e)) from None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -291,17 +314,17 @@ def _float(raw: str) -> float | None:
     return value
 
 
-def _count(annotations: Mapping[str, str], key: str, where: str) -> int | None:
-    value = _number(annotations, key, where)
+def _whole(key: str, raw: str | None) -> int | None:
+    value = _reading(key, raw)
     if value is None:
         return None
     if not value.is_integer() or value > 1_000_000:
-        raise InvalidPayload(f"{where}.annotations.{key}", f"expected a whole number, got {_clip(annotations[key])!r}")
+        raise _BadNumber(key, f"expected a whole number, got {_clip(raw or '')!r}")
     return int(value)
 
 
-def _string_map(raw: Any, where: str, key: str = "") -> Mapping[str, str]:
-    """A read-only view of an object of strings (labels, annotations); `where` + `key` names the field."""
+def _string_map(raw: Any, where: str, key: str = "") -> dict[str, str]:
+    """An object of strings (labels, annotations), checked; `where` + `key` names the field."""
     if not isinstance(raw, dict):
         raise InvalidPayload(f"{where}.{key}" if key else where, f"expected an object of strings, got {_kind(raw)}")
     # The common case in loops that run in C: every value a str, no key or value too long.
@@ -312,7 +335,7 @@ def _string_map(raw: Any, where: str, key: str = "") -> Mapping[str, str]:
                 raise InvalidPayload(f"{field}.{_clip(name)}", f"expected a string, got {_kind(value)}")
             if len(name) > MAX_LABEL_BYTES or len(value) > MAX_LABEL_BYTES:
                 raise InvalidPayload(f"{field}.{_clip(name)}", f"longer than {MAX_LABEL_BYTES} characters")
-    return MappingProxyType(raw)
+    return raw
 
 
 def short_strings(raw: dict[Any, Any]) -> bool:

@@ -15,7 +15,6 @@ the two readings equal on valid and broken bodies alike.
 
 from __future__ import annotations
 
-from types import MappingProxyType
 from typing import Annotated
 
 import msgspec
@@ -85,5 +84,5 @@ def _alert(wire: _Alert, index: int) -> Alert:
         starts_at = utc(wire.startsAt)
     except ValueError as e:
         raise InvalidPayload(f"alerts[{index}]", str(e)) from e
-    return build_alert(name, status, MappingProxyType(labels), MappingProxyType(annotations), starts_at,
-                       ends_at, wire.fingerprint, wire.generatorURL, f"alerts[{index}]")
+    return build_alert(name, status, labels, annotations, starts_at, ends_at, wire.fingerprint, wire.generatorURL,
+                       f"alerts[{index}]")

@@ -6,8 +6,9 @@ the first rail that refuses names the reason.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from reactor.core.model import (
     KNOWN_ALERTS,
@@ -121,6 +122,13 @@ def cooldown(ctx: Context) -> Skip | None:
     until = ctx.state.cooldown_until
     if until is None or ctx.now >= until:
         return None
+    return _cooling(until, until.utcoffset())  # keyed with the offset: equal instants are spelled apart
+
+
+@functools.lru_cache(maxsize=1024)
+def _cooling(until: datetime, _offset: timedelta | None) -> Skip:
+    """The same skip for every notification met by one cooldown (a Skip is immutable): a workload in cooldown is
+    asked again with every group interval of every alert on it, and spelling the time was most of the rail's cost."""
     return Skip(SkipReason.COOLDOWN, f"cooldown until {until.isoformat()}")
 
 
