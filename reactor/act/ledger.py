@@ -129,8 +129,8 @@ class MemoryLedger(Ledger):
         self._lock = threading.Lock()
 
     def entry(self, uid: str, *, fresh: bool = False) -> Entry | None:
-        with self._lock:
-            return self._entries.get(uid)
+        # No lock: asked before every decision, and `_entries` is replaced whole by the writers below.
+        return self._entries.get(uid)
 
     def begin(self, workload: Workload, decided: str, new: Entry, now: datetime) -> None:
         with self._lock:
@@ -157,6 +157,8 @@ class LeaseLedger(Ledger):
         self._lock = threading.Lock()
 
     def entry(self, uid: str, *, fresh: bool = False) -> Entry | None:
+        if not fresh and self._clock() - self._read_at < FRESH_SECONDS:
+            return self._entries.get(uid)  # no lock: asked before every decision; `_entries` is replaced whole
         with self._lock:
             if fresh or self._clock() - self._read_at >= FRESH_SECONDS:
                 self._read()

@@ -128,11 +128,12 @@ class WorkloadDecider:
             return self._view(obj, owner, reader)
         generation = self.state_keys.generation if self.state_keys is not None else -1  # a verdict dies with its key
         key = (owner.ref, str(meta.get("uid", "")), str(version), owner.via, owner.part, generation)
-        with self._lock:
-            known = self._workloads.get(key)
-            if known is not None:
-                self._workloads.move_to_end(key)
-                return known
+        # Read without the lock and not reordered (as `Owners.get`, reactor/resolve/owners.py): asked by every
+        # notification, a lock here blocked every request thread whenever its holder was switched out. Entries leave
+        # in the order they came; a workload evicted while still in use is read again once.
+        known = self._workloads.get(key)
+        if known is not None:
+            return known
         workload = self._view(obj, owner, reader)
         with self._lock:
             self._workloads[key] = workload

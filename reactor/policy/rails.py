@@ -209,8 +209,13 @@ def recorded_in(last: LastAction, keys: Sequence[tuple[str, str]]) -> bool:
 
 
 def _same_time(a: str, b: str) -> bool:
-    if a == b:
-        return True
+    return a == b or _same_instant(a, b)
+
+
+@functools.lru_cache(maxsize=1024)
+def _same_instant(a: str, b: str) -> bool:
+    """Cached: a workload's recorded firing is compared with every new firing of the same alert while it cools down,
+    the same two spellings each time."""
     try:
         return datetime.fromisoformat(a) == datetime.fromisoformat(b)
     except ValueError:

@@ -183,7 +183,17 @@ class PrometheusConfirmer:
                     newer_than: _RuleState | None = None) -> tuple[_RuleState, bool]:
         """Prometheus's rule state for `names`, and whether it is a reused answer rather than a new one.
         `newer_than`: an answer found wanting; one fetched after it (by another thread, while this one waited for
-        the lock) serves as a new one."""
+        the lock) serves as a new one.
+
+        The reused answer is read without the lock: it is asked for by every notification on every request thread,
+        and a lock taken that often blocks them all whenever its holder is switched out (reactor/engine/firings.py
+        says what that cost). `_state` is replaced whole, after it is built; the lock serializes the requests."""
+        if reuse and newer_than is None:
+            state = self._state
+            if state is not None and state.answers(names, now):
+                if self.metrics is not None:
+                    self.metrics.reused.inc()
+                return state, True
         with self._lock:
             state = self._state
             if newer_than is not None and state is not None and state is not newer_than \
