@@ -89,20 +89,31 @@ class Reader:
         self._unknown_names: set[tuple[str, str]] = set()
         self._deadline, self._clock = deadline, clock
         self._objects: dict[tuple[str, str, str], dict[str, Any] | None] = {}
+        # What the watch cache held, decoded once for the notification: the pods of one workload each lead to it (a
+        # 1,000-alert notification on 100 pods of 8 workloads decoded each workload a dozen times).
+        self._decoded: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._lists: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._refused: dict[tuple[str, ...], PermanentError] = {}
         self._lock = threading.Lock()
 
     def get(self, kind: str, namespace: str, name: str, *, referenced: bool = False) -> dict[str, Any] | None:
-        """The object, or None if it does not exist; each (kind, namespace, name) is read once.
+        """The object, or None if it does not exist; each (kind, namespace, name) is read once (from the watch
+        cache or the API), and the notification's readers share what was read, as they share everything it reads.
 
         `referenced`: a controller reference names it, so it existed a moment ago: if the cache does
         not hold it (a new ReplicaSet the watch has not delivered yet), the API is asked.
         """
-        if self._cache is not None and (kind, namespace, name) not in self._fresh:
+        key = (kind, namespace, name)
+        if self._cache is not None and key not in self._fresh:
+            decoded = self._decoded.get(key)
+            if decoded is not None:
+                return decoded
             cached = self._cache.lookup(kind, namespace, name)
-            if isinstance(cached, dict) or (cached is None and not referenced):
+            if isinstance(cached, dict):
+                self._decoded[key] = cached
                 return cached
+            if cached is None and not referenced:
+                return None
         return self._once((kind, namespace, name), self._objects, lambda: self._get_or_none(kind, namespace, name))
 
     def list_objects(self, kind: str, namespace: str) -> list[dict[str, Any]]:
@@ -227,6 +238,7 @@ class Reader:
         """Drop a cached object after a write or a conflict, so the next read is fresh."""
         with self._lock:
             self._objects.pop((kind, namespace, name), None)
+            self._decoded.pop((kind, namespace, name), None)
             self._fresh.add((kind, namespace, name))
 
 
