@@ -240,18 +240,33 @@ def build_alert(name: str, status: Status, labels: dict[str, str], annotations: 
 
 
 def _numbers(annotations: Mapping[str, str], where: str) -> dict[str, Any]:
-    """The fields an alert's number annotations give; `InvalidPayload` names the first bad one."""
+    """The fields an alert's number annotations give; `InvalidPayload` names the first bad one.
+
+    Remembered by the four spellings: the rules print each number with few digits, so the alerts of a notification
+    repeat few combinations. Only short spellings are kept (`KEPT_SPELLING`, all four together), so a sender cannot
+    fill the memo with long ones; the dict kept is shared between alerts, and only ever spread into `Alert`."""
     get = annotations.get
+    spelled = (get("value"), get("gpus"), get("idle_gpus"), get(CPU_THROTTLING))
+    found = _NUMBERS.get(spelled)
+    if found is not None:
+        return found
     try:
-        return _read_numbers(get("value"), get("gpus"), get("idle_gpus"), get(CPU_THROTTLING))
+        found = _read_numbers(*spelled)
     except _BadNumber as e:
         raise InvalidPayload(f"{where}.annotations.{e.key}", e.problem) from None
+    if sum(len(raw) for raw in spelled if raw) <= KEPT_SPELLING:
+        if len(_NUMBERS) >= NUMBERS_KEPT:
+            _NUMBERS.clear()  # bounded; started again when full (no order to keep, nothing to lock)
+        _NUMBERS[spelled] = found
+    return found
 
 
-@functools.lru_cache(maxsize=4096)
+NUMBERS_KEPT = 4096
+KEPT_SPELLING = 64  # characters, the four spellings together
+_NUMBERS: dict[tuple[str | None, ...], dict[str, Any]] = {}
+
+
 def _read_numbers(value: str | None, gpus: str | None, idle: str | None, throttling: str | None) -> dict[str, Any]:
-    """`_numbers` of the four spellings, cached: the rules print each number with few digits, so the alerts of a
-    notification repeat few combinations. The dict is shared between alerts: it is only ever spread into `Alert`."""
     return {"value": _reading("value", value), "gpus": _whole("gpus", gpus), "idle_gpus": _whole("idle_gpus", idle),
             **_throttling(throttling)}
 
