@@ -309,7 +309,8 @@ def _reading(key: str, raw: str | None) -> float | None:
     if raw is None or raw == "":
         return None
     try:
-        return _float(raw)
+        # Only short spellings go through the memo: a sender posting long valid numbers must not fill it.
+        return _float(raw) if len(raw) <= KEPT_SPELLING else _float.__wrapped__(raw)
     except ValueError as e:
         raise _BadNumber(key, str(e)) from None
 

@@ -30,3 +30,12 @@ def test_a_bad_number_is_named_by_its_alert_every_time() -> None:
         with pytest.raises(InvalidPayload) as caught:
             _numbers({"value": "0.5", "gpus": "2.5"}, where)
         assert caught.value.field == f"{where}.annotations.gpus"
+
+
+def test_a_long_number_is_not_remembered_by_the_spelling_cache() -> None:
+    alerts._float.cache_clear()
+    alerts._NUMBERS.clear()
+    long_zero = "0." + "0" * KEPT_SPELLING + "1"
+    _numbers({"value": long_zero}, "alerts[0]")
+    _numbers({"value": "0.25"}, "alerts[1]")
+    assert alerts._float.cache_info().currsize == 1  # "0.25" only
