@@ -35,7 +35,6 @@ class Miss:
 
 
 MISS: Final = Miss()
-DECODED_KEPT = 256  # decoded objects kept by `lookup` (a few MB at most: a decoded workload is ~10 KB)
 _NONE: Final[dict[str, bytes]] = {}  # what a namespace with no object of a kind holds (never written to)
 
 
@@ -48,11 +47,6 @@ class Store:
         self._objects: dict[str, dict[str, dict[str, bytes]]] = {k: {} for k in kinds}
         self._synced: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
-        # The objects `lookup` decoded lately, by the identity of their stored text (a new version is a new text): the
-        # workload every notification on it reads is decoded once per version, not once per notification. Readers
-        # never change what they read (a patch is built on a copy: cluster/adapted.py, adapters/base.py `written`),
-        # so one decoded copy serves them all. The entry holds the text, so its id is not reused while it lives.
-        self._decoded: dict[int, tuple[bytes, Obj]] = {}
 
     # --- reads ----------------------------------------------------------------------------
 
@@ -66,16 +60,7 @@ class Store:
         if not self.synced_for(kind, namespace):
             return MISS
         text = self._objects[kind].get(namespace, _NONE).get(name)
-        if text is None:
-            return None
-        known = self._decoded.get(id(text))
-        if known is not None and known[0] is text:
-            return known[1]
-        obj = _decode(text)
-        if len(self._decoded) >= DECODED_KEPT:
-            self._decoded.clear()  # bounded; started again when full (no order to keep, nothing to lock)
-        self._decoded[id(text)] = (text, obj)
-        return obj
+        return None if text is None else _decode(text)
 
     def objects(self, kind: str, namespace: str) -> list[Obj] | Miss:
         """Every cached object of a kind in a namespace (ALL for cluster-scoped kinds), or MISS."""

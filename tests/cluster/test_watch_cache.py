@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from reactor.cluster.cache import _decode
 from reactor.cluster.informer import Informers
 from reactor.cluster.kube import KubeGateway
 from reactor.core.errors import TemporaryError
@@ -78,20 +77,6 @@ def test_a_notification_on_a_cached_workload_reads_no_workload(cached: Reactor) 
     again = cached.post(cached.alerts("GPUUnderutilized", "llm-inference", "server")).get_json()["outcomes"]
     assert {o["result"] for o in again} == {"skipped"}
     assert reads(cached.sim) == {}
-
-
-def test_no_reader_changes_the_decoded_copy_every_notification_shares(cached: Reactor) -> None:
-    """The store hands one decoded copy of each version to every notification (`Store.lookup`): a change applied, a
-    repeat refused and a resolve reverted later, each copy still equals its stored text decoded afresh."""
-    store = informers_of(cached).store
-    body = cached.alerts("GPUUnderutilized", "llm-inference", "server")
-    assert {o["result"] for o in cached.post(body).get_json()["outcomes"]} == {"applied"}
-    eventually(lambda: "gpu-reactor.io/last-action" in (store.lookup("Deployment", NAMESPACE, "llm-inference")
-                                                        or {}).get("metadata", {}).get("annotations", {}))
-    assert {o["result"] for o in cached.post(body).get_json()["outcomes"]} == {"skipped"}
-    cached.post(cached.alerts("GPUUnderutilized", "llm-inference", "server", status="resolved"))
-    kept = list(store._decoded.values())
-    assert kept and all(_decode(text) == obj for text, obj in kept)
 
 
 def test_a_watch_that_expires_lists_again(token_file: Path) -> None:
