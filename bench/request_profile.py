@@ -2,11 +2,15 @@
 them — the reactor assembled from the bench policy, its watch cache synced, the WSGI application called with the
 environ gunicorn builds (reads.py's guarded input included), after the bench's storm put every workload in cooldown.
 
-`python -m bench.request_profile [--runs 20] [--top 25] [--no-freeze]`: prints the CPU µs per request of each path
-(mean and median), the cycle collector's runs during them, and the functions that took it (cProfile, sorted by own
-time; `SORT=cumulative` sorts by time including callees). The embedded cluster runs in this process but is idle on
-the cooldown path (the cache answers every read). The service is frozen out of the collector's reach once built, as
-the serving worker does (reactor/app/runner.py); `--no-freeze` leaves it there, to see what that costs.
+`python -m bench.request_profile [--runs 20] [--top 25] [--no-freeze] [--rounds 15]`: prints the CPU µs per request
+of each path (mean and median), the cycle collector's runs during them, and the functions that took it (cProfile,
+sorted by own time; `SORT=cumulative` sorts by time including callees). `--rounds R` also times R rounds of the same
+calls back to back — the reactor's whole call, its engine alone, and the bench's Flask echo (bench/echo.py) on the
+same bodies — and prints the fastest round of each: on a shared machine the fastest round, the one least disturbed,
+moves by 1–2 % from one process to the next where a median moves by several. The embedded cluster runs in this
+process but is idle on the cooldown path (the cache answers every read). The service is frozen out of the
+collector's reach once built, as the serving worker does (reactor/app/runner.py); `--no-freeze` leaves it there, to
+see what that costs.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from bench.echo import create_echo_app
 from bench.scenario import Fleet, build_cluster, now, policy_yaml, start_sim, storm_body, webhook_bodies
 from reactor.app.assembly import assemble
 from reactor.app.reads import guard_input
@@ -99,10 +104,31 @@ def stages(app: Any, service: Any, bodies: list[bytes], others: list[bytes], tok
     return {**found, "parse": parse / m * 1e6, "engine.handle": handle / m * 1e6, "answer": encode / m * 1e6}
 
 
+def fastest(app: Any, service: Any, echo: Any, bodies: list[bytes], token: str, rounds: int) -> dict[str, float]:
+    """µs per call in the fastest of `rounds` rounds (wall time, the process otherwise idle): the reactor's whole WSGI
+    call, its engine's `handle` alone on the same notifications already read, and the echo's whole call. Each round
+    calls every body of `bodies` (new firings on workloads in cooldown) in turn, `per_round` calls in all."""
+    notifications = [(read_envelope(b) or parse_envelope(json.loads(b))).notification for b in bodies]
+    per_round = max(len(bodies), 2000 // max(1, len(notifications[0].alerts)))
+    found: dict[str, float] = {}
+    for name, one in (("whole call", lambda i: call(app, bodies[i % len(bodies)], token)),
+                      ("engine.handle", lambda i: service.engine.handle(notifications[i % len(bodies)])),
+                      ("echo's whole call", lambda i: call(echo, bodies[i % len(bodies)], token))):
+        best = float("inf")
+        for _ in range(rounds):
+            started = time.perf_counter()
+            for i in range(per_round):
+                one(i)
+            best = min(best, time.perf_counter() - started)
+        found[name] = best / per_round * 1e6
+    return found
+
+
 def main() -> int:
     p = argparse.ArgumentParser(prog="python -m bench.request_profile")
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--top", type=int, default=25)
+    p.add_argument("--rounds", type=int, default=0, help="also print the fastest of this many rounds (see above)")
     p.add_argument("--no-freeze", action="store_true",
                    help="leave the assembled service to the cycle collector (the serving worker freezes it)")
     args = p.parse_args()
@@ -137,6 +163,10 @@ def main() -> int:
                 found = stages(app, service, bodies[1:], others, token)
                 print(f"== {size} alert(s), CPU µs per request on the handling thread (no profiler): "
                       + ", ".join(f"{k} {v:.0f}" for k, v in found.items()))
+                if args.rounds:
+                    quickest = fastest(app, service, create_echo_app(), others, token, args.rounds)
+                    print(f"== {size} alert(s), µs per call in the fastest of {args.rounds} rounds: "
+                          + ", ".join(f"{k} {v:.1f}" for k, v in quickest.items()))
                 bodies = webhook_bodies(fleet, size, args.runs, storm_at + timedelta(minutes=3 + size))
                 call(app, bodies[0], token)
                 relist()
