@@ -11,6 +11,8 @@ from datetime import datetime
 
 import msgspec
 
+from reactor.core.memo import Memo
+
 
 class AlertName(enum.StrEnum):
     """The alert names the rules emit and the reactor understands."""
@@ -91,8 +93,8 @@ def target_labels(labels: Mapping[str, str]) -> tuple[str | None, str | None, st
 SPELLINGS_KEPT = 1024
 # Each datetime spelled lately, by identity: the parser hands the alerts of one startsAt the same datetime object (its
 # `utc` cache), so a lookup by `id` finds it without hashing a datetime (which asks it for its offset). The entry holds
-# the object, so its id cannot be reused while the entry lives; dict operations are atomic under the interpreter lock.
-_SPELLED: dict[int, tuple[datetime, str]] = {}
+# the object, so its id cannot be reused while the entry lives.
+_SPELLED: Memo[int, tuple[datetime, str]] = Memo(SPELLINGS_KEPT)
 
 
 def iso(moment: datetime) -> str:
@@ -101,11 +103,7 @@ def iso(moment: datetime) -> str:
     known = _SPELLED.get(id(moment))
     if known is not None and known[0] is moment:
         return known[1]
-    text = moment.isoformat()
-    if len(_SPELLED) >= SPELLINGS_KEPT:
-        _SPELLED.clear()  # bounded; started again when full (no order to keep, nothing to lock)
-    _SPELLED[id(moment)] = (moment, text)
-    return text
+    return _SPELLED.keep(id(moment), (moment, moment.isoformat()))[1]
 
 
 @dataclass(frozen=True, slots=True)

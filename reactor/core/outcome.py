@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 
+from reactor.core.memo import Memo
 from reactor.core.model import Action, Alert, Result, Skip, WorkloadRef, iso
 
 
@@ -83,9 +84,9 @@ def alert_outcome(alert: Alert, fields: dict[str, Any]) -> Outcome:
 
 _HEAD = ("alert", "fingerprint", "startsAt", "status", "namespace", "pod")
 TAILS_KEPT = 4096
-# The encoded decision part of an outcome, by everything it is made of (see `answer_json`). Each dict operation is
-# atomic under the interpreter lock; two threads encoding the same decision at once store the same text.
-_TAILS: dict[tuple[Any, ...], str] = {}
+# The encoded decision part of an outcome, by everything it is made of (see `answer_json`); two threads encoding the
+# same decision at once store the same text.
+_TAILS: Memo[tuple[Any, ...], str] = Memo(TAILS_KEPT)
 # `json.dumps(..., separators=...)` builds a new encoder on every call (only the all-defaults call reuses one): on
 # the 1-alert answer that was most of the answer's cost. One encoder, kept (encoding holds no state between calls).
 _compact = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
@@ -111,10 +112,7 @@ def answer_json(summary: dict[str, int], outcomes: Sequence[Outcome]) -> str:
         tail = _TAILS.get(key)
         if tail is None:
             rest = {k: v for k, v in o.to_json().items() if k not in _HEAD}
-            tail = _compact(rest)[1:]
-            if len(_TAILS) >= TAILS_KEPT:
-                _TAILS.clear()  # bounded; a full set is simply started again (no order to keep, nothing to lock)
-            _TAILS[key] = tail
+            tail = _TAILS.keep(key, _compact(rest)[1:])
         parts.append(f'{{"alert":{_text(o.alert)},"fingerprint":{_text(o.fingerprint)},'
                      f'"startsAt":{_text(o.starts_at)},"status":{_text(o.status)},"namespace":{_text(o.namespace)},'
                      f'"pod":{_text(o.pod)},{tail}')

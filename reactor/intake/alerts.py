@@ -19,6 +19,7 @@ from typing import Any
 
 from reactor.core.alerts import target_labels
 from reactor.core.errors import InvalidPayload
+from reactor.core.memo import Memo
 from reactor.core.model import Alert, Notification, Status
 
 _STATUSES = tuple(s.value for s in Status)
@@ -255,15 +256,13 @@ def _numbers(annotations: Mapping[str, str], where: str) -> dict[str, Any]:
     except _BadNumber as e:
         raise InvalidPayload(f"{where}.annotations.{e.key}", e.problem) from None
     if sum(len(raw) for raw in spelled if raw) <= KEPT_SPELLING:
-        if len(_NUMBERS) >= NUMBERS_KEPT:
-            _NUMBERS.clear()  # bounded; started again when full (no order to keep, nothing to lock)
-        _NUMBERS[spelled] = found
+        _NUMBERS.keep(spelled, found)
     return found
 
 
 NUMBERS_KEPT = 4096
 KEPT_SPELLING = 64  # characters, the four spellings together
-_NUMBERS: dict[tuple[str | None, ...], dict[str, Any]] = {}
+_NUMBERS: Memo[tuple[str | None, ...], dict[str, Any]] = Memo(NUMBERS_KEPT)
 
 
 def _read_numbers(value: str | None, gpus: str | None, idle: str | None, throttling: str | None) -> dict[str, Any]:
