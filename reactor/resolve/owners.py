@@ -88,10 +88,8 @@ class Reader:
         self._unknown_limit = unknown_limit
         self._unknown_names: set[tuple[str, str]] = set()
         self._deadline, self._clock = deadline, clock
+        # What this notification read, from the API or the watch cache, by (kind, namespace, name): read once.
         self._objects: dict[tuple[str, str, str], dict[str, Any] | None] = {}
-        # What the watch cache held, decoded once for the notification: the pods of one workload each lead to it (a
-        # 1,000-alert notification on 100 pods of 8 workloads decoded each workload a dozen times).
-        self._decoded: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._lists: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._refused: dict[tuple[str, ...], PermanentError] = {}
         self._lock = threading.Lock()
@@ -105,16 +103,16 @@ class Reader:
         """
         key = (kind, namespace, name)
         if self._cache is not None and key not in self._fresh:
-            decoded = self._decoded.get(key)
-            if decoded is not None:
-                return decoded
+            known = self._objects.get(key)  # read already in this notification (the pods of a workload lead to it)
+            if known is not None:
+                return known
             cached = self._cache.lookup(kind, namespace, name)
             if isinstance(cached, dict):
-                self._decoded[key] = cached
+                self._objects[key] = cached
                 return cached
             if cached is None and not referenced:
                 return None
-        return self._once((kind, namespace, name), self._objects, lambda: self._get_or_none(kind, namespace, name))
+        return self._once(key, self._objects, lambda: self._get_or_none(kind, namespace, name))
 
     def list_objects(self, kind: str, namespace: str) -> list[dict[str, Any]]:
         """Every object of a kind in a namespace; each (kind, namespace) is listed once."""
@@ -238,7 +236,6 @@ class Reader:
         """Drop a cached object after a write or a conflict, so the next read is fresh."""
         with self._lock:
             self._objects.pop((kind, namespace, name), None)
-            self._decoded.pop((kind, namespace, name), None)
             self._fresh.add((kind, namespace, name))
 
 
